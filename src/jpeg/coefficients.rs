@@ -1,0 +1,134 @@
+//! The coefficient image: what entropy decoding yields, and what crosses from CPU to GPU.
+
+use super::markers::Frame;
+
+/// How the decoded components map to RGB (libjpeg's `jpeg_color_space` guess, PARITY §1.2).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ColorSpace {
+    /// One component: R = G = B = Y.
+    Grayscale,
+    /// Three components, converted with the JFIF YCbCr matrix.
+    YCbCr,
+    /// Three components stored as RGB (Adobe transform 0, or component ids 'R', 'G', 'B').
+    Rgb,
+    /// Four components of (Adobe-inverted) CMYK.
+    Cmyk,
+    /// Four components: YCbCr-coded CMY, plus K.
+    Ycck,
+}
+
+/// One colour component: its geometry, its quantised DCT blocks and its quantisation table.
+#[derive(Clone, Debug)]
+pub struct Component {
+    /// Horizontal sampling factor (1..=4).
+    pub h: usize,
+    /// Vertical sampling factor (1..=4).
+    pub v: usize,
+    /// Samples per row of this component: `ceil(width * h / max_h)`.
+    pub downsampled_width: usize,
+    /// Rows of this component: `ceil(height * v / max_v)`.
+    pub downsampled_height: usize,
+    /// Blocks per row that hold image data: `ceil(downsampled_width / 8)`.
+    pub width_in_blocks: usize,
+    /// Block rows that hold image data: `ceil(downsampled_height / 8)`.
+    pub height_in_blocks: usize,
+    /// Blocks per row in `blocks` (padded to whole MCUs).
+    pub blocks_w: usize,
+    /// Block rows in `blocks` (padded to whole MCUs).
+    pub blocks_h: usize,
+    /// Quantisation table in natural order, as latched at the component's first scan.
+    pub quant: [u16; 64],
+    /// Quantised coefficients, 64 per block in natural (row-major) order, blocks row-major.
+    pub blocks: Vec<i16>,
+}
+
+impl Component {
+    /// The 64 coefficients of block (`bx`, `by`).
+    pub fn block(&self, bx: usize, by: usize) -> &[i16; 64] {
+        let start = (by * self.blocks_w + bx) * 64;
+        self.blocks[start..start + 64].try_into().expect("64")
+    }
+}
+
+/// A decoded JPEG before the inverse DCT: everything the pixel stages need, and nothing more.
+#[derive(Clone, Debug)]
+pub struct CoefficientImage {
+    /// Image width in pixels.
+    pub width: usize,
+    /// Image height in pixels.
+    pub height: usize,
+    /// Largest horizontal sampling factor.
+    pub max_h: usize,
+    /// Largest vertical sampling factor.
+    pub max_v: usize,
+    /// How components map to RGB.
+    pub color_space: ColorSpace,
+    /// Components in frame order.
+    pub components: Vec<Component>,
+}
+
+impl CoefficientImage {
+    /// Allocates zeroed coefficient storage for `frame` (the caller checked the size limits).
+    pub(crate) fn for_frame(frame: &Frame, color_space: ColorSpace) -> Self {
+        let width = frame.width as usize;
+        let height = frame.height as usize;
+        let max_h = usize::from(frame.components.iter().map(|c| c.h).max().unwrap_or(1));
+        let max_v = usize::from(frame.components.iter().map(|c| c.v).max().unwrap_or(1));
+        let mcus_x = width.div_ceil(8 * max_h);
+        let mcus_y = height.div_ceil(8 * max_v);
+        let components = frame
+            .components
+            .iter()
+            .map(|c| {
+                let (h, v) = (usize::from(c.h), usize::from(c.v));
+                let downsampled_width = (width * h).div_ceil(max_h);
+                let downsampled_height = (height * v).div_ceil(max_v);
+                let (blocks_w, blocks_h) = (mcus_x * h, mcus_y * v);
+                Component {
+                    h,
+                    v,
+                    downsampled_width,
+                    downsampled_height,
+                    width_in_blocks: downsampled_width.div_ceil(8),
+                    height_in_blocks: downsampled_height.div_ceil(8),
+                    blocks_w,
+                    blocks_h,
+                    quant: [0; 64],
+                    blocks: vec![0; blocks_w * blocks_h * 64],
+                }
+            })
+            .collect();
+        Self {
+            width,
+            height,
+            max_h,
+            max_v,
+            color_space,
+            components,
+        }
+    }
+
+    /// MCUs per row of an interleaved scan.
+    pub fn mcus_x(&self) -> usize {
+        self.width.div_ceil(8 * self.max_h)
+    }
+
+    /// MCU rows of an interleaved scan.
+    pub fn mcus_y(&self) -> usize {
+        self.height.div_ceil(8 * self.max_v)
+    }
+
+    /// Bytes of coefficient storage a frame needs, to check limits before allocating.
+    pub(crate) fn storage_bytes(frame: &Frame) -> u64 {
+        let max_h = u64::from(frame.components.iter().map(|c| c.h).max().unwrap_or(1));
+        let max_v = u64::from(frame.components.iter().map(|c| c.v).max().unwrap_or(1));
+        let mcus_x = u64::from(frame.width).div_ceil(8 * max_h);
+        let mcus_y = u64::from(frame.height).div_ceil(8 * max_v);
+        let blocks: u64 = frame
+            .components
+            .iter()
+            .map(|c| mcus_x * u64::from(c.h) * mcus_y * u64::from(c.v))
+            .sum();
+        blocks * 64 * 2
+    }
+}

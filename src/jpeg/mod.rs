@@ -1,0 +1,352 @@
+//! JPEG entropy decoding on the CPU: bytes in, [`CoefficientImage`] out.
+//!
+//! Everything after this (IDCT, upsampling, colour, resize) is a pixel stage: see
+//! [`crate::reference`] for the CPU reference of each.
+
+mod bits;
+mod coefficients;
+mod huffman;
+mod markers;
+mod progressive;
+mod scan;
+mod sequential;
+
+pub use coefficients::{CoefficientImage, ColorSpace, Component};
+
+use crate::error::{Error, Result};
+use bits::{find_marker, BitReader};
+use huffman::{HuffmanSpec, HuffmanTable};
+use markers::{Frame, Process, ScanHeader};
+
+/// Safety limits checked before anything is allocated. `Default` matches Pillow's
+/// decompression-bomb error threshold.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Limits {
+    /// Largest accepted `width * height`. Default: 178,956,970 (Pillow raises
+    /// `DecompressionBombError` above this).
+    pub max_pixels: u64,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Self {
+            max_pixels: 2 * (1024 * 1024 * 1024 / 4 / 3),
+        }
+    }
+}
+
+/// Entropy-decodes a JPEG file into its quantised DCT coefficients.
+pub fn decode_coefficients(data: &[u8], limits: &Limits) -> Result<CoefficientImage> {
+    if !data.starts_with(&[0xFF, markers::SOI]) {
+        return Err(Error::NotJpeg(data.iter().take(4).copied().collect()));
+    }
+    let mut decoder = Decoder::new(data, *limits);
+    let mut next = find_marker(data, 2);
+    loop {
+        let Some((marker, pos)) = next else {
+            return Err(Error::Truncated("no end-of-image marker"));
+        };
+        next = match marker {
+            markers::EOI => return decoder.finish(),
+            markers::SOS => decoder.scan(pos)?,
+            _ => {
+                decoder.segment(marker, pos)?;
+                let end = pos + segment_length(data, pos)?;
+                find_marker(data, end)
+            }
+        };
+    }
+}
+
+/// Length of the marker segment at `pos` (its 2-byte length field included), checked to fit.
+fn segment_length(data: &[u8], pos: usize) -> Result<usize> {
+    let len = match data.get(pos..pos + 2) {
+        Some(&[a, b]) => usize::from(u16::from_be_bytes([a, b])),
+        _ => return Err(Error::Truncated("file ends inside a marker segment")),
+    };
+    if len < 2 {
+        return Err(Error::corrupt("marker segment length below 2"));
+    }
+    if pos + len > data.len() {
+        return Err(Error::Truncated("file ends inside a marker segment"));
+    }
+    Ok(len)
+}
+
+/// Decoder state between markers.
+struct Decoder<'a> {
+    data: &'a [u8],
+    limits: Limits,
+    frame: Option<Frame>,
+    quant: [Option<[u16; 64]>; 4],
+    dc_specs: [Option<HuffmanSpec>; 4],
+    ac_specs: [Option<HuffmanSpec>; 4],
+    restart_interval: u16,
+    saw_jfif: bool,
+    adobe_transform: Option<u8>,
+    image: Option<CoefficientImage>,
+    /// Components whose quantisation table was latched at their first scan.
+    quant_latched: Vec<bool>,
+    coef_bits: Option<progressive::CoefficientBits>,
+}
+
+impl<'a> Decoder<'a> {
+    fn new(data: &'a [u8], limits: Limits) -> Self {
+        Self {
+            data,
+            limits,
+            frame: None,
+            quant: [None; 4],
+            dc_specs: Default::default(),
+            ac_specs: Default::default(),
+            restart_interval: 0,
+            saw_jfif: false,
+            adobe_transform: None,
+            image: None,
+            quant_latched: Vec::new(),
+            coef_bits: None,
+        }
+    }
+
+    /// Handles every marker but SOS and EOI; `pos` is just past the marker code.
+    fn segment(&mut self, marker: u8, pos: usize) -> Result<()> {
+        let parameterless = matches!(marker, 0x01 | 0xD0..=0xD7);
+        if parameterless {
+            return Ok(());
+        }
+        let len = segment_length(self.data, pos)?;
+        let body = &self.data[pos + 2..pos + len];
+        match marker {
+            markers::SOI => Err(Error::corrupt("second start-of-image marker")),
+            markers::DQT => markers::parse_dqt(body, &mut self.quant),
+            markers::DHT => markers::parse_dht(body, &mut self.dc_specs, &mut self.ac_specs),
+            markers::DRI => {
+                self.restart_interval = markers::parse_dri(body)?;
+                Ok(())
+            }
+            0xE0 => {
+                self.saw_jfif |= markers::is_jfif(body);
+                Ok(())
+            }
+            0xEE => {
+                if let Some(transform) = markers::adobe_transform(body) {
+                    self.adobe_transform = Some(transform);
+                }
+                Ok(())
+            }
+            // APP1..APP15 other than APP14, COM, DAC, DNL: nothing that changes the pixels.
+            0xE1..=0xEF | 0xFE | 0xCC | 0xDC => Ok(()),
+            _ => self.frame_header(marker, body),
+        }
+    }
+
+    fn frame_header(&mut self, marker: u8, body: &[u8]) -> Result<()> {
+        let Some(process) = markers::sof_process(marker) else {
+            return Err(Error::corrupt(format!("unknown marker 0xFF{marker:02X}")));
+        };
+        let process = process?;
+        if self.frame.is_some() {
+            return Err(Error::corrupt("more than one frame header"));
+        }
+        let frame = markers::parse_frame(process, body)?;
+        let pixels = u64::from(frame.width) * u64::from(frame.height);
+        if pixels > self.limits.max_pixels {
+            return Err(Error::TooLarge {
+                width: frame.width,
+                height: frame.height,
+                limit: self.limits.max_pixels,
+            });
+        }
+        self.frame = Some(frame);
+        Ok(())
+    }
+
+    /// Decodes the scan whose SOS segment starts at `pos`; returns the marker after it.
+    fn scan(&mut self, pos: usize) -> Result<Option<(u8, usize)>> {
+        let len = segment_length(self.data, pos)?;
+        let frame = self
+            .frame
+            .as_ref()
+            .ok_or_else(|| Error::corrupt("scan before frame header"))?;
+        let scan = markers::parse_scan(&self.data[pos + 2..pos + len], frame)?;
+        if self.image.is_none() {
+            self.start_image()?;
+        }
+        self.latch_quant_tables(&scan)?;
+        let mut reader = BitReader::new(self.data, pos + len);
+        let restart_interval = usize::from(self.restart_interval);
+        let image = self.image.as_mut().expect("started above");
+        let frame = self.frame.as_ref().expect("checked above");
+        match frame.process {
+            Process::Sequential => {
+                let tables = build_tables(&scan, &self.dc_specs, &self.ac_specs)?;
+                let mut decoder = sequential::SequentialDecoder {
+                    tables: tables.iter().map(|(dc, ac)| (dc, ac)).collect(),
+                    dc_pred: vec![0; scan.components.len()],
+                };
+                scan::decode_scan(image, &scan, &mut reader, restart_interval, &mut decoder)
+            }
+            Process::Progressive => {
+                progressive::validate(&scan)?;
+                let coef_bits = self.coef_bits.as_mut().expect("set for progressive images");
+                let next = decode_progressive_scan(
+                    image,
+                    &scan,
+                    &mut reader,
+                    restart_interval,
+                    &self.dc_specs,
+                    &self.ac_specs,
+                )?;
+                coef_bits.update(&scan);
+                Ok(next)
+            }
+        }
+    }
+
+    /// At the first scan: decides the colour space and allocates the coefficients.
+    fn start_image(&mut self) -> Result<()> {
+        let frame = self.frame.as_ref().expect("checked by caller");
+        let color_space = self.color_space(frame);
+        // Motion-JPEG omits the standard tables; libjpeg installs them in empty slots 0 and 1.
+        for slot in 0..2 {
+            self.dc_specs[slot].get_or_insert_with(|| huffman::standard_table(true, slot));
+            self.ac_specs[slot].get_or_insert_with(|| huffman::standard_table(false, slot));
+        }
+        let bytes = CoefficientImage::storage_bytes(frame);
+        // Coefficients take 2 bytes per sample; allow for padding to whole MCUs and 4 channels.
+        if bytes > self.limits.max_pixels.saturating_mul(2 * 4 * 4) {
+            return Err(Error::TooLarge {
+                width: frame.width,
+                height: frame.height,
+                limit: self.limits.max_pixels,
+            });
+        }
+        self.quant_latched = vec![false; frame.components.len()];
+        if frame.process == Process::Progressive {
+            self.coef_bits = Some(progressive::CoefficientBits::new(frame.components.len()));
+        }
+        self.image = Some(CoefficientImage::for_frame(frame, color_space));
+        Ok(())
+    }
+
+    /// libjpeg's guess of the colour space from markers and component ids (PARITY §1.2).
+    fn color_space(&self, frame: &Frame) -> ColorSpace {
+        let ids: Vec<u8> = frame.components.iter().map(|c| c.id).collect();
+        match ids.len() {
+            1 => ColorSpace::Grayscale,
+            3 if self.saw_jfif => ColorSpace::YCbCr,
+            3 => match self.adobe_transform {
+                Some(0) => ColorSpace::Rgb,
+                Some(_) => ColorSpace::YCbCr,
+                None if ids == b"RGB" => ColorSpace::Rgb,
+                None => ColorSpace::YCbCr,
+            },
+            _ => match self.adobe_transform {
+                None | Some(0) => ColorSpace::Cmyk,
+                Some(_) => ColorSpace::Ycck,
+            },
+        }
+    }
+
+    /// Copies each component's quantisation table at its first scan, as libjpeg does.
+    fn latch_quant_tables(&mut self, scan: &ScanHeader) -> Result<()> {
+        let frame = self.frame.as_ref().expect("checked by caller");
+        let image = self.image.as_mut().expect("started by caller");
+        for sc in &scan.components {
+            if self.quant_latched[sc.index] {
+                continue;
+            }
+            let slot = frame.components[sc.index].quant_slot;
+            image.components[sc.index].quant = self.quant[usize::from(slot)]
+                .ok_or_else(|| Error::corrupt(format!("quantisation table {slot} not defined")))?;
+            self.quant_latched[sc.index] = true;
+        }
+        Ok(())
+    }
+
+    fn finish(self) -> Result<CoefficientImage> {
+        // A component that no scan coded keeps zero coefficients and a zero quantisation table,
+        // and so decodes as mid-grey, as in libjpeg.
+        self.image
+            .ok_or_else(|| Error::corrupt("no image data before end-of-image marker"))
+    }
+}
+
+/// The DC and AC decoding tables of each scan component.
+fn build_tables(
+    scan: &ScanHeader,
+    dc_specs: &[Option<HuffmanSpec>; 4],
+    ac_specs: &[Option<HuffmanSpec>; 4],
+) -> Result<Vec<(HuffmanTable, HuffmanTable)>> {
+    scan.components
+        .iter()
+        .map(|sc| {
+            Ok((
+                table(dc_specs, sc.dc_slot, true)?,
+                table(ac_specs, sc.ac_slot, false)?,
+            ))
+        })
+        .collect()
+}
+
+fn table(specs: &[Option<HuffmanSpec>; 4], slot: usize, is_dc: bool) -> Result<HuffmanTable> {
+    let spec = specs[slot]
+        .as_ref()
+        .ok_or_else(|| Error::corrupt(format!("Huffman table {slot} not defined")))?;
+    HuffmanTable::new(spec, is_dc)
+}
+
+/// Decodes one progressive scan with the decoder its Ss and Ah call for.
+fn decode_progressive_scan(
+    image: &mut CoefficientImage,
+    scan: &ScanHeader,
+    reader: &mut BitReader,
+    restart_interval: usize,
+    dc_specs: &[Option<HuffmanSpec>; 4],
+    ac_specs: &[Option<HuffmanSpec>; 4],
+) -> Result<Option<(u8, usize)>> {
+    let al = u32::from(scan.al);
+    let (ss, se) = (usize::from(scan.ss), usize::from(scan.se));
+    if ss == 0 && scan.ah == 0 {
+        let tables = scan
+            .components
+            .iter()
+            .map(|sc| table(dc_specs, sc.dc_slot, true))
+            .collect::<Result<Vec<_>>>()?;
+        let mut decoder = progressive::DcFirst {
+            tables: tables.iter().collect(),
+            dc_pred: vec![0; scan.components.len()],
+            al,
+            overflow: false,
+        };
+        let next = scan::decode_scan(image, scan, reader, restart_interval, &mut decoder)?;
+        if decoder.overflow {
+            return Err(Error::corrupt("DC coefficient out of range"));
+        }
+        Ok(next)
+    } else if ss == 0 {
+        let mut decoder = progressive::DcRefine { al };
+        scan::decode_scan(image, scan, reader, restart_interval, &mut decoder)
+    } else {
+        let table = table(ac_specs, scan.components[0].ac_slot, false)?;
+        if scan.ah == 0 {
+            let mut decoder = progressive::AcFirst {
+                table: &table,
+                ss,
+                se,
+                al,
+                eob_run: 0,
+            };
+            scan::decode_scan(image, scan, reader, restart_interval, &mut decoder)
+        } else {
+            let mut decoder = progressive::AcRefine {
+                table: &table,
+                ss,
+                se,
+                al,
+                eob_run: 0,
+            };
+            scan::decode_scan(image, scan, reader, restart_interval, &mut decoder)
+        }
+    }
+}

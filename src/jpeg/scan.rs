@@ -1,0 +1,172 @@
+//! Walking the MCUs of one scan, with restart markers handled as libjpeg handles them.
+
+use super::bits::BitReader;
+use super::coefficients::CoefficientImage;
+use super::markers::{ScanHeader, RST0};
+use crate::error::{Error, Result};
+
+/// Decodes the blocks of one kind of scan (sequential, or one of the progressive passes).
+pub(crate) trait BlockDecoder {
+    /// Decodes one block of scan component `scan_comp` into `block` (natural order).
+    fn decode_block(&mut self, reader: &mut BitReader, scan_comp: usize, block: &mut [i16; 64]);
+    /// Forgets DC predictions and end-of-band runs, as every restart marker requires.
+    fn restart(&mut self);
+}
+
+/// Decodes every MCU of `scan` from `reader` into `image`.
+///
+/// Returns the marker that follows the scan and the position just past it, or `None` when the
+/// data ends without one.
+pub(crate) fn decode_scan(
+    image: &mut CoefficientImage,
+    scan: &ScanHeader,
+    reader: &mut BitReader,
+    restart_interval: usize,
+    decoder: &mut impl BlockDecoder,
+) -> Result<Option<(u8, usize)>> {
+    let mut restarts = Restarts {
+        interval: restart_interval,
+        to_go: restart_interval,
+        next_number: 0,
+    };
+    if scan.components.len() == 1 {
+        decode_single_component(image, scan, reader, &mut restarts, decoder)?;
+    } else {
+        decode_interleaved(image, scan, reader, &mut restarts, decoder)?;
+    }
+    if reader.hit_eof && reader.insufficient {
+        return Err(Error::Truncated("image data ends early"));
+    }
+    Ok(reader.next_marker().map(|code| (code, reader.position())))
+}
+
+/// A non-interleaved scan: each MCU is one block, over the component's real blocks only.
+fn decode_single_component(
+    image: &mut CoefficientImage,
+    scan: &ScanHeader,
+    reader: &mut BitReader,
+    restarts: &mut Restarts,
+    decoder: &mut impl BlockDecoder,
+) -> Result<()> {
+    let comp = &mut image.components[scan.components[0].index];
+    for by in 0..comp.height_in_blocks {
+        for bx in 0..comp.width_in_blocks {
+            restarts.before_mcu(reader, decoder)?;
+            if !reader.insufficient {
+                let start = (by * comp.blocks_w + bx) * 64;
+                let block = (&mut comp.blocks[start..start + 64])
+                    .try_into()
+                    .expect("64");
+                decoder.decode_block(reader, 0, block);
+            }
+        }
+    }
+    Ok(())
+}
+
+/// An interleaved scan: each MCU holds h×v blocks of every component in the scan.
+fn decode_interleaved(
+    image: &mut CoefficientImage,
+    scan: &ScanHeader,
+    reader: &mut BitReader,
+    restarts: &mut Restarts,
+    decoder: &mut impl BlockDecoder,
+) -> Result<()> {
+    let (mcus_x, mcus_y) = (image.mcus_x(), image.mcus_y());
+    for my in 0..mcus_y {
+        for mx in 0..mcus_x {
+            restarts.before_mcu(reader, decoder)?;
+            if reader.insufficient {
+                continue;
+            }
+            for (scan_comp, sc) in scan.components.iter().enumerate() {
+                let comp = &mut image.components[sc.index];
+                for y in 0..comp.v {
+                    for x in 0..comp.h {
+                        let (bx, by) = (mx * comp.h + x, my * comp.v + y);
+                        let start = (by * comp.blocks_w + bx) * 64;
+                        let block = (&mut comp.blocks[start..start + 64])
+                            .try_into()
+                            .expect("64");
+                        decoder.decode_block(reader, scan_comp, block);
+                    }
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Restart-interval bookkeeping (libjpeg's `restarts_to_go` and `next_restart_num`).
+struct Restarts {
+    interval: usize,
+    to_go: usize,
+    next_number: u8,
+}
+
+impl Restarts {
+    /// Processes a restart marker when one is due before the next MCU.
+    fn before_mcu(
+        &mut self,
+        reader: &mut BitReader,
+        decoder: &mut impl BlockDecoder,
+    ) -> Result<()> {
+        if self.interval == 0 {
+            return Ok(());
+        }
+        if self.to_go == 0 {
+            self.process_restart(reader)?;
+            decoder.restart();
+        }
+        self.to_go -= 1;
+        Ok(())
+    }
+
+    fn process_restart(&mut self, reader: &mut BitReader) -> Result<()> {
+        reader.discard_buffered_bits();
+        let marker = reader
+            .next_marker()
+            .ok_or(Error::Truncated("image data ends before a restart marker"))?;
+        if marker == RST0 + self.next_number {
+            reader.clear_marker();
+        } else {
+            resync_to_restart(reader, self.next_number)?;
+        }
+        self.next_number = (self.next_number + 1) & 7;
+        self.to_go = self.interval;
+        // Data resumes after a good restart marker; a marker left unread keeps it exhausted.
+        if reader.marker.is_none() {
+            reader.insufficient = false;
+        }
+        Ok(())
+    }
+}
+
+/// libjpeg's `jpeg_resync_to_restart`: what to do when the marker found is not the RST expected.
+fn resync_to_restart(reader: &mut BitReader, expected: u8) -> Result<()> {
+    let near = |marker: u8, offsets: [u8; 2]| {
+        offsets
+            .iter()
+            .any(|&d| marker == RST0 + (expected.wrapping_add(d) & 7))
+    };
+    loop {
+        let marker = reader.marker.expect("a marker stopped the reader");
+        let is_restart = (RST0..RST0 + 8).contains(&marker);
+        if marker >= 0xC0 && (!is_restart || near(marker, [1, 2])) {
+            // A valid non-restart marker, or one of the next two restarts: leave it unread, so
+            // that the segments until it decode as empty.
+            return Ok(());
+        }
+        if marker < 0xC0 || near(marker, [7, 6]) {
+            // An invalid marker, or an earlier restart: skip to the next marker and decide again.
+            reader.clear_marker();
+            reader
+                .next_marker()
+                .ok_or(Error::Truncated("image data ends before a restart marker"))?;
+            continue;
+        }
+        // The expected restart, or one too far away: discard it and read on.
+        reader.clear_marker();
+        return Ok(());
+    }
+}

@@ -1,0 +1,31 @@
+//! gpuprep turns encoded images (JPEG first) into the tensors vision models eat, with exactly
+//! the numbers Pillow + torchvision give.
+//!
+//! Decoding is split where the work changes nature: entropy decoding ([`jpeg`]) is serial per
+//! image and runs on CPU threads; everything after it is per-pixel and is written as stages whose
+//! CPU reference lives in [`reference`].
+//!
+//! ```no_run
+//! let bytes = std::fs::read("photo.jpg")?;
+//! let rgb = gpuprep::decode_rgb(&bytes, &gpuprep::Limits::default())?;
+//! assert_eq!(rgb.data.len(), rgb.width * rgb.height * 3);
+//! # Ok::<(), gpuprep::Error>(())
+//! ```
+
+pub mod convert;
+mod error;
+mod image;
+pub mod jpeg;
+pub mod npy;
+pub mod reference;
+
+pub use error::{Error, Result, Unsupported};
+pub use image::RgbImage;
+pub use jpeg::Limits;
+
+/// Decodes JPEG bytes to RGB on the CPU, bit-identical to Pillow's
+/// `np.asarray(Image.open(f).convert('RGB'))`.
+pub fn decode_rgb(data: &[u8], limits: &Limits) -> Result<RgbImage> {
+    let coefficients = jpeg::decode_coefficients(data, limits)?;
+    reference::decode_rgb(&coefficients)
+}

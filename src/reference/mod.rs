@@ -1,0 +1,81 @@
+//! The CPU reference: one file per GPU stage, each written to read line by line like its shader.
+//!
+//! This is the spec in code. It is checked against real Pillow output (tests/goldens), and the
+//! GPU stages are checked against it.
+
+pub mod color;
+pub mod idct;
+pub mod upsample;
+
+use crate::error::Result;
+use crate::image::RgbImage;
+use crate::jpeg::{CoefficientImage, ColorSpace, Component};
+use upsample::{Method, Plane};
+
+/// Stage 1 for one component: every block through the IDCT, into a plane of
+/// `blocks_w * 8` × `blocks_h * 8` samples.
+pub fn component_samples(comp: &Component) -> Vec<u8> {
+    let stride = comp.blocks_w * 8;
+    let mut samples = vec![0u8; stride * comp.blocks_h * 8];
+    for by in 0..comp.height_in_blocks {
+        for bx in 0..comp.width_in_blocks {
+            let out = &mut samples[by * 8 * stride + bx * 8..];
+            idct::idct_islow(comp.block(bx, by), &comp.quant, out, stride);
+        }
+    }
+    samples
+}
+
+/// Stage 2 for one component: its samples upsampled to the image size.
+pub fn full_size_component(image: &CoefficientImage, comp: &Component) -> Result<Vec<u8>> {
+    let samples = component_samples(comp);
+    let method = Method::choose(
+        comp.h,
+        comp.v,
+        image.max_h,
+        image.max_v,
+        comp.downsampled_width,
+    )?;
+    let plane = Plane {
+        samples: &samples,
+        stride: comp.blocks_w * 8,
+        width: comp.downsampled_width,
+        height: comp.downsampled_height,
+    };
+    Ok(upsample::upsample(
+        &plane,
+        method,
+        image.width,
+        image.height,
+    ))
+}
+
+/// The whole reference pipeline: coefficients → RGB, equal to Pillow's `convert('RGB')`.
+pub fn decode_rgb(image: &CoefficientImage) -> Result<RgbImage> {
+    let planes = image
+        .components
+        .iter()
+        .map(|comp| full_size_component(image, comp))
+        .collect::<Result<Vec<_>>>()?;
+    let pixels = image.width * image.height;
+    let mut data = Vec::with_capacity(pixels * 3);
+    for i in 0..pixels {
+        let rgb = match image.color_space {
+            ColorSpace::Grayscale => [planes[0][i]; 3],
+            ColorSpace::Rgb => [planes[0][i], planes[1][i], planes[2][i]],
+            ColorSpace::YCbCr => color::ycc_to_rgb(planes[0][i], planes[1][i], planes[2][i]),
+            ColorSpace::Cmyk => {
+                color::cmyk_to_rgb(planes[0][i], planes[1][i], planes[2][i], planes[3][i])
+            }
+            ColorSpace::Ycck => {
+                color::ycck_to_rgb(planes[0][i], planes[1][i], planes[2][i], planes[3][i])
+            }
+        };
+        data.extend_from_slice(&rgb);
+    }
+    Ok(RgbImage {
+        width: image.width,
+        height: image.height,
+        data,
+    })
+}

@@ -1,0 +1,133 @@
+//! Shared by the integration tests: Pillow goldens, test roots, and mismatch reports.
+#![allow(dead_code, reason = "each test binary uses a different part")]
+
+use sha2::{Digest, Sha256};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+/// What real Pillow made of one file (a row of tests/goldens/decode.tsv).
+#[derive(Clone, Debug)]
+pub struct Golden {
+    pub file: String,
+    pub file_sha256: String,
+    /// (width, height, sha256 of the RGB bytes), or None when Pillow raised `pillow_error`.
+    pub rgb: Option<(usize, usize, String)>,
+    pub pillow_error: String,
+}
+
+pub fn manifest_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// The goldens, keyed by path relative to a test root.
+pub fn goldens() -> BTreeMap<String, Golden> {
+    let text = std::fs::read_to_string(manifest_dir().join("tests/goldens/decode.tsv"))
+        .expect("tests/goldens/decode.tsv (made by tools/goldens.py)");
+    text.lines()
+        .filter(|l| !l.starts_with('#') && !l.starts_with("file\t"))
+        .map(|line| {
+            let f: Vec<&str> = line.split('\t').collect();
+            let rgb = (!f[4].is_empty()).then(|| {
+                (
+                    f[2].parse().unwrap(),
+                    f[3].parse().unwrap(),
+                    f[4].to_string(),
+                )
+            });
+            let golden = Golden {
+                file: f[0].to_string(),
+                file_sha256: f[1].to_string(),
+                rgb,
+                pillow_error: f.get(5).unwrap_or(&"").to_string(),
+            };
+            (golden.file.clone(), golden)
+        })
+        .collect()
+}
+
+/// The shared corpus beside the checkout (`GPUPREP_CORPUS` overrides), if present.
+pub fn shared_corpus() -> Option<PathBuf> {
+    let dir = std::env::var_os("GPUPREP_CORPUS")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| manifest_dir().join("../shared/corpus"));
+    dir.is_dir().then_some(dir)
+}
+
+pub fn sha256_hex(bytes: &[u8]) -> String {
+    Sha256::digest(bytes)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+/// Writes actual/expected/diff images for a mismatch under target/parity/ and returns a line
+/// naming the first differing pixel. Expected pixels come from Pillow via tools/goldens.py.
+pub fn report_mismatch(name: &str, image: &Path, actual: &gpuprep::RgbImage) -> String {
+    let dir = manifest_dir().join("target/parity");
+    std::fs::create_dir_all(&dir).unwrap();
+    let stem = name.replace('/', "__");
+    let actual_path = dir.join(format!("{stem}.actual.ppm"));
+    write_ppm(&actual_path, actual.width, actual.height, &actual.data);
+    let expected_path = dir.join(format!("{stem}.expected.ppm"));
+    let dumped = std::process::Command::new("python3")
+        .arg(manifest_dir().join("tools/goldens.py"))
+        .arg("--dump")
+        .arg(image)
+        .arg(&expected_path)
+        .status()
+        .map(|s| s.success())
+        .unwrap_or(false);
+    let Some(expected) = dumped.then(|| read_ppm(&expected_path)).flatten() else {
+        return format!("{name}: differs (Pillow unavailable for a diff image)");
+    };
+    if expected.len() != actual.data.len() {
+        return format!("{name}: size differs from Pillow's");
+    }
+    let diff: Vec<u8> = expected
+        .iter()
+        .zip(&actual.data)
+        .map(|(&e, &a)| e.abs_diff(a).saturating_mul(16))
+        .collect();
+    write_ppm(
+        &dir.join(format!("{stem}.diff.ppm")),
+        actual.width,
+        actual.height,
+        &diff,
+    );
+    let first = expected
+        .iter()
+        .zip(&actual.data)
+        .position(|(e, a)| e != a)
+        .unwrap_or(0);
+    let pixel = first / 3;
+    let (x, y) = (pixel % actual.width, pixel / actual.width);
+    let count = expected
+        .chunks(3)
+        .zip(actual.data.chunks(3))
+        .filter(|(e, a)| e != a)
+        .count();
+    let summary = serde_json::json!({
+        "file": name, "first_x": x, "first_y": y,
+        "expected": &expected[pixel * 3..pixel * 3 + 3], "actual": &actual.data[pixel * 3..pixel * 3 + 3],
+        "pixels_differing": count,
+    });
+    std::fs::write(dir.join(format!("{stem}.json")), summary.to_string()).unwrap();
+    summary.to_string()
+}
+
+fn write_ppm(path: &Path, width: usize, height: usize, rgb: &[u8]) {
+    let mut bytes = format!("P6\n{width} {height}\n255\n").into_bytes();
+    bytes.extend_from_slice(rgb);
+    std::fs::write(path, bytes).unwrap();
+}
+
+fn read_ppm(path: &Path) -> Option<Vec<u8>> {
+    let bytes = std::fs::read(path).ok()?;
+    // Header: "P6\n<w> <h>\n255\n".
+    let mut newlines = 0;
+    let start = bytes.iter().position(|&b| {
+        newlines += usize::from(b == b'\n');
+        newlines == 3
+    })?;
+    Some(bytes[start + 1..].to_vec())
+}
