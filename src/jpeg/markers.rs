@@ -156,10 +156,8 @@ pub(crate) fn parse_scan(body: &[u8], frame: &Frame) -> Result<ScanHeader> {
             .position(|c| c.id == spec[0])
             .filter(|i| components.iter().all(|s| s.index != *i))
             .ok_or_else(|| Error::corrupt(format!("scan names unknown component {}", spec[0])))?;
+        // Slots are checked when a table is used: progressive scans use only one of the two.
         let (dc_slot, ac_slot) = (usize::from(spec[1] >> 4), usize::from(spec[1] & 15));
-        if dc_slot > 3 || ac_slot > 3 {
-            return Err(Error::corrupt("Huffman table index above 3"));
-        }
         components.push(ScanComponent {
             index,
             dc_slot,

@@ -48,7 +48,15 @@ pub fn decode_coefficients(data: &[u8], limits: &Limits) -> Result<CoefficientIm
         };
         next = match marker {
             markers::EOI => return decoder.finish(),
-            markers::SOS => decoder.scan(pos)?,
+            markers::SOS => {
+                let next = decoder.scan(pos)?;
+                if decoder.single_scan == Some(true) {
+                    // libjpeg outputs a single-scan image as it decodes; what follows the scan
+                    // (even a missing EOI or a truncated segment) never reaches Pillow.
+                    return decoder.finish();
+                }
+                next
+            }
             _ => {
                 decoder.segment(marker, pos)?;
                 let end = pos + segment_length(data, pos)?;
@@ -88,6 +96,8 @@ struct Decoder<'a> {
     /// Components whose quantisation table was latched at their first scan.
     quant_latched: Vec<bool>,
     coef_bits: Option<progressive::CoefficientBits>,
+    /// Whether the first scan holds the whole image (libjpeg's `!has_multiple_scans`).
+    single_scan: Option<bool>,
 }
 
 impl<'a> Decoder<'a> {
@@ -105,6 +115,7 @@ impl<'a> Decoder<'a> {
             image: None,
             quant_latched: Vec::new(),
             coef_bits: None,
+            single_scan: None,
         }
     }
 
@@ -170,6 +181,10 @@ impl<'a> Decoder<'a> {
             .ok_or_else(|| Error::corrupt("scan before frame header"))?;
         let scan = markers::parse_scan(&self.data[pos + 2..pos + len], frame)?;
         if self.image.is_none() {
+            self.single_scan = Some(
+                frame.process == Process::Sequential
+                    && scan.components.len() == frame.components.len(),
+            );
             self.start_image()?;
         }
         self.latch_quant_tables(&scan)?;
@@ -290,8 +305,9 @@ fn build_tables(
 }
 
 fn table(specs: &[Option<HuffmanSpec>; 4], slot: usize, is_dc: bool) -> Result<HuffmanTable> {
-    let spec = specs[slot]
-        .as_ref()
+    let spec = specs
+        .get(slot)
+        .and_then(Option::as_ref)
         .ok_or_else(|| Error::corrupt(format!("Huffman table {slot} not defined")))?;
     HuffmanTable::new(spec, is_dc)
 }

@@ -34,7 +34,9 @@ pub(crate) fn decode_scan(
     } else {
         decode_interleaved(image, scan, reader, &mut restarts, decoder)?;
     }
-    if reader.hit_eof && reader.insufficient {
+    // Pillow's libjpeg reads ahead and suspends at the end of the file, which Pillow reports as
+    // a truncated image even when the last bits were not needed.
+    if reader.hit_eof {
         return Err(Error::Truncated("image data ends early"));
     }
     Ok(reader.next_marker().map(|code| (code, reader.position())))
