@@ -74,12 +74,11 @@ pub fn check_unique_names(files: &[PathBuf]) -> Result<()> {
     for file in files {
         let name = file.file_name().unwrap_or(file.as_os_str());
         if let Some(first) = seen.insert(name, file) {
-            return Err(Error::corrupt(format!(
-                "two inputs named {:?} ({} and {}) would write the same output",
-                name,
-                first.display(),
-                file.display()
-            )));
+            return Err(Error::OutputClash {
+                name: name.to_string_lossy().into_owned(),
+                first: first.to_path_buf(),
+                second: file.clone(),
+            });
         }
     }
     Ok(())

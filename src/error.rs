@@ -64,6 +64,16 @@ pub enum Error {
         /// The limit in force.
         limit: u64,
     },
+    /// Two inputs would write the same output file. Rename one or convert them separately.
+    #[error("two inputs named {name:?} ({} and {}) would write the same output", first.display(), second.display())]
+    OutputClash {
+        /// The shared file name.
+        name: String,
+        /// The first input with that name.
+        first: PathBuf,
+        /// The second input with that name.
+        second: PathBuf,
+    },
     /// The file could not be read.
     #[error("cannot read: {0}")]
     Io(#[from] std::io::Error),

@@ -17,9 +17,9 @@ enum Verdict {
     /// Not a JPEG file (Pillow reads other formats): refused by name, as the issue scope says.
     OtherFormat,
     /// Out of scope: coding processes Pillow decodes but gpuprep names as unsupported.
-    Unsupported(Unsupported),
+    OutOfScope,
     /// Listed in `KNOWN_GAPS`: reported, not yet matched.
-    KnownGap(&'static str),
+    KnownGap(String),
     /// A failure, described.
     Failed(String),
 }
@@ -39,7 +39,7 @@ const KNOWN_GAPS: [(&str, &str); 2] = [
 
 fn check(root: &Path, golden: &Golden) -> Verdict {
     if let Some((_, why)) = KNOWN_GAPS.iter().find(|(file, _)| *file == golden.file) {
-        return Verdict::KnownGap(why);
+        return Verdict::KnownGap(format!("{}: {why}", golden.file));
     }
     let path = root.join(&golden.file);
     let bytes = std::fs::read(&path).expect("file listed in goldens");
@@ -59,8 +59,8 @@ fn check(root: &Path, golden: &Golden) -> Verdict {
         (None, _) => Verdict::BothRefused,
         (
             Some(_),
-            Err(Error::Unsupported(what @ (Unsupported::ArithmeticCoding | Unsupported::Lossless))),
-        ) => Verdict::Unsupported(what),
+            Err(Error::Unsupported(Unsupported::ArithmeticCoding | Unsupported::Lossless)),
+        ) => Verdict::OutOfScope,
         (Some(_), Err(Error::NotJpeg(_))) => Verdict::OtherFormat,
         (Some(_), Err(e)) => {
             Verdict::Failed(format!("{}: Pillow decodes it, we say: {e}", golden.file))
@@ -106,11 +106,16 @@ fn check_root(root: &Path) {
         verdicts.len(),
         count(|v| matches!(v, Verdict::Identical)),
         count(|v| matches!(v, Verdict::BothRefused)),
-        count(|v| matches!(v, Verdict::Unsupported(_))),
+        count(|v| matches!(v, Verdict::OutOfScope)),
         count(|v| matches!(v, Verdict::OtherFormat)),
         count(|v| matches!(v, Verdict::KnownGap(_))),
         failures.len()
     );
+    for verdict in &verdicts {
+        if let Verdict::KnownGap(what) = verdict {
+            println!("known gap, not yet identical: {what}");
+        }
+    }
     assert!(
         failures.is_empty(),
         "{} failures:\n{}",

@@ -58,24 +58,25 @@ pub fn decode_rgb(image: &CoefficientImage) -> Result<RgbImage> {
         .map(|comp| full_size_component(image, comp))
         .collect::<Result<Vec<_>>>()?;
     let pixels = image.width * image.height;
-    let mut data = Vec::with_capacity(pixels * 3);
-    for i in 0..pixels {
-        let rgb = match image.color_space {
-            ColorSpace::Grayscale => [planes[0][i]; 3],
-            ColorSpace::Rgb => [planes[0][i], planes[1][i], planes[2][i]],
-            ColorSpace::YCbCr => color::ycc_to_rgb(planes[0][i], planes[1][i], planes[2][i]),
-            ColorSpace::Cmyk => {
-                color::cmyk_to_rgb(planes[0][i], planes[1][i], planes[2][i], planes[3][i])
-            }
-            ColorSpace::Ycck => {
-                color::ycck_to_rgb(planes[0][i], planes[1][i], planes[2][i], planes[3][i])
-            }
-        };
-        data.extend_from_slice(&rgb);
-    }
+    let data = (0..pixels)
+        .flat_map(|i| pixel_rgb(image.color_space, &planes, i))
+        .collect();
     Ok(RgbImage {
         width: image.width,
         height: image.height,
         data,
     })
+}
+
+/// Stage 3 for one pixel: the full-size component samples at index `i` → RGB.
+#[inline]
+pub fn pixel_rgb(color_space: ColorSpace, planes: &[Vec<u8>], i: usize) -> [u8; 3] {
+    let sample = |c: usize| planes[c][i];
+    match color_space {
+        ColorSpace::Grayscale => [sample(0); 3],
+        ColorSpace::Rgb => [sample(0), sample(1), sample(2)],
+        ColorSpace::YCbCr => color::ycc_to_rgb(sample(0), sample(1), sample(2)),
+        ColorSpace::Cmyk => color::cmyk_to_rgb(sample(0), sample(1), sample(2), sample(3)),
+        ColorSpace::Ycck => color::ycck_to_rgb(sample(0), sample(1), sample(2), sample(3)),
+    }
 }

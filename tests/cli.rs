@@ -1,0 +1,140 @@
+//! The `gpuprep convert` contract: one `.npy` per input equal to Pillow's RGB, a report.json in
+//! input order, a non-zero exit when any input failed, and refusal of clashing names up front.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn gpuprep() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_gpuprep"))
+}
+
+fn data(rel: &str) -> PathBuf {
+    common::manifest_dir().join("tests/data").join(rel)
+}
+
+fn fresh_dir(name: &str) -> PathBuf {
+    let dir = common::manifest_dir().join("target/cli-tests").join(name);
+    let _ = std::fs::remove_dir_all(&dir);
+    dir
+}
+
+/// Parses a uint8 `.npy` written by gpuprep: (shape, data).
+fn read_u8_npy(path: &Path) -> (Vec<usize>, Vec<u8>) {
+    let bytes = std::fs::read(path).unwrap();
+    assert_eq!(&bytes[..8], b"\x93NUMPY\x01\x00");
+    let header_len = usize::from(u16::from_le_bytes([bytes[8], bytes[9]]));
+    let header = std::str::from_utf8(&bytes[10..10 + header_len]).unwrap();
+    assert!(header.contains("'descr': '|u1'"), "{header}");
+    let shape = header.split('(').nth(1).unwrap().split(')').next().unwrap();
+    let shape = shape
+        .split(',')
+        .filter_map(|d| d.trim().parse().ok())
+        .collect();
+    (shape, bytes[10 + header_len..].to_vec())
+}
+
+#[test]
+fn convert_writes_pillow_identical_arrays_and_a_report() {
+    let out = fresh_dir("convert");
+    let inputs = [
+        "photos/mpl__grace_hopper.jpg",
+        "malformed/pillow__hopper.png",
+        "conformance/jdec__mozilla__jpg-progressive.jpg",
+    ];
+    let status = gpuprep()
+        .arg("convert")
+        .args(inputs.map(data))
+        .arg("--out")
+        .arg(&out)
+        .args(["--backend", "cpu"])
+        .status()
+        .unwrap();
+    assert_eq!(status.code(), Some(1), "one input is not a JPEG");
+
+    let goldens = common::goldens();
+    for rel in [inputs[0], inputs[2]] {
+        let name = Path::new(rel).file_name().unwrap().to_str().unwrap();
+        let (shape, pixels) = read_u8_npy(&out.join(format!("{name}.npy")));
+        let (w, h, sha) = goldens[rel].rgb.clone().unwrap();
+        assert_eq!(shape, vec![h, w, 3]);
+        assert_eq!(
+            common::sha256_hex(&pixels),
+            sha,
+            "{rel} differs from Pillow"
+        );
+    }
+    assert!(!out.join("pillow__hopper.png.npy").exists());
+
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("report.json")).unwrap()).unwrap();
+    let entries = report.as_array().unwrap();
+    assert_eq!(entries.len(), 3);
+    for (entry, (rel, ok)) in
+        entries
+            .iter()
+            .zip([(inputs[0], true), (inputs[1], false), (inputs[2], true)])
+    {
+        assert!(entry["file"].as_str().unwrap().ends_with(rel), "{entry}");
+        assert_eq!(entry["ok"], ok, "{entry}");
+    }
+    let error = entries[1]["error"].as_str().unwrap();
+    assert!(
+        error.contains("pillow__hopper.png") && error.contains("not a JPEG"),
+        "{error}"
+    );
+}
+
+#[test]
+fn directories_expand_in_name_order() {
+    let out = fresh_dir("dir");
+    let status = gpuprep()
+        .args(["convert", "--out"])
+        .arg(&out)
+        .arg(data("photos"))
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("report.json")).unwrap()).unwrap();
+    let files: Vec<String> = report
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| {
+            e["file"]
+                .as_str()
+                .unwrap()
+                .rsplit('/')
+                .next()
+                .unwrap()
+                .to_string()
+        })
+        .collect();
+    let mut sorted = files.clone();
+    sorted.sort();
+    assert_eq!(files, sorted);
+    assert_eq!(files.len(), 6);
+}
+
+#[test]
+fn clashing_names_are_refused_before_any_work() {
+    let out = fresh_dir("clash");
+    let a = data("photos/mpl__grace_hopper.jpg");
+    let copy_dir = fresh_dir("clash-input");
+    std::fs::create_dir_all(&copy_dir).unwrap();
+    let b = copy_dir.join("mpl__grace_hopper.jpg");
+    std::fs::copy(&a, &b).unwrap();
+    let output = gpuprep()
+        .arg("convert")
+        .arg(&a)
+        .arg(&b)
+        .arg("--out")
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&output.stderr).contains("same output"));
+    assert!(!out.exists(), "nothing may be written");
+}

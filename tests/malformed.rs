@@ -1,0 +1,155 @@
+//! Bad input gets a typed error and nothing else: no panic, no unbounded allocation.
+
+mod common;
+
+use gpuprep::{Error, Limits, Unsupported};
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::path::Path;
+
+fn decode(bytes: &[u8]) -> gpuprep::Result<gpuprep::RgbImage> {
+    gpuprep::decode_rgb(bytes, &Limits::default())
+}
+
+fn data(rel: &str) -> Vec<u8> {
+    std::fs::read(common::manifest_dir().join("tests/data").join(rel)).expect("test file")
+}
+
+/// Decodes every file of `dir`, returning the ones that panicked.
+fn panics_in(dir: &Path) -> Vec<String> {
+    let mut panicked = Vec::new();
+    for entry in std::fs::read_dir(dir).expect("folder") {
+        let path = entry.unwrap().path();
+        let bytes = std::fs::read(&path).unwrap();
+        if catch_unwind(AssertUnwindSafe(|| decode(&bytes))).is_err() {
+            panicked.push(path.display().to_string());
+        }
+    }
+    panicked
+}
+
+#[test]
+fn no_malformed_file_panics() {
+    let mut dirs = vec![common::manifest_dir().join("tests/data/malformed")];
+    dirs.extend(common::shared_corpus().map(|c| c.join("malformed")));
+    for dir in dirs {
+        assert_eq!(panics_in(&dir), Vec::<String>::new());
+    }
+}
+
+#[test]
+fn unsupported_processes_are_named() {
+    let cases = [
+        (
+            "conformance/ljt__testimgari.jpg",
+            Unsupported::ArithmeticCoding,
+        ),
+        (
+            "conformance/jsuite__lossless_huffman__2x2x8_grayscale.jpg",
+            Unsupported::Lossless,
+        ),
+        (
+            "conformance/jsuite__extended_huffman__8x8x12_grayscale_check.jpg",
+            Unsupported::Precision(12),
+        ),
+    ];
+    for (file, expected) in cases {
+        match decode(&data(file)) {
+            Err(Error::Unsupported(what)) => assert_eq!(what, expected, "{file}"),
+            other => panic!("{file}: expected unsupported {expected}, got {other:?}"),
+        }
+    }
+}
+
+#[test]
+fn other_formats_are_not_jpeg() {
+    for file in [
+        "malformed/pillow__hopper.png",
+        "malformed/pillow__hopper.gif",
+        "malformed/pillow__hopper.webp",
+    ] {
+        assert!(
+            matches!(decode(&data(file)), Err(Error::NotJpeg(_))),
+            "{file}"
+        );
+    }
+    assert!(matches!(decode(&[]), Err(Error::NotJpeg(_))));
+}
+
+#[test]
+fn every_truncation_of_a_photo_is_an_error_or_an_image() {
+    let bytes = data("photos/mpl__grace_hopper.jpg");
+    let whole = decode(&bytes).expect("the whole file decodes");
+    for len in (0..bytes.len()).step_by(97) {
+        match catch_unwind(AssertUnwindSafe(|| decode(&bytes[..len]))) {
+            Err(_) => panic!("panic at length {len}"),
+            // Cut inside the scan: Pillow calls that truncated, and so do we.
+            Ok(Ok(image)) => panic!("length {len} decoded to {}x{}", image.width, image.height),
+            Ok(Err(e)) => assert!(
+                matches!(e, Error::Truncated(_) | Error::NotJpeg(_)),
+                "length {len}: {e}"
+            ),
+        }
+    }
+    assert_eq!(whole.width * whole.height * 3, whole.data.len());
+}
+
+#[test]
+fn flipped_bytes_never_panic() {
+    // A deterministic sweep of single-byte corruptions over a progressive and a baseline file.
+    for file in [
+        "conformance/jdec__mozilla__jpg-progressive.jpg",
+        "conformance/jdec__mozilla__jpg-size-33x33.jpg",
+    ] {
+        let original = data(file);
+        let step = (original.len() / 400).max(1);
+        for pos in (2..original.len()).step_by(step) {
+            for value in [0x00, 0xFF, original[pos] ^ 0x10] {
+                let mut bytes = original.clone();
+                bytes[pos] = value;
+                let outcome = catch_unwind(AssertUnwindSafe(|| decode(&bytes)));
+                assert!(
+                    outcome.is_ok(),
+                    "{file}: panic with byte {pos} = {value:#04x}"
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn pixel_limit_is_checked_before_allocating() {
+    // A 4-byte SOF can declare 65500x65500: the default limit refuses it up front.
+    let mut bytes = data("conformance/jdec__mozilla__jpg-size-8x8.jpg");
+    let sof = bytes
+        .windows(2)
+        .position(|w| w == [0xFF, 0xC0])
+        .expect("SOF0");
+    bytes[sof + 5..sof + 9].copy_from_slice(&[0xFF, 0xDC, 0xFF, 0xDC]);
+    let err = decode(&bytes).unwrap_err();
+    assert!(
+        matches!(
+            err,
+            Error::TooLarge {
+                width: 65500,
+                height: 65500,
+                ..
+            }
+        ),
+        "{err}"
+    );
+
+    let small = Limits { max_pixels: 63 };
+    let err = gpuprep::decode_rgb(&data("conformance/jdec__mozilla__jpg-size-8x8.jpg"), &small)
+        .unwrap_err();
+    assert!(
+        matches!(
+            err,
+            Error::TooLarge {
+                width: 8,
+                height: 8,
+                limit: 63
+            }
+        ),
+        "{err}"
+    );
+}
