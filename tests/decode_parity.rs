@@ -18,29 +18,11 @@ enum Verdict {
     OtherFormat,
     /// Out of scope: coding processes Pillow decodes but gpuprep names as unsupported.
     OutOfScope,
-    /// Listed in `KNOWN_GAPS`: reported, not yet matched.
-    KnownGap(String),
     /// A failure, described.
     Failed(String),
 }
 
-/// Files Pillow decodes that gpuprep does not yet match, each with the reason. Progressive files
-/// whose refinement scans are incomplete get libjpeg's block smoothing, not implemented yet.
-const KNOWN_GAPS: [(&str, &str); 2] = [
-    (
-        "malformed/jdec__subtract-with-overflow.jpg",
-        "progressive block smoothing",
-    ),
-    (
-        "malformed/jdec__imagetestsuite__8e5e74dbf9b68a322fbb9512db837329.jpg",
-        "progressive block smoothing",
-    ),
-];
-
 fn check(root: &Path, golden: &Golden) -> Verdict {
-    if let Some((_, why)) = KNOWN_GAPS.iter().find(|(file, _)| *file == golden.file) {
-        return Verdict::KnownGap(format!("{}: {why}", golden.file));
-    }
     let path = root.join(&golden.file);
     let bytes = std::fs::read(&path).expect("file listed in goldens");
     if common::sha256_hex(&bytes) != golden.file_sha256 {
@@ -101,21 +83,15 @@ fn check_root(root: &Path) {
         })
         .collect();
     println!(
-        "{}: {} files: {} identical to Pillow, {} refused by Pillow (no panic here), {} out of scope (arithmetic/lossless), {} other formats, {} known gaps, {} failed",
+        "{}: {} files: {} identical to Pillow, {} refused by Pillow (no panic here), {} out of scope (arithmetic/lossless), {} other formats, {} failed",
         root.display(),
         verdicts.len(),
         count(|v| matches!(v, Verdict::Identical)),
         count(|v| matches!(v, Verdict::BothRefused)),
         count(|v| matches!(v, Verdict::OutOfScope)),
         count(|v| matches!(v, Verdict::OtherFormat)),
-        count(|v| matches!(v, Verdict::KnownGap(_))),
         failures.len()
     );
-    for verdict in &verdicts {
-        if let Verdict::KnownGap(what) = verdict {
-            println!("known gap, not yet identical: {what}");
-        }
-    }
     assert!(
         failures.is_empty(),
         "{} failures:\n{}",

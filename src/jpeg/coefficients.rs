@@ -65,6 +65,21 @@ pub struct CoefficientImage {
     pub color_space: ColorSpace,
     /// Components in frame order.
     pub components: Vec<Component>,
+    /// Present when libjpeg would apply block smoothing: a progressive image whose refinement
+    /// scans are incomplete.
+    pub smoothing: Option<Smoothing>,
+}
+
+/// What libjpeg's block smoothing (`decompress_smooth_data`) needs beyond the coefficients.
+#[derive(Clone, Debug)]
+pub struct Smoothing {
+    /// Per component, the point transform still missing from the DC and the first 9 AC
+    /// coefficients (zigzag order): 0 when exact, -1 when never coded.
+    pub current: Vec<[i8; 10]>,
+    /// The same before each component's latest scan, used for rows that scan did not reach.
+    pub previous: Vec<[i8; 10]>,
+    /// The last iMCU row the final scan decoded from real data.
+    pub last_good_imcu_row: usize,
 }
 
 impl CoefficientImage {
@@ -105,6 +120,7 @@ impl CoefficientImage {
             max_v,
             color_space,
             components,
+            smoothing: None,
         }
     }
 

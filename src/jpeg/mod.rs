@@ -11,7 +11,7 @@ mod progressive;
 mod scan;
 mod sequential;
 
-pub use coefficients::{CoefficientImage, ColorSpace, Component};
+pub use coefficients::{CoefficientImage, ColorSpace, Component, Smoothing};
 
 use crate::error::{Error, Result};
 use bits::{find_marker, BitReader};
@@ -98,6 +98,8 @@ struct Decoder<'a> {
     coef_bits: Option<progressive::CoefficientBits>,
     /// Whether the first scan holds the whole image (libjpeg's `!has_multiple_scans`).
     single_scan: Option<bool>,
+    /// Where the latest progressive scan last had data (libjpeg's `last_good_iMCU_row`).
+    last_good_imcu_row: usize,
 }
 
 impl<'a> Decoder<'a> {
@@ -116,6 +118,7 @@ impl<'a> Decoder<'a> {
             quant_latched: Vec::new(),
             coef_bits: None,
             single_scan: None,
+            last_good_imcu_row: 0,
         }
     }
 
@@ -199,12 +202,15 @@ impl<'a> Decoder<'a> {
                     tables: tables.iter().map(|(dc, ac)| (dc, ac)).collect(),
                     dc_pred: vec![0; scan.components.len()],
                 };
-                scan::decode_scan(image, &scan, &mut reader, restart_interval, &mut decoder)
+                let end =
+                    scan::decode_scan(image, &scan, &mut reader, restart_interval, &mut decoder)?;
+                Ok(end.next_marker)
             }
             Process::Progressive => {
                 progressive::validate(&scan)?;
                 let coef_bits = self.coef_bits.as_mut().expect("set for progressive images");
-                let next = decode_progressive_scan(
+                coef_bits.update(&scan);
+                let end = decode_progressive_scan(
                     image,
                     &scan,
                     &mut reader,
@@ -212,8 +218,8 @@ impl<'a> Decoder<'a> {
                     &self.dc_specs,
                     &self.ac_specs,
                 )?;
-                coef_bits.update(&scan);
-                Ok(next)
+                self.last_good_imcu_row = end.last_good_imcu_row;
+                Ok(end.next_marker)
             }
         }
     }
@@ -282,8 +288,16 @@ impl<'a> Decoder<'a> {
     fn finish(self) -> Result<CoefficientImage> {
         // A component that no scan coded keeps zero coefficients and a zero quantisation table,
         // and so decodes as mid-grey, as in libjpeg.
-        self.image
-            .ok_or_else(|| Error::corrupt("no image data before end-of-image marker"))
+        let mut image = self
+            .image
+            .ok_or_else(|| Error::corrupt("no image data before end-of-image marker"))?;
+        if let Some(bits) = &self.coef_bits {
+            if self.quant_latched.iter().all(|&latched| latched) {
+                let quant: Vec<[u16; 64]> = image.components.iter().map(|c| c.quant).collect();
+                image.smoothing = bits.smoothing(&quant, self.last_good_imcu_row);
+            }
+        }
+        Ok(image)
     }
 }
 
@@ -320,7 +334,7 @@ fn decode_progressive_scan(
     restart_interval: usize,
     dc_specs: &[Option<HuffmanSpec>; 4],
     ac_specs: &[Option<HuffmanSpec>; 4],
-) -> Result<Option<(u8, usize)>> {
+) -> Result<scan::ScanEnd> {
     let al = u32::from(scan.al);
     let (ss, se) = (usize::from(scan.ss), usize::from(scan.se));
     if ss == 0 && scan.ah == 0 {
@@ -335,11 +349,11 @@ fn decode_progressive_scan(
             al,
             overflow: false,
         };
-        let next = scan::decode_scan(image, scan, reader, restart_interval, &mut decoder)?;
+        let end = scan::decode_scan(image, scan, reader, restart_interval, &mut decoder)?;
         if decoder.overflow {
             return Err(Error::corrupt("DC coefficient out of range"));
         }
-        Ok(next)
+        Ok(end)
     } else if ss == 0 {
         let mut decoder = progressive::DcRefine { al };
         scan::decode_scan(image, scan, reader, restart_interval, &mut decoder)

@@ -1,6 +1,7 @@
 //! Progressive Huffman decoding: DC and AC, first and refinement scans (libjpeg's `jdphuff.c`).
 
 use super::bits::BitReader;
+use super::coefficients::Smoothing;
 use super::huffman::{extend, HuffmanTable};
 use super::markers::{ScanHeader, ZIGZAG_TO_NATURAL};
 use super::scan::BlockDecoder;
@@ -23,22 +24,74 @@ pub(crate) fn validate(scan: &ScanHeader) -> Result<()> {
 }
 
 /// Successive-approximation state of each coefficient of each component: the point transform
-/// of the last scan that coded it, or -1 while none has (libjpeg's `coef_bits`).
-pub(crate) struct CoefficientBits(pub Vec<[i8; 64]>);
+/// of the last scan that coded it, or -1 while none has (libjpeg's `coef_bits`), plus what
+/// libjpeg needs of it to decide on block smoothing.
+pub(crate) struct CoefficientBits {
+    current: Vec<[i8; 64]>,
+    /// The first 10 entries as they were before the component's latest scan.
+    previous: Vec<[i8; SMOOTHING_COEFS]>,
+    scans: usize,
+}
+
+/// Coefficients block smoothing looks at: DC and the first 9 AC in zigzag order.
+pub(crate) const SMOOTHING_COEFS: usize = 10;
 
 impl CoefficientBits {
     /// No coefficient of `components` components coded yet.
     pub fn new(components: usize) -> Self {
-        Self(vec![[-1; 64]; components])
+        Self {
+            current: vec![[-1; 64]; components],
+            previous: vec![[0; SMOOTHING_COEFS]; components],
+            scans: 0,
+        }
     }
 
-    /// Records what `scan` codes.
+    /// Records what `scan` codes (libjpeg's `start_pass_phuff_decoder`).
     pub fn update(&mut self, scan: &ScanHeader) {
+        self.scans += 1;
+        let (ss, se) = (usize::from(scan.ss), usize::from(scan.se));
         for sc in &scan.components {
-            for bits in &mut self.0[sc.index][usize::from(scan.ss)..=usize::from(scan.se)] {
-                *bits = scan.al as i8;
+            let (current, previous) = (&mut self.current[sc.index], &mut self.previous[sc.index]);
+            // libjpeg saves Ss.min(1)..=Se.max(9); only the first 10 matter for smoothing.
+            for k in ss.min(1)..SMOOTHING_COEFS {
+                previous[k] = if self.scans > 1 { current[k] } else { 0 };
             }
+            current[ss..=se].fill(scan.al as i8);
         }
+    }
+
+    /// libjpeg's `smoothing_ok`: the coefficient bits to smooth with, when smoothing applies.
+    pub fn smoothing(&self, quant: &[[u16; 64]], last_good_imcu_row: usize) -> Option<Smoothing> {
+        // Natural-order positions of the DC and the first 9 AC coefficients.
+        const POSITIONS: [usize; SMOOTHING_COEFS] = [0, 1, 8, 16, 9, 2, 3, 10, 17, 24];
+        if quant.iter().any(|q| POSITIONS.iter().any(|&p| q[p] == 0)) {
+            return None;
+        }
+        if self.current.iter().any(|bits| bits[0] < 0) {
+            return None;
+        }
+        let current: Vec<[i8; SMOOTHING_COEFS]> = self
+            .current
+            .iter()
+            .map(|bits| bits[..SMOOTHING_COEFS].try_into().expect("10"))
+            .collect();
+        let useful = current.iter().any(|bits| bits[1..].iter().any(|&b| b != 0));
+        let previous = self
+            .previous
+            .iter()
+            .map(|&bits| {
+                if self.scans > 1 {
+                    bits
+                } else {
+                    [-1; SMOOTHING_COEFS]
+                }
+            })
+            .collect();
+        useful.then_some(Smoothing {
+            current,
+            previous,
+            last_good_imcu_row,
+        })
     }
 }
 

@@ -23,11 +23,12 @@ pub(crate) fn decode_scan(
     reader: &mut BitReader,
     restart_interval: usize,
     decoder: &mut impl BlockDecoder,
-) -> Result<Option<(u8, usize)>> {
+) -> Result<ScanEnd> {
     let mut restarts = Restarts {
         interval: restart_interval,
         to_go: restart_interval,
         next_number: 0,
+        last_good_imcu_row: 0,
     };
     if scan.components.len() == 1 {
         decode_single_component(image, scan, reader, &mut restarts, decoder)?;
@@ -39,7 +40,19 @@ pub(crate) fn decode_scan(
     if reader.hit_eof {
         return Err(Error::Truncated("image data ends early"));
     }
-    Ok(reader.next_marker().map(|code| (code, reader.position())))
+    Ok(ScanEnd {
+        next_marker: reader.next_marker().map(|code| (code, reader.position())),
+        last_good_imcu_row: restarts.last_good_imcu_row,
+    })
+}
+
+/// Where a scan ended.
+pub(crate) struct ScanEnd {
+    /// The marker after the scan and the position just past it; `None` at the end of the data.
+    pub next_marker: Option<(u8, usize)>,
+    /// The last iMCU row at which an MCU started with data left (libjpeg's
+    /// `last_good_iMCU_row`), which block smoothing consults.
+    pub last_good_imcu_row: usize,
 }
 
 /// A non-interleaved scan: each MCU is one block, over the component's real blocks only.
@@ -53,7 +66,7 @@ fn decode_single_component(
     let comp = &mut image.components[scan.components[0].index];
     for by in 0..comp.height_in_blocks {
         for bx in 0..comp.width_in_blocks {
-            restarts.before_mcu(reader, decoder)?;
+            restarts.before_mcu(reader, decoder, by / comp.v)?;
             if !reader.insufficient {
                 let start = (by * comp.blocks_w + bx) * 64;
                 let block = (&mut comp.blocks[start..start + 64])
@@ -77,7 +90,7 @@ fn decode_interleaved(
     let (mcus_x, mcus_y) = (image.mcus_x(), image.mcus_y());
     for my in 0..mcus_y {
         for mx in 0..mcus_x {
-            restarts.before_mcu(reader, decoder)?;
+            restarts.before_mcu(reader, decoder, my)?;
             if reader.insufficient {
                 continue;
             }
@@ -104,15 +117,20 @@ struct Restarts {
     interval: usize,
     to_go: usize,
     next_number: u8,
+    last_good_imcu_row: usize,
 }
 
 impl Restarts {
-    /// Processes a restart marker when one is due before the next MCU.
+    /// Processes a restart marker when one is due before the next MCU, in iMCU row `imcu_row`.
     fn before_mcu(
         &mut self,
         reader: &mut BitReader,
         decoder: &mut impl BlockDecoder,
+        imcu_row: usize,
     ) -> Result<()> {
+        if !reader.insufficient {
+            self.last_good_imcu_row = imcu_row;
+        }
         if self.interval == 0 {
             return Ok(());
         }

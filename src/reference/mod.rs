@@ -5,30 +5,39 @@
 
 pub mod color;
 pub mod idct;
+pub mod smoothing;
 pub mod upsample;
 
 use crate::error::Result;
 use crate::image::RgbImage;
-use crate::jpeg::{CoefficientImage, ColorSpace, Component};
+use crate::jpeg::{CoefficientImage, ColorSpace};
 use upsample::{Method, Plane};
 
-/// Stage 1 for one component: every block through the IDCT, into a plane of
-/// `blocks_w * 8` × `blocks_h * 8` samples.
-pub fn component_samples(comp: &Component) -> Vec<u8> {
+/// Stage 1 for component `ci`: every block (block-smoothed when libjpeg would) through the
+/// IDCT, into a plane of `blocks_w * 8` × `blocks_h * 8` samples.
+pub fn component_samples(image: &CoefficientImage, ci: usize) -> Vec<u8> {
+    let comp = &image.components[ci];
     let stride = comp.blocks_w * 8;
     let mut samples = vec![0u8; stride * comp.blocks_h * 8];
     for by in 0..comp.height_in_blocks {
         for bx in 0..comp.width_in_blocks {
             let out = &mut samples[by * 8 * stride + bx * 8..];
-            idct::idct_islow(comp.block(bx, by), &comp.quant, out, stride);
+            match &image.smoothing {
+                Some(s) => {
+                    let block = smoothing::smoothed_block(image, s, ci, bx, by);
+                    idct::idct_islow(&block, &comp.quant, out, stride);
+                }
+                None => idct::idct_islow(comp.block(bx, by), &comp.quant, out, stride),
+            }
         }
     }
     samples
 }
 
-/// Stage 2 for one component: its samples upsampled to the image size.
-pub fn full_size_component(image: &CoefficientImage, comp: &Component) -> Result<Vec<u8>> {
-    let samples = component_samples(comp);
+/// Stage 2 for component `ci`: its samples upsampled to the image size.
+pub fn full_size_component(image: &CoefficientImage, ci: usize) -> Result<Vec<u8>> {
+    let comp = &image.components[ci];
+    let samples = component_samples(image, ci);
     let method = Method::choose(
         comp.h,
         comp.v,
@@ -52,10 +61,8 @@ pub fn full_size_component(image: &CoefficientImage, comp: &Component) -> Result
 
 /// The whole reference pipeline: coefficients → RGB, equal to Pillow's `convert('RGB')`.
 pub fn decode_rgb(image: &CoefficientImage) -> Result<RgbImage> {
-    let planes = image
-        .components
-        .iter()
-        .map(|comp| full_size_component(image, comp))
+    let planes = (0..image.components.len())
+        .map(|ci| full_size_component(image, ci))
         .collect::<Result<Vec<_>>>()?;
     let pixels = image.width * image.height;
     let data = (0..pixels)
