@@ -4,6 +4,11 @@
 //!
 //! `cargo bench --bench decode` (set GPUPREP_BENCH_DIR to use another folder).
 
+#![allow(
+    missing_docs,
+    reason = "criterion's macros generate undocumented functions"
+)]
+
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use std::path::PathBuf;
 
