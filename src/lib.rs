@@ -18,14 +18,27 @@ mod image;
 pub mod jpeg;
 pub mod npy;
 pub mod reference;
+pub mod resample;
+mod tensor;
+pub mod transform;
 
 pub use error::{Error, Result, Unsupported};
 pub use image::RgbImage;
 pub use jpeg::Limits;
+pub use tensor::{Tensor, TensorData};
+pub use transform::Transform;
 
 /// Decodes JPEG bytes to RGB on the CPU, bit-identical to Pillow's
 /// `np.asarray(Image.open(f).convert('RGB'))`.
 pub fn decode_rgb(data: &[u8], limits: &Limits) -> Result<RgbImage> {
     let coefficients = jpeg::decode_coefficients(data, limits)?;
     reference::decode_rgb(&coefficients)
+}
+
+/// Decodes JPEG bytes and applies `transform` on the CPU: the tensor torchvision would give for
+/// the Pillow image, bit for bit.
+pub fn preprocess(data: &[u8], transform: &Transform, limits: &Limits) -> Result<Tensor> {
+    let coefficients = jpeg::decode_coefficients(data, limits)?;
+    let rgb = reference::decode_rgb(&coefficients)?;
+    Ok(reference::apply_transform(rgb, transform))
 }

@@ -3,7 +3,10 @@
 
 For every image under the given roots (default: tests/data, and ../shared/corpus when it exists)
 it records the SHA-256 of Pillow's `np.asarray(Image.open(f).convert('RGB'))`, or the error
-Pillow raised, into tests/goldens/decode.tsv, keyed by the path relative to its root.
+Pillow raised, into tests/goldens/decode.tsv, keyed by the path relative to its root; and for
+every JPEG Pillow decodes, the SHA-256 of each transform of tests/goldens/transforms.json
+(Pillow resize + torchvision's Resize/CenterCrop/ToTensor/Normalize arithmetic, done in numpy
+float32 in torchvision's operation order) into tests/goldens/transforms.tsv.
 
 usage:
   tools/goldens.py            regenerate tests/goldens/decode.tsv
@@ -18,6 +21,7 @@ recorded in the header too. The files are hashed, so a changed input is noticed.
 import argparse
 import hashlib
 import io
+import json
 import re
 import os
 import sys
@@ -29,6 +33,11 @@ from PIL import Image, features
 PINNED_PILLOW = "12.0.0"
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 GOLDENS = os.path.join(ROOT, "tests", "goldens", "decode.tsv")
+TRANSFORM_GOLDENS = os.path.join(ROOT, "tests", "goldens", "transforms.tsv")
+TRANSFORMS = os.path.join(ROOT, "tests", "goldens", "transforms.json")
+FILTERS = {"box": Image.BOX, "bilinear": Image.BILINEAR, "hamming": Image.HAMMING,
+           "bicubic": Image.BICUBIC, "lanczos": Image.LANCZOS}
+IMAGENET = {"mean": [0.485, 0.456, 0.406], "std": [0.229, 0.224, 0.225]}
 DEFAULT_ROOTS = [os.path.join(ROOT, "tests", "data"), os.path.join(ROOT, "..", "shared", "corpus")]
 FOLDERS = ("conformance", "photos", "malformed")
 COLUMNS = ["file", "file_sha256", "width", "height", "rgb_sha256", "pillow_error"]
@@ -85,6 +94,113 @@ def build(roots):
     return "\n".join(header + body) + "\n"
 
 
+def resize_target(spec, size):
+    """torchvision Resize(n) (int(n * long / short)) or an exact (w, h)."""
+    resize = spec.get("resize")
+    if resize is None:
+        return size
+    if isinstance(resize, list):
+        return tuple(resize)
+    n = int(resize.split(":")[1])
+    w, h = size
+    short, long_ = (w, h) if w <= h else (h, w)
+    new_long = int(n * long_ / short)
+    return (n, new_long) if w <= h else (new_long, n)
+
+
+def center_crop(a, crop):
+    """torchvision F.center_crop on the HWC array: zero padding, then round-half-even offsets."""
+    cw, ch = crop
+    h, w = a.shape[:2]
+    if cw > w or ch > h:
+        pad_l, pad_t = ((cw - w) // 2 if cw > w else 0), ((ch - h) // 2 if ch > h else 0)
+        pad_r, pad_b = ((cw - w + 1) // 2 if cw > w else 0), ((ch - h + 1) // 2 if ch > h else 0)
+        a = np.pad(a, ((pad_t, pad_b), (pad_l, pad_r), (0, 0)))
+        h, w = a.shape[:2]
+    top, left = int(round((h - ch) / 2.0)), int(round((w - cw) / 2.0))
+    return a[top:top + ch, left:left + cw]
+
+
+def transformed(path, spec, decoded):
+    """What Pillow + torchvision make of the file under `spec`, as a NumPy array."""
+    if spec.get("draft"):
+        with open(path, "rb") as f:
+            im = Image.open(io.BytesIO(f.read()))
+        im.draft("RGB", resize_target(spec, im.size))
+        im = im.convert("RGB")
+    else:
+        im = decoded
+    target = resize_target(spec, im.size)
+    if target != im.size:
+        im = im.resize(target, FILTERS[spec.get("filter", "bilinear")])
+    a = np.asarray(im)
+    if "crop" in spec:
+        a = center_crop(a, spec["crop"])
+    dtype = spec.get("dtype", "u8")
+    if dtype != "u8":
+        t = a.astype(np.float32) / np.float32(255)
+        norm = spec.get("normalize")
+        if norm is not None:
+            norm = IMAGENET if norm == "imagenet" else norm
+            t = (t - np.array(norm["mean"], np.float32)) / np.array(norm["std"], np.float32)
+        a = t.astype(np.float16) if dtype == "f16" else t
+    if spec.get("channel_order") == "bgr":
+        a = a[:, :, ::-1]
+    if spec.get("layout", "hwc") == "chw":
+        a = a.transpose(2, 0, 1)
+    return np.ascontiguousarray(a)
+
+
+def is_huffman_dct(blob):
+    """True for a JPEG whose frame is baseline, extended or progressive Huffman (SOF0-SOF2): the
+    files gpuprep transforms. (Pillow's draft crashes on lossless files.)"""
+    i = 2
+    while i + 4 <= len(blob):
+        if blob[i] != 0xFF:
+            i += 1
+            continue
+        marker = blob[i + 1]
+        if marker in (0xC0, 0xC1, 0xC2):
+            return True
+        if 0xC3 <= marker <= 0xCF and marker not in (0xC4, 0xC8, 0xCC):
+            return False
+        if marker == 0xFF or marker == 0x00 or 0xD0 <= marker <= 0xD9:
+            i += 1 if marker == 0xFF else 2
+            continue
+        i += 2 + (blob[i + 2] << 8 | blob[i + 3])
+    return False
+
+
+def build_transforms(roots):
+    with open(TRANSFORMS) as f:
+        specs = json.load(f)
+    rows = {}
+    for root in roots:
+        if not os.path.isdir(root):
+            continue
+        for rel in images_under(root):
+            path = os.path.join(root, rel)
+            with open(path, "rb") as f:
+                blob = f.read()
+            if not blob.startswith(b"\xff\xd8") or not is_huffman_dct(blob):
+                continue
+            try:
+                decoded = Image.open(io.BytesIO(blob)).convert("RGB")
+            except Exception:
+                continue  # Pillow refuses the file: no transform goldens
+            for spec in specs:
+                a = transformed(path, spec, decoded)
+                sha = hashlib.sha256(a.astype(a.dtype.newbyteorder("<")).tobytes()).hexdigest()
+                shape = "x".join(map(str, a.shape))
+                rows[(rel, spec["name"])] = [rel, spec["name"], shape, str(a.dtype), sha]
+    header = [
+        f"# Pillow {PIL.__version__}, libjpeg-turbo {features.version('libjpeg_turbo')}, numpy {np.__version__}",
+        "# made by: python3 tools/goldens.py  (sha256 of the little-endian array bytes, C order)",
+        "file\ttransform\tshape\tdtype\tsha256",
+    ]
+    return "\n".join(header + ["\t".join(rows[k]) for k in sorted(rows)]) + "\n"
+
+
 def dump_ppm(image, out):
     rgb = pillow_rgb(image)
     h, w, _ = rgb.shape
@@ -104,22 +220,23 @@ def main():
         return
     if PIL.__version__ != PINNED_PILLOW or not features.check_feature("libjpeg_turbo"):
         sys.exit(f"goldens need Pillow {PINNED_PILLOW} with libjpeg-turbo: pip install -r tools/requirements.txt")
-    text = build(args.roots)
-    if not args.check:
-        os.makedirs(os.path.dirname(GOLDENS), exist_ok=True)
-        with open(GOLDENS, "w") as f:
-            f.write(text)
-        print(f"wrote {GOLDENS}: {text.count(chr(10)) - 3} images")
-        return
-    with open(GOLDENS) as f:
-        committed = f.read()
-    # Without the shared corpus only the tests/data rows can be re-made: compare those.
-    fresh = {line.split("\t")[0]: line for line in text.splitlines() if not line.startswith("#")}
-    old = {line.split("\t")[0]: line for line in committed.splitlines() if not line.startswith("#")}
-    stale = [k for k in fresh if old.get(k) != fresh[k]]
-    if stale:
-        sys.exit(f"tests/goldens/decode.tsv is stale for {len(stale)} images, e.g. {stale[:3]}: run tools/goldens.py")
-    print(f"goldens: {len(fresh) - 1} images re-made with Pillow {PIL.__version__}: all match the committed file")
+    for path, text, key_columns in [(GOLDENS, build(args.roots), 1), (TRANSFORM_GOLDENS, build_transforms(args.roots), 2)]:
+        name = os.path.relpath(path, ROOT)
+        if not args.check:
+            with open(path, "w") as f:
+                f.write(text)
+            print(f"wrote {name}: {text.count(chr(10)) - 3} rows")
+            continue
+        with open(path) as f:
+            committed = f.read()
+        # Without the shared corpus only the tests/data rows can be re-made: compare those.
+        key = lambda line: tuple(line.split("\t")[:key_columns])
+        fresh = {key(line): line for line in text.splitlines() if not line.startswith("#")}
+        old = {key(line): line for line in committed.splitlines() if not line.startswith("#")}
+        stale = [k for k in fresh if old.get(k) != fresh[k]]
+        if stale:
+            sys.exit(f"{name} is stale for {len(stale)} rows, e.g. {stale[:3]}: run tools/goldens.py")
+        print(f"{name}: {len(fresh) - 1} rows re-made with Pillow {PIL.__version__}: all match the committed file")
 
 
 if __name__ == "__main__":

@@ -5,7 +5,9 @@
 
 pub mod color;
 pub mod idct;
+pub mod resample;
 pub mod smoothing;
+pub mod tensor;
 pub mod upsample;
 
 use crate::error::Result;
@@ -86,4 +88,26 @@ pub fn pixel_rgb(color_space: ColorSpace, planes: &[Vec<u8>], i: usize) -> [u8; 
         ColorSpace::Cmyk => color::cmyk_to_rgb(sample(0), sample(1), sample(2), sample(3)),
         ColorSpace::Ycck => color::ycck_to_rgb(sample(0), sample(1), sample(2), sample(3)),
     }
+}
+
+/// Stages 3–4: `transform` applied to a decoded image (resize, centre crop, tensor).
+pub fn apply_transform(rgb: RgbImage, transform: &crate::Transform) -> crate::Tensor {
+    let image = resample::Image8 {
+        width: rgb.width,
+        height: rgb.height,
+        channels: 3,
+        data: rgb.data,
+    };
+    let target = transform.resize.map_or((image.width, image.height), |r| {
+        r.target(image.width, image.height)
+    });
+    let resized = if target == (image.width, image.height) {
+        // torchvision returns the image untouched; Pillow's same-size resize is a copy.
+        image
+    } else {
+        let plan =
+            crate::resample::ResizePlan::new(transform.filter, (image.width, image.height), target);
+        resample::resize(&image, &plan)
+    };
+    tensor::to_tensor(&resized, transform)
 }

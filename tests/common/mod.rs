@@ -131,3 +131,101 @@ fn read_ppm(path: &Path) -> Option<Vec<u8>> {
     })?;
     Some(bytes[start + 1..].to_vec())
 }
+
+/// A transform golden: a row of tests/goldens/transforms.tsv.
+#[derive(Clone, Debug)]
+pub struct TransformGolden {
+    pub file: String,
+    pub transform: String,
+    pub shape: Vec<usize>,
+    pub dtype: String,
+    pub sha256: String,
+}
+
+pub fn transform_goldens() -> Vec<TransformGolden> {
+    let text = std::fs::read_to_string(manifest_dir().join("tests/goldens/transforms.tsv"))
+        .expect("tests/goldens/transforms.tsv (made by tools/goldens.py)");
+    text.lines()
+        .filter(|l| !l.starts_with('#') && !l.starts_with("file\t"))
+        .map(|line| {
+            let f: Vec<&str> = line.split('\t').collect();
+            TransformGolden {
+                file: f[0].to_string(),
+                transform: f[1].to_string(),
+                shape: f[2].split('x').map(|d| d.parse().unwrap()).collect(),
+                dtype: f[3].to_string(),
+                sha256: f[4].to_string(),
+            }
+        })
+        .collect()
+}
+
+/// The transforms of tests/goldens/transforms.json, by name.
+pub fn transform_specs() -> BTreeMap<String, gpuprep::Transform> {
+    use gpuprep::resample::Filter;
+    use gpuprep::transform::{ChannelOrder, DType, Layout, Normalize, Resize};
+    let text =
+        std::fs::read_to_string(manifest_dir().join("tests/goldens/transforms.json")).unwrap();
+    let specs: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let pair = |v: &serde_json::Value| {
+        (
+            v[0].as_u64().unwrap() as usize,
+            v[1].as_u64().unwrap() as usize,
+        )
+    };
+    let triple =
+        |v: &serde_json::Value| -> [f64; 3] { std::array::from_fn(|i| v[i].as_f64().unwrap()) };
+    specs
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| {
+            let resize = match &s["resize"] {
+                serde_json::Value::Null => None,
+                serde_json::Value::String(short) => Some(Resize::ShorterSide(
+                    short.trim_start_matches("short:").parse().unwrap(),
+                )),
+                exact => {
+                    let (width, height) = pair(exact);
+                    Some(Resize::Exact { width, height })
+                }
+            };
+            let normalize = match &s["normalize"] {
+                serde_json::Value::Null => None,
+                serde_json::Value::String(_) => Some(Normalize::IMAGENET),
+                custom => Some(Normalize::from_f64(
+                    triple(&custom["mean"]),
+                    triple(&custom["std"]),
+                )),
+            };
+            let transform = gpuprep::Transform {
+                resize,
+                center_crop: (!s["crop"].is_null()).then(|| pair(&s["crop"])),
+                filter: match s["filter"].as_str().unwrap_or("bilinear") {
+                    "box" => Filter::Box,
+                    "bilinear" => Filter::Bilinear,
+                    "hamming" => Filter::Hamming,
+                    "bicubic" => Filter::Bicubic,
+                    "lanczos" => Filter::Lanczos,
+                    other => panic!("unknown filter {other}"),
+                },
+                draft: s["draft"].as_bool().unwrap_or(false),
+                normalize,
+                layout: match s["layout"].as_str().unwrap_or("hwc") {
+                    "chw" => Layout::Chw,
+                    _ => Layout::Hwc,
+                },
+                dtype: match s["dtype"].as_str().unwrap_or("u8") {
+                    "f32" => DType::F32,
+                    "f16" => DType::F16,
+                    _ => DType::U8,
+                },
+                channel_order: match s["channel_order"].as_str().unwrap_or("rgb") {
+                    "bgr" => ChannelOrder::Bgr,
+                    _ => ChannelOrder::Rgb,
+                },
+            };
+            (s["name"].as_str().unwrap().to_string(), transform)
+        })
+        .collect()
+}

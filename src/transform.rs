@@ -1,0 +1,240 @@
+//! What the user asks for between the decoded image and the tensor, in torchvision's terms.
+//!
+//! A [`Transform`] is applied as torchvision applies it to a PIL image: optional draft decoding
+//! (Pillow's `Image.draft`), `Resize`, `CenterCrop`, then `ToTensor` + `Normalize`, with the
+//! output layout, dtype and channel order chosen here (PARITY §3–5).
+
+use crate::resample::Filter;
+
+/// How to resize before cropping.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Resize {
+    /// To exactly `width`×`height` (`img.resize((w, h))`, the seed article's pipeline).
+    Exact {
+        /// Output width.
+        width: usize,
+        /// Output height.
+        height: usize,
+    },
+    /// torchvision `Resize(n)`: the shorter side becomes `n`, the longer
+    /// `floor(n * long / short)`; an image already that size is left untouched.
+    ShorterSide(usize),
+}
+
+impl Resize {
+    /// The size an image of `width`×`height` is resized to.
+    pub fn target(self, width: usize, height: usize) -> (usize, usize) {
+        match self {
+            Self::Exact { width, height } => (width, height),
+            Self::ShorterSide(n) => {
+                let (short, long) = (width.min(height), width.max(height));
+                // int(n * long / short) on Python floats; exact integer floor for these sizes.
+                let new_long = n * long / short.max(1);
+                if width <= height {
+                    (n, new_long)
+                } else {
+                    (new_long, n)
+                }
+            }
+        }
+    }
+}
+
+/// torchvision `Normalize(mean, std)` after `ToTensor()`, per RGB channel.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Normalize {
+    /// Channel means, as float32 (torch rounds the Python floats to float32).
+    pub mean: [f32; 3],
+    /// Channel standard deviations, as float32.
+    pub std: [f32; 3],
+}
+
+impl Normalize {
+    /// ImageNet statistics: mean (0.485, 0.456, 0.406), std (0.229, 0.224, 0.225).
+    pub const IMAGENET: Self = Self {
+        mean: [0.485, 0.456, 0.406],
+        std: [0.229, 0.224, 0.225],
+    };
+
+    /// From Python-style float values: rounded to f64 first, then to f32, as
+    /// `torch.as_tensor(values, dtype=torch.float32)` does.
+    pub fn from_f64(mean: [f64; 3], std: [f64; 3]) -> Self {
+        Self {
+            mean: mean.map(|m| m as f32),
+            std: std.map(|s| s as f32),
+        }
+    }
+}
+
+/// Memory layout of one output image.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Layout {
+    /// Height, width, channels (NumPy / PIL order).
+    Hwc,
+    /// Channels, height, width (PyTorch order).
+    Chw,
+}
+
+/// Element type of the output.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DType {
+    /// The 8-bit samples themselves (no `ToTensor`, no normalisation).
+    U8,
+    /// float32: `ToTensor()` (v / 255), then `Normalize` if set.
+    F32,
+    /// float16: the float32 value rounded to nearest even, as `tensor.half()` does.
+    F16,
+}
+
+/// Order of the output channels.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ChannelOrder {
+    /// Red, green, blue.
+    Rgb,
+    /// Blue, green, red; `Normalize` statistics still name R, G, B in that order.
+    Bgr,
+}
+
+/// The whole recipe from decoded image to tensor. `Default` is the decoded image itself:
+/// uint8 H×W×3 RGB, equal to `np.asarray(Image.open(f).convert('RGB'))`.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Transform {
+    /// Resize step; default none.
+    pub resize: Option<Resize>,
+    /// `CenterCrop((height, width))` as (width, height), zero-padding a smaller image; default
+    /// none.
+    pub center_crop: Option<(usize, usize)>,
+    /// Resampling filter; default bilinear (torchvision's).
+    pub filter: Filter,
+    /// Decode with Pillow's `draft('RGB', size)` towards the resize target computed from the
+    /// file's own size (libjpeg DCT scaling: faster, different pixels); default off.
+    pub draft: bool,
+    /// `Normalize` after `ToTensor`; default none. Needs a float dtype.
+    pub normalize: Option<Normalize>,
+    /// Output layout; default HWC.
+    pub layout: Layout,
+    /// Output element type; default u8.
+    pub dtype: DType,
+    /// Output channel order; default RGB.
+    pub channel_order: ChannelOrder,
+}
+
+impl Default for Transform {
+    fn default() -> Self {
+        Self {
+            resize: None,
+            center_crop: None,
+            filter: Filter::Bilinear,
+            draft: false,
+            normalize: None,
+            layout: Layout::Hwc,
+            dtype: DType::U8,
+            channel_order: ChannelOrder::Rgb,
+        }
+    }
+}
+
+impl Transform {
+    /// torchvision's ImageNet evaluation: `Resize(256)`, `CenterCrop(224)`, `ToTensor()`,
+    /// `Normalize(IMAGENET)`, float32 C×H×W.
+    pub fn imagenet_eval() -> Self {
+        Self {
+            resize: Some(Resize::ShorterSide(256)),
+            center_crop: Some((224, 224)),
+            ..Self::tensor(Normalize::IMAGENET)
+        }
+    }
+
+    /// timm's evaluation transform: `Resize(floor(size / crop_pct))` with bicubic filtering,
+    /// `CenterCrop(size)`, ImageNet normalisation (timm's default `crop_pct` is 0.875).
+    pub fn timm_eval(size: usize, crop_pct: f64) -> Self {
+        Self {
+            resize: Some(Resize::ShorterSide(
+                (size as f64 / crop_pct).floor() as usize
+            )),
+            center_crop: Some((size, size)),
+            filter: Filter::Bicubic,
+            ..Self::tensor(Normalize::IMAGENET)
+        }
+    }
+
+    /// Resize to exactly `width`×`height` (bilinear), ImageNet-normalised float32 C×H×W: the
+    /// seed article's pipeline.
+    pub fn exact(width: usize, height: usize) -> Self {
+        Self {
+            resize: Some(Resize::Exact { width, height }),
+            ..Self::tensor(Normalize::IMAGENET)
+        }
+    }
+
+    /// No geometry change; `ToTensor` + `normalize`, float32 C×H×W.
+    pub fn tensor(normalize: Normalize) -> Self {
+        Self {
+            normalize: Some(normalize),
+            layout: Layout::Chw,
+            dtype: DType::F32,
+            ..Self::default()
+        }
+    }
+
+    /// The (width, height) of the output for an image of `width`×`height`.
+    pub fn output_size(&self, width: usize, height: usize) -> (usize, usize) {
+        let resized = self
+            .resize
+            .map_or((width, height), |r| r.target(width, height));
+        self.center_crop.unwrap_or(resized)
+    }
+
+    /// The output shape for an image of `width`×`height`, in the chosen layout.
+    pub fn output_shape(&self, width: usize, height: usize) -> [usize; 3] {
+        let (w, h) = self.output_size(width, height);
+        match self.layout {
+            Layout::Hwc => [h, w, 3],
+            Layout::Chw => [3, h, w],
+        }
+    }
+
+    /// Checks that the options fit together.
+    pub fn validate(&self) -> Result<(), String> {
+        if self.normalize.is_some() && self.dtype == DType::U8 {
+            return Err("normalisation needs a float dtype (f32 or f16)".into());
+        }
+        let zero = |(w, h): (usize, usize)| w == 0 || h == 0;
+        if self.center_crop.is_some_and(zero)
+            || matches!(self.resize, Some(Resize::Exact { width, height }) if zero((width, height)))
+            || matches!(self.resize, Some(Resize::ShorterSide(0)))
+        {
+            return Err("sizes must be at least 1".into());
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shorter_side_follows_torchvision() {
+        assert_eq!(Resize::ShorterSide(256).target(500, 375), (341, 256));
+        assert_eq!(Resize::ShorterSide(256).target(375, 500), (256, 341));
+    }
+
+    #[test]
+    fn timm_eval_resizes_to_size_over_crop_pct() {
+        assert_eq!(
+            Transform::timm_eval(224, 0.875).resize,
+            Some(Resize::ShorterSide(256))
+        );
+    }
+
+    #[test]
+    fn u8_cannot_be_normalised() {
+        let t = Transform {
+            normalize: Some(Normalize::IMAGENET),
+            ..Transform::default()
+        };
+        assert!(t.validate().is_err());
+        assert!(Transform::imagenet_eval().validate().is_ok());
+    }
+}
