@@ -39,6 +39,7 @@ pub fn decode_rgb(data: &[u8], limits: &Limits) -> Result<RgbImage> {
 /// the Pillow image, bit for bit.
 pub fn preprocess(data: &[u8], transform: &Transform, limits: &Limits) -> Result<Tensor> {
     let coefficients = jpeg::decode_coefficients(data, limits)?;
-    let rgb = reference::decode_rgb(&coefficients)?;
+    let denominator = transform.draft_denominator(coefficients.width, coefficients.height);
+    let rgb = reference::decode_rgb_scaled(&coefficients, denominator)?;
     Ok(reference::apply_transform(rgb, transform))
 }

@@ -177,6 +177,18 @@ impl Transform {
         }
     }
 
+    /// The DCT scaling draft decoding picks for a `width`×`height` JPEG: 1, 2, 4 or 8, as
+    /// Pillow's `draft('RGB', target)` does (the largest of 8, 4, 2, 1 not above
+    /// `min(width // target_w, height // target_h)`). 1 when draft is off or nothing is resized.
+    pub fn draft_denominator(&self, width: usize, height: usize) -> usize {
+        let Some(resize) = self.resize.filter(|_| self.draft) else {
+            return 1;
+        };
+        let (tw, th) = resize.target(width, height);
+        let scale = (width / tw.max(1)).min(height / th.max(1));
+        [8, 4, 2].into_iter().find(|&s| scale >= s).unwrap_or(1)
+    }
+
     /// The (width, height) of the output for an image of `width`×`height`.
     pub fn output_size(&self, width: usize, height: usize) -> (usize, usize) {
         let resized = self

@@ -151,9 +151,148 @@ pub fn idct_islow(coefs: &[i16; 64], quant: &[u16; 64], out: &mut [u8], stride: 
     }
 }
 
+/// libjpeg's IDCT range limit for the C (non-SIMD) 1×1 IDCT: the +128 level shift and a clamp,
+/// wrapping mod 1024 as its table does (`prepare_range_limit_table`, RANGE_MASK = 1023).
+#[inline]
+pub fn range_limit(x: i32) -> u8 {
+    match x & 1023 {
+        m @ 0..=127 => (m + 128) as u8,
+        128..=511 => 255,
+        512..=895 => 0,
+        m => (m - 896) as u8,
+    }
+}
+
+/// Dequantised coefficient `i` as the SIMD code holds it: a 16-bit lane (`pmullw`).
+#[inline]
+fn dequantised16(coefs: &[i16; 64], quant: &[u16; 64], i: usize) -> i32 {
+    wrap16(i32::from(coefs[i]) * i32::from(quant[i]))
+}
+
+/// The 4-point kernel of `jpeg_idct_4x4` on inputs 0, 1, 2, 3, 5, 6, 7 of an 8-point column or
+/// row (input 4 is never used), before descaling; outputs in order 0..4.
+#[inline]
+fn kernel_4(x: [i32; 8]) -> [W; 4] {
+    let tmp0 = Wrapping(x[0]) << (CONST_BITS + 1) as usize;
+    let tmp2 = madd(x[2], FIX_1_847759065, x[6], -FIX_0_765366865);
+    let (tmp10, tmp12) = (tmp0 + tmp2, tmp0 - tmp2);
+    let odd0 = madd(x[7], -1730, x[5], 11893) + madd(x[3], -17799, x[1], 8697);
+    let odd2 = madd(x[7], -4176, x[5], -4926) + madd(x[3], FIX_0_899976223, x[1], FIX_2_562915447);
+    [tmp10 + odd2, tmp12 + odd0, tmp12 - odd0, tmp10 - odd2]
+}
+
+/// libjpeg's reduced 4×4 IDCT (`jidctred.c`) as its SSE2 version computes it (16-bit
+/// dequantisation, column shortcut, saturated pass outputs); used in draft mode.
+pub fn idct_4x4(coefs: &[i16; 64], quant: &[u16; 64], out: &mut [u8], stride: usize) {
+    let d: [i32; 64] = std::array::from_fn(|i| dequantised16(coefs, quant, i));
+    let mut ws = [0i32; 32];
+    // Rows 1, 2, 3, 5, 6, 7 all zero (row 4 is never used): flat columns, shifted in 16 bits.
+    if [1, 2, 3, 5, 6, 7]
+        .iter()
+        .all(|&row| coefs[row * 8..row * 8 + 8] == [0; 8])
+    {
+        for (k, value) in ws.iter_mut().enumerate() {
+            *value = wrap16(d[k % 8] << PASS1_BITS);
+        }
+    } else {
+        for u in [0, 1, 2, 3, 5, 6, 7] {
+            let column = kernel_4(std::array::from_fn(|k| d[k * 8 + u]));
+            for (k, y) in column.into_iter().enumerate() {
+                ws[k * 8 + u] = sat16(descale(y, CONST_BITS - PASS1_BITS + 1));
+            }
+        }
+    }
+    for r in 0..4 {
+        let row = kernel_4(std::array::from_fn(|k| ws[r * 8 + k]));
+        for (k, y) in row.into_iter().enumerate() {
+            let value = descale(y, CONST_BITS + PASS1_BITS + 3 + 1);
+            out[r * stride + k] = (value.clamp(-128, 127) + 128) as u8;
+        }
+    }
+}
+
+/// The 2-point kernel of `jpeg_idct_2x2` on inputs 0, 1, 3, 5, 7, before descaling.
+#[inline]
+fn kernel_2(x: [i32; 8]) -> [W; 2] {
+    let tmp10 = Wrapping(x[0]) << (CONST_BITS + 2) as usize;
+    let tmp0 = madd(x[1], 29692, x[3], -10426) + madd(x[5], 6967, x[7], -5906);
+    [tmp10 + tmp0, tmp10 - tmp0]
+}
+
+/// libjpeg's reduced 2×2 IDCT (`jidctred.c`) as its SSE2 version computes it: 16-bit
+/// dequantisation; between the passes the odd inputs are saturated to 16 bits while the DC term
+/// stays 32-bit. Used in draft mode.
+pub fn idct_2x2(coefs: &[i16; 64], quant: &[u16; 64], out: &mut [u8], stride: usize) {
+    let d: [i32; 64] = std::array::from_fn(|i| dequantised16(coefs, quant, i));
+    let mut ws = [0i32; 16];
+    for u in [0, 1, 3, 5, 7] {
+        let column = kernel_2(std::array::from_fn(|k| d[k * 8 + u]));
+        for (k, y) in column.into_iter().enumerate() {
+            ws[k * 8 + u] = descale(y, CONST_BITS - PASS1_BITS + 2);
+        }
+    }
+    for r in 0..2 {
+        let row = kernel_2(std::array::from_fn(|k| match k {
+            0 => ws[r * 8],
+            _ => sat16(ws[r * 8 + k]),
+        }));
+        for (k, y) in row.into_iter().enumerate() {
+            let value = descale(y, CONST_BITS + PASS1_BITS + 3 + 2);
+            out[r * stride + k] = (value.clamp(-128, 127) + 128) as u8;
+        }
+    }
+}
+
+/// libjpeg's 1×1 IDCT: the rounded DC average. It has no SIMD version: C arithmetic, with the
+/// 16-bit quantisation table of ISLOW and its wrapping range-limit table.
+pub fn idct_1x1(coefs: &[i16; 64], quant: &[u16; 64], out: &mut [u8], _stride: usize) {
+    let dc = Wrapping(i32::from(coefs[0])) * Wrapping(i32::from(quant[0] as i16));
+    out[0] = range_limit(descale(dc, 3));
+}
+
+/// The IDCT that produces `size`×`size` samples per block (8, 4, 2 or 1).
+pub fn idct_of_size(size: usize) -> fn(&[i16; 64], &[u16; 64], &mut [u8], usize) {
+    match size {
+        8 => idct_islow,
+        4 => idct_4x4,
+        2 => idct_2x2,
+        _ => idct_1x1,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn range_limit_matches_libjpeg_table() {
+        assert_eq!(range_limit(0), 128);
+        assert_eq!(range_limit(127), 255);
+        assert_eq!(range_limit(300), 255);
+        assert_eq!(range_limit(-128), 0);
+        assert_eq!(range_limit(-300), 0);
+        // The table wraps mod 1024: -600 lands where +424 does.
+        assert_eq!(range_limit(-600), 255);
+        assert_eq!(range_limit(-1), 127);
+        // Past ±512 the table wraps: 1024 & 1023 is 0.
+        assert_eq!(range_limit(1024), 128);
+    }
+
+    #[test]
+    fn reduced_idcts_of_a_dc_block_are_flat() {
+        let mut coefs = [0i16; 64];
+        coefs[0] = 10;
+        let mut quant = [1u16; 64];
+        quant[0] = 16;
+        for size in [4, 2, 1] {
+            let mut out = [0u8; 16];
+            idct_of_size(size)(&coefs, &quant, &mut out, size);
+            assert!(
+                out[..size * size].iter().all(|&v| v == 148),
+                "{size}: {out:?}"
+            );
+        }
+    }
 
     #[test]
     fn dc_only_block_is_flat() {

@@ -15,64 +15,123 @@ use crate::image::RgbImage;
 use crate::jpeg::{CoefficientImage, ColorSpace};
 use upsample::{Method, Plane};
 
-/// Stage 1 for component `ci`: every block (block-smoothed when libjpeg would) through the
-/// IDCT, into a plane of `blocks_w * 8` × `blocks_h * 8` samples.
-pub fn component_samples(image: &CoefficientImage, ci: usize) -> Vec<u8> {
+/// How one component is decoded at scale 1/`denominator` (libjpeg's DCT scaling, which
+/// Pillow's `draft()` asks for; 1 is the normal decode). PARITY §2a-3.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ComponentScaling {
+    /// Samples per block side from the IDCT: 8, 4, 2 or 1.
+    pub idct_size: usize,
+    /// Real samples per row after the IDCT.
+    pub downsampled_width: usize,
+    /// Real rows after the IDCT.
+    pub downsampled_height: usize,
+    /// How the samples reach the output size.
+    pub upsampling: Method,
+}
+
+/// libjpeg's `jpeg_core_output_dimensions` and `_jinit_upsampler` choices for component `ci`.
+pub fn component_scaling(
+    image: &CoefficientImage,
+    ci: usize,
+    denominator: usize,
+) -> Result<ComponentScaling> {
     let comp = &image.components[ci];
-    let stride = comp.blocks_w * 8;
-    let mut samples = vec![0u8; stride * comp.blocks_h * 8];
+    let (max_h, max_v) = (image.max_h, image.max_v);
+    let min_size = 8 / denominator;
+    // Chroma gets a larger IDCT instead of upsampling where the ratios allow.
+    let mut idct_size = min_size;
+    while idct_size < 8
+        && (max_h * min_size) % (comp.h * idct_size * 2) == 0
+        && (max_v * min_size) % (comp.v * idct_size * 2) == 0
+    {
+        idct_size *= 2;
+    }
+    let downsampled_width = (image.width * comp.h * idct_size).div_ceil(max_h * 8);
+    let downsampled_height = (image.height * comp.v * idct_size).div_ceil(max_v * 8);
+    let groups_in = (comp.h * idct_size / min_size, comp.v * idct_size / min_size);
+    let upsampling = Method::choose(groups_in, (max_h, max_v), downsampled_width, min_size > 1)?;
+    Ok(ComponentScaling {
+        idct_size,
+        downsampled_width,
+        downsampled_height,
+        upsampling,
+    })
+}
+
+/// Output size at scale 1/`denominator`: `ceil(size / denominator)`.
+pub fn scaled_size(image: &CoefficientImage, denominator: usize) -> (usize, usize) {
+    (
+        image.width.div_ceil(denominator),
+        image.height.div_ceil(denominator),
+    )
+}
+
+/// Stage 1 for component `ci`: every block (block-smoothed when libjpeg would) through the
+/// IDCT of `idct_size`, into a plane of `blocks_w * idct_size` × `blocks_h * idct_size` samples.
+pub fn component_samples(image: &CoefficientImage, ci: usize, idct_size: usize) -> Vec<u8> {
+    let comp = &image.components[ci];
+    let idct = idct::idct_of_size(idct_size);
+    let stride = comp.blocks_w * idct_size;
+    let mut samples = vec![0u8; stride * comp.blocks_h * idct_size];
     for by in 0..comp.height_in_blocks {
         for bx in 0..comp.width_in_blocks {
-            let out = &mut samples[by * 8 * stride + bx * 8..];
+            let out = &mut samples[by * idct_size * stride + bx * idct_size..];
             match &image.smoothing {
-                Some(s) => {
-                    let block = smoothing::smoothed_block(image, s, ci, bx, by);
-                    idct::idct_islow(&block, &comp.quant, out, stride);
-                }
-                None => idct::idct_islow(comp.block(bx, by), &comp.quant, out, stride),
+                Some(s) => idct(
+                    &smoothing::smoothed_block(image, s, ci, bx, by),
+                    &comp.quant,
+                    out,
+                    stride,
+                ),
+                None => idct(comp.block(bx, by), &comp.quant, out, stride),
             }
         }
     }
     samples
 }
 
-/// Stage 2 for component `ci`: its samples upsampled to the image size.
-pub fn full_size_component(image: &CoefficientImage, ci: usize) -> Result<Vec<u8>> {
+/// Stage 2 for component `ci` at scale 1/`denominator`: its samples at the output size.
+pub fn full_size_component(
+    image: &CoefficientImage,
+    ci: usize,
+    denominator: usize,
+) -> Result<Vec<u8>> {
     let comp = &image.components[ci];
-    let samples = component_samples(image, ci);
-    let method = Method::choose(
-        comp.h,
-        comp.v,
-        image.max_h,
-        image.max_v,
-        comp.downsampled_width,
-    )?;
+    let scaling = component_scaling(image, ci, denominator)?;
+    let samples = component_samples(image, ci, scaling.idct_size);
     let plane = Plane {
         samples: &samples,
-        stride: comp.blocks_w * 8,
-        width: comp.downsampled_width,
-        height: comp.downsampled_height,
+        stride: comp.blocks_w * scaling.idct_size,
+        width: scaling.downsampled_width,
+        height: scaling.downsampled_height,
     };
+    let (width, height) = scaled_size(image, denominator);
     Ok(upsample::upsample(
         &plane,
-        method,
-        image.width,
-        image.height,
+        scaling.upsampling,
+        width,
+        height,
     ))
 }
 
 /// The whole reference pipeline: coefficients → RGB, equal to Pillow's `convert('RGB')`.
 pub fn decode_rgb(image: &CoefficientImage) -> Result<RgbImage> {
+    decode_rgb_scaled(image, 1)
+}
+
+/// Coefficients → RGB at scale 1/`denominator` (1, 2, 4 or 8), equal to Pillow after
+/// `draft('RGB', …)` chose that scale.
+pub fn decode_rgb_scaled(image: &CoefficientImage, denominator: usize) -> Result<RgbImage> {
     let planes = (0..image.components.len())
-        .map(|ci| full_size_component(image, ci))
+        .map(|ci| full_size_component(image, ci, denominator))
         .collect::<Result<Vec<_>>>()?;
-    let pixels = image.width * image.height;
-    let data = (0..pixels)
+    let (width, height) = scaled_size(image, denominator);
+    let data = (0..width * height)
         .flat_map(|i| pixel_rgb(image.color_space, &planes, i))
         .collect();
     Ok(RgbImage {
-        width: image.width,
-        height: image.height,
+        width,
+        height,
         data,
     })
 }

@@ -24,23 +24,24 @@ pub enum Method {
 }
 
 impl Method {
-    /// Picks the method for a component sampled `h`×`v` with `downsampled_width` samples per
-    /// row, in an image whose largest factors are `max_h`×`max_v`.
+    /// Picks the method for a component whose IDCT output is `h_in`×`v_in` sample groups per
+    /// `max_h`×`max_v` output groups (its sampling factors, unless draft scaling enlarged its
+    /// IDCT), with `downsampled_width` samples per row. `fancy` is libjpeg's
+    /// `do_fancy_upsampling`, which draft 1/8 turns off.
     pub fn choose(
-        h: usize,
-        v: usize,
-        max_h: usize,
-        max_v: usize,
+        (h_in, v_in): (usize, usize),
+        (max_h, max_v): (usize, usize),
         downsampled_width: usize,
+        fancy: bool,
     ) -> Result<Self> {
-        let fancy_width = downsampled_width > 2;
-        Ok(match (max_h / h, max_v / v) {
-            _ if max_h % h != 0 || max_v % v != 0 => {
+        let fancy_width = fancy && downsampled_width > 2;
+        Ok(match (max_h / h_in, max_v / v_in) {
+            _ if max_h % h_in != 0 || max_v % v_in != 0 => {
                 return Err(Error::Unsupported(Unsupported::FractionalSampling))
             }
             (1, 1) => Self::Full,
             (2, 1) if fancy_width => Self::H2V1Fancy,
-            (1, 2) => Self::H1V2Fancy,
+            (1, 2) if fancy => Self::H1V2Fancy,
             (2, 2) if fancy_width => Self::H2V2Fancy,
             (h, v) => Self::Box { h, v },
         })
@@ -121,18 +122,14 @@ mod tests {
 
     #[test]
     fn methods_follow_libjpeg() {
-        assert_eq!(Method::choose(1, 1, 2, 2, 8).unwrap(), Method::H2V2Fancy);
-        assert_eq!(
-            Method::choose(1, 1, 2, 2, 2).unwrap(),
-            Method::Box { h: 2, v: 2 }
-        );
-        assert_eq!(Method::choose(1, 1, 2, 1, 8).unwrap(), Method::H2V1Fancy);
-        assert_eq!(Method::choose(1, 1, 1, 2, 1).unwrap(), Method::H1V2Fancy);
-        assert_eq!(
-            Method::choose(1, 1, 4, 1, 8).unwrap(),
-            Method::Box { h: 4, v: 1 }
-        );
-        assert!(Method::choose(2, 1, 3, 1, 8).is_err());
+        let choose = |max, width, fancy| Method::choose((1, 1), max, width, fancy).unwrap();
+        assert_eq!(choose((2, 2), 8, true), Method::H2V2Fancy);
+        assert_eq!(choose((2, 2), 2, true), Method::Box { h: 2, v: 2 });
+        assert_eq!(choose((2, 1), 8, true), Method::H2V1Fancy);
+        assert_eq!(choose((1, 2), 1, true), Method::H1V2Fancy);
+        assert_eq!(choose((1, 2), 8, false), Method::Box { h: 1, v: 2 });
+        assert_eq!(choose((4, 1), 8, true), Method::Box { h: 4, v: 1 });
+        assert!(Method::choose((2, 1), (3, 1), 8, true).is_err());
     }
 
     #[test]
