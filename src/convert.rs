@@ -1,9 +1,10 @@
-//! The `convert` job: image files in, one `.npy` per image and a `report.json` out.
+//! The `convert` job: image files in; one `.npy` per image (or one stacked `.npy`) and a JSON
+//! report out.
 //!
 //! Images are decoded in parallel across threads; one bad image never stops the others.
 
 use crate::error::{Error, Result};
-use crate::{decode_rgb, npy, Limits, RgbImage};
+use crate::{npy, preprocess, Limits, Tensor, Transform};
 use rayon::prelude::*;
 use std::collections::HashMap;
 use std::fs;
@@ -11,6 +12,9 @@ use std::path::{Path, PathBuf};
 
 /// File extensions a directory input contributes (compared without case).
 pub const IMAGE_EXTENSIONS: [&str; 5] = ["jpg", "jpeg", "jpe", "jfif", "jif"];
+
+/// Images preprocessed at once before a stacked file receives them in order; bounds memory.
+const STACK_CHUNK: usize = 256;
 
 /// Which implementation runs the pixel stages.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -20,24 +24,63 @@ pub enum Backend {
     Cpu,
 }
 
+/// Where the arrays go.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Destination {
+    /// `<dir>/<file name>.npy` per input, and `<dir>/report.json`.
+    Directory(PathBuf),
+    /// One `.npy` of shape (N, …) of the images that converted, in input order, and
+    /// `<stem>.report.json` beside it.
+    Stacked(PathBuf),
+}
+
+impl Destination {
+    /// A path ending in `.npy` is a stacked file; anything else a directory.
+    pub fn from_path(path: PathBuf) -> Self {
+        if path
+            .extension()
+            .is_some_and(|e| e.eq_ignore_ascii_case("npy"))
+        {
+            Self::Stacked(path)
+        } else {
+            Self::Directory(path)
+        }
+    }
+
+    /// Where the report goes.
+    pub fn report_path(&self) -> PathBuf {
+        match self {
+            Self::Directory(dir) => dir.join("report.json"),
+            Self::Stacked(file) => file.with_extension("report.json"),
+        }
+    }
+}
+
 /// What one input became.
 #[derive(Debug)]
 pub struct ImageReport {
     /// The input path as given (or as found in a directory).
     pub file: PathBuf,
-    /// The `.npy` written, or why there is none.
+    /// Where its array went, or why there is none.
     pub result: Result<Written>,
+}
+
+/// Where one image's array went.
+#[derive(Debug)]
+pub enum Output {
+    /// Its own `.npy` file.
+    File(PathBuf),
+    /// This index of the stacked array.
+    Index(usize),
 }
 
 /// A written output.
 #[derive(Debug)]
 pub struct Written {
-    /// Path of the `.npy` file.
-    pub output: PathBuf,
-    /// Image width.
-    pub width: usize,
-    /// Image height.
-    pub height: usize,
+    /// Where it is.
+    pub output: Output,
+    /// Its array shape.
+    pub shape: [usize; 3],
 }
 
 /// Expands directories into the image files directly inside them, in name order; files stay.
@@ -84,47 +127,121 @@ pub fn check_unique_names(files: &[PathBuf]) -> Result<()> {
     Ok(())
 }
 
-/// Decodes each file to RGB and writes `<out_dir>/<file name>.npy` (uint8, H×W×3) and
-/// `<out_dir>/report.json`. Returns one report per file, in input order.
-pub fn convert(files: &[PathBuf], out_dir: &Path, limits: &Limits) -> Result<Vec<ImageReport>> {
-    check_unique_names(files)?;
-    fs::create_dir_all(out_dir).map_err(|e| Error::from(e).in_file(out_dir))?;
-    let reports: Vec<ImageReport> = files
-        .par_iter()
-        .map(|file| ImageReport {
-            file: file.clone(),
-            result: convert_one(file, out_dir, limits).map_err(|e| e.in_file(file)),
-        })
-        .collect();
-    let report_path = out_dir.join("report.json");
+/// Preprocesses each file with `transform` and writes the arrays to `destination`, plus the
+/// report. Returns one report per file, in input order. Errors concern the whole job (options,
+/// the destination); a bad image only fails its own report.
+pub fn convert(
+    files: &[PathBuf],
+    destination: &Destination,
+    transform: &Transform,
+    limits: &Limits,
+) -> Result<Vec<ImageReport>> {
+    transform.validate().map_err(Error::Options)?;
+    let reports = match destination {
+        Destination::Directory(dir) => convert_to_directory(files, dir, transform, limits)?,
+        Destination::Stacked(file) => convert_to_stack(files, file, transform, limits)?,
+    };
+    let report_path = destination.report_path();
     fs::write(&report_path, report_json(&reports))
         .map_err(|e| Error::from(e).in_file(&report_path))?;
     Ok(reports)
 }
 
-fn convert_one(file: &Path, out_dir: &Path, limits: &Limits) -> Result<Written> {
-    let bytes = fs::read(file)?;
-    let image = decode_rgb(&bytes, limits)?;
-    let name = file.file_name().unwrap_or(file.as_os_str());
-    let mut output = out_dir.join(name).into_os_string();
+fn convert_to_directory(
+    files: &[PathBuf],
+    dir: &Path,
+    transform: &Transform,
+    limits: &Limits,
+) -> Result<Vec<ImageReport>> {
+    check_unique_names(files)?;
+    fs::create_dir_all(dir).map_err(|e| Error::from(e).in_file(dir))?;
+    Ok(files
+        .par_iter()
+        .map(|file| {
+            let result = load(file, transform, limits).and_then(|tensor| {
+                let output = output_path(dir, file);
+                let out = fs::File::create(&output)?;
+                npy::write_tensor(std::io::BufWriter::new(out), &tensor)?;
+                Ok(Written {
+                    output: Output::File(output),
+                    shape: tensor.shape,
+                })
+            });
+            ImageReport {
+                file: file.clone(),
+                result: result.map_err(|e| e.in_file(file)),
+            }
+        })
+        .collect())
+}
+
+fn convert_to_stack(
+    files: &[PathBuf],
+    path: &Path,
+    transform: &Transform,
+    limits: &Limits,
+) -> Result<Vec<ImageReport>> {
+    let Some((width, height)) = transform.fixed_output_size() else {
+        return Err(Error::Options(
+            "a stacked .npy needs one output size: add --resize WxH or --crop".into(),
+        ));
+    };
+    if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+        fs::create_dir_all(parent).map_err(|e| Error::from(e).in_file(parent))?;
+    }
+    let shape = transform.output_shape(width, height);
+    let file = fs::File::create(path).map_err(|e| Error::from(e).in_file(path))?;
+    let mut stack = npy::StackedWriter::new(std::io::BufWriter::new(file), transform.dtype, shape)
+        .map_err(|e| Error::from(e).in_file(path))?;
+    let mut reports = Vec::with_capacity(files.len());
+    for chunk in files.chunks(STACK_CHUNK) {
+        let tensors: Vec<Result<Tensor>> = chunk
+            .par_iter()
+            .map(|f| load(f, transform, limits))
+            .collect();
+        for (file, tensor) in chunk.iter().zip(tensors) {
+            let result = match tensor {
+                Ok(tensor) => {
+                    let index = stack
+                        .push(&tensor)
+                        .map_err(|e| Error::from(e).in_file(path))?;
+                    Ok(Written {
+                        output: Output::Index(index),
+                        shape: tensor.shape,
+                    })
+                }
+                Err(e) => Err(e.in_file(file)),
+            };
+            reports.push(ImageReport {
+                file: file.clone(),
+                result,
+            });
+        }
+    }
+    stack.finish().map_err(|e| Error::from(e).in_file(path))?;
+    Ok(reports)
+}
+
+fn load(file: &Path, transform: &Transform, limits: &Limits) -> Result<Tensor> {
+    preprocess(&fs::read(file)?, transform, limits)
+}
+
+/// `<dir>/<file name>.npy`.
+fn output_path(dir: &Path, file: &Path) -> PathBuf {
+    let mut output = dir
+        .join(file.file_name().unwrap_or(file.as_os_str()))
+        .into_os_string();
     output.push(".npy");
-    let output = PathBuf::from(output);
-    write_rgb_npy(&output, &image)?;
-    Ok(Written {
-        output,
-        width: image.width,
-        height: image.height,
-    })
+    PathBuf::from(output)
 }
 
 /// Writes an RGB image as a uint8 H×W×3 `.npy`.
-pub fn write_rgb_npy(path: &Path, image: &RgbImage) -> Result<()> {
-    let file = fs::File::create(path)?;
-    npy::write(
-        std::io::BufWriter::new(file),
-        &[image.height, image.width, 3],
-        &image.data,
-    )?;
+pub fn write_rgb_npy(path: &Path, image: &crate::RgbImage) -> Result<()> {
+    let tensor = Tensor {
+        shape: [image.height, image.width, 3],
+        data: crate::TensorData::U8(image.data.clone()),
+    };
+    npy::write_tensor(std::io::BufWriter::new(fs::File::create(path)?), &tensor)?;
     Ok(())
 }
 
@@ -135,13 +252,15 @@ pub fn report_json(reports: &[ImageReport]) -> String {
         .map(|r| {
             let file = r.file.display().to_string();
             match &r.result {
-                Ok(w) => serde_json::json!({
-                    "file": file,
-                    "ok": true,
-                    "output": w.output.display().to_string(),
-                    "width": w.width,
-                    "height": w.height,
-                }),
+                Ok(w) => {
+                    let mut entry =
+                        serde_json::json!({ "file": file, "ok": true, "shape": w.shape });
+                    match &w.output {
+                        Output::File(path) => entry["output"] = path.display().to_string().into(),
+                        Output::Index(i) => entry["index"] = (*i).into(),
+                    }
+                    entry
+                }
                 Err(e) => serde_json::json!({ "file": file, "ok": false, "error": e.to_string() }),
             }
         })

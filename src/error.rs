@@ -74,6 +74,9 @@ pub enum Error {
         /// The second input with that name.
         second: PathBuf,
     },
+    /// Options that do not fit together (for example normalising into u8). Change the options.
+    #[error("invalid options: {0}")]
+    Options(String),
     /// The file could not be read.
     #[error("cannot read: {0}")]
     Io(#[from] std::io::Error),

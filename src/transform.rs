@@ -197,6 +197,16 @@ impl Transform {
         self.center_crop.unwrap_or(resized)
     }
 
+    /// The output (width, height) when it does not depend on the image: a crop or an exact
+    /// resize fixes it.
+    pub fn fixed_output_size(&self) -> Option<(usize, usize)> {
+        match (self.center_crop, self.resize) {
+            (Some(crop), _) => Some(crop),
+            (None, Some(Resize::Exact { width, height })) => Some((width, height)),
+            _ => None,
+        }
+    }
+
     /// The output shape for an image of `width`×`height`, in the chosen layout.
     pub fn output_shape(&self, width: usize, height: usize) -> [usize; 3] {
         let (w, h) = self.output_size(width, height);

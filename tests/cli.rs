@@ -22,11 +22,16 @@ fn fresh_dir(name: &str) -> PathBuf {
 
 /// Parses a uint8 `.npy` written by gpuprep: (shape, data).
 fn read_u8_npy(path: &Path) -> (Vec<usize>, Vec<u8>) {
+    read_npy(path, "|u1")
+}
+
+/// Parses a `.npy` written by gpuprep, checking its type string: (shape, data bytes).
+fn read_npy(path: &Path, descr: &str) -> (Vec<usize>, Vec<u8>) {
     let bytes = std::fs::read(path).unwrap();
     assert_eq!(&bytes[..8], b"\x93NUMPY\x01\x00");
     let header_len = usize::from(u16::from_le_bytes([bytes[8], bytes[9]]));
     let header = std::str::from_utf8(&bytes[10..10 + header_len]).unwrap();
-    assert!(header.contains("'descr': '|u1'"), "{header}");
+    assert!(header.contains(&format!("'descr': '{descr}'")), "{header}");
     let shape = header.split('(').nth(1).unwrap().split(')').next().unwrap();
     let shape = shape
         .split(',')
@@ -137,4 +142,60 @@ fn clashing_names_are_refused_before_any_work() {
     assert_eq!(output.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&output.stderr).contains("same output"));
     assert!(!out.exists(), "nothing may be written");
+}
+
+#[test]
+fn stacked_output_holds_the_good_images_in_order() {
+    let out = fresh_dir("stacked").join("batch.npy");
+    let inputs = [
+        "photos/mpl__grace_hopper.jpg",
+        "malformed/pillow__hopper.png",
+        "conformance/jdec__mozilla__jpg-progressive.jpg",
+    ];
+    let status = gpuprep()
+        .arg("convert")
+        .args(inputs.map(data))
+        .arg("--out")
+        .arg(&out)
+        .args(["--resize", "224x224", "--normalize", "imagenet"])
+        .status()
+        .unwrap();
+    assert_eq!(status.code(), Some(1), "one input is not a JPEG");
+    let (shape, bytes) = read_npy(&out, "<f4");
+    assert_eq!(shape, vec![2, 3, 224, 224]);
+    let image_bytes = bytes.len() / 2;
+    let goldens = common::transform_goldens();
+    for (i, rel) in [inputs[0], inputs[2]].into_iter().enumerate() {
+        let golden = goldens
+            .iter()
+            .find(|g| g.file == rel && g.transform == "exact224_imagenet_f32")
+            .expect("golden");
+        let slice = &bytes[i * image_bytes..(i + 1) * image_bytes];
+        assert_eq!(common::sha256_hex(slice), golden.sha256, "{rel}");
+    }
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.with_extension("report.json")).unwrap())
+            .unwrap();
+    let indices: Vec<serde_json::Value> = report
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["index"].clone())
+        .collect();
+    assert_eq!(indices, vec![0.into(), serde_json::Value::Null, 1.into()]);
+}
+
+#[test]
+fn stacking_without_a_fixed_size_is_refused() {
+    let out = fresh_dir("unstackable").join("batch.npy");
+    let output = gpuprep()
+        .arg("convert")
+        .arg(data("photos"))
+        .arg("--out")
+        .arg(&out)
+        .args(["--resize", "short:256"])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&output.stderr).contains("one output size"));
 }

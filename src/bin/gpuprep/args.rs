@@ -1,0 +1,181 @@
+//! Command-line spellings of the transform options.
+
+use clap::{Args, ValueEnum};
+use gpuprep::resample::Filter;
+use gpuprep::transform::{ChannelOrder, DType, Layout, Normalize, Resize};
+use gpuprep::Transform;
+
+/// The transform, as options.
+#[derive(Args, Debug)]
+pub struct TransformArgs {
+    /// Start from a preset; the options below change it.
+    #[arg(long, value_enum)]
+    preset: Option<Preset>,
+    /// Resize to exactly WxH, or the shorter side to N (`short:N`, torchvision's Resize(N)).
+    #[arg(long, value_parser = parse_resize)]
+    resize: Option<Resize>,
+    /// Centre crop to S×S or WxH, zero-padding smaller images (torchvision's CenterCrop).
+    #[arg(long, value_parser = parse_size)]
+    crop: Option<(usize, usize)>,
+    /// Resampling filter (Pillow's), default bilinear.
+    #[arg(long, value_enum)]
+    filter: Option<FilterArg>,
+    /// Decode with Pillow's draft() towards the resize target: faster, different pixels.
+    #[arg(long)]
+    draft: bool,
+    /// `none`, `imagenet`, or `mean=a,b,c:std=x,y,z`; implies float32 C×H×W unless
+    /// --dtype/--layout say otherwise.
+    #[arg(long, value_parser = parse_normalize)]
+    normalize: Option<NormalizeArg>,
+    /// Memory layout of each image (default: hwc for u8, chw for floats).
+    #[arg(long, value_enum)]
+    layout: Option<LayoutArg>,
+    /// Element type (default: u8 without --normalize, f32 with it).
+    #[arg(long, value_enum)]
+    dtype: Option<DTypeArg>,
+    /// Output channel order (normalisation statistics stay in R, G, B order).
+    #[arg(long, value_enum, default_value_t = ChannelsArg::Rgb)]
+    channels: ChannelsArg,
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum)]
+enum Preset {
+    /// Resize(256), CenterCrop(224), bilinear, ImageNet normalisation, float32 C×H×W.
+    ImagenetEval,
+    /// timm eval: Resize(256) bicubic (crop_pct 0.875), CenterCrop(224), ImageNet, float32.
+    TimmEval,
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum)]
+enum FilterArg {
+    Bilinear,
+    Bicubic,
+    Lanczos,
+    Box,
+    Hamming,
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum)]
+enum LayoutArg {
+    Hwc,
+    Chw,
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum)]
+enum DTypeArg {
+    U8,
+    F32,
+    F16,
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum)]
+enum ChannelsArg {
+    Rgb,
+    Bgr,
+}
+
+#[derive(Clone, Copy, Debug)]
+enum NormalizeArg {
+    None,
+    Stats(Normalize),
+}
+
+fn parse_size(text: &str) -> Result<(usize, usize), String> {
+    let number = |t: &str| {
+        t.trim()
+            .parse::<usize>()
+            .map_err(|_| format!("not a size: {text:?}"))
+    };
+    match text.split_once(['x', 'X']) {
+        Some((w, h)) => Ok((number(w)?, number(h)?)),
+        None => number(text).map(|s| (s, s)),
+    }
+}
+
+fn parse_resize(text: &str) -> Result<Resize, String> {
+    if let Some(n) = text.strip_prefix("short:") {
+        let n = n.parse().map_err(|_| format!("not a size: {text:?}"))?;
+        return Ok(Resize::ShorterSide(n));
+    }
+    match parse_size(text)? {
+        (width, height) if text.contains(['x', 'X']) => Ok(Resize::Exact { width, height }),
+        _ => Err(format!("use WxH or short:N, not {text:?}")),
+    }
+}
+
+fn parse_normalize(text: &str) -> Result<NormalizeArg, String> {
+    match text {
+        "none" => return Ok(NormalizeArg::None),
+        "imagenet" => return Ok(NormalizeArg::Stats(Normalize::IMAGENET)),
+        _ => {}
+    }
+    let bad = || format!("use none, imagenet or mean=a,b,c:std=x,y,z, not {text:?}");
+    let triple = |t: &str| -> Result<[f64; 3], String> {
+        let values: Vec<f64> = t
+            .split(',')
+            .map(|v| v.trim().parse().map_err(|_| bad()))
+            .collect::<Result<_, _>>()?;
+        values.try_into().map_err(|_| bad())
+    };
+    let (mean, std) = text.split_once(':').ok_or_else(bad)?;
+    let mean = triple(mean.strip_prefix("mean=").ok_or_else(bad)?)?;
+    let std = triple(std.strip_prefix("std=").ok_or_else(bad)?)?;
+    Ok(NormalizeArg::Stats(Normalize::from_f64(mean, std)))
+}
+
+impl TransformArgs {
+    /// The transform these options describe.
+    pub fn transform(&self) -> Transform {
+        let mut t = match self.preset {
+            Some(Preset::ImagenetEval) => Transform::imagenet_eval(),
+            Some(Preset::TimmEval) => Transform::timm_eval(224, 0.875),
+            None => Transform::default(),
+        };
+        t.resize = self.resize.or(t.resize);
+        t.center_crop = self.crop.or(t.center_crop);
+        t.draft |= self.draft;
+        if let Some(filter) = self.filter {
+            t.filter = match filter {
+                FilterArg::Bilinear => Filter::Bilinear,
+                FilterArg::Bicubic => Filter::Bicubic,
+                FilterArg::Lanczos => Filter::Lanczos,
+                FilterArg::Box => Filter::Box,
+                FilterArg::Hamming => Filter::Hamming,
+            };
+        }
+        match self.normalize {
+            Some(NormalizeArg::None) => t.normalize = None,
+            Some(NormalizeArg::Stats(stats)) => {
+                t.normalize = Some(stats);
+                t.dtype = DType::F32;
+                t.layout = Layout::Chw;
+            }
+            None => {}
+        }
+        if let Some(dtype) = self.dtype {
+            t.dtype = match dtype {
+                DTypeArg::U8 => DType::U8,
+                DTypeArg::F32 => DType::F32,
+                DTypeArg::F16 => DType::F16,
+            };
+            if self.layout.is_none() && self.normalize.is_none() && self.preset.is_none() {
+                t.layout = if t.dtype == DType::U8 {
+                    Layout::Hwc
+                } else {
+                    Layout::Chw
+                };
+            }
+        }
+        if let Some(layout) = self.layout {
+            t.layout = match layout {
+                LayoutArg::Hwc => Layout::Hwc,
+                LayoutArg::Chw => Layout::Chw,
+            };
+        }
+        t.channel_order = match self.channels {
+            ChannelsArg::Rgb => ChannelOrder::Rgb,
+            ChannelsArg::Bgr => ChannelOrder::Bgr,
+        };
+        t
+    }
+}
