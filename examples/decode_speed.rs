@@ -40,9 +40,17 @@ fn main() {
     let full = best(&|b| {
         gpuprep::decode_rgb(b, &limits).expect("decodes");
     });
+    let resize224 = best(&|b| {
+        gpuprep::preprocess(b, &gpuprep::Transform::exact(224, 224), &limits).expect("decodes");
+    });
+    let eval = best(&|b| {
+        gpuprep::preprocess(b, &gpuprep::Transform::imagenet_eval(), &limits).expect("decodes");
+    });
     for (stage, secs) in [
         ("entropy decode", entropy),
-        ("full CPU reference decode", full),
+        ("full CPU decode", full),
+        ("decode + resize 224x224 + normalize", resize224),
+        ("decode + imagenet eval", eval),
     ] {
         println!(
             "{dir}: {} files, {:.1} MB: {stage}: {:.1} MB/s, {:.1} images/s (1 thread, best of {repeat})",

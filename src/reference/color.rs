@@ -23,6 +23,49 @@ pub fn ycc_to_rgb(y: u8, cb: u8, cr: u8) -> [u8; 3] {
     [clamp8(y + cr_r), clamp8(y + g_term), clamp8(y + cb_b)]
 }
 
+/// libjpeg's per-chroma-value tables (`build_ycc_rgb_table`): the same terms as
+/// [`ycc_to_rgb`] computes, looked up instead (the CPU path).
+pub struct YccTables {
+    cr_r: [i32; 256],
+    cb_b: [i32; 256],
+    cb_g: [i32; 256],
+    cr_g: [i32; 256],
+}
+
+impl YccTables {
+    /// The tables, built at compile time.
+    pub const BUILT: Self = {
+        let mut t = Self {
+            cr_r: [0; 256],
+            cb_b: [0; 256],
+            cb_g: [0; 256],
+            cr_g: [0; 256],
+        };
+        let mut i = 0;
+        while i < 256 {
+            let x = i as i32 - 128;
+            t.cr_r[i] = (FIX_1_40200 * x + ONE_HALF) >> 16;
+            t.cb_b[i] = (FIX_1_77200 * x + ONE_HALF) >> 16;
+            t.cb_g[i] = -FIX_0_34414 * x + ONE_HALF;
+            t.cr_g[i] = -FIX_0_71414 * x;
+            i += 1;
+        }
+        t
+    };
+
+    /// [`ycc_to_rgb`] by table.
+    #[inline]
+    pub fn to_rgb(&self, y: u8, cb: u8, cr: u8) -> [u8; 3] {
+        let (y, cb, cr) = (i32::from(y), usize::from(cb), usize::from(cr));
+        let g = (self.cb_g[cb] + self.cr_g[cr]) >> 16;
+        [
+            clamp8(y + self.cr_r[cr]),
+            clamp8(y + g),
+            clamp8(y + self.cb_b[cb]),
+        ]
+    }
+}
+
 /// Pillow's `MULDIV255(a, b)`: a·b/255 rounded, without a division.
 #[inline]
 fn muldiv255(a: i32, b: i32) -> i32 {
@@ -48,6 +91,17 @@ pub fn ycck_to_rgb(y: u8, cb: u8, cr: u8, k: u8) -> [u8; 3] {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn tables_equal_the_formulas() {
+        for y in [0u8, 17, 128, 255] {
+            for cb in 0..=255u8 {
+                for cr in (0..=255u8).step_by(3) {
+                    assert_eq!(YccTables::BUILT.to_rgb(y, cb, cr), ycc_to_rgb(y, cb, cr));
+                }
+            }
+        }
+    }
 
     #[test]
     fn grey_stays_grey() {

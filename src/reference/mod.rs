@@ -120,20 +120,73 @@ pub fn decode_rgb(image: &CoefficientImage) -> Result<RgbImage> {
 }
 
 /// Coefficients → RGB at scale 1/`denominator` (1, 2, 4 or 8), equal to Pillow after
-/// `draft('RGB', …)` chose that scale.
+/// `draft('RGB', …)` chose that scale. Components are upsampled and colour-converted a row at a
+/// time, so no full-size chroma plane is ever held.
 pub fn decode_rgb_scaled(image: &CoefficientImage, denominator: usize) -> Result<RgbImage> {
-    let planes = (0..image.components.len())
-        .map(|ci| full_size_component(image, ci, denominator))
+    let scalings = (0..image.components.len())
+        .map(|ci| component_scaling(image, ci, denominator))
         .collect::<Result<Vec<_>>>()?;
-    let (width, height) = scaled_size(image, denominator);
-    let data = (0..width * height)
-        .flat_map(|i| pixel_rgb(image.color_space, &planes, i))
+    let samples: Vec<Vec<u8>> = scalings
+        .iter()
+        .enumerate()
+        .map(|(ci, s)| component_samples(image, ci, s.idct_size))
         .collect();
+    let planes: Vec<Plane> = scalings
+        .iter()
+        .zip(&samples)
+        .zip(&image.components)
+        .map(|((s, samples), comp)| Plane {
+            samples,
+            stride: comp.blocks_w * s.idct_size,
+            width: s.downsampled_width,
+            height: s.downsampled_height,
+        })
+        .collect();
+    let mut upsamplers: Vec<upsample::RowUpsampler> = planes
+        .iter()
+        .zip(&scalings)
+        .map(|(plane, s)| upsample::RowUpsampler::new(plane, s.upsampling))
+        .collect();
+    let (width, height) = scaled_size(image, denominator);
+    let mut data = vec![0u8; width * height * 3];
+    let mut rows: Vec<Vec<u8>> = vec![Vec::with_capacity(width); planes.len()];
+    for (y, rgb) in data.chunks_exact_mut(width * 3).enumerate() {
+        for (row, upsampler) in rows.iter_mut().zip(&mut upsamplers) {
+            row.clear();
+            row.extend_from_slice(upsampler.row(y, width));
+        }
+        convert_colors(image.color_space, &rows, rgb);
+    }
     Ok(RgbImage {
         width,
         height,
         data,
     })
+}
+
+/// Stage 3 for a whole image: full-size component planes → interleaved RGB, [`pixel_rgb`] for
+/// every pixel with the colour-space dispatch hoisted out of the loop.
+pub fn convert_colors(color_space: ColorSpace, planes: &[Vec<u8>], rgb: &mut [u8]) {
+    let pixels = rgb.chunks_exact_mut(3);
+    match color_space {
+        ColorSpace::Grayscale => {
+            for (out, &y) in pixels.zip(&planes[0]) {
+                out.fill(y);
+            }
+        }
+        ColorSpace::YCbCr => {
+            let tables = &color::YccTables::BUILT;
+            let ycc = planes[0].iter().zip(planes[1].iter().zip(&planes[2]));
+            for (out, (&y, (&cb, &cr))) in pixels.zip(ycc) {
+                out.copy_from_slice(&tables.to_rgb(y, cb, cr));
+            }
+        }
+        _ => {
+            for (i, out) in pixels.enumerate() {
+                out.copy_from_slice(&pixel_rgb(color_space, planes, i));
+            }
+        }
+    }
 }
 
 /// Stage 3 for one pixel: the full-size component samples at index `i` → RGB.

@@ -107,13 +107,114 @@ pub fn upsample_at(plane: &Plane, method: Method, x: usize, y: usize) -> u8 {
     out as u8
 }
 
-/// Upsamples a whole plane to `width`×`height` samples.
+/// Upsamples a whole plane to `width`×`height` samples: [`upsample_at`] for every sample,
+/// computed a row at a time (a test holds the two equal).
 pub fn upsample(plane: &Plane, method: Method, width: usize, height: usize) -> Vec<u8> {
-    let mut out = Vec::with_capacity(width * height);
-    for y in 0..height {
-        out.extend((0..width).map(|x| upsample_at(plane, method, x, y)));
+    let mut out = vec![0u8; width * height];
+    let mut rows = RowUpsampler::new(plane, method);
+    for (y, out) in out.chunks_exact_mut(width).enumerate() {
+        out.copy_from_slice(rows.row(y, width));
     }
     out
+}
+
+/// Produces full-size rows of one component on demand, so that a decoder can colour-convert a
+/// row at a time instead of holding full-size chroma planes (the CPU path).
+pub struct RowUpsampler<'a> {
+    plane: &'a Plane<'a>,
+    method: Method,
+    /// Column sums with the edges repeated at both ends (fancy horizontal filters).
+    sums: Vec<i32>,
+    /// The row handed out.
+    out: Vec<u8>,
+}
+
+impl<'a> RowUpsampler<'a> {
+    /// An upsampler of `plane` by `method`.
+    pub fn new(plane: &'a Plane<'a>, method: Method) -> Self {
+        Self {
+            plane,
+            method,
+            sums: vec![0; plane.width + 2],
+            out: Vec::new(),
+        }
+    }
+
+    /// Source row `j`, clamped to the real rows.
+    fn source(&self, j: usize) -> &'a [u8] {
+        let j = j.min(self.plane.height - 1);
+        &self.plane.samples[j * self.plane.stride..][..self.plane.width]
+    }
+
+    /// Output row `y`, `width` samples wide.
+    pub fn row(&mut self, y: usize, width: usize) -> &[u8] {
+        let (j, odd_row) = (y / 2, y % 2 == 1);
+        // The nearer neighbour row of a fancy vertical filter, clamped to the real rows.
+        let near = if odd_row { j + 1 } else { j.saturating_sub(1) };
+        if self.method == Method::Full && width <= self.plane.width {
+            return &self.source(y)[..width];
+        }
+        self.out.resize(width, 0);
+        let last = self.plane.width - 1;
+        match self.method {
+            Method::Full | Method::Box { .. } => {
+                let (h, v) = match self.method {
+                    Method::Box { h, v } => (h, v),
+                    _ => (1, 1),
+                };
+                let src = self.source(y / v);
+                for (x, o) in self.out.iter_mut().enumerate() {
+                    *o = src[(x / h).min(last)];
+                }
+            }
+            Method::H2V1Fancy => {
+                let src = self.source(y);
+                pad_row(&mut self.sums, src.iter().map(|&p| i32::from(p)));
+                fancy_row(&self.sums, 2, [1, 2], &mut self.out);
+            }
+            Method::H1V2Fancy => {
+                let (src, nb) = (self.source(j), self.source(near));
+                let bias = if odd_row { 2 } else { 1 };
+                for (x, o) in self.out.iter_mut().enumerate() {
+                    *o = ((3 * i32::from(src[x]) + i32::from(nb[x]) + bias) >> 2) as u8;
+                }
+            }
+            Method::H2V2Fancy => {
+                let (src, nb) = (self.source(j), self.source(near));
+                let column_sums = src
+                    .iter()
+                    .zip(nb)
+                    .map(|(&p, &q)| 3 * i32::from(p) + i32::from(q));
+                pad_row(&mut self.sums, column_sums);
+                fancy_row(&self.sums, 4, [8, 7], &mut self.out);
+            }
+        }
+        &self.out
+    }
+}
+
+/// The horizontal triangle filter of h2v1 (`shift` 2) and h2v2 (`shift` 4) fancy upsampling
+/// over one row of (column-summed) samples. `padded` holds the row with its first and last
+/// sample repeated at either end, which is the edge clamp.
+fn fancy_row(padded: &[i32], shift: u32, [even_bias, odd_bias]: [i32; 2], out: &mut [u8]) {
+    for (w, pair) in padded.windows(3).zip(out.chunks_mut(2)) {
+        let centre = 3 * w[1];
+        pair[0] = ((centre + w[0] + even_bias) >> shift) as u8;
+        if let Some(odd) = pair.get_mut(1) {
+            *odd = ((centre + w[2] + odd_bias) >> shift) as u8;
+        }
+    }
+}
+
+/// Fills `padded[1..=n]` from `values` and repeats the end samples into `padded[0]` and
+/// `padded[n + 1]`.
+fn pad_row(padded: &mut [i32], values: impl Iterator<Item = i32>) {
+    let n = padded.len() - 2;
+    for (p, v) in padded[1..=n].iter_mut().zip(values) {
+        *p = v;
+    }
+    padded[0] = padded[1];
+    padded[n + 1] = padded[n];
 }
 
 #[cfg(test)]
@@ -130,6 +231,53 @@ mod tests {
         assert_eq!(choose((1, 2), 8, false), Method::Box { h: 1, v: 2 });
         assert_eq!(choose((4, 1), 8, true), Method::Box { h: 4, v: 1 });
         assert!(Method::choose((2, 1), (3, 1), 8, true).is_err());
+    }
+
+    #[test]
+    fn whole_plane_equals_the_per_sample_spec() {
+        let methods = [
+            Method::Full,
+            Method::H2V1Fancy,
+            Method::H1V2Fancy,
+            Method::H2V2Fancy,
+            Method::Box { h: 2, v: 2 },
+            Method::Box { h: 4, v: 1 },
+        ];
+        let samples: Vec<u8> = (0..16 * 9)
+            .map(|i: u32| (i.wrapping_mul(2_654_435_761) >> 13) as u8)
+            .collect();
+        for (w, h) in [(1, 1), (2, 3), (5, 4), (7, 9)] {
+            let plane = Plane {
+                samples: &samples,
+                stride: 16,
+                width: w,
+                height: h,
+            };
+            for method in methods {
+                let (sx, sy) = match method {
+                    Method::Full => (1, 1),
+                    Method::H2V1Fancy => (2, 1),
+                    Method::H1V2Fancy => (1, 2),
+                    Method::H2V2Fancy => (2, 2),
+                    Method::Box { h, v } => (h, v),
+                };
+                // Odd output sizes drop the last half sample, as libjpeg does.
+                let (width, height) = (
+                    (w * sx).saturating_sub(sx / 2).max(1),
+                    (h * sy).saturating_sub(sy / 2).max(1),
+                );
+                let rows = upsample(&plane, method, width, height);
+                for y in 0..height {
+                    for x in 0..width {
+                        assert_eq!(
+                            rows[y * width + x],
+                            upsample_at(&plane, method, x, y),
+                            "{method:?} {w}x{h} at {x},{y}"
+                        );
+                    }
+                }
+            }
+        }
     }
 
     #[test]
