@@ -77,6 +77,12 @@ pub enum Error {
     /// Options that do not fit together (for example normalising into u8). Change the options.
     #[error("invalid options: {0}")]
     Options(String),
+    /// No GPU adapter is available; the message says how to get one.
+    #[error("{0}")]
+    NoGpu(String),
+    /// The GPU failed (device lost, out of memory, validation).
+    #[error("GPU error: {0}")]
+    Gpu(String),
     /// The file could not be read.
     #[error("cannot read: {0}")]
     Io(#[from] std::io::Error),

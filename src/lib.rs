@@ -14,6 +14,7 @@
 
 pub mod convert;
 mod error;
+pub mod gpu;
 mod image;
 pub mod jpeg;
 pub mod npy;
@@ -27,6 +28,7 @@ pub use image::RgbImage;
 pub use jpeg::Limits;
 pub use tensor::{Tensor, TensorData};
 pub use transform::Transform;
+pub use wgpu;
 
 /// Decodes JPEG bytes to RGB on the CPU, bit-identical to Pillow's
 /// `np.asarray(Image.open(f).convert('RGB'))`.

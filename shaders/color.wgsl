@@ -1,0 +1,151 @@
+// Stages 2 and 3: chroma upsampling (libjpeg "fancy" filters and box fallbacks) and colour
+// conversion to RGB, one invocation per output pixel. Mirror of src/reference/upsample.rs
+// (`upsample_at`) and src/reference/color.rs. Output pixels are RGBX words (X = 255).
+
+// One band of output rows. Mirrored by `ColorParams` in src/gpu/params.rs.
+struct Params {
+    width: u32,
+    // Output rows in this band, and the image row of the band's first row.
+    rows: u32,
+    first_row: u32,
+    // 0 grayscale, 1 YCbCr, 2 RGB, 3 CMYK, 4 YCCK (the order of `ColorSpace`).
+    color_space: u32,
+    // Per component: unused, bytes per plane row, real samples per row, real rows.
+    planes: array<vec4<u32>, 4>,
+    // Per component: method (0 full, 1 h2v1 fancy, 2 h1v2 fancy, 3 h2v2 fancy, 4 box) and the
+    // box repeat factors.
+    methods: array<vec4<u32>, 4>,
+}
+
+@group(0) @binding(0) var<uniform> params: Params;
+// The planes of components 0..3, four samples a word (unused ones are bound to a dummy).
+@group(0) @binding(1) var<storage, read> samples0: array<u32>;
+@group(0) @binding(2) var<storage, read> samples1: array<u32>;
+@group(0) @binding(3) var<storage, read> samples2: array<u32>;
+@group(0) @binding(4) var<storage, read> samples3: array<u32>;
+// This band's output pixels.
+@group(0) @binding(5) var<storage, read_write> rgbx: array<u32>;
+
+const FIX_1_40200: i32 = 91881;
+const FIX_1_77200: i32 = 116130;
+const FIX_0_71414: i32 = 46802;
+const FIX_0_34414: i32 = 22554;
+const ONE_HALF: i32 = 32768;
+
+// Sample (x, y) of component c, both indices clamped to the real samples.
+fn at(c: u32, x: i32, y: i32) -> i32 {
+    let plane = params.planes[c];
+    let cx = u32(clamp(x, 0, i32(plane.z) - 1));
+    let cy = u32(clamp(y, 0, i32(plane.w) - 1));
+    let byte = cy * plane.y + cx;
+    var word = 0u;
+    switch c {
+        case 0u: { word = samples0[byte / 4u]; }
+        case 1u: { word = samples1[byte / 4u]; }
+        case 2u: { word = samples2[byte / 4u]; }
+        default: { word = samples3[byte / 4u]; }
+    }
+    return i32((word >> (8u * (byte % 4u))) & 255u);
+}
+
+// The full-resolution sample of component c at (x, y): `upsample_at`.
+fn upsample_at(c: u32, x: u32, y: u32) -> i32 {
+    let method = params.methods[c];
+    let i = i32(x / 2u);
+    let j = i32(y / 2u);
+    let xi = i32(x);
+    let yi = i32(y);
+    switch method.x {
+        case 1u: {
+            if x % 2u == 0u {
+                return (3 * at(c, i, yi) + at(c, i - 1, yi) + 1) >> 2u;
+            }
+            return (3 * at(c, i, yi) + at(c, i + 1, yi) + 2) >> 2u;
+        }
+        case 2u: {
+            if y % 2u == 0u {
+                return (3 * at(c, xi, j) + at(c, xi, j - 1) + 1) >> 2u;
+            }
+            return (3 * at(c, xi, j) + at(c, xi, j + 1) + 2) >> 2u;
+        }
+        case 3u: {
+            // Column sums over this row and its nearer neighbour row, kept unrounded.
+            var near = j + 1;
+            if y % 2u == 0u {
+                near = j - 1;
+            }
+            let centre = 3 * at(c, i, j) + at(c, i, near);
+            if x % 2u == 0u {
+                let left = 3 * at(c, i - 1, j) + at(c, i - 1, near);
+                return (3 * centre + left + 8) >> 4u;
+            }
+            let right = 3 * at(c, i + 1, j) + at(c, i + 1, near);
+            return (3 * centre + right + 7) >> 4u;
+        }
+        case 4u: {
+            return at(c, i32(x / method.y), i32(y / method.z));
+        }
+        default: {
+            return at(c, xi, yi);
+        }
+    }
+}
+
+fn ycc_to_rgb(y: i32, cb: i32, cr: i32) -> vec3<i32> {
+    let cbc = cb - 128;
+    let crc = cr - 128;
+    let cr_r = (FIX_1_40200 * crc + ONE_HALF) >> 16u;
+    let cb_b = (FIX_1_77200 * cbc + ONE_HALF) >> 16u;
+    let g_term = (-FIX_0_34414 * cbc + ONE_HALF - FIX_0_71414 * crc) >> 16u;
+    return clamp(vec3<i32>(y + cr_r, y + g_term, y + cb_b), vec3<i32>(0), vec3<i32>(255));
+}
+
+// Pillow's MULDIV255(a, b).
+fn muldiv255(a: i32, b: i32) -> i32 {
+    let t = a * b + 128;
+    return ((t >> 8u) + t) >> 8u;
+}
+
+// libjpeg's CMYK bytes → RGB as Pillow converts them ("CMYK;I", then cmyk2rgb).
+fn cmyk_to_rgb(ink: vec3<i32>, k: i32) -> vec3<i32> {
+    let inverted = vec3<i32>(255) - ink;
+    let out = vec3<i32>(
+        k - muldiv255(inverted.x, k),
+        k - muldiv255(inverted.y, k),
+        k - muldiv255(inverted.z, k),
+    );
+    return clamp(out, vec3<i32>(0), vec3<i32>(255));
+}
+
+@compute @workgroup_size(64)
+fn main(@builtin(global_invocation_id) id: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
+    let index = id.x + id.y * groups.x * 64u;
+    let x = index % params.width;
+    let band_row = index / params.width;
+    if band_row >= params.rows {
+        return;
+    }
+    let y = params.first_row + band_row;
+    let s0 = upsample_at(0u, x, y);
+    var rgb = vec3<i32>(s0);
+    switch params.color_space {
+        case 1u: {
+            rgb = ycc_to_rgb(s0, upsample_at(1u, x, y), upsample_at(2u, x, y));
+        }
+        case 2u: {
+            rgb = vec3<i32>(s0, upsample_at(1u, x, y), upsample_at(2u, x, y));
+        }
+        case 3u: {
+            let ink = vec3<i32>(s0, upsample_at(1u, x, y), upsample_at(2u, x, y));
+            rgb = cmyk_to_rgb(ink, upsample_at(3u, x, y));
+        }
+        case 4u: {
+            let k = upsample_at(3u, x, y);
+            let inverted = vec3<i32>(255) - ycc_to_rgb(s0, upsample_at(1u, x, y), upsample_at(2u, x, y));
+            rgb = cmyk_to_rgb(inverted, k);
+        }
+        default: {}
+    }
+    let p = vec3<u32>(rgb);
+    rgbx[band_row * params.width + x] = p.x | (p.y << 8u) | (p.z << 16u) | (255u << 24u);
+}

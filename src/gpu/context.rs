@@ -1,0 +1,60 @@
+//! Making a device for callers that have none. Library entry points borrow the host's
+//! `wgpu::Device` and `wgpu::Queue` instead; this helper is for the CLI, tests and examples.
+
+use crate::error::{Error, Result};
+
+/// A device and its queue, with what the adapter said about itself.
+pub struct Gpu {
+    /// The device.
+    pub device: wgpu::Device,
+    /// Its queue.
+    pub queue: wgpu::Queue,
+    /// The adapter behind it.
+    pub info: wgpu::AdapterInfo,
+}
+
+/// What to do when there is no adapter: the error names the fix.
+const NO_ADAPTER: &str = "no GPU adapter found: install a Vulkan driver (on a CPU-only Debian or \
+Ubuntu machine: apt-get install mesa-vulkan-drivers libvulkan1, for lavapipe), or pick one with \
+WGPU_BACKEND / WGPU_ADAPTER_NAME";
+
+/// Creates a device on the adapter that `WGPU_ADAPTER_NAME` names (a case-insensitive part of
+/// its name), or else the default high-performance adapter of the backends `WGPU_BACKEND`
+/// allows, with that adapter's real limits rather than wgpu's conservative defaults.
+pub fn create_device() -> Result<Gpu> {
+    let instance =
+        wgpu::Instance::new(wgpu::InstanceDescriptor::new_without_display_handle_from_env());
+    let adapter = match std::env::var("WGPU_ADAPTER_NAME") {
+        Ok(wanted) => {
+            let wanted = wanted.to_lowercase();
+            let adapters = pollster::block_on(instance.enumerate_adapters(wgpu::Backends::all()));
+            adapters
+                .into_iter()
+                .find(|a| a.get_info().name.to_lowercase().contains(&wanted))
+                .ok_or_else(|| {
+                    Error::NoGpu(format!("no adapter named like {wanted:?}; {NO_ADAPTER}"))
+                })?
+        }
+        Err(_) => {
+            pollster::block_on(
+                instance.request_adapter(&wgpu::RequestAdapterOptions {
+                    power_preference: wgpu::PowerPreference::from_env()
+                        .unwrap_or(wgpu::PowerPreference::HighPerformance),
+                    ..Default::default()
+                }),
+            )
+            .map_err(|e| Error::NoGpu(format!("{e}; {NO_ADAPTER}")))?
+        }
+    };
+    let (device, queue) = pollster::block_on(adapter.request_device(&wgpu::DeviceDescriptor {
+        label: Some("gpuprep"),
+        required_limits: adapter.limits(),
+        ..Default::default()
+    }))
+    .map_err(|e| Error::Gpu(format!("cannot open the device: {e}")))?;
+    Ok(Gpu {
+        device,
+        queue,
+        info: adapter.get_info(),
+    })
+}

@@ -1,0 +1,98 @@
+//! The GPU stages give exactly the CPU reference's pixels (and so Pillow's), on a real adapter:
+//! lavapipe in CI, any Vulkan/Metal/DX12 GPU elsewhere.
+
+mod common;
+
+use gpuprep::gpu::{create_device, Gpu, GpuDecoder};
+use gpuprep::Limits;
+use std::path::Path;
+
+/// The device to test on. No adapter fails the test with the fix, unless `GPUPREP_NO_GPU=1`
+/// explicitly marks the run GPU-less, which is then said out loud.
+fn gpu() -> Option<Gpu> {
+    if std::env::var("GPUPREP_NO_GPU").is_ok_and(|v| v == "1") {
+        println!("GPUPREP_NO_GPU=1: GPU tests NOT run");
+        return None;
+    }
+    match create_device() {
+        Ok(gpu) => {
+            println!(
+                "adapter: {} ({:?}, {})",
+                gpu.info.name, gpu.info.backend, gpu.info.driver_info
+            );
+            Some(gpu)
+        }
+        Err(e) => panic!("{e}"),
+    }
+}
+
+/// Every file under `root` that Pillow decodes and gpuprep supports: GPU RGB == CPU RGB ==
+/// Pillow's golden.
+fn check_root(gpu: &Gpu, root: &Path) {
+    let decoder = GpuDecoder::new(&gpu.device);
+    let mut checked = 0;
+    let mut failures = Vec::new();
+    for golden in common::goldens().into_values() {
+        let path = root.join(&golden.file);
+        let Some((_, _, sha)) = &golden.rgb else {
+            continue;
+        };
+        if !path.is_file() {
+            continue;
+        }
+        let bytes = std::fs::read(&path).unwrap();
+        let Ok(coefficients) = gpuprep::jpeg::decode_coefficients(&bytes, &Limits::default())
+        else {
+            continue; // out of scope (arithmetic, lossless) or another format: tests elsewhere
+        };
+        let cpu = gpuprep::reference::decode_rgb(&coefficients).unwrap();
+        let gpu_rgb = match decoder.decode_rgb(&gpu.device, &gpu.queue, &coefficients) {
+            Ok(rgb) => rgb,
+            Err(e) => {
+                failures.push(format!("{}: {e}", golden.file));
+                continue;
+            }
+        };
+        checked += 1;
+        if gpu_rgb != cpu {
+            let first = gpu_rgb.data.iter().zip(&cpu.data).position(|(g, c)| g != c);
+            failures.push(format!(
+                "{}: GPU differs from the CPU reference at byte {first:?}",
+                golden.file
+            ));
+        } else if common::sha256_hex(&gpu_rgb.data) != *sha {
+            failures.push(format!(
+                "{}: GPU equals the CPU but not Pillow",
+                golden.file
+            ));
+        }
+    }
+    println!(
+        "{}: {checked} images, GPU == CPU reference == Pillow for {}",
+        root.display(),
+        checked - failures.len()
+    );
+    assert!(checked > 0, "no image checked under {}", root.display());
+    assert!(
+        failures.is_empty(),
+        "{} failures:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+}
+
+#[test]
+fn gpu_decode_equals_reference_on_test_data() {
+    if let Some(gpu) = gpu() {
+        check_root(&gpu, &common::manifest_dir().join("tests/data"));
+    }
+}
+
+#[test]
+fn gpu_decode_equals_reference_on_shared_corpus() {
+    let (Some(gpu), Some(root)) = (gpu(), common::shared_corpus()) else {
+        println!("shared corpus not found (or GPU-less run): only tests/data was checked");
+        return;
+    };
+    check_root(&gpu, &root);
+}
