@@ -96,3 +96,50 @@ fn gpu_decode_equals_reference_on_shared_corpus() {
     };
     check_root(&gpu, &root);
 }
+
+/// Every golden transform that runs on the GPU, for every file of `root`: GPU tensor == Pillow.
+fn check_transforms(gpu: &Gpu, root: &Path) {
+    let pipeline = gpuprep::gpu::GpuPipeline::new(&gpu.device);
+    let specs = common::transform_specs();
+    let mut checked = 0;
+    let mut failures = Vec::new();
+    for golden in common::transform_goldens() {
+        let transform = &specs[&golden.transform];
+        let path = root.join(&golden.file);
+        if transform.draft || !path.is_file() {
+            continue;
+        }
+        let bytes = std::fs::read(&path).unwrap();
+        let coefficients = gpuprep::jpeg::decode_coefficients(&bytes, &Limits::default()).unwrap();
+        checked += 1;
+        match pipeline.preprocess(&gpu.device, &gpu.queue, &coefficients, transform) {
+            Ok(tensor)
+                if tensor.shape.to_vec() == golden.shape
+                    && common::sha256_hex(&tensor.to_le_bytes()) == golden.sha256 => {}
+            Ok(_) => failures.push(format!(
+                "{} {}: GPU tensor differs from Pillow + torchvision",
+                golden.file, golden.transform
+            )),
+            Err(e) => failures.push(format!("{} {}: {e}", golden.file, golden.transform)),
+        }
+    }
+    println!(
+        "{}: {checked} GPU transforms, {} identical to Pillow + torchvision",
+        root.display(),
+        checked - failures.len()
+    );
+    assert!(checked > 0);
+    assert!(
+        failures.is_empty(),
+        "{} failures:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+}
+
+#[test]
+fn gpu_transforms_equal_goldens_on_test_data() {
+    if let Some(gpu) = gpu() {
+        check_transforms(&gpu, &common::manifest_dir().join("tests/data"));
+    }
+}

@@ -1,15 +1,13 @@
 //! Stages 1–3 on the GPU: coefficients → RGB. One command buffer per image: an IDCT dispatch per
 //! component, then colour conversion in bands of rows that fit the device's binding limits.
 
+use super::dispatch::{dispatch, read_buffer, run, storage_buffer, uniform_buffer};
 use super::params::{ColorParams, IdctParams, PlaneParams};
 use crate::error::{Error, Result};
 use crate::jpeg::{CoefficientImage, ColorSpace};
 use crate::reference::upsample::Method;
 use crate::reference::{component_scaling, smoothing};
 use crate::RgbImage;
-use wgpu::util::DeviceExt;
-
-const WORKGROUP: u32 = 64;
 
 /// The compiled pipelines; make once per device and reuse.
 pub struct GpuDecoder {
@@ -20,23 +18,13 @@ pub struct GpuDecoder {
 impl GpuDecoder {
     /// Compiles the shaders for `device`.
     pub fn new(device: &wgpu::Device) -> Self {
-        let pipeline = |name: &str, source: &str| {
-            let module = device.create_shader_module(wgpu::ShaderModuleDescriptor {
-                label: Some(name),
-                source: wgpu::ShaderSource::Wgsl(source.into()),
-            });
-            device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
-                label: Some(name),
-                layout: None,
-                module: &module,
-                entry_point: Some("main"),
-                compilation_options: Default::default(),
-                cache: None,
-            })
-        };
         Self {
-            idct: pipeline("idct", include_str!("../../shaders/idct.wgsl")),
-            color: pipeline("color", include_str!("../../shaders/color.wgsl")),
+            idct: super::compute_pipeline(device, "idct", include_str!("../../shaders/idct.wgsl")),
+            color: super::compute_pipeline(
+                device,
+                "color",
+                include_str!("../../shaders/color.wgsl"),
+            ),
         }
     }
 
@@ -72,7 +60,7 @@ impl GpuDecoder {
     }
 
     /// Stage 1: one IDCT dispatch per component, each into its own plane buffer.
-    fn encode_idct(
+    pub(crate) fn encode_idct(
         &self,
         device: &wgpu::Device,
         encoder: &mut wgpu::CommandEncoder,
@@ -125,7 +113,7 @@ impl GpuDecoder {
     }
 
     /// Stages 2–3: upsampling and colour conversion, in bands that fit one storage binding.
-    fn encode_color(
+    pub(crate) fn encode_color(
         &self,
         device: &wgpu::Device,
         encoder: &mut wgpu::CommandEncoder,
@@ -255,99 +243,4 @@ fn color_space_index(color_space: ColorSpace) -> u32 {
         ColorSpace::Cmyk => 3,
         ColorSpace::Ycck => 4,
     }
-}
-
-fn storage_buffer(
-    device: &wgpu::Device,
-    label: &str,
-    words: &[u32],
-    extra: wgpu::BufferUsages,
-) -> wgpu::Buffer {
-    let contents: &[u8] = if words.is_empty() {
-        &[0; 4]
-    } else {
-        bytemuck::cast_slice(words)
-    };
-    device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
-        label: Some(label),
-        contents,
-        usage: wgpu::BufferUsages::STORAGE | extra,
-    })
-}
-
-fn uniform_buffer(device: &wgpu::Device, bytes: &[u8]) -> wgpu::Buffer {
-    device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
-        label: Some("params"),
-        contents: bytes,
-        usage: wgpu::BufferUsages::UNIFORM,
-    })
-}
-
-/// Binds `buffers` in order and dispatches `invocations` threads of `pipeline`.
-fn dispatch(
-    device: &wgpu::Device,
-    encoder: &mut wgpu::CommandEncoder,
-    pipeline: &wgpu::ComputePipeline,
-    buffers: &[&wgpu::Buffer],
-    invocations: u32,
-) {
-    let layout = pipeline.get_bind_group_layout(0);
-    let entries: Vec<wgpu::BindGroupEntry> = buffers
-        .iter()
-        .enumerate()
-        .map(|(i, b)| wgpu::BindGroupEntry {
-            binding: i as u32,
-            resource: b.as_entire_binding(),
-        })
-        .collect();
-    let bind_group = device.create_bind_group(&wgpu::BindGroupDescriptor {
-        label: None,
-        layout: &layout,
-        entries: &entries,
-    });
-    run(device, encoder, pipeline, &bind_group, invocations);
-}
-
-/// Dispatches `invocations` threads as a 2-D grid, since one dimension holds at most 65535
-/// workgroups; shaders rebuild the linear index from `num_workgroups`.
-fn run(
-    device: &wgpu::Device,
-    encoder: &mut wgpu::CommandEncoder,
-    pipeline: &wgpu::ComputePipeline,
-    bind_group: &wgpu::BindGroup,
-    invocations: u32,
-) {
-    let groups = invocations.div_ceil(WORKGROUP).max(1);
-    let max = device.limits().max_compute_workgroups_per_dimension;
-    let (x, y) = if groups <= max {
-        (groups, 1)
-    } else {
-        (max, groups.div_ceil(max))
-    };
-    let mut pass = encoder.begin_compute_pass(&Default::default());
-    pass.set_pipeline(pipeline);
-    pass.set_bind_group(0, bind_group, &[]);
-    pass.dispatch_workgroups(x, y, 1);
-}
-
-/// Maps a readback buffer and copies its bytes out.
-fn read_buffer(device: &wgpu::Device, buffer: &wgpu::Buffer) -> Result<Vec<u8>> {
-    let slice = buffer.slice(..);
-    let (sender, receiver) = std::sync::mpsc::channel();
-    slice.map_async(wgpu::MapMode::Read, move |result| {
-        let _ = sender.send(result);
-    });
-    device
-        .poll(wgpu::PollType::wait_indefinitely())
-        .map_err(|e| Error::Gpu(format!("waiting for the GPU: {e}")))?;
-    receiver
-        .recv()
-        .map_err(|_| Error::Gpu("the read-back was dropped".into()))?
-        .map_err(|e| Error::Gpu(format!("cannot read the result back: {e}")))?;
-    let bytes = slice
-        .get_mapped_range()
-        .map_err(|e| Error::Gpu(format!("cannot read the result back: {e}")))?
-        .to_vec();
-    buffer.unmap();
-    Ok(bytes)
 }

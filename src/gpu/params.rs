@@ -87,6 +87,98 @@ impl ColorParams {
     }
 }
 
+/// `Params` of shaders/resample_h.wgsl.
+pub struct ResampleParams {
+    /// Output pixels per row.
+    pub out_width: u32,
+    /// Rows to produce.
+    pub rows: u32,
+    /// Source pixels per row.
+    pub in_width: u32,
+    /// Weights per output pixel.
+    pub window: u32,
+    /// Source row of output row 0.
+    pub first_row: u32,
+}
+
+impl ResampleParams {
+    /// Bytes of the WGSL struct: 8 words.
+    pub const SIZE: usize = 32;
+
+    /// The uniform's bytes.
+    pub fn to_bytes(&self) -> Vec<u8> {
+        let words = [
+            self.out_width,
+            self.rows,
+            self.in_width,
+            self.window,
+            self.first_row,
+            0,
+            0,
+            0,
+        ];
+        debug_assert_eq!(words.len() * 4, Self::SIZE);
+        words.iter().flat_map(|w| w.to_le_bytes()).collect()
+    }
+}
+
+/// `Params` of shaders/tensor.wgsl.
+pub struct TensorParams {
+    /// Output (crop) width.
+    pub out_width: u32,
+    /// Output (crop) height.
+    pub out_height: u32,
+    /// Resized image width.
+    pub width: u32,
+    /// Resized image height.
+    pub height: u32,
+    /// Crop start in the resized image (negative: zero padding).
+    pub crop_x: i32,
+    /// Crop start in the resized image (negative: zero padding).
+    pub crop_y: i32,
+    /// Whether the vertical pass runs.
+    pub vertical: bool,
+    /// Vertical weights per output row.
+    pub window: u32,
+    /// C×H×W rather than H×W×C.
+    pub chw: bool,
+    /// Elements per output word.
+    pub per_word: u32,
+    /// Output words.
+    pub words: u32,
+    /// Source channel of each output channel.
+    pub channel_map: [u32; 3],
+}
+
+impl TensorParams {
+    /// Bytes of the WGSL struct: 12 words and a `vec4<u32>`.
+    pub const SIZE: usize = 64;
+
+    /// The uniform's bytes.
+    pub fn to_bytes(&self) -> Vec<u8> {
+        let words = [
+            self.out_width,
+            self.out_height,
+            self.width,
+            self.height,
+            self.crop_x as u32,
+            self.crop_y as u32,
+            u32::from(self.vertical),
+            self.window,
+            u32::from(self.chw),
+            self.per_word,
+            self.words,
+            0,
+            self.channel_map[0],
+            self.channel_map[1],
+            self.channel_map[2],
+            0,
+        ];
+        debug_assert_eq!(words.len() * 4, Self::SIZE);
+        words.iter().flat_map(|w| w.to_le_bytes()).collect()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

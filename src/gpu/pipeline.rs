@@ -1,0 +1,89 @@
+//! The whole GPU pipeline for one image: coefficients in, tensor out.
+
+use super::decode::GpuDecoder;
+use super::dispatch::read_buffer;
+use super::transform::GpuTransformer;
+use crate::error::{Error, Result};
+use crate::jpeg::CoefficientImage;
+use crate::tensor::{Tensor, TensorData};
+use crate::transform::DType;
+use crate::Transform;
+
+/// Compiled pipelines for every stage; make once per device and share.
+pub struct GpuPipeline {
+    decoder: GpuDecoder,
+    transformer: GpuTransformer,
+}
+
+impl GpuPipeline {
+    /// Compiles the shaders for the host's `device`.
+    pub fn new(device: &wgpu::Device) -> Self {
+        Self {
+            decoder: GpuDecoder::new(device),
+            transformer: GpuTransformer::new(device),
+        }
+    }
+
+    /// The stage 1–3 decoder alone.
+    pub fn decoder(&self) -> &GpuDecoder {
+        &self.decoder
+    }
+
+    /// Runs stages 1–4 on the GPU: the same tensor as [`crate::preprocess`], bit for bit.
+    pub fn preprocess(
+        &self,
+        device: &wgpu::Device,
+        queue: &wgpu::Queue,
+        image: &CoefficientImage,
+        transform: &Transform,
+    ) -> Result<Tensor> {
+        if transform.draft_denominator(image.width, image.height) > 1 {
+            return Err(Error::Gpu(
+                "draft decoding is not implemented on the GPU yet".into(),
+            ));
+        }
+        let mut encoder = device.create_command_encoder(&Default::default());
+        let planes = self.decoder.encode_idct(device, &mut encoder, image)?;
+        let rgbx = self
+            .decoder
+            .encode_color(device, &mut encoder, image, &planes)?;
+        let tensor = self.transformer.encode(
+            device,
+            &mut encoder,
+            &rgbx,
+            (image.width, image.height),
+            transform,
+        );
+        let readback = device.create_buffer(&wgpu::BufferDescriptor {
+            label: Some("tensor readback"),
+            size: tensor.buffer.size(),
+            usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+            mapped_at_creation: false,
+        });
+        encoder.copy_buffer_to_buffer(&tensor.buffer, 0, &readback, 0, readback.size());
+        queue.submit([encoder.finish()]);
+        let bytes = read_buffer(device, &readback)?;
+        let n = tensor.elements;
+        let data = match transform.dtype {
+            DType::U8 => TensorData::U8(bytes[..n].to_vec()),
+            DType::F16 => TensorData::F16(
+                bytes
+                    .chunks_exact(2)
+                    .take(n)
+                    .map(|b| half::f16::from_le_bytes([b[0], b[1]]))
+                    .collect(),
+            ),
+            DType::F32 => TensorData::F32(
+                bytes
+                    .chunks_exact(4)
+                    .take(n)
+                    .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+                    .collect(),
+            ),
+        };
+        Ok(Tensor {
+            shape: tensor.shape,
+            data,
+        })
+    }
+}
