@@ -1,6 +1,8 @@
-// Stage 1: dequantise + inverse DCT, one invocation per 8x8 block.
-// Mirror of src/reference/idct.rs (`idct_islow`): libjpeg-turbo's ISLOW with the 16-bit lanes of
-// its AVX2 version (what Pillow runs). i32 arithmetic wraps; every descale is an arithmetic shift.
+// Stage 1: dequantise + inverse DCT. Mirror of src/reference/idct.rs: libjpeg-turbo's ISLOW with
+// the 16-bit lanes of its AVX2 version (what Pillow runs), and for draft decoding its reduced
+// 4x4 and 2x2 IDCTs (SSE2 lanes) and 1x1. i32 arithmetic wraps; descales are arithmetic shifts.
+// One invocation covers the blocks whose samples fill whole output words: one block for sizes 8
+// and 4, two for size 2, four for size 1.
 
 // One component. Mirrored by `IdctParams` in src/gpu/params.rs.
 struct Params {
@@ -11,6 +13,11 @@ struct Params {
     height_in_blocks: u32,
     // Words per row of the output plane.
     sample_row_words: u32,
+    // Samples per block side (8, 4, 2 or 1), and blocks per invocation.
+    idct_size: u32,
+    blocks_per_invocation: u32,
+    _pad0: u32,
+    _pad1: u32,
     // The quantisation table, natural order, as libjpeg's 16-bit multipliers sign-extended.
     quant: array<vec4<i32>, 16>,
 }
@@ -95,21 +102,57 @@ fn coef(block: u32, i: u32) -> i32 {
     return half >> 16u;
 }
 
-@compute @workgroup_size(64)
-fn main(@builtin(global_invocation_id) id: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
-    let index = id.x + id.y * groups.x * 64u;
-    let bx = index % params.width_in_blocks;
-    let by = index / params.width_in_blocks;
-    if by >= params.height_in_blocks {
-        return;
+// Sign-extends the 16-bit lane: the dequantised coefficient as pmullw leaves it.
+fn dequantised(block: u32, i: u32) -> i32 {
+    return wrap16(coef(block, i) * params.quant[i / 4u][i % 4u]);
+}
+
+// The reduced 4-point kernel (inputs 0, 1, 2, 3, 5, 6, 7), before descaling.
+fn kernel_4(x: array<i32, 8>) -> vec4<i32> {
+    let tmp0 = x[0] << (CONST_BITS + 1u);
+    let tmp2 = madd(x[2], FIX_1_847759065, x[6], -FIX_0_765366865);
+    let tmp10 = tmp0 + tmp2;
+    let tmp12 = tmp0 - tmp2;
+    let odd0 = madd(x[7], -1730, x[5], 11893) + madd(x[3], -17799, x[1], 8697);
+    let odd2 = madd(x[7], -4176, x[5], -4926) + madd(x[3], FIX_0_899976223, x[1], FIX_2_562915447);
+    return vec4<i32>(tmp10 + odd2, tmp12 + odd0, tmp12 - odd0, tmp10 - odd2);
+}
+
+// The reduced 2-point kernel (inputs 0, 1, 3, 5, 7), before descaling.
+fn kernel_2(x: array<i32, 8>) -> vec2<i32> {
+    let tmp10 = x[0] << (CONST_BITS + 2u);
+    let tmp0 = madd(x[1], 29692, x[3], -10426) + madd(x[5], 6967, x[7], -5906);
+    return vec2<i32>(tmp10 + tmp0, tmp10 - tmp0);
+}
+
+// libjpeg's range-limit table of the C 1x1 IDCT (wraps mod 1024).
+fn range_limit(x: i32) -> u32 {
+    let m = x & 1023;
+    if m < 128 {
+        return u32(m + 128);
     }
-    let block = by * params.blocks_w + bx;
+    if m < 512 {
+        return 255u;
+    }
+    if m < 896 {
+        return 0u;
+    }
+    return u32(m - 896);
+}
+
+fn level_shift(x: i32) -> u32 {
+    return u32(clamp(x, -128, 127) + 128);
+}
+
+// The samples of one block, row-major with `size` samples per row (8x8 at most).
+var<private> out: array<u32, 64>;
+
+fn idct_8x8(block: u32) {
     var d: array<i32, 64>;
     var rows_zero = true;
     for (var i = 0u; i < 64u; i++) {
-        let c = coef(block, i);
-        d[i] = wrap16(c * params.quant[i / 4u][i % 4u]);
-        if i >= 8u && c != 0 {
+        d[i] = dequantised(block, i);
+        if i >= 8u && coef(block, i) != 0 {
             rows_zero = false;
         }
     }
@@ -131,20 +174,115 @@ fn main(@builtin(global_invocation_id) id: vec3<u32>, @builtin(num_workgroups) g
             }
         }
     }
-    // Pass 2: rows, then the level shift with a clamp to 0..=255, packed four samples a word.
+    // Pass 2: rows, then the level shift with a clamp to 0..=255.
     for (var r = 0u; r < 8u; r++) {
         let b = r * 8u;
         var row = kernel(
             array<i32, 8>(ws[b], ws[b + 1u], ws[b + 2u], ws[b + 3u], ws[b + 4u], ws[b + 5u], ws[b + 6u], ws[b + 7u]),
             CONST_BITS + PASS1_BITS + 3u,
         );
-        var words = vec2<u32>(0u, 0u);
         for (var k = 0u; k < 8u; k++) {
-            let sample = u32(clamp(row[k], -128, 127) + 128);
-            words[k / 4u] |= sample << (8u * (k % 4u));
+            out[b + k] = level_shift(row[k]);
         }
-        let at = (by * 8u + r) * params.sample_row_words + bx * 2u;
-        samples[at] = words.x;
-        samples[at + 1u] = words.y;
+    }
+}
+
+fn idct_4x4(block: u32) {
+    var d: array<i32, 64>;
+    var rows_zero = true;
+    for (var i = 0u; i < 64u; i++) {
+        d[i] = dequantised(block, i);
+        let row = i / 8u;
+        if row != 0u && row != 4u && coef(block, i) != 0 {
+            rows_zero = false;
+        }
+    }
+    var ws: array<i32, 32>;
+    for (var u = 0u; u < 8u; u++) {
+        if rows_zero {
+            for (var k = 0u; k < 4u; k++) {
+                ws[k * 8u + u] = wrap16(d[u] << PASS1_BITS);
+            }
+        } else if u != 4u {
+            let column = kernel_4(array<i32, 8>(d[u], d[8u + u], d[16u + u], d[24u + u], d[32u + u], d[40u + u], d[48u + u], d[56u + u]));
+            for (var k = 0u; k < 4u; k++) {
+                ws[k * 8u + u] = sat16(descale(column[k], CONST_BITS - PASS1_BITS + 1u));
+            }
+        }
+    }
+    for (var r = 0u; r < 4u; r++) {
+        let b = r * 8u;
+        let row = kernel_4(array<i32, 8>(ws[b], ws[b + 1u], ws[b + 2u], ws[b + 3u], ws[b + 4u], ws[b + 5u], ws[b + 6u], ws[b + 7u]));
+        for (var k = 0u; k < 4u; k++) {
+            out[r * 4u + k] = level_shift(descale(row[k], CONST_BITS + PASS1_BITS + 3u + 1u));
+        }
+    }
+}
+
+fn idct_2x2(block: u32) {
+    var ws: array<i32, 16>;
+    for (var u = 0u; u < 8u; u++) {
+        if u == 0u || u % 2u == 1u {
+            let column = kernel_2(array<i32, 8>(
+                dequantised(block, u), dequantised(block, 8u + u), 0, dequantised(block, 24u + u),
+                0, dequantised(block, 40u + u), 0, dequantised(block, 56u + u),
+            ));
+            ws[u] = descale(column.x, CONST_BITS - PASS1_BITS + 2u);
+            ws[8u + u] = descale(column.y, CONST_BITS - PASS1_BITS + 2u);
+        }
+    }
+    for (var r = 0u; r < 2u; r++) {
+        let b = r * 8u;
+        // Between the passes the odd inputs are saturated to 16 bits; the DC term stays 32-bit.
+        let row = kernel_2(array<i32, 8>(ws[b], sat16(ws[b + 1u]), 0, sat16(ws[b + 3u]), 0, sat16(ws[b + 5u]), 0, sat16(ws[b + 7u])));
+        out[r * 2u] = level_shift(descale(row.x, CONST_BITS + PASS1_BITS + 3u + 2u));
+        out[r * 2u + 1u] = level_shift(descale(row.y, CONST_BITS + PASS1_BITS + 3u + 2u));
+    }
+}
+
+fn idct_1x1(block: u32) {
+    // The C code: the product in 32 bits (no 16-bit lane), then the range-limit table.
+    let dc = coef(block, 0u) * params.quant[0][0];
+    out[0] = range_limit(descale(dc, 3u));
+}
+
+@compute @workgroup_size(64)
+fn main(@builtin(global_invocation_id) id: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
+    let index = id.x + id.y * groups.x * 64u;
+    let per = params.blocks_per_invocation;
+    let groups_per_row = (params.width_in_blocks + per - 1u) / per;
+    let gx = index % groups_per_row;
+    let by = index / groups_per_row;
+    if by >= params.height_in_blocks {
+        return;
+    }
+    let size = params.idct_size;
+    // Samples of this invocation's blocks, row by row, packed four to a word.
+    var words: array<u32, 16>;
+    for (var j = 0u; j < per; j++) {
+        let bx = gx * per + j;
+        if bx >= params.width_in_blocks {
+            break;
+        }
+        let block = by * params.blocks_w + bx;
+        switch size {
+            case 8u: { idct_8x8(block); }
+            case 4u: { idct_4x4(block); }
+            case 2u: { idct_2x2(block); }
+            default: { idct_1x1(block); }
+        }
+        for (var r = 0u; r < size; r++) {
+            for (var k = 0u; k < size; k++) {
+                let byte = j * size + k;
+                words[r * 2u + byte / 4u] |= out[r * size + k] << (8u * (byte % 4u));
+            }
+        }
+    }
+    let words_per_row = max(size * per / 4u, 1u);
+    for (var r = 0u; r < size; r++) {
+        for (var w = 0u; w < words_per_row; w++) {
+            let at = (by * size + r) * params.sample_row_words + gx * words_per_row + w;
+            samples[at] = words[r * 2u + w];
+        }
     }
 }

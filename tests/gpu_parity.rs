@@ -106,7 +106,7 @@ fn check_transforms(gpu: &Gpu, root: &Path) {
     for golden in common::transform_goldens() {
         let transform = &specs[&golden.transform];
         let path = root.join(&golden.file);
-        if transform.draft || !path.is_file() {
+        if !path.is_file() {
             continue;
         }
         let bytes = std::fs::read(&path).unwrap();
@@ -142,4 +142,13 @@ fn gpu_transforms_equal_goldens_on_test_data() {
     if let Some(gpu) = gpu() {
         check_transforms(&gpu, &common::manifest_dir().join("tests/data"));
     }
+}
+
+#[test]
+fn gpu_transforms_equal_goldens_on_shared_corpus() {
+    let (Some(gpu), Some(root)) = (gpu(), common::shared_corpus()) else {
+        println!("shared corpus not found (or GPU-less run): only tests/data was checked");
+        return;
+    };
+    check_transforms(&gpu, &root);
 }

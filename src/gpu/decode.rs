@@ -36,8 +36,8 @@ impl GpuDecoder {
         image: &CoefficientImage,
     ) -> Result<RgbImage> {
         let mut encoder = device.create_command_encoder(&Default::default());
-        let planes = self.encode_idct(device, &mut encoder, image)?;
-        let rgbx = self.encode_color(device, &mut encoder, image, &planes)?;
+        let planes = self.encode_idct(device, &mut encoder, image, 1)?;
+        let rgbx = self.encode_color(device, &mut encoder, image, 1, &planes)?;
         let (width, height) = (image.width, image.height);
         let readback = device.create_buffer(&wgpu::BufferDescriptor {
             label: Some("rgbx readback"),
@@ -59,16 +59,22 @@ impl GpuDecoder {
         })
     }
 
-    /// Stage 1: one IDCT dispatch per component, each into its own plane buffer.
+    /// Stage 1 at scale 1/`denominator`: one IDCT dispatch per component, each into its own
+    /// plane buffer.
     pub(crate) fn encode_idct(
         &self,
         device: &wgpu::Device,
         encoder: &mut wgpu::CommandEncoder,
         image: &CoefficientImage,
+        denominator: usize,
     ) -> Result<Vec<(wgpu::Buffer, PlaneParams)>> {
         let mut planes = Vec::with_capacity(image.components.len());
         for (ci, comp) in image.components.iter().enumerate() {
-            let scaling = component_scaling(image, ci, 1)?;
+            let scaling = component_scaling(image, ci, denominator)?;
+            let size = scaling.idct_size;
+            // Small blocks are done a few at a time so that each invocation writes whole words.
+            let per_invocation = (4 / size).max(1);
+            let words_per_group = (size * per_invocation / 4).max(1);
             let coefficients = upload_coefficients(image, ci);
             let coefs = storage_buffer(
                 device,
@@ -76,10 +82,10 @@ impl GpuDecoder {
                 &coefficients,
                 wgpu::BufferUsages::empty(),
             );
-            let row_words = comp.blocks_w * 2;
+            let row_words = comp.blocks_w.div_ceil(per_invocation) * words_per_group;
             let samples = device.create_buffer(&wgpu::BufferDescriptor {
                 label: Some("samples"),
-                size: (row_words * comp.blocks_h * 8 * 4).max(4) as u64,
+                size: (row_words * comp.blocks_h * size * 4).max(4) as u64,
                 usage: wgpu::BufferUsages::STORAGE,
                 mapped_at_creation: false,
             });
@@ -88,10 +94,13 @@ impl GpuDecoder {
                 width_in_blocks: comp.width_in_blocks as u32,
                 height_in_blocks: comp.height_in_blocks as u32,
                 sample_row_words: row_words as u32,
+                idct_size: size as u32,
+                blocks_per_invocation: per_invocation as u32,
                 quant: comp.quant.map(|q| i32::from(q as i16)),
             };
             let uniform = uniform_buffer(device, &params.to_bytes());
-            let blocks = (comp.width_in_blocks * comp.height_in_blocks) as u32;
+            let blocks =
+                (comp.width_in_blocks.div_ceil(per_invocation) * comp.height_in_blocks) as u32;
             dispatch(
                 device,
                 encoder,
@@ -112,15 +121,17 @@ impl GpuDecoder {
         Ok(planes)
     }
 
-    /// Stages 2–3: upsampling and colour conversion, in bands that fit one storage binding.
+    /// Stages 2–3 at scale 1/`denominator`: upsampling and colour conversion, in bands that
+    /// fit one storage binding.
     pub(crate) fn encode_color(
         &self,
         device: &wgpu::Device,
         encoder: &mut wgpu::CommandEncoder,
         image: &CoefficientImage,
+        denominator: usize,
         planes: &[(wgpu::Buffer, PlaneParams)],
     ) -> Result<wgpu::Buffer> {
-        let (width, height) = (image.width, image.height);
+        let (width, height) = crate::reference::scaled_size(image, denominator);
         let row_bytes = (width * 4) as u64;
         let limits = device.limits();
         let max_binding = limits

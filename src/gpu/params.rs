@@ -11,13 +11,17 @@ pub struct IdctParams {
     pub height_in_blocks: u32,
     /// Words per row of the output plane.
     pub sample_row_words: u32,
+    /// Samples per block side: 8, 4, 2 or 1.
+    pub idct_size: u32,
+    /// Blocks per invocation, so that each writes whole words.
+    pub blocks_per_invocation: u32,
     /// The table as libjpeg's 16-bit multipliers, sign-extended.
     pub quant: [i32; 64],
 }
 
 impl IdctParams {
-    /// Bytes of the WGSL struct: 4 words, then `array<vec4<i32>, 16>`.
-    pub const SIZE: usize = 16 + 256;
+    /// Bytes of the WGSL struct: 8 words, then `array<vec4<i32>, 16>`.
+    pub const SIZE: usize = 32 + 256;
 
     /// The uniform's bytes.
     pub fn to_bytes(&self) -> Vec<u8> {
@@ -26,6 +30,10 @@ impl IdctParams {
             self.width_in_blocks,
             self.height_in_blocks,
             self.sample_row_words,
+            self.idct_size,
+            self.blocks_per_invocation,
+            0,
+            0,
         ];
         let mut bytes: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
         bytes.extend(self.quant.iter().flat_map(|q| q.to_le_bytes()));
@@ -206,6 +214,8 @@ mod tests {
             width_in_blocks: 1,
             height_in_blocks: 1,
             sample_row_words: 2,
+            idct_size: 8,
+            blocks_per_invocation: 1,
             quant: [1; 64],
         };
         assert_eq!(idct.to_bytes().len(), IdctParams::SIZE);

@@ -3,7 +3,7 @@
 use super::decode::GpuDecoder;
 use super::dispatch::read_buffer;
 use super::transform::GpuTransformer;
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::jpeg::CoefficientImage;
 use crate::tensor::{Tensor, TensorData};
 use crate::transform::DType;
@@ -37,23 +37,18 @@ impl GpuPipeline {
         image: &CoefficientImage,
         transform: &Transform,
     ) -> Result<Tensor> {
-        if transform.draft_denominator(image.width, image.height) > 1 {
-            return Err(Error::Gpu(
-                "draft decoding is not implemented on the GPU yet".into(),
-            ));
-        }
+        let denominator = transform.draft_denominator(image.width, image.height);
         let mut encoder = device.create_command_encoder(&Default::default());
-        let planes = self.decoder.encode_idct(device, &mut encoder, image)?;
+        let planes = self
+            .decoder
+            .encode_idct(device, &mut encoder, image, denominator)?;
         let rgbx = self
             .decoder
-            .encode_color(device, &mut encoder, image, &planes)?;
-        let tensor = self.transformer.encode(
-            device,
-            &mut encoder,
-            &rgbx,
-            (image.width, image.height),
-            transform,
-        );
+            .encode_color(device, &mut encoder, image, denominator, &planes)?;
+        let size = crate::reference::scaled_size(image, denominator);
+        let tensor = self
+            .transformer
+            .encode(device, &mut encoder, &rgbx, size, transform);
         let readback = device.create_buffer(&wgpu::BufferDescriptor {
             label: Some("tensor readback"),
             size: tensor.buffer.size(),
