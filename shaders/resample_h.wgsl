@@ -12,19 +12,34 @@ struct Params {
     window: u32,
     // Source row of output row 0.
     first_row: u32,
+    // Rows per source chunk (the image is stored in chunks that each fit one binding).
+    chunk_rows: u32,
     _pad0: u32,
     _pad1: u32,
-    _pad2: u32,
 }
 
 @group(0) @binding(0) var<uniform> params: Params;
-// The source image, RGBX.
-@group(0) @binding(1) var<storage, read> source: array<u32>;
+// The source image, RGBX, in up to four chunks of `chunk_rows` rows.
+@group(0) @binding(1) var<storage, read> source0: array<u32>;
+@group(0) @binding(2) var<storage, read> source1: array<u32>;
+@group(0) @binding(3) var<storage, read> source2: array<u32>;
+@group(0) @binding(4) var<storage, read> source3: array<u32>;
 // Per output pixel: first source pixel and tap count.
-@group(0) @binding(2) var<storage, read> bounds: array<vec2<u32>>;
+@group(0) @binding(5) var<storage, read> bounds: array<vec2<u32>>;
 // Q22 weights, `window` per output pixel.
-@group(0) @binding(3) var<storage, read> weights: array<i32>;
-@group(0) @binding(4) var<storage, read_write> result: array<u32>;
+@group(0) @binding(6) var<storage, read> weights: array<i32>;
+@group(0) @binding(7) var<storage, read_write> result: array<u32>;
+
+// Source pixel (x, row).
+fn source_pixel(x: u32, row: u32) -> u32 {
+    let i = (row % params.chunk_rows) * params.in_width + x;
+    switch row / params.chunk_rows {
+        case 0u: { return source0[i]; }
+        case 1u: { return source1[i]; }
+        case 2u: { return source2[i]; }
+        default: { return source3[i]; }
+    }
+}
 
 const PRECISION_BITS: u32 = 22u;
 
@@ -43,7 +58,7 @@ fn main(@builtin(global_invocation_id) id: vec3<u32>, @builtin(num_workgroups) g
     let bound = bounds[x];
     var acc = vec3<i32>(1 << (PRECISION_BITS - 1u));
     for (var k = 0u; k < bound.y; k++) {
-        let pixel = source[(params.first_row + y) * params.in_width + bound.x + k];
+        let pixel = source_pixel(bound.x + k, params.first_row + y);
         let rgb = vec3<i32>(vec3<u32>(pixel, pixel >> 8u, pixel >> 16u) & vec3<u32>(255u));
         acc += rgb * weights[x * params.window + k];
     }

@@ -4,7 +4,7 @@
 //! Images are decoded in parallel across threads; one bad image never stops the others.
 
 use crate::error::{Error, Result};
-use crate::{npy, preprocess, Limits, Tensor, Transform};
+use crate::{npy, Backend, Limits, Tensor, Transform};
 use rayon::prelude::*;
 use std::collections::HashMap;
 use std::fs;
@@ -15,14 +15,6 @@ pub const IMAGE_EXTENSIONS: [&str; 5] = ["jpg", "jpeg", "jpe", "jfif", "jif"];
 
 /// Images preprocessed at once before a stacked file receives them in order; bounds memory.
 const STACK_CHUNK: usize = 256;
-
-/// Which implementation runs the pixel stages.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum Backend {
-    /// The CPU reference (the default, and the fallback without a GPU).
-    #[default]
-    Cpu,
-}
 
 /// Where the arrays go.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -127,19 +119,35 @@ pub fn check_unique_names(files: &[PathBuf]) -> Result<()> {
     Ok(())
 }
 
-/// Preprocesses each file with `transform` and writes the arrays to `destination`, plus the
+/// What to do to each image.
+pub struct Job<'a> {
+    /// The transform.
+    pub transform: Transform,
+    /// Safety limits.
+    pub limits: Limits,
+    /// Where the pixel stages run.
+    pub backend: &'a Backend,
+}
+
+impl Job<'_> {
+    fn load(&self, file: &Path) -> Result<Tensor> {
+        self.backend
+            .preprocess(&fs::read(file)?, &self.transform, &self.limits)
+    }
+}
+
+/// Preprocesses each file with the job's transform and writes the arrays to `destination`, plus the
 /// report. Returns one report per file, in input order. Errors concern the whole job (options,
 /// the destination); a bad image only fails its own report.
 pub fn convert(
     files: &[PathBuf],
     destination: &Destination,
-    transform: &Transform,
-    limits: &Limits,
+    job: &Job,
 ) -> Result<Vec<ImageReport>> {
-    transform.validate().map_err(Error::Options)?;
+    job.transform.validate().map_err(Error::Options)?;
     let reports = match destination {
-        Destination::Directory(dir) => convert_to_directory(files, dir, transform, limits)?,
-        Destination::Stacked(file) => convert_to_stack(files, file, transform, limits)?,
+        Destination::Directory(dir) => convert_to_directory(files, dir, job)?,
+        Destination::Stacked(file) => convert_to_stack(files, file, job)?,
     };
     let report_path = destination.report_path();
     fs::write(&report_path, report_json(&reports))
@@ -147,18 +155,13 @@ pub fn convert(
     Ok(reports)
 }
 
-fn convert_to_directory(
-    files: &[PathBuf],
-    dir: &Path,
-    transform: &Transform,
-    limits: &Limits,
-) -> Result<Vec<ImageReport>> {
+fn convert_to_directory(files: &[PathBuf], dir: &Path, job: &Job) -> Result<Vec<ImageReport>> {
     check_unique_names(files)?;
     fs::create_dir_all(dir).map_err(|e| Error::from(e).in_file(dir))?;
     Ok(files
         .par_iter()
         .map(|file| {
-            let result = load(file, transform, limits).and_then(|tensor| {
+            let result = job.load(file).and_then(|tensor| {
                 let output = output_path(dir, file);
                 let out = fs::File::create(&output)?;
                 npy::write_tensor(std::io::BufWriter::new(out), &tensor)?;
@@ -175,12 +178,8 @@ fn convert_to_directory(
         .collect())
 }
 
-fn convert_to_stack(
-    files: &[PathBuf],
-    path: &Path,
-    transform: &Transform,
-    limits: &Limits,
-) -> Result<Vec<ImageReport>> {
+fn convert_to_stack(files: &[PathBuf], path: &Path, job: &Job) -> Result<Vec<ImageReport>> {
+    let transform = &job.transform;
     let Some((width, height)) = transform.fixed_output_size() else {
         return Err(Error::Options(
             "a stacked .npy needs one output size: add --resize WxH or --crop".into(),
@@ -195,10 +194,7 @@ fn convert_to_stack(
         .map_err(|e| Error::from(e).in_file(path))?;
     let mut reports = Vec::with_capacity(files.len());
     for chunk in files.chunks(STACK_CHUNK) {
-        let tensors: Vec<Result<Tensor>> = chunk
-            .par_iter()
-            .map(|f| load(f, transform, limits))
-            .collect();
+        let tensors: Vec<Result<Tensor>> = chunk.par_iter().map(|f| job.load(f)).collect();
         for (file, tensor) in chunk.iter().zip(tensors) {
             let result = match tensor {
                 Ok(tensor) => {
@@ -220,10 +216,6 @@ fn convert_to_stack(
     }
     stack.finish().map_err(|e| Error::from(e).in_file(path))?;
     Ok(reports)
-}
-
-fn load(file: &Path, transform: &Transform, limits: &Limits) -> Result<Tensor> {
-    preprocess(&fs::read(file)?, transform, limits)
 }
 
 /// `<dir>/<file name>.npy`.

@@ -12,6 +12,7 @@
 //! # Ok::<(), gpuprep::Error>(())
 //! ```
 
+mod backend;
 pub mod convert;
 mod error;
 pub mod gpu;
@@ -23,6 +24,7 @@ pub mod resample;
 mod tensor;
 pub mod transform;
 
+pub use backend::{Backend, GpuBackend};
 pub use error::{Error, Result, Unsupported};
 pub use image::RgbImage;
 pub use jpeg::Limits;
@@ -40,8 +42,5 @@ pub fn decode_rgb(data: &[u8], limits: &Limits) -> Result<RgbImage> {
 /// Decodes JPEG bytes and applies `transform` on the CPU: the tensor torchvision would give for
 /// the Pillow image, bit for bit.
 pub fn preprocess(data: &[u8], transform: &Transform, limits: &Limits) -> Result<Tensor> {
-    let coefficients = jpeg::decode_coefficients(data, limits)?;
-    let denominator = transform.draft_denominator(coefficients.width, coefficients.height);
-    let rgb = reference::decode_rgb_scaled(&coefficients, denominator)?;
-    Ok(reference::apply_transform(rgb, transform))
+    Backend::Cpu.preprocess(data, transform, limits)
 }

@@ -157,7 +157,14 @@ fn stacked_output_holds_the_good_images_in_order() {
         .args(inputs.map(data))
         .arg("--out")
         .arg(&out)
-        .args(["--resize", "224x224", "--normalize", "imagenet"])
+        .args([
+            "--resize",
+            "224x224",
+            "--normalize",
+            "imagenet",
+            "--backend",
+            "gpu",
+        ])
         .status()
         .unwrap();
     assert_eq!(status.code(), Some(1), "one input is not a JPEG");

@@ -1,7 +1,7 @@
 //! Stages 1–3 on the GPU: coefficients → RGB. One command buffer per image: an IDCT dispatch per
 //! component, then colour conversion in bands of rows that fit the device's binding limits.
 
-use super::dispatch::{dispatch, read_buffer, run, storage_buffer, uniform_buffer};
+use super::dispatch::{dispatch, read_buffer, storage_buffer, uniform_buffer};
 use super::params::{ColorParams, IdctParams, PlaneParams};
 use crate::error::{Error, Result};
 use crate::jpeg::{CoefficientImage, ColorSpace};
@@ -35,17 +35,29 @@ impl GpuDecoder {
         queue: &wgpu::Queue,
         image: &CoefficientImage,
     ) -> Result<RgbImage> {
+        super::dispatch::checked(device, || self.run(device, queue, image))
+    }
+
+    fn run(
+        &self,
+        device: &wgpu::Device,
+        queue: &wgpu::Queue,
+        image: &CoefficientImage,
+    ) -> Result<RgbImage> {
         let mut encoder = device.create_command_encoder(&Default::default());
         let planes = self.encode_idct(device, &mut encoder, image, 1)?;
         let rgbx = self.encode_color(device, &mut encoder, image, 1, &planes)?;
-        let (width, height) = (image.width, image.height);
+        let (width, height) = (rgbx.width, rgbx.height);
         let readback = device.create_buffer(&wgpu::BufferDescriptor {
             label: Some("rgbx readback"),
             size: (width * height * 4) as u64,
             usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
             mapped_at_creation: false,
         });
-        encoder.copy_buffer_to_buffer(&rgbx, 0, &readback, 0, readback.size());
+        let chunk_bytes = (rgbx.chunk_rows * width * 4) as u64;
+        for (i, band) in rgbx.bands.iter().enumerate() {
+            encoder.copy_buffer_to_buffer(band, 0, &readback, i as u64 * chunk_bytes, band.size());
+        }
         queue.submit([encoder.finish()]);
         let words = read_buffer(device, &readback)?;
         let data = words
@@ -130,34 +142,23 @@ impl GpuDecoder {
         image: &CoefficientImage,
         denominator: usize,
         planes: &[(wgpu::Buffer, PlaneParams)],
-    ) -> Result<wgpu::Buffer> {
+    ) -> Result<Rgbx> {
         let (width, height) = crate::reference::scaled_size(image, denominator);
-        let row_bytes = (width * 4) as u64;
-        let limits = device.limits();
-        let max_binding = limits
-            .max_storage_buffer_binding_size
-            .min(limits.max_buffer_size);
-        // Bands start at multiples of 64 rows, which keeps their byte offsets 256-aligned.
-        let band_rows = ((max_binding / row_bytes) / 64 * 64).max(64) as usize;
-        if band_rows as u64 * row_bytes > max_binding && height > 1 {
+        let chunk_rows = rows_per_binding(device, width)?;
+        let chunks = height.div_ceil(chunk_rows);
+        if chunks > MAX_CHUNKS {
             return Err(Error::Gpu(format!(
-                "a row of {width} pixels exceeds the device's binding limit"
+                "a {width}x{height} image exceeds this device's storage binding limits; use the CPU backend"
             )));
         }
-        let rgbx = device.create_buffer(&wgpu::BufferDescriptor {
-            label: Some("rgbx"),
-            size: row_bytes * height as u64,
-            usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC,
-            mapped_at_creation: false,
-        });
         let dummy = storage_buffer(device, "unused plane", &[0u32], wgpu::BufferUsages::empty());
-        let plane_buffer = |c: usize| planes.get(c).map_or(&dummy, |p| &p.0);
         let mut plane_params = [PlaneParams::default(); 4];
         for (slot, (_, p)) in plane_params.iter_mut().zip(planes) {
             *slot = *p;
         }
-        for first_row in (0..height).step_by(band_rows) {
-            let rows = band_rows.min(height - first_row);
+        let mut bands = Vec::with_capacity(chunks);
+        for first_row in (0..height).step_by(chunk_rows) {
+            let rows = chunk_rows.min(height - first_row);
             let params = ColorParams {
                 width: width as u32,
                 rows: rows as u32,
@@ -166,41 +167,64 @@ impl GpuDecoder {
                 planes: plane_params,
             };
             let uniform = uniform_buffer(device, &params.to_bytes());
-            let band = wgpu::BufferBinding {
-                buffer: &rgbx,
-                offset: first_row as u64 * row_bytes,
-                size: wgpu::BufferSize::new(rows as u64 * row_bytes),
-            };
-            let layout = self.color.get_bind_group_layout(0);
-            let mut entries: Vec<wgpu::BindGroupEntry> = vec![wgpu::BindGroupEntry {
-                binding: 0,
-                resource: uniform.as_entire_binding(),
-            }];
-            for c in 0..4 {
-                entries.push(wgpu::BindGroupEntry {
-                    binding: c as u32 + 1,
-                    resource: plane_buffer(c).as_entire_binding(),
-                });
-            }
-            entries.push(wgpu::BindGroupEntry {
-                binding: 5,
-                resource: wgpu::BindingResource::Buffer(band),
+            let band = device.create_buffer(&wgpu::BufferDescriptor {
+                label: Some("rgbx band"),
+                size: (rows * width * 4) as u64,
+                usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC,
+                mapped_at_creation: false,
             });
-            let bind_group = device.create_bind_group(&wgpu::BindGroupDescriptor {
-                label: Some("color"),
-                layout: &layout,
-                entries: &entries,
-            });
-            run(
+            let plane = |c: usize| planes.get(c).map_or(&dummy, |p| &p.0);
+            let buffers = [&uniform, plane(0), plane(1), plane(2), plane(3), &band];
+            dispatch(
                 device,
                 encoder,
                 &self.color,
-                &bind_group,
+                &buffers,
                 (rows * width) as u32,
             );
+            bands.push(band);
         }
-        Ok(rgbx)
+        Ok(Rgbx {
+            bands,
+            chunk_rows,
+            width,
+            height,
+        })
     }
+}
+
+/// Shaders read an image from at most this many chunk buffers.
+pub(crate) const MAX_CHUNKS: usize = 4;
+
+/// A decoded image on the GPU: RGBX rows in chunks of `chunk_rows` rows, each chunk its own
+/// buffer so that it fits one storage binding.
+pub(crate) struct Rgbx {
+    pub bands: Vec<wgpu::Buffer>,
+    pub chunk_rows: usize,
+    pub width: usize,
+    pub height: usize,
+}
+
+impl Rgbx {
+    /// The chunk buffers, padded to [`MAX_CHUNKS`] with `dummy`.
+    pub fn chunks<'a>(&'a self, dummy: &'a wgpu::Buffer) -> [&'a wgpu::Buffer; MAX_CHUNKS] {
+        std::array::from_fn(|i| self.bands.get(i).unwrap_or(dummy))
+    }
+}
+
+/// Rows of `width` RGBX pixels that fit one storage binding.
+pub(crate) fn rows_per_binding(device: &wgpu::Device, width: usize) -> Result<usize> {
+    let limits = device.limits();
+    let max_binding = limits
+        .max_storage_buffer_binding_size
+        .min(limits.max_buffer_size);
+    let rows = max_binding / (width as u64 * 4).max(1);
+    if rows == 0 {
+        return Err(Error::Gpu(format!(
+            "a row of {width} pixels exceeds the device's binding limit"
+        )));
+    }
+    Ok(rows as usize)
 }
 
 /// Component `ci`'s coefficients as two i16 per word; blocks libjpeg would smooth are uploaded

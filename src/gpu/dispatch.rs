@@ -102,3 +102,18 @@ pub(crate) fn read_buffer(device: &wgpu::Device, buffer: &wgpu::Buffer) -> Resul
     buffer.unmap();
     Ok(bytes)
 }
+
+/// Runs `work` (encoding, submitting, reading back) inside validation and out-of-memory error
+/// scopes, so that a GPU error comes back as [`Error::Gpu`] instead of wgpu's panicking default
+/// handler.
+pub(crate) fn checked<T>(device: &wgpu::Device, work: impl FnOnce() -> Result<T>) -> Result<T> {
+    let validation = device.push_error_scope(wgpu::ErrorFilter::Validation);
+    let memory = device.push_error_scope(wgpu::ErrorFilter::OutOfMemory);
+    let result = work();
+    let memory = pollster::block_on(memory.pop());
+    let validation = pollster::block_on(validation.pop());
+    match memory.or(validation) {
+        Some(e) => Err(Error::Gpu(e.to_string())),
+        None => result,
+    }
+}

@@ -107,6 +107,8 @@ pub struct ResampleParams {
     pub window: u32,
     /// Source row of output row 0.
     pub first_row: u32,
+    /// Rows per source chunk.
+    pub chunk_rows: u32,
 }
 
 impl ResampleParams {
@@ -121,7 +123,7 @@ impl ResampleParams {
             self.in_width,
             self.window,
             self.first_row,
-            0,
+            self.chunk_rows,
             0,
             0,
         ];
@@ -152,15 +154,21 @@ pub struct TensorParams {
     pub chw: bool,
     /// Elements per output word.
     pub per_word: u32,
-    /// Output words.
+    /// Output words in all.
     pub words: u32,
+    /// Rows per source chunk.
+    pub chunk_rows: u32,
+    /// First word this dispatch computes.
+    pub word_offset: u32,
+    /// Words this dispatch computes.
+    pub band_words: u32,
     /// Source channel of each output channel.
     pub channel_map: [u32; 3],
 }
 
 impl TensorParams {
-    /// Bytes of the WGSL struct: 12 words and a `vec4<u32>`.
-    pub const SIZE: usize = 64;
+    /// Bytes of the WGSL struct: 16 words and a `vec4<u32>`.
+    pub const SIZE: usize = 80;
 
     /// The uniform's bytes.
     pub fn to_bytes(&self) -> Vec<u8> {
@@ -176,6 +184,10 @@ impl TensorParams {
             u32::from(self.chw),
             self.per_word,
             self.words,
+            self.chunk_rows,
+            self.word_offset,
+            self.band_words,
+            0,
             0,
             self.channel_map[0],
             self.channel_map[1],

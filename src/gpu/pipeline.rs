@@ -1,7 +1,7 @@
 //! The whole GPU pipeline for one image: coefficients in, tensor out.
 
 use super::decode::GpuDecoder;
-use super::dispatch::read_buffer;
+use super::dispatch::{checked, read_buffer};
 use super::transform::GpuTransformer;
 use crate::error::Result;
 use crate::jpeg::CoefficientImage;
@@ -37,6 +37,16 @@ impl GpuPipeline {
         image: &CoefficientImage,
         transform: &Transform,
     ) -> Result<Tensor> {
+        checked(device, || self.run(device, queue, image, transform))
+    }
+
+    fn run(
+        &self,
+        device: &wgpu::Device,
+        queue: &wgpu::Queue,
+        image: &CoefficientImage,
+        transform: &Transform,
+    ) -> Result<Tensor> {
         let denominator = transform.draft_denominator(image.width, image.height);
         let mut encoder = device.create_command_encoder(&Default::default());
         let planes = self
@@ -45,10 +55,9 @@ impl GpuPipeline {
         let rgbx = self
             .decoder
             .encode_color(device, &mut encoder, image, denominator, &planes)?;
-        let size = crate::reference::scaled_size(image, denominator);
         let tensor = self
             .transformer
-            .encode(device, &mut encoder, &rgbx, size, transform);
+            .encode(device, &mut encoder, &rgbx, transform)?;
         let readback = device.create_buffer(&wgpu::BufferDescriptor {
             label: Some("tensor readback"),
             size: tensor.buffer.size(),

@@ -1,8 +1,10 @@
 //! Stages 3–4 on the GPU: Pillow's horizontal pass into an 8-bit RGBX intermediate, then the
 //! vertical pass, centre crop and tensor conversion in one shader.
 
+use super::decode::{rows_per_binding, Rgbx};
 use super::dispatch::{dispatch, storage_buffer, uniform_buffer};
 use super::params::{ResampleParams, TensorParams};
+use crate::error::{Error, Result};
 use crate::reference::tensor::{crop_offset, value_table};
 use crate::resample::{ResizePlan, Taps};
 use crate::transform::{ChannelOrder, DType, Layout};
@@ -37,28 +39,35 @@ impl GpuTransformer {
         }
     }
 
-    /// Records `transform` applied to the `width`×`height` RGBX image in `rgbx`.
+    /// Records `transform` applied to the decoded image `rgbx`.
     pub fn encode(
         &self,
         device: &wgpu::Device,
         encoder: &mut wgpu::CommandEncoder,
-        rgbx: &wgpu::Buffer,
-        (width, height): (usize, usize),
+        rgbx: &Rgbx,
         transform: &Transform,
-    ) -> EncodedTensor {
+    ) -> Result<EncodedTensor> {
+        let (width, height) = (rgbx.width, rgbx.height);
         let target = transform
             .resize
             .map_or((width, height), |r| r.target(width, height));
         let plan = (target != (width, height))
             .then(|| ResizePlan::new(transform.filter, (width, height), target));
-        // The image the vertical pass (or the crop) reads: the horizontal pass's rows, or rgbx.
-        // Either way its rows are `target.0` pixels wide.
-        let source = match plan
+        let dummy = storage_buffer(device, "unused chunk", &[0u32], wgpu::BufferUsages::empty());
+        // The image the vertical pass (or the crop) reads, `target.0` pixels per row either way:
+        // the horizontal pass's rows in one chunk, or the decoded chunks.
+        let horizontal = match plan
             .as_ref()
             .and_then(|p| p.horizontal.as_ref().map(|h| (p, h)))
         {
-            Some((plan, taps)) => self.horizontal_pass(device, encoder, rgbx, width, plan, taps),
-            None => rgbx.clone(),
+            Some((plan, taps)) => {
+                Some(self.horizontal_pass(device, encoder, rgbx, &dummy, plan, taps)?)
+            }
+            None => None,
+        };
+        let (sources, chunk_rows) = match &horizontal {
+            Some((buffer, rows)) => ([buffer, &dummy, &dummy, &dummy], (*rows).max(1)),
+            None => (rgbx.chunks(&dummy), rgbx.chunk_rows),
         };
         let vertical = plan.as_ref().and_then(|p| p.vertical.as_ref());
         let (crop_w, crop_h) = transform.center_crop.unwrap_or(target);
@@ -68,30 +77,13 @@ impl GpuTransformer {
             DType::F16 => 2,
             DType::F32 => 1,
         };
-        let words = elements.div_ceil(per_word);
+        let words = elements.div_ceil(per_word).max(1);
         let result = device.create_buffer(&wgpu::BufferDescriptor {
             label: Some("tensor"),
-            size: (words.max(1) * 4) as u64,
+            size: (words * 4) as u64,
             usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC,
             mapped_at_creation: false,
         });
-        let params = TensorParams {
-            out_width: crop_w as u32,
-            out_height: crop_h as u32,
-            width: target.0 as u32,
-            height: target.1 as u32,
-            crop_x: crop_offset(target.0, crop_w) as i32,
-            crop_y: crop_offset(target.1, crop_h) as i32,
-            vertical: vertical.is_some(),
-            window: vertical.map_or(0, |t| t.window as u32),
-            chw: transform.layout == Layout::Chw,
-            per_word: per_word as u32,
-            words: words as u32,
-            channel_map: match transform.channel_order {
-                ChannelOrder::Rgb => [0, 1, 2],
-                ChannelOrder::Bgr => [2, 1, 0],
-            },
-        };
         let (bounds, weights) = tap_buffers(device, vertical);
         let table = storage_buffer(
             device,
@@ -99,32 +91,79 @@ impl GpuTransformer {
             &table_bits(transform),
             wgpu::BufferUsages::empty(),
         );
-        let uniform = uniform_buffer(device, &params.to_bytes());
-        dispatch(
-            device,
-            encoder,
-            &self.tensor,
-            &[&uniform, &source, &bounds, &weights, &table, &result],
-            words as u32,
-        );
-        EncodedTensor {
+        // Outputs larger than one binding are computed in bands and copied into place.
+        let band_words = (rows_per_binding(device, 1)? / 64 * 64).max(64);
+        for word_offset in (0..words).step_by(band_words) {
+            let count = band_words.min(words - word_offset);
+            let params = TensorParams {
+                out_width: crop_w as u32,
+                out_height: crop_h as u32,
+                width: target.0 as u32,
+                height: target.1 as u32,
+                crop_x: crop_offset(target.0, crop_w) as i32,
+                crop_y: crop_offset(target.1, crop_h) as i32,
+                vertical: vertical.is_some(),
+                window: vertical.map_or(0, |t| t.window as u32),
+                chw: transform.layout == Layout::Chw,
+                per_word: per_word as u32,
+                words: words as u32,
+                chunk_rows: chunk_rows as u32,
+                word_offset: word_offset as u32,
+                band_words: count as u32,
+                channel_map: match transform.channel_order {
+                    ChannelOrder::Rgb => [0, 1, 2],
+                    ChannelOrder::Bgr => [2, 1, 0],
+                },
+            };
+            let uniform = uniform_buffer(device, &params.to_bytes());
+            let band = if count == words {
+                result.clone()
+            } else {
+                device.create_buffer(&wgpu::BufferDescriptor {
+                    label: Some("tensor band"),
+                    size: (count * 4) as u64,
+                    usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC,
+                    mapped_at_creation: false,
+                })
+            };
+            let [s0, s1, s2, s3] = sources;
+            let buffers = [&uniform, s0, s1, s2, s3, &bounds, &weights, &table, &band];
+            dispatch(device, encoder, &self.tensor, &buffers, count as u32);
+            if count != words {
+                encoder.copy_buffer_to_buffer(
+                    &band,
+                    0,
+                    &result,
+                    (word_offset * 4) as u64,
+                    band.size(),
+                );
+            }
+        }
+        Ok(EncodedTensor {
             buffer: result,
             shape: transform.output_shape(width, height),
             elements,
-        }
+        })
     }
 
-    /// Pillow's horizontal pass over the source rows the vertical pass needs.
+    /// Pillow's horizontal pass over the source rows the vertical pass needs; returns the
+    /// intermediate and its row count.
     fn horizontal_pass(
         &self,
         device: &wgpu::Device,
         encoder: &mut wgpu::CommandEncoder,
-        rgbx: &wgpu::Buffer,
-        width: usize,
+        rgbx: &Rgbx,
+        dummy: &wgpu::Buffer,
         plan: &ResizePlan,
         taps: &Taps,
-    ) -> wgpu::Buffer {
+    ) -> Result<(wgpu::Buffer, usize)> {
         let out_width = taps.bounds.len();
+        if plan.rows > rows_per_binding(device, out_width)? {
+            return Err(Error::Gpu(format!(
+                "a {out_width}x{} intermediate exceeds this device's storage binding limit; use the CPU backend",
+                plan.rows
+            )));
+        }
         let result = device.create_buffer(&wgpu::BufferDescriptor {
             label: Some("horizontal pass"),
             size: (out_width * plan.rows * 4).max(4) as u64,
@@ -134,20 +173,23 @@ impl GpuTransformer {
         let params = ResampleParams {
             out_width: out_width as u32,
             rows: plan.rows as u32,
-            in_width: width as u32,
+            in_width: rgbx.width as u32,
             window: taps.window as u32,
             first_row: plan.first_row as u32,
+            chunk_rows: rgbx.chunk_rows as u32,
         };
         let (bounds, weights) = tap_buffers(device, Some(taps));
         let uniform = uniform_buffer(device, &params.to_bytes());
+        let [s0, s1, s2, s3] = rgbx.chunks(dummy);
+        let buffers = [&uniform, s0, s1, s2, s3, &bounds, &weights, &result];
         dispatch(
             device,
             encoder,
             &self.horizontal,
-            &[&uniform, rgbx, &bounds, &weights, &result],
+            &buffers,
             (out_width * plan.rows) as u32,
         );
-        result
+        Ok((result, plan.rows))
     }
 }
 

@@ -3,10 +3,11 @@
 mod args;
 
 use clap::{Parser, Subcommand, ValueEnum};
-use gpuprep::convert::{self, Backend, Destination};
-use gpuprep::Limits;
+use gpuprep::convert::{self, Destination, Job};
+use gpuprep::{Backend, Limits};
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::time::Instant;
 
 /// Encoded images to model-ready arrays, bit-identical to Pillow + torchvision.
 #[derive(Parser)]
@@ -20,68 +21,105 @@ struct Cli {
 enum Command {
     /// Decode (and transform) images to `.npy` arrays plus a JSON report. Without transform
     /// options each array is uint8 H×W×3, equal to `np.asarray(Image.open(f).convert('RGB'))`.
-    Convert {
-        /// Image files, or directories (their JPEG files, in name order).
-        #[arg(required = true)]
-        inputs: Vec<PathBuf>,
-        /// A directory (`<file name>.npy` per input and report.json), or a FILE.npy that gets
-        /// one stacked (N, …) array of the images that converted, and FILE.report.json.
-        #[arg(long)]
-        out: PathBuf,
-        /// Where the pixel stages run.
-        #[arg(long, value_enum, default_value_t = BackendArg::Cpu)]
-        backend: BackendArg,
-        /// Refuse images with more pixels than this (decompression-bomb guard).
-        #[arg(long, default_value_t = Limits::default().max_pixels)]
-        max_pixels: u64,
-        #[command(flatten)]
-        transform: args::TransformArgs,
-    },
+    Convert(ConvertArgs),
+    /// Like convert, then print one JSON line with the throughput of the whole run.
+    Bench(ConvertArgs),
+    /// List the GPU adapters wgpu finds, with the limits gpuprep uses.
+    Info,
+}
+
+#[derive(clap::Args)]
+struct ConvertArgs {
+    /// Image files, or directories (their JPEG files, in name order).
+    #[arg(required = true)]
+    inputs: Vec<PathBuf>,
+    /// A directory (`<file name>.npy` per input and report.json), or a FILE.npy that gets one
+    /// stacked (N, …) array of the images that converted, and FILE.report.json.
+    #[arg(long)]
+    out: PathBuf,
+    /// Where the pixel stages run: a GPU when one is found (auto), or as chosen.
+    #[arg(long, value_enum, default_value_t = BackendArg::Auto)]
+    backend: BackendArg,
+    /// Refuse images with more pixels than this (decompression-bomb guard).
+    #[arg(long, default_value_t = Limits::default().max_pixels)]
+    max_pixels: u64,
+    #[command(flatten)]
+    transform: args::TransformArgs,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
 enum BackendArg {
+    /// The GPU when an adapter exists, else the CPU (said on stderr).
+    Auto,
+    /// WGSL compute shaders through wgpu; fails when no adapter exists.
+    Gpu,
     /// The CPU reference implementation.
     Cpu,
 }
 
-impl From<BackendArg> for Backend {
-    fn from(arg: BackendArg) -> Self {
-        match arg {
-            BackendArg::Cpu => Backend::Cpu,
-        }
+fn main() -> ExitCode {
+    match Cli::parse().command {
+        Command::Convert(args) => run(args, false),
+        Command::Bench(args) => run(args, true),
+        Command::Info => info(),
     }
 }
 
-fn main() -> ExitCode {
-    let cli = Cli::parse();
-    match cli.command {
-        Command::Convert {
-            inputs,
-            out,
-            backend,
-            max_pixels,
-            transform,
-        } => {
-            let _backend = Backend::from(backend);
-            let limits = Limits { max_pixels };
-            let destination = Destination::from_path(out);
-            let result = convert::expand_inputs(&inputs).and_then(|files| {
-                convert::convert(&files, &destination, &transform.transform(), &limits)
-            });
-            match result {
-                Ok(reports) => summarise(&reports, &destination),
-                Err(e) => {
-                    eprintln!("error: {e}");
-                    ExitCode::from(2)
-                }
+fn backend(arg: BackendArg) -> gpuprep::Result<Backend> {
+    match arg {
+        BackendArg::Cpu => Ok(Backend::Cpu),
+        BackendArg::Gpu => Backend::gpu(),
+        BackendArg::Auto => Backend::gpu().or_else(|e| {
+            eprintln!("note: using the CPU backend: {e}");
+            Ok(Backend::Cpu)
+        }),
+    }
+}
+
+fn run(args: ConvertArgs, bench: bool) -> ExitCode {
+    let destination = Destination::from_path(args.out);
+    let backend = match backend(args.backend) {
+        Ok(b) => b,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let job = Job {
+        transform: args.transform.transform(),
+        limits: Limits {
+            max_pixels: args.max_pixels,
+        },
+        backend: &backend,
+    };
+    let start = Instant::now();
+    let result = convert::expand_inputs(&args.inputs)
+        .and_then(|files| convert::convert(&files, &destination, &job));
+    let seconds = start.elapsed().as_secs_f64();
+    match result {
+        Ok(reports) => {
+            if bench {
+                let line = serde_json::json!({
+                    "what": "gpuprep", "backend": backend.describe(), "images": reports.len(),
+                    "seconds": seconds, "images_per_s": reports.len() as f64 / seconds,
+                });
+                println!("{line}");
             }
+            summarise(&reports, &destination, &backend)
+        }
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::from(2)
         }
     }
 }
 
 /// Prints each failure and a count; the exit code is 1 when any image failed.
-fn summarise(reports: &[convert::ImageReport], destination: &Destination) -> ExitCode {
+fn summarise(
+    reports: &[convert::ImageReport],
+    destination: &Destination,
+    backend: &Backend,
+) -> ExitCode {
     let failed = reports.iter().filter(|r| r.result.is_err()).count();
     for report in reports {
         if let Err(e) = &report.result {
@@ -90,10 +128,11 @@ fn summarise(reports: &[convert::ImageReport], destination: &Destination) -> Exi
     }
     let (Destination::Directory(path) | Destination::Stacked(path)) = destination;
     eprintln!(
-        "converted {} of {} images into {} (report: {})",
+        "converted {} of {} images into {} on {} (report: {})",
         reports.len() - failed,
         reports.len(),
         path.display(),
+        backend.describe(),
         destination.report_path().display()
     );
     if failed == 0 {
@@ -101,4 +140,33 @@ fn summarise(reports: &[convert::ImageReport], destination: &Destination) -> Exi
     } else {
         ExitCode::from(1)
     }
+}
+
+fn info() -> ExitCode {
+    let instance = gpuprep::wgpu::Instance::new(
+        gpuprep::wgpu::InstanceDescriptor::new_without_display_handle_from_env(),
+    );
+    let adapters = pollster::block_on(instance.enumerate_adapters(gpuprep::wgpu::Backends::all()));
+    if adapters.is_empty() {
+        eprintln!(
+            "{}",
+            gpuprep::Backend::gpu()
+                .err()
+                .map_or(String::new(), |e| e.to_string())
+        );
+        return ExitCode::from(1);
+    }
+    for adapter in adapters {
+        let (info, limits) = (adapter.get_info(), adapter.limits());
+        let line = serde_json::json!({
+            "name": info.name, "backend": format!("{:?}", info.backend),
+            "device_type": format!("{:?}", info.device_type), "driver": info.driver,
+            "driver_info": info.driver_info,
+            "max_storage_buffer_binding_size": limits.max_storage_buffer_binding_size,
+            "max_buffer_size": limits.max_buffer_size,
+            "max_compute_workgroups_per_dimension": limits.max_compute_workgroups_per_dimension,
+        });
+        println!("{line}");
+    }
+    ExitCode::SUCCESS
 }

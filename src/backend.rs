@@ -1,0 +1,61 @@
+//! Where the pixel stages run: the CPU reference or a GPU. Entropy decoding is on the CPU either
+//! way.
+
+use crate::error::Result;
+use crate::gpu::{create_device, Gpu, GpuPipeline};
+use crate::{jpeg, reference, Limits, Tensor, Transform};
+
+/// A GPU with the pipelines compiled for it.
+pub struct GpuBackend {
+    /// The device.
+    pub gpu: Gpu,
+    /// The compiled stages.
+    pub pipeline: GpuPipeline,
+}
+
+/// The implementation of the pixel stages.
+pub enum Backend {
+    /// The CPU reference (also the fallback without a usable GPU).
+    Cpu,
+    /// WGSL compute shaders on a GPU.
+    Gpu(Box<GpuBackend>),
+}
+
+impl Backend {
+    /// A GPU backend on the device [`create_device`] picks.
+    pub fn gpu() -> Result<Self> {
+        let gpu = create_device()?;
+        let pipeline = GpuPipeline::new(&gpu.device);
+        Ok(Self::Gpu(Box::new(GpuBackend { gpu, pipeline })))
+    }
+
+    /// Decodes `data` and applies `transform`; both backends give the same bits.
+    pub fn preprocess(
+        &self,
+        data: &[u8],
+        transform: &Transform,
+        limits: &Limits,
+    ) -> Result<Tensor> {
+        let coefficients = jpeg::decode_coefficients(data, limits)?;
+        match self {
+            Self::Cpu => {
+                let denominator =
+                    transform.draft_denominator(coefficients.width, coefficients.height);
+                let rgb = reference::decode_rgb_scaled(&coefficients, denominator)?;
+                Ok(reference::apply_transform(rgb, transform))
+            }
+            Self::Gpu(backend) => {
+                let GpuBackend { gpu, pipeline } = &**backend;
+                pipeline.preprocess(&gpu.device, &gpu.queue, &coefficients, transform)
+            }
+        }
+    }
+
+    /// A short description for logs: "cpu" or the adapter's name and backend.
+    pub fn describe(&self) -> String {
+        match self {
+            Self::Cpu => "cpu".into(),
+            Self::Gpu(b) => format!("gpu: {} ({:?})", b.gpu.info.name, b.gpu.info.backend),
+        }
+    }
+}
