@@ -134,6 +134,19 @@ impl Job<'_> {
         self.backend
             .preprocess(&fs::read(file)?, &self.transform, &self.limits)
     }
+
+    /// Loads `files` together (one GPU batch when the backend allows), in order.
+    fn load_many(&self, files: &[PathBuf]) -> Vec<Result<Tensor>> {
+        let read: Vec<Result<Vec<u8>>> = files.par_iter().map(|f| Ok(fs::read(f)?)).collect();
+        let good: Vec<&[u8]> = read.iter().filter_map(|r| r.as_deref().ok()).collect();
+        let mut tensors = self
+            .backend
+            .preprocess_many(&good, &self.transform, &self.limits)
+            .into_iter();
+        read.into_iter()
+            .map(|r| r.and_then(|_| tensors.next().expect("one result per readable file")))
+            .collect()
+    }
 }
 
 /// Preprocesses each file with the job's transform and writes the arrays to `destination`, plus the
@@ -194,7 +207,7 @@ fn convert_to_stack(files: &[PathBuf], path: &Path, job: &Job) -> Result<Vec<Ima
         .map_err(|e| Error::from(e).in_file(path))?;
     let mut reports = Vec::with_capacity(files.len());
     for chunk in files.chunks(STACK_CHUNK) {
-        let tensors: Vec<Result<Tensor>> = chunk.par_iter().map(|f| job.load(f)).collect();
+        let tensors = job.load_many(chunk);
         for (file, tensor) in chunk.iter().zip(tensors) {
             let result = match tensor {
                 Ok(tensor) => {

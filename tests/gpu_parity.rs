@@ -152,3 +152,45 @@ fn gpu_transforms_equal_goldens_on_shared_corpus() {
     };
     check_transforms(&gpu, &root);
 }
+
+#[test]
+fn a_bad_image_fails_alone_in_a_gpu_batch() {
+    let Some(gpu) = gpu() else { return };
+    let pipeline = gpuprep::gpu::GpuPipeline::new(&gpu.device);
+    let transform = common::transform_specs()["exact224_imagenet_f32"];
+    let files = [
+        "photos/mpl__grace_hopper.jpg",
+        "malformed/pillow__hopper.png",
+        "photos/sklearn__china.jpg",
+    ];
+    let bytes: Vec<Vec<u8>> = files
+        .iter()
+        .map(|f| std::fs::read(common::manifest_dir().join("tests/data").join(f)).unwrap())
+        .collect();
+    let inputs: Vec<&[u8]> = bytes.iter().map(Vec::as_slice).collect();
+    let batch = pipeline
+        .preprocess_batch(
+            &gpu.device,
+            &gpu.queue,
+            &inputs,
+            &transform,
+            &Limits::default(),
+        )
+        .unwrap();
+    assert!(batch.outcomes[0].is_ok() && batch.outcomes[2].is_ok());
+    assert!(matches!(batch.outcomes[1], Err(gpuprep::Error::NotJpeg(_))));
+    let tensors = batch.read_back(&gpu.device, &gpu.queue).unwrap();
+    let goldens = common::transform_goldens();
+    for (i, file) in [(0, files[0]), (2, files[2])] {
+        let golden = goldens
+            .iter()
+            .find(|g| g.file == file && g.transform == "exact224_imagenet_f32")
+            .unwrap();
+        assert_eq!(
+            common::sha256_hex(&tensors[i].as_ref().unwrap().to_le_bytes()),
+            golden.sha256,
+            "{file}"
+        );
+    }
+    assert!(tensors[1].is_none());
+}

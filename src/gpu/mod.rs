@@ -2,6 +2,7 @@
 //! device. Each shader in `shaders/` mirrors a file of [`crate::reference`], and tests hold the
 //! two bit-identical.
 
+mod batch;
 mod context;
 mod decode;
 mod dispatch;
@@ -9,6 +10,7 @@ mod params;
 mod pipeline;
 mod transform;
 
+pub use batch::Batch;
 pub use context::{create_device, Gpu};
 pub use decode::GpuDecoder;
 pub use pipeline::GpuPipeline;

@@ -1,0 +1,139 @@
+//! Many images into one tensor that stays on the GPU: the call a host application embeds.
+
+use super::dispatch::{checked, read_buffer};
+use super::pipeline::{tensor_data, GpuPipeline};
+use crate::error::{Error, Result};
+use crate::transform::DType;
+use crate::{jpeg, Limits, Tensor, Transform};
+use rayon::prelude::*;
+
+/// A preprocessed batch on the GPU.
+///
+/// `buffer` holds the images back to back: image `i` starts at byte `i * image_stride`, and is
+/// `image_shape` (in the transform's layout) of `dtype` elements, little-endian, C order. The
+/// stride is the image's size rounded up to 4 bytes. A failed image's slot is all zeros.
+pub struct Batch {
+    /// The output, usable as a storage or copy source (`STORAGE | COPY_SRC`).
+    pub buffer: wgpu::Buffer,
+    /// One image's dimensions: `[h, w, 3]` or `[3, h, w]`.
+    pub image_shape: [usize; 3],
+    /// Element type.
+    pub dtype: DType,
+    /// Bytes from one image to the next.
+    pub image_stride: u64,
+    /// Per input image, in order: its slot holds its tensor, or why not (slot zero-filled).
+    pub outcomes: Vec<Result<()>>,
+}
+
+impl Batch {
+    /// Copies the batch back to the CPU: one tensor per image that succeeded, `None` for the
+    /// others.
+    pub fn read_back(
+        &self,
+        device: &wgpu::Device,
+        queue: &wgpu::Queue,
+    ) -> Result<Vec<Option<Tensor>>> {
+        let readback = device.create_buffer(&wgpu::BufferDescriptor {
+            label: Some("batch readback"),
+            size: self.buffer.size(),
+            usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+            mapped_at_creation: false,
+        });
+        let mut encoder = device.create_command_encoder(&Default::default());
+        encoder.copy_buffer_to_buffer(&self.buffer, 0, &readback, 0, readback.size());
+        queue.submit([encoder.finish()]);
+        let bytes = checked(device, || read_buffer(device, &readback))?;
+        let elements = self.image_shape.iter().product();
+        Ok(self
+            .outcomes
+            .iter()
+            .enumerate()
+            .map(|(i, outcome)| {
+                outcome.as_ref().ok().map(|()| Tensor {
+                    shape: self.image_shape,
+                    data: tensor_data(
+                        &bytes[i * self.image_stride as usize..],
+                        self.dtype,
+                        elements,
+                    ),
+                })
+            })
+            .collect())
+    }
+}
+
+impl GpuPipeline {
+    /// Decodes `images` (entropy decoding on CPU threads) and runs every pixel stage on the GPU
+    /// in one submission, into one buffer that stays on the GPU. The transform must fix the
+    /// output size (an exact resize or a crop). A bad image fails alone: its outcome says why
+    /// and its slot is zero; the others are exact.
+    pub fn preprocess_batch(
+        &self,
+        device: &wgpu::Device,
+        queue: &wgpu::Queue,
+        images: &[&[u8]],
+        transform: &Transform,
+        limits: &Limits,
+    ) -> Result<Batch> {
+        transform.validate().map_err(Error::Options)?;
+        let (width, height) = transform.fixed_output_size().ok_or_else(|| {
+            Error::Options("a batch needs one output size: an exact resize or a crop".into())
+        })?;
+        let image_shape = transform.output_shape(width, height);
+        let element_bytes = match transform.dtype {
+            DType::U8 => 1,
+            DType::F16 => 2,
+            DType::F32 => 4,
+        };
+        let image_stride =
+            (image_shape.iter().product::<usize>() * element_bytes).next_multiple_of(4) as u64;
+        let buffer = device.create_buffer(&wgpu::BufferDescriptor {
+            label: Some("batch"),
+            size: (image_stride * images.len() as u64).max(4),
+            usage: wgpu::BufferUsages::STORAGE
+                | wgpu::BufferUsages::COPY_SRC
+                | wgpu::BufferUsages::COPY_DST,
+            mapped_at_creation: false,
+        });
+        let decoded: Vec<Result<jpeg::CoefficientImage>> = images
+            .par_iter()
+            .map(|bytes| jpeg::decode_coefficients(bytes, limits))
+            .collect();
+        // Each image is recorded into its own command buffer inside its own error scope, so a
+        // failure stays with its image; the good ones are submitted together.
+        let mut commands = Vec::with_capacity(images.len());
+        let outcomes = decoded
+            .into_iter()
+            .enumerate()
+            .map(|(i, image)| {
+                let image = image?;
+                let command = checked(device, || {
+                    let mut encoder = device.create_command_encoder(&Default::default());
+                    let tensor = self.encode_image(device, &mut encoder, &image, transform)?;
+                    let bytes = (tensor.elements * element_bytes).next_multiple_of(4) as u64;
+                    encoder.copy_buffer_to_buffer(
+                        &tensor.buffer,
+                        0,
+                        &buffer,
+                        i as u64 * image_stride,
+                        bytes,
+                    );
+                    Ok(encoder.finish())
+                })?;
+                commands.push(command);
+                Ok(())
+            })
+            .collect();
+        checked(device, || {
+            queue.submit(commands);
+            Ok(())
+        })?;
+        Ok(Batch {
+            buffer,
+            image_shape,
+            dtype: transform.dtype,
+            image_stride,
+            outcomes,
+        })
+    }
+}
