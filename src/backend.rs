@@ -1,7 +1,7 @@
 //! Where the pixel stages run: the CPU reference or a GPU. Entropy decoding is on the CPU either
 //! way.
 
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::gpu::{create_device, Gpu, GpuPipeline};
 use crate::{jpeg, reference, Limits, Tensor, Transform};
 
@@ -51,8 +51,9 @@ impl Backend {
         }
     }
 
-    /// Decodes and transforms many images: on the GPU in one batch submission when the output
-    /// size is fixed, else one by one; each result stands alone.
+    /// Decodes and transforms many images, each on its own CPU thread (GPU work included:
+    /// on the H200 this out-ran one batch submission, which waits for all recording first);
+    /// each result stands alone.
     pub fn preprocess_many(
         &self,
         images: &[&[u8]],
@@ -60,35 +61,10 @@ impl Backend {
         limits: &Limits,
     ) -> Vec<Result<Tensor>> {
         use rayon::prelude::*;
-        match self {
-            Self::Gpu(backend) if transform.fixed_output_size().is_some() => {
-                let GpuBackend { gpu, pipeline } = &**backend;
-                let batch = pipeline
-                    .preprocess_batch(&gpu.device, &gpu.queue, images, transform, limits)
-                    .and_then(|batch| {
-                        Ok((batch.read_back(&gpu.device, &gpu.queue)?, batch.outcomes))
-                    });
-                match batch {
-                    Ok((tensors, outcomes)) => tensors
-                        .into_iter()
-                        .zip(outcomes)
-                        .map(|(tensor, outcome)| {
-                            outcome.and_then(|()| {
-                                tensor.ok_or_else(|| Error::Gpu("missing tensor".into()))
-                            })
-                        })
-                        .collect(),
-                    Err(e) => images
-                        .iter()
-                        .map(|_| Err(Error::Gpu(e.to_string())))
-                        .collect(),
-                }
-            }
-            _ => images
-                .par_iter()
-                .map(|data| self.preprocess(data, transform, limits))
-                .collect(),
-        }
+        images
+            .par_iter()
+            .map(|data| self.preprocess(data, transform, limits))
+            .collect()
     }
 
     /// A short description for logs: "cpu" or the adapter's name and backend.

@@ -95,19 +95,15 @@ impl GpuPipeline {
                 | wgpu::BufferUsages::COPY_DST,
             mapped_at_creation: false,
         });
-        let decoded: Vec<Result<jpeg::CoefficientImage>> = images
+        // Each image is decoded and recorded into its own command buffer on a CPU thread,
+        // inside its own error scope, so a failure stays with its image; the good ones are
+        // submitted together.
+        let recorded: Vec<Result<wgpu::CommandBuffer>> = images
             .par_iter()
-            .map(|bytes| jpeg::decode_coefficients(bytes, limits))
-            .collect();
-        // Each image is recorded into its own command buffer inside its own error scope, so a
-        // failure stays with its image; the good ones are submitted together.
-        let mut commands = Vec::with_capacity(images.len());
-        let outcomes = decoded
-            .into_iter()
             .enumerate()
-            .map(|(i, image)| {
-                let image = image?;
-                let command = checked(device, || {
+            .map(|(i, bytes)| {
+                let image = jpeg::decode_coefficients(bytes, limits)?;
+                checked(device, || {
                     let mut encoder = device.create_command_encoder(&Default::default());
                     let tensor = self.encode_image(device, &mut encoder, &image, transform)?;
                     let bytes = (tensor.elements * element_bytes).next_multiple_of(4) as u64;
@@ -119,10 +115,13 @@ impl GpuPipeline {
                         bytes,
                     );
                     Ok(encoder.finish())
-                })?;
-                commands.push(command);
-                Ok(())
+                })
             })
+            .collect();
+        let mut commands = Vec::with_capacity(images.len());
+        let outcomes = recorded
+            .into_iter()
+            .map(|command| command.map(|c| commands.push(c)))
             .collect();
         checked(device, || {
             queue.submit(commands);
