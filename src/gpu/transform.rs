@@ -81,7 +81,9 @@ impl GpuTransformer {
         let result = device.create_buffer(&wgpu::BufferDescriptor {
             label: Some("tensor"),
             size: (words * 4) as u64,
-            usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC,
+            usage: wgpu::BufferUsages::STORAGE
+                | wgpu::BufferUsages::COPY_SRC
+                | wgpu::BufferUsages::COPY_DST,
             mapped_at_creation: false,
         });
         let (bounds, weights) = tap_buffers(device, vertical);
