@@ -4,7 +4,7 @@ use crate::error::{Error, Result};
 use wgpu::util::DeviceExt;
 
 /// Threads per workgroup of every shader.
-const WORKGROUP: u32 = 64;
+pub(crate) const WORKGROUP: u32 = 64;
 
 /// A storage buffer holding `words` (a dummy word when empty).
 pub(crate) fn storage_buffer(

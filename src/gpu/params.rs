@@ -204,6 +204,24 @@ mod tests {
     use super::*;
 
     #[test]
+    fn every_shader_uses_the_dispatch_workgroup_size() {
+        let dir = format!("{}/shaders", env!("CARGO_MANIFEST_DIR"));
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let path = entry.unwrap().path();
+            let module =
+                naga::front::wgsl::parse_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+            for entry_point in &module.entry_points {
+                assert_eq!(
+                    entry_point.workgroup_size,
+                    [super::super::dispatch::WORKGROUP, 1, 1],
+                    "{}",
+                    path.display()
+                );
+            }
+        }
+    }
+
+    #[test]
     fn uniform_sizes_match_the_shaders() {
         for (file, size) in [
             ("idct.wgsl", IdctParams::SIZE),
