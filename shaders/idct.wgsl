@@ -23,7 +23,9 @@ struct Params {
 }
 
 @group(0) @binding(0) var<uniform> params: Params;
-// Quantised coefficients, natural order, two i16 per word (low half first).
+// Quantised coefficients, compact: for the image blocks in row-major order (width_in_blocks per
+// row), words `coefs[b]` and `coefs[b + 1]` delimit block b's entries, each one non-zero
+// coefficient as `natural index << 16 | value & 0xFFFF`. Most coefficients are zero.
 @group(0) @binding(1) var<storage, read> coefs: array<u32>;
 // Output samples, four bytes per word (lowest byte first).
 @group(0) @binding(2) var<storage, read_write> samples: array<u32>;
@@ -95,11 +97,23 @@ fn kernel(x: array<i32, 8>, shift: u32) -> array<i32, 8> {
     );
 }
 
-// Quantised coefficient i (natural order) of block `block`.
+// The current block's quantised coefficients, natural order.
+var<private> block_coefs: array<i32, 64>;
+
+// Expands block `block`'s entries into `block_coefs`.
+fn load_block(block: u32) {
+    for (var i = 0u; i < 64u; i++) {
+        block_coefs[i] = 0;
+    }
+    for (var e = coefs[block]; e < coefs[block + 1u]; e++) {
+        let entry = coefs[e];
+        block_coefs[entry >> 16u] = bitcast<i32>(entry << 16u) >> 16u;
+    }
+}
+
+// Quantised coefficient i (natural order) of the loaded block.
 fn coef(block: u32, i: u32) -> i32 {
-    let word = coefs[block * 32u + i / 2u];
-    let half = bitcast<i32>(word << (16u * (1u - i % 2u)));
-    return half >> 16u;
+    return block_coefs[i];
 }
 
 // Sign-extends the 16-bit lane: the dequantised coefficient as pmullw leaves it.
@@ -264,7 +278,8 @@ fn main(@builtin(global_invocation_id) id: vec3<u32>, @builtin(num_workgroups) g
         if bx >= params.width_in_blocks {
             break;
         }
-        let block = by * params.blocks_w + bx;
+        let block = by * params.width_in_blocks + bx;
+        load_block(block);
         switch size {
             case 8u: { idct_8x8(block); }
             case 4u: { idct_4x4(block); }

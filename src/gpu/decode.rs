@@ -227,37 +227,32 @@ pub(crate) fn rows_per_binding(device: &wgpu::Device, width: usize) -> Result<us
     Ok(rows as usize)
 }
 
-/// Component `ci`'s coefficients as two i16 per word; blocks libjpeg would smooth are uploaded
-/// smoothed (the smoothing is rare and cheap, so it stays on the CPU).
+/// Component `ci`'s coefficients in the compact form shaders/idct.wgsl reads: for the image
+/// blocks in row-major order, `width_in_blocks` per row, an offset table (one word per block
+/// plus one) followed by one word per non-zero coefficient, `natural index << 16 | value`.
+/// Blocks libjpeg would smooth are uploaded smoothed (rare and cheap, so it stays on the CPU).
 fn upload_coefficients(image: &CoefficientImage, ci: usize) -> Vec<u32> {
     let comp = &image.components[ci];
-    let mut words = Vec::with_capacity(comp.blocks.len() / 2);
-    match &image.smoothing {
-        None => pack_all(&comp.blocks, &mut words),
-        Some(s) => {
-            for by in 0..comp.blocks_h {
-                for bx in 0..comp.blocks_w {
-                    let inside = bx < comp.width_in_blocks && by < comp.height_in_blocks;
-                    let block = if inside {
-                        smoothing::smoothed_block(image, s, ci, bx, by)
-                    } else {
-                        *comp.block(bx, by)
-                    };
-                    pack_all(&block, &mut words);
+    let blocks = comp.width_in_blocks * comp.height_in_blocks;
+    let mut words = vec![0u32; blocks + 1];
+    words.reserve(blocks * 8);
+    for by in 0..comp.height_in_blocks {
+        for bx in 0..comp.width_in_blocks {
+            let smoothed;
+            let block = match &image.smoothing {
+                Some(s) => {
+                    smoothed = smoothing::smoothed_block(image, s, ci, bx, by);
+                    &smoothed
                 }
-            }
+                None => comp.block(bx, by),
+            };
+            words[by * comp.width_in_blocks + bx] = words.len() as u32;
+            let entries = block.iter().enumerate().filter(|&(_, &c)| c != 0);
+            words.extend(entries.map(|(i, &c)| (i as u32) << 16 | u32::from(c as u16)));
         }
     }
+    words[blocks] = words.len() as u32;
     words
-}
-
-/// Appends `coefficients` two to a word, the first in the low half.
-fn pack_all(coefficients: &[i16], out: &mut Vec<u32>) {
-    out.extend(
-        coefficients
-            .chunks_exact(2)
-            .map(|pair| u32::from(pair[0] as u16) | u32::from(pair[1] as u16) << 16),
-    );
 }
 
 fn method_index(method: Method) -> (u32, u32, u32) {
