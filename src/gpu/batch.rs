@@ -65,7 +65,8 @@ impl Batch {
 impl GpuPipeline {
     /// Decodes `images` (entropy decoding on CPU threads) and runs every pixel stage on the GPU
     /// in one submission, into one buffer that stays on the GPU. The transform must fix the
-    /// output size (an exact resize or a crop). A bad image fails alone: its outcome says why
+    /// output size (an exact resize or a crop), and the batch must fit the device's largest
+    /// buffer (the error says how many images do). A bad image fails alone: its outcome says why
     /// and its slot is zero; the others are exact.
     pub fn preprocess_batch(
         &self,
@@ -87,9 +88,19 @@ impl GpuPipeline {
         };
         let image_stride =
             (image_shape.iter().product::<usize>() * element_bytes).next_multiple_of(4) as u64;
+        let size = image_stride * images.len() as u64;
+        let max = device.limits().max_buffer_size;
+        if size > max {
+            return Err(Error::Options(format!(
+                "a batch of {} images needs {size} bytes, above this device's largest buffer ({max} bytes): \
+                 split it into batches of at most {} images",
+                images.len(),
+                max / image_stride
+            )));
+        }
         let buffer = device.create_buffer(&wgpu::BufferDescriptor {
             label: Some("batch"),
-            size: (image_stride * images.len() as u64).max(4),
+            size: size.max(4),
             usage: wgpu::BufferUsages::STORAGE
                 | wgpu::BufferUsages::COPY_SRC
                 | wgpu::BufferUsages::COPY_DST,
