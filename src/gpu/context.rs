@@ -52,6 +52,11 @@ pub fn create_device() -> Result<Gpu> {
         ..Default::default()
     }))
     .map_err(|e| Error::Gpu(format!("cannot open the device: {e}")))?;
+    // gpuprep's own work reports errors through error scopes; anything else is logged rather
+    // than panicking the process (wgpu's default).
+    device.on_uncaptured_error(std::sync::Arc::new(|e| {
+        eprintln!("gpuprep: uncaptured GPU error: {e}")
+    }));
     Ok(Gpu {
         device,
         queue,
