@@ -20,7 +20,7 @@ WGPU_BACKEND / WGPU_ADAPTER_NAME";
 
 /// Creates a device on the adapter that `WGPU_ADAPTER_NAME` names (a case-insensitive part of
 /// its name), or else the default high-performance adapter of the backends `WGPU_BACKEND`
-/// allows, with that adapter's real limits rather than wgpu's conservative defaults.
+/// allows (default: Vulkan, Metal, DX12), with that adapter's real limits rather than wgpu's conservative defaults.
 pub fn create_device() -> Result<Gpu> {
     let instance =
         wgpu::Instance::new(wgpu::InstanceDescriptor::new_without_display_handle_from_env());
