@@ -38,12 +38,7 @@ impl Backend {
     ) -> Result<Tensor> {
         let coefficients = jpeg::decode_coefficients(data, limits)?;
         match self {
-            Self::Cpu => {
-                let denominator =
-                    transform.draft_denominator(coefficients.width, coefficients.height);
-                let rgb = reference::decode_rgb_scaled(&coefficients, denominator)?;
-                Ok(reference::apply_transform(rgb, transform))
-            }
+            Self::Cpu => reference::preprocess(&coefficients, transform),
             Self::Gpu(backend) => {
                 let GpuBackend { gpu, pipeline } = &**backend;
                 pipeline.preprocess(&gpu.device, &gpu.queue, &coefficients, transform)

@@ -120,9 +120,30 @@ pub fn decode_rgb(image: &CoefficientImage) -> Result<RgbImage> {
 }
 
 /// Coefficients → RGB at scale 1/`denominator` (1, 2, 4 or 8), equal to Pillow after
-/// `draft('RGB', …)` chose that scale. Components are upsampled and colour-converted a row at a
-/// time, so no full-size chroma plane is ever held.
+/// `draft('RGB', …)` chose that scale.
 pub fn decode_rgb_scaled(image: &CoefficientImage, denominator: usize) -> Result<RgbImage> {
+    let (width, height) = scaled_size(image, denominator);
+    let mut data = vec![0u8; width * height * 3];
+    for_each_rgb_row(image, denominator, 0..height, |y, rgb| {
+        data[y * width * 3..][..width * 3].copy_from_slice(rgb);
+    })?;
+    Ok(RgbImage {
+        width,
+        height,
+        data,
+    })
+}
+
+/// Stages 1–3 a row at a time: calls `row(y, rgb)` for each image row `y` in `rows`, in order,
+/// with its interleaved RGB samples. Components are upsampled and colour-converted row by row,
+/// so neither full-size chroma planes nor (for callers that consume rows) the RGB image are
+/// ever held.
+pub fn for_each_rgb_row(
+    image: &CoefficientImage,
+    denominator: usize,
+    rows: std::ops::Range<usize>,
+    mut row: impl FnMut(usize, &[u8]),
+) -> Result<()> {
     let scalings = (0..image.components.len())
         .map(|ci| component_scaling(image, ci, denominator))
         .collect::<Result<Vec<_>>>()?;
@@ -147,21 +168,61 @@ pub fn decode_rgb_scaled(image: &CoefficientImage, denominator: usize) -> Result
         .zip(&scalings)
         .map(|(plane, s)| upsample::RowUpsampler::new(plane, s.upsampling))
         .collect();
-    let (width, height) = scaled_size(image, denominator);
-    let mut data = vec![0u8; width * height * 3];
-    let mut rows: Vec<Vec<u8>> = vec![Vec::with_capacity(width); planes.len()];
-    for (y, rgb) in data.chunks_exact_mut(width * 3).enumerate() {
-        for (row, upsampler) in rows.iter_mut().zip(&mut upsamplers) {
-            row.clear();
-            row.extend_from_slice(upsampler.row(y, width));
+    let (width, _) = scaled_size(image, denominator);
+    let mut rgb = vec![0u8; width * 3];
+    let mut component_rows: Vec<Vec<u8>> = vec![Vec::with_capacity(width); planes.len()];
+    for y in rows {
+        for (component_row, upsampler) in component_rows.iter_mut().zip(&mut upsamplers) {
+            component_row.clear();
+            component_row.extend_from_slice(upsampler.row(y, width));
         }
-        convert_colors(image.color_space, &rows, rgb);
+        convert_colors(image.color_space, &component_rows, &mut rgb);
+        row(y, &rgb);
     }
-    Ok(RgbImage {
-        width,
-        height,
-        data,
-    })
+    Ok(())
+}
+
+/// Stages 1–4 on the CPU: the tensor of `transform` for `image`. When the width changes, each
+/// decoded row goes straight through Pillow's horizontal pass, so the full-size RGB image is
+/// never stored; the result is the same as [`decode_rgb_scaled`] then [`apply_transform`].
+pub fn preprocess(image: &CoefficientImage, transform: &crate::Transform) -> Result<crate::Tensor> {
+    let denominator = transform.draft_denominator(image.width, image.height);
+    let (width, height) = scaled_size(image, denominator);
+    let target = transform
+        .resize
+        .map_or((width, height), |r| r.target(width, height));
+    let plan = crate::resample::ResizePlan::new(transform.filter, (width, height), target);
+    let Some(taps) = plan
+        .horizontal
+        .as_ref()
+        .filter(|_| target != (width, height))
+    else {
+        return Ok(apply_transform(
+            decode_rgb_scaled(image, denominator)?,
+            transform,
+        ));
+    };
+    let row_bytes = target.0 * 3;
+    let mut intermediate = resample::Image8 {
+        width: target.0,
+        height: plan.rows,
+        channels: 3,
+        data: vec![0u8; row_bytes * plan.rows],
+    };
+    for_each_rgb_row(
+        image,
+        denominator,
+        plan.first_row..plan.first_row + plan.rows,
+        |y, rgb| {
+            let out = &mut intermediate.data[(y - plan.first_row) * row_bytes..][..row_bytes];
+            resample::horizontal_row::<3>(rgb, taps, out);
+        },
+    )?;
+    let resized = match &plan.vertical {
+        Some(taps) => resample::vertical(&intermediate, taps),
+        None => intermediate,
+    };
+    Ok(tensor::to_tensor(&resized, transform))
 }
 
 /// Stage 3 for a whole image: full-size component planes → interleaved RGB, [`pixel_rgb`] for

@@ -82,26 +82,31 @@ fn horizontal_n<const N: usize>(
     let mut data = vec![0u8; width * rows * N];
     for (y, out_row) in data.chunks_exact_mut(width * N).enumerate() {
         let row = &input.data[(y + row_offset) * in_stride..][..in_stride];
-        for (x, out) in out_row.chunks_exact_mut(N).enumerate() {
-            let (start, len) = taps.bounds[x];
-            let weights = &taps.weights[x * taps.window..][..len as usize];
-            let pixels = row[start as usize * N..].chunks_exact(N);
-            let mut acc = [1i32 << (PRECISION_BITS - 1); N];
-            for (pixel, &weight) in pixels.zip(weights) {
-                for c in 0..N {
-                    acc[c] = acc[c].wrapping_add(i32::from(pixel[c]).wrapping_mul(weight));
-                }
-            }
-            for c in 0..N {
-                out[c] = clip8(acc[c]);
-            }
-        }
+        horizontal_row::<N>(row, taps, out_row);
     }
     Image8 {
         width,
         height: rows,
         channels: N,
         data,
+    }
+}
+
+/// The horizontal pass over one row of `N`-channel pixels into `out` (`N` samples per tap set).
+pub fn horizontal_row<const N: usize>(row: &[u8], taps: &Taps, out: &mut [u8]) {
+    for (x, out) in out.chunks_exact_mut(N).enumerate() {
+        let (start, len) = taps.bounds[x];
+        let weights = &taps.weights[x * taps.window..][..len as usize];
+        let pixels = row[start as usize * N..].chunks_exact(N);
+        let mut acc = [1i32 << (PRECISION_BITS - 1); N];
+        for (pixel, &weight) in pixels.zip(weights) {
+            for c in 0..N {
+                acc[c] = acc[c].wrapping_add(i32::from(pixel[c]).wrapping_mul(weight));
+            }
+        }
+        for c in 0..N {
+            out[c] = clip8(acc[c]);
+        }
     }
 }
 
