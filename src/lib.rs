@@ -3,7 +3,7 @@
 //!
 //! Decoding is split where the work changes nature: entropy decoding ([`jpeg`]) is serial per
 //! image and runs on CPU threads; everything after it is per-pixel and is written as stages whose
-//! CPU reference lives in [`reference`].
+//! CPU reference lives in [`mod@reference`].
 //!
 //! ```no_run
 //! let bytes = std::fs::read("photo.jpg")?;
