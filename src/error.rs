@@ -64,6 +64,13 @@ pub enum Error {
         /// The limit in force.
         limit: u64,
     },
+    /// The file has more scans than [`crate::Limits::max_scans`]: raise the limit if the file is
+    /// trusted.
+    #[error("more than {limit} scans (a progressive-JPEG CPU bomb?)")]
+    TooManyScans {
+        /// The limit in force.
+        limit: usize,
+    },
     /// Two inputs would write the same output file. Rename one or convert them separately.
     #[error("two inputs named {name:?} ({} and {}) would write the same output", first.display(), second.display())]
     OutputClash {

@@ -138,7 +138,10 @@ fn pixel_limit_is_checked_before_allocating() {
         "{err}"
     );
 
-    let small = Limits { max_pixels: 63 };
+    let small = Limits {
+        max_pixels: 63,
+        ..Limits::default()
+    };
     let err = gpuprep::decode_rgb(&data("conformance/jdec__mozilla__jpg-size-8x8.jpg"), &small)
         .unwrap_err();
     assert!(
@@ -152,4 +155,17 @@ fn pixel_limit_is_checked_before_allocating() {
         ),
         "{err}"
     );
+}
+
+#[test]
+fn scan_limit_stops_many_scan_files() {
+    // A progressive file of 64 scans: within the default limit, refused under a lower one.
+    let bytes = data("conformance/jsuite__progressive_huffman__32x32x8_grayscale_spectral_all.jpg");
+    assert!(decode(&bytes).is_ok());
+    let few = Limits {
+        max_scans: 10,
+        ..Limits::default()
+    };
+    let err = gpuprep::decode_rgb(&bytes, &few).unwrap_err();
+    assert!(matches!(err, Error::TooManyScans { limit: 10 }), "{err}");
 }

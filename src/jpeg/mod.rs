@@ -25,12 +25,16 @@ pub struct Limits {
     /// Largest accepted `width * height`. Default: 178,956,970 (Pillow raises
     /// `DecompressionBombError` above this).
     pub max_pixels: u64,
+    /// Most scans accepted in one file. Every scan walks a component's blocks, so a progressive
+    /// file of thousands of tiny scans is a CPU bomb; real files use fewer than 100. Default: 1000.
+    pub max_scans: usize,
 }
 
 impl Default for Limits {
     fn default() -> Self {
         Self {
             max_pixels: 2 * (1024 * 1024 * 1024 / 4 / 3),
+            max_scans: 1000,
         }
     }
 }
@@ -100,6 +104,8 @@ struct Decoder<'a> {
     single_scan: Option<bool>,
     /// Where the latest progressive scan last had data (libjpeg's `last_good_iMCU_row`).
     last_good_imcu_row: usize,
+    /// Scans seen so far.
+    scans: usize,
 }
 
 impl<'a> Decoder<'a> {
@@ -119,6 +125,7 @@ impl<'a> Decoder<'a> {
             coef_bits: None,
             single_scan: None,
             last_good_imcu_row: 0,
+            scans: 0,
         }
     }
 
@@ -177,6 +184,12 @@ impl<'a> Decoder<'a> {
 
     /// Decodes the scan whose SOS segment starts at `pos`; returns the marker after it.
     fn scan(&mut self, pos: usize) -> Result<Option<(u8, usize)>> {
+        self.scans += 1;
+        if self.scans > self.limits.max_scans {
+            return Err(Error::TooManyScans {
+                limit: self.limits.max_scans,
+            });
+        }
         let len = segment_length(self.data, pos)?;
         let frame = self
             .frame

@@ -43,6 +43,9 @@ struct ConvertArgs {
     /// Refuse images with more pixels than this (decompression-bomb guard).
     #[arg(long, default_value_t = Limits::default().max_pixels)]
     max_pixels: u64,
+    /// Refuse files with more scans than this (progressive CPU-bomb guard).
+    #[arg(long, default_value_t = Limits::default().max_scans)]
+    max_scans: usize,
     #[command(flatten)]
     transform: args::TransformArgs,
 }
@@ -89,6 +92,7 @@ fn run(args: ConvertArgs, bench: bool) -> ExitCode {
         transform: args.transform.transform(),
         limits: Limits {
             max_pixels: args.max_pixels,
+            max_scans: args.max_scans,
         },
         backend: &backend,
     };
