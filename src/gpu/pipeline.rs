@@ -24,11 +24,6 @@ impl GpuPipeline {
         }
     }
 
-    /// The stage 1–3 decoder alone.
-    pub fn decoder(&self) -> &GpuDecoder {
-        &self.decoder
-    }
-
     /// Runs stages 1–4 on the GPU: the same tensor as [`crate::preprocess`], bit for bit.
     pub fn preprocess(
         &self,

@@ -90,30 +90,6 @@ pub fn component_samples(image: &CoefficientImage, ci: usize, idct_size: usize) 
     samples
 }
 
-/// Stage 2 for component `ci` at scale 1/`denominator`: its samples at the output size.
-pub fn full_size_component(
-    image: &CoefficientImage,
-    ci: usize,
-    denominator: usize,
-) -> Result<Vec<u8>> {
-    let comp = &image.components[ci];
-    let scaling = component_scaling(image, ci, denominator)?;
-    let samples = component_samples(image, ci, scaling.idct_size);
-    let plane = Plane {
-        samples: &samples,
-        stride: comp.blocks_w * scaling.idct_size,
-        width: scaling.downsampled_width,
-        height: scaling.downsampled_height,
-    };
-    let (width, height) = scaled_size(image, denominator);
-    Ok(upsample::upsample(
-        &plane,
-        scaling.upsampling,
-        width,
-        height,
-    ))
-}
-
 /// The whole reference pipeline: coefficients → RGB, equal to Pillow's `convert('RGB')`.
 pub fn decode_rgb(image: &CoefficientImage) -> Result<RgbImage> {
     decode_rgb_scaled(image, 1)
