@@ -250,10 +250,19 @@ pub fn idct_1x1(coefs: &[i16; 64], quant: &[u16; 64], out: &mut [u8], _stride: u
     out[0] = range_limit(descale(dc, 3));
 }
 
+/// An IDCT: dequantises a block and writes its samples to `out[row * stride + col]`.
+pub type Idct = fn(&[i16; 64], &[u16; 64], &mut [u8], usize);
+
+/// The ISLOW the CPU path runs: the SSE2 one where the CPU has it (same results, faster).
+#[cfg(target_arch = "x86_64")]
+const FAST_ISLOW: Idct = super::sse2::idct::idct_islow;
+#[cfg(not(target_arch = "x86_64"))]
+const FAST_ISLOW: Idct = idct_islow;
+
 /// The IDCT that produces `size`×`size` samples per block (8, 4, 2 or 1).
-pub fn idct_of_size(size: usize) -> fn(&[i16; 64], &[u16; 64], &mut [u8], usize) {
+pub fn idct_of_size(size: usize) -> Idct {
     match size {
-        8 => idct_islow,
+        8 => FAST_ISLOW,
         4 => idct_4x4,
         2 => idct_2x2,
         _ => idct_1x1,

@@ -7,6 +7,8 @@ pub mod color;
 pub mod idct;
 pub mod resample;
 pub mod smoothing;
+#[cfg(target_arch = "x86_64")]
+pub mod sse2;
 pub mod tensor;
 pub mod upsample;
 
@@ -100,8 +102,11 @@ pub fn decode_rgb(image: &CoefficientImage) -> Result<RgbImage> {
 pub fn decode_rgb_scaled(image: &CoefficientImage, denominator: usize) -> Result<RgbImage> {
     let (width, height) = scaled_size(image, denominator);
     let mut data = vec![0u8; width * height * 3];
-    for_each_rgb_row(image, denominator, 0..height, |y, rgb| {
-        data[y * width * 3..][..width * 3].copy_from_slice(rgb);
+    for_each_rgb_row(image, denominator, 0..height, |y, [r, g, b]| {
+        let out = &mut data[y * width * 3..][..width * 3];
+        for (((pixel, &r), &g), &b) in out.chunks_exact_mut(3).zip(r).zip(g).zip(b) {
+            pixel.copy_from_slice(&[r, g, b]);
+        }
     })?;
     Ok(RgbImage {
         width,
@@ -110,15 +115,15 @@ pub fn decode_rgb_scaled(image: &CoefficientImage, denominator: usize) -> Result
     })
 }
 
-/// Stages 1–3 a row at a time: calls `row(y, rgb)` for each image row `y` in `rows`, in order,
-/// with its interleaved RGB samples. Components are upsampled and colour-converted row by row,
-/// so neither full-size chroma planes nor (for callers that consume rows) the RGB image are
-/// ever held.
+/// Stages 1–3 a row at a time: calls `row(y, [r, g, b])` for each image row `y` in `rows`, in
+/// order, with its R, G and B samples as three planes (the same slice three times for grey
+/// images). Components are upsampled and colour-converted row by row, so neither full-size
+/// chroma planes nor (for callers that consume rows) the RGB image are ever held.
 pub fn for_each_rgb_row(
     image: &CoefficientImage,
     denominator: usize,
     rows: std::ops::Range<usize>,
-    mut row: impl FnMut(usize, &[u8]),
+    mut row: impl FnMut(usize, [&[u8]; 3]),
 ) -> Result<()> {
     let scalings = (0..image.components.len())
         .map(|ci| component_scaling(image, ci, denominator))
@@ -145,15 +150,21 @@ pub fn for_each_rgb_row(
         .map(|(plane, s)| upsample::RowUpsampler::new(plane, s.upsampling))
         .collect();
     let (width, _) = scaled_size(image, denominator);
-    let mut rgb = vec![0u8; width * 3];
-    let mut component_rows: Vec<Vec<u8>> = vec![Vec::with_capacity(width); planes.len()];
+    let mut rgb: [Vec<u8>; 3] = std::array::from_fn(|_| vec![0u8; width]);
     for y in rows {
-        for (component_row, upsampler) in component_rows.iter_mut().zip(&mut upsamplers) {
-            component_row.clear();
-            component_row.extend_from_slice(upsampler.row(y, width));
+        let mut components: [&[u8]; 4] = [&[]; 4];
+        for (component, upsampler) in components.iter_mut().zip(&mut upsamplers) {
+            *component = upsampler.row(y, width);
         }
-        convert_colors(image.color_space, &component_rows, &mut rgb);
-        row(y, &rgb);
+        match image.color_space {
+            ColorSpace::Grayscale => row(y, [components[0]; 3]),
+            ColorSpace::Rgb => row(y, [components[0], components[1], components[2]]),
+            color_space => {
+                let [r, g, b] = &mut rgb;
+                convert_colors(color_space, &components, [r, g, b]);
+                row(y, [&rgb[0], &rgb[1], &rgb[2]]);
+            }
+        }
     }
     Ok(())
 }
@@ -185,13 +196,14 @@ pub fn preprocess(image: &CoefficientImage, transform: &crate::Transform) -> Res
         channels: 3,
         data: vec![0u8; row_bytes * plan.rows],
     };
+    let horizontal = resample::PlanarHorizontal::new(taps);
     for_each_rgb_row(
         image,
         denominator,
         plan.first_row..plan.first_row + plan.rows,
         |y, rgb| {
             let out = &mut intermediate.data[(y - plan.first_row) * row_bytes..][..row_bytes];
-            resample::horizontal_row::<3>(rgb, taps, out);
+            horizontal.row(rgb, out);
         },
     )?;
     let resized = match &plan.vertical {
@@ -201,35 +213,27 @@ pub fn preprocess(image: &CoefficientImage, transform: &crate::Transform) -> Res
     Ok(tensor::to_tensor(&resized, transform))
 }
 
-/// Stage 3 for a whole image: full-size component planes → interleaved RGB, [`pixel_rgb`] for
-/// every pixel with the colour-space dispatch hoisted out of the loop.
-pub fn convert_colors(color_space: ColorSpace, planes: &[Vec<u8>], rgb: &mut [u8]) {
-    let pixels = rgb.chunks_exact_mut(3);
-    match color_space {
-        ColorSpace::Grayscale => {
-            for (out, &y) in pixels.zip(&planes[0]) {
-                out.fill(y);
-            }
-        }
-        ColorSpace::YCbCr => {
-            let tables = &color::YccTables::BUILT;
-            let ycc = planes[0].iter().zip(planes[1].iter().zip(&planes[2]));
-            for (out, (&y, (&cb, &cr))) in pixels.zip(ycc) {
-                out.copy_from_slice(&tables.to_rgb(y, cb, cr));
-            }
-        }
-        _ => {
-            for (i, out) in pixels.enumerate() {
-                out.copy_from_slice(&pixel_rgb(color_space, planes, i));
-            }
-        }
+/// Stage 3 for one row of a colour-converted space (YCbCr, CMYK, YCCK): full-size component
+/// rows → R, G and B rows, [`pixel_rgb`] for every pixel (SSE2 for YCbCr where the CPU has it).
+pub fn convert_colors(color_space: ColorSpace, components: &[&[u8]], [r, g, b]: [&mut [u8]; 3]) {
+    if color_space == ColorSpace::YCbCr {
+        #[cfg(target_arch = "x86_64")]
+        return sse2::color::ycc_to_rgb_rows(
+            components[0],
+            components[1],
+            components[2],
+            [r, g, b],
+        );
+    }
+    for (i, ((r, g), b)) in r.iter_mut().zip(g.iter_mut()).zip(b.iter_mut()).enumerate() {
+        [*r, *g, *b] = pixel_rgb(color_space, components, i);
     }
 }
 
 /// Stage 3 for one pixel: the full-size component samples at index `i` → RGB.
 #[inline]
-pub fn pixel_rgb(color_space: ColorSpace, planes: &[Vec<u8>], i: usize) -> [u8; 3] {
-    let sample = |c: usize| planes[c][i];
+pub fn pixel_rgb(color_space: ColorSpace, components: &[&[u8]], i: usize) -> [u8; 3] {
+    let sample = |c: usize| components[c][i];
     match color_space {
         ColorSpace::Grayscale => [sample(0); 3],
         ColorSpace::Rgb => [sample(0), sample(1), sample(2)],

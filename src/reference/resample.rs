@@ -110,6 +110,38 @@ pub fn horizontal_row<const N: usize>(row: &[u8], taps: &Taps, out: &mut [u8]) {
     }
 }
 
+/// The horizontal pass as the CPU path runs it: over RGB rows given as three planes, into
+/// interleaved output; SSE2 where the CPU has it.
+pub struct PlanarHorizontal<'a> {
+    taps: &'a Taps,
+    #[cfg(target_arch = "x86_64")]
+    split: super::sse2::resample::SplitTaps,
+}
+
+impl<'a> PlanarHorizontal<'a> {
+    /// The pass with `taps`.
+    pub fn new(taps: &'a Taps) -> Self {
+        Self {
+            taps,
+            #[cfg(target_arch = "x86_64")]
+            split: super::sse2::resample::SplitTaps::new(taps),
+        }
+    }
+
+    /// One row: `planes` are the R, G and B samples, `out` gets interleaved RGB.
+    pub fn row(&self, planes: [&[u8]; 3], out: &mut [u8]) {
+        #[cfg(target_arch = "x86_64")]
+        super::sse2::resample::horizontal_planar_row(planes, self.taps, &self.split, out);
+        #[cfg(not(target_arch = "x86_64"))]
+        {
+            let interleaved: Vec<u8> = (0..planes[0].len())
+                .flat_map(|x| planes.map(|p| p[x]))
+                .collect();
+            horizontal_row::<3>(&interleaved, self.taps, out);
+        }
+    }
+}
+
 /// The vertical pass: [`vertical_at`] for every sample, accumulating whole source rows.
 pub fn vertical(input: &Image8, taps: &Taps) -> Image8 {
     let (height, channels) = (taps.bounds.len(), input.channels);

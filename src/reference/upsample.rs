@@ -124,8 +124,8 @@ pub struct RowUpsampler<'a> {
     plane: &'a Plane<'a>,
     method: Method,
     /// Column sums with the edges repeated at both ends (fancy horizontal filters).
-    sums: Vec<i32>,
-    /// The row handed out.
+    sums: Vec<i16>,
+    /// The row handed out, with room for the whole last pair of samples.
     out: Vec<u8>,
 }
 
@@ -154,7 +154,7 @@ impl<'a> RowUpsampler<'a> {
         if self.method == Method::Full && width <= self.plane.width {
             return &self.source(y)[..width];
         }
-        self.out.resize(width, 0);
+        self.out.resize(width.max(2 * self.plane.width), 0);
         let last = self.plane.width - 1;
         match self.method {
             Method::Full | Method::Box { .. } => {
@@ -163,56 +163,73 @@ impl<'a> RowUpsampler<'a> {
                     _ => (1, 1),
                 };
                 let src = self.source(y / v);
-                for (x, o) in self.out.iter_mut().enumerate() {
+                for (x, o) in self.out[..width].iter_mut().enumerate() {
                     *o = src[(x / h).min(last)];
                 }
             }
             Method::H2V1Fancy => {
                 let src = self.source(y);
-                pad_row(&mut self.sums, src.iter().map(|&p| i32::from(p)));
-                fancy_row(&self.sums, 2, [1, 2], &mut self.out);
+                for (s, &p) in self.sums[1..].iter_mut().zip(src) {
+                    *s = i16::from(p);
+                }
+                pad_ends(&mut self.sums);
+                fancy_row::<2>(&self.sums, [1, 2], &mut self.out);
             }
             Method::H1V2Fancy => {
                 let (src, nb) = (self.source(j), self.source(near));
                 let bias = if odd_row { 2 } else { 1 };
-                for (x, o) in self.out.iter_mut().enumerate() {
+                for (x, o) in self.out[..width].iter_mut().enumerate() {
                     *o = ((3 * i32::from(src[x]) + i32::from(nb[x]) + bias) >> 2) as u8;
                 }
             }
             Method::H2V2Fancy => {
-                let (src, nb) = (self.source(j), self.source(near));
-                let column_sums = src
-                    .iter()
-                    .zip(nb)
-                    .map(|(&p, &q)| 3 * i32::from(p) + i32::from(q));
-                pad_row(&mut self.sums, column_sums);
-                fancy_row(&self.sums, 4, [8, 7], &mut self.out);
+                column_sums(self.source(j), self.source(near), &mut self.sums);
+                pad_ends(&mut self.sums);
+                fancy_row::<4>(&self.sums, [8, 7], &mut self.out);
             }
         }
-        &self.out
+        &self.out[..width]
     }
 }
 
-/// The horizontal triangle filter of h2v1 (`shift` 2) and h2v2 (`shift` 4) fancy upsampling
-/// over one row of (column-summed) samples. `padded` holds the row with its first and last
-/// sample repeated at either end, which is the edge clamp.
-fn fancy_row(padded: &[i32], shift: u32, [even_bias, odd_bias]: [i32; 2], out: &mut [u8]) {
-    for (w, pair) in padded.windows(3).zip(out.chunks_mut(2)) {
+#[cfg(target_arch = "x86_64")]
+use super::sse2::upsample::{column_sums, fancy_row};
+#[cfg(not(target_arch = "x86_64"))]
+use {column_sums_scalar as column_sums, fancy_row_scalar as fancy_row};
+
+/// Column sums 3·`near`[i] + `far`[i] (the vertical half of h2v2) into `padded[1..=n]`.
+#[cfg_attr(
+    target_arch = "x86_64",
+    allow(dead_code, reason = "the SSE2 version runs; tests compare")
+)]
+fn column_sums_scalar(near: &[u8], far: &[u8], padded: &mut [i16]) {
+    for ((s, &p), &q) in padded[1..].iter_mut().zip(near).zip(far) {
+        *s = 3 * i16::from(p) + i16::from(q);
+    }
+}
+
+/// The horizontal triangle filter of h2v1 (`SHIFT` 2) and h2v2 (`SHIFT` 4) fancy upsampling:
+/// each of the `n` samples of `padded[1..=n]` gives `out[2i]` and `out[2i + 1]`. `padded` holds
+/// the row with its first and last sample repeated at either end, which is the edge clamp.
+#[cfg_attr(
+    target_arch = "x86_64",
+    allow(dead_code, reason = "the SSE2 version runs; tests compare")
+)]
+fn fancy_row_scalar<const SHIFT: i32>(
+    padded: &[i16],
+    [even_bias, odd_bias]: [i16; 2],
+    out: &mut [u8],
+) {
+    for (w, pair) in padded.windows(3).zip(out.chunks_exact_mut(2)) {
         let centre = 3 * w[1];
-        pair[0] = ((centre + w[0] + even_bias) >> shift) as u8;
-        if let Some(odd) = pair.get_mut(1) {
-            *odd = ((centre + w[2] + odd_bias) >> shift) as u8;
-        }
+        pair[0] = ((centre + w[0] + even_bias) >> SHIFT) as u8;
+        pair[1] = ((centre + w[2] + odd_bias) >> SHIFT) as u8;
     }
 }
 
-/// Fills `padded[1..=n]` from `values` and repeats the end samples into `padded[0]` and
-/// `padded[n + 1]`.
-fn pad_row(padded: &mut [i32], values: impl Iterator<Item = i32>) {
+/// Repeats the end samples of `padded[1..=n]` into `padded[0]` and `padded[n + 1]`.
+fn pad_ends(padded: &mut [i16]) {
     let n = padded.len() - 2;
-    for (p, v) in padded[1..=n].iter_mut().zip(values) {
-        *p = v;
-    }
     padded[0] = padded[1];
     padded[n + 1] = padded[n];
 }
@@ -243,13 +260,13 @@ mod tests {
             Method::Box { h: 2, v: 2 },
             Method::Box { h: 4, v: 1 },
         ];
-        let samples: Vec<u8> = (0..16 * 9)
+        let samples: Vec<u8> = (0..48 * 9)
             .map(|i: u32| (i.wrapping_mul(2_654_435_761) >> 13) as u8)
             .collect();
-        for (w, h) in [(1, 1), (2, 3), (5, 4), (7, 9)] {
+        for (w, h) in [(1, 1), (2, 3), (5, 4), (7, 9), (16, 3), (41, 5)] {
             let plane = Plane {
                 samples: &samples,
-                stride: 16,
+                stride: 48,
                 width: w,
                 height: h,
             };
@@ -277,6 +294,29 @@ mod tests {
                     }
                 }
             }
+        }
+    }
+
+    /// The portable filters (run on other architectures) equal the SSE2 ones.
+    #[cfg(target_arch = "x86_64")]
+    #[test]
+    fn scalar_filters_equal_the_sse2_ones() {
+        for n in [1, 7, 8, 9, 23, 64] {
+            let near: Vec<u8> = (0..n).map(|i| (i * 97 % 256) as u8).collect();
+            let far: Vec<u8> = (0..n).map(|i| (255 - i * 31 % 256) as u8).collect();
+            let (mut a, mut b) = (vec![0i16; n + 2], vec![0i16; n + 2]);
+            column_sums(&near, &far, &mut a);
+            column_sums_scalar(&near, &far, &mut b);
+            assert_eq!(a, b);
+            pad_ends(&mut a);
+            let (mut x, mut y) = (vec![0u8; 2 * n], vec![0u8; 2 * n]);
+            fancy_row::<4>(&a, [8, 7], &mut x);
+            fancy_row_scalar::<4>(&a, [8, 7], &mut y);
+            assert_eq!(x, y);
+            let samples: Vec<i16> = (0..n + 2).map(|i| i16::from(near[i.min(n - 1)])).collect();
+            fancy_row::<2>(&samples, [1, 2], &mut x);
+            fancy_row_scalar::<2>(&samples, [1, 2], &mut y);
+            assert_eq!(x, y);
         }
     }
 
