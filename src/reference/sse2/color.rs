@@ -14,7 +14,13 @@ const FIX_0_28586: i16 = 18734;
 
 /// Converts `y.len()` pixels of full-size Y, Cb, Cr rows into the `r`, `g`, `b` rows.
 #[allow(unsafe_code, reason = "calling an SSE2 function; see the SAFETY note")]
-pub fn ycc_to_rgb_rows(y: &[u8], cb: &[u8], cr: &[u8], [r, g, b]: [&mut [u8]; 3]) {
+pub fn ycc_to_rgb_rows(y: &[u8], cb: &[u8], cr: &[u8], rgb: [&mut [u8]; 3]) {
+    // SAFETY: SSE2 is part of the x86-64 baseline, so every CPU this code runs on has it.
+    unsafe { rows_sse2(y, cb, cr, rgb) }
+}
+
+#[target_feature(enable = "sse2")]
+fn rows_sse2(y: &[u8], cb: &[u8], cr: &[u8], [r, g, b]: [&mut [u8]; 3]) {
     let n = y.len();
     let (cb, cr, r, g, b) = (&cb[..n], &cr[..n], &mut r[..n], &mut g[..n], &mut b[..n]);
     let simd = n - n % 16;
@@ -22,8 +28,7 @@ pub fn ycc_to_rgb_rows(y: &[u8], cb: &[u8], cr: &[u8], [r, g, b]: [&mut [u8]; 3]
         let at = |row: &[u8]| -> __m128i {
             bytemuck::cast(<[u8; 16]>::try_from(&row[i..i + 16]).unwrap())
         };
-        // SAFETY: SSE2 is part of the x86-64 baseline, so every CPU this code runs on has it.
-        let [rv, gv, bv] = unsafe { sixteen_pixels(at(y), at(cb), at(cr)) };
+        let [rv, gv, bv] = sixteen_pixels(at(y), at(cb), at(cr));
         r[i..i + 16].copy_from_slice(&bytemuck::cast::<_, [u8; 16]>(rv));
         g[i..i + 16].copy_from_slice(&bytemuck::cast::<_, [u8; 16]>(gv));
         b[i..i + 16].copy_from_slice(&bytemuck::cast::<_, [u8; 16]>(bv));
@@ -35,6 +40,7 @@ pub fn ycc_to_rgb_rows(y: &[u8], cb: &[u8], cr: &[u8], [r, g, b]: [&mut [u8]; 3]
 }
 
 /// The three RGB vectors of sixteen pixels.
+#[inline]
 #[target_feature(enable = "sse2")]
 fn sixteen_pixels(y: __m128i, cb: __m128i, cr: __m128i) -> [__m128i; 3] {
     let zero = _mm_setzero_si128();
@@ -54,6 +60,7 @@ fn sixteen_pixels(y: __m128i, cb: __m128i, cr: __m128i) -> [__m128i; 3] {
 }
 
 /// (a·x + b·y + 2^15) >> 16 per 16-bit lane, through exact 32-bit products (`pmaddwd`).
+#[inline]
 #[target_feature(enable = "sse2")]
 fn descaled(x: __m128i, a: i16, y: __m128i, b: i16) -> __m128i {
     let ab = _mm_set1_epi32(i32::from(a) & 0xffff | i32::from(b) << 16);

@@ -44,6 +44,17 @@ pub fn horizontal_planar_row<const N: usize>(
     split: &SplitTaps,
     out: &mut [u8],
 ) {
+    // SAFETY: SSE2 is part of the x86-64 baseline, so every CPU this code runs on has it.
+    unsafe { planar_row_sse2(planes, taps, split, out) }
+}
+
+#[target_feature(enable = "sse2")]
+fn planar_row_sse2<const N: usize>(
+    planes: [&[u8]; N],
+    taps: &Taps,
+    split: &SplitTaps,
+    out: &mut [u8],
+) {
     let width = planes[0].len();
     let grey = planes.iter().all(|p| std::ptr::eq(*p, planes[0]));
     for (x, out) in out.chunks_exact_mut(N).enumerate() {
@@ -53,11 +64,13 @@ pub fn horizontal_planar_row<const N: usize>(
             let lo = &split.lo[x * split.window..][..split.window];
             let hi = &split.hi[x * split.window..][..split.window];
             if grey {
-                // SAFETY: SSE2 is part of the x86-64 baseline, so every CPU this code runs on has it.
-                [unsafe { dot(planes[0], start, lo, hi) }; N]
+                [dot(planes[0], start, lo, hi); N]
             } else {
-                // SAFETY: as above.
-                planes.map(|plane| unsafe { dot(plane, start, lo, hi) })
+                let mut sums = [0; N];
+                for (sum, plane) in sums.iter_mut().zip(planes) {
+                    *sum = dot(plane, start, lo, hi);
+                }
+                sums
             }
         } else {
             // Near the right edge the eight-byte loads would pass the row's end.
@@ -79,6 +92,7 @@ pub fn horizontal_planar_row<const N: usize>(
 }
 
 /// Σ plane[start + k]·w[k] over the split weights, wrapping.
+#[inline]
 #[target_feature(enable = "sse2")]
 fn dot(plane: &[u8], start: usize, lo: &[i16], hi: &[i16]) -> i32 {
     let zero = _mm_setzero_si128();

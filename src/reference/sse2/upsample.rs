@@ -4,6 +4,7 @@
 use std::arch::x86_64::*;
 
 /// Eight bytes from `row[i..]`, widened to 16-bit lanes.
+#[inline]
 #[target_feature(enable = "sse2")]
 fn widened(row: &[u8], i: usize) -> __m128i {
     let bytes = u64::from_le_bytes(row[i..i + 8].try_into().unwrap());
@@ -19,11 +20,16 @@ fn lanes(row: &[i16], i: usize) -> __m128i {
 /// `padded[1..=n]`, `n` = `near.len()`; the caller pads the ends.
 #[allow(unsafe_code, reason = "calling an SSE2 function; see the SAFETY note")]
 pub fn column_sums(near: &[u8], far: &[u8], padded: &mut [i16]) {
+    // SAFETY: SSE2 is part of the x86-64 baseline, so every CPU this code runs on has it.
+    unsafe { column_sums_sse2(near, far, padded) }
+}
+
+#[target_feature(enable = "sse2")]
+fn column_sums_sse2(near: &[u8], far: &[u8], padded: &mut [i16]) {
     let n = near.len();
     let simd = n - n % 8;
     for i in (0..simd).step_by(8) {
-        // SAFETY: SSE2 is part of the x86-64 baseline, so every CPU this code runs on has it.
-        let sums = unsafe { column_sums8(near, far, i) };
+        let sums = column_sums8(near, far, i);
         padded[1 + i..9 + i].copy_from_slice(&bytemuck::cast::<_, [i16; 8]>(sums));
     }
     for i in simd..n {
@@ -31,6 +37,7 @@ pub fn column_sums(near: &[u8], far: &[u8], padded: &mut [i16]) {
     }
 }
 
+#[inline]
 #[target_feature(enable = "sse2")]
 fn column_sums8(near: &[u8], far: &[u8], i: usize) -> __m128i {
     let near = widened(near, i);
@@ -45,11 +52,16 @@ fn column_sums8(near: &[u8], far: &[u8], i: usize) -> __m128i {
 /// (3·s[i] + s[i+1] + odd_bias) >> SHIFT into `out[2i]` and `out[2i + 1]`.
 #[allow(unsafe_code, reason = "calling an SSE2 function; see the SAFETY note")]
 pub fn fancy_row<const SHIFT: i32>(padded: &[i16], biases: [i16; 2], out: &mut [u8]) {
+    // SAFETY: SSE2 is part of the x86-64 baseline, so every CPU this code runs on has it.
+    unsafe { fancy_row_sse2::<SHIFT>(padded, biases, out) }
+}
+
+#[target_feature(enable = "sse2")]
+fn fancy_row_sse2<const SHIFT: i32>(padded: &[i16], biases: [i16; 2], out: &mut [u8]) {
     let n = padded.len() - 2;
     let simd = n - n % 8;
     for i in (0..simd).step_by(8) {
-        // SAFETY: SSE2 is part of the x86-64 baseline, so every CPU this code runs on has it.
-        let pixels = unsafe { fancy16::<SHIFT>(padded, biases, i) };
+        let pixels = fancy16::<SHIFT>(padded, biases, i);
         out[2 * i..2 * i + 16].copy_from_slice(&bytemuck::cast::<_, [u8; 16]>(pixels));
     }
     for i in simd..n {
@@ -59,6 +71,7 @@ pub fn fancy_row<const SHIFT: i32>(padded: &[i16], biases: [i16; 2], out: &mut [
     }
 }
 
+#[inline]
 #[target_feature(enable = "sse2")]
 fn fancy16<const SHIFT: i32>(padded: &[i16], [even_bias, odd_bias]: [i16; 2], i: usize) -> __m128i {
     let centre = lanes(padded, i + 1);
