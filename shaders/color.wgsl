@@ -1,30 +1,43 @@
 // Stages 2 and 3: chroma upsampling (libjpeg "fancy" filters and box fallbacks) and colour
 // conversion to RGB, one invocation per output pixel. Mirror of src/reference/upsample.rs
-// (`upsample_at`) and src/reference/color.rs. Output pixels are RGBX words (X = 255).
+// (`upsample_at`) and src/reference/color.rs. Output pixels are RGBX words (X = 255). A job is
+// one image.
 
-// One band of output rows. Mirrored by `ColorParams` in src/gpu/params.rs.
-struct Params {
+// Mirrored by `ColorJob` in src/gpu/jobs.rs.
+struct Job {
     width: u32,
-    // Output rows in this band, and the image row of the band's first row.
-    rows: u32,
-    first_row: u32,
+    height: u32,
+    // Where the image's pixels start in the `rgbx` arena.
+    rgbx_base: u32,
     // 0 grayscale, 1 YCbCr, 2 RGB, 3 CMYK, 4 YCCK (the order of `ColorSpace`).
     color_space: u32,
-    // Per component: unused, bytes per plane row, real samples per row, real rows.
+    // Per component: first word in `samples`, bytes per plane row, real samples per row, real
+    // rows.
     planes: array<vec4<u32>, 4>,
     // Per component: method (0 full, 1 h2v1 fancy, 2 h1v2 fancy, 3 h2v2 fancy, 4 box) and the
     // box repeat factors.
     methods: array<vec4<u32>, 4>,
 }
 
-@group(0) @binding(0) var<uniform> params: Params;
-// The planes of components 0..3, four samples a word (unused ones are bound to a dummy).
-@group(0) @binding(1) var<storage, read> samples0: array<u32>;
-@group(0) @binding(2) var<storage, read> samples1: array<u32>;
-@group(0) @binding(3) var<storage, read> samples2: array<u32>;
-@group(0) @binding(4) var<storage, read> samples3: array<u32>;
-// This band's output pixels.
-@group(0) @binding(5) var<storage, read_write> rgbx: array<u32>;
+@group(0) @binding(1) var<storage, read> jobs: array<Job>;
+// The IDCT's planes, four samples a word.
+@group(0) @binding(2) var<storage, read> samples: array<u32>;
+// The decoded images, one RGBX word per pixel, through two binding windows of the same buffer
+// (one binding may be smaller than the arena); rgbx1 starts where rgbx0 ends.
+@group(0) @binding(3) var<storage, read_write> rgbx0: array<u32>;
+@group(0) @binding(4) var<storage, read_write> rgbx1: array<u32>;
+
+// This invocation's job.
+var<private> job: u32;
+
+fn store_rgbx(i: u32, pixel: u32) {
+    let window = arrayLength(&rgbx0);
+    if i < window {
+        rgbx0[i] = pixel;
+    } else {
+        rgbx1[i - window] = pixel;
+    }
+}
 
 const FIX_1_40200: i32 = 91881;
 const FIX_1_77200: i32 = 116130;
@@ -34,23 +47,17 @@ const ONE_HALF: i32 = 32768;
 
 // Sample (x, y) of component c, both indices clamped to the real samples.
 fn at(c: u32, x: i32, y: i32) -> i32 {
-    let plane = params.planes[c];
+    let plane = jobs[job].planes[c];
     let cx = u32(clamp(x, 0, i32(plane.z) - 1));
     let cy = u32(clamp(y, 0, i32(plane.w) - 1));
     let byte = cy * plane.y + cx;
-    var word = 0u;
-    switch c {
-        case 0u: { word = samples0[byte / 4u]; }
-        case 1u: { word = samples1[byte / 4u]; }
-        case 2u: { word = samples2[byte / 4u]; }
-        default: { word = samples3[byte / 4u]; }
-    }
+    let word = samples[plane.x + byte / 4u];
     return i32((word >> (8u * (byte % 4u))) & 255u);
 }
 
 // The full-resolution sample of component c at (x, y): `upsample_at`.
 fn upsample_at(c: u32, x: u32, y: u32) -> i32 {
-    let method = params.methods[c];
+    let method = jobs[job].methods[c];
     let i = i32(x / 2u);
     let j = i32(y / 2u);
     let xi = i32(x);
@@ -119,16 +126,17 @@ fn cmyk_to_rgb(ink: vec3<i32>, k: i32) -> vec3<i32> {
 
 @compute @workgroup_size(64)
 fn main(@builtin(global_invocation_id) id: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
-    let index = id.x + id.y * groups.x * 64u;
-    let x = index % params.width;
-    let band_row = index / params.width;
-    if band_row >= params.rows {
+    let global = invocation(id, groups);
+    job = find_job(global);
+    if job >= arrayLength(&jobs) {
         return;
     }
-    let y = params.first_row + band_row;
+    let index = global - starts[job];
+    let x = index % jobs[job].width;
+    let y = index / jobs[job].width;
     let s0 = upsample_at(0u, x, y);
     var rgb = vec3<i32>(s0);
-    switch params.color_space {
+    switch jobs[job].color_space {
         case 1u: {
             rgb = ycc_to_rgb(s0, upsample_at(1u, x, y), upsample_at(2u, x, y));
         }
@@ -147,5 +155,5 @@ fn main(@builtin(global_invocation_id) id: vec3<u32>, @builtin(num_workgroups) g
         default: {}
     }
     let p = vec3<u32>(rgb);
-    rgbx[band_row * params.width + x] = p.x | (p.y << 8u) | (p.z << 16u) | (255u << 24u);
+    store_rgbx(jobs[job].rgbx_base + index, p.x | (p.y << 8u) | (p.z << 16u) | (255u << 24u));
 }

@@ -2,10 +2,10 @@
 // the 16-bit lanes of its AVX2 version (what Pillow runs), and for draft decoding its reduced
 // 4x4 and 2x2 IDCTs (SSE2 lanes) and 1x1. i32 arithmetic wraps; descales are arithmetic shifts.
 // One invocation covers the blocks whose samples fill whole output words: one block for sizes 8
-// and 4, two for size 2, four for size 1.
+// and 4, two for size 2, four for size 1. A job is one component of one image.
 
-// One component. Mirrored by `IdctParams` in src/gpu/params.rs.
-struct Params {
+// One component. Mirrored by `IdctJob` in src/gpu/jobs.rs.
+struct Job {
     // Blocks per row in the coefficient storage (padded to whole MCUs).
     blocks_w: u32,
     // Blocks that hold image data.
@@ -16,19 +16,24 @@ struct Params {
     // Samples per block side (8, 4, 2 or 1), and blocks per invocation.
     idct_size: u32,
     blocks_per_invocation: u32,
-    _pad0: u32,
-    _pad1: u32,
+    // Where this component's compact coefficients start in `coefs`, and its plane in `samples`.
+    coef_base: u32,
+    sample_base: u32,
     // The quantisation table, natural order, as libjpeg's 16-bit multipliers sign-extended.
     quant: array<vec4<i32>, 16>,
 }
 
-@group(0) @binding(0) var<uniform> params: Params;
-// Quantised coefficients, compact: for the image blocks in row-major order (width_in_blocks per
-// row), words `coefs[b]` and `coefs[b + 1]` delimit block b's entries, each one non-zero
-// coefficient as `natural index << 16 | value & 0xFFFF`. Most coefficients are zero.
-@group(0) @binding(1) var<storage, read> coefs: array<u32>;
-// Output samples, four bytes per word (lowest byte first).
-@group(0) @binding(2) var<storage, read_write> samples: array<u32>;
+@group(0) @binding(1) var<storage, read> jobs: array<Job>;
+// Quantised coefficients, compact, per job from `coef_base`: for the image blocks in row-major
+// order (width_in_blocks per row), words b and b + 1 delimit block b's entries (offsets from
+// `coef_base`), each one non-zero coefficient as `natural index << 16 | value & 0xFFFF`. Most
+// coefficients are zero.
+@group(0) @binding(2) var<storage, read> coefs: array<u32>;
+// Output planes, four samples per word (lowest byte first).
+@group(0) @binding(3) var<storage, read_write> samples: array<u32>;
+
+// This invocation's job.
+var<private> job: u32;
 
 const CONST_BITS: u32 = 13u;
 const PASS1_BITS: u32 = 2u;
@@ -105,8 +110,9 @@ fn load_block(block: u32) {
     for (var i = 0u; i < 64u; i++) {
         block_coefs[i] = 0;
     }
-    for (var e = coefs[block]; e < coefs[block + 1u]; e++) {
-        let entry = coefs[e];
+    let base = jobs[job].coef_base;
+    for (var e = coefs[base + block]; e < coefs[base + block + 1u]; e++) {
+        let entry = coefs[base + e];
         block_coefs[entry >> 16u] = bitcast<i32>(entry << 16u) >> 16u;
     }
 }
@@ -118,7 +124,7 @@ fn coef(block: u32, i: u32) -> i32 {
 
 // Sign-extends the 16-bit lane: the dequantised coefficient as pmullw leaves it.
 fn dequantised(block: u32, i: u32) -> i32 {
-    return wrap16(coef(block, i) * params.quant[i / 4u][i % 4u]);
+    return wrap16(coef(block, i) * jobs[job].quant[i / 4u][i % 4u]);
 }
 
 // The reduced 4-point kernel (inputs 0, 1, 2, 3, 5, 6, 7), before descaling.
@@ -256,29 +262,34 @@ fn idct_2x2(block: u32) {
 
 fn idct_1x1(block: u32) {
     // The C code: the product in 32 bits (no 16-bit lane), then the range-limit table.
-    let dc = coef(block, 0u) * params.quant[0][0];
+    let dc = coef(block, 0u) * jobs[job].quant[0][0];
     out[0] = range_limit(descale(dc, 3u));
 }
 
 @compute @workgroup_size(64)
 fn main(@builtin(global_invocation_id) id: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
-    let index = id.x + id.y * groups.x * 64u;
-    let per = params.blocks_per_invocation;
-    let groups_per_row = (params.width_in_blocks + per - 1u) / per;
-    let gx = index % groups_per_row;
-    let by = index / groups_per_row;
-    if by >= params.height_in_blocks {
+    let global = invocation(id, groups);
+    job = find_job(global);
+    if job >= arrayLength(&jobs) {
         return;
     }
-    let size = params.idct_size;
+    let index = global - starts[job];
+    let per = jobs[job].blocks_per_invocation;
+    let groups_per_row = (jobs[job].width_in_blocks + per - 1u) / per;
+    let gx = index % groups_per_row;
+    let by = index / groups_per_row;
+    if by >= jobs[job].height_in_blocks {
+        return;
+    }
+    let size = jobs[job].idct_size;
     // Samples of this invocation's blocks, row by row, packed four to a word.
     var words: array<u32, 16>;
     for (var j = 0u; j < per; j++) {
         let bx = gx * per + j;
-        if bx >= params.width_in_blocks {
+        if bx >= jobs[job].width_in_blocks {
             break;
         }
-        let block = by * params.width_in_blocks + bx;
+        let block = by * jobs[job].width_in_blocks + bx;
         load_block(block);
         switch size {
             case 8u: { idct_8x8(block); }
@@ -296,8 +307,8 @@ fn main(@builtin(global_invocation_id) id: vec3<u32>, @builtin(num_workgroups) g
     let words_per_row = max(size * per / 4u, 1u);
     for (var r = 0u; r < size; r++) {
         for (var w = 0u; w < words_per_row; w++) {
-            let at = (by * size + r) * params.sample_row_words + gx * words_per_row + w;
-            samples[at] = words[r * 2u + w];
+            let at = (by * size + r) * jobs[job].sample_row_words + gx * words_per_row + w;
+            samples[jobs[job].sample_base + at] = words[r * 2u + w];
         }
     }
 }

@@ -1,10 +1,10 @@
 // Stage 3: Pillow's horizontal resampling pass on RGBX pixels, one invocation per output pixel.
 // Mirror of `horizontal_at` in src/reference/resample.rs: Q22 taps, accumulator from 2^21,
-// arithmetic shift by 22, clamp, an 8-bit result per channel.
+// arithmetic shift by 22, clamp, an 8-bit result per channel. A job is one image.
 
-// Mirrored by `ResampleParams` in src/gpu/params.rs.
-struct Params {
-    // Output pixels per row (taps), rows to produce, source pixels per row.
+// Mirrored by `HorizontalJob` in src/gpu/jobs.rs.
+struct Job {
+    // Output pixels per row, rows to produce, source pixels per row.
     out_width: u32,
     rows: u32,
     in_width: u32,
@@ -12,33 +12,28 @@ struct Params {
     window: u32,
     // Source row of output row 0.
     first_row: u32,
-    // Rows per source chunk (the image is stored in chunks that each fit one binding).
-    chunk_rows: u32,
-    _pad0: u32,
-    _pad1: u32,
+    // Where the source image starts in the `rgbx` arena, and the output in `result`.
+    source_base: u32,
+    result_base: u32,
+    // Where this image's taps start in `taps`: (first source pixel, count) pairs, one per output
+    // pixel, then Q22 weights, `window` per output pixel.
+    bounds_base: u32,
+    weights_base: u32,
 }
 
-@group(0) @binding(0) var<uniform> params: Params;
-// The source image, RGBX, in up to four chunks of `chunk_rows` rows.
-@group(0) @binding(1) var<storage, read> source0: array<u32>;
-@group(0) @binding(2) var<storage, read> source1: array<u32>;
-@group(0) @binding(3) var<storage, read> source2: array<u32>;
-@group(0) @binding(4) var<storage, read> source3: array<u32>;
-// Per output pixel: first source pixel and tap count.
-@group(0) @binding(5) var<storage, read> bounds: array<vec2<u32>>;
-// Q22 weights, `window` per output pixel.
-@group(0) @binding(6) var<storage, read> weights: array<i32>;
-@group(0) @binding(7) var<storage, read_write> result: array<u32>;
+@group(0) @binding(1) var<storage, read> jobs: array<Job>;
+// The decoded images, RGBX, through two binding windows of the same buffer.
+@group(0) @binding(2) var<storage, read> rgbx0: array<u32>;
+@group(0) @binding(3) var<storage, read> rgbx1: array<u32>;
+@group(0) @binding(4) var<storage, read> taps: array<u32>;
+@group(0) @binding(5) var<storage, read_write> result: array<u32>;
 
-// Source pixel (x, row).
-fn source_pixel(x: u32, row: u32) -> u32 {
-    let i = (row % params.chunk_rows) * params.in_width + x;
-    switch row / params.chunk_rows {
-        case 0u: { return source0[i]; }
-        case 1u: { return source1[i]; }
-        case 2u: { return source2[i]; }
-        default: { return source3[i]; }
+fn load_rgbx(i: u32) -> u32 {
+    let window = arrayLength(&rgbx0);
+    if i < window {
+        return rgbx0[i];
     }
+    return rgbx1[i - window];
 }
 
 const PRECISION_BITS: u32 = 22u;
@@ -49,18 +44,23 @@ fn clip8(acc: i32) -> u32 {
 
 @compute @workgroup_size(64)
 fn main(@builtin(global_invocation_id) id: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
-    let index = id.x + id.y * groups.x * 64u;
-    let x = index % params.out_width;
-    let y = index / params.out_width;
-    if y >= params.rows {
+    let global = invocation(id, groups);
+    let job = find_job(global);
+    if job >= arrayLength(&jobs) {
         return;
     }
-    let bound = bounds[x];
+    let p = jobs[job];
+    let index = global - starts[job];
+    let x = index % p.out_width;
+    let y = index / p.out_width;
+    let start = taps[p.bounds_base + 2u * x];
+    let count = taps[p.bounds_base + 2u * x + 1u];
+    let row = p.source_base + (p.first_row + y) * p.in_width;
     var acc = vec3<i32>(1 << (PRECISION_BITS - 1u));
-    for (var k = 0u; k < bound.y; k++) {
-        let pixel = source_pixel(bound.x + k, params.first_row + y);
+    for (var k = 0u; k < count; k++) {
+        let pixel = load_rgbx(row + start + k);
         let rgb = vec3<i32>(vec3<u32>(pixel, pixel >> 8u, pixel >> 16u) & vec3<u32>(255u));
-        acc += rgb * weights[x * params.window + k];
+        acc += rgb * bitcast<i32>(taps[p.weights_base + x * p.window + k]);
     }
-    result[index] = clip8(acc.x) | (clip8(acc.y) << 8u) | (clip8(acc.z) << 16u) | (255u << 24u);
+    result[p.result_base + index] = clip8(acc.x) | (clip8(acc.y) << 8u) | (clip8(acc.z) << 16u) | (255u << 24u);
 }

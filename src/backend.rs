@@ -46,9 +46,9 @@ impl Backend {
         }
     }
 
-    /// Decodes and transforms many images, each on its own CPU thread (GPU work included:
-    /// on the H200 this out-ran one batch submission, which waits for all recording first);
-    /// each result stands alone.
+    /// Decodes and transforms many images; each result stands alone. The CPU backend runs an
+    /// image per thread; the GPU backend runs batches of [`crate::gpu::DEFAULT_BATCH`], CPU
+    /// threads decoding the next batch while the GPU runs the current one.
     pub fn preprocess_many(
         &self,
         images: &[&[u8]],
@@ -56,10 +56,25 @@ impl Backend {
         limits: &Limits,
     ) -> Vec<Result<Tensor>> {
         use rayon::prelude::*;
-        images
-            .par_iter()
-            .map(|data| self.preprocess(data, transform, limits))
-            .collect()
+        match self {
+            Self::Cpu => images
+                .par_iter()
+                .map(|data| self.preprocess(data, transform, limits))
+                .collect(),
+            Self::Gpu(backend) => {
+                backend
+                    .pipeline
+                    .preprocess_many(
+                        &backend.gpu.device,
+                        &backend.gpu.queue,
+                        images,
+                        transform,
+                        limits,
+                        crate::gpu::DEFAULT_BATCH,
+                    )
+                    .results
+            }
+        }
     }
 
     /// A short description for logs: "cpu" or the adapter's name and backend.

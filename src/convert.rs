@@ -13,8 +13,9 @@ use std::path::{Path, PathBuf};
 /// File extensions a directory input contributes (compared without case).
 pub const IMAGE_EXTENSIONS: [&str; 5] = ["jpg", "jpeg", "jpe", "jfif", "jif"];
 
-/// Images preprocessed at once before a stacked file receives them in order; bounds memory.
-const STACK_CHUNK: usize = 256;
+/// Images read and preprocessed together before their outputs are written (in input order);
+/// bounds memory.
+const CHUNK: usize = 256;
 
 /// Where the arrays go.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -130,11 +131,6 @@ pub struct Job<'a> {
 }
 
 impl Job<'_> {
-    fn load(&self, file: &Path) -> Result<Tensor> {
-        self.backend
-            .preprocess(&fs::read(file)?, &self.transform, &self.limits)
-    }
-
     /// Loads `files` together (one GPU batch when the backend allows), in order.
     fn load_many(&self, files: &[PathBuf]) -> Vec<Result<Tensor>> {
         let read: Vec<Result<Vec<u8>>> = files.par_iter().map(|f| Ok(fs::read(f)?)).collect();
@@ -171,24 +167,31 @@ pub fn convert(
 fn convert_to_directory(files: &[PathBuf], dir: &Path, job: &Job) -> Result<Vec<ImageReport>> {
     check_unique_names(files)?;
     fs::create_dir_all(dir).map_err(|e| Error::from(e).in_file(dir))?;
-    Ok(files
-        .par_iter()
-        .map(|file| {
-            let result = job.load(file).and_then(|tensor| {
-                let output = output_path(dir, file);
-                let out = fs::File::create(&output)?;
-                npy::write_tensor(std::io::BufWriter::new(out), &tensor)?;
-                Ok(Written {
-                    output: Output::File(output),
-                    shape: tensor.shape,
-                })
-            });
-            ImageReport {
-                file: file.clone(),
-                result: result.map_err(|e| e.in_file(file)),
-            }
-        })
-        .collect())
+    let mut reports = Vec::with_capacity(files.len());
+    for chunk in files.chunks(CHUNK) {
+        let tensors = job.load_many(chunk);
+        let written: Vec<ImageReport> = chunk
+            .par_iter()
+            .zip(tensors)
+            .map(|(file, tensor)| {
+                let result = tensor.and_then(|tensor| {
+                    let output = output_path(dir, file);
+                    let out = fs::File::create(&output)?;
+                    npy::write_tensor(std::io::BufWriter::new(out), &tensor)?;
+                    Ok(Written {
+                        output: Output::File(output),
+                        shape: tensor.shape,
+                    })
+                });
+                ImageReport {
+                    file: file.clone(),
+                    result: result.map_err(|e| e.in_file(file)),
+                }
+            })
+            .collect();
+        reports.extend(written);
+    }
+    Ok(reports)
 }
 
 fn convert_to_stack(files: &[PathBuf], path: &Path, job: &Job) -> Result<Vec<ImageReport>> {
@@ -206,7 +209,7 @@ fn convert_to_stack(files: &[PathBuf], path: &Path, job: &Job) -> Result<Vec<Ima
     let mut stack = npy::StackedWriter::new(std::io::BufWriter::new(file), transform.dtype, shape)
         .map_err(|e| Error::from(e).in_file(path))?;
     let mut reports = Vec::with_capacity(files.len());
-    for chunk in files.chunks(STACK_CHUNK) {
+    for chunk in files.chunks(CHUNK) {
         let tensors = job.load_many(chunk);
         for (file, tensor) in chunk.iter().zip(tensors) {
             let result = match tensor {

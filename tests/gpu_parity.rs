@@ -3,7 +3,7 @@
 
 mod common;
 
-use gpuprep::gpu::{create_device, Gpu, GpuDecoder};
+use gpuprep::gpu::{create_device, Gpu, GpuPipeline};
 use gpuprep::Limits;
 use std::path::Path;
 
@@ -29,7 +29,7 @@ fn gpu() -> Option<Gpu> {
 /// Every file under `root` that Pillow decodes and gpuprep supports: GPU RGB == CPU RGB ==
 /// Pillow's golden.
 fn check_root(gpu: &Gpu, root: &Path) {
-    let decoder = GpuDecoder::new(&gpu.device);
+    let pipeline = GpuPipeline::new(&gpu.device);
     let mut checked = 0;
     let mut failures = Vec::new();
     for golden in common::goldens().into_values() {
@@ -46,7 +46,7 @@ fn check_root(gpu: &Gpu, root: &Path) {
             continue; // out of scope (arithmetic, lossless) or another format: tests elsewhere
         };
         let cpu = gpuprep::reference::decode_rgb(&coefficients).unwrap();
-        let gpu_rgb = match decoder.decode_rgb(&gpu.device, &gpu.queue, &coefficients) {
+        let gpu_rgb = match pipeline.decode_rgb(&gpu.device, &gpu.queue, &coefficients) {
             Ok(rgb) => rgb,
             Err(e) => {
                 failures.push(format!("{}: {e}", golden.file));

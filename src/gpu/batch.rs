@@ -1,7 +1,9 @@
 //! Many images into one tensor that stays on the GPU: the call a host application embeds.
 
 use super::dispatch::{checked, read_buffer};
-use super::pipeline::{tensor_data, GpuPipeline};
+use super::packing::{binding_window, Packing};
+use super::pipeline::{output_buffer, tensor_data, too_large, GpuPipeline};
+use super::work::ImageWork;
 use crate::error::{Error, Result};
 use crate::transform::DType;
 use crate::{jpeg, Limits, Tensor, Transform};
@@ -42,32 +44,35 @@ impl Batch {
         let mut encoder = device.create_command_encoder(&Default::default());
         encoder.copy_buffer_to_buffer(&self.buffer, 0, &readback, 0, readback.size());
         queue.submit([encoder.finish()]);
-        let bytes = checked(device, || read_buffer(device, &readback))?;
         let elements = self.image_shape.iter().product();
-        Ok(self
-            .outcomes
-            .iter()
-            .enumerate()
-            .map(|(i, outcome)| {
-                outcome.as_ref().ok().map(|()| Tensor {
-                    shape: self.image_shape,
-                    data: tensor_data(
-                        &bytes[i * self.image_stride as usize..],
-                        self.dtype,
-                        elements,
-                    ),
-                })
+        checked(device, || {
+            read_buffer(device, &readback, |bytes| {
+                self.outcomes
+                    .iter()
+                    .enumerate()
+                    .map(|(i, outcome)| {
+                        outcome.as_ref().ok().map(|()| Tensor {
+                            shape: self.image_shape,
+                            data: tensor_data(
+                                &bytes[i * self.image_stride as usize..],
+                                self.dtype,
+                                elements,
+                            ),
+                        })
+                    })
+                    .collect()
             })
-            .collect())
+        })
     }
 }
 
 impl GpuPipeline {
-    /// Decodes `images` (entropy decoding on CPU threads) and runs every pixel stage on the GPU
-    /// in one submission, into one buffer that stays on the GPU. The transform must fix the
-    /// output size (an exact resize or a crop), and the batch must fit the device's largest
-    /// buffer (the error says how many images do). A bad image fails alone: its outcome says why
-    /// and its slot is zero; the others are exact.
+    /// Decodes `images` (entropy decoding on CPU threads) and runs every pixel stage on the GPU,
+    /// one dispatch per stage for as many images as the device's bindings hold, into one buffer
+    /// that stays on the GPU. The transform must fix the output size (an exact resize or a
+    /// crop), and the batch must fit the device's largest buffer (the error says how many images
+    /// do). A bad image fails alone: its outcome says why and its slot is zero; the others are
+    /// exact.
     pub fn preprocess_batch(
         &self,
         device: &wgpu::Device,
@@ -98,46 +103,49 @@ impl GpuPipeline {
                 max / image_stride
             )));
         }
-        let buffer = device.create_buffer(&wgpu::BufferDescriptor {
-            label: Some("batch"),
-            size: size.max(4),
-            usage: wgpu::BufferUsages::STORAGE
-                | wgpu::BufferUsages::COPY_SRC
-                | wgpu::BufferUsages::COPY_DST,
-            mapped_at_creation: false,
-        });
-        // Each image is decoded and recorded into its own command buffer on a CPU thread,
-        // inside its own error scope, so a failure stays with its image; the good ones are
-        // submitted together.
-        let recorded: Vec<Result<wgpu::CommandBuffer>> = images
+        let window = binding_window(device);
+        let works: Vec<Result<ImageWork>> = images
             .par_iter()
-            .enumerate()
-            .map(|(i, bytes)| {
+            .map(|bytes| {
                 let image = jpeg::decode_coefficients(bytes, limits)?;
-                checked(device, || {
-                    let mut encoder = device.create_command_encoder(&Default::default());
-                    let tensor = self.encode_image(device, &mut encoder, &image, transform)?;
-                    let bytes = (tensor.elements * element_bytes).next_multiple_of(4) as u64;
-                    encoder.copy_buffer_to_buffer(
-                        &tensor.buffer,
-                        0,
-                        &buffer,
-                        i as u64 * image_stride,
-                        bytes,
-                    );
-                    Ok(encoder.finish())
-                })
+                let work = ImageWork::new(&image, transform)?;
+                match too_large(&work, window) {
+                    Some(e) => Err(e),
+                    None => Ok(work),
+                }
             })
             .collect();
-        let mut commands = Vec::with_capacity(images.len());
-        let outcomes = recorded
-            .into_iter()
-            .map(|command| command.map(|c| commands.push(c)))
-            .collect();
-        checked(device, || {
-            queue.submit(commands);
-            Ok(())
-        })?;
+        let mut outcomes = Vec::with_capacity(images.len());
+        let mut packings = vec![Packing::new(transform)];
+        for (i, work) in works.into_iter().enumerate() {
+            outcomes.push(work.map(|work| {
+                if !packings.last().is_some_and(|p| p.fits(&work, window)) {
+                    packings.push(Packing::new(transform));
+                }
+                let at = i as u64 * image_stride / 4;
+                packings.last_mut().unwrap().push(i, work, at);
+            }));
+        }
+        let buffer = output_buffer(
+            device,
+            size,
+            wgpu::BufferUsages::COPY_SRC | wgpu::BufferUsages::COPY_DST,
+        );
+        // Each packing is recorded and submitted in its own error scope, so that a GPU failure
+        // stays with its images.
+        for packing in packings.iter().filter(|p| !p.is_empty()) {
+            let submitted = checked(device, || {
+                let mut encoder = device.create_command_encoder(&Default::default());
+                packing.record(&self.stages, device, &mut encoder, &buffer, window);
+                queue.submit([encoder.finish()]);
+                Ok(())
+            });
+            if let Err(e) = submitted {
+                for &i in &packing.images {
+                    outcomes[i] = Err(Error::Gpu(e.to_string()));
+                }
+            }
+        }
         Ok(Batch {
             buffer,
             image_shape,

@@ -25,40 +25,6 @@ pub(crate) fn storage_buffer(
     })
 }
 
-/// A uniform buffer holding `bytes`.
-pub(crate) fn uniform_buffer(device: &wgpu::Device, bytes: &[u8]) -> wgpu::Buffer {
-    device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
-        label: Some("params"),
-        contents: bytes,
-        usage: wgpu::BufferUsages::UNIFORM,
-    })
-}
-
-/// Binds `buffers` in order and dispatches `invocations` threads of `pipeline`.
-pub(crate) fn dispatch(
-    device: &wgpu::Device,
-    encoder: &mut wgpu::CommandEncoder,
-    pipeline: &wgpu::ComputePipeline,
-    buffers: &[&wgpu::Buffer],
-    invocations: u32,
-) {
-    let layout = pipeline.get_bind_group_layout(0);
-    let entries: Vec<wgpu::BindGroupEntry> = buffers
-        .iter()
-        .enumerate()
-        .map(|(i, b)| wgpu::BindGroupEntry {
-            binding: i as u32,
-            resource: b.as_entire_binding(),
-        })
-        .collect();
-    let bind_group = device.create_bind_group(&wgpu::BindGroupDescriptor {
-        label: None,
-        layout: &layout,
-        entries: &entries,
-    });
-    run(device, encoder, pipeline, &bind_group, invocations);
-}
-
 /// Dispatches `invocations` threads as a 2-D grid, since one dimension holds at most 65535
 /// workgroups; shaders rebuild the linear index from `num_workgroups`.
 pub(crate) fn run(
@@ -81,8 +47,12 @@ pub(crate) fn run(
     pass.dispatch_workgroups(x, y, 1);
 }
 
-/// Maps a readback buffer and copies its bytes out.
-pub(crate) fn read_buffer(device: &wgpu::Device, buffer: &wgpu::Buffer) -> Result<Vec<u8>> {
+/// Maps a readback buffer and hands its bytes to `read`.
+pub(crate) fn read_buffer<T>(
+    device: &wgpu::Device,
+    buffer: &wgpu::Buffer,
+    read: impl FnOnce(&[u8]) -> T,
+) -> Result<T> {
     let slice = buffer.slice(..);
     let (sender, receiver) = std::sync::mpsc::channel();
     slice.map_async(wgpu::MapMode::Read, move |result| {
@@ -95,12 +65,13 @@ pub(crate) fn read_buffer(device: &wgpu::Device, buffer: &wgpu::Buffer) -> Resul
         .recv()
         .map_err(|_| Error::Gpu("the read-back was dropped".into()))?
         .map_err(|e| Error::Gpu(format!("cannot read the result back: {e}")))?;
-    let bytes = slice
-        .get_mapped_range()
-        .map_err(|e| Error::Gpu(format!("cannot read the result back: {e}")))?
-        .to_vec();
+    let result = read(
+        &slice
+            .get_mapped_range()
+            .map_err(|e| Error::Gpu(format!("cannot read the result back: {e}")))?,
+    );
     buffer.unmap();
-    Ok(bytes)
+    Ok(result)
 }
 
 /// Runs `work` (encoding, submitting, reading back) inside validation and out-of-memory error

@@ -1,22 +1,51 @@
 //! The GPU backend: the pixel stages as WGSL compute shaders, run through wgpu on the host's
 //! device. Each shader in `shaders/` mirrors a file of [`crate::reference`], and tests hold the
 //! two bit-identical.
+//!
+//! Work goes in batches: images are entropy-decoded and prepared on CPU threads
+//! ([`work`](self)), packed together, and each stage runs as one dispatch over the whole batch.
 
 mod batch;
 mod context;
-mod decode;
 mod dispatch;
-mod params;
+mod jobs;
+mod packing;
 mod pipeline;
-mod transform;
+mod stream;
+mod work;
 
 pub use batch::Batch;
 pub use context::{create_device, Gpu};
-pub use decode::GpuDecoder;
 pub use pipeline::GpuPipeline;
+pub use stream::{BatchStats, Streamed, DEFAULT_BATCH};
 
-/// A compute pipeline from one WGSL file (entry point `main`, layout from the shader).
-fn compute_pipeline(device: &wgpu::Device, name: &str, source: &str) -> wgpu::ComputePipeline {
+/// The compiled stages.
+pub(crate) struct Stages {
+    idct: wgpu::ComputePipeline,
+    color: wgpu::ComputePipeline,
+    horizontal: wgpu::ComputePipeline,
+    tensor: wgpu::ComputePipeline,
+}
+
+impl Stages {
+    fn new(device: &wgpu::Device) -> Self {
+        Self {
+            idct: stage(device, "idct", include_str!("../../shaders/idct.wgsl")),
+            color: stage(device, "color", include_str!("../../shaders/color.wgsl")),
+            horizontal: stage(
+                device,
+                "resample_h",
+                include_str!("../../shaders/resample_h.wgsl"),
+            ),
+            tensor: stage(device, "tensor", include_str!("../../shaders/tensor.wgsl")),
+        }
+    }
+}
+
+/// A compute pipeline from one stage shader, compiled with shaders/jobs.wgsl before it (entry
+/// point `main`, layout from the shader).
+fn stage(device: &wgpu::Device, name: &str, source: &str) -> wgpu::ComputePipeline {
+    let source = format!("{}{source}", include_str!("../../shaders/jobs.wgsl"));
     let module = device.create_shader_module(wgpu::ShaderModuleDescriptor {
         label: Some(name),
         source: wgpu::ShaderSource::Wgsl(source.into()),

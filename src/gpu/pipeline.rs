@@ -1,26 +1,25 @@
-//! The whole GPU pipeline for one image: coefficients in, tensor out.
+//! The GPU pipeline: compiled stages, and the calls that run images through them.
 
-use super::decode::GpuDecoder;
 use super::dispatch::{checked, read_buffer};
-use super::transform::{EncodedTensor, GpuTransformer};
-use crate::error::Result;
+use super::packing::{binding_window, Packing};
+use super::work::ImageWork;
+use super::Stages;
+use crate::error::{Error, Result};
 use crate::jpeg::CoefficientImage;
 use crate::tensor::{Tensor, TensorData};
 use crate::transform::DType;
-use crate::Transform;
+use crate::{RgbImage, Transform};
 
-/// Compiled pipelines for every stage; make once per device and share.
+/// Compiled pipelines for every stage; make once per device and share (it is `Send + Sync`).
 pub struct GpuPipeline {
-    decoder: GpuDecoder,
-    transformer: GpuTransformer,
+    pub(crate) stages: Stages,
 }
 
 impl GpuPipeline {
     /// Compiles the shaders for the host's `device`.
     pub fn new(device: &wgpu::Device) -> Self {
         Self {
-            decoder: GpuDecoder::new(device),
-            transformer: GpuTransformer::new(device),
+            stages: Stages::new(device),
         }
     }
 
@@ -32,69 +31,175 @@ impl GpuPipeline {
         image: &CoefficientImage,
         transform: &Transform,
     ) -> Result<Tensor> {
-        checked(device, || self.run(device, queue, image, transform))
+        let work = ImageWork::new(image, transform)?;
+        let mut results = self.run_images(device, queue, vec![(0, work)], transform)?;
+        Ok(results.remove(0).1)
     }
 
-    fn run(
+    /// Decodes `image` to RGB on the GPU: bit-identical to [`crate::reference::decode_rgb`].
+    pub fn decode_rgb(
         &self,
         device: &wgpu::Device,
         queue: &wgpu::Queue,
         image: &CoefficientImage,
-        transform: &Transform,
-    ) -> Result<Tensor> {
-        let mut encoder = device.create_command_encoder(&Default::default());
-        let tensor = self.encode_image(device, &mut encoder, image, transform)?;
-        let readback = device.create_buffer(&wgpu::BufferDescriptor {
-            label: Some("tensor readback"),
-            size: tensor.buffer.size(),
-            usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
-            mapped_at_creation: false,
-        });
-        encoder.copy_buffer_to_buffer(&tensor.buffer, 0, &readback, 0, readback.size());
-        queue.submit([encoder.finish()]);
-        let bytes = read_buffer(device, &readback)?;
-        Ok(Tensor {
-            shape: tensor.shape,
-            data: tensor_data(&bytes, transform.dtype, tensor.elements),
+    ) -> Result<RgbImage> {
+        let tensor = self.preprocess(device, queue, image, &Transform::default())?;
+        let TensorData::U8(data) = tensor.data else {
+            unreachable!("the default transform gives u8");
+        };
+        Ok(RgbImage {
+            width: tensor.shape[1],
+            height: tensor.shape[0],
+            data,
         })
     }
 
-    /// Records stages 1–4 for one image.
-    pub(crate) fn encode_image(
+    /// Runs prepared images (each tagged with the caller's index) in as few submissions as the
+    /// device's binding limits allow, and reads their tensors back. An image too large for the
+    /// device on its own is an error for the whole call; callers that want it to fail alone
+    /// check [`too_large`] first.
+    pub(crate) fn run_images(
         &self,
         device: &wgpu::Device,
-        encoder: &mut wgpu::CommandEncoder,
-        image: &CoefficientImage,
+        queue: &wgpu::Queue,
+        works: Vec<(usize, ImageWork)>,
         transform: &Transform,
-    ) -> Result<EncodedTensor> {
-        let denominator = transform.draft_denominator(image.width, image.height);
-        let planes = self
-            .decoder
-            .encode_idct(device, encoder, image, denominator)?;
-        let rgbx = self
-            .decoder
-            .encode_color(device, encoder, image, denominator, &planes)?;
-        self.transformer.encode(device, encoder, &rgbx, transform)
+    ) -> Result<Vec<(usize, Tensor)>> {
+        let window = binding_window(device);
+        self.run_images_in_windows(device, queue, works, transform, window)
+    }
+
+    /// [`Self::run_images`] with bindings of at most `window` bytes (a multiple of the device's
+    /// offset alignment), so that tests can make small images need several.
+    fn run_images_in_windows(
+        &self,
+        device: &wgpu::Device,
+        queue: &wgpu::Queue,
+        works: Vec<(usize, ImageWork)>,
+        transform: &Transform,
+        window: u64,
+    ) -> Result<Vec<(usize, Tensor)>> {
+        let mut shapes = Vec::with_capacity(works.len());
+        let mut packings = vec![Packing::new(transform)];
+        let mut at = 0;
+        for (index, work) in works {
+            if let Some(e) = too_large(&work, window) {
+                return Err(e);
+            }
+            let packing = packings.last_mut().expect("one packing at least");
+            if !packing.fits(&work, window) {
+                packings.push(Packing::new(transform));
+            }
+            shapes.push((index, work.tensor.shape, at));
+            let words = work.tensor.words;
+            packings.last_mut().unwrap().push(index, work, at);
+            at += words;
+        }
+        checked(device, || {
+            let output = output_buffer(device, at * 4, wgpu::BufferUsages::COPY_SRC);
+            let readback = device.create_buffer(&wgpu::BufferDescriptor {
+                label: Some("tensor readback"),
+                size: output.size(),
+                usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+                mapped_at_creation: false,
+            });
+            for packing in packings.iter().filter(|p| !p.is_empty()) {
+                let mut encoder = device.create_command_encoder(&Default::default());
+                packing.record(&self.stages, device, &mut encoder, &output, window);
+                queue.submit([encoder.finish()]);
+            }
+            let mut encoder = device.create_command_encoder(&Default::default());
+            encoder.copy_buffer_to_buffer(&output, 0, &readback, 0, output.size());
+            queue.submit([encoder.finish()]);
+            read_buffer(device, &readback, |bytes| {
+                shapes
+                    .into_iter()
+                    .map(|(index, shape, at)| {
+                        let elements = shape.iter().product();
+                        let data =
+                            tensor_data(&bytes[at as usize * 4..], transform.dtype, elements);
+                        (index, Tensor { shape, data })
+                    })
+                    .collect()
+            })
+        })
     }
 }
 
-/// The first `elements` elements of packed little-endian `bytes`.
+/// The error for an image whose arenas cannot be bound on this device, if it is one.
+pub(crate) fn too_large(work: &ImageWork, window: u64) -> Option<Error> {
+    (!Packing::fits_alone(work, window)).then(|| {
+        Error::Gpu(format!(
+            "a {}x{} image needs larger GPU buffers than this device binds ({window} bytes); \
+             use the CPU backend",
+            work.color.width, work.color.height
+        ))
+    })
+}
+
+/// A zero-filled output buffer of at least `bytes` bytes, writable by the tensor stage.
+pub(crate) fn output_buffer(
+    device: &wgpu::Device,
+    bytes: u64,
+    usage: wgpu::BufferUsages,
+) -> wgpu::Buffer {
+    device.create_buffer(&wgpu::BufferDescriptor {
+        label: Some("tensors"),
+        size: bytes.next_multiple_of(4).max(4),
+        usage: wgpu::BufferUsages::STORAGE | usage,
+        mapped_at_creation: false,
+    })
+}
+
+/// The first `elements` elements of packed little-endian `bytes` (copied as they are: every
+/// target wgpu runs on is little-endian).
 pub(crate) fn tensor_data(bytes: &[u8], dtype: DType, elements: usize) -> TensorData {
     match dtype {
         DType::U8 => TensorData::U8(bytes[..elements].to_vec()),
-        DType::F16 => TensorData::F16(
-            bytes
-                .chunks_exact(2)
-                .take(elements)
-                .map(|b| half::f16::from_le_bytes([b[0], b[1]]))
-                .collect(),
-        ),
-        DType::F32 => TensorData::F32(
-            bytes
-                .chunks_exact(4)
-                .take(elements)
-                .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
-                .collect(),
-        ),
+        DType::F16 => TensorData::F16(bytemuck::pod_collect_to_vec(&bytes[..elements * 2])),
+        DType::F32 => TensorData::F32(bytemuck::pod_collect_to_vec(&bytes[..elements * 4])),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::gpu::create_device;
+
+    /// Windows far smaller than the device's: several packings, RGBX read through both
+    /// windows, outputs split across windows; the tensors stay the CPU reference's.
+    #[test]
+    fn small_binding_windows_give_the_same_tensors() {
+        if std::env::var("GPUPREP_NO_GPU").is_ok_and(|v| v == "1") {
+            println!("GPUPREP_NO_GPU=1: GPU test NOT run");
+            return;
+        }
+        let gpu = create_device().unwrap_or_else(|e| panic!("{e}"));
+        let pipeline = GpuPipeline::new(&gpu.device);
+        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/photos/");
+        let transform = Transform::exact(224, 224);
+        let images: Vec<CoefficientImage> = ["mpl__grace_hopper.jpg", "sklearn__china.jpg"]
+            .iter()
+            .map(|f| {
+                let bytes = std::fs::read(format!("{dir}{f}")).unwrap();
+                crate::jpeg::decode_coefficients(&bytes, &crate::Limits::default()).unwrap()
+            })
+            .collect();
+        let works = images
+            .iter()
+            .chain(&images)
+            .enumerate()
+            .map(|(i, image)| (i, ImageWork::new(image, &transform).unwrap()))
+            .collect();
+        // 1 MiB: china.jpg (640x427) needs both RGBX windows; two images never share a packing.
+        let window = 1 << 20;
+        let tensors = pipeline
+            .run_images_in_windows(&gpu.device, &gpu.queue, works, &transform, window)
+            .unwrap();
+        assert_eq!(tensors.len(), 4);
+        for (i, tensor) in tensors {
+            let expected = crate::reference::preprocess(&images[i % 2], &transform).unwrap();
+            assert!(tensor == expected, "image {i}");
+        }
     }
 }

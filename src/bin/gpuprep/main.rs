@@ -1,13 +1,13 @@
 //! The gpuprep command line.
 
 mod args;
+mod bench;
 
 use clap::{Parser, Subcommand, ValueEnum};
 use gpuprep::convert::{self, Destination, Job};
 use gpuprep::{Backend, Limits};
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::time::Instant;
 
 /// Encoded images to model-ready arrays, bit-identical to Pillow + torchvision.
 #[derive(Parser)]
@@ -22,8 +22,10 @@ enum Command {
     /// Decode (and transform) images to `.npy` arrays plus a JSON report. Without transform
     /// options each array is uint8 H×W×3, equal to `np.asarray(Image.open(f).convert('RGB'))`.
     Convert(ConvertArgs),
-    /// Like convert, then print one JSON line with the throughput of the whole run.
-    Bench(ConvertArgs),
+    /// Time the pipeline on files held in memory and print JSON lines: throughput and batch
+    /// latency, the stage breakdown, upload sizes, and entropy decoding alone on the same
+    /// threads (the ceiling). With --out, also convert the files as `convert` does.
+    Bench(BenchArgs),
     /// List the GPU adapters wgpu finds, with the limits gpuprep uses.
     Info,
 }
@@ -50,6 +52,30 @@ struct ConvertArgs {
     transform: args::TransformArgs,
 }
 
+#[derive(clap::Args)]
+struct BenchArgs {
+    /// Image files, or directories (their JPEG files, in name order).
+    #[arg(required = true)]
+    inputs: Vec<PathBuf>,
+    /// Also write the outputs, as `convert --out` does (not timed).
+    #[arg(long)]
+    out: Option<PathBuf>,
+    /// Where the pixel stages run.
+    #[arg(long, value_enum, default_value_t = BackendArg::Auto)]
+    backend: BackendArg,
+    /// Images per batch.
+    #[arg(long, default_value_t = gpuprep::gpu::DEFAULT_BATCH)]
+    batch: usize,
+    /// CPU threads for decoding (default: all cores).
+    #[arg(long)]
+    threads: Option<usize>,
+    /// Timed passes over the files; the best one is reported.
+    #[arg(long, default_value_t = 3)]
+    repeat: usize,
+    #[command(flatten)]
+    transform: args::TransformArgs,
+}
+
 #[derive(Clone, Copy, ValueEnum)]
 enum BackendArg {
     /// The GPU when an adapter exists, else the CPU (said on stderr).
@@ -62,8 +88,8 @@ enum BackendArg {
 
 fn main() -> ExitCode {
     match Cli::parse().command {
-        Command::Convert(args) => run(args, false),
-        Command::Bench(args) => run(args, true),
+        Command::Convert(args) => run(args),
+        Command::Bench(args) => bench::run(args),
         Command::Info => info(),
     }
 }
@@ -79,7 +105,7 @@ fn backend(arg: BackendArg) -> gpuprep::Result<Backend> {
     }
 }
 
-fn run(args: ConvertArgs, bench: bool) -> ExitCode {
+fn run(args: ConvertArgs) -> ExitCode {
     let destination = Destination::from_path(args.out);
     let backend = match backend(args.backend) {
         Ok(b) => b,
@@ -96,21 +122,10 @@ fn run(args: ConvertArgs, bench: bool) -> ExitCode {
         },
         backend: &backend,
     };
-    let start = Instant::now();
     let result = convert::expand_inputs(&args.inputs)
         .and_then(|files| convert::convert(&files, &destination, &job));
-    let seconds = start.elapsed().as_secs_f64();
     match result {
-        Ok(reports) => {
-            if bench {
-                let line = serde_json::json!({
-                    "what": "gpuprep", "backend": backend.describe(), "images": reports.len(),
-                    "seconds": seconds, "images_per_s": reports.len() as f64 / seconds,
-                });
-                println!("{line}");
-            }
-            summarise(&reports, &destination, &backend)
-        }
+        Ok(reports) => summarise(&reports, &destination, &backend),
         Err(e) => {
             eprintln!("error: {e}");
             ExitCode::from(2)

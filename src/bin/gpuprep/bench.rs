@@ -1,0 +1,193 @@
+//! `gpuprep bench`: throughput of the pipeline on files held in memory, as JSON lines.
+
+use super::{backend, summarise, BenchArgs};
+use gpuprep::convert::{self, Destination, Job};
+use gpuprep::gpu::BatchStats;
+use gpuprep::{Backend, Limits, Transform};
+use rayon::prelude::*;
+use serde_json::json;
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+/// One timed pass: its wall time, per-batch stats and how many images succeeded.
+struct Pass {
+    seconds: f64,
+    batches: Vec<BatchStats>,
+    ok: usize,
+}
+
+pub fn run(args: BenchArgs) -> ExitCode {
+    if let Some(threads) = args.threads {
+        if let Err(e) = rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .build_global()
+        {
+            eprintln!("error: cannot set {threads} threads: {e}");
+            return ExitCode::from(2);
+        }
+    }
+    let backend = match backend(args.backend) {
+        Ok(b) => b,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let files = match convert::expand_inputs(&args.inputs) {
+        Ok(files) => files,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let data: Vec<Vec<u8>> = match files.iter().map(std::fs::read).collect() {
+        Ok(data) => data,
+        Err(e) => {
+            eprintln!("error: reading the inputs: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let images: Vec<&[u8]> = data.iter().map(Vec::as_slice).collect();
+    let transform = args.transform.transform();
+    if let Err(e) = transform.validate() {
+        eprintln!("error: {e}");
+        return ExitCode::from(2);
+    }
+    let limits = Limits::default();
+    let megabytes = images.iter().map(|b| b.len()).sum::<usize>() as f64 / 1e6;
+    let n = images.len() as f64;
+    let threads = rayon::current_num_threads();
+
+    let entropy = (0..args.repeat.max(1))
+        .map(|_| {
+            let start = Instant::now();
+            images.par_iter().for_each(|bytes| {
+                let _ = gpuprep::jpeg::decode_coefficients(bytes, &limits);
+            });
+            start.elapsed().as_secs_f64()
+        })
+        .fold(f64::INFINITY, f64::min);
+    let pass = (0..args.repeat.max(1))
+        .map(|_| timed_pass(&backend, &images, &transform, &limits, args.batch))
+        .min_by(|a, b| a.seconds.total_cmp(&b.seconds))
+        .expect("one pass at least");
+
+    let mut latencies: Vec<f64> = pass.batches.iter().map(|b| ms(b.latency)).collect();
+    latencies.sort_by(f64::total_cmp);
+    let percentile = |p: f64| {
+        latencies
+            .get(((latencies.len() as f64 - 1.0) * p).round() as usize)
+            .copied()
+            .unwrap_or(0.0)
+    };
+    let total =
+        |f: fn(&BatchStats) -> Duration| -> f64 { pass.batches.iter().map(|b| ms(f(b))).sum() };
+    let uploaded: u64 = pass.batches.iter().map(|b| b.bytes_uploaded).sum();
+    let dense: u64 = pass.batches.iter().map(|b| b.dense_coefficient_bytes).sum();
+    let lines = [
+        json!({
+            "what": "pipeline", "backend": backend.describe(), "images": images.len(),
+            "ok": pass.ok, "threads": threads, "batch": args.batch,
+            "img_s": n / pass.seconds, "mb_s": megabytes / pass.seconds,
+            "p50_ms": percentile(0.5), "p95_ms": percentile(0.95),
+        }),
+        json!({
+            "what": "stages", "batches": pass.batches.len(),
+            "decode_ms": total(|b| b.decode), "gpu_ms": total(|b| b.gpu),
+            "gpu_waited_for_decode_ms": total(|b| b.waited), "wall_ms": pass.seconds * 1e3,
+        }),
+        json!({
+            "what": "upload", "bytes_per_image": uploaded as f64 / n,
+            "dense_i16_coefficient_bytes_per_image": dense as f64 / n,
+            "share_of_dense": if dense > 0 { uploaded as f64 / dense as f64 } else { 0.0 },
+        }),
+        json!({
+            "what": "entropy_only", "threads": threads,
+            "img_s": n / entropy, "mb_s": megabytes / entropy,
+        }),
+    ];
+    for line in lines {
+        println!("{line}");
+    }
+    match args.out {
+        Some(out) => write_outputs(&files, out, transform, &backend),
+        None => ExitCode::SUCCESS,
+    }
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1e3
+}
+
+/// One pass over every image, `batch` at a time.
+fn timed_pass(
+    backend: &Backend,
+    images: &[&[u8]],
+    transform: &Transform,
+    limits: &Limits,
+    batch: usize,
+) -> Pass {
+    let start = Instant::now();
+    let (batches, ok) = match backend {
+        Backend::Gpu(gpu) => {
+            let streamed = gpu.pipeline.preprocess_many(
+                &gpu.gpu.device,
+                &gpu.gpu.queue,
+                images,
+                transform,
+                limits,
+                batch,
+            );
+            let ok = streamed.results.iter().filter(|r| r.is_ok()).count();
+            (streamed.batches, ok)
+        }
+        Backend::Cpu => {
+            let mut ok = 0;
+            let batches = images
+                .chunks(batch.max(1))
+                .map(|chunk| {
+                    let started = Instant::now();
+                    ok += chunk
+                        .par_iter()
+                        .filter(|bytes| gpuprep::preprocess(bytes, transform, limits).is_ok())
+                        .count();
+                    BatchStats {
+                        images: chunk.len(),
+                        bytes_in: chunk.iter().map(|b| b.len() as u64).sum(),
+                        decode: started.elapsed(),
+                        latency: started.elapsed(),
+                        ..BatchStats::default()
+                    }
+                })
+                .collect();
+            (batches, ok)
+        }
+    };
+    Pass {
+        seconds: start.elapsed().as_secs_f64(),
+        batches,
+        ok,
+    }
+}
+
+/// `convert` into `out`, untimed.
+fn write_outputs(
+    files: &[std::path::PathBuf],
+    out: std::path::PathBuf,
+    transform: Transform,
+    backend: &Backend,
+) -> ExitCode {
+    let destination = Destination::from_path(out);
+    let job = Job {
+        transform,
+        limits: Limits::default(),
+        backend,
+    };
+    match convert::convert(files, &destination, &job) {
+        Ok(reports) => summarise(&reports, &destination, backend),
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::from(2)
+        }
+    }
+}

@@ -1,0 +1,270 @@
+//! One image's share of a GPU batch, prepared on a CPU thread: its compact coefficients, tap
+//! tables and the job records of every stage, with offsets relative to the image's own start in
+//! each arena (the batch adds its bases when it packs images together).
+
+use super::jobs::{ColorJob, HorizontalJob, IdctJob, PlaneParams, TensorJob};
+use crate::error::Result;
+use crate::jpeg::{CoefficientImage, ColorSpace};
+use crate::reference::tensor::crop_offset;
+use crate::reference::upsample::Method;
+use crate::reference::{component_scaling, scaled_size, smoothing};
+use crate::resample::{ResizePlan, Taps};
+use crate::transform::{ChannelOrder, DType, Layout};
+use crate::Transform;
+
+/// Stage 1 for one component.
+pub(crate) struct PlaneWork {
+    /// Offsets relative to this plane's coefficients and to the image's first sample word.
+    pub job: IdctJob,
+    /// The compact coefficients (see [`compact_coefficients`]).
+    pub coefs: Vec<u32>,
+    /// Shader invocations.
+    pub invocations: u32,
+}
+
+/// Stage 3's horizontal pass for one image.
+pub(crate) struct HorizontalWork {
+    /// Offsets relative to the image's source, output and taps.
+    pub job: HorizontalJob,
+    /// (start, count) pairs, then weights.
+    pub taps: Vec<u32>,
+    /// Output words (one RGBX word per pixel).
+    pub result_words: u64,
+}
+
+/// Stage 4 for one image.
+pub(crate) struct TensorWork {
+    /// Offsets relative to the image's source and taps; `first_word` and `out_base` zero.
+    pub job: TensorJob,
+    /// Vertical (start, count) pairs, then weights (empty without a vertical pass).
+    pub taps: Vec<u32>,
+    /// Output words.
+    pub words: u64,
+    /// Output dimensions in the transform's layout.
+    pub shape: [usize; 3],
+}
+
+/// Everything the GPU needs for one image.
+pub(crate) struct ImageWork {
+    pub planes: Vec<PlaneWork>,
+    /// Sample words of all planes together.
+    pub sample_words: u64,
+    pub color: ColorJob,
+    /// Decoded RGBX words (width × height).
+    pub rgbx_words: u64,
+    pub horizontal: Option<HorizontalWork>,
+    pub tensor: TensorWork,
+    /// The coefficients as dense 16-bit blocks would take (the upload the compact form avoids).
+    pub dense_coefficient_bytes: u64,
+}
+
+impl ImageWork {
+    /// Prepares `image` for `transform`.
+    pub fn new(image: &CoefficientImage, transform: &Transform) -> Result<Self> {
+        let denominator = transform.draft_denominator(image.width, image.height);
+        let mut planes = Vec::with_capacity(image.components.len());
+        let mut plane_params = [PlaneParams::default(); 4];
+        let mut sample_words = 0u64;
+        for (ci, comp) in image.components.iter().enumerate() {
+            let scaling = component_scaling(image, ci, denominator)?;
+            let size = scaling.idct_size;
+            // Small blocks are done a few at a time so that each invocation writes whole words.
+            let per_invocation = (4 / size).max(1);
+            let words_per_group = (size * per_invocation / 4).max(1);
+            let row_words = comp.blocks_w.div_ceil(per_invocation) * words_per_group;
+            let job = IdctJob {
+                blocks_w: comp.blocks_w as u32,
+                width_in_blocks: comp.width_in_blocks as u32,
+                height_in_blocks: comp.height_in_blocks as u32,
+                sample_row_words: row_words as u32,
+                idct_size: size as u32,
+                blocks_per_invocation: per_invocation as u32,
+                coef_base: 0,
+                sample_base: sample_words as u32,
+                quant: comp.quant.map(|q| i32::from(q as i16)),
+            };
+            let (method, box_h, box_v) = method_index(scaling.upsampling);
+            plane_params[ci] = PlaneParams {
+                base: sample_words as u32,
+                stride: (row_words * 4) as u32,
+                width: scaling.downsampled_width as u32,
+                height: scaling.downsampled_height as u32,
+                method,
+                box_h,
+                box_v,
+            };
+            sample_words += (row_words * comp.blocks_h * size) as u64;
+            planes.push(PlaneWork {
+                job,
+                coefs: compact_coefficients(image, ci),
+                invocations: (comp.width_in_blocks.div_ceil(per_invocation) * comp.height_in_blocks)
+                    as u32,
+            });
+        }
+        let (width, height) = scaled_size(image, denominator);
+        let color = ColorJob {
+            width: width as u32,
+            height: height as u32,
+            rgbx_base: 0,
+            color_space: color_space_index(image.color_space),
+            planes: plane_params,
+        };
+        let target = transform
+            .resize
+            .map_or((width, height), |r| r.target(width, height));
+        let plan = (target != (width, height))
+            .then(|| ResizePlan::new(transform.filter, (width, height), target));
+        let horizontal = plan.as_ref().and_then(|plan| {
+            plan.horizontal.as_ref().map(|taps| {
+                let out_width = taps.bounds.len();
+                let (words, weights_base) = tap_words(taps);
+                HorizontalWork {
+                    job: HorizontalJob {
+                        out_width: out_width as u32,
+                        rows: plan.rows as u32,
+                        in_width: width as u32,
+                        window: taps.window as u32,
+                        first_row: plan.first_row as u32,
+                        source_base: 0,
+                        result_base: 0,
+                        bounds_base: 0,
+                        weights_base,
+                    },
+                    taps: words,
+                    result_words: (out_width * plan.rows) as u64,
+                }
+            })
+        });
+        let vertical = plan.as_ref().and_then(|p| p.vertical.as_ref());
+        let (taps, weights_base) = vertical.map_or((Vec::new(), 0), tap_words);
+        let (crop_w, crop_h) = transform.center_crop.unwrap_or(target);
+        let per_word = match transform.dtype {
+            DType::U8 => 4,
+            DType::F16 => 2,
+            DType::F32 => 1,
+        };
+        let tensor = TensorWork {
+            job: TensorJob {
+                out_width: crop_w as u32,
+                out_height: crop_h as u32,
+                width: target.0 as u32,
+                height: target.1 as u32,
+                crop_x: crop_offset(target.0, crop_w) as i32,
+                crop_y: crop_offset(target.1, crop_h) as i32,
+                vertical: vertical.is_some(),
+                window: vertical.map_or(0, |t| t.window as u32),
+                chw: transform.layout == Layout::Chw,
+                per_word,
+                from_rgbx: horizontal.is_none(),
+                // Either source starts at the first row the vertical taps count from.
+                source_base: 0,
+                bounds_base: 0,
+                weights_base,
+                first_word: 0,
+                out_base: 0,
+                channel_map: match transform.channel_order {
+                    ChannelOrder::Rgb => [0, 1, 2],
+                    ChannelOrder::Bgr => [2, 1, 0],
+                },
+            },
+            taps,
+            words: (crop_w * crop_h * 3).div_ceil(per_word as usize) as u64,
+            shape: transform.output_shape(width, height),
+        };
+        let dense_coefficient_bytes = image
+            .components
+            .iter()
+            .map(|c| (c.width_in_blocks * c.height_in_blocks * 64 * 2) as u64)
+            .sum();
+        Ok(Self {
+            dense_coefficient_bytes,
+            planes,
+            sample_words,
+            color,
+            rgbx_words: (width * height) as u64,
+            horizontal,
+            tensor,
+        })
+    }
+}
+
+impl ImageWork {
+    /// Bytes this image adds to a batch's uploads: coefficients, job records and taps.
+    pub fn uploaded_bytes(&self) -> u64 {
+        let coefs: usize = self
+            .planes
+            .iter()
+            .map(|p| p.coefs.len() + IdctJob::WORDS + 1)
+            .sum();
+        let horizontal = self
+            .horizontal
+            .as_ref()
+            .map_or(0, |h| h.taps.len() + HorizontalJob::WORDS + 1);
+        let words = coefs
+            + ColorJob::WORDS
+            + 1
+            + horizontal
+            + self.tensor.taps.len()
+            + TensorJob::WORDS
+            + 1;
+        words as u64 * 4
+    }
+}
+
+/// `taps` as the shaders read them: (start, count) pairs, then the weights; and where the
+/// weights start.
+fn tap_words(taps: &Taps) -> (Vec<u32>, u32) {
+    let mut words: Vec<u32> = taps.bounds.iter().flat_map(|&(s, n)| [s, n]).collect();
+    let weights_base = words.len() as u32;
+    words.extend(taps.weights.iter().map(|&w| w as u32));
+    (words, weights_base)
+}
+
+/// Component `ci`'s coefficients in the compact form shaders/idct.wgsl reads: for the image
+/// blocks in row-major order, `width_in_blocks` per row, an offset table (one word per block
+/// plus one, offsets from the table's start) followed by one word per non-zero coefficient,
+/// `natural index << 16 | value`. Blocks libjpeg would smooth are uploaded smoothed (rare and
+/// cheap, so it stays on the CPU).
+pub(crate) fn compact_coefficients(image: &CoefficientImage, ci: usize) -> Vec<u32> {
+    let comp = &image.components[ci];
+    let blocks = comp.width_in_blocks * comp.height_in_blocks;
+    let mut words = vec![0u32; blocks + 1];
+    words.reserve(blocks * 8);
+    for by in 0..comp.height_in_blocks {
+        for bx in 0..comp.width_in_blocks {
+            let smoothed;
+            let block = match &image.smoothing {
+                Some(s) => {
+                    smoothed = smoothing::smoothed_block(image, s, ci, bx, by);
+                    &smoothed
+                }
+                None => comp.block(bx, by),
+            };
+            words[by * comp.width_in_blocks + bx] = words.len() as u32;
+            let entries = block.iter().enumerate().filter(|&(_, &c)| c != 0);
+            words.extend(entries.map(|(i, &c)| (i as u32) << 16 | u32::from(c as u16)));
+        }
+    }
+    words[blocks] = words.len() as u32;
+    words
+}
+
+fn method_index(method: Method) -> (u32, u32, u32) {
+    match method {
+        Method::Full => (0, 1, 1),
+        Method::H2V1Fancy => (1, 1, 1),
+        Method::H1V2Fancy => (2, 1, 1),
+        Method::H2V2Fancy => (3, 1, 1),
+        Method::Box { h, v } => (4, h as u32, v as u32),
+    }
+}
+
+fn color_space_index(color_space: ColorSpace) -> u32 {
+    match color_space {
+        ColorSpace::Grayscale => 0,
+        ColorSpace::YCbCr => 1,
+        ColorSpace::Rgb => 2,
+        ColorSpace::Cmyk => 3,
+        ColorSpace::Ycck => 4,
+    }
+}
