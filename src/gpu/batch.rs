@@ -46,7 +46,7 @@ impl Batch {
         queue.submit([encoder.finish()]);
         let elements = self.image_shape.iter().product();
         checked(device, || {
-            read_buffer(device, &readback, |bytes| {
+            read_buffer(device, &readback, readback.size(), |bytes| {
                 self.outcomes
                     .iter()
                     .enumerate()
@@ -136,7 +136,15 @@ impl GpuPipeline {
         for packing in packings.iter().filter(|p| !p.is_empty()) {
             let submitted = checked(device, || {
                 let mut encoder = device.create_command_encoder(&Default::default());
-                packing.record(&self.stages, device, &mut encoder, &buffer, window);
+                packing.record(
+                    &self.stages,
+                    device,
+                    &mut encoder,
+                    &buffer,
+                    window,
+                    &self.pool,
+                    &mut |_, _| {},
+                )?;
                 queue.submit([encoder.finish()]);
                 Ok(())
             });

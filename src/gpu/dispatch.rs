@@ -47,13 +47,71 @@ pub(crate) fn run(
     pass.dispatch_workgroups(x, y, 1);
 }
 
-/// Maps a readback buffer and hands its bytes to `read`.
+/// GPU buffers kept between calls, so that streaming batches of similar images allocates
+/// nothing after the first ones. Holds at most [`BufferPool::KEEP`] buffers.
+#[derive(Default)]
+pub(crate) struct BufferPool {
+    free: std::sync::Mutex<Vec<wgpu::Buffer>>,
+}
+
+impl BufferPool {
+    /// Buffers kept at most; the smallest go first.
+    const KEEP: usize = 8;
+
+    /// A buffer of at least `size` bytes with exactly `usage`: a kept one, or a new one rounded
+    /// up to a power of two (within the device's largest buffer) so that it can be reused.
+    pub fn take(
+        &self,
+        device: &wgpu::Device,
+        label: &str,
+        size: u64,
+        usage: wgpu::BufferUsages,
+    ) -> wgpu::Buffer {
+        let size = size.next_multiple_of(4).max(4);
+        {
+            let mut free = self.free.lock().unwrap_or_else(|e| e.into_inner());
+            let fitting = free
+                .iter()
+                .enumerate()
+                .filter(|(_, b)| b.usage() == usage && b.size() >= size)
+                .min_by_key(|(_, b)| b.size())
+                .map(|(i, _)| i);
+            if let Some(i) = fitting {
+                return free.swap_remove(i);
+            }
+        }
+        let rounded = size
+            .next_power_of_two()
+            .min(device.limits().max_buffer_size)
+            .max(size);
+        device.create_buffer(&wgpu::BufferDescriptor {
+            label: Some(label),
+            size: rounded,
+            usage,
+            mapped_at_creation: false,
+        })
+    }
+
+    /// Keeps `buffer` for a later [`BufferPool::take`]. Work already submitted that uses it is
+    /// ordered before any later submission, so it may be handed out again at once.
+    pub fn put(&self, buffer: wgpu::Buffer) {
+        let mut free = self.free.lock().unwrap_or_else(|e| e.into_inner());
+        free.push(buffer);
+        if free.len() > Self::KEEP {
+            let smallest = (0..free.len()).min_by_key(|&i| free[i].size()).unwrap_or(0);
+            free.swap_remove(smallest);
+        }
+    }
+}
+
+/// Maps the first `size` bytes of a readback buffer and hands them to `read`.
 pub(crate) fn read_buffer<T>(
     device: &wgpu::Device,
     buffer: &wgpu::Buffer,
+    size: u64,
     read: impl FnOnce(&[u8]) -> T,
 ) -> Result<T> {
-    let slice = buffer.slice(..);
+    let slice = buffer.slice(..size.max(4));
     let (sender, receiver) = std::sync::mpsc::channel();
     slice.map_async(wgpu::MapMode::Read, move |result| {
         let _ = sender.send(result);

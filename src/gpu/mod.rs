@@ -16,7 +16,7 @@ mod work;
 
 pub use batch::Batch;
 pub use context::{create_device, Gpu};
-pub use pipeline::GpuPipeline;
+pub use pipeline::{GpuPipeline, GpuTimings};
 pub use stream::{BatchStats, Streamed, DEFAULT_BATCH};
 
 /// The compiled stages.

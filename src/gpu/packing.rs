@@ -3,13 +3,15 @@
 //! arenas, one buffer per kind, each bound whole or, for the decoded RGBX images, through two
 //! windows of the device's largest binding.
 
-use super::dispatch::{run, storage_buffer};
+use super::dispatch::{run, storage_buffer, BufferPool};
 use super::jobs::TensorJob;
 use super::work::ImageWork;
 use super::Stages;
+use crate::error::{Error, Result};
 use crate::reference::tensor::value_table;
 use crate::transform::DType;
 use crate::Transform;
+use rayon::prelude::*;
 use std::num::NonZeroU64;
 
 /// The largest storage binding this device offers, as a whole number of offset-alignment units
@@ -94,7 +96,10 @@ struct Output {
 /// Images packed for one submission.
 pub(crate) struct Packing {
     idct: StageJobs,
-    coefs: Vec<u32>,
+    /// Each plane's compact coefficients and where they go in the coefficient arena; copied
+    /// into the upload in parallel.
+    coefs: Vec<(u64, Vec<u32>)>,
+    coef_words: u64,
     sample_words: u64,
     color: StageJobs,
     rgbx_words: u64,
@@ -146,6 +151,7 @@ impl Packing {
         Self {
             idct: StageJobs::default(),
             coefs: Vec::new(),
+            coef_words: 0,
             sample_words: 0,
             color: StageJobs::default(),
             rgbx_words: 0,
@@ -167,7 +173,7 @@ impl Packing {
     pub fn fits(&self, work: &ImageWork, window: u64) -> bool {
         let more = Footprint::of(work);
         Footprint {
-            coefs: self.coefs.len() as u64 * 4 + more.coefs,
+            coefs: self.coef_words * 4 + more.coefs,
             samples: self.sample_words * 4 + more.samples,
             rgbx: self.rgbx_words * 4 + more.rgbx,
             hpass: self.hpass_words * 4 + more.hpass,
@@ -181,10 +187,13 @@ impl Packing {
         let sample_base = self.sample_words as u32;
         for plane in work.planes {
             let mut job = plane.job;
-            job.coef_base = self.coefs.len() as u32;
+            // Mapped ranges start at multiples of 8 bytes (wgpu's MAP_ALIGNMENT).
+            self.coef_words = self.coef_words.next_multiple_of(2);
+            job.coef_base = self.coef_words as u32;
             job.sample_base += sample_base;
-            self.coefs.extend_from_slice(&plane.coefs);
             self.idct.push(&job.words(), u64::from(plane.invocations));
+            self.coef_words += plane.coefs.len() as u64;
+            self.coefs.push((u64::from(job.coef_base), plane.coefs));
         }
         self.sample_words += work.sample_words;
         let mut color = work.color;
@@ -229,7 +238,8 @@ impl Packing {
     }
 
     /// Records the four stages, writing each image's output into `output`, binding at most
-    /// `window` bytes at a time.
+    /// `window` bytes at a time. `after_stage` is called with each stage's name once it is
+    /// recorded (stage timing submits the encoder there).
     pub fn record(
         &self,
         stages: &Stages,
@@ -237,22 +247,15 @@ impl Packing {
         encoder: &mut wgpu::CommandEncoder,
         output: &wgpu::Buffer,
         window: u64,
-    ) {
+        pool: &BufferPool,
+        after_stage: &mut dyn FnMut(&'static str, &mut wgpu::CommandEncoder),
+    ) -> Result<()> {
         let dummy = storage_buffer(device, "unused", &[0], wgpu::BufferUsages::empty());
+        // Every word of these that a stage reads was written by the stage before.
         let arena = |label: &str, words: u64| {
-            device.create_buffer(&wgpu::BufferDescriptor {
-                label: Some(label),
-                size: (words * 4).max(4),
-                usage: wgpu::BufferUsages::STORAGE,
-                mapped_at_creation: false,
-            })
+            pool.take(device, label, words * 4, wgpu::BufferUsages::STORAGE)
         };
-        let coefs = storage_buffer(
-            device,
-            "coefficients",
-            &self.coefs,
-            wgpu::BufferUsages::empty(),
-        );
+        let coefs = self.upload_coefficients(device)?;
         let samples = arena("samples", self.sample_words);
         self.idct.dispatch(
             device,
@@ -260,6 +263,7 @@ impl Packing {
             &stages.idct,
             &[coefs.as_entire_binding(), samples.as_entire_binding()],
         );
+        after_stage("idct", encoder);
         let rgbx = arena("rgbx", self.rgbx_words);
         let rgbx_windows = windows::<2>(&rgbx, window, &dummy);
         self.color.dispatch(
@@ -272,6 +276,7 @@ impl Packing {
                 rgbx_windows[1].clone(),
             ],
         );
+        after_stage("color", encoder);
         let hpass = arena("horizontal pass", self.hpass_words);
         let taps = storage_buffer(device, "taps", &self.taps, wgpu::BufferUsages::empty());
         self.horizontal.dispatch(
@@ -285,6 +290,7 @@ impl Packing {
                 hpass.as_entire_binding(),
             ],
         );
+        after_stage("horizontal", encoder);
         let constants = storage_buffer(
             device,
             "constants",
@@ -324,6 +330,38 @@ impl Packing {
                 ],
             );
         }
+        after_stage("tensor", encoder);
+        drop(rgbx_windows);
+        for buffer in [samples, rgbx, hpass] {
+            pool.put(buffer);
+        }
+        Ok(())
+    }
+}
+
+impl Packing {
+    /// The coefficient arena, each plane copied into the mapped buffer by its own thread.
+    fn upload_coefficients(&self, device: &wgpu::Device) -> Result<wgpu::Buffer> {
+        let buffer = device.create_buffer(&wgpu::BufferDescriptor {
+            label: Some("coefficients"),
+            size: (self.coef_words * 4).max(4),
+            usage: wgpu::BufferUsages::STORAGE,
+            mapped_at_creation: true,
+        });
+        self.coefs
+            .par_iter()
+            .filter(|(_, words)| !words.is_empty())
+            .try_for_each(|(at, words)| -> Result<()> {
+                let range = at * 4..(at + words.len() as u64) * 4;
+                let mut view = buffer
+                    .slice(range)
+                    .get_mapped_range_mut()
+                    .map_err(|e| Error::Gpu(format!("cannot write the coefficients: {e}")))?;
+                view.copy_from_slice(bytemuck::cast_slice(words));
+                Ok(())
+            })?;
+        buffer.unmap();
+        Ok(buffer)
     }
 }
 

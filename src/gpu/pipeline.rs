@@ -1,6 +1,6 @@
 //! The GPU pipeline: compiled stages, and the calls that run images through them.
 
-use super::dispatch::{checked, read_buffer};
+use super::dispatch::{checked, read_buffer, BufferPool};
 use super::packing::{binding_window, Packing};
 use super::work::ImageWork;
 use super::Stages;
@@ -9,10 +9,32 @@ use crate::jpeg::CoefficientImage;
 use crate::tensor::{Tensor, TensorData};
 use crate::transform::DType;
 use crate::{RgbImage, Transform};
+use rayon::prelude::*;
+use std::time::Instant;
 
 /// Compiled pipelines for every stage; make once per device and share (it is `Send + Sync`).
 pub struct GpuPipeline {
     pub(crate) stages: Stages,
+    /// Arenas and output buffers kept between calls.
+    pub(crate) pool: BufferPool,
+    /// Whether each stage is submitted and waited for on its own, to time it.
+    time_stages: bool,
+}
+
+/// Where the GPU side of one call spent its time.
+#[derive(Clone, Debug, Default)]
+pub struct GpuTimings {
+    /// Packing prepared images into arenas and job tables (CPU).
+    pub pack: std::time::Duration,
+    /// Creating buffers (uploads included) and recording (CPU).
+    pub record: std::time::Duration,
+    /// From submitting to the results being ready to map: the GPU's work and the transfers.
+    pub execute: std::time::Duration,
+    /// Mapping the results and copying them into tensors (CPU).
+    pub read_back: std::time::Duration,
+    /// With [`GpuPipeline::timing_stages`]: each stage's wall time, submitted and waited for
+    /// on its own (so `record` and `execute` are then folded in here).
+    pub stages: Vec<(&'static str, std::time::Duration)>,
 }
 
 impl GpuPipeline {
@@ -20,7 +42,16 @@ impl GpuPipeline {
     pub fn new(device: &wgpu::Device) -> Self {
         Self {
             stages: Stages::new(device),
+            pool: BufferPool::default(),
+            time_stages: false,
         }
+    }
+
+    /// The same pipeline, submitting and waiting for each stage on its own so that
+    /// [`GpuTimings::stages`] can say what each costs. Slower: for profiling only.
+    pub fn timing_stages(mut self) -> Self {
+        self.time_stages = true;
+        self
     }
 
     /// Runs stages 1–4 on the GPU: the same tensor as [`crate::preprocess`], bit for bit.
@@ -32,7 +63,7 @@ impl GpuPipeline {
         transform: &Transform,
     ) -> Result<Tensor> {
         let work = ImageWork::new(image, transform)?;
-        let mut results = self.run_images(device, queue, vec![(0, work)], transform)?;
+        let (mut results, _) = self.run_images(device, queue, vec![(0, work)], transform)?;
         Ok(results.remove(0).1)
     }
 
@@ -64,7 +95,7 @@ impl GpuPipeline {
         queue: &wgpu::Queue,
         works: Vec<(usize, ImageWork)>,
         transform: &Transform,
-    ) -> Result<Vec<(usize, Tensor)>> {
+    ) -> Result<(Vec<(usize, Tensor)>, GpuTimings)> {
         let window = binding_window(device);
         self.run_images_in_windows(device, queue, works, transform, window)
     }
@@ -78,7 +109,14 @@ impl GpuPipeline {
         works: Vec<(usize, ImageWork)>,
         transform: &Transform,
         window: u64,
-    ) -> Result<Vec<(usize, Tensor)>> {
+    ) -> Result<(Vec<(usize, Tensor)>, GpuTimings)> {
+        let mut timings = GpuTimings::default();
+        let mut clock = Instant::now();
+        let lap = |clock: &mut Instant| {
+            let elapsed = clock.elapsed();
+            *clock = Instant::now();
+            elapsed
+        };
         let mut shapes = Vec::with_capacity(works.len());
         let mut packings = vec![Packing::new(transform)];
         let mut at = 0;
@@ -95,25 +133,50 @@ impl GpuPipeline {
             packings.last_mut().unwrap().push(index, work, at);
             at += words;
         }
-        checked(device, || {
-            let output = output_buffer(device, at * 4, wgpu::BufferUsages::COPY_SRC);
-            let readback = device.create_buffer(&wgpu::BufferDescriptor {
-                label: Some("tensor readback"),
-                size: output.size(),
-                usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
-                mapped_at_creation: false,
-            });
+        timings.pack = lap(&mut clock);
+        let tensors = checked(device, || {
+            // Every word of the output that is read back is written by the tensor stage.
+            let bytes = (at * 4).max(4);
+            let storage = wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC;
+            let output = self.pool.take(device, "tensors", bytes, storage);
+            let mapped = wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST;
+            let readback = self.pool.take(device, "tensor readback", bytes, mapped);
+            let mut stage_clock = Instant::now();
+            let mut after_stage = |stage: &'static str, encoder: &mut wgpu::CommandEncoder| {
+                if self.time_stages {
+                    let done = std::mem::replace(
+                        encoder,
+                        device.create_command_encoder(&Default::default()),
+                    );
+                    queue.submit([done.finish()]);
+                    let _ = device.poll(wgpu::PollType::wait_indefinitely());
+                    timings.stages.push((stage, lap(&mut stage_clock)));
+                }
+            };
             for packing in packings.iter().filter(|p| !p.is_empty()) {
                 let mut encoder = device.create_command_encoder(&Default::default());
-                packing.record(&self.stages, device, &mut encoder, &output, window);
+                packing.record(
+                    &self.stages,
+                    device,
+                    &mut encoder,
+                    &output,
+                    window,
+                    &self.pool,
+                    &mut after_stage,
+                )?;
                 queue.submit([encoder.finish()]);
             }
             let mut encoder = device.create_command_encoder(&Default::default());
-            encoder.copy_buffer_to_buffer(&output, 0, &readback, 0, output.size());
+            encoder.copy_buffer_to_buffer(&output, 0, &readback, 0, bytes);
             queue.submit([encoder.finish()]);
-            read_buffer(device, &readback, |bytes| {
+            timings.record = lap(&mut clock);
+            device
+                .poll(wgpu::PollType::wait_indefinitely())
+                .map_err(|e| Error::Gpu(format!("waiting for the GPU: {e}")))?;
+            timings.execute = lap(&mut clock);
+            let tensors = read_buffer(device, &readback, bytes, |bytes| {
                 shapes
-                    .into_iter()
+                    .into_par_iter()
                     .map(|(index, shape, at)| {
                         let elements = shape.iter().product();
                         let data =
@@ -121,8 +184,13 @@ impl GpuPipeline {
                         (index, Tensor { shape, data })
                     })
                     .collect()
-            })
-        })
+            });
+            self.pool.put(output);
+            self.pool.put(readback);
+            tensors
+        })?;
+        timings.read_back = lap(&mut clock);
+        Ok((tensors, timings))
     }
 }
 
@@ -193,7 +261,7 @@ mod tests {
             .collect();
         // 1 MiB: china.jpg (640x427) needs both RGBX windows; two images never share a packing.
         let window = 1 << 20;
-        let tensors = pipeline
+        let (tensors, _) = pipeline
             .run_images_in_windows(&gpu.device, &gpu.queue, works, &transform, window)
             .unwrap();
         assert_eq!(tensors.len(), 4);

@@ -2,7 +2,7 @@
 //! the GPU, so both stay busy.
 
 use super::packing::binding_window;
-use super::pipeline::{too_large, GpuPipeline};
+use super::pipeline::{too_large, GpuPipeline, GpuTimings};
 use super::work::ImageWork;
 use crate::error::{Error, Result};
 use crate::{jpeg, Limits, Tensor, Transform};
@@ -29,6 +29,8 @@ pub struct BatchStats {
     pub waited: Duration,
     /// From the start of its decoding to its tensors being on the CPU.
     pub latency: Duration,
+    /// The GPU side's time, phase by phase.
+    pub gpu_timings: GpuTimings,
 }
 
 /// The results of [`GpuPipeline::preprocess_many`], in input order, and per-batch stats.
@@ -108,7 +110,7 @@ impl GpuPipeline {
             let gpu_start = Instant::now();
             let mut stats = current.stats;
             let started = current.started;
-            let ((ran, gpu_time), following) = rayon::join(
+            let (((ran, timings), gpu_time), following) = rayon::join(
                 || {
                     let ran = self.run_prepared(device, queue, current.works, transform);
                     (ran, gpu_start.elapsed())
@@ -116,6 +118,7 @@ impl GpuPipeline {
                 || next.map(|(k, chunk)| prepare(k * batch, chunk)),
             );
             stats.gpu = gpu_time;
+            stats.gpu_timings = timings;
             stats.latency = started.elapsed();
             batches.push(stats);
             for (i, result) in ran {
@@ -143,7 +146,7 @@ impl GpuPipeline {
         queue: &wgpu::Queue,
         prepared: Vec<(usize, Result<ImageWork>)>,
         transform: &Transform,
-    ) -> Vec<(usize, Result<Tensor>)> {
+    ) -> (Vec<(usize, Result<Tensor>)>, GpuTimings) {
         let mut results = Vec::with_capacity(prepared.len());
         let mut works = Vec::with_capacity(prepared.len());
         for (i, work) in prepared {
@@ -153,11 +156,15 @@ impl GpuPipeline {
             }
         }
         let indices: Vec<usize> = works.iter().map(|(i, _)| *i).collect();
+        let mut timings = GpuTimings::default();
         match self.run_images(device, queue, works, transform) {
-            Ok(tensors) => results.extend(tensors.into_iter().map(|(i, t)| (i, Ok(t)))),
+            Ok((tensors, spent)) => {
+                results.extend(tensors.into_iter().map(|(i, t)| (i, Ok(t))));
+                timings = spent;
+            }
             Err(e) => results.extend(indices.into_iter().map(|i| (i, Err(gpu_error(&e))))),
         }
-        results
+        (results, timings)
     }
 }
 

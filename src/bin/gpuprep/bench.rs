@@ -27,6 +27,10 @@ pub fn run(args: BenchArgs) -> ExitCode {
         }
     }
     let backend = match backend(args.backend) {
+        Ok(Backend::Gpu(mut gpu)) if args.time_stages => {
+            gpu.pipeline = gpuprep::gpu::GpuPipeline::new(&gpu.gpu.device).timing_stages();
+            Backend::Gpu(gpu)
+        }
         Ok(b) => b,
         Err(e) => {
             eprintln!("error: {e}");
@@ -96,6 +100,7 @@ pub fn run(args: BenchArgs) -> ExitCode {
             "decode_ms": total(|b| b.decode), "gpu_ms": total(|b| b.gpu),
             "gpu_waited_for_decode_ms": total(|b| b.waited), "wall_ms": pass.seconds * 1e3,
         }),
+        gpu_phases(&pass.batches),
         json!({
             "what": "upload", "bytes_per_image": uploaded as f64 / n,
             "dense_i16_coefficient_bytes_per_image": dense as f64 / n,
@@ -113,6 +118,26 @@ pub fn run(args: BenchArgs) -> ExitCode {
         Some(out) => write_outputs(&files, out, transform, &backend),
         None => ExitCode::SUCCESS,
     }
+}
+
+/// The GPU side's phases summed over the batches (and its stages, when timed one by one).
+fn gpu_phases(batches: &[BatchStats]) -> serde_json::Value {
+    let sum = |f: &dyn Fn(&BatchStats) -> Duration| -> f64 { batches.iter().map(|b| ms(f(b))).sum() };
+    let mut line = json!({
+        "what": "gpu_phases",
+        "pack_ms": sum(&|b| b.gpu_timings.pack),
+        "record_upload_ms": sum(&|b| b.gpu_timings.record),
+        "execute_ms": sum(&|b| b.gpu_timings.execute),
+        "read_back_ms": sum(&|b| b.gpu_timings.read_back),
+    });
+    for batch in batches {
+        for (stage, time) in &batch.gpu_timings.stages {
+            let key = format!("stage_{stage}_ms");
+            let total = line[&key].as_f64().unwrap_or(0.0) + ms(*time);
+            line[key] = total.into();
+        }
+    }
+    line
 }
 
 fn ms(d: Duration) -> f64 {

@@ -72,6 +72,9 @@ struct BenchArgs {
     /// Timed passes over the files; the best one is reported.
     #[arg(long, default_value_t = 3)]
     repeat: usize,
+    /// Submit and wait for each GPU stage on its own, to report what each costs (slower).
+    #[arg(long)]
+    time_stages: bool,
     #[command(flatten)]
     transform: args::TransformArgs,
 }
