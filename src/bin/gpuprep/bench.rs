@@ -97,7 +97,7 @@ pub fn run(args: BenchArgs) -> ExitCode {
         }),
         json!({
             "what": "stages", "batches": pass.batches.len(),
-            "decode_ms": total(|b| b.decode), "gpu_ms": total(|b| b.gpu),
+            "decode_cpu_ms": total(|b| b.decode), "gpu_ms": total(|b| b.gpu),
             "gpu_waited_for_decode_ms": total(|b| b.waited), "wall_ms": pass.seconds * 1e3,
         }),
         gpu_phases(&pass.batches),
@@ -178,7 +178,6 @@ fn timed_pass(
                         .count();
                     BatchStats {
                         images: chunk.len(),
-                        bytes_in: chunk.iter().map(|b| b.len() as u64).sum(),
                         decode: started.elapsed(),
                         latency: started.elapsed(),
                         ..BatchStats::default()
