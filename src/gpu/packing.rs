@@ -41,6 +41,28 @@ impl StageJobs {
         self.total += invocations;
     }
 
+    /// Adds this stage's tables to `upload`; `None` when the stage has no work.
+    fn upload(&self, upload: &mut Upload) -> Option<StageTables> {
+        (self.total > 0).then(|| {
+            let mut starts = self.starts.clone();
+            starts.push(self.total as u32);
+            StageTables {
+                starts: upload.push(&starts),
+                jobs: upload.push(&self.words),
+                invocations: self.total as u32,
+            }
+        })
+    }
+}
+
+/// Where a stage's `starts` and job records lie in the upload.
+struct StageTables {
+    starts: std::ops::Range<u64>,
+    jobs: std::ops::Range<u64>,
+    invocations: u32,
+}
+
+impl StageTables {
     /// Records one dispatch over every job, binding `starts` and the jobs first, then
     /// `resources` in order.
     fn dispatch(
@@ -48,40 +70,58 @@ impl StageJobs {
         device: &wgpu::Device,
         encoder: &mut wgpu::CommandEncoder,
         pipeline: &wgpu::ComputePipeline,
+        upload: &wgpu::Buffer,
         resources: &[wgpu::BindingResource],
     ) {
-        if self.total == 0 {
-            return;
-        }
-        let mut starts = self.starts.clone();
-        starts.push(self.total as u32);
-        let starts = storage_buffer(device, "job starts", &starts, wgpu::BufferUsages::empty());
-        let jobs = storage_buffer(device, "jobs", &self.words, wgpu::BufferUsages::empty());
-        let mut entries = vec![
-            wgpu::BindGroupEntry {
-                binding: 0,
-                resource: starts.as_entire_binding(),
-            },
-            wgpu::BindGroupEntry {
-                binding: 1,
-                resource: jobs.as_entire_binding(),
-            },
-        ];
-        entries.extend(
-            resources
-                .iter()
-                .enumerate()
-                .map(|(i, resource)| wgpu::BindGroupEntry {
-                    binding: 2 + i as u32,
-                    resource: resource.clone(),
-                }),
-        );
+        let tables = [&self.starts, &self.jobs]
+            .map(|range| binding(upload, range.start, range.end - range.start));
+        let entries: Vec<wgpu::BindGroupEntry> = tables
+            .into_iter()
+            .chain(resources.iter().cloned())
+            .enumerate()
+            .map(|(i, resource)| wgpu::BindGroupEntry {
+                binding: i as u32,
+                resource,
+            })
+            .collect();
         let bind_group = device.create_bind_group(&wgpu::BindGroupDescriptor {
             label: None,
             layout: &pipeline.get_bind_group_layout(0),
             entries: &entries,
         });
-        run(device, encoder, pipeline, &bind_group, self.total as u32);
+        run(device, encoder, pipeline, &bind_group, self.invocations);
+    }
+}
+
+/// Everything a packing sends to the GPU, as one buffer: the small tables first, each at an
+/// offset the device can bind, then the coefficients, which threads copy in side by side.
+struct Upload {
+    words: Vec<u32>,
+    /// The device's storage offset alignment, in words.
+    align: usize,
+}
+
+impl Upload {
+    fn new(device: &wgpu::Device) -> Self {
+        let align = device.limits().min_storage_buffer_offset_alignment as usize / 4;
+        Self {
+            words: Vec::new(),
+            align: align.max(2),
+        }
+    }
+
+    /// Appends `words` (one zero word when empty, as bindings cannot be empty) at the next
+    /// aligned offset; returns their byte range.
+    fn push(&mut self, words: &[u32]) -> std::ops::Range<u64> {
+        self.words
+            .resize(self.words.len().next_multiple_of(self.align), 0);
+        let start = self.words.len() as u64 * 4;
+        if words.is_empty() {
+            self.words.push(0);
+        } else {
+            self.words.extend_from_slice(words);
+        }
+        start..self.words.len() as u64 * 4
     }
 }
 
@@ -251,82 +291,83 @@ impl Packing {
         after_stage: &mut dyn FnMut(&'static str, &mut wgpu::CommandEncoder),
     ) -> Result<()> {
         let dummy = storage_buffer(device, "unused", &[0], wgpu::BufferUsages::empty());
+        let mut upload = Upload::new(device);
+        let idct = self.idct.upload(&mut upload);
+        let color = self.color.upload(&mut upload);
+        let horizontal = self.horizontal.upload(&mut upload);
+        let tensor: Vec<Option<StageTables>> = self
+            .tensor_windows(window)
+            .iter()
+            .map(|jobs| jobs.upload(&mut upload))
+            .collect();
+        let taps = upload.push(&self.taps);
+        let constants = upload.push(&self.constants);
+        let coefs = upload.push(&[]);
+        let (buffer, coefs) = self.upload(device, upload, coefs.start)?;
+        let table =
+            |range: &std::ops::Range<u64>| binding(&buffer, range.start, range.end - range.start);
         // Every word of these that a stage reads was written by the stage before.
         let arena = |label: &str, words: u64| {
             pool.take(device, label, words * 4, wgpu::BufferUsages::STORAGE)
         };
-        let coefs = self.upload_coefficients(device)?;
         let samples = arena("samples", self.sample_words);
-        self.idct.dispatch(
-            device,
-            encoder,
-            &stages.idct,
-            &[coefs.as_entire_binding(), samples.as_entire_binding()],
-        );
+        if let Some(idct) = &idct {
+            idct.dispatch(
+                device,
+                encoder,
+                &stages.idct,
+                &buffer,
+                &[table(&coefs), samples.as_entire_binding()],
+            );
+        }
         after_stage("idct", encoder);
         let rgbx = arena("rgbx", self.rgbx_words);
         let rgbx_windows = windows::<2>(&rgbx, window, &dummy);
-        self.color.dispatch(
-            device,
-            encoder,
-            &stages.color,
-            &[
-                samples.as_entire_binding(),
-                rgbx_windows[0].clone(),
-                rgbx_windows[1].clone(),
-            ],
-        );
+        if let Some(color) = &color {
+            color.dispatch(
+                device,
+                encoder,
+                &stages.color,
+                &buffer,
+                &[
+                    samples.as_entire_binding(),
+                    rgbx_windows[0].clone(),
+                    rgbx_windows[1].clone(),
+                ],
+            );
+        }
         after_stage("color", encoder);
         let hpass = arena("horizontal pass", self.hpass_words);
-        let taps = storage_buffer(device, "taps", &self.taps, wgpu::BufferUsages::empty());
-        self.horizontal.dispatch(
-            device,
-            encoder,
-            &stages.horizontal,
-            &[
-                rgbx_windows[0].clone(),
-                rgbx_windows[1].clone(),
-                taps.as_entire_binding(),
-                hpass.as_entire_binding(),
-            ],
-        );
+        if let Some(horizontal) = &horizontal {
+            horizontal.dispatch(
+                device,
+                encoder,
+                &stages.horizontal,
+                &buffer,
+                &[
+                    rgbx_windows[0].clone(),
+                    rgbx_windows[1].clone(),
+                    table(&taps),
+                    hpass.as_entire_binding(),
+                ],
+            );
+        }
         after_stage("horizontal", encoder);
-        let constants = storage_buffer(
-            device,
-            "constants",
-            &self.constants,
-            wgpu::BufferUsages::empty(),
-        );
-        let window_words = window / 4;
-        let end = self
-            .outputs
-            .iter()
-            .map(|o| o.at + o.words)
-            .max()
-            .unwrap_or(0);
-        for (k, first) in (0..end).step_by(window_words as usize).enumerate() {
-            let last = first + window_words;
-            let mut jobs = StageJobs::default();
-            for output in &self.outputs {
-                let (from, to) = (output.at.max(first), (output.at + output.words).min(last));
-                if from < to {
-                    let mut job = output.job;
-                    job.first_word = (from - output.at) as u32;
-                    job.out_base = (from - first) as u32;
-                    jobs.push(&job.words(), to - from);
-                }
-            }
-            let size = (output.size() - k as u64 * window).min(window);
+        for (k, jobs) in tensor.iter().enumerate() {
+            let Some(jobs) = jobs else { continue };
+            let offset = k as u64 * window;
+            let size = (output.size() - offset).min(window);
             jobs.dispatch(
                 device,
                 encoder,
                 &stages.tensor,
+                &buffer,
                 &[
                     rgbx_windows[0].clone(),
                     rgbx_windows[1].clone(),
                     hpass.as_entire_binding(),
-                    constants.as_entire_binding(),
-                    binding(output, k as u64 * window, size),
+                    table(&constants),
+                    binding(output, offset, size),
                 ],
             );
         }
@@ -340,28 +381,73 @@ impl Packing {
 }
 
 impl Packing {
-    /// The coefficient arena, each plane copied into the mapped buffer by its own thread.
-    fn upload_coefficients(&self, device: &wgpu::Device) -> Result<wgpu::Buffer> {
+    /// The tensor stage's jobs for each window of `window` bytes of the output: the part of
+    /// each image's output that falls in it.
+    fn tensor_windows(&self, window: u64) -> Vec<StageJobs> {
+        let window_words = window / 4;
+        let end = self
+            .outputs
+            .iter()
+            .map(|o| o.at + o.words)
+            .max()
+            .unwrap_or(0);
+        (0..end)
+            .step_by(window_words as usize)
+            .map(|first| {
+                let last = first + window_words;
+                let mut jobs = StageJobs::default();
+                for output in &self.outputs {
+                    let (from, to) = (output.at.max(first), (output.at + output.words).min(last));
+                    if from < to {
+                        let mut job = output.job;
+                        job.first_word = (from - output.at) as u32;
+                        job.out_base = (from - first) as u32;
+                        jobs.push(&job.words(), to - from);
+                    }
+                }
+                jobs
+            })
+            .collect()
+    }
+
+    /// The upload buffer: `upload`'s tables, then from byte `coef_start` the coefficients,
+    /// each plane copied into the mapped buffer by its own thread. Returns the buffer and the
+    /// coefficients' byte range.
+    fn upload(
+        &self,
+        device: &wgpu::Device,
+        upload: Upload,
+        coef_start: u64,
+    ) -> Result<(wgpu::Buffer, std::ops::Range<u64>)> {
+        let coef_end = coef_start + (self.coef_words * 4).max(4);
         let buffer = device.create_buffer(&wgpu::BufferDescriptor {
-            label: Some("coefficients"),
-            size: (self.coef_words * 4).max(4),
+            label: Some("upload"),
+            size: coef_end,
             usage: wgpu::BufferUsages::STORAGE,
             mapped_at_creation: true,
         });
+        let mapping_error = |e| Error::Gpu(format!("cannot write the upload: {e}"));
+        buffer
+            .slice(..coef_start)
+            .get_mapped_range_mut()
+            .map_err(mapping_error)?
+            .copy_from_slice(bytemuck::cast_slice(
+                &upload.words[..coef_start as usize / 4],
+            ));
         self.coefs
             .par_iter()
             .filter(|(_, words)| !words.is_empty())
             .try_for_each(|(at, words)| -> Result<()> {
-                let range = at * 4..(at + words.len() as u64) * 4;
-                let mut view = buffer
-                    .slice(range)
+                let start = coef_start + at * 4;
+                buffer
+                    .slice(start..start + words.len() as u64 * 4)
                     .get_mapped_range_mut()
-                    .map_err(|e| Error::Gpu(format!("cannot write the coefficients: {e}")))?;
-                view.copy_from_slice(bytemuck::cast_slice(words));
+                    .map_err(mapping_error)?
+                    .copy_from_slice(bytemuck::cast_slice(words));
                 Ok(())
             })?;
         buffer.unmap();
-        Ok(buffer)
+        Ok((buffer, coef_start..coef_end))
     }
 }
 

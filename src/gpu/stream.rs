@@ -117,7 +117,8 @@ impl GpuPipeline {
                 }
                 received += pending.len();
                 spawn_until(received + 2 * batch);
-                let (ran, stats) = self.run_batch(device, queue, pending, wait.elapsed(), transform);
+                let (ran, stats) =
+                    self.run_batch(device, queue, pending, wait.elapsed(), transform);
                 batches.push(stats);
                 for (i, result) in ran {
                     results[i] = Some(result);

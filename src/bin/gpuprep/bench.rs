@@ -122,7 +122,8 @@ pub fn run(args: BenchArgs) -> ExitCode {
 
 /// The GPU side's phases summed over the batches (and its stages, when timed one by one).
 fn gpu_phases(batches: &[BatchStats]) -> serde_json::Value {
-    let sum = |f: &dyn Fn(&BatchStats) -> Duration| -> f64 { batches.iter().map(|b| ms(f(b))).sum() };
+    let sum =
+        |f: &dyn Fn(&BatchStats) -> Duration| -> f64 { batches.iter().map(|b| ms(f(b))).sum() };
     let mut line = json!({
         "what": "gpu_phases",
         "pack_ms": sum(&|b| b.gpu_timings.pack),
