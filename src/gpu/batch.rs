@@ -136,15 +136,7 @@ impl GpuPipeline {
         for packing in packings.iter().filter(|p| !p.is_empty()) {
             let submitted = checked(device, || {
                 let mut encoder = device.create_command_encoder(&Default::default());
-                packing.record(
-                    &self.stages,
-                    device,
-                    &mut encoder,
-                    &buffer,
-                    window,
-                    &self.pool,
-                    &mut |_, _| {},
-                )?;
+                packing.record(self, device, &mut encoder, &buffer, window, &mut |_, _| {})?;
                 queue.submit([encoder.finish()]);
                 Ok(())
             });

@@ -3,10 +3,10 @@
 //! arenas, one buffer per kind, each bound whole or, for the decoded RGBX images, through two
 //! windows of the device's largest binding.
 
-use super::dispatch::{run, storage_buffer, BufferPool};
+use super::dispatch::{run, storage_buffer};
 use super::jobs::TensorJob;
+use super::pipeline::GpuPipeline;
 use super::work::ImageWork;
-use super::Stages;
 use crate::error::{Error, Result};
 use crate::reference::tensor::value_table;
 use crate::transform::DType;
@@ -282,14 +282,14 @@ impl Packing {
     /// recorded (stage timing submits the encoder there).
     pub fn record(
         &self,
-        stages: &Stages,
+        pipeline: &GpuPipeline,
         device: &wgpu::Device,
         encoder: &mut wgpu::CommandEncoder,
         output: &wgpu::Buffer,
         window: u64,
-        pool: &BufferPool,
         after_stage: &mut dyn FnMut(&'static str, &mut wgpu::CommandEncoder),
     ) -> Result<()> {
+        let (stages, pool) = (&pipeline.stages, &pipeline.pool);
         let dummy = storage_buffer(device, "unused", &[0], wgpu::BufferUsages::empty());
         let mut upload = Upload::new(device);
         let idct = self.idct.upload(&mut upload);
@@ -372,7 +372,6 @@ impl Packing {
             );
         }
         after_stage("tensor", encoder);
-        drop(rgbx_windows);
         for buffer in [samples, rgbx, hpass] {
             pool.put(buffer);
         }

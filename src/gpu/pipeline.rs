@@ -156,12 +156,11 @@ impl GpuPipeline {
             for packing in packings.iter().filter(|p| !p.is_empty()) {
                 let mut encoder = device.create_command_encoder(&Default::default());
                 packing.record(
-                    &self.stages,
+                    self,
                     device,
                     &mut encoder,
                     &output,
                     window,
-                    &self.pool,
                     &mut after_stage,
                 )?;
                 queue.submit([encoder.finish()]);
