@@ -206,3 +206,47 @@ fn stacking_without_a_fixed_size_is_refused() {
     assert_eq!(output.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&output.stderr).contains("one output size"));
 }
+
+/// `gpuprep bench` prints one JSON object per line, each with a `what` key, and the throughput
+/// lines carry the figures the benchmarks quote; a file that fails is counted, not fatal.
+#[test]
+fn bench_prints_json_lines() {
+    let output = gpuprep()
+        .arg("bench")
+        .arg(data("photos/mpl__grace_hopper.jpg"))
+        .arg(data("photos/sklearn__china.jpg"))
+        .arg(data("malformed/pillow__hopper.png"))
+        .args([
+            "--backend",
+            "cpu",
+            "--resize",
+            "32x32",
+            "--repeat",
+            "1",
+            "--batch",
+            "2",
+        ])
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{output:?}");
+    let lines: Vec<serde_json::Value> = String::from_utf8(output.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let line = |what: &str| {
+        lines
+            .iter()
+            .find(|l| l["what"] == what)
+            .unwrap_or_else(|| panic!("no {what} line in {lines:?}"))
+    };
+    let pipeline = line("pipeline");
+    assert_eq!(pipeline["images"], 3);
+    assert_eq!(pipeline["ok"], 2);
+    for key in ["img_s", "mb_s", "p50_ms", "p95_ms"] {
+        assert!(pipeline[key].as_f64().unwrap() > 0.0, "{key}: {pipeline}");
+    }
+    assert!(line("entropy_only")["img_s"].as_f64().unwrap() > 0.0);
+    line("stages");
+    line("upload");
+}

@@ -194,3 +194,52 @@ fn a_bad_image_fails_alone_in_a_gpu_batch() {
     }
     assert!(tensors[1].is_none());
 }
+
+/// The streaming call: images of different sizes and a bad one, more of them than a batch holds,
+/// come back in input order, each equal to the CPU reference, the bad one failing alone.
+#[test]
+fn streamed_images_keep_their_order_and_fail_alone() {
+    let Some(gpu) = gpu() else { return };
+    let pipeline = GpuPipeline::new(&gpu.device);
+    let files = [
+        "photos/mpl__grace_hopper.jpg",
+        "conformance/jdec__mozilla__jpg-progressive.jpg",
+        "malformed/pillow__hopper.png",
+        "photos/sklearn__china.jpg",
+        "conformance/jdec__mozilla__jpg-gray.jpg",
+    ];
+    let bytes: Vec<Vec<u8>> = files
+        .iter()
+        .map(|f| std::fs::read(common::manifest_dir().join("tests/data").join(f)).unwrap())
+        .collect();
+    let inputs: Vec<&[u8]> = bytes.iter().map(Vec::as_slice).collect();
+    // Resize(64) on the shorter side: every output has its own shape.
+    let transform = gpuprep::Transform {
+        resize: Some(gpuprep::transform::Resize::ShorterSide(64)),
+        ..Default::default()
+    };
+    let streamed = pipeline.preprocess_many(
+        &gpu.device,
+        &gpu.queue,
+        &inputs,
+        &transform,
+        &Limits::default(),
+        2,
+    );
+    assert_eq!(streamed.results.len(), files.len());
+    assert!(
+        streamed.batches.len() >= 2,
+        "{} batches",
+        streamed.batches.len()
+    );
+    for (i, (result, bytes)) in streamed.results.iter().zip(&inputs).enumerate() {
+        match gpuprep::preprocess(bytes, &transform, &Limits::default()) {
+            Ok(expected) => assert!(result.as_ref().ok() == Some(&expected), "{}", files[i]),
+            Err(_) => assert!(
+                matches!(result, Err(gpuprep::Error::NotJpeg(_))),
+                "{}",
+                files[i]
+            ),
+        }
+    }
+}

@@ -43,10 +43,10 @@ impl Batch {
         });
         let mut encoder = device.create_command_encoder(&Default::default());
         encoder.copy_buffer_to_buffer(&self.buffer, 0, &readback, 0, readback.size());
-        queue.submit([encoder.finish()]);
+        let submission = queue.submit([encoder.finish()]);
         let elements = self.image_shape.iter().product();
         checked(device, || {
-            read_buffer(device, &readback, readback.size(), |bytes| {
+            read_buffer(device, &readback, readback.size(), submission, |bytes| {
                 self.outcomes
                     .iter()
                     .enumerate()

@@ -104,11 +104,13 @@ impl BufferPool {
     }
 }
 
-/// Maps the first `size` bytes of a readback buffer and hands them to `read`.
+/// Maps the first `size` bytes of a readback buffer once `submission` (the one that fills it)
+/// has run, and hands them to `read`.
 pub(crate) fn read_buffer<T>(
     device: &wgpu::Device,
     buffer: &wgpu::Buffer,
     size: u64,
+    submission: wgpu::SubmissionIndex,
     read: impl FnOnce(&[u8]) -> T,
 ) -> Result<T> {
     let slice = buffer.slice(..size.max(4));
@@ -117,7 +119,10 @@ pub(crate) fn read_buffer<T>(
         let _ = sender.send(result);
     });
     device
-        .poll(wgpu::PollType::wait_indefinitely())
+        .poll(wgpu::PollType::Wait {
+            submission_index: Some(submission),
+            timeout: None,
+        })
         .map_err(|e| Error::Gpu(format!("waiting for the GPU: {e}")))?;
     receiver
         .recv()

@@ -96,27 +96,35 @@ impl GpuPipeline {
         works: Vec<(usize, ImageWork)>,
         transform: &Transform,
     ) -> Result<(Vec<(usize, Tensor)>, GpuTimings)> {
-        let window = binding_window(device);
-        self.run_images_in_windows(device, queue, works, transform, window)
+        let submitted = self.submit_images(device, queue, works, transform)?;
+        self.finish(device, submitted)
     }
 
-    /// [`Self::run_images`] with bindings of at most `window` bytes (a multiple of the device's
-    /// offset alignment), so that tests can make small images need several.
-    fn run_images_in_windows(
+    /// The first half of [`Self::run_images`]: packs, records and submits, and returns without
+    /// waiting for the GPU, so that the caller can prepare the next batch meanwhile.
+    pub(crate) fn submit_images(
+        &self,
+        device: &wgpu::Device,
+        queue: &wgpu::Queue,
+        works: Vec<(usize, ImageWork)>,
+        transform: &Transform,
+    ) -> Result<Submitted> {
+        let window = binding_window(device);
+        self.submit_in_windows(device, queue, works, transform, window)
+    }
+
+    /// [`Self::submit_images`] with bindings of at most `window` bytes (a multiple of the
+    /// device's offset alignment), so that tests can make small images need several.
+    fn submit_in_windows(
         &self,
         device: &wgpu::Device,
         queue: &wgpu::Queue,
         works: Vec<(usize, ImageWork)>,
         transform: &Transform,
         window: u64,
-    ) -> Result<(Vec<(usize, Tensor)>, GpuTimings)> {
+    ) -> Result<Submitted> {
         let mut timings = GpuTimings::default();
         let mut clock = Instant::now();
-        let lap = |clock: &mut Instant| {
-            let elapsed = clock.elapsed();
-            *clock = Instant::now();
-            elapsed
-        };
         let mut shapes = Vec::with_capacity(works.len());
         let mut packings = vec![Packing::new(transform)];
         let mut at = 0;
@@ -134,7 +142,7 @@ impl GpuPipeline {
             at += words;
         }
         timings.pack = lap(&mut clock);
-        let tensors = checked(device, || {
+        checked(device, || {
             // Every word of the output that is read back is written by the tensor stage.
             let bytes = (at * 4).max(4);
             let storage = wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC;
@@ -167,19 +175,47 @@ impl GpuPipeline {
             }
             let mut encoder = device.create_command_encoder(&Default::default());
             encoder.copy_buffer_to_buffer(&output, 0, &readback, 0, bytes);
-            queue.submit([encoder.finish()]);
+            let submission = queue.submit([encoder.finish()]);
             timings.record = lap(&mut clock);
-            device
-                .poll(wgpu::PollType::wait_indefinitely())
-                .map_err(|e| Error::Gpu(format!("waiting for the GPU: {e}")))?;
-            timings.execute = lap(&mut clock);
-            let tensors = read_buffer(device, &readback, bytes, |bytes| {
+            Ok(Submitted {
+                output,
+                readback,
+                bytes,
+                shapes,
+                dtype: transform.dtype,
+                submission,
+                timings,
+                clock,
+            })
+        })
+    }
+
+    /// The second half of [`Self::run_images`]: waits for `submitted` and reads its tensors
+    /// back.
+    pub(crate) fn finish(
+        &self,
+        device: &wgpu::Device,
+        submitted: Submitted,
+    ) -> Result<(Vec<(usize, Tensor)>, GpuTimings)> {
+        let Submitted {
+            output,
+            readback,
+            bytes,
+            shapes,
+            dtype,
+            submission,
+            mut timings,
+            mut clock,
+        } = submitted;
+        let tensors = checked(device, || {
+            timings.record += lap(&mut clock);
+            let tensors = read_buffer(device, &readback, bytes, submission, |bytes| {
+                timings.execute = lap(&mut clock);
                 shapes
                     .into_par_iter()
                     .map(|(index, shape, at)| {
                         let elements = shape.iter().product();
-                        let data =
-                            tensor_data(&bytes[at as usize * 4..], transform.dtype, elements);
+                        let data = tensor_data(&bytes[at as usize * 4..], dtype, elements);
                         (index, Tensor { shape, data })
                     })
                     .collect()
@@ -191,6 +227,29 @@ impl GpuPipeline {
         timings.read_back = lap(&mut clock);
         Ok((tensors, timings))
     }
+}
+
+/// A batch submitted to the GPU whose tensors are still to be read back.
+pub(crate) struct Submitted {
+    output: wgpu::Buffer,
+    readback: wgpu::Buffer,
+    /// Bytes of output.
+    bytes: u64,
+    /// Caller's index, shape and first output word of each image.
+    shapes: Vec<(usize, [usize; 3], u64)>,
+    dtype: DType,
+    /// The submission that copies the output to `readback`.
+    submission: wgpu::SubmissionIndex,
+    timings: GpuTimings,
+    /// When the last timed phase ended.
+    clock: Instant,
+}
+
+/// The time since `clock`, which restarts.
+fn lap(clock: &mut Instant) -> std::time::Duration {
+    let elapsed = clock.elapsed();
+    *clock = Instant::now();
+    elapsed
 }
 
 /// The error for an image whose arenas cannot be bound on this device, if it is one.
@@ -260,9 +319,10 @@ mod tests {
             .collect();
         // 1 MiB: china.jpg (640x427) needs both RGBX windows; two images never share a packing.
         let window = 1 << 20;
-        let (tensors, _) = pipeline
-            .run_images_in_windows(&gpu.device, &gpu.queue, works, &transform, window)
+        let submitted = pipeline
+            .submit_in_windows(&gpu.device, &gpu.queue, works, &transform, window)
             .unwrap();
+        let (tensors, _) = pipeline.finish(&gpu.device, submitted).unwrap();
         assert_eq!(tensors.len(), 4);
         for (i, tensor) in tensors {
             let expected = crate::reference::preprocess(&images[i % 2], &transform).unwrap();

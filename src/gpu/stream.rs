@@ -2,7 +2,7 @@
 //! the GPU, so both stay busy.
 
 use super::packing::binding_window;
-use super::pipeline::{too_large, GpuPipeline, GpuTimings};
+use super::pipeline::{too_large, GpuPipeline, GpuTimings, Submitted};
 use super::work::ImageWork;
 use crate::error::{Error, Result};
 use crate::{jpeg, Limits, Tensor, Transform};
@@ -97,6 +97,7 @@ impl GpuPipeline {
             // The first batches are small, so the GPU starts early; then they grow to `batch`.
             let mut target = (batch / 8).max(1);
             let mut received = 0;
+            let mut in_flight = None;
             while received < images.len() {
                 let wait = Instant::now();
                 let mut pending = Vec::with_capacity(batch);
@@ -117,13 +118,15 @@ impl GpuPipeline {
                 }
                 received += pending.len();
                 spawn_until(received + 2 * batch);
-                let (ran, stats) =
-                    self.run_batch(device, queue, pending, wait.elapsed(), transform);
-                batches.push(stats);
-                for (i, result) in ran {
-                    results[i] = Some(result);
+                // One batch stays on the GPU while the next is packed and submitted.
+                let launched = self.launch(device, queue, pending, wait.elapsed(), transform);
+                if let Some(previous) = in_flight.replace(launched) {
+                    self.land(device, previous, &mut results, &mut batches);
                 }
                 target = (target * 2).min(batch);
+            }
+            if let Some(last) = in_flight.take() {
+                self.land(device, last, &mut results, &mut batches);
             }
         });
         Streamed {
@@ -138,20 +141,20 @@ impl GpuPipeline {
         }
     }
 
-    /// Runs one batch of decoded images and says what it cost.
-    fn run_batch(
+    /// Submits one batch of decoded images; the ones that failed to decode wait beside it.
+    fn launch(
         &self,
         device: &wgpu::Device,
         queue: &wgpu::Queue,
         pending: Vec<Decoded>,
         waited: Duration,
         transform: &Transform,
-    ) -> (Vec<(usize, Result<Tensor>)>, BatchStats) {
+    ) -> Flight {
         let good = pending.iter().filter_map(|d| d.work.as_ref().ok());
         let (uploaded, dense) = good.fold((0, 0), |(u, d), w| {
             (u + w.uploaded_bytes(), d + w.dense_coefficient_bytes)
         });
-        let mut stats = BatchStats {
+        let stats = BatchStats {
             images: pending.len(),
             bytes_uploaded: uploaded,
             dense_coefficient_bytes: dense,
@@ -161,42 +164,74 @@ impl GpuPipeline {
         };
         let started = pending.iter().map(|d| d.started).min();
         let gpu_start = Instant::now();
-        let prepared = pending.into_iter().map(|d| (d.index, d.work)).collect();
-        let (ran, timings) = self.run_prepared(device, queue, prepared, transform);
-        stats.gpu = gpu_start.elapsed();
-        stats.gpu_timings = timings;
-        stats.latency = started.map_or(Duration::ZERO, |s| s.elapsed());
-        (ran, stats)
+        let mut failed = Vec::new();
+        let mut works = Vec::with_capacity(pending.len());
+        for decoded in pending {
+            match decoded.work {
+                Ok(work) => works.push((decoded.index, work)),
+                Err(e) => failed.push((decoded.index, Err(e))),
+            }
+        }
+        let running: Vec<usize> = works.iter().map(|(i, _)| *i).collect();
+        let submitted = self.submit_images(device, queue, works, transform);
+        Flight {
+            failed,
+            running,
+            submitted,
+            stats,
+            started,
+            gpu_start,
+        }
     }
 
-    /// Runs the prepared images of one batch; the ones that failed to prepare keep their error,
-    /// and a GPU failure is every image's error.
-    fn run_prepared(
+    /// Waits for `flight`, puts its results in place and its stats last in `batches`; a GPU
+    /// failure is every image's error.
+    fn land(
         &self,
         device: &wgpu::Device,
-        queue: &wgpu::Queue,
-        prepared: Vec<(usize, Result<ImageWork>)>,
-        transform: &Transform,
-    ) -> (Vec<(usize, Result<Tensor>)>, GpuTimings) {
-        let mut results = Vec::with_capacity(prepared.len());
-        let mut works = Vec::with_capacity(prepared.len());
-        for (i, work) in prepared {
-            match work {
-                Ok(work) => works.push((i, work)),
-                Err(e) => results.push((i, Err(e))),
+        flight: Flight,
+        results: &mut [Option<Result<Tensor>>],
+        batches: &mut Vec<BatchStats>,
+    ) {
+        let Flight {
+            failed,
+            running,
+            submitted,
+            mut stats,
+            started,
+            gpu_start,
+        } = flight;
+        for (i, result) in failed {
+            results[i] = Some(result);
+        }
+        match submitted.and_then(|s| self.finish(device, s)) {
+            Ok((tensors, timings)) => {
+                for (i, tensor) in tensors {
+                    results[i] = Some(Ok(tensor));
+                }
+                stats.gpu_timings = timings;
+            }
+            Err(e) => {
+                for i in running {
+                    results[i] = Some(Err(gpu_error(&e)));
+                }
             }
         }
-        let indices: Vec<usize> = works.iter().map(|(i, _)| *i).collect();
-        let mut timings = GpuTimings::default();
-        match self.run_images(device, queue, works, transform) {
-            Ok((tensors, spent)) => {
-                results.extend(tensors.into_iter().map(|(i, t)| (i, Ok(t))));
-                timings = spent;
-            }
-            Err(e) => results.extend(indices.into_iter().map(|i| (i, Err(gpu_error(&e))))),
-        }
-        (results, timings)
+        stats.gpu = gpu_start.elapsed();
+        stats.latency = started.map_or(Duration::ZERO, |s| s.elapsed());
+        batches.push(stats);
     }
+}
+
+/// A batch submitted to the GPU, and the images of it that failed before.
+struct Flight {
+    failed: Vec<(usize, Result<Tensor>)>,
+    /// The images on the GPU.
+    running: Vec<usize>,
+    submitted: Result<Submitted>,
+    stats: BatchStats,
+    started: Option<Instant>,
+    gpu_start: Instant,
 }
 
 /// `prepare(i)`, with a panic (a decoder bug) turned into that image's error, so that it can
