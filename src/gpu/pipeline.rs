@@ -28,7 +28,8 @@ pub struct GpuTimings {
     pub pack: std::time::Duration,
     /// Creating buffers (uploads included) and recording (CPU).
     pub record: std::time::Duration,
-    /// From submitting to the results being ready to map: the GPU's work and the transfers.
+    /// Waiting for the GPU's work and the transfers once nothing else is left to do (with a
+    /// batch in flight, most of the GPU's work is hidden behind the next batch's packing).
     pub execute: std::time::Duration,
     /// Mapping the results and copying them into tensors (CPU).
     pub read_back: std::time::Duration,
@@ -185,7 +186,6 @@ impl GpuPipeline {
                 dtype: transform.dtype,
                 submission,
                 timings,
-                clock,
             })
         })
     }
@@ -205,10 +205,10 @@ impl GpuPipeline {
             dtype,
             submission,
             mut timings,
-            mut clock,
         } = submitted;
+        // Time spent meanwhile on other batches is not this one's.
+        let mut clock = Instant::now();
         let tensors = checked(device, || {
-            timings.record += lap(&mut clock);
             let tensors = read_buffer(device, &readback, bytes, submission, |bytes| {
                 timings.execute = lap(&mut clock);
                 shapes
@@ -241,8 +241,6 @@ pub(crate) struct Submitted {
     /// The submission that copies the output to `readback`.
     submission: wgpu::SubmissionIndex,
     timings: GpuTimings,
-    /// When the last timed phase ended.
-    clock: Instant,
 }
 
 /// The time since `clock`, which restarts.

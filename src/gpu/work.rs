@@ -249,19 +249,29 @@ pub(crate) fn compact_coefficients(image: &CoefficientImage, ci: usize) -> Vec<u
 }
 
 /// Appends `index << 16 | value` for each non-zero coefficient of `block`, in order. Most are
-/// zero, so four at a time are skipped with one comparison.
+/// zero, so the block is first turned into a 64-bit mask of its non-zero coefficients, four
+/// 16-bit lanes at a time, and only the mask's set bits are visited.
 fn push_nonzero(block: &[i16; 64], words: &mut Vec<u32>) {
-    let quads: [u64; 16] = bytemuck::cast(*block);
-    for (q, &quad) in quads.iter().enumerate() {
-        if quad == 0 {
-            continue;
-        }
-        for (k, &c) in block[q * 4..q * 4 + 4].iter().enumerate() {
-            if c != 0 {
-                words.push(((q * 4 + k) as u32) << 16 | u32::from(c as u16));
-            }
-        }
+    let mut mask = nonzero_mask(block);
+    while mask != 0 {
+        let i = mask.trailing_zeros() as usize;
+        words.push((i as u32) << 16 | u32::from(block[i] as u16));
+        mask &= mask - 1;
     }
+}
+
+/// Bit i set where `block[i]` is not zero.
+fn nonzero_mask(block: &[i16; 64]) -> u64 {
+    const LOW15: u64 = 0x7fff_7fff_7fff_7fff;
+    const LANE_BITS: u64 = 0x0001_0001_0001_0001;
+    // Moves bits 0, 16, 32 and 48 to bits 48..52; the other products land elsewhere.
+    const GATHER: u64 = 1 << 48 | 1 << 33 | 1 << 18 | 1 << 3;
+    let quads: [u64; 16] = bytemuck::cast(*block);
+    quads.iter().enumerate().fold(0, |mask, (q, &quad)| {
+        // Bit 15 of each lane: set when the lane is non-zero.
+        let high = ((quad & LOW15) + LOW15 | quad) >> 15 & LANE_BITS;
+        mask | (high.wrapping_mul(GATHER) >> 48) << (4 * q)
+    })
 }
 
 fn method_index(method: Method) -> (u32, u32, u32) {
@@ -281,5 +291,30 @@ fn color_space_index(color_space: ColorSpace) -> u32 {
         ColorSpace::Rgb => 2,
         ColorSpace::Cmyk => 3,
         ColorSpace::Ycck => 4,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn nonzero_mask_marks_exactly_the_nonzero_coefficients() {
+        let mut state = 0x2545_f491_4f6c_dd1d_u64;
+        for case in 0..10_000 {
+            let block: [i16; 64] = std::array::from_fn(|_| {
+                state ^= state << 13;
+                state ^= state >> 7;
+                state ^= state << 17;
+                // Mostly zeros, some extremes.
+                match state % 8 {
+                    0 => i16::MIN,
+                    1 => -1,
+                    2 => (state >> 32) as i16,
+                    3 => i16::MAX,
+                    _ => 0,
+                }
+            });
+            let expected = (0..64).fold(0u64, |m, i| m | u64::from(block[i] != 0) << i);
+            assert_eq!(super::nonzero_mask(&block), expected, "case {case}");
+        }
     }
 }
