@@ -255,7 +255,7 @@ fn push_nonzero(block: &[i16; 64], words: &mut Vec<u32>) {
     let mut mask = nonzero_mask(block);
     while mask != 0 {
         let i = mask.trailing_zeros() as usize;
-        words.push((i as u32) << 16 | u32::from(block[i] as u16));
+        words.push(((i as u32) << 16) | u32::from(block[i] as u16));
         mask &= mask - 1;
     }
 }
@@ -265,12 +265,12 @@ fn nonzero_mask(block: &[i16; 64]) -> u64 {
     const LOW15: u64 = 0x7fff_7fff_7fff_7fff;
     const LANE_BITS: u64 = 0x0001_0001_0001_0001;
     // Moves bits 0, 16, 32 and 48 to bits 48..52; the other products land elsewhere.
-    const GATHER: u64 = 1 << 48 | 1 << 33 | 1 << 18 | 1 << 3;
+    const GATHER: u64 = (1 << 48) | (1 << 33) | (1 << 18) | (1 << 3);
     let quads: [u64; 16] = bytemuck::cast(*block);
     quads.iter().enumerate().fold(0, |mask, (q, &quad)| {
         // Bit 15 of each lane: set when the lane is non-zero.
-        let high = ((quad & LOW15) + LOW15 | quad) >> 15 & LANE_BITS;
-        mask | (high.wrapping_mul(GATHER) >> 48) << (4 * q)
+        let high = ((((quad & LOW15) + LOW15) | quad) >> 15) & LANE_BITS;
+        mask | ((high.wrapping_mul(GATHER) >> 48) << (4 * q))
     })
 }
 
