@@ -303,7 +303,7 @@ impl Packing {
         let taps = upload.push(&self.taps);
         let constants = upload.push(&self.constants);
         let coefs = upload.push(&[]);
-        let (buffer, coefs) = self.upload(device, upload, coefs.start)?;
+        let (buffer, coefs) = self.upload(device, &pipeline.copiers, upload, coefs.start)?;
         let table =
             |range: &std::ops::Range<u64>| binding(&buffer, range.start, range.end - range.start);
         // Every word of these that a stage reads was written by the stage before.
@@ -415,6 +415,7 @@ impl Packing {
     fn upload(
         &self,
         device: &wgpu::Device,
+        copiers: &rayon::ThreadPool,
         upload: Upload,
         coef_start: u64,
     ) -> Result<(wgpu::Buffer, std::ops::Range<u64>)> {
@@ -433,18 +434,20 @@ impl Packing {
             .copy_from_slice(bytemuck::cast_slice(
                 &upload.words[..coef_start as usize / 4],
             ));
-        self.coefs
-            .par_iter()
-            .filter(|(_, words)| !words.is_empty())
-            .try_for_each(|(at, words)| -> Result<()> {
-                let start = coef_start + at * 4;
-                buffer
-                    .slice(start..start + words.len() as u64 * 4)
-                    .get_mapped_range_mut()
-                    .map_err(mapping_error)?
-                    .copy_from_slice(bytemuck::cast_slice(words));
-                Ok(())
-            })?;
+        copiers.install(|| {
+            self.coefs
+                .par_iter()
+                .filter(|(_, words)| !words.is_empty())
+                .try_for_each(|(at, words)| -> Result<()> {
+                    let start = coef_start + at * 4;
+                    buffer
+                        .slice(start..start + words.len() as u64 * 4)
+                        .get_mapped_range_mut()
+                        .map_err(mapping_error)?
+                        .copy_from_slice(bytemuck::cast_slice(words));
+                    Ok(())
+                })
+        })?;
         buffer.unmap();
         Ok((buffer, coef_start..coef_end))
     }

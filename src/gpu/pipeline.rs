@@ -17,6 +17,9 @@ pub struct GpuPipeline {
     pub(crate) stages: Stages,
     /// Arenas and output buffers kept between calls.
     pub(crate) pool: BufferPool,
+    /// A few threads of its own for the big copies (uploads, read-back), so that they do not
+    /// queue behind the decoding tasks on rayon's global pool: they are on the critical path.
+    pub(crate) copiers: rayon::ThreadPool,
     /// Whether each stage is submitted and waited for on its own, to time it.
     time_stages: bool,
 }
@@ -44,6 +47,7 @@ impl GpuPipeline {
         Self {
             stages: Stages::new(device),
             pool: BufferPool::default(),
+            copiers: copy_threads(),
             time_stages: false,
         }
     }
@@ -211,14 +215,16 @@ impl GpuPipeline {
         let tensors = checked(device, || {
             let tensors = read_buffer(device, &readback, bytes, submission, |bytes| {
                 timings.execute = lap(&mut clock);
-                shapes
-                    .into_par_iter()
-                    .map(|(index, shape, at)| {
-                        let elements = shape.iter().product();
-                        let data = tensor_data(&bytes[at as usize * 4..], dtype, elements);
-                        (index, Tensor { shape, data })
-                    })
-                    .collect()
+                self.copiers.install(|| {
+                    shapes
+                        .into_par_iter()
+                        .map(|(index, shape, at)| {
+                            let elements = shape.iter().product();
+                            let data = tensor_data(&bytes[at as usize * 4..], dtype, elements);
+                            (index, Tensor { shape, data })
+                        })
+                        .collect()
+                })
             });
             self.pool.put(output);
             self.pool.put(readback);
@@ -241,6 +247,17 @@ pub(crate) struct Submitted {
     /// The submission that copies the output to `readback`.
     submission: wgpu::SubmissionIndex,
     timings: GpuTimings,
+}
+
+/// The copy threads: a quarter of the cores, at least one.
+fn copy_threads() -> rayon::ThreadPool {
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    rayon::ThreadPoolBuilder::new()
+        .num_threads((cores / 4).max(1))
+        .thread_name(|i| format!("gpuprep-copy-{i}"))
+        .build()
+        .or_else(|_| rayon::ThreadPoolBuilder::new().num_threads(1).build())
+        .expect("one thread can be started")
 }
 
 /// The time since `clock`, which restarts.
