@@ -91,7 +91,7 @@ fn planar_row_sse2<const N: usize>(
     }
 }
 
-/// Σ plane[start + k]·w[k] over the split weights, wrapping.
+/// `Σ plane[start + k] · w[k]` over the split weights, wrapping.
 #[inline]
 #[target_feature(enable = "sse2")]
 fn dot(plane: &[u8], start: usize, lo: &[i16], hi: &[i16]) -> i32 {

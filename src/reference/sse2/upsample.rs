@@ -16,7 +16,7 @@ fn lanes(row: &[i16], i: usize) -> __m128i {
     bytemuck::cast(<[i16; 8]>::try_from(&row[i..i + 8]).unwrap())
 }
 
-/// Writes the column sums 3·`near`[i] + `far`[i] (the vertical half of h2v2) into
+/// Writes the column sums `3 * near[i] + far[i]` (the vertical half of h2v2) into
 /// `padded[1..=n]`, `n` = `near.len()`; the caller pads the ends.
 #[allow(unsafe_code, reason = "calling an SSE2 function; see the SAFETY note")]
 pub fn column_sums(near: &[u8], far: &[u8], padded: &mut [i16]) {
@@ -48,8 +48,8 @@ fn column_sums8(near: &[u8], far: &[u8], i: usize) -> __m128i {
 }
 
 /// The horizontal triangle filter: for each of the `n` samples of `padded[1..=n]` (ends
-/// repeated at 0 and n + 1), outputs (3·s[i] + s[i−1] + even_bias) >> SHIFT and
-/// (3·s[i] + s[i+1] + odd_bias) >> SHIFT into `out[2i]` and `out[2i + 1]`.
+/// repeated at 0 and n + 1), outputs `(3 * s[i] + s[i - 1] + even_bias) >> SHIFT` and
+/// `(3 * s[i] + s[i + 1] + odd_bias) >> SHIFT` into `out[2i]` and `out[2i + 1]`.
 #[allow(unsafe_code, reason = "calling an SSE2 function; see the SAFETY note")]
 pub fn fancy_row<const SHIFT: i32>(padded: &[i16], biases: [i16; 2], out: &mut [u8]) {
     // SAFETY: SSE2 is part of the x86-64 baseline, so every CPU this code runs on has it.
