@@ -9,25 +9,10 @@
     reason = "criterion's macros generate undocumented functions"
 )]
 
-use criterion::{criterion_group, criterion_main, Criterion, Throughput};
-use std::path::PathBuf;
+mod common;
 
-fn bench_files() -> (String, Vec<Vec<u8>>) {
-    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
-    let dir = std::env::var_os("GPUPREP_BENCH_DIR")
-        .map(PathBuf::from)
-        .or_else(|| Some(root.join("../shared/bench/photos-imagenet")).filter(|d| d.is_dir()))
-        .unwrap_or_else(|| root.join("tests/data/photos"));
-    let files = gpuprep::convert::expand_inputs(std::slice::from_ref(&dir)).expect("bench folder");
-    let bytes = files
-        .iter()
-        .map(|f| std::fs::read(f).expect("readable"))
-        .collect();
-    let name = dir
-        .file_name()
-        .map_or_else(String::new, |n| n.to_string_lossy().into_owned());
-    (name, bytes)
-}
+use common::bench_files;
+use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 
 fn decode(c: &mut Criterion) {
     let (dir, files) = bench_files();

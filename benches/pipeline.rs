@@ -21,32 +21,17 @@
     reason = "criterion's macros generate undocumented functions"
 )]
 
+mod common;
+
+use common::bench_files;
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use fast_image_resize::{images::Image, FilterType, PixelType, ResizeAlg, ResizeOptions, Resizer};
 use gpuprep::{Backend, Limits, Tensor, TensorData, Transform};
 use rayon::prelude::*;
-use std::path::PathBuf;
 
 const SIZE: u32 = 224;
 const MEAN: [f32; 3] = [0.485, 0.456, 0.406];
 const STD: [f32; 3] = [0.229, 0.224, 0.225];
-
-fn bench_files() -> (String, Vec<Vec<u8>>) {
-    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
-    let dir = std::env::var_os("GPUPREP_BENCH_DIR")
-        .map(PathBuf::from)
-        .or_else(|| Some(root.join("../shared/bench/photos-imagenet")).filter(|d| d.is_dir()))
-        .unwrap_or_else(|| root.join("tests/data/photos"));
-    let files = gpuprep::convert::expand_inputs(std::slice::from_ref(&dir)).expect("bench folder");
-    let bytes = files
-        .iter()
-        .map(|f| std::fs::read(f).expect("readable"))
-        .collect();
-    let name = dir
-        .file_name()
-        .map_or_else(String::new, |n| n.to_string_lossy().into_owned());
-    (name, bytes)
-}
 
 /// RGB pixels → 224×224 bilinear (fast_image_resize) → normalised f32 C×H×W.
 fn resize_normalise(width: u32, height: u32, rgb: Vec<u8>, resizer: &mut Resizer) -> Vec<f32> {
