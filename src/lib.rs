@@ -44,3 +44,12 @@ pub fn decode_rgb(data: &[u8], limits: &Limits) -> Result<RgbImage> {
 pub fn preprocess(data: &[u8], transform: &Transform, limits: &Limits) -> Result<Tensor> {
     Backend::Cpu.preprocess(data, transform, limits)
 }
+
+/// The pipeline objects are made once and shared by every thread of a host application; this
+/// stops compiling if one of them ever loses `Send + Sync`.
+const _: fn() = || {
+    fn shared<T: Send + Sync>() {}
+    shared::<gpu::GpuPipeline>();
+    shared::<Backend>();
+    shared::<gpu::Batch>();
+};
