@@ -1,0 +1,117 @@
+//! Load: 100,000 images (small corpus files cycled, a broken one among them) streamed through the
+//! GPU loader and through the CPU backend, with the process's resident memory flat after
+//! warm-up. On lavapipe the GPU's buffers are host memory too, so they are counted.
+
+mod common;
+
+use gpuprep::gpu::{create_device, GpuPipeline};
+use gpuprep::{Backend, Limits, Transform};
+
+/// Images per run (GPUPREP_SOAK_IMAGES overrides, for a longer soak).
+fn total() -> usize {
+    std::env::var("GPUPREP_SOAK_IMAGES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(100_000)
+}
+
+/// Resident memory of this process, in bytes.
+fn resident_bytes() -> u64 {
+    let statm = std::fs::read_to_string("/proc/self/statm").expect("Linux /proc");
+    let pages: u64 = statm.split_whitespace().nth(1).unwrap().parse().unwrap();
+    pages * 4096
+}
+
+/// The files cycled through: small JPEGs of every colour space, and one that is not a JPEG.
+fn inputs() -> Vec<Vec<u8>> {
+    [
+        "conformance/jsuite__baseline__32x32x8_ycbcr.jpg",
+        "conformance/jsuite__baseline__32x32x8_ycbcr_2x2_1x1_1x1.jpg",
+        "conformance/jsuite__baseline__32x32x8_ycbcr_2x2_2x1_1x2.jpg",
+        "conformance/jsuite__baseline__32x32x8_rgb.jpg",
+        "conformance/jsuite__baseline__32x32x8_cmyk.jpg",
+        "conformance/jsuite__baseline__32x32x8_restarts.jpg",
+        "conformance/jsuite__baseline__16x16x8_grayscale.jpg",
+        "malformed/pillow__hopper.png",
+    ]
+    .iter()
+    .map(|f| std::fs::read(common::manifest_dir().join("tests/data").join(f)).unwrap())
+    .collect()
+}
+
+/// Runs `chunks` calls of `run` over `chunk` cycled inputs each; checks every call's results
+/// against the first call's and that resident memory after the first tenth stays within
+/// 8 MiB of its level then.
+fn soak(name: &str, run: impl Fn(&[&[u8]]) -> Vec<gpuprep::Result<gpuprep::Tensor>>) {
+    // Resident memory is the whole process's: one soak at a time.
+    static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let files = inputs();
+    let chunk = 1_000;
+    let images: Vec<&[u8]> = files
+        .iter()
+        .cycle()
+        .take(chunk)
+        .map(Vec::as_slice)
+        .collect();
+    let chunks = total().div_ceil(chunk);
+    let expected: Vec<Option<gpuprep::Tensor>> = run(&images).into_iter().map(Result::ok).collect();
+    assert_eq!(
+        expected.iter().filter(|t| t.is_none()).count(),
+        chunk / files.len()
+    );
+    let (mut warm, mut peak) = (0, 0);
+    for i in 1..chunks {
+        let results = run(&images);
+        for (result, expected) in results.iter().zip(&expected) {
+            assert_eq!(result.as_ref().ok(), expected.as_ref(), "{name}: call {i}");
+        }
+        let rss = resident_bytes();
+        if i == chunks / 10 {
+            warm = rss;
+        }
+        peak = peak.max(rss);
+    }
+    println!(
+        "{name}: {} images; resident {:.1} MiB after warm-up, peak {:.1} MiB",
+        chunks * chunk,
+        warm as f64 / 1048576.0,
+        peak as f64 / 1048576.0
+    );
+    let slack = 8 << 20;
+    assert!(
+        peak <= warm + slack,
+        "{name}: resident memory grew from {warm} to {peak} bytes"
+    );
+}
+
+#[test]
+fn gpu_loader_streams_without_growing() {
+    if std::env::var("GPUPREP_NO_GPU").is_ok_and(|v| v == "1") {
+        println!("GPUPREP_NO_GPU=1: GPU soak NOT run");
+        return;
+    }
+    let gpu = create_device().unwrap_or_else(|e| panic!("{e}"));
+    let pipeline = GpuPipeline::new(&gpu.device);
+    let transform = Transform::exact(24, 24);
+    soak("GPU loader", |images| {
+        pipeline
+            .preprocess_many(
+                &gpu.device,
+                &gpu.queue,
+                images,
+                &transform,
+                &Limits::default(),
+                64,
+            )
+            .results
+    });
+}
+
+#[test]
+fn cpu_backend_streams_without_growing() {
+    let transform = Transform::exact(24, 24);
+    soak("CPU backend", |images| {
+        Backend::Cpu.preprocess_many(images, &transform, &Limits::default())
+    });
+}
