@@ -104,6 +104,71 @@ impl BufferPool {
     }
 }
 
+/// Upload staging buffers (`MAP_WRITE | COPY_SRC`) kept mapped between batches: after a batch's
+/// copy out of one is submitted, it is mapped again in the background (the mapping completes
+/// once that copy has run), so that steady streaming neither allocates nor waits to upload.
+#[derive(Default)]
+pub(crate) struct StagingRing {
+    buffers: std::sync::Mutex<Vec<Staging>>,
+}
+
+/// A staging buffer and whether it is mapped and free.
+struct Staging {
+    buffer: wgpu::Buffer,
+    mapped: std::sync::Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl StagingRing {
+    /// Buffers kept at most; the smallest go first.
+    const KEEP: usize = 4;
+
+    /// A mapped staging buffer of at least `size` bytes: a kept one whose mapping has
+    /// completed, or a new one (mapped at creation, its size rounded up to a power of two).
+    pub fn take(&self, device: &wgpu::Device, size: u64) -> wgpu::Buffer {
+        use std::sync::atomic::Ordering;
+        let size = size.next_multiple_of(wgpu::COPY_BUFFER_ALIGNMENT).max(4);
+        {
+            let mut buffers = self.buffers.lock().unwrap_or_else(|e| e.into_inner());
+            let ready = buffers
+                .iter()
+                .position(|s| s.mapped.load(Ordering::Acquire) && s.buffer.size() >= size);
+            if let Some(i) = ready {
+                return buffers.swap_remove(i).buffer;
+            }
+        }
+        device.create_buffer(&wgpu::BufferDescriptor {
+            label: Some("upload staging"),
+            size: size
+                .next_power_of_two()
+                .min(device.limits().max_buffer_size)
+                .max(size),
+            usage: wgpu::BufferUsages::MAP_WRITE | wgpu::BufferUsages::COPY_SRC,
+            mapped_at_creation: true,
+        })
+    }
+
+    /// Takes `buffer` back once the copy out of it has been submitted: maps it again in the
+    /// background for a later [`StagingRing::take`].
+    pub fn put(&self, buffer: wgpu::Buffer) {
+        use std::sync::atomic::{AtomicBool, Ordering};
+        let mapped = std::sync::Arc::new(AtomicBool::new(false));
+        let done = mapped.clone();
+        buffer
+            .slice(..)
+            .map_async(wgpu::MapMode::Write, move |result| {
+                done.store(result.is_ok(), Ordering::Release);
+            });
+        let mut buffers = self.buffers.lock().unwrap_or_else(|e| e.into_inner());
+        buffers.push(Staging { buffer, mapped });
+        if buffers.len() > Self::KEEP {
+            let smallest = (0..buffers.len())
+                .min_by_key(|&i| buffers[i].buffer.size())
+                .unwrap_or(0);
+            buffers.swap_remove(smallest);
+        }
+    }
+}
+
 /// Maps the first `size` bytes of a readback buffer once `submission` (the one that fills it)
 /// has run, and hands them to `read`.
 pub(crate) fn read_buffer<T>(
