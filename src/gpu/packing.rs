@@ -125,20 +125,6 @@ impl Upload {
     }
 }
 
-/// What a recorded packing still holds: the staging buffer its upload is copied from, to hand
-/// back to the ring ([`Recorded::submitted`]) once the encoder is submitted.
-#[must_use = "the staging buffer goes back to the ring after the submit"]
-pub(crate) struct Recorded {
-    staging: wgpu::Buffer,
-}
-
-impl Recorded {
-    /// Call after submitting the encoder the packing was recorded into.
-    pub fn submitted(self, pipeline: &GpuPipeline) {
-        pipeline.staging.put(self.staging);
-    }
-}
-
 /// Where one image's output goes.
 struct Output {
     job: TensorJob,
@@ -302,7 +288,7 @@ impl Packing {
         output: &wgpu::Buffer,
         window: u64,
         after_stage: &mut dyn FnMut(&'static str, &mut wgpu::CommandEncoder),
-    ) -> Result<Recorded> {
+    ) -> Result<()> {
         let (stages, pool) = (&pipeline.stages, &pipeline.pool);
         let dummy = storage_buffer(device, "unused", &[0], wgpu::BufferUsages::empty());
         let mut upload = Upload::new(device);
@@ -317,8 +303,7 @@ impl Packing {
         let taps = upload.push(&self.taps);
         let constants = upload.push(&self.constants);
         let coefs = upload.push(&[]);
-        let (buffer, staging, coefs) =
-            self.upload(device, encoder, pipeline, upload, coefs.start)?;
+        let (buffer, coefs) = self.upload(device, &pipeline.copiers, upload, coefs.start)?;
         let table =
             |range: &std::ops::Range<u64>| binding(&buffer, range.start, range.end - range.start);
         // Every word of these that a stage reads was written by the stage before.
@@ -387,10 +372,10 @@ impl Packing {
             );
         }
         after_stage("tensor", encoder);
-        for buffer in [samples, rgbx, hpass, buffer] {
+        for buffer in [samples, rgbx, hpass] {
             pool.put(buffer);
         }
-        Ok(Recorded { staging })
+        Ok(())
     }
 }
 
@@ -425,34 +410,37 @@ impl Packing {
     }
 
     /// The upload buffer: `upload`'s tables, then from byte `coef_start` the coefficients,
-    /// each plane copied into a mapped staging buffer by its own copy thread, and the staging
-    /// buffer copied to the GPU by `encoder`. Returns the buffer and the coefficients' byte
-    /// range; the staging buffer goes back to the ring once the copy is submitted.
+    /// each plane copied into the mapped buffer by its own thread. Returns the buffer and the
+    /// coefficients' byte range.
     fn upload(
         &self,
         device: &wgpu::Device,
-        encoder: &mut wgpu::CommandEncoder,
-        pipeline: &GpuPipeline,
+        copiers: &rayon::ThreadPool,
         upload: Upload,
         coef_start: u64,
-    ) -> Result<(wgpu::Buffer, wgpu::Buffer, std::ops::Range<u64>)> {
+    ) -> Result<(wgpu::Buffer, std::ops::Range<u64>)> {
         let coef_end = coef_start + (self.coef_words * 4).max(4);
-        let staging = pipeline.staging.take(device, coef_end);
+        let buffer = device.create_buffer(&wgpu::BufferDescriptor {
+            label: Some("upload"),
+            size: coef_end,
+            usage: wgpu::BufferUsages::STORAGE,
+            mapped_at_creation: true,
+        });
         let mapping_error = |e| Error::Gpu(format!("cannot write the upload: {e}"));
-        staging
+        buffer
             .slice(..coef_start)
             .get_mapped_range_mut()
             .map_err(mapping_error)?
             .copy_from_slice(bytemuck::cast_slice(
                 &upload.words[..coef_start as usize / 4],
             ));
-        pipeline.copiers.install(|| {
+        copiers.install(|| {
             self.coefs
                 .par_iter()
                 .filter(|(_, words)| !words.is_empty())
                 .try_for_each(|(at, words)| -> Result<()> {
                     let start = coef_start + at * 4;
-                    staging
+                    buffer
                         .slice(start..start + words.len() as u64 * 4)
                         .get_mapped_range_mut()
                         .map_err(mapping_error)?
@@ -460,11 +448,8 @@ impl Packing {
                     Ok(())
                 })
         })?;
-        staging.unmap();
-        let usage = wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_DST;
-        let buffer = pipeline.pool.take(device, "upload", coef_end, usage);
-        encoder.copy_buffer_to_buffer(&staging, 0, &buffer, 0, coef_end);
-        Ok((buffer, staging, coef_start..coef_end))
+        buffer.unmap();
+        Ok((buffer, coef_start..coef_end))
     }
 }
 

@@ -1,6 +1,6 @@
 //! The GPU pipeline: compiled stages, and the calls that run images through them.
 
-use super::dispatch::{checked, read_buffer, BufferPool, StagingRing};
+use super::dispatch::{checked, read_buffer, BufferPool};
 use super::packing::{binding_window, Packing};
 use super::work::ImageWork;
 use super::Stages;
@@ -17,8 +17,6 @@ pub struct GpuPipeline {
     pub(crate) stages: Stages,
     /// Arenas and output buffers kept between calls.
     pub(crate) pool: BufferPool,
-    /// Upload staging buffers kept mapped between calls.
-    pub(crate) staging: StagingRing,
     /// A few threads of its own for copying uploads, so that they do not queue behind the
     /// decoding tasks on rayon's global pool: they are on the critical path.
     pub(crate) copiers: rayon::ThreadPool,
@@ -49,7 +47,6 @@ impl GpuPipeline {
         Self {
             stages: Stages::new(device),
             pool: BufferPool::default(),
-            staging: StagingRing::default(),
             copiers: copy_threads(),
             time_stages: false,
         }
@@ -171,7 +168,7 @@ impl GpuPipeline {
             };
             for packing in packings.iter().filter(|p| !p.is_empty()) {
                 let mut encoder = device.create_command_encoder(&Default::default());
-                let recorded = packing.record(
+                packing.record(
                     self,
                     device,
                     &mut encoder,
@@ -180,7 +177,6 @@ impl GpuPipeline {
                     &mut after_stage,
                 )?;
                 queue.submit([encoder.finish()]);
-                recorded.submitted(self);
             }
             let mut encoder = device.create_command_encoder(&Default::default());
             encoder.copy_buffer_to_buffer(&output, 0, &readback, 0, bytes);
