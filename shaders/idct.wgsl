@@ -24,10 +24,12 @@ struct Job {
 }
 
 @group(0) @binding(1) var<storage, read> jobs: array<Job>;
-// Quantised coefficients, compact, per job from `coef_base`: for the image blocks in row-major
-// order (width_in_blocks per row), words b and b + 1 delimit block b's entries (offsets from
-// `coef_base`), each one non-zero coefficient as `natural index << 16 | value & 0xFFFF`. Most
-// coefficients are zero.
+// Quantised coefficients, compact, per job from `coef_base` (`compact_coefficients` in
+// src/gpu/work.rs): for the image blocks in row-major order (width_in_blocks per row), a table
+// word per block plus one, `start << 1 | wide`, then a stream of 16-bit half-words (two per word,
+// the lower first) from which block b's entries run from its start to block b + 1's. An entry is
+// one non-zero coefficient: `index << 10 | value` (10-bit two's complement), or in a wide block
+// two half-words, the index and the 16-bit value. Most coefficients are zero.
 @group(0) @binding(2) var<storage, read> coefs: array<u32>;
 // Output planes, four samples per word (lowest byte first).
 @group(0) @binding(3) var<storage, read_write> samples: array<u32>;
@@ -111,10 +113,25 @@ fn load_block(block: u32) {
         block_coefs[i] = 0;
     }
     let base = jobs[job].coef_base;
-    for (var e = coefs[base + block]; e < coefs[base + block + 1u]; e++) {
-        let entry = coefs[base + e];
-        block_coefs[entry >> 16u] = bitcast<i32>(entry << 16u) >> 16u;
+    let stream = base + jobs[job].width_in_blocks * jobs[job].height_in_blocks + 1u;
+    let first = coefs[base + block];
+    let end = coefs[base + block + 1u] >> 1u;
+    if (first & 1u) == 0u {
+        for (var p = first >> 1u; p < end; p++) {
+            let entry = half_word(stream, p);
+            block_coefs[entry >> 10u] = bitcast<i32>(entry << 22u) >> 22u;
+        }
+    } else {
+        for (var p = first >> 1u; p < end; p += 2u) {
+            let value = half_word(stream, p + 1u);
+            block_coefs[half_word(stream, p) & 63u] = bitcast<i32>(value << 16u) >> 16u;
+        }
     }
+}
+
+// Half-word `p` of the entry stream that starts at word `stream`.
+fn half_word(stream: u32, p: u32) -> u32 {
+    return (coefs[stream + p / 2u] >> (16u * (p % 2u))) & 0xFFFFu;
 }
 
 // Quantised coefficient i (natural order) of the loaded block.

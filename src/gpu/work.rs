@@ -220,16 +220,22 @@ fn tap_words(taps: &Taps) -> (Vec<u32>, u32) {
     (words, weights_base)
 }
 
-/// Component `ci`'s coefficients in the compact form shaders/idct.wgsl reads: for the image
-/// blocks in row-major order, `width_in_blocks` per row, an offset table (one word per block
-/// plus one, offsets from the table's start) followed by one word per non-zero coefficient,
-/// `natural index << 16 | value`. Blocks libjpeg would smooth are uploaded smoothed (rare and
-/// cheap, so it stays on the CPU).
+/// Component `ci`'s coefficients in the compact form shaders/idct.wgsl reads, for the image
+/// blocks in row-major order (`width_in_blocks` per row):
+/// - a table of one word per block plus one: `start << 1 | wide`, where `start` is the block's
+///   first half-word in the entry stream, so that block b's entries lie between its start and
+///   block b + 1's;
+/// - the entry stream, two 16-bit half-words per word (the lower first), one entry per non-zero
+///   coefficient in natural order: `index << 10 | value` with the value in 10 bits two's
+///   complement, or, in a `wide` block (a value outside −512..=511), two half-words: the index,
+///   then the value.
+///
+/// Blocks libjpeg would smooth are uploaded smoothed (rare and cheap, so it stays on the CPU).
 pub(crate) fn compact_coefficients(image: &CoefficientImage, ci: usize) -> Vec<u32> {
     let comp = &image.components[ci];
     let blocks = comp.width_in_blocks * comp.height_in_blocks;
-    let mut words = vec![0u32; blocks + 1];
-    words.reserve(blocks * 8);
+    let mut table = Vec::with_capacity(blocks + 1);
+    let mut stream: Vec<u16> = Vec::with_capacity(blocks * 12);
     for by in 0..comp.height_in_blocks {
         for bx in 0..comp.width_in_blocks {
             let smoothed;
@@ -240,24 +246,41 @@ pub(crate) fn compact_coefficients(image: &CoefficientImage, ci: usize) -> Vec<u
                 }
                 None => comp.block(bx, by),
             };
-            words[by * comp.width_in_blocks + bx] = words.len() as u32;
-            push_nonzero(block, &mut words);
+            table.push(push_entries(block, &mut stream));
         }
     }
-    words[blocks] = words.len() as u32;
-    words
+    table.push((stream.len() as u32) << 1);
+    table.extend(
+        stream
+            .chunks(2)
+            .map(|pair| u32::from(pair[0]) | (u32::from(pair.get(1).copied().unwrap_or(0)) << 16)),
+    );
+    table
 }
 
-/// Appends `index << 16 | value` for each non-zero coefficient of `block`, in order. Most are
-/// zero, so the block is first turned into a 64-bit mask of its non-zero coefficients, four
-/// 16-bit lanes at a time, and only the mask's set bits are visited.
-fn push_nonzero(block: &[i16; 64], words: &mut Vec<u32>) {
-    let mut mask = nonzero_mask(block);
-    while mask != 0 {
-        let i = mask.trailing_zeros() as usize;
-        words.push(((i as u32) << 16) | u32::from(block[i] as u16));
-        mask &= mask - 1;
+/// Appends `block`'s entries to `stream` (see [`compact_coefficients`]) and returns its table
+/// word. Most coefficients are zero, so only the set bits of [`nonzero_mask`] are visited.
+fn push_entries(block: &[i16; 64], stream: &mut Vec<u16>) -> u32 {
+    let mask = nonzero_mask(block);
+    let set = |mut mask: u64| {
+        std::iter::from_fn(move || {
+            (mask != 0).then(|| {
+                let i = mask.trailing_zeros() as usize;
+                mask &= mask - 1;
+                i
+            })
+        })
+    };
+    let wide = set(mask).any(|i| !(-512..=511).contains(&block[i]));
+    let word = ((stream.len() as u32) << 1) | u32::from(wide);
+    for i in set(mask) {
+        if wide {
+            stream.extend([i as u16, block[i] as u16]);
+        } else {
+            stream.push(((i as u16) << 10) | (block[i] as u16 & 0x3ff));
+        }
     }
+    word
 }
 
 /// Bit i set where `block[i]` is not zero.
@@ -296,6 +319,71 @@ fn color_space_index(color_space: ColorSpace) -> u32 {
 
 #[cfg(test)]
 mod tests {
+    /// Block `b` of a compact plane of `blocks` blocks, expanded as shaders/idct.wgsl does.
+    fn expand(words: &[u32], blocks: usize, b: usize) -> [i16; 64] {
+        let half = |p: usize| (words[blocks + 1 + p / 2] >> (16 * (p % 2))) as u16;
+        let (first, end) = (words[b], (words[b + 1] >> 1) as usize);
+        let mut block = [0i16; 64];
+        let mut p = (first >> 1) as usize;
+        while p < end {
+            if first & 1 == 0 {
+                let entry = half(p);
+                block[usize::from(entry >> 10)] = ((entry << 6) as i16) >> 6;
+                p += 1;
+            } else {
+                block[usize::from(half(p) & 63)] = half(p + 1) as i16;
+                p += 2;
+            }
+        }
+        block
+    }
+
+    #[test]
+    fn entries_expand_back_to_the_blocks() {
+        let mut state = 0x9e37_79b9_7f4a_7c15_u64;
+        let mut next = move || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        };
+        let blocks: Vec<[i16; 64]> = (0..2_000)
+            .map(|b| {
+                std::array::from_fn(|i| match next() % 16 {
+                    0 if b % 3 == 0 => next() as i16,
+                    0..=2 => (next() % 1024) as i16 - 512,
+                    3 => -1,
+                    _ if i == 0 => 511,
+                    _ => 0,
+                })
+            })
+            .collect();
+        let mut table = Vec::new();
+        let mut stream = Vec::new();
+        for block in &blocks {
+            table.push(super::push_entries(block, &mut stream));
+        }
+        table.push((stream.len() as u32) << 1);
+        table.extend(
+            stream
+                .chunks(2)
+                .map(|p| u32::from(p[0]) | (u32::from(*p.get(1).unwrap_or(&0)) << 16)),
+        );
+        for (b, block) in blocks.iter().enumerate() {
+            assert_eq!(&expand(&table, blocks.len(), b), block, "block {b}");
+        }
+        // One half-word per entry, two in wide blocks.
+        let halves: usize = blocks
+            .iter()
+            .map(|b| {
+                let nonzero = b.iter().filter(|&&c| c != 0).count();
+                let wide = b.iter().any(|c| !(-512..=511).contains(c));
+                nonzero * if wide { 2 } else { 1 }
+            })
+            .sum();
+        assert_eq!(table.len(), blocks.len() + 1 + halves.div_ceil(2));
+    }
+
     #[test]
     fn nonzero_mask_marks_exactly_the_nonzero_coefficients() {
         let mut state = 0x2545_f491_4f6c_dd1d_u64;
