@@ -20,6 +20,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         transform: Transform::imagenet_eval(),
         limits: Limits::default(),
         backend: &backend,
+        progress: Some(&|done, total| eprintln!("{done} of {total} images")),
     };
     let files = convert::expand_inputs(&[folder.into()])?;
     let destination = Destination::from_path(out.into());

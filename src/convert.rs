@@ -128,9 +128,18 @@ pub struct Job<'a> {
     pub limits: Limits,
     /// Where the pixel stages run.
     pub backend: &'a Backend,
+    /// Called with (images done, images in all) each time a chunk of outputs is written; `None`
+    /// for silence.
+    pub progress: Option<&'a (dyn Fn(usize, usize) + Sync)>,
 }
 
 impl Job<'_> {
+    fn report_progress(&self, done: usize, total: usize) {
+        if let Some(progress) = self.progress {
+            progress(done, total);
+        }
+    }
+
     /// Loads `files` together (one GPU batch when the backend allows), in order.
     fn load_many(&self, files: &[PathBuf]) -> Vec<Result<Tensor>> {
         let read: Vec<Result<Vec<u8>>> = files.par_iter().map(|f| Ok(fs::read(f)?)).collect();
@@ -190,6 +199,7 @@ fn convert_to_directory(files: &[PathBuf], dir: &Path, job: &Job) -> Result<Vec<
             })
             .collect();
         reports.extend(written);
+        job.report_progress(reports.len(), files.len());
     }
     Ok(reports)
 }
@@ -229,6 +239,7 @@ fn convert_to_stack(files: &[PathBuf], path: &Path, job: &Job) -> Result<Vec<Ima
                 result,
             });
         }
+        job.report_progress(reports.len(), files.len());
     }
     stack.finish().map_err(|e| Error::from(e).in_file(path))?;
     Ok(reports)

@@ -250,3 +250,34 @@ fn bench_prints_json_lines() {
     line("stages");
     line("upload");
 }
+
+/// `--quiet` prints nothing on success; without it, stderr that is not a terminal gets the
+/// summary but never the progress line (no carriage returns in logs).
+#[test]
+fn quiet_is_silent_and_logs_get_no_progress_line() {
+    let run = |quiet: bool| {
+        let mut command = gpuprep();
+        command
+            .arg("convert")
+            .arg(data("photos/mpl__grace_hopper.jpg"))
+            .arg("--out")
+            .arg(fresh_dir(if quiet { "quiet" } else { "not-quiet" }))
+            .args(["--backend", "cpu", "--resize", "16x16"]);
+        if quiet {
+            command.arg("--quiet");
+        }
+        command.output().unwrap()
+    };
+    let quiet = run(true);
+    assert!(quiet.status.success());
+    assert!(
+        quiet.stderr.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&quiet.stderr)
+    );
+    let logged = run(false);
+    assert!(logged.status.success());
+    let stderr = String::from_utf8_lossy(&logged.stderr);
+    assert!(stderr.contains("converted 1 of 1 images"), "{stderr}");
+    assert!(!stderr.contains('\r'), "{stderr:?}");
+}

@@ -26,7 +26,7 @@ pub fn run(args: BenchArgs) -> ExitCode {
             return ExitCode::from(2);
         }
     }
-    let backend = match backend(args.backend) {
+    let backend = match backend(args.backend, false) {
         Ok(Backend::Gpu(mut gpu)) if args.time_stages => {
             gpu.pipeline = gpuprep::gpu::GpuPipeline::new(&gpu.gpu.device).timing_stages();
             Backend::Gpu(gpu)
@@ -207,9 +207,10 @@ fn write_outputs(
         transform,
         limits: Limits::default(),
         backend,
+        progress: None,
     };
     match convert::convert(files, &destination, &job) {
-        Ok(reports) => summarise(&reports, &destination, backend),
+        Ok(reports) => summarise(&reports, &destination, backend, false),
         Err(e) => {
             eprintln!("error: {e}");
             ExitCode::from(2)

@@ -2,6 +2,7 @@
 
 mod args;
 mod bench;
+mod progress;
 
 use clap::{Parser, Subcommand, ValueEnum};
 use gpuprep::convert::{self, Destination, Job};
@@ -48,6 +49,9 @@ struct ConvertArgs {
     /// Refuse files with more scans than this (progressive CPU-bomb guard).
     #[arg(long, default_value_t = Limits::default().max_scans)]
     max_scans: usize,
+    /// Print only errors: no progress line, no notes, no summary.
+    #[arg(long, short)]
+    quiet: bool,
     #[command(flatten)]
     transform: args::TransformArgs,
 }
@@ -97,12 +101,14 @@ fn main() -> ExitCode {
     }
 }
 
-fn backend(arg: BackendArg) -> gpuprep::Result<Backend> {
+fn backend(arg: BackendArg, quiet: bool) -> gpuprep::Result<Backend> {
     match arg {
         BackendArg::Cpu => Ok(Backend::Cpu),
         BackendArg::Gpu => Backend::gpu(),
         BackendArg::Auto => Backend::gpu().or_else(|e| {
-            eprintln!("note: using the CPU backend: {e}");
+            if !quiet {
+                eprintln!("note: using the CPU backend: {e}");
+            }
             Ok(Backend::Cpu)
         }),
     }
@@ -110,11 +116,17 @@ fn backend(arg: BackendArg) -> gpuprep::Result<Backend> {
 
 fn run(args: ConvertArgs) -> ExitCode {
     let destination = Destination::from_path(args.out);
-    let backend = match backend(args.backend) {
+    let backend = match backend(args.backend, args.quiet) {
         Ok(b) => b,
         Err(e) => {
             eprintln!("error: {e}");
             return ExitCode::from(2);
+        }
+    };
+    let line = progress::Line::on_terminal(args.quiet);
+    let report = |done: usize, total: usize| {
+        if let Some(line) = &line {
+            line.report(done, total);
         }
     };
     let job = Job {
@@ -124,11 +136,17 @@ fn run(args: ConvertArgs) -> ExitCode {
             max_scans: args.max_scans,
         },
         backend: &backend,
+        progress: line
+            .as_ref()
+            .map(|_| &report as &(dyn Fn(usize, usize) + Sync)),
     };
     let result = convert::expand_inputs(&args.inputs)
         .and_then(|files| convert::convert(&files, &destination, &job));
+    if let Some(line) = &line {
+        line.finish();
+    }
     match result {
-        Ok(reports) => summarise(&reports, &destination, &backend),
+        Ok(reports) => summarise(&reports, &destination, &backend, args.quiet),
         Err(e) => {
             eprintln!("error: {e}");
             ExitCode::from(2)
@@ -141,6 +159,7 @@ fn summarise(
     reports: &[convert::ImageReport],
     destination: &Destination,
     backend: &Backend,
+    quiet: bool,
 ) -> ExitCode {
     let failed = reports.iter().filter(|r| r.result.is_err()).count();
     for report in reports {
@@ -149,14 +168,16 @@ fn summarise(
         }
     }
     let (Destination::Directory(path) | Destination::Stacked(path)) = destination;
-    eprintln!(
-        "converted {} of {} images into {} on {} (report: {})",
-        reports.len() - failed,
-        reports.len(),
-        path.display(),
-        backend.describe(),
-        destination.report_path().display()
-    );
+    if !quiet {
+        eprintln!(
+            "converted {} of {} images into {} on {} (report: {})",
+            reports.len() - failed,
+            reports.len(),
+            path.display(),
+            backend.describe(),
+            destination.report_path().display()
+        );
+    }
     if failed == 0 {
         ExitCode::SUCCESS
     } else {
