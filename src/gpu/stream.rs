@@ -1,5 +1,5 @@
-//! Many images of any sizes: entropy decoding and packing on CPU threads run one batch ahead of
-//! the GPU, so both stay busy.
+//! Many images of any sizes: CPU threads decode continuously, up to two batches ahead of the
+//! GPU, while one batch runs on the GPU and the next is packed and submitted.
 
 use super::packing::binding_window;
 use super::pipeline::{too_large, GpuPipeline, GpuTimings, Submitted};
@@ -19,7 +19,8 @@ pub struct BatchStats {
     pub dense_coefficient_bytes: u64,
     /// CPU time of entropy decoding and preparing its images, summed over the threads.
     pub decode: Duration,
-    /// Wall time of the GPU work: recording, upload, dispatches, read-back.
+    /// From packing the batch to its tensors being read back (with a batch in flight, this
+    /// overlaps the next batch's packing).
     pub gpu: Duration,
     /// How long the GPU side waited for this batch's images to be decoded (the decoding the
     /// previous batches' GPU work did not hide).
