@@ -6,7 +6,9 @@ it records the SHA-256 of Pillow's `np.asarray(Image.open(f).convert('RGB'))`, o
 Pillow raised, into tests/goldens/decode.tsv, keyed by the path relative to its root; and for
 every JPEG Pillow decodes, the SHA-256 of each transform of tests/goldens/transforms.json
 (Pillow resize + torchvision's Resize/CenterCrop/ToTensor/Normalize arithmetic, done in numpy
-float32 in torchvision's operation order) into tests/goldens/transforms.tsv.
+float32 in torchvision's operation order) into tests/goldens/transforms.tsv; and for truncations
+of every such JPEG of tests/data, what Pillow makes of them with and without
+`ImageFile.LOAD_TRUNCATED_IMAGES` into tests/goldens/truncated.tsv.
 
 usage:
   tools/goldens.py            regenerate tests/goldens/decode.tsv
@@ -28,13 +30,15 @@ import sys
 
 import numpy as np
 import PIL
-from PIL import Image, features
+from PIL import Image, ImageFile, features
 
 PINNED_PILLOW = "12.0.0"
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 GOLDENS = os.path.join(ROOT, "tests", "goldens", "decode.tsv")
 TRANSFORM_GOLDENS = os.path.join(ROOT, "tests", "goldens", "transforms.tsv")
 TRANSFORMS = os.path.join(ROOT, "tests", "goldens", "transforms.json")
+TRUNCATED_GOLDENS = os.path.join(ROOT, "tests", "goldens", "truncated.tsv")
+TRUNCATION_FRACTIONS = (0.1, 0.35, 0.6, 0.85, 0.99)
 FILTERS = {"box": Image.BOX, "bilinear": Image.BILINEAR, "hamming": Image.HAMMING,
            "bicubic": Image.BICUBIC, "lanczos": Image.LANCZOS}
 IMAGENET = {"mean": [0.485, 0.456, 0.406], "std": [0.229, 0.224, 0.225]}
@@ -201,6 +205,68 @@ def build_transforms(roots):
     return "\n".join(header + ["\t".join(rows[k]) for k in sorted(rows)]) + "\n"
 
 
+def pillow_verdict(blob, load_truncated):
+    """(sha256 of the RGB pixels, "", whether every value is the same) or ("", Pillow's error,
+    False) for `blob`."""
+    ImageFile.LOAD_TRUNCATED_IMAGES = load_truncated
+    try:
+        rgb = np.asarray(Image.open(io.BytesIO(blob)).convert("RGB"))
+    except Exception as e:
+        message = f"{type(e).__name__}: {e}".replace("\t", " ").replace("\n", " ")
+        return "", re.sub(r" at 0x[0-9a-f]+", "", message), False
+    finally:
+        ImageFile.LOAD_TRUNCATED_IMAGES = False
+    blank = bool((rgb == rgb.flat[0]).all())
+    return hashlib.sha256(np.ascontiguousarray(rgb).tobytes()).hexdigest(), "", blank
+
+
+def first_scan_data(blob):
+    """Offset just past the first SOS segment (where Pillow's own header parsing stops)."""
+    i = 2
+    while i + 4 <= len(blob):
+        if blob[i] != 0xFF or blob[i + 1] in (0x00, 0xFF) or 0xD0 <= blob[i + 1] <= 0xD7:
+            i += 1
+            continue
+        length = blob[i + 2] << 8 | blob[i + 3]
+        if blob[i + 1] == 0xDA:
+            return i + 2 + length
+        i += 2 + length
+    return None
+
+
+def truncation_points(blob):
+    """Where the tests cut a file: through its data at fixed fractions, just after the first
+    scan header, inside it, and just before the end-of-image marker."""
+    points = {int(len(blob) * f) for f in TRUNCATION_FRACTIONS} | {len(blob) - 2}
+    sos_end = first_scan_data(blob)
+    if sos_end is not None:
+        points |= {sos_end, sos_end - 1}
+    return sorted(p for p in points if 0 < p < len(blob))
+
+
+def build_truncated():
+    root = os.path.join(ROOT, "tests", "data")
+    rows = []
+    for rel in images_under(root):
+        with open(os.path.join(root, rel), "rb") as f:
+            blob = f.read()
+        if not blob.startswith(b"\xff\xd8") or not is_huffman_dct(blob):
+            continue
+        if pillow_verdict(blob, False)[1]:
+            continue  # only files Pillow decodes whole
+        for kept in truncation_points(blob):
+            _, strict_error, _ = pillow_verdict(blob[:kept], False)
+            sha, lenient_error, blank = pillow_verdict(blob[:kept], True)
+            rows.append([rel, str(kept), strict_error, sha, "yes" if blank else "", lenient_error])
+    header = [
+        f"# Pillow {PIL.__version__}, libjpeg-turbo {features.version('libjpeg_turbo')}",
+        "# made by: python3 tools/goldens.py  (the first `kept` bytes of `file`; strict: Pillow's error by default;"
+        " rgb_sha256/lenient_error: with ImageFile.LOAD_TRUNCATED_IMAGES = True; blank: every value of that image the same)",
+        "file\tkept\tstrict_error\trgb_sha256\tblank\tlenient_error",
+    ]
+    return "\n".join(header + ["\t".join(r) for r in rows]) + "\n"
+
+
 def dump_ppm(image, out):
     rgb = pillow_rgb(image)
     h, w, _ = rgb.shape
@@ -220,7 +286,12 @@ def main():
         return
     if PIL.__version__ != PINNED_PILLOW or not features.check_feature("libjpeg_turbo"):
         sys.exit(f"goldens need Pillow {PINNED_PILLOW} with libjpeg-turbo: pip install -r tools/requirements.txt")
-    for path, text, key_columns in [(GOLDENS, build(args.roots), 1), (TRANSFORM_GOLDENS, build_transforms(args.roots), 2)]:
+    outputs = [
+        (GOLDENS, build(args.roots), 1),
+        (TRANSFORM_GOLDENS, build_transforms(args.roots), 2),
+        (TRUNCATED_GOLDENS, build_truncated(), 2),
+    ]
+    for path, text, key_columns in outputs:
         name = os.path.relpath(path, ROOT)
         if not args.check:
             with open(path, "w") as f:

@@ -18,8 +18,9 @@ use bits::{find_marker, BitReader};
 use huffman::{HuffmanSpec, HuffmanTable};
 use markers::{Frame, Process, ScanHeader};
 
-/// Safety limits checked before anything is allocated. `Default` matches Pillow's
-/// decompression-bomb error threshold.
+/// Safety limits checked before anything is allocated, and how lenient to be with files that end
+/// early. `Default` matches Pillow's defaults (its decompression-bomb error threshold, truncated
+/// files refused).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Limits {
     /// Largest accepted `width * height`. Default: 178,956,970 (Pillow raises
@@ -28,6 +29,15 @@ pub struct Limits {
     /// Most scans accepted in one file. Every scan walks a component's blocks, so a progressive
     /// file of thousands of tiny scans is a CPU bomb; real files use fewer than 100. Default: 1000.
     pub max_scans: usize,
+    /// Most bytes of prepared images (coefficients as uploaded) in one GPU batch of the streaming
+    /// loader: a batch closes early rather than pass it, and an image larger than it runs in a
+    /// batch of its own. Default: 256 MiB.
+    pub max_batch_bytes: u64,
+    /// Decode a file that ends early as far as it goes, like Pillow with
+    /// `ImageFile.LOAD_TRUNCATED_IMAGES = True`: the data gets an end-of-image marker where it
+    /// stops, so blocks past it are mid-grey, exactly as Pillow gives them. Other corruption
+    /// stays an error. Default: off (a typed [`Error::Truncated`], as Pillow raises `OSError`).
+    pub load_truncated: bool,
 }
 
 impl Default for Limits {
@@ -35,6 +45,8 @@ impl Default for Limits {
         Self {
             max_pixels: 2 * (1024 * 1024 * 1024 / 4 / 3),
             max_scans: 1000,
+            max_batch_bytes: 256 << 20,
+            load_truncated: false,
         }
     }
 }
@@ -45,28 +57,14 @@ pub fn decode_coefficients(data: &[u8], limits: &Limits) -> Result<CoefficientIm
         return Err(Error::NotJpeg(data.iter().take(4).copied().collect()));
     }
     let mut decoder = Decoder::new(data, *limits);
-    let mut next = find_marker(data, 2);
-    loop {
-        let Some((marker, pos)) = next else {
-            return Err(Error::Truncated("no end-of-image marker"));
-        };
-        next = match marker {
-            markers::EOI => return decoder.finish(),
-            markers::SOS => {
-                let next = decoder.scan(pos)?;
-                if decoder.single_scan == Some(true) {
-                    // libjpeg outputs a single-scan image as it decodes; what follows the scan
-                    // (even a missing EOI or a truncated segment) never reaches Pillow.
-                    return decoder.finish();
-                }
-                next
-            }
-            _ => {
-                decoder.segment(marker, pos)?;
-                let end = pos + segment_length(data, pos)?;
-                find_marker(data, end)
-            }
-        };
+    match decoder.run() {
+        // Pillow reads the headers up to the first scan itself and refuses a file that ends
+        // there; past it, it hands libjpeg an end-of-image marker where the file runs out.
+        Err(Error::Truncated(_)) if limits.load_truncated && decoder.reached_scan_data => {
+            let ended = [data, &[0xFF, markers::EOI]].concat();
+            Decoder::new(&ended, *limits).run()
+        }
+        result => result,
     }
 }
 
@@ -106,6 +104,8 @@ struct Decoder<'a> {
     last_good_imcu_row: usize,
     /// Scans seen so far.
     scans: usize,
+    /// A whole scan header was read, so what follows is entropy-coded data.
+    reached_scan_data: bool,
 }
 
 impl<'a> Decoder<'a> {
@@ -126,6 +126,34 @@ impl<'a> Decoder<'a> {
             single_scan: None,
             last_good_imcu_row: 0,
             scans: 0,
+            reached_scan_data: false,
+        }
+    }
+
+    /// Walks the markers after SOI to the end of the image.
+    fn run(&mut self) -> Result<CoefficientImage> {
+        let mut next = find_marker(self.data, 2);
+        loop {
+            let Some((marker, pos)) = next else {
+                return Err(Error::Truncated("no end-of-image marker"));
+            };
+            next = match marker {
+                markers::EOI => return self.finish(),
+                markers::SOS => {
+                    let next = self.scan(pos)?;
+                    if self.single_scan == Some(true) {
+                        // libjpeg outputs a single-scan image as it decodes; what follows the
+                        // scan (even a missing EOI or a truncated segment) never reaches Pillow.
+                        return self.finish();
+                    }
+                    next
+                }
+                _ => {
+                    self.segment(marker, pos)?;
+                    let end = pos + segment_length(self.data, pos)?;
+                    find_marker(self.data, end)
+                }
+            };
         }
     }
 
@@ -191,6 +219,7 @@ impl<'a> Decoder<'a> {
             });
         }
         let len = segment_length(self.data, pos)?;
+        self.reached_scan_data = true;
         let frame = self
             .frame
             .as_ref()
@@ -298,11 +327,12 @@ impl<'a> Decoder<'a> {
         Ok(())
     }
 
-    fn finish(self) -> Result<CoefficientImage> {
+    fn finish(&mut self) -> Result<CoefficientImage> {
         // A component that no scan coded keeps zero coefficients and a zero quantisation table,
         // and so decodes as mid-grey, as in libjpeg.
         let mut image = self
             .image
+            .take()
             .ok_or_else(|| Error::corrupt("no image data before end-of-image marker"))?;
         if let Some(bits) = &self.coef_bits {
             if self.quant_latched.iter().all(|&latched| latched) {

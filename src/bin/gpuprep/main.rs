@@ -49,6 +49,14 @@ struct ConvertArgs {
     /// Refuse files with more scans than this (progressive CPU-bomb guard).
     #[arg(long, default_value_t = Limits::default().max_scans)]
     max_scans: usize,
+    /// Most bytes of prepared images in one GPU batch (the batch closes early rather than pass
+    /// it).
+    #[arg(long, default_value_t = Limits::default().max_batch_bytes)]
+    max_batch_bytes: u64,
+    /// Decode files that end early as far as they go, like Pillow with
+    /// `ImageFile.LOAD_TRUNCATED_IMAGES = True` (the rest is mid-grey); without it they fail.
+    #[arg(long)]
+    load_truncated: bool,
     /// Print only errors: no progress line, no notes, no summary.
     #[arg(long, short)]
     quiet: bool,
@@ -134,6 +142,8 @@ fn run(args: ConvertArgs) -> ExitCode {
         limits: Limits {
             max_pixels: args.max_pixels,
             max_scans: args.max_scans,
+            max_batch_bytes: args.max_batch_bytes,
+            load_truncated: args.load_truncated,
         },
         backend: &backend,
         progress: line
