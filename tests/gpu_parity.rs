@@ -243,3 +243,181 @@ fn streamed_images_keep_their_order_and_fail_alone() {
         }
     }
 }
+
+/// Seven test images of different sizes, three of them bad (corrupt, not a JPEG, truncated),
+/// and a transform that keeps each one's aspect.
+fn mixed_inputs() -> (Vec<Vec<u8>>, gpuprep::Transform) {
+    let files = [
+        "photos/mpl__grace_hopper.jpg",
+        "malformed/jdec__derive-huffman-codes-overflow.jpg",
+        "conformance/jdec__mozilla__jpg-progressive.jpg",
+        "malformed/pillow__hopper.png",
+        "photos/sklearn__china.jpg",
+        "malformed/jdec__afl__id_000961_sync_jpeg9_src_002802.jpg",
+        "conformance/jdec__mozilla__jpg-gray.jpg",
+    ];
+    let bytes = files
+        .iter()
+        .map(|f| std::fs::read(common::manifest_dir().join("tests/data").join(f)).unwrap())
+        .collect();
+    let transform = gpuprep::Transform {
+        resize: Some(gpuprep::transform::Resize::ShorterSide(64)),
+        ..Default::default()
+    };
+    (bytes, transform)
+}
+
+/// `Limits::max_batch_bytes` closes batches early: with a budget of one byte every image runs
+/// alone, and the results are still the CPU reference's.
+#[test]
+fn batch_byte_limit_splits_batches() {
+    let Some(gpu) = gpu() else { return };
+    let pipeline = GpuPipeline::new(&gpu.device);
+    let (bytes, transform) = mixed_inputs();
+    let inputs: Vec<&[u8]> = bytes.iter().map(Vec::as_slice).collect();
+    let run = |max_batch_bytes| {
+        let limits = Limits {
+            max_batch_bytes,
+            ..Limits::default()
+        };
+        pipeline.preprocess_many(&gpu.device, &gpu.queue, &inputs, &transform, &limits, 64)
+    };
+    let tight = run(1);
+    let roomy = run(Limits::default().max_batch_bytes);
+    assert!(
+        tight.batches.iter().all(|b| b.images == 1),
+        "one image per batch"
+    );
+    assert_eq!(tight.batches.len(), inputs.len());
+    assert!(
+        roomy.batches.len() < inputs.len(),
+        "{} batches",
+        roomy.batches.len()
+    );
+    for (i, input) in inputs.iter().enumerate() {
+        let expected = gpuprep::preprocess(input, &transform, &Limits::default());
+        for result in [&tight.results[i], &roomy.results[i]] {
+            match (result, &expected) {
+                (Ok(tensor), Ok(expected)) => assert!(tensor == expected, "image {i}"),
+                (Err(e), Err(expected)) => assert_eq!(e.to_string(), expected.to_string()),
+                _ => panic!("image {i}: {result:?} {expected:?}"),
+            }
+        }
+    }
+}
+
+/// One pipeline serves several threads at once (it is `Send + Sync`), each getting exact results.
+#[test]
+fn one_pipeline_serves_concurrent_callers() {
+    let Some(gpu) = gpu() else { return };
+    let pipeline = GpuPipeline::new(&gpu.device);
+    let (bytes, transform) = mixed_inputs();
+    let inputs: Vec<&[u8]> = bytes.iter().map(Vec::as_slice).collect();
+    let expected: Vec<_> = inputs
+        .iter()
+        .map(|input| gpuprep::preprocess(input, &transform, &Limits::default()).ok())
+        .collect();
+    std::thread::scope(|scope| {
+        let callers: Vec<_> = (0..4)
+            .map(|caller| {
+                let (pipeline, gpu, inputs, transform) = (&pipeline, &gpu, &inputs, &transform);
+                scope.spawn(move || {
+                    // Each caller its own order, so that batches differ between them.
+                    let mut order: Vec<usize> = (0..inputs.len()).collect();
+                    order.rotate_left(caller);
+                    let mine: Vec<&[u8]> = order.iter().map(|&i| inputs[i]).collect();
+                    let limits = Limits::default();
+                    let streamed = pipeline.preprocess_many(
+                        &gpu.device,
+                        &gpu.queue,
+                        &mine,
+                        transform,
+                        &limits,
+                        2,
+                    );
+                    (order, streamed.results)
+                })
+            })
+            .collect();
+        for caller in callers {
+            let (order, results) = caller.join().expect("no panic");
+            for (result, i) in results.iter().zip(order) {
+                assert!(result.as_ref().ok() == expected[i].as_ref(), "image {i}");
+            }
+        }
+    });
+}
+
+/// A lost device (here destroyed on purpose) fails every image with a `Gpu` error: no panic in
+/// a wgpu callback, no hang, and the pipeline object stays usable for reporting.
+#[test]
+fn a_lost_device_is_an_error_for_every_image() {
+    let Some(gpu) = gpu() else { return };
+    let pipeline = GpuPipeline::new(&gpu.device);
+    let (bytes, transform) = mixed_inputs();
+    let inputs: Vec<&[u8]> = bytes.iter().map(Vec::as_slice).collect();
+    gpu.device.destroy();
+    let streamed = pipeline.preprocess_many(
+        &gpu.device,
+        &gpu.queue,
+        &inputs,
+        &transform,
+        &Limits::default(),
+        2,
+    );
+    for (i, (result, input)) in streamed.results.iter().zip(&inputs).enumerate() {
+        let on_cpu = gpuprep::preprocess(input, &transform, &Limits::default());
+        match (result, on_cpu) {
+            (Err(gpuprep::Error::Gpu(message)), Ok(_)) => println!("image {i}: {message}"),
+            (Err(e), Err(on_cpu)) => assert_eq!(e.to_string(), on_cpu.to_string()),
+            (other, _) => panic!("image {i}: {:?}", other.as_ref().map(|t| t.shape)),
+        }
+    }
+}
+
+/// A device that binds little (256 KiB per storage binding): images too large for it fail alone
+/// with an error saying so, the others stay exact.
+#[test]
+fn images_larger_than_the_device_binds_fail_alone() {
+    use gpuprep::wgpu;
+    if gpu().is_none() {
+        return;
+    }
+    let instance =
+        wgpu::Instance::new(wgpu::InstanceDescriptor::new_without_display_handle_from_env());
+    let adapter = pollster::block_on(instance.request_adapter(&Default::default())).unwrap();
+    let limits = wgpu::Limits {
+        max_storage_buffer_binding_size: 256 << 10,
+        ..adapter.limits()
+    };
+    let (device, queue) = pollster::block_on(adapter.request_device(&wgpu::DeviceDescriptor {
+        required_limits: limits,
+        ..Default::default()
+    }))
+    .unwrap();
+    let pipeline = GpuPipeline::new(&device);
+    let (bytes, transform) = mixed_inputs();
+    let inputs: Vec<&[u8]> = bytes.iter().map(Vec::as_slice).collect();
+    let streamed =
+        pipeline.preprocess_many(&device, &queue, &inputs, &transform, &Limits::default(), 64);
+    let (mut exact, mut refused) = (0, 0);
+    for (i, (result, input)) in streamed.results.iter().zip(&inputs).enumerate() {
+        let expected = gpuprep::preprocess(input, &transform, &Limits::default());
+        match (result, expected) {
+            (Ok(tensor), Ok(expected)) => {
+                assert!(tensor == &expected, "image {i}");
+                exact += 1;
+            }
+            (Err(gpuprep::Error::Gpu(message)), Ok(_)) => {
+                assert!(
+                    message.contains("larger GPU buffers"),
+                    "image {i}: {message}"
+                );
+                refused += 1;
+            }
+            (Err(_), Err(_)) => {}
+            (result, _) => panic!("image {i}: {:?}", result.as_ref().map(|t| t.shape)),
+        }
+    }
+    assert!(exact > 0 && refused > 0, "{exact} exact, {refused} refused");
+}

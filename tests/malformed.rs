@@ -169,3 +169,32 @@ fn scan_limit_stops_many_scan_files() {
     let err = gpuprep::decode_rgb(&bytes, &few).unwrap_err();
     assert!(matches!(err, Error::TooManyScans { limit: 10 }), "{err}");
 }
+
+#[test]
+fn marker_lengths_are_checked_against_the_file() {
+    // Each segment's 16-bit length is checked against the bytes there before it is read, and
+    // nothing is allocated from it: a length past the end is a truncation, one below the length
+    // field itself is corruption.
+    let original = data("conformance/jdec__mozilla__jpg-size-8x8.jpg");
+    let dqt = original
+        .windows(2)
+        .position(|w| w == [0xFF, 0xDB])
+        .expect("DQT");
+    let with_length = |length: u16| {
+        let mut bytes = original.clone();
+        bytes[dqt + 2..dqt + 4].copy_from_slice(&length.to_be_bytes());
+        bytes
+    };
+    let err = decode(&with_length(u16::MAX)).unwrap_err();
+    assert!(matches!(err, Error::Truncated(_)), "{err}");
+    let err = decode(&with_length(1)).unwrap_err();
+    assert!(matches!(err, Error::Corrupt(_)), "{err}");
+    // The same segment cut off at its length field.
+    let err = decode(&original[..dqt + 3]).unwrap_err();
+    assert!(matches!(err, Error::Truncated(_)), "{err}");
+    assert!(decode(&with_length(u16::from_be_bytes([
+        original[dqt + 2],
+        original[dqt + 3]
+    ])))
+    .is_ok());
+}

@@ -1,28 +1,36 @@
 //! Small wgpu helpers shared by the stages: buffers, dispatches, read-back.
 
 use crate::error::{Error, Result};
-use wgpu::util::DeviceExt;
 
 /// Threads per workgroup of every shader.
 pub(crate) const WORKGROUP: u32 = 64;
 
-/// A storage buffer holding `words` (a dummy word when empty).
+/// A storage buffer holding `words` (a dummy word when empty). Unlike wgpu's
+/// `create_buffer_init`, which panics when the device is lost, this returns the error.
 pub(crate) fn storage_buffer(
     device: &wgpu::Device,
     label: &str,
     words: &[u32],
     extra: wgpu::BufferUsages,
-) -> wgpu::Buffer {
+) -> Result<wgpu::Buffer> {
     let contents: &[u8] = if words.is_empty() {
         &[0; 4]
     } else {
         bytemuck::cast_slice(words)
     };
-    device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
+    let buffer = device.create_buffer(&wgpu::BufferDescriptor {
         label: Some(label),
-        contents,
+        size: contents.len() as u64,
         usage: wgpu::BufferUsages::STORAGE | extra,
-    })
+        mapped_at_creation: true,
+    });
+    buffer
+        .slice(..)
+        .get_mapped_range_mut()
+        .map_err(|e| Error::Gpu(format!("cannot fill the {label} buffer: {e}")))?
+        .copy_from_slice(contents);
+    buffer.unmap();
+    Ok(buffer)
 }
 
 /// Dispatches `invocations` threads as a 2-D grid, since one dimension holds at most 65535

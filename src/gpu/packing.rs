@@ -290,7 +290,7 @@ impl Packing {
         after_stage: &mut dyn FnMut(&'static str, &mut wgpu::CommandEncoder),
     ) -> Result<()> {
         let (stages, pool) = (&pipeline.stages, &pipeline.pool);
-        let dummy = storage_buffer(device, "unused", &[0], wgpu::BufferUsages::empty());
+        let dummy = storage_buffer(device, "placeholder", &[0], wgpu::BufferUsages::empty())?;
         let mut upload = Upload::new(device);
         let idct = self.idct.upload(&mut upload);
         let color = self.color.upload(&mut upload);

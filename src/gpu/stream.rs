@@ -6,6 +6,7 @@ use super::pipeline::{too_large, GpuPipeline, GpuTimings, Submitted};
 use super::work::ImageWork;
 use crate::error::{Error, Result};
 use crate::{jpeg, Limits, Tensor, Transform};
+use std::sync::mpsc::Receiver;
 use std::time::{Duration, Instant};
 
 /// What one batch cost.
@@ -99,21 +100,13 @@ impl GpuPipeline {
             let mut target = (batch / 8).max(1);
             let mut received = 0;
             let mut in_flight = None;
+            // An image that would have taken its batch past `limits.max_batch_bytes` opens the
+            // next one.
+            let mut held_over: Option<Decoded> = None;
             while received < images.len() {
                 let wait = Instant::now();
-                let mut pending = Vec::with_capacity(batch);
-                while pending.len() < target.min(images.len() - received) {
-                    match receiver.recv() {
-                        Ok(decoded) => pending.push(decoded),
-                        Err(_) => break,
-                    }
-                }
-                while pending.len() < batch {
-                    match receiver.try_recv() {
-                        Ok(decoded) => pending.push(decoded),
-                        Err(_) => break,
-                    }
-                }
+                let wanted = target.min(images.len() - received);
+                let pending = gather(&receiver, &mut held_over, wanted, batch, limits);
                 if pending.is_empty() {
                     break;
                 }
@@ -254,6 +247,45 @@ fn prepare_caught(i: usize, prepare: impl Fn(usize) -> Decoded) -> Decoded {
             took: started.elapsed(),
         }
     })
+}
+
+/// The next batch: blocks until `wanted` images are decoded, then takes whatever else is ready,
+/// up to `batch` images and `limits.max_batch_bytes` (an image that would pass it waits in
+/// `held_over` for the next batch; one image alone may pass it).
+fn gather(
+    receiver: &Receiver<Decoded>,
+    held_over: &mut Option<Decoded>,
+    wanted: usize,
+    batch: usize,
+    limits: &Limits,
+) -> Vec<Decoded> {
+    let mut pending = Vec::with_capacity(batch);
+    let mut bytes = 0;
+    let mut take = |decoded: Decoded, pending: &mut Vec<Decoded>| {
+        let size = decoded.work.as_ref().map_or(0, ImageWork::uploaded_bytes);
+        if !pending.is_empty() && bytes + size > limits.max_batch_bytes {
+            return Some(decoded);
+        }
+        bytes += size;
+        pending.push(decoded);
+        None
+    };
+    if let Some(decoded) = held_over.take() {
+        *held_over = take(decoded, &mut pending);
+    }
+    while held_over.is_none() && pending.len() < wanted {
+        match receiver.recv() {
+            Ok(decoded) => *held_over = take(decoded, &mut pending),
+            Err(_) => break,
+        }
+    }
+    while held_over.is_none() && pending.len() < batch {
+        match receiver.try_recv() {
+            Ok(decoded) => *held_over = take(decoded, &mut pending),
+            Err(_) => break,
+        }
+    }
+    pending
 }
 
 /// A copy of a batch-wide GPU error for one image.
