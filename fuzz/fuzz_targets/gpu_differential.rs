@@ -1,0 +1,44 @@
+//! GPU == CPU reference, bit for bit, on whatever the decoder accepts (lavapipe where there is no
+//! GPU): the fuzzer looks for coefficient images on which the shaders and their CPU mirrors part.
+#![no_main]
+
+use gpuprep::gpu::{create_device, Gpu, GpuPipeline};
+use libfuzzer_sys::fuzz_target;
+use std::sync::OnceLock;
+
+fn gpu() -> &'static (Gpu, GpuPipeline) {
+    static GPU: OnceLock<(Gpu, GpuPipeline)> = OnceLock::new();
+    GPU.get_or_init(|| {
+        let gpu = create_device().expect("the differential target needs a GPU (or lavapipe)");
+        let pipeline = GpuPipeline::new(&gpu.device);
+        (gpu, pipeline)
+    })
+}
+
+fuzz_target!(|data: &[u8]| {
+    let limits = gpuprep_fuzz::limits(data);
+    let Ok(coefficients) = gpuprep::jpeg::decode_coefficients(data, &limits) else {
+        return;
+    };
+    let (gpu, pipeline) = gpu();
+    let (device, queue) = (&gpu.device, &gpu.queue);
+    // The decoded image, and the normalised resize of it: every shader runs.
+    let rgb = gpuprep::reference::decode_rgb(&coefficients);
+    if let Ok(expected) = &rgb {
+        let actual = pipeline.decode_rgb(device, queue, &coefficients).unwrap();
+        assert!(
+            &actual == expected,
+            "GPU RGB differs from the CPU reference"
+        );
+    }
+    let transform = gpuprep_fuzz::transform();
+    if let Ok(expected) = gpuprep::preprocess(data, &transform, &limits) {
+        let actual = pipeline
+            .preprocess(device, queue, &coefficients, &transform)
+            .unwrap();
+        assert!(
+            actual == expected,
+            "GPU tensor differs from the CPU reference"
+        );
+    }
+});
