@@ -14,6 +14,7 @@
 
 mod backend;
 pub mod convert;
+pub mod drift;
 mod error;
 pub mod gpu;
 mod image;

@@ -1,6 +1,7 @@
-//! Writing NumPy `.npy` files (format version 1.0), the CLI's output format.
+//! NumPy `.npy` files: writing them (format version 1.0, the CLI's output format), and reading
+//! back a single image's array, as numpy or gpuprep wrote it.
 
-use crate::tensor::Tensor;
+use crate::tensor::{Tensor, TensorData};
 use crate::transform::DType;
 use std::io::{self, Seek, SeekFrom, Write};
 
@@ -98,6 +99,84 @@ impl<W: Write + Seek> StackedWriter<W> {
     }
 }
 
+/// Reads a `.npy` file of one image: a C-ordered 3-D array of uint8, little-endian float32 or
+/// float16. Anything else is an error saying what was found.
+pub fn read_tensor(bytes: &[u8]) -> Result<Tensor, String> {
+    let (header, data) = split_header(bytes)?;
+    let field = |key: &str| {
+        let start = header
+            .find(&format!("'{key}':"))
+            .ok_or(format!("npy header without {key}"))?
+            + key.len()
+            + 3;
+        Ok::<&str, String>(header[start..].trim_start())
+    };
+    if !field("fortran_order")?.starts_with("False") {
+        return Err("Fortran-ordered npy array".into());
+    }
+    let shape_text = field("shape")?;
+    let shape_text = &shape_text[1..shape_text.find(')').ok_or("bad npy shape")?];
+    let dims: Vec<usize> = shape_text
+        .split(',')
+        .map(str::trim)
+        .filter(|d| !d.is_empty())
+        .map(|d| d.parse().map_err(|_| format!("bad npy dimension {d:?}")))
+        .collect::<Result<_, _>>()?;
+    let shape: [usize; 3] = dims
+        .try_into()
+        .map_err(|dims| format!("npy array of shape {dims:?}, not one image"))?;
+    let count = shape.iter().product::<usize>();
+    let descr = field("descr")?;
+    let element = |size: usize| {
+        (data.len() == count * size)
+            .then_some(data)
+            .ok_or_else(|| format!("npy data of {} bytes for shape {shape:?}", data.len()))
+    };
+    let data = if descr.starts_with("'|u1'") {
+        TensorData::U8(element(1)?.to_vec())
+    } else if descr.starts_with("'<f4'") {
+        let bytes = element(4)?.chunks_exact(4);
+        TensorData::F32(
+            bytes
+                .map(|b| f32::from_le_bytes(b.try_into().expect("4")))
+                .collect(),
+        )
+    } else if descr.starts_with("'<f2'") {
+        let bytes = element(2)?.chunks_exact(2);
+        TensorData::F16(
+            bytes
+                .map(|b| half::f16::from_le_bytes(b.try_into().expect("2")))
+                .collect(),
+        )
+    } else {
+        return Err(format!(
+            "npy element type {}",
+            descr.split(',').next().unwrap_or("")
+        ));
+    };
+    Ok(Tensor { shape, data })
+}
+
+/// The header dictionary and the data of a `.npy` file (versions 1 to 3).
+fn split_header(bytes: &[u8]) -> Result<(&str, &[u8]), String> {
+    if !bytes.starts_with(b"\x93NUMPY") || bytes.len() < 10 {
+        return Err("not an npy file".into());
+    }
+    let (len, start) = match bytes[6] {
+        1 => (usize::from(u16::from_le_bytes([bytes[8], bytes[9]])), 10),
+        2 | 3 if bytes.len() >= 12 => {
+            let len = u32::from_le_bytes(bytes[8..12].try_into().expect("4"));
+            (len as usize, 12)
+        }
+        version => return Err(format!("npy version {version}")),
+    };
+    let header = bytes
+        .get(start..start + len)
+        .and_then(|h| std::str::from_utf8(h).ok())
+        .ok_or("truncated npy header")?;
+    Ok((header, &bytes[start + len..]))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -126,5 +205,33 @@ mod tests {
         let bytes = file.into_inner();
         assert_eq!(bytes.len(), STACKED_HEADER + 6);
         assert!(String::from_utf8_lossy(&bytes[..STACKED_HEADER]).contains("'shape': (2, 1, 1, 3)"));
+    }
+
+    #[test]
+    fn read_tensor_reads_back_what_write_tensor_wrote() {
+        let tensors = [
+            Tensor {
+                shape: [2, 3, 3],
+                data: TensorData::U8((0..18).collect()),
+            },
+            Tensor {
+                shape: [3, 1, 2],
+                data: TensorData::F32(vec![0.5, -1.25, 3.0, 1e-7, -0.0, 7.5]),
+            },
+            Tensor {
+                shape: [3, 2, 1],
+                data: TensorData::F16(
+                    (0..6)
+                        .map(|v| half::f16::from_f32(v as f32 / 3.0))
+                        .collect(),
+                ),
+            },
+        ];
+        for tensor in tensors {
+            let mut bytes = Vec::new();
+            write_tensor(&mut bytes, &tensor).unwrap();
+            assert_eq!(read_tensor(&bytes).unwrap(), tensor);
+        }
+        assert!(read_tensor(b"\x93NUMPY\x01\x00").is_err());
     }
 }

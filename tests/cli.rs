@@ -281,3 +281,87 @@ fn quiet_is_silent_and_logs_get_no_progress_line() {
     assert!(stderr.contains("converted 1 of 1 images"), "{stderr}");
     assert!(!stderr.contains('\r'), "{stderr:?}");
 }
+
+/// Runs `gpuprep parity` on the test photos with Pillow beside it (`python` overrides the
+/// interpreter), returning the exit code, the JSON report and the pictures folder.
+fn parity(name: &str, python: Option<&Path>) -> (i32, serde_json::Value, PathBuf) {
+    let out = fresh_dir(name);
+    let json = out.join("report.json");
+    let pictures = out.join("pictures");
+    let mut command = gpuprep();
+    command.args(["parity", "--pillow", "--preset", "imagenet-eval", "--quiet"]);
+    command.arg(data("photos")).arg("--json").arg(&json);
+    command.arg("--diff-dir").arg(&pictures);
+    if let Some(python) = python {
+        command.env("GPUPREP_PYTHON", python);
+    }
+    let output = command.output().unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(stdout.starts_with("parity over 6 files: "), "{stdout}");
+    let report = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    (output.status.code().unwrap(), report, pictures)
+}
+
+#[test]
+fn parity_finds_gpu_cpu_and_pillow_identical() {
+    let (code, report, pictures) = parity("parity-identical", None);
+    assert_eq!(code, 0, "{report:#}");
+    let comparisons = report["comparisons"].as_array().unwrap();
+    assert_eq!(comparisons.len(), 3, "GPU-CPU, GPU-Pillow, CPU-Pillow");
+    for c in comparisons {
+        assert_eq!(c["identical"], true, "{c:#}");
+        assert_eq!(c["files"], 6);
+        assert_eq!(c["total"]["count"], 6 * 3 * 224 * 224);
+    }
+    assert!(report["pillow"]
+        .as_str()
+        .unwrap()
+        .starts_with("Pillow 12.0.0"));
+    let written: Vec<_> = std::fs::read_dir(&pictures).unwrap().collect();
+    assert_eq!(written.len(), 1, "only histogram.png when nothing differs");
+    assert!(pictures.join("histogram.png").is_file());
+}
+
+/// A "Pillow" whose outputs are nudged (its real outputs, then +0.05 on a block of the red
+/// plane): parity must notice, measure it in grey levels and draw it.
+#[test]
+fn parity_measures_and_draws_differences() {
+    let dir = fresh_dir("parity-nudged-python");
+    std::fs::create_dir_all(&dir).unwrap();
+    let wrapper = dir.join("python");
+    std::fs::write(
+        &wrapper,
+        "#!/bin/sh\npython3 \"$@\" || exit 1\npython3 -c \"\nimport glob, sys, numpy as np\n\
+         for f in glob.glob(sys.argv[1] + '/*.npy'):\n    a = np.load(f)\n    \
+         a[0, 20:60, 30:120] += np.float32(0.05)\n    np.save(f, a)\n\" \"$4\"\n",
+    )
+    .unwrap();
+    std::process::Command::new("chmod")
+        .arg("+x")
+        .arg(&wrapper)
+        .status()
+        .unwrap();
+    let (code, report, pictures) = parity("parity-nudged", Some(&wrapper));
+    assert_eq!(code, 1, "differences exit with 1");
+    let comparisons = report["comparisons"].as_array().unwrap();
+    assert_eq!(comparisons[0]["identical"], true, "GPU vs CPU stays exact");
+    for c in &comparisons[1..] {
+        // 0.05 × 255 × 0.229 grey levels in R, on 40 × 90 of 224 × 224 pixels of every file.
+        let max = c["channels"][0]["max"].as_f64().unwrap();
+        assert!((max - 0.05 * 255.0 * 0.229).abs() < 1e-3, "{max}");
+        assert_eq!(c["channels"][1]["max"], 0.0);
+        let differing = c["total"]["share_differing"].as_f64().unwrap() * (3.0 * 224.0 * 224.0);
+        assert!((differing - 3600.0).abs() < 1e-6, "{differing}");
+        assert_eq!(c["differing_files"].as_array().unwrap().len(), 6);
+    }
+    for entry in std::fs::read_dir(data("photos")).unwrap() {
+        let name = entry.unwrap().file_name().into_string().unwrap();
+        for pair in ["gpu-vs-pillow", "cpu-vs-pillow"] {
+            let png = pictures.join(format!("{name}.{pair}.png"));
+            assert!(
+                std::fs::read(&png).unwrap().starts_with(b"\x89PNG"),
+                "{png:?}"
+            );
+        }
+    }
+}

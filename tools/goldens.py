@@ -32,6 +32,9 @@ import numpy as np
 import PIL
 from PIL import Image, ImageFile, features
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from pillow_reference import transformed  # noqa: E402  (the reference gpuprep parity runs too)
+
 PINNED_PILLOW = "12.0.0"
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 GOLDENS = os.path.join(ROOT, "tests", "goldens", "decode.tsv")
@@ -39,9 +42,6 @@ TRANSFORM_GOLDENS = os.path.join(ROOT, "tests", "goldens", "transforms.tsv")
 TRANSFORMS = os.path.join(ROOT, "tests", "goldens", "transforms.json")
 TRUNCATED_GOLDENS = os.path.join(ROOT, "tests", "goldens", "truncated.tsv")
 TRUNCATION_FRACTIONS = (0.1, 0.35, 0.6, 0.85, 0.99)
-FILTERS = {"box": Image.BOX, "bilinear": Image.BILINEAR, "hamming": Image.HAMMING,
-           "bicubic": Image.BICUBIC, "lanczos": Image.LANCZOS}
-IMAGENET = {"mean": [0.485, 0.456, 0.406], "std": [0.229, 0.224, 0.225]}
 DEFAULT_ROOTS = [os.path.join(ROOT, "tests", "data"), os.path.join(ROOT, "..", "shared", "corpus")]
 FOLDERS = ("conformance", "photos", "malformed")
 COLUMNS = ["file", "file_sha256", "width", "height", "rgb_sha256", "pillow_error"]
@@ -96,63 +96,6 @@ def build(roots):
     ]
     body = ["\t".join(rows[k]) for k in sorted(rows)]
     return "\n".join(header + body) + "\n"
-
-
-def resize_target(spec, size):
-    """torchvision Resize(n) (int(n * long / short)) or an exact (w, h)."""
-    resize = spec.get("resize")
-    if resize is None:
-        return size
-    if isinstance(resize, list):
-        return tuple(resize)
-    n = int(resize.split(":")[1])
-    w, h = size
-    short, long_ = (w, h) if w <= h else (h, w)
-    new_long = int(n * long_ / short)
-    return (n, new_long) if w <= h else (new_long, n)
-
-
-def center_crop(a, crop):
-    """torchvision F.center_crop on the HWC array: zero padding, then round-half-even offsets."""
-    cw, ch = crop
-    h, w = a.shape[:2]
-    if cw > w or ch > h:
-        pad_l, pad_t = ((cw - w) // 2 if cw > w else 0), ((ch - h) // 2 if ch > h else 0)
-        pad_r, pad_b = ((cw - w + 1) // 2 if cw > w else 0), ((ch - h + 1) // 2 if ch > h else 0)
-        a = np.pad(a, ((pad_t, pad_b), (pad_l, pad_r), (0, 0)))
-        h, w = a.shape[:2]
-    top, left = int(round((h - ch) / 2.0)), int(round((w - cw) / 2.0))
-    return a[top:top + ch, left:left + cw]
-
-
-def transformed(path, spec, decoded):
-    """What Pillow + torchvision make of the file under `spec`, as a NumPy array."""
-    if spec.get("draft"):
-        with open(path, "rb") as f:
-            im = Image.open(io.BytesIO(f.read()))
-        im.draft("RGB", resize_target(spec, im.size))
-        im = im.convert("RGB")
-    else:
-        im = decoded
-    target = resize_target(spec, im.size)
-    if target != im.size:
-        im = im.resize(target, FILTERS[spec.get("filter", "bilinear")])
-    a = np.asarray(im)
-    if "crop" in spec:
-        a = center_crop(a, spec["crop"])
-    dtype = spec.get("dtype", "u8")
-    if dtype != "u8":
-        t = a.astype(np.float32) / np.float32(255)
-        norm = spec.get("normalize")
-        if norm is not None:
-            norm = IMAGENET if norm == "imagenet" else norm
-            t = (t - np.array(norm["mean"], np.float32)) / np.array(norm["std"], np.float32)
-        a = t.astype(np.float16) if dtype == "f16" else t
-    if spec.get("channel_order") == "bgr":
-        a = a[:, :, ::-1]
-    if spec.get("layout", "hwc") == "chw":
-        a = a.transpose(2, 0, 1)
-    return np.ascontiguousarray(a)
 
 
 def is_huffman_dct(blob):

@@ -1,9 +1,40 @@
-//! Command-line spellings of the transform options.
+//! Command-line spellings of the transform options and the input limits.
 
 use clap::{Args, ValueEnum};
 use gpuprep::resample::Filter;
 use gpuprep::transform::{ChannelOrder, DType, Layout, Normalize, Resize};
-use gpuprep::Transform;
+use gpuprep::{Limits, Transform};
+
+/// The input limits, as options.
+#[derive(Args, Debug)]
+pub struct LimitArgs {
+    /// Refuse images with more pixels than this (decompression-bomb guard).
+    #[arg(long, default_value_t = Limits::default().max_pixels)]
+    max_pixels: u64,
+    /// Refuse files with more scans than this (progressive CPU-bomb guard).
+    #[arg(long, default_value_t = Limits::default().max_scans)]
+    max_scans: usize,
+    /// Most bytes of prepared images in one GPU batch (the batch closes early rather than pass
+    /// it).
+    #[arg(long, default_value_t = Limits::default().max_batch_bytes)]
+    max_batch_bytes: u64,
+    /// Decode files that end early as far as they go, like Pillow with
+    /// `ImageFile.LOAD_TRUNCATED_IMAGES = True` (the rest is mid-grey); without it they fail.
+    #[arg(long)]
+    load_truncated: bool,
+}
+
+impl LimitArgs {
+    /// The limits these options describe.
+    pub fn limits(&self) -> Limits {
+        Limits {
+            max_pixels: self.max_pixels,
+            max_scans: self.max_scans,
+            max_batch_bytes: self.max_batch_bytes,
+            load_truncated: self.load_truncated,
+        }
+    }
+}
 
 /// The transform, as options.
 #[derive(Args, Debug)]

@@ -57,7 +57,7 @@ pub fn run(args: BenchArgs) -> ExitCode {
         eprintln!("error: {e}");
         return ExitCode::from(2);
     }
-    let limits = Limits::default();
+    let limits = args.limits.limits();
     let megabytes = images.iter().map(|b| b.len()).sum::<usize>() as f64 / 1e6;
     let n = images.len() as f64;
     let threads = rayon::current_num_threads();
@@ -115,7 +115,7 @@ pub fn run(args: BenchArgs) -> ExitCode {
         println!("{line}");
     }
     match args.out {
-        Some(out) => write_outputs(&files, out, transform, &backend),
+        Some(out) => write_outputs(&files, out, transform, limits, &backend),
         None => ExitCode::SUCCESS,
     }
 }
@@ -200,12 +200,13 @@ fn write_outputs(
     files: &[std::path::PathBuf],
     out: std::path::PathBuf,
     transform: Transform,
+    limits: Limits,
     backend: &Backend,
 ) -> ExitCode {
     let destination = Destination::from_path(out);
     let job = Job {
         transform,
-        limits: Limits::default(),
+        limits,
         backend,
         progress: None,
     };

@@ -2,11 +2,14 @@
 
 mod args;
 mod bench;
+mod parity;
+mod picture;
+mod pillow;
 mod progress;
 
 use clap::{Parser, Subcommand, ValueEnum};
 use gpuprep::convert::{self, Destination, Job};
-use gpuprep::{Backend, Limits};
+use gpuprep::Backend;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -27,6 +30,11 @@ enum Command {
     /// latency, the stage breakdown, upload sizes, and entropy decoding alone on the same
     /// threads (the ceiling). With --out, also convert the files as `convert` does.
     Bench(BenchArgs),
+    /// Run the GPU pipeline and the CPU reference (and with --pillow, Pillow + torchvision) on
+    /// the same images and report how far apart they are: per channel, the worst files, the
+    /// files one side refuses; with --diff-dir, PNG heat maps and a histogram. Exit code 0 when
+    /// every comparison is identical, 1 when anything differs.
+    Parity(parity::ParityArgs),
     /// List the GPU adapters wgpu finds, with the limits gpuprep uses.
     Info,
 }
@@ -43,20 +51,8 @@ struct ConvertArgs {
     /// Where the pixel stages run: a GPU when one is found (auto), or as chosen.
     #[arg(long, value_enum, default_value_t = BackendArg::Auto)]
     backend: BackendArg,
-    /// Refuse images with more pixels than this (decompression-bomb guard).
-    #[arg(long, default_value_t = Limits::default().max_pixels)]
-    max_pixels: u64,
-    /// Refuse files with more scans than this (progressive CPU-bomb guard).
-    #[arg(long, default_value_t = Limits::default().max_scans)]
-    max_scans: usize,
-    /// Most bytes of prepared images in one GPU batch (the batch closes early rather than pass
-    /// it).
-    #[arg(long, default_value_t = Limits::default().max_batch_bytes)]
-    max_batch_bytes: u64,
-    /// Decode files that end early as far as they go, like Pillow with
-    /// `ImageFile.LOAD_TRUNCATED_IMAGES = True` (the rest is mid-grey); without it they fail.
-    #[arg(long)]
-    load_truncated: bool,
+    #[command(flatten)]
+    limits: args::LimitArgs,
     /// Print only errors: no progress line, no notes, no summary.
     #[arg(long, short)]
     quiet: bool,
@@ -88,6 +84,8 @@ struct BenchArgs {
     #[arg(long)]
     time_stages: bool,
     #[command(flatten)]
+    limits: args::LimitArgs,
+    #[command(flatten)]
     transform: args::TransformArgs,
 }
 
@@ -105,6 +103,7 @@ fn main() -> ExitCode {
     match Cli::parse().command {
         Command::Convert(args) => run(args),
         Command::Bench(args) => bench::run(args),
+        Command::Parity(args) => parity::run(args),
         Command::Info => info(),
     }
 }
@@ -139,12 +138,7 @@ fn run(args: ConvertArgs) -> ExitCode {
     };
     let job = Job {
         transform: args.transform.transform(),
-        limits: Limits {
-            max_pixels: args.max_pixels,
-            max_scans: args.max_scans,
-            max_batch_bytes: args.max_batch_bytes,
-            load_truncated: args.load_truncated,
-        },
+        limits: args.limits.limits(),
         backend: &backend,
         progress: line
             .as_ref()

@@ -1,0 +1,106 @@
+//! Pillow + torchvision as a third opinion for `parity --pillow`: the project's reference
+//! script (tools/pillow_reference.py, built into the binary) run by the local Python.
+
+use gpuprep::resample::Filter;
+use gpuprep::transform::{ChannelOrder, DType, Layout, Resize};
+use gpuprep::{Tensor, Transform};
+use serde_json::{json, Map, Value};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+const SCRIPT: &str = include_str!("../../../tools/pillow_reference.py");
+
+/// The Python that runs the reference: `GPUPREP_PYTHON`, or `python3`.
+fn python() -> String {
+    std::env::var("GPUPREP_PYTHON").unwrap_or_else(|_| "python3".into())
+}
+
+/// Pillow's outputs for `files` under `transform`: one tensor or Pillow's error per file, and
+/// the versions that made them.
+pub fn outputs(
+    files: &[PathBuf],
+    transform: &Transform,
+    scratch: &Path,
+) -> Result<(Vec<Result<Tensor, String>>, String), String> {
+    std::fs::create_dir_all(scratch).map_err(|e| format!("{}: {e}", scratch.display()))?;
+    let output = Command::new(python())
+        .arg("-c")
+        .arg(SCRIPT)
+        .arg(spec(transform).to_string())
+        .arg(scratch)
+        .args(files)
+        .output()
+        .map_err(|e| format!("cannot run {}: {e}", python()))?;
+    if !output.status.success() {
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        return Err(format!(
+            "the Pillow reference failed ({}); it needs Pillow and numpy: \
+             pip install -r tools/requirements.txt\n{}",
+            output.status,
+            stderr.lines().last().unwrap_or("")
+        ));
+    }
+    let versions = String::from_utf8_lossy(&output.stdout).trim().to_string();
+    let results = (0..files.len())
+        .map(|i| {
+            let read = |ext: &str| std::fs::read(scratch.join(format!("{i}.{ext}")));
+            match (read("npy"), read("err")) {
+                (Ok(npy), _) => gpuprep::npy::read_tensor(&npy),
+                (_, Ok(error)) => Err(format!("Pillow: {}", String::from_utf8_lossy(&error))),
+                _ => Err("Pillow wrote nothing for this file".into()),
+            }
+        })
+        .collect();
+    for entry in std::fs::read_dir(scratch).into_iter().flatten().flatten() {
+        let _ = std::fs::remove_file(entry.path());
+    }
+    Ok((results, versions))
+}
+
+/// The transform in the reference script's terms (tests/goldens/transforms.json's).
+fn spec(t: &Transform) -> Value {
+    let mut spec = Map::new();
+    match t.resize {
+        Some(Resize::ShorterSide(n)) => spec.insert("resize".into(), json!(format!("short:{n}"))),
+        Some(Resize::Exact { width, height }) => {
+            spec.insert("resize".into(), json!([width, height]))
+        }
+        None => None,
+    };
+    if let Some((width, height)) = t.center_crop {
+        spec.insert("crop".into(), json!([width, height]));
+    }
+    let filter = match t.filter {
+        Filter::Box => "box",
+        Filter::Bilinear => "bilinear",
+        Filter::Hamming => "hamming",
+        Filter::Bicubic => "bicubic",
+        Filter::Lanczos => "lanczos",
+    };
+    spec.insert("filter".into(), json!(filter));
+    spec.insert("draft".into(), json!(t.draft));
+    if let Some(n) = t.normalize {
+        let values = |v: [f32; 3]| v.map(f64::from);
+        spec.insert(
+            "normalize".into(),
+            json!({"mean": values(n.mean), "std": values(n.std)}),
+        );
+    }
+    let dtype = match t.dtype {
+        DType::U8 => "u8",
+        DType::F32 => "f32",
+        DType::F16 => "f16",
+    };
+    spec.insert("dtype".into(), json!(dtype));
+    let layout = match t.layout {
+        Layout::Hwc => "hwc",
+        Layout::Chw => "chw",
+    };
+    spec.insert("layout".into(), json!(layout));
+    let order = match t.channel_order {
+        ChannelOrder::Rgb => "rgb",
+        ChannelOrder::Bgr => "bgr",
+    };
+    spec.insert("channel_order".into(), json!(order));
+    Value::Object(spec)
+}
