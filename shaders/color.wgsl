@@ -1,7 +1,8 @@
 // Stages 2 and 3: chroma upsampling (libjpeg "fancy" filters and box fallbacks) and colour
 // conversion to RGB, one invocation per output pixel. Mirror of src/reference/upsample.rs
-// (`upsample_at`) and src/reference/color.rs. Output pixels are RGBX words (X = 255). A job is
-// one image.
+// (`upsample_at`) and src/reference/color.rs. Output pixels are RGBX words (X = 255), stored
+// in the image's EXIF orientation when the transform asks for it (src/reference/orient.rs). A
+// job is one image.
 
 // Mirrored by `ColorJob` in src/gpu/jobs.rs.
 struct Job {
@@ -17,6 +18,8 @@ struct Job {
     // Per component: method (0 full, 1 h2v1 fancy, 2 h1v2 fancy, 3 h2v2 fancy, 4 box) and the
     // box repeat factors.
     methods: array<vec4<u32>, 4>,
+    // 1 as decoded; 2 to 8 the EXIF orientations.
+    orientation: u32,
 }
 
 @group(0) @binding(1) var<storage, read> jobs: array<Job>;
@@ -124,6 +127,22 @@ fn cmyk_to_rgb(ink: vec3<i32>, k: i32) -> vec3<i32> {
     return clamp(out, vec3<i32>(0), vec3<i32>(255));
 }
 
+// Index of pixel (x, y) in the oriented image: `oriented_index`.
+fn oriented_index(x: u32, y: u32, width: u32, height: u32, orientation: u32) -> u32 {
+    let right = width - 1u - x;
+    let bottom = height - 1u - y;
+    switch orientation {
+        case 2u: { return y * width + right; }
+        case 3u: { return bottom * width + right; }
+        case 4u: { return bottom * width + x; }
+        case 5u: { return x * height + y; }
+        case 6u: { return x * height + bottom; }
+        case 7u: { return right * height + bottom; }
+        case 8u: { return right * height + y; }
+        default: { return y * width + x; }
+    }
+}
+
 @compute @workgroup_size(64)
 fn main(@builtin(global_invocation_id) id: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
     let global = invocation(id, groups);
@@ -155,5 +174,6 @@ fn main(@builtin(global_invocation_id) id: vec3<u32>, @builtin(num_workgroups) g
         default: {}
     }
     let p = vec3<u32>(rgb);
-    store_rgbx(jobs[job].rgbx_base + index, p.x | (p.y << 8u) | (p.z << 16u) | (255u << 24u));
+    let at = oriented_index(x, y, jobs[job].width, jobs[job].height, jobs[job].orientation);
+    store_rgbx(jobs[job].rgbx_base + at, p.x | (p.y << 8u) | (p.z << 16u) | (255u << 24u));
 }

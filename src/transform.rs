@@ -117,6 +117,9 @@ pub struct Transform {
     pub dtype: DType,
     /// Output channel order; default RGB.
     pub channel_order: ChannelOrder,
+    /// Turn the image upright by its EXIF orientation first, as `ImageOps.exif_transpose`
+    /// does; default off, because `Image.open` and torchvision leave it as stored.
+    pub exif_transpose: bool,
 }
 
 impl Default for Transform {
@@ -130,6 +133,7 @@ impl Default for Transform {
             layout: Layout::Hwc,
             dtype: DType::U8,
             channel_order: ChannelOrder::Rgb,
+            exif_transpose: false,
         }
     }
 }
@@ -216,8 +220,21 @@ impl Transform {
         }
     }
 
+    /// The orientation this transform applies to `image`: its EXIF one with
+    /// [`Transform::exif_transpose`], else 1 (as stored).
+    pub fn orientation_of(&self, image: &crate::jpeg::CoefficientImage) -> u8 {
+        if self.exif_transpose {
+            image.orientation
+        } else {
+            1
+        }
+    }
+
     /// Checks that the options fit together.
     pub fn validate(&self) -> Result<(), String> {
+        if self.exif_transpose && self.draft {
+            return Err("draft decoding and EXIF transposition do not combine yet".into());
+        }
         if self.normalize.is_some() && self.dtype == DType::U8 {
             return Err("normalisation needs a float dtype (f32 or f16)".into());
         }

@@ -5,7 +5,7 @@ tools/goldens.py records and that `gpuprep parity --pillow` runs beside gpuprep.
 A spec is a JSON object (the entries of tests/goldens/transforms.json): resize ("short:N" or
 [w, h]), crop ([w, h]), filter (box|bilinear|hamming|bicubic|lanczos), draft, normalize
 ("imagenet" or {"mean": [...], "std": [...]}), dtype (u8|f32|f16), layout (hwc|chw),
-channel_order (rgb|bgr). Pillow resizes; torchvision's CenterCrop/ToTensor/Normalize arithmetic
+channel_order (rgb|bgr), exif_transpose (ImageOps.exif_transpose before convert('RGB')). Pillow resizes; torchvision's CenterCrop/ToTensor/Normalize arithmetic
 is done in numpy float32 in torchvision's operation order.
 
 usage: pillow_reference.py SPEC_JSON OUT_DIR FILE...
@@ -19,7 +19,7 @@ import sys
 
 import numpy as np
 import PIL
-from PIL import Image, features
+from PIL import Image, ImageOps, features
 
 FILTERS = {"box": Image.BOX, "bilinear": Image.BILINEAR, "hamming": Image.HAMMING,
            "bicubic": Image.BICUBIC, "lanczos": Image.LANCZOS}
@@ -61,6 +61,9 @@ def transformed(path, spec, decoded=None):
             im = Image.open(io.BytesIO(f.read()))
         im.draft("RGB", resize_target(spec, im.size))
         im = im.convert("RGB")
+    elif spec.get("exif_transpose"):
+        with open(path, "rb") as f:
+            im = ImageOps.exif_transpose(Image.open(io.BytesIO(f.read()))).convert("RGB")
     else:
         if decoded is None:
             with open(path, "rb") as f:

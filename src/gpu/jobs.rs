@@ -79,11 +79,14 @@ pub(crate) struct ColorJob {
     pub color_space: u32,
     /// Components 0..3.
     pub planes: [PlaneParams; 4],
+    /// EXIF orientation to store the pixels in (1: as decoded).
+    pub orientation: u32,
 }
 
 impl ColorJob {
-    /// Words of the WGSL struct: 4, then `array<vec4<u32>, 4>` twice.
-    pub const WORDS: usize = 4 + 16 + 16;
+    /// Words of the WGSL struct: 4, then `array<vec4<u32>, 4>` twice, then the orientation
+    /// padded to the struct's 16-byte alignment.
+    pub const WORDS: usize = 4 + 16 + 16 + 4;
 
     pub fn words(&self) -> [u32; Self::WORDS] {
         let mut words = [0; Self::WORDS];
@@ -92,6 +95,7 @@ impl ColorJob {
             words[4 + 4 * c..8 + 4 * c].copy_from_slice(&[p.base, p.stride, p.width, p.height]);
             words[20 + 4 * c..24 + 4 * c].copy_from_slice(&[p.method, p.box_h, p.box_v, 0]);
         }
+        words[36] = self.orientation;
         words
     }
 }

@@ -5,6 +5,7 @@
 use super::jobs::{ColorJob, HorizontalJob, IdctJob, PlaneParams, TensorJob};
 use crate::error::Result;
 use crate::jpeg::{CoefficientImage, ColorSpace};
+use crate::reference::orient::oriented_size;
 use crate::reference::tensor::crop_offset;
 use crate::reference::upsample::Method;
 use crate::reference::{component_scaling, scaled_size, smoothing};
@@ -102,13 +103,17 @@ impl ImageWork {
             });
         }
         let (width, height) = scaled_size(image, denominator);
+        let orientation = transform.orientation_of(image);
         let color = ColorJob {
             width: width as u32,
             height: height as u32,
             rgbx_base: 0,
             color_space: color_space_index(image.color_space),
             planes: plane_params,
+            orientation: u32::from(orientation),
         };
+        // The colour stage stores the image oriented: every later stage sees it upright.
+        let (width, height) = oriented_size(width, height, orientation);
         let target = transform
             .resize
             .map_or((width, height), |r| r.target(width, height));

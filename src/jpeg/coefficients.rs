@@ -68,6 +68,9 @@ pub struct CoefficientImage {
     /// Present when libjpeg would apply block smoothing: a progressive image whose refinement
     /// scans are incomplete.
     pub smoothing: Option<Smoothing>,
+    /// The EXIF orientation (1 to 8; 1 when absent or not one of those), which
+    /// [`crate::Transform::exif_transpose`] applies as `ImageOps.exif_transpose` does.
+    pub orientation: u8,
 }
 
 /// What libjpeg's block smoothing (`decompress_smooth_data`) needs beyond the coefficients.
@@ -121,6 +124,7 @@ impl CoefficientImage {
             color_space,
             components,
             smoothing: None,
+            orientation: 1,
         }
     }
 

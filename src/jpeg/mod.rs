@@ -5,6 +5,7 @@
 
 mod bits;
 mod coefficients;
+mod exif;
 mod huffman;
 mod markers;
 mod progressive;
@@ -106,6 +107,10 @@ struct Decoder<'a> {
     scans: usize,
     /// A whole scan header was read, so what follows is entropy-coded data.
     reached_scan_data: bool,
+    /// The first EXIF segment's orientation tag (`Some(None)`: an EXIF segment without one).
+    exif_orientation: Option<Option<u32>>,
+    /// `tiff:Orientation` of the last XMP packet.
+    xmp_orientation: Option<u32>,
 }
 
 impl<'a> Decoder<'a> {
@@ -127,6 +132,8 @@ impl<'a> Decoder<'a> {
             last_good_imcu_row: 0,
             scans: 0,
             reached_scan_data: false,
+            exif_orientation: None,
+            xmp_orientation: None,
         }
     }
 
@@ -180,6 +187,18 @@ impl<'a> Decoder<'a> {
             0xEE => {
                 if let Some(transform) = markers::adobe_transform(body) {
                     self.adobe_transform = Some(transform);
+                }
+                Ok(())
+            }
+            // Pillow reads the metadata itself, only up to the first scan.
+            0xE1 if !self.reached_scan_data => {
+                if self.exif_orientation.is_none() {
+                    self.exif_orientation = Some(exif::exif_orientation(body));
+                }
+                if let Some(orientation) = exif::xmp_orientation(body) {
+                    self.xmp_orientation = Some(orientation);
+                } else if body.starts_with(b"http://ns.adobe.com/xap/1.0/\0") {
+                    self.xmp_orientation = None; // a later XMP packet replaces an earlier one
                 }
                 Ok(())
             }
@@ -288,7 +307,14 @@ impl<'a> Decoder<'a> {
         if frame.process == Process::Progressive {
             self.coef_bits = Some(progressive::CoefficientBits::new(frame.components.len()));
         }
-        self.image = Some(CoefficientImage::for_frame(frame, color_space));
+        let mut image = CoefficientImage::for_frame(frame, color_space);
+        // Pillow's getexif(): the EXIF tag, or else the XMP one; exif_transpose knows 1 to 8.
+        let orientation = self.exif_orientation.flatten().or(self.xmp_orientation);
+        image.orientation = orientation
+            .and_then(|o| u8::try_from(o).ok())
+            .filter(|o| (1..=8).contains(o))
+            .unwrap_or(1);
+        self.image = Some(image);
         Ok(())
     }
 

@@ -5,6 +5,7 @@
 
 pub mod color;
 pub mod idct;
+pub mod orient;
 pub mod resample;
 pub mod smoothing;
 #[cfg(target_arch = "x86_64")]
@@ -174,6 +175,12 @@ pub fn for_each_rgb_row(
 /// never stored; the result is the same as [`decode_rgb_scaled`] then [`apply_transform`].
 pub fn preprocess(image: &CoefficientImage, transform: &crate::Transform) -> Result<crate::Tensor> {
     let denominator = transform.draft_denominator(image.width, image.height);
+    let orientation = transform.orientation_of(image);
+    if orientation != 1 {
+        // Pillow orients the whole decoded image before resizing it.
+        let rgb = orient::orient(decode_rgb_scaled(image, denominator)?, orientation);
+        return Ok(apply_transform(rgb, transform));
+    }
     let (width, height) = scaled_size(image, denominator);
     let target = transform
         .resize

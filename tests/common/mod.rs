@@ -224,6 +224,7 @@ pub fn transform_specs() -> BTreeMap<String, gpuprep::Transform> {
                     "bgr" => ChannelOrder::Bgr,
                     _ => ChannelOrder::Rgb,
                 },
+                exif_transpose: s["exif_transpose"].as_bool().unwrap_or(false),
             };
             (s["name"].as_str().unwrap().to_string(), transform)
         })

@@ -67,6 +67,10 @@ pub struct TransformArgs {
     /// Output channel order (normalisation statistics stay in R, G, B order).
     #[arg(long, value_enum, default_value_t = ChannelsArg::Rgb)]
     channels: ChannelsArg,
+    /// Turn each image upright by its EXIF orientation first (`ImageOps.exif_transpose`);
+    /// without it images stay as stored, as `Image.open` and torchvision leave them.
+    #[arg(long)]
+    exif_transpose: bool,
 }
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
@@ -203,6 +207,7 @@ impl TransformArgs {
                 LayoutArg::Chw => Layout::Chw,
             };
         }
+        t.exif_transpose |= self.exif_transpose;
         t.channel_order = match self.channels {
             ChannelsArg::Rgb => ChannelOrder::Rgb,
             ChannelsArg::Bgr => ChannelOrder::Bgr,

@@ -102,5 +102,6 @@ fn spec(t: &Transform) -> Value {
         ChannelOrder::Bgr => "bgr",
     };
     spec.insert("channel_order".into(), json!(order));
+    spec.insert("exif_transpose".into(), json!(t.exif_transpose));
     Value::Object(spec)
 }
