@@ -63,10 +63,19 @@ mod tests {
     use super::*;
 
     fn exif(big_endian: bool, tag_type: u16, count: u32, value: u32) -> Vec<u8> {
-        let (u16b, u32b): (fn(u16) -> [u8; 2], fn(u32) -> [u8; 4]) = if big_endian {
-            (u16::to_be_bytes, u32::to_be_bytes)
-        } else {
-            (u16::to_le_bytes, u32::to_le_bytes)
+        let u16b = |v: u16| {
+            if big_endian {
+                v.to_be_bytes()
+            } else {
+                v.to_le_bytes()
+            }
+        };
+        let u32b = |v: u32| {
+            if big_endian {
+                v.to_be_bytes()
+            } else {
+                v.to_le_bytes()
+            }
         };
         let mut b = b"Exif\0\0".to_vec();
         b.extend_from_slice(if big_endian { b"MM\0*" } else { b"II*\0" });
