@@ -3,7 +3,7 @@
 
 use crate::error::Result;
 use crate::gpu::{create_device, Gpu, GpuPipeline};
-use crate::{jpeg, reference, Limits, Tensor, Transform};
+use crate::{formats, reference, Limits, Tensor, Transform};
 
 /// A GPU with the pipelines compiled for it.
 pub struct GpuBackend {
@@ -36,12 +36,12 @@ impl Backend {
         transform: &Transform,
         limits: &Limits,
     ) -> Result<Tensor> {
-        let coefficients = jpeg::decode_coefficients(data, limits)?;
+        let decoded = formats::decode(data, limits)?;
         match self {
-            Self::Cpu => reference::preprocess(&coefficients, transform),
+            Self::Cpu => reference::preprocess_decoded(&decoded, transform),
             Self::Gpu(backend) => {
                 let GpuBackend { gpu, pipeline } = &**backend;
-                pipeline.preprocess(&gpu.device, &gpu.queue, &coefficients, transform)
+                pipeline.preprocess_decoded(&gpu.device, &gpu.queue, &decoded, transform)
             }
         }
     }

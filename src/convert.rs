@@ -11,7 +11,9 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 /// File extensions a directory input contributes (compared without case).
-pub const IMAGE_EXTENSIONS: [&str; 5] = ["jpg", "jpeg", "jpe", "jfif", "jif"];
+pub const IMAGE_EXTENSIONS: [&str; 11] = [
+    "jpg", "jpeg", "jpe", "jfif", "jif", "png", "bmp", "gif", "tif", "tiff", "webp",
+];
 
 /// Images read and preprocessed together before their outputs are written (in input order);
 /// bounds memory.

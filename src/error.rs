@@ -45,6 +45,17 @@ pub enum Error {
     /// The bytes are not a JPEG file (no SOI marker). Use another decoder for them.
     #[error("not a JPEG file: starts with {0:02x?}")]
     NotJpeg(Vec<u8>),
+    /// The bytes are no format gpuprep reads (JPEG, PNG, BMP, GIF, TIFF, WebP).
+    #[error("not an image gpuprep reads (JPEG, PNG, BMP, GIF, TIFF, WebP): starts with {0:02x?}")]
+    UnknownFormat(Vec<u8>),
+    /// A non-JPEG image using a feature its decoder does not handle. Convert it first.
+    #[error("unsupported {format} image: {reason}")]
+    UnsupportedImage {
+        /// The format.
+        format: String,
+        /// What is not supported.
+        reason: String,
+    },
     /// The file ends before the image data does. Re-fetch or drop the file.
     #[error("truncated JPEG: {0}")]
     Truncated(&'static str),

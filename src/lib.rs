@@ -16,6 +16,7 @@ mod backend;
 pub mod convert;
 pub mod drift;
 mod error;
+pub mod formats;
 pub mod gpu;
 mod image;
 pub mod jpeg;
@@ -33,14 +34,16 @@ pub use tensor::{Tensor, TensorData};
 pub use transform::Transform;
 pub use wgpu;
 
-/// Decodes JPEG bytes to RGB on the CPU, bit-identical to Pillow's
-/// `np.asarray(Image.open(f).convert('RGB'))`.
+/// Decodes an image (JPEG, PNG, BMP, GIF, TIFF or WebP) to RGB on the CPU, bit-identical to
+/// Pillow's `np.asarray(Image.open(f).convert('RGB'))`.
 pub fn decode_rgb(data: &[u8], limits: &Limits) -> Result<RgbImage> {
-    let coefficients = jpeg::decode_coefficients(data, limits)?;
-    reference::decode_rgb(&coefficients)
+    match formats::decode(data, limits)? {
+        formats::Decoded::Jpeg(coefficients) => reference::decode_rgb(&coefficients),
+        formats::Decoded::Pixels(pixels) => Ok(pixels.rgb),
+    }
 }
 
-/// Decodes JPEG bytes and applies `transform` on the CPU: the tensor torchvision would give for
+/// Decodes an image and applies `transform` on the CPU: the tensor torchvision would give for
 /// the Pillow image, bit for bit.
 pub fn preprocess(data: &[u8], transform: &Transform, limits: &Limits) -> Result<Tensor> {
     Backend::Cpu.preprocess(data, transform, limits)

@@ -216,6 +216,7 @@ fn bench_prints_json_lines() {
         .arg(data("photos/mpl__grace_hopper.jpg"))
         .arg(data("photos/sklearn__china.jpg"))
         .arg(data("malformed/pillow__hopper.png"))
+        .arg(data("malformed/jdec__derive-huffman-codes-overflow.jpg"))
         .args([
             "--backend",
             "cpu",
@@ -241,8 +242,8 @@ fn bench_prints_json_lines() {
             .unwrap_or_else(|| panic!("no {what} line in {lines:?}"))
     };
     let pipeline = line("pipeline");
-    assert_eq!(pipeline["images"], 3);
-    assert_eq!(pipeline["ok"], 2);
+    assert_eq!(pipeline["images"], 4);
+    assert_eq!(pipeline["ok"], 3);
     for key in ["img_s", "mb_s", "p50_ms", "p95_ms"] {
         assert!(pipeline[key].as_f64().unwrap() > 0.0, "{key}: {pipeline}");
     }
@@ -364,4 +365,67 @@ fn parity_measures_and_draws_differences() {
             );
         }
     }
+}
+
+/// A folder of every other format converts like JPEGs do (each array equal to the library's CPU
+/// reference, itself tested against Pillow), and on the GPU the bench counts the images that
+/// took the pixel path.
+#[test]
+fn other_formats_convert_and_the_pixel_path_is_counted() {
+    let out = fresh_dir("formats");
+    let status = gpuprep()
+        .args(["convert", "--quiet", "--resize", "40x30", "--out"])
+        .arg(&out)
+        .arg(data("formats"))
+        .arg(data("photos/mpl__grace_hopper.jpg"))
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("report.json")).unwrap()).unwrap();
+    let entries = report.as_array().unwrap();
+    assert_eq!(entries.len(), 28);
+    let transform = gpuprep::Transform {
+        resize: Some(gpuprep::transform::Resize::Exact {
+            width: 40,
+            height: 30,
+        }),
+        ..Default::default()
+    };
+    for entry in entries {
+        let input = PathBuf::from(entry["file"].as_str().unwrap());
+        let name = input.file_name().unwrap().to_str().unwrap();
+        let (shape, pixels) = read_u8_npy(&out.join(format!("{name}.npy")));
+        let expected = gpuprep::preprocess(
+            &std::fs::read(&input).unwrap(),
+            &transform,
+            &Default::default(),
+        )
+        .unwrap();
+        assert_eq!(shape, [30, 40, 3], "{name}");
+        assert_eq!(gpuprep::TensorData::U8(pixels), expected.data, "{name}");
+    }
+    let output = gpuprep()
+        .args([
+            "bench",
+            "--backend",
+            "gpu",
+            "--repeat",
+            "1",
+            "--resize",
+            "40x30",
+        ])
+        .arg(data("formats"))
+        .arg(data("photos/mpl__grace_hopper.jpg"))
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{output:?}");
+    let pipeline: serde_json::Value = String::from_utf8(output.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .find(|l| l["what"] == "pipeline")
+        .unwrap();
+    assert_eq!(pipeline["ok"], 28);
+    assert_eq!(pipeline["pixel_path_images"], 27);
 }

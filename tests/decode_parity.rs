@@ -14,7 +14,7 @@ enum Verdict {
     Identical,
     /// Pillow refused it, and so did we (or we decoded it anyway): both allowed.
     BothRefused,
-    /// Not a JPEG file (Pillow reads other formats): refused by name, as the issue scope says.
+    /// A format (or a variant of one) gpuprep does not read and Pillow does: refused by name.
     OtherFormat,
     /// Out of scope: coding processes Pillow decodes but gpuprep names as unsupported.
     OutOfScope,
@@ -43,7 +43,9 @@ fn check(root: &Path, golden: &Golden) -> Verdict {
             Some(_),
             Err(Error::Unsupported(Unsupported::ArithmeticCoding | Unsupported::Lossless)),
         ) => Verdict::OutOfScope,
-        (Some(_), Err(Error::NotJpeg(_))) => Verdict::OtherFormat,
+        (Some(_), Err(Error::UnknownFormat(_) | Error::UnsupportedImage { .. })) => {
+            Verdict::OtherFormat
+        }
         (Some(_), Err(e)) => {
             Verdict::Failed(format!("{}: Pillow decodes it, we say: {e}", golden.file))
         }

@@ -61,18 +61,56 @@ fn unsupported_processes_are_named() {
 }
 
 #[test]
-fn other_formats_are_not_jpeg() {
-    for file in [
-        "malformed/pillow__hopper.png",
-        "malformed/pillow__hopper.gif",
-        "malformed/pillow__hopper.webp",
+fn unknown_formats_are_named_and_the_jpeg_decoder_refuses_others() {
+    for bytes in [
+        &b""[..],
+        b"GIF",
+        b"\x00\x00\x00\x0cjP  \r\n\x87\n",
+        b"hello, world",
     ] {
         assert!(
-            matches!(decode(&data(file)), Err(Error::NotJpeg(_))),
-            "{file}"
+            matches!(decode(bytes), Err(Error::UnknownFormat(_))),
+            "{bytes:?}"
         );
     }
-    assert!(matches!(decode(&[]), Err(Error::NotJpeg(_))));
+    let png = data("malformed/pillow__hopper.png");
+    let err = gpuprep::jpeg::decode_coefficients(&png, &Limits::default()).unwrap_err();
+    assert!(matches!(err, Error::NotJpeg(_)), "{err}");
+}
+
+#[test]
+fn broken_files_of_other_formats_are_errors() {
+    // Every 7th truncation and a flipped byte of each format: a typed error or an image, and
+    // never a panic; the pixel limit holds before the pixels are allocated.
+    for entry in std::fs::read_dir(common::manifest_dir().join("tests/data/formats")).unwrap() {
+        let bytes = std::fs::read(entry.unwrap().path()).unwrap();
+        for len in (0..bytes.len()).step_by(bytes.len() / 7 + 1) {
+            let _ = catch_unwind(AssertUnwindSafe(|| decode(&bytes[..len])))
+                .unwrap_or_else(|_| panic!("panic at length {len}"));
+        }
+        for at in (0..bytes.len()).step_by(101) {
+            let mut flipped = bytes.clone();
+            flipped[at] ^= 0x55;
+            let _ = catch_unwind(AssertUnwindSafe(|| decode(&flipped)))
+                .unwrap_or_else(|_| panic!("panic with byte {at} flipped"));
+        }
+        let small = Limits {
+            max_pixels: 157 * 123 - 1,
+            ..Limits::default()
+        };
+        let err = gpuprep::decode_rgb(&bytes, &small).unwrap_err();
+        assert!(
+            matches!(
+                err,
+                Error::TooLarge {
+                    width: 157,
+                    height: 123,
+                    ..
+                }
+            ),
+            "{err}"
+        );
+    }
 }
 
 #[test]
@@ -85,7 +123,7 @@ fn every_truncation_of_a_photo_is_an_error_or_an_image() {
             // Cut inside the scan: Pillow calls that truncated, and so do we.
             Ok(Ok(image)) => panic!("length {len} decoded to {}x{}", image.width, image.height),
             Ok(Err(e)) => assert!(
-                matches!(e, Error::Truncated(_) | Error::NotJpeg(_)),
+                matches!(e, Error::Truncated(_) | Error::UnknownFormat(_)),
                 "length {len}: {e}"
             ),
         }

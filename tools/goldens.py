@@ -4,7 +4,8 @@
 For every image under the given roots (default: tests/data, and ../shared/corpus when it exists)
 it records the SHA-256 of Pillow's `np.asarray(Image.open(f).convert('RGB'))`, or the error
 Pillow raised, into tests/goldens/decode.tsv, keyed by the path relative to its root; and for
-every JPEG Pillow decodes, the SHA-256 of each transform of tests/goldens/transforms.json
+every image Pillow decodes (but JPEGs of processes gpuprep does not decode), the SHA-256 of each
+transform of tests/goldens/transforms.json
 (Pillow resize + torchvision's Resize/CenterCrop/ToTensor/Normalize arithmetic, done in numpy
 float32 in torchvision's operation order) into tests/goldens/transforms.tsv; and for truncations
 of every such JPEG of tests/data, what Pillow makes of them with and without
@@ -43,7 +44,7 @@ TRANSFORMS = os.path.join(ROOT, "tests", "goldens", "transforms.json")
 TRUNCATED_GOLDENS = os.path.join(ROOT, "tests", "goldens", "truncated.tsv")
 TRUNCATION_FRACTIONS = (0.1, 0.35, 0.6, 0.85, 0.99)
 DEFAULT_ROOTS = [os.path.join(ROOT, "tests", "data"), os.path.join(ROOT, "..", "shared", "corpus")]
-FOLDERS = ("conformance", "photos", "malformed")
+FOLDERS = ("conformance", "photos", "malformed", "formats")
 COLUMNS = ["file", "file_sha256", "width", "height", "rgb_sha256", "pillow_error"]
 
 
@@ -129,8 +130,8 @@ def build_transforms(roots):
             path = os.path.join(root, rel)
             with open(path, "rb") as f:
                 blob = f.read()
-            if not blob.startswith(b"\xff\xd8") or not is_huffman_dct(blob):
-                continue
+            if blob.startswith(b"\xff\xd8") and not is_huffman_dct(blob):
+                continue  # JPEG processes gpuprep names as unsupported
             try:
                 decoded = Image.open(io.BytesIO(blob)).convert("RGB")
             except Exception:

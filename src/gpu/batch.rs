@@ -6,7 +6,7 @@ use super::pipeline::{output_buffer, tensor_data, too_large, GpuPipeline};
 use super::work::ImageWork;
 use crate::error::{Error, Result};
 use crate::transform::DType;
-use crate::{jpeg, Limits, Tensor, Transform};
+use crate::{formats, Limits, Tensor, Transform};
 use rayon::prelude::*;
 
 /// A preprocessed batch on the GPU.
@@ -107,8 +107,8 @@ impl GpuPipeline {
         let works: Vec<Result<ImageWork>> = images
             .par_iter()
             .map(|bytes| {
-                let image = jpeg::decode_coefficients(bytes, limits)?;
-                let work = ImageWork::new(&image, transform)?;
+                let decoded = formats::decode(bytes, limits)?;
+                let work = ImageWork::prepare(&decoded, transform)?;
                 match too_large(&work, window) {
                     Some(e) => Err(e),
                     None => Ok(work),

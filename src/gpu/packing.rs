@@ -140,6 +140,9 @@ pub(crate) struct Packing {
     /// into the upload in parallel.
     coefs: Vec<(u64, Vec<u32>)>,
     coef_words: u64,
+    /// Non-JPEG images' sample planes: where they are in the upload's coefficient region, where
+    /// they go in the sample arena, and their length, all in words.
+    raw_copies: Vec<(u64, u64, u64)>,
     sample_words: u64,
     color: StageJobs,
     rgbx_words: u64,
@@ -164,7 +167,13 @@ struct Footprint {
 
 impl Footprint {
     fn of(work: &ImageWork) -> Self {
-        let coefs: u64 = work.planes.iter().map(|p| p.coefs.len() as u64).sum();
+        let coefs = work
+            .planes
+            .iter()
+            .map(|p| p.coefs.len() as u64)
+            .sum::<u64>()
+            + work.raw_samples.len() as u64
+            + 2;
         let taps = work.horizontal.as_ref().map_or(0, |h| h.taps.len());
         Self {
             coefs: coefs * 4,
@@ -192,6 +201,7 @@ impl Packing {
             idct: StageJobs::default(),
             coefs: Vec::new(),
             coef_words: 0,
+            raw_copies: Vec::new(),
             sample_words: 0,
             color: StageJobs::default(),
             rgbx_words: 0,
@@ -234,6 +244,13 @@ impl Packing {
             self.idct.push(&job.words(), u64::from(plane.invocations));
             self.coef_words += plane.coefs.len() as u64;
             self.coefs.push((u64::from(job.coef_base), plane.coefs));
+        }
+        if !work.raw_samples.is_empty() {
+            self.coef_words = self.coef_words.next_multiple_of(2);
+            let (from, words) = (self.coef_words, work.raw_samples.len() as u64);
+            self.raw_copies.push((from, u64::from(sample_base), words));
+            self.coefs.push((from, work.raw_samples));
+            self.coef_words += words;
         }
         self.sample_words += work.sample_words;
         let mut color = work.color;
@@ -306,11 +323,22 @@ impl Packing {
         let (buffer, coefs) = self.upload(device, &pipeline.copiers, upload, coefs.start)?;
         let table =
             |range: &std::ops::Range<u64>| binding(&buffer, range.start, range.end - range.start);
-        // Every word of these that a stage reads was written by the stage before.
+        // Every word of these that a stage reads was written by the stage before (or copied
+        // from the upload, for non-JPEG images' samples).
         let arena = |label: &str, words: u64| {
-            pool.take(device, label, words * 4, wgpu::BufferUsages::STORAGE)
+            let usage = wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_DST;
+            pool.take(device, label, words * 4, usage)
         };
         let samples = arena("samples", self.sample_words);
+        for &(from, to, words) in &self.raw_copies {
+            encoder.copy_buffer_to_buffer(
+                &buffer,
+                coefs.start + from * 4,
+                &samples,
+                to * 4,
+                words * 4,
+            );
+        }
         if let Some(idct) = &idct {
             idct.dispatch(
                 device,
@@ -423,7 +451,7 @@ impl Packing {
         let buffer = device.create_buffer(&wgpu::BufferDescriptor {
             label: Some("upload"),
             size: coef_end,
-            usage: wgpu::BufferUsages::STORAGE,
+            usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC,
             mapped_at_creation: true,
         });
         let mapping_error = |e| Error::Gpu(format!("cannot write the upload: {e}"));

@@ -72,6 +72,19 @@ impl GpuPipeline {
         Ok(results.remove(0).1)
     }
 
+    /// [`GpuPipeline::preprocess`] for an input of any format (see [`crate::formats`]).
+    pub fn preprocess_decoded(
+        &self,
+        device: &wgpu::Device,
+        queue: &wgpu::Queue,
+        image: &crate::formats::Decoded,
+        transform: &Transform,
+    ) -> Result<Tensor> {
+        let work = ImageWork::prepare(image, transform)?;
+        let (mut results, _) = self.run_images(device, queue, vec![(0, work)], transform)?;
+        Ok(results.remove(0).1)
+    }
+
     /// Decodes `image` to RGB on the GPU: bit-identical to [`crate::reference::decode_rgb`].
     pub fn decode_rgb(
         &self,

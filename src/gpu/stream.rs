@@ -5,7 +5,7 @@ use super::packing::binding_window;
 use super::pipeline::{too_large, GpuPipeline, GpuTimings, Submitted};
 use super::work::ImageWork;
 use crate::error::{Error, Result};
-use crate::{jpeg, Limits, Tensor, Transform};
+use crate::{formats, Limits, Tensor, Transform};
 use std::sync::mpsc::Receiver;
 use std::time::{Duration, Instant};
 
@@ -14,6 +14,8 @@ use std::time::{Duration, Instant};
 pub struct BatchStats {
     /// Images in the batch.
     pub images: usize,
+    /// Of them, non-JPEG images, uploaded as pixels: the slower path.
+    pub pixel_images: usize,
     /// Bytes uploaded to the GPU (compact coefficients, job records, taps).
     pub bytes_uploaded: u64,
     /// What the same coefficients take as dense 16-bit blocks, for comparison.
@@ -68,8 +70,8 @@ impl GpuPipeline {
         let batch = batch.max(1);
         let prepare = |i: usize| -> Decoded {
             let started = Instant::now();
-            let work = jpeg::decode_coefficients(images[i], limits)
-                .and_then(|image| ImageWork::new(&image, transform))
+            let work = formats::decode(images[i], limits)
+                .and_then(|decoded| ImageWork::prepare(&decoded, transform))
                 .and_then(|work| too_large(&work, window).map_or(Ok(work), Err));
             Decoded {
                 index: i,
@@ -150,6 +152,10 @@ impl GpuPipeline {
         });
         let stats = BatchStats {
             images: pending.len(),
+            pixel_images: pending
+                .iter()
+                .filter(|d| d.work.as_ref().is_ok_and(ImageWork::is_pixels))
+                .count(),
             bytes_uploaded: uploaded,
             dense_coefficient_bytes: dense,
             decode: pending.iter().map(|d| d.took).sum(),

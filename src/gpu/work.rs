@@ -4,6 +4,7 @@
 
 use super::jobs::{ColorJob, HorizontalJob, IdctJob, PlaneParams, TensorJob};
 use crate::error::Result;
+use crate::formats::{Decoded, Pixels};
 use crate::jpeg::{CoefficientImage, ColorSpace};
 use crate::reference::orient::oriented_size;
 use crate::reference::tensor::crop_offset;
@@ -11,7 +12,7 @@ use crate::reference::upsample::Method;
 use crate::reference::{component_scaling, scaled_size, smoothing};
 use crate::resample::{ResizePlan, Taps};
 use crate::transform::{ChannelOrder, DType, Layout};
-use crate::Transform;
+use crate::{RgbImage, Transform};
 
 /// Stage 1 for one component.
 pub(crate) struct PlaneWork {
@@ -48,6 +49,8 @@ pub(crate) struct TensorWork {
 /// Everything the GPU needs for one image.
 pub(crate) struct ImageWork {
     pub planes: Vec<PlaneWork>,
+    /// A non-JPEG image's pixels as sample planes, uploaded as they are (empty for JPEG).
+    pub raw_samples: Vec<u32>,
     /// Sample words of all planes together.
     pub sample_words: u64,
     pub color: ColorJob,
@@ -114,68 +117,7 @@ impl ImageWork {
         };
         // The colour stage stores the image oriented: every later stage sees it upright.
         let (width, height) = oriented_size(width, height, orientation);
-        let target = transform
-            .resize
-            .map_or((width, height), |r| r.target(width, height));
-        let plan = (target != (width, height))
-            .then(|| ResizePlan::new(transform.filter, (width, height), target));
-        let horizontal = plan.as_ref().and_then(|plan| {
-            plan.horizontal.as_ref().map(|taps| {
-                let out_width = taps.bounds.len();
-                let (words, weights_base) = tap_words(taps);
-                HorizontalWork {
-                    job: HorizontalJob {
-                        out_width: out_width as u32,
-                        rows: plan.rows as u32,
-                        in_width: width as u32,
-                        window: taps.window as u32,
-                        first_row: plan.first_row as u32,
-                        source_base: 0,
-                        result_base: 0,
-                        bounds_base: 0,
-                        weights_base,
-                    },
-                    taps: words,
-                    result_words: (out_width * plan.rows) as u64,
-                }
-            })
-        });
-        let vertical = plan.as_ref().and_then(|p| p.vertical.as_ref());
-        let (taps, weights_base) = vertical.map_or((Vec::new(), 0), tap_words);
-        let (crop_w, crop_h) = transform.center_crop.unwrap_or(target);
-        let per_word = match transform.dtype {
-            DType::U8 => 4,
-            DType::F16 => 2,
-            DType::F32 => 1,
-        };
-        let tensor = TensorWork {
-            job: TensorJob {
-                out_width: crop_w as u32,
-                out_height: crop_h as u32,
-                width: target.0 as u32,
-                height: target.1 as u32,
-                crop_x: crop_offset(target.0, crop_w) as i32,
-                crop_y: crop_offset(target.1, crop_h) as i32,
-                vertical: vertical.is_some(),
-                window: vertical.map_or(0, |t| t.window as u32),
-                chw: transform.layout == Layout::Chw,
-                per_word,
-                from_rgbx: horizontal.is_none(),
-                // Either source starts at the first row the vertical taps count from.
-                source_base: 0,
-                bounds_base: 0,
-                weights_base,
-                first_word: 0,
-                out_base: 0,
-                channel_map: match transform.channel_order {
-                    ChannelOrder::Rgb => [0, 1, 2],
-                    ChannelOrder::Bgr => [2, 1, 0],
-                },
-            },
-            taps,
-            words: (crop_w * crop_h * 3).div_ceil(per_word as usize) as u64,
-            shape: transform.output_shape(width, height),
-        };
+        let (horizontal, tensor) = resize_and_tensor(width, height, transform);
         let dense_coefficient_bytes = image
             .components
             .iter()
@@ -184,6 +126,7 @@ impl ImageWork {
         Ok(Self {
             dense_coefficient_bytes,
             planes,
+            raw_samples: Vec::new(),
             sample_words,
             color,
             rgbx_words: (width * height) as u64,
@@ -191,6 +134,149 @@ impl ImageWork {
             tensor,
         })
     }
+
+    /// Prepares a non-JPEG image for `transform`: its pixels go up as R, G and B sample planes
+    /// (rows padded to whole words) that the colour stage reads as an RGB image at full
+    /// resolution, so that it also orients them; no IDCT.
+    pub fn from_pixels(pixels: &Pixels, transform: &Transform) -> Self {
+        let RgbImage {
+            width,
+            height,
+            ref data,
+        } = pixels.rgb;
+        let row_words = width.div_ceil(4);
+        let plane_words = row_words * height;
+        let mut raw_samples = vec![0u32; 3 * plane_words];
+        for (i, rgb) in data.chunks_exact(3).enumerate() {
+            let (x, y) = (i % width, i / width);
+            for (c, &sample) in rgb.iter().enumerate() {
+                let word = c * plane_words + y * row_words + x / 4;
+                raw_samples[word] |= u32::from(sample) << (8 * (x % 4));
+            }
+        }
+        let mut planes = [PlaneParams::default(); 4];
+        for (c, plane) in planes.iter_mut().take(3).enumerate() {
+            *plane = PlaneParams {
+                base: (c * plane_words) as u32,
+                stride: (row_words * 4) as u32,
+                width: width as u32,
+                height: height as u32,
+                method: 0,
+                box_h: 1,
+                box_v: 1,
+            };
+        }
+        let orientation = if transform.exif_transpose {
+            pixels.orientation
+        } else {
+            1
+        };
+        let color = ColorJob {
+            width: width as u32,
+            height: height as u32,
+            rgbx_base: 0,
+            color_space: color_space_index(ColorSpace::Rgb),
+            planes,
+            orientation: u32::from(orientation),
+        };
+        let (oriented_width, oriented_height) = oriented_size(width, height, orientation);
+        let (horizontal, tensor) = resize_and_tensor(oriented_width, oriented_height, transform);
+        Self {
+            dense_coefficient_bytes: 0,
+            planes: Vec::new(),
+            sample_words: raw_samples.len() as u64,
+            raw_samples,
+            color,
+            rgbx_words: (width * height) as u64,
+            horizontal,
+            tensor,
+        }
+    }
+
+    /// Prepares any decoded input for `transform`.
+    pub fn prepare(decoded: &Decoded, transform: &Transform) -> Result<Self> {
+        match decoded {
+            Decoded::Jpeg(image) => Self::new(image, transform),
+            Decoded::Pixels(pixels) => Ok(Self::from_pixels(pixels, transform)),
+        }
+    }
+
+    /// Whether this image came as pixels (a non-JPEG input) rather than coefficients.
+    pub fn is_pixels(&self) -> bool {
+        !self.raw_samples.is_empty()
+    }
+}
+
+/// The resize (horizontal pass and vertical taps) and tensor jobs for a decoded, oriented
+/// `width`×`height` image.
+fn resize_and_tensor(
+    width: usize,
+    height: usize,
+    transform: &Transform,
+) -> (Option<HorizontalWork>, TensorWork) {
+    let target = transform
+        .resize
+        .map_or((width, height), |r| r.target(width, height));
+    let plan = (target != (width, height))
+        .then(|| ResizePlan::new(transform.filter, (width, height), target));
+    let horizontal = plan.as_ref().and_then(|plan| {
+        plan.horizontal.as_ref().map(|taps| {
+            let out_width = taps.bounds.len();
+            let (words, weights_base) = tap_words(taps);
+            HorizontalWork {
+                job: HorizontalJob {
+                    out_width: out_width as u32,
+                    rows: plan.rows as u32,
+                    in_width: width as u32,
+                    window: taps.window as u32,
+                    first_row: plan.first_row as u32,
+                    source_base: 0,
+                    result_base: 0,
+                    bounds_base: 0,
+                    weights_base,
+                },
+                taps: words,
+                result_words: (out_width * plan.rows) as u64,
+            }
+        })
+    });
+    let vertical = plan.as_ref().and_then(|p| p.vertical.as_ref());
+    let (taps, weights_base) = vertical.map_or((Vec::new(), 0), tap_words);
+    let (crop_w, crop_h) = transform.center_crop.unwrap_or(target);
+    let per_word = match transform.dtype {
+        DType::U8 => 4,
+        DType::F16 => 2,
+        DType::F32 => 1,
+    };
+    let tensor = TensorWork {
+        job: TensorJob {
+            out_width: crop_w as u32,
+            out_height: crop_h as u32,
+            width: target.0 as u32,
+            height: target.1 as u32,
+            crop_x: crop_offset(target.0, crop_w) as i32,
+            crop_y: crop_offset(target.1, crop_h) as i32,
+            vertical: vertical.is_some(),
+            window: vertical.map_or(0, |t| t.window as u32),
+            chw: transform.layout == Layout::Chw,
+            per_word,
+            from_rgbx: horizontal.is_none(),
+            // Either source starts at the first row the vertical taps count from.
+            source_base: 0,
+            bounds_base: 0,
+            weights_base,
+            first_word: 0,
+            out_base: 0,
+            channel_map: match transform.channel_order {
+                ChannelOrder::Rgb => [0, 1, 2],
+                ChannelOrder::Bgr => [2, 1, 0],
+            },
+        },
+        taps,
+        words: (crop_w * crop_h * 3).div_ceil(per_word as usize) as u64,
+        shape: transform.output_shape(width, height),
+    };
+    (horizontal, tensor)
 }
 
 impl ImageWork {
@@ -206,6 +292,7 @@ impl ImageWork {
             .as_ref()
             .map_or(0, |h| h.taps.len() + HorizontalJob::WORDS + 1);
         let words = coefs
+            + self.raw_samples.len()
             + ColorJob::WORDS
             + 1
             + horizontal

@@ -220,6 +220,26 @@ pub fn preprocess(image: &CoefficientImage, transform: &crate::Transform) -> Res
     Ok(tensor::to_tensor(&resized, transform))
 }
 
+/// [`preprocess`] for an input of any format: a non-JPEG image's pixels go straight to the
+/// transform (oriented first when it asks).
+pub fn preprocess_decoded(
+    decoded: &crate::formats::Decoded,
+    transform: &crate::Transform,
+) -> Result<crate::Tensor> {
+    match decoded {
+        crate::formats::Decoded::Jpeg(image) => preprocess(image, transform),
+        crate::formats::Decoded::Pixels(pixels) => {
+            let orientation = if transform.exif_transpose {
+                pixels.orientation
+            } else {
+                1
+            };
+            let rgb = orient::orient(pixels.rgb.clone(), orientation);
+            Ok(apply_transform(rgb, transform))
+        }
+    }
+}
+
 /// Stage 3 for one row of a colour-converted space (YCbCr, CMYK, YCCK): full-size component
 /// rows → R, G and B rows, [`pixel_rgb`] for every pixel (SSE2 for YCbCr where the CPU has it).
 pub fn convert_colors(color_space: ColorSpace, components: &[&[u8]], [r, g, b]: [&mut [u8]; 3]) {

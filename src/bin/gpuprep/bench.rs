@@ -88,10 +88,13 @@ pub fn run(args: BenchArgs) -> ExitCode {
         |f: fn(&BatchStats) -> Duration| -> f64 { pass.batches.iter().map(|b| ms(f(b))).sum() };
     let uploaded: u64 = pass.batches.iter().map(|b| b.bytes_uploaded).sum();
     let dense: u64 = pass.batches.iter().map(|b| b.dense_coefficient_bytes).sum();
+    let pixel_images: usize = pass.batches.iter().map(|b| b.pixel_images).sum();
     let lines = [
         json!({
             "what": "pipeline", "backend": backend.describe(), "images": images.len(),
             "ok": pass.ok, "threads": threads, "batch": args.batch,
+            // Non-JPEG inputs, uploaded as pixels: the slower path (GPU backend only).
+            "pixel_path_images": pixel_images,
             "img_s": n / pass.seconds, "mb_s": megabytes / pass.seconds,
             "p50_ms": percentile(0.5), "p95_ms": percentile(0.95),
         }),

@@ -41,7 +41,7 @@ enum Command {
 
 #[derive(clap::Args)]
 struct ConvertArgs {
-    /// Image files, or directories (their JPEG files, in name order).
+    /// Image files, or directories (their JPEG, PNG, BMP, GIF, TIFF and WebP files, in name order).
     #[arg(required = true)]
     inputs: Vec<PathBuf>,
     /// A directory (`<file name>.npy` per input and report.json), or a FILE.npy that gets one
@@ -62,7 +62,7 @@ struct ConvertArgs {
 
 #[derive(clap::Args)]
 struct BenchArgs {
-    /// Image files, or directories (their JPEG files, in name order).
+    /// Image files, or directories (their JPEG, PNG, BMP, GIF, TIFF and WebP files, in name order).
     #[arg(required = true)]
     inputs: Vec<PathBuf>,
     /// Also write the outputs, as `convert --out` does (not timed).
