@@ -1,14 +1,23 @@
-//! gpuprep turns encoded images (JPEG first) into the tensors vision models eat, with exactly
-//! the numbers Pillow + torchvision give.
+//! gpuprep turns encoded images (JPEG first; PNG, BMP, GIF, TIFF and WebP too) into the tensors
+//! vision models eat, with exactly the numbers Pillow + torchvision give.
 //!
 //! Decoding is split where the work changes nature: entropy decoding ([`jpeg`]) is serial per
 //! image and runs on CPU threads; everything after it is per-pixel and is written as stages whose
-//! CPU reference lives in [`mod@reference`].
+//! CPU reference lives in [`mod@reference`] and whose WGSL shaders run on any GPU wgpu reaches
+//! ([`gpu`]). [`Backend`] picks one; both give the same bits.
 //!
-//! ```no_run
-//! let bytes = std::fs::read("photo.jpg")?;
-//! let rgb = gpuprep::decode_rgb(&bytes, &gpuprep::Limits::default())?;
-//! assert_eq!(rgb.data.len(), rgb.width * rgb.height * 3);
+//! ```
+//! use gpuprep::{Backend, Limits, Transform};
+//!
+//! let bytes = std::fs::read("tests/data/photos/mpl__grace_hopper.jpg")?;
+//! // Pillow's pixels: np.asarray(Image.open(f).convert('RGB')).
+//! let rgb = gpuprep::decode_rgb(&bytes, &Limits::default())?;
+//! assert_eq!((rgb.width, rgb.height), (512, 600));
+//! // torchvision's Resize(256) + CenterCrop(224) + ToTensor() + Normalize(ImageNet), float32.
+//! let backend = Backend::gpu().unwrap_or(Backend::Cpu);
+//! let tensor = backend.preprocess(&bytes, &Transform::imagenet_eval(), &Limits::default())?;
+//! assert_eq!(tensor.shape, [3, 224, 224]);
+//! assert_eq!(tensor, gpuprep::preprocess(&bytes, &Transform::imagenet_eval(), &Limits::default())?);
 //! # Ok::<(), gpuprep::Error>(())
 //! ```
 

@@ -71,10 +71,22 @@ pub fn run(args: BenchArgs) -> ExitCode {
             start.elapsed().as_secs_f64()
         })
         .fold(f64::INFINITY, f64::min);
-    let pass = (0..args.repeat.max(1))
-        .map(|_| timed_pass(&backend, &images, &transform, &limits, args.batch))
+    // Terminals see how far the timed passes are; logs and pipes (the JSON) do not.
+    let line = crate::progress::Line::on_terminal(false);
+    let repeat = args.repeat.max(1);
+    let pass = (0..repeat)
+        .map(|r| {
+            let pass = timed_pass(&backend, &images, &transform, &limits, args.batch);
+            if let Some(line) = &line {
+                line.report((r + 1) * images.len(), repeat * images.len());
+            }
+            pass
+        })
         .min_by(|a, b| a.seconds.total_cmp(&b.seconds))
         .expect("one pass at least");
+    if let Some(line) = &line {
+        line.finish();
+    }
 
     let mut latencies: Vec<f64> = pass.batches.iter().map(|b| ms(b.latency)).collect();
     latencies.sort_by(f64::total_cmp);
