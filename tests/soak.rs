@@ -22,7 +22,8 @@ fn resident_bytes() -> u64 {
     pages * 4096
 }
 
-/// The files cycled through: small JPEGs of every colour space, and one that is not a JPEG.
+/// The files cycled through: small JPEGs of every colour space, a palette PNG (the pixel path),
+/// and a corrupt JPEG (the one that fails each cycle).
 fn inputs() -> Vec<Vec<u8>> {
     [
         "conformance/jsuite__baseline__32x32x8_ycbcr.jpg",
@@ -32,7 +33,8 @@ fn inputs() -> Vec<Vec<u8>> {
         "conformance/jsuite__baseline__32x32x8_cmyk.jpg",
         "conformance/jsuite__baseline__32x32x8_restarts.jpg",
         "conformance/jsuite__baseline__16x16x8_grayscale.jpg",
-        "malformed/pillow__hopper.png",
+        "formats/made__p64.png",
+        "malformed/jdec__derive-huffman-codes-overflow.jpg",
     ]
     .iter()
     .map(|f| std::fs::read(common::manifest_dir().join("tests/data").join(f)).unwrap())
@@ -40,9 +42,13 @@ fn inputs() -> Vec<Vec<u8>> {
 }
 
 /// Runs `chunks` calls of `run` over `chunk` cycled inputs each; checks every call's results
-/// against the first call's and that resident memory after the first tenth stays within
-/// 8 MiB of its level then.
-fn soak(name: &str, run: impl Fn(&[&[u8]]) -> Vec<gpuprep::Result<gpuprep::Tensor>>) {
+/// against the first call's, that resident memory after the first tenth stays within 8 MiB of
+/// its level then, and that the GPU memory kept between calls (`gpu_bytes`) does not grow.
+fn soak(
+    name: &str,
+    run: impl Fn(&[&[u8]]) -> Vec<gpuprep::Result<gpuprep::Tensor>>,
+    gpu_bytes: impl Fn() -> u64,
+) {
     // Resident memory is the whole process's: one soak at a time.
     static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
     let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
@@ -61,22 +67,30 @@ fn soak(name: &str, run: impl Fn(&[&[u8]]) -> Vec<gpuprep::Result<gpuprep::Tenso
         chunk / files.len()
     );
     let (mut warm, mut peak) = (0, 0);
+    let (mut gpu_warm, mut gpu_peak) = (0, 0);
     for i in 1..chunks {
         let results = run(&images);
         for (result, expected) in results.iter().zip(&expected) {
             assert_eq!(result.as_ref().ok(), expected.as_ref(), "{name}: call {i}");
         }
-        let rss = resident_bytes();
+        let (rss, gpu) = (resident_bytes(), gpu_bytes());
         if i == chunks / 10 {
-            warm = rss;
+            (warm, gpu_warm) = (rss, gpu);
         }
-        peak = peak.max(rss);
+        (peak, gpu_peak) = (peak.max(rss), gpu_peak.max(gpu));
     }
     println!(
-        "{name}: {} images; resident {:.1} MiB after warm-up, peak {:.1} MiB",
+        "{name}: {} images; resident {:.1} MiB after warm-up, peak {:.1} MiB; GPU buffers kept \
+         {:.1} MiB after warm-up, peak {:.1} MiB",
         chunks * chunk,
         warm as f64 / 1048576.0,
-        peak as f64 / 1048576.0
+        peak as f64 / 1048576.0,
+        gpu_warm as f64 / 1048576.0,
+        gpu_peak as f64 / 1048576.0
+    );
+    assert!(
+        gpu_peak <= gpu_warm,
+        "{name}: GPU buffers kept grew from {gpu_warm} to {gpu_peak} bytes"
     );
     let slack = 8 << 20;
     assert!(
@@ -94,24 +108,30 @@ fn gpu_loader_streams_without_growing() {
     let gpu = create_device().unwrap_or_else(|e| panic!("{e}"));
     let pipeline = GpuPipeline::new(&gpu.device);
     let transform = Transform::exact(24, 24);
-    soak("GPU loader", |images| {
-        pipeline
-            .preprocess_many(
-                &gpu.device,
-                &gpu.queue,
-                images,
-                &transform,
-                &Limits::default(),
-                64,
-            )
-            .results
-    });
+    soak(
+        "GPU loader",
+        |images| {
+            pipeline
+                .preprocess_many(
+                    &gpu.device,
+                    &gpu.queue,
+                    images,
+                    &transform,
+                    &Limits::default(),
+                    64,
+                )
+                .results
+        },
+        || pipeline.pooled_bytes(),
+    );
 }
 
 #[test]
 fn cpu_backend_streams_without_growing() {
     let transform = Transform::exact(24, 24);
-    soak("CPU backend", |images| {
-        Backend::Cpu.preprocess_many(images, &transform, &Limits::default())
-    });
+    soak(
+        "CPU backend",
+        |images| Backend::Cpu.preprocess_many(images, &transform, &Limits::default()),
+        || 0,
+    );
 }

@@ -66,6 +66,12 @@ impl BufferPool {
     /// Buffers kept at most; the smallest go first.
     const KEEP: usize = 8;
 
+    /// Bytes of the buffers kept now.
+    pub fn bytes(&self) -> u64 {
+        let free = self.free.lock().unwrap_or_else(|e| e.into_inner());
+        free.iter().map(wgpu::Buffer::size).sum()
+    }
+
     /// A buffer of at least `size` bytes with exactly `usage`: a kept one, or a new one rounded
     /// up to a power of two (within the device's largest buffer) so that it can be reused.
     pub fn take(

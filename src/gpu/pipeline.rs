@@ -59,6 +59,12 @@ impl GpuPipeline {
         self
     }
 
+    /// GPU memory this pipeline keeps between calls (its pooled arenas and outputs), in bytes:
+    /// bounded by a few buffers, whatever the number of images streamed.
+    pub fn pooled_bytes(&self) -> u64 {
+        self.pool.bytes()
+    }
+
     /// Runs stages 1–4 on the GPU: the same tensor as [`crate::preprocess`], bit for bit.
     pub fn preprocess(
         &self,
