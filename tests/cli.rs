@@ -45,7 +45,7 @@ fn convert_writes_pillow_identical_arrays_and_a_report() {
     let out = fresh_dir("convert");
     let inputs = [
         "photos/mpl__grace_hopper.jpg",
-        "malformed/pillow__hopper.png",
+        "malformed/jdec__derive-huffman-codes-overflow.jpg",
         "conformance/jdec__mozilla__jpg-progressive.jpg",
     ];
     let status = gpuprep()
@@ -56,7 +56,7 @@ fn convert_writes_pillow_identical_arrays_and_a_report() {
         .args(["--backend", "cpu"])
         .status()
         .unwrap();
-    assert_eq!(status.code(), Some(1), "one input is not a JPEG");
+    assert_eq!(status.code(), Some(1), "one input is corrupt");
 
     let goldens = common::goldens();
     for rel in [inputs[0], inputs[2]] {
@@ -70,7 +70,9 @@ fn convert_writes_pillow_identical_arrays_and_a_report() {
             "{rel} differs from Pillow"
         );
     }
-    assert!(!out.join("pillow__hopper.png.npy").exists());
+    assert!(!out
+        .join("jdec__derive-huffman-codes-overflow.jpg.npy")
+        .exists());
 
     let report: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(out.join("report.json")).unwrap()).unwrap();
@@ -86,7 +88,7 @@ fn convert_writes_pillow_identical_arrays_and_a_report() {
     }
     let error = entries[1]["error"].as_str().unwrap();
     assert!(
-        error.contains("pillow__hopper.png") && error.contains("not a JPEG"),
+        error.contains("jdec__derive-huffman-codes-overflow.jpg") && error.contains("corrupt"),
         "{error}"
     );
 }
@@ -149,7 +151,7 @@ fn stacked_output_holds_the_good_images_in_order() {
     let out = fresh_dir("stacked").join("batch.npy");
     let inputs = [
         "photos/mpl__grace_hopper.jpg",
-        "malformed/pillow__hopper.png",
+        "malformed/jdec__derive-huffman-codes-overflow.jpg",
         "conformance/jdec__mozilla__jpg-progressive.jpg",
     ];
     let status = gpuprep()
@@ -167,7 +169,7 @@ fn stacked_output_holds_the_good_images_in_order() {
         ])
         .status()
         .unwrap();
-    assert_eq!(status.code(), Some(1), "one input is not a JPEG");
+    assert_eq!(status.code(), Some(1), "one input is corrupt");
     let (shape, bytes) = read_npy(&out, "<f4");
     assert_eq!(shape, vec![2, 3, 224, 224]);
     let image_bytes = bytes.len() / 2;
