@@ -26,6 +26,7 @@ mod common;
 use common::bench_files;
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use fast_image_resize::{images::Image, FilterType, PixelType, ResizeAlg, ResizeOptions, Resizer};
+use gpuprep::drift::Drift;
 use gpuprep::{Backend, Limits, Tensor, TensorData, Transform};
 use rayon::prelude::*;
 
@@ -80,33 +81,31 @@ fn jpeg_decoder_pipeline(bytes: &[u8], resizer: &mut Resizer) -> Option<Vec<f32>
     ))
 }
 
-/// Max and mean |a − b| in grey levels (normalised values × 255 × std) and the share differing.
-fn drift(name: &str, outputs: &[Option<Vec<f32>>], reference: &[Option<Tensor>]) {
-    let (mut max, mut sum, mut differing, mut count) = (0f64, 0f64, 0usize, 0usize);
+/// Max and mean |a − b| in grey levels and the share differing, over the images both have
+/// (gpuprep's drift measure, the one `gpuprep parity` prints).
+fn drift(
+    name: &str,
+    outputs: &[Option<Vec<f32>>],
+    reference: &[Option<Tensor>],
+    transform: &Transform,
+) {
+    let mut total = Drift::default();
     for (ours, theirs) in outputs.iter().zip(reference) {
-        let (
-            Some(ours),
-            Some(Tensor {
-                data: TensorData::F32(theirs),
-                ..
-            }),
-        ) = (ours, theirs)
-        else {
+        let (Some(ours), Some(theirs)) = (ours, theirs) else {
             continue;
         };
-        let plane = theirs.len() / 3;
-        for (i, (a, b)) in ours.iter().zip(theirs).enumerate() {
-            let grey = f64::from((a - b).abs() * STD[i / plane] * 255.0);
-            max = max.max(grey);
-            sum += grey;
-            differing += usize::from(a != b);
-            count += 1;
-        }
+        let ours = Tensor {
+            shape: theirs.shape,
+            data: TensorData::F32(ours.clone()),
+        };
+        total.merge(&Drift::between(&ours, theirs, transform).expect("same shapes"));
     }
+    let total = total.total();
     println!(
-        "drift vs gpuprep CPU reference (= Pillow): {name}: max {max:.2} grey levels, mean {:.3}, {:.1}% of values differ",
-        sum / count.max(1) as f64,
-        100.0 * differing as f64 / count.max(1) as f64
+        "drift vs gpuprep CPU reference (= Pillow): {name}: max {:.2} grey levels, mean {:.3}, {:.1}% of values differ",
+        total.max,
+        total.mean(),
+        100.0 * total.share_differing()
     );
 }
 
@@ -136,18 +135,28 @@ fn pipelines(c: &mut Criterion) {
             .into_iter()
             .map(|r| as_values(&r.ok()))
             .collect();
-        drift("gpuprep GPU", &outputs, &reference);
+        drift("gpuprep GPU", &outputs, &reference, &transform);
     }
     let zune: Vec<_> = images
         .iter()
         .map(|b| zune_pipeline(b, &mut Resizer::new()))
         .collect();
-    drift("zune-jpeg + fast_image_resize", &zune, &reference);
+    drift(
+        "zune-jpeg + fast_image_resize",
+        &zune,
+        &reference,
+        &transform,
+    );
     let jd: Vec<_> = images
         .iter()
         .map(|b| jpeg_decoder_pipeline(b, &mut Resizer::new()))
         .collect();
-    drift("jpeg-decoder + fast_image_resize", &jd, &reference);
+    drift(
+        "jpeg-decoder + fast_image_resize",
+        &jd,
+        &reference,
+        &transform,
+    );
 
     let threads = rayon::current_num_threads();
     let bytes: u64 = images.iter().map(|b| b.len() as u64).sum();
