@@ -123,6 +123,34 @@ impl Error {
         }
     }
 
+    /// What the user can do about it, in a sentence (for the CLI; `None` where the message
+    /// says it all).
+    pub fn advice(&self) -> Option<&'static str> {
+        Some(match self {
+            Self::InFile { source, .. } => return source.advice(),
+            Self::NotJpeg(_) | Self::UnknownFormat(_) => {
+                "convert it to JPEG, PNG, BMP, GIF, TIFF or WebP, or leave it out"
+            }
+            Self::Truncated(_) => {
+                "re-fetch the file, or decode what is there with --load-truncated \
+                 (Limits::load_truncated), as Pillow's LOAD_TRUNCATED_IMAGES does"
+            }
+            Self::Corrupt(_) => "leave the file out, or re-encode it from a good copy",
+            Self::Unsupported(_) => {
+                "re-encode it as 8-bit baseline or progressive JPEG (Huffman coding)"
+            }
+            Self::UnsupportedImage { .. } => "convert it to a common variant (8-bit RGB PNG, say)",
+            Self::TooLarge { .. } => {
+                "raise --max-pixels (Limits::max_pixels) if the file is trusted"
+            }
+            Self::TooManyScans { .. } => {
+                "raise --max-scans (Limits::max_scans) if the file is trusted"
+            }
+            Self::Gpu(_) => "retry with --backend cpu (the same bits), or check the GPU driver",
+            _ => return None,
+        })
+    }
+
     pub(crate) fn corrupt(what: impl Into<String>) -> Self {
         Self::Corrupt(what.into())
     }

@@ -48,15 +48,22 @@ fn convert_writes_pillow_identical_arrays_and_a_report() {
         "malformed/jdec__derive-huffman-codes-overflow.jpg",
         "conformance/jdec__mozilla__jpg-progressive.jpg",
     ];
-    let status = gpuprep()
+    let output = gpuprep()
         .arg("convert")
         .args(inputs.map(data))
         .arg("--out")
         .arg(&out)
         .args(["--backend", "cpu"])
-        .status()
+        .output()
         .unwrap();
-    assert_eq!(status.code(), Some(1), "one input is corrupt");
+    assert_eq!(output.status.code(), Some(1), "one input is corrupt");
+    // The error names the file; what to do follows, once per kind of error.
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("jdec__derive-huffman-codes-overflow.jpg: corrupt JPEG")
+            && stderr.contains("what to do (1 file): leave the file out"),
+        "{stderr}"
+    );
 
     let goldens = common::goldens();
     for rel in [inputs[0], inputs[2]] {

@@ -166,10 +166,22 @@ fn summarise(
     quiet: bool,
 ) -> ExitCode {
     let failed = reports.iter().filter(|r| r.result.is_err()).count();
+    // Each error names its file; what to do is said once per kind, after them.
+    let mut advice: Vec<(&str, usize)> = Vec::new();
     for report in reports {
         if let Err(e) = &report.result {
             eprintln!("error: {e}");
+            if let Some(said) = e.advice() {
+                match advice.iter_mut().find(|(a, _)| *a == said) {
+                    Some((_, files)) => *files += 1,
+                    None => advice.push((said, 1)),
+                }
+            }
         }
+    }
+    for (said, files) in advice {
+        let plural = if files == 1 { "" } else { "s" };
+        eprintln!("what to do ({files} file{plural}): {said}");
     }
     let (Destination::Directory(path) | Destination::Stacked(path)) = destination;
     if !quiet {
