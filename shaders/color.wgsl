@@ -131,16 +131,19 @@ fn cmyk_to_rgb(ink: vec3<i32>, k: i32) -> vec3<i32> {
 fn oriented_index(x: u32, y: u32, width: u32, height: u32, orientation: u32) -> u32 {
     let right = width - 1u - x;
     let bottom = height - 1u - y;
+    // (x, y, width) in the oriented image.
+    var to = vec3<u32>(x, y, width);
     switch orientation {
-        case 2u: { return y * width + right; }
-        case 3u: { return bottom * width + right; }
-        case 4u: { return bottom * width + x; }
-        case 5u: { return x * height + y; }
-        case 6u: { return x * height + bottom; }
-        case 7u: { return right * height + bottom; }
-        case 8u: { return right * height + y; }
-        default: { return y * width + x; }
+        case 2u: { to = vec3<u32>(right, y, width); }
+        case 3u: { to = vec3<u32>(right, bottom, width); }
+        case 4u: { to = vec3<u32>(x, bottom, width); }
+        case 5u: { to = vec3<u32>(y, x, height); }
+        case 6u: { to = vec3<u32>(bottom, x, height); }
+        case 7u: { to = vec3<u32>(bottom, right, height); }
+        case 8u: { to = vec3<u32>(y, right, height); }
+        default: {}
     }
+    return to.y * to.z + to.x;
 }
 
 @compute @workgroup_size(64)

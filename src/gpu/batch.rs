@@ -2,11 +2,11 @@
 
 use super::dispatch::{checked, read_buffer};
 use super::packing::{binding_window, Packing};
-use super::pipeline::{output_buffer, tensor_data, too_large, GpuPipeline};
+use super::pipeline::{output_buffer, prepare_image, tensor_data, GpuPipeline};
 use super::work::ImageWork;
 use crate::error::{Error, Result};
 use crate::transform::DType;
-use crate::{formats, Limits, Tensor, Transform};
+use crate::{Limits, Tensor, Transform};
 use rayon::prelude::*;
 
 /// A preprocessed batch on the GPU.
@@ -106,14 +106,7 @@ impl GpuPipeline {
         let window = binding_window(device);
         let works: Vec<Result<ImageWork>> = images
             .par_iter()
-            .map(|bytes| {
-                let decoded = formats::decode(bytes, limits)?;
-                let work = ImageWork::prepare(&decoded, transform)?;
-                match too_large(&work, window) {
-                    Some(e) => Err(e),
-                    None => Ok(work),
-                }
-            })
+            .map(|bytes| prepare_image(bytes, transform, limits, window))
             .collect();
         let mut outcomes = Vec::with_capacity(images.len());
         let mut packings = vec![Packing::new(transform)];

@@ -286,6 +286,19 @@ fn lap(clock: &mut Instant) -> std::time::Duration {
     elapsed
 }
 
+/// What a CPU thread does for each image of a batch: decodes `bytes` and prepares it for
+/// `transform`, refusing an image too large for bindings of `window` bytes.
+pub(crate) fn prepare_image(
+    bytes: &[u8],
+    transform: &Transform,
+    limits: &crate::Limits,
+    window: u64,
+) -> Result<ImageWork> {
+    let decoded = crate::formats::decode(bytes, limits)?;
+    let work = ImageWork::prepare(&decoded, transform)?;
+    too_large(&work, window).map_or(Ok(work), Err)
+}
+
 /// The error for an image whose arenas cannot be bound on this device, if it is one.
 pub(crate) fn too_large(work: &ImageWork, window: u64) -> Option<Error> {
     (!Packing::fits_alone(work, window)).then(|| {

@@ -2,10 +2,10 @@
 //! GPU, while one batch runs on the GPU and the next is packed and submitted.
 
 use super::packing::binding_window;
-use super::pipeline::{too_large, GpuPipeline, GpuTimings, Submitted};
+use super::pipeline::{prepare_image, GpuPipeline, GpuTimings, Submitted};
 use super::work::ImageWork;
 use crate::error::{Error, Result};
-use crate::{formats, Limits, Tensor, Transform};
+use crate::{Limits, Tensor, Transform};
 use std::sync::mpsc::Receiver;
 use std::time::{Duration, Instant};
 
@@ -70,9 +70,7 @@ impl GpuPipeline {
         let batch = batch.max(1);
         let prepare = |i: usize| -> Decoded {
             let started = Instant::now();
-            let work = formats::decode(images[i], limits)
-                .and_then(|decoded| ImageWork::prepare(&decoded, transform))
-                .and_then(|work| too_large(&work, window).map_or(Ok(work), Err));
+            let work = prepare_image(images[i], transform, limits, window);
             Decoded {
                 index: i,
                 work,
