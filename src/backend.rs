@@ -38,7 +38,7 @@ impl Backend {
     ) -> Result<Tensor> {
         let decoded = formats::decode(data, limits)?;
         match self {
-            Self::Cpu => reference::preprocess_decoded(&decoded, transform),
+            Self::Cpu => reference::preprocess_decoded(decoded, transform),
             Self::Gpu(backend) => {
                 let GpuBackend { gpu, pipeline } = &**backend;
                 pipeline.preprocess_decoded(&gpu.device, &gpu.queue, &decoded, transform)

@@ -52,7 +52,6 @@ fn decode_pixels(data: &[u8], format: ImageFormat, name: &str, limits: &Limits) 
             format: name.into(),
             reason: e.to_string(),
         },
-        image::ImageError::Limits(_) => Error::corrupt(format!("{name}: {e}")),
         e => Error::corrupt(format!("{name}: {e}")),
     };
     let mut reader = ImageReader::with_format(Cursor::new(data), format);

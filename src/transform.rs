@@ -220,11 +220,11 @@ impl Transform {
         }
     }
 
-    /// The orientation this transform applies to `image`: its EXIF one with
-    /// [`Transform::exif_transpose`], else 1 (as stored).
-    pub fn orientation_of(&self, image: &crate::jpeg::CoefficientImage) -> u8 {
+    /// The orientation this transform applies to an image whose metadata records
+    /// `orientation`: that one with [`Transform::exif_transpose`], else 1 (as stored).
+    pub fn applied_orientation(&self, orientation: u8) -> u8 {
         if self.exif_transpose {
-            image.orientation
+            orientation
         } else {
             1
         }

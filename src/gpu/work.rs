@@ -106,7 +106,7 @@ impl ImageWork {
             });
         }
         let (width, height) = scaled_size(image, denominator);
-        let orientation = transform.orientation_of(image);
+        let orientation = transform.applied_orientation(image.orientation);
         let color = ColorJob {
             width: width as u32,
             height: height as u32,
@@ -166,11 +166,7 @@ impl ImageWork {
                 box_v: 1,
             };
         }
-        let orientation = if transform.exif_transpose {
-            pixels.orientation
-        } else {
-            1
-        };
+        let orientation = transform.applied_orientation(pixels.orientation);
         let color = ColorJob {
             width: width as u32,
             height: height as u32,

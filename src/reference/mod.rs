@@ -175,7 +175,7 @@ pub fn for_each_rgb_row(
 /// never stored; the result is the same as [`decode_rgb_scaled`] then [`apply_transform`].
 pub fn preprocess(image: &CoefficientImage, transform: &crate::Transform) -> Result<crate::Tensor> {
     let denominator = transform.draft_denominator(image.width, image.height);
-    let orientation = transform.orientation_of(image);
+    let orientation = transform.applied_orientation(image.orientation);
     if orientation != 1 {
         // Pillow orients the whole decoded image before resizing it.
         let rgb = orient::orient(decode_rgb_scaled(image, denominator)?, orientation);
@@ -223,18 +223,14 @@ pub fn preprocess(image: &CoefficientImage, transform: &crate::Transform) -> Res
 /// [`preprocess`] for an input of any format: a non-JPEG image's pixels go straight to the
 /// transform (oriented first when it asks).
 pub fn preprocess_decoded(
-    decoded: &crate::formats::Decoded,
+    decoded: crate::formats::Decoded,
     transform: &crate::Transform,
 ) -> Result<crate::Tensor> {
     match decoded {
-        crate::formats::Decoded::Jpeg(image) => preprocess(image, transform),
+        crate::formats::Decoded::Jpeg(image) => preprocess(&image, transform),
         crate::formats::Decoded::Pixels(pixels) => {
-            let orientation = if transform.exif_transpose {
-                pixels.orientation
-            } else {
-                1
-            };
-            let rgb = orient::orient(pixels.rgb.clone(), orientation);
+            let orientation = transform.applied_orientation(pixels.orientation);
+            let rgb = orient::orient(pixels.rgb, orientation);
             Ok(apply_transform(rgb, transform))
         }
     }
