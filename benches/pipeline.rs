@@ -175,6 +175,25 @@ fn pipelines(c: &mut Criterion) {
             group.bench_function("gpuprep GPU", |b| {
                 b.iter(|| gpu.preprocess_many(&images, &transform, &limits))
             });
+            // The tensors stay on the GPU, as a model on the same device takes them (and as
+            // torchvision's nvJPEG pipeline leaves them); the span ends when the GPU is done.
+            if let Backend::Gpu(g) = gpu {
+                group.bench_function("gpuprep GPU, tensors kept on the GPU", |b| {
+                    b.iter(|| {
+                        let mut tensors = 0;
+                        g.pipeline.preprocess_on_device(
+                            &g.gpu.device,
+                            &g.gpu.queue,
+                            &images,
+                            &transform,
+                            &limits,
+                            gpuprep::gpu::DEFAULT_BATCH,
+                            |batch| tensors += batch.tensors.len(),
+                        );
+                        tensors
+                    })
+                });
+            }
         }
         group.bench_function("gpuprep CPU", |b| {
             b.iter(|| Backend::Cpu.preprocess_many(&images, &transform, &limits))

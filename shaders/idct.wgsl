@@ -19,17 +19,23 @@ struct Job {
     // Where this component's compact coefficients start in `coefs`, and its plane in `samples`.
     coef_base: u32,
     sample_base: u32,
+    // The order of the compact table's blocks: MCUs of table_mcu_w x table_mcu_h blocks,
+    // table_mcus_per_row to a row (1 x 1: plain row-major), and the blocks in the table.
+    table_mcu_w: u32,
+    table_mcu_h: u32,
+    table_mcus_per_row: u32,
+    table_blocks: u32,
     // The quantisation table, natural order, as libjpeg's 16-bit multipliers sign-extended.
     quant: array<vec4<i32>, 16>,
 }
 
 @group(0) @binding(1) var<storage, read> jobs: array<Job>;
-// Quantised coefficients, compact, per job from `coef_base` (`compact_coefficients` in
-// src/gpu/work.rs): for the image blocks in row-major order (width_in_blocks per row), a table
-// word per block plus one, `start << 1 | wide`, then a stream of 16-bit half-words (two per word,
-// the lower first) from which block b's entries run from its start to block b + 1's. An entry is
-// one non-zero coefficient: `index << 10 | value` (10-bit two's complement), or in a wide block
-// two half-words, the index and the 16-bit value. Most coefficients are zero.
+// Quantised coefficients, compact, per job from `coef_base` (src/jpeg/compact.rs): a table word
+// per block plus one, `start << 1 | wide`, the blocks in the order `table_index` gives, then a
+// stream of 16-bit half-words (two per word, the lower first) from which block b's entries run
+// from its start to block b + 1's. An entry is one non-zero coefficient: `index << 10 | value`
+// (10-bit two's complement), or in a wide block two half-words, the index and the 16-bit value.
+// Most coefficients are zero.
 @group(0) @binding(2) var<storage, read> coefs: array<u32>;
 // Output planes, four samples per word (lowest byte first).
 @group(0) @binding(3) var<storage, read_write> samples: array<u32>;
@@ -107,13 +113,21 @@ fn kernel(x: array<i32, 8>, shift: u32) -> array<i32, 8> {
 // The current block's quantised coefficients, natural order.
 var<private> block_coefs: array<i32, 64>;
 
-// Expands block `block`'s entries into `block_coefs`.
+// Where block (bx, by) is in the compact table. Mirror of `BlockOrder::position`.
+fn table_index(bx: u32, by: u32) -> u32 {
+    let w = jobs[job].table_mcu_w;
+    let h = jobs[job].table_mcu_h;
+    let mcu = (by / h) * jobs[job].table_mcus_per_row + bx / w;
+    return mcu * w * h + (by % h) * w + bx % w;
+}
+
+// Expands the entries of the table's block `block` into `block_coefs`.
 fn load_block(block: u32) {
     for (var i = 0u; i < 64u; i++) {
         block_coefs[i] = 0;
     }
     let base = jobs[job].coef_base;
-    let stream = base + jobs[job].width_in_blocks * jobs[job].height_in_blocks + 1u;
+    let stream = base + jobs[job].table_blocks + 1u;
     let first = coefs[base + block];
     let end = coefs[base + block + 1u] >> 1u;
     if (first & 1u) == 0u {
@@ -306,7 +320,7 @@ fn main(@builtin(global_invocation_id) id: vec3<u32>, @builtin(num_workgroups) g
         if bx >= jobs[job].width_in_blocks {
             break;
         }
-        let block = by * jobs[job].width_in_blocks + bx;
+        let block = table_index(bx, by);
         load_block(block);
         switch size {
             case 8u: { idct_8x8(block); }

@@ -103,28 +103,54 @@ fn check_transforms(gpu: &Gpu, root: &Path) {
     let specs = common::transform_specs();
     let mut checked = 0;
     let mut failures = Vec::new();
-    for golden in common::transform_goldens() {
-        let transform = &specs[&golden.transform];
+    // Per transform, its files through the streaming loader: the path `convert` and `bench`
+    // take, where single-scan JPEGs are decoded straight into the compact upload (the decode
+    // test above takes the dense path).
+    let mut by_transform: std::collections::BTreeMap<&str, Vec<&common::TransformGolden>> =
+        Default::default();
+    let goldens = common::transform_goldens();
+    for golden in &goldens {
         let path = root.join(&golden.file);
-        if !path.is_file() {
-            continue;
+        if path.is_file() {
+            by_transform
+                .entry(&golden.transform)
+                .or_default()
+                .push(golden);
         }
-        let bytes = std::fs::read(&path).unwrap();
-        // JPEGs go up as coefficients, other formats as pixels; formats gpuprep names as
-        // unsupported are counted by decode_parity.
-        let Ok(decoded) = gpuprep::formats::decode(&bytes, &Limits::default()) else {
-            continue;
-        };
-        checked += 1;
-        match pipeline.preprocess_decoded(&gpu.device, &gpu.queue, &decoded, transform) {
-            Ok(tensor)
-                if tensor.shape.to_vec() == golden.shape
-                    && common::sha256_hex(&tensor.to_le_bytes()) == golden.sha256 => {}
-            Ok(_) => failures.push(format!(
-                "{} {}: GPU tensor differs from Pillow + torchvision",
-                golden.file, golden.transform
-            )),
-            Err(e) => failures.push(format!("{} {}: {e}", golden.file, golden.transform)),
+    }
+    for (name, goldens) in by_transform {
+        let transform = &specs[name];
+        let bytes: Vec<Vec<u8>> = goldens
+            .iter()
+            .map(|g| std::fs::read(root.join(&g.file)).unwrap())
+            .collect();
+        // Formats and files gpuprep refuses are counted by decode_parity.
+        let (goldens, inputs): (Vec<_>, Vec<&[u8]>) = goldens
+            .iter()
+            .zip(&bytes)
+            .filter(|(_, b)| gpuprep::formats::decode(b, &Limits::default()).is_ok())
+            .map(|(g, b)| (*g, b.as_slice()))
+            .unzip();
+        let streamed = pipeline.preprocess_many(
+            &gpu.device,
+            &gpu.queue,
+            &inputs,
+            transform,
+            &Limits::default(),
+            16,
+        );
+        for (golden, result) in goldens.iter().zip(&streamed.results) {
+            checked += 1;
+            match result {
+                Ok(tensor)
+                    if tensor.shape.to_vec() == golden.shape
+                        && common::sha256_hex(&tensor.to_le_bytes()) == golden.sha256 => {}
+                Ok(_) => failures.push(format!(
+                    "{} {}: GPU tensor differs from Pillow + torchvision",
+                    golden.file, golden.transform
+                )),
+                Err(e) => failures.push(format!("{} {}: {e}", golden.file, golden.transform)),
+            }
         }
     }
     println!(
@@ -310,6 +336,78 @@ fn batch_byte_limit_splits_batches() {
             }
         }
     }
+}
+
+/// Tensors kept on the device: every image lands exactly once, in some batch, either as a
+/// tensor whose bytes on the GPU are the CPU reference's (copied back here, inside the consumer,
+/// as a model on the device would read them) or as the reference's error.
+#[test]
+fn tensors_kept_on_the_device_are_the_reference() {
+    let Some(gpu) = gpu() else { return };
+    let pipeline = GpuPipeline::new(&gpu.device);
+    let (bytes, _) = mixed_inputs();
+    let inputs: Vec<&[u8]> = bytes.iter().map(Vec::as_slice).collect();
+    let transform = gpuprep::Transform {
+        resize: Some(gpuprep::transform::Resize::ShorterSide(64)),
+        ..gpuprep::Transform::tensor(gpuprep::transform::Normalize::IMAGENET)
+    };
+    let limits = Limits::default();
+    let mut seen = vec![0; inputs.len()];
+    let mut tensors = 0;
+    let stats = pipeline.preprocess_on_device(
+        &gpu.device,
+        &gpu.queue,
+        &inputs,
+        &transform,
+        &limits,
+        2,
+        |batch| {
+            for (i, e) in &batch.failed {
+                seen[*i] += 1;
+                let expected = gpuprep::preprocess(inputs[*i], &transform, &limits).unwrap_err();
+                assert_eq!(e.to_string(), expected.to_string(), "image {i}");
+            }
+            let Some(buffer) = batch.buffer else {
+                panic!("the GPU failed a batch")
+            };
+            let readback = gpu.device.create_buffer(&wgpu::BufferDescriptor {
+                label: None,
+                size: buffer.size(),
+                usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+                mapped_at_creation: false,
+            });
+            let mut encoder = gpu.device.create_command_encoder(&Default::default());
+            encoder.copy_buffer_to_buffer(buffer, 0, &readback, 0, buffer.size());
+            gpu.queue.submit([encoder.finish()]);
+            readback
+                .slice(..)
+                .map_async(wgpu::MapMode::Read, |r| r.unwrap());
+            gpu.device
+                .poll(wgpu::PollType::wait_indefinitely())
+                .unwrap();
+            let bytes = readback.slice(..).get_mapped_range().unwrap();
+            for tensor in &batch.tensors {
+                seen[tensor.index] += 1;
+                tensors += 1;
+                let expected = gpuprep::preprocess(inputs[tensor.index], &transform, &limits)
+                    .unwrap_or_else(|e| panic!("image {}: {e}", tensor.index));
+                assert_eq!(tensor.shape, expected.shape, "image {}", tensor.index);
+                let gpuprep::TensorData::F32(values) = &expected.data else {
+                    panic!("float32 expected")
+                };
+                let expected: &[u8] = bytemuck::cast_slice(values);
+                let start = tensor.offset as usize;
+                assert!(
+                    bytes[start..start + expected.len()] == *expected,
+                    "image {}",
+                    tensor.index
+                );
+            }
+        },
+    );
+    assert_eq!(seen, vec![1; inputs.len()], "each image once");
+    assert_eq!(tensors, 4, "four of the seven decode");
+    assert!(stats.len() >= 3, "{} batches", stats.len());
 }
 
 /// One pipeline serves several threads at once (it is `Send + Sync`), each getting exact results.

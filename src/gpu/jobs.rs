@@ -21,13 +21,19 @@ pub(crate) struct IdctJob {
     pub coef_base: u32,
     /// Where the plane starts in the sample arena.
     pub sample_base: u32,
+    /// The order of the compact table's blocks (`BlockOrder` in src/jpeg/compact.rs): blocks
+    /// per MCU across and down, MCUs per row, blocks in the table.
+    pub table_mcu_w: u32,
+    pub table_mcu_h: u32,
+    pub table_mcus_per_row: u32,
+    pub table_blocks: u32,
     /// The table as libjpeg's 16-bit multipliers, sign-extended.
     pub quant: [i32; 64],
 }
 
 impl IdctJob {
-    /// Words of the WGSL struct: 8, then `array<vec4<i32>, 16>`.
-    pub const WORDS: usize = 8 + 64;
+    /// Words of the WGSL struct: 12, then `array<vec4<i32>, 16>`.
+    pub const WORDS: usize = 12 + 64;
 
     pub fn words(&self) -> [u32; Self::WORDS] {
         let head = [
@@ -39,10 +45,14 @@ impl IdctJob {
             self.blocks_per_invocation,
             self.coef_base,
             self.sample_base,
+            self.table_mcu_w,
+            self.table_mcu_h,
+            self.table_mcus_per_row,
+            self.table_blocks,
         ];
         std::array::from_fn(|i| match i {
-            0..8 => head[i],
-            _ => self.quant[i - 8] as u32,
+            0..12 => head[i],
+            _ => self.quant[i - 12] as u32,
         })
     }
 }

@@ -17,7 +17,7 @@ mod work;
 pub use batch::Batch;
 pub use context::{create_device, Gpu};
 pub use pipeline::{GpuPipeline, GpuTimings};
-pub use stream::{BatchStats, Streamed, DEFAULT_BATCH};
+pub use stream::{BatchStats, DeviceBatch, DeviceTensor, Streamed, DEFAULT_BATCH};
 
 /// The compiled stages.
 pub(crate) struct Stages {

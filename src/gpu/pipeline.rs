@@ -120,21 +120,23 @@ impl GpuPipeline {
         works: Vec<(usize, ImageWork)>,
         transform: &Transform,
     ) -> Result<(Vec<(usize, Tensor)>, GpuTimings)> {
-        let submitted = self.submit_images(device, queue, works, transform)?;
+        let submitted = self.submit_images(device, queue, works, transform, true)?;
         self.finish(device, submitted)
     }
 
-    /// The first half of [`Self::run_images`]: packs, records and submits, and returns without
-    /// waiting for the GPU, so that the caller can prepare the next batch meanwhile.
+    /// The first half of [`Self::run_images`]: packs, records and submits (with the copy to a
+    /// read-back buffer when `read_back`), and returns without waiting for the GPU, so that the
+    /// caller can prepare the next batch meanwhile.
     pub(crate) fn submit_images(
         &self,
         device: &wgpu::Device,
         queue: &wgpu::Queue,
         works: Vec<(usize, ImageWork)>,
         transform: &Transform,
+        read_back: bool,
     ) -> Result<Submitted> {
         let window = binding_window(device);
-        self.submit_in_windows(device, queue, works, transform, window)
+        self.submit_in_windows(device, queue, works, transform, window, read_back)
     }
 
     /// [`Self::submit_images`] with bindings of at most `window` bytes (a multiple of the
@@ -146,6 +148,7 @@ impl GpuPipeline {
         works: Vec<(usize, ImageWork)>,
         transform: &Transform,
         window: u64,
+        read_back: bool,
     ) -> Result<Submitted> {
         let mut timings = GpuTimings::default();
         let mut clock = Instant::now();
@@ -171,8 +174,6 @@ impl GpuPipeline {
             let bytes = (at * 4).max(4);
             let storage = wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC;
             let output = self.pool.take(device, "tensors", bytes, storage);
-            let mapped = wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST;
-            let readback = self.pool.take(device, "tensor readback", bytes, mapped);
             let mut stage_clock = Instant::now();
             let mut after_stage = |stage: &'static str, encoder: &mut wgpu::CommandEncoder| {
                 if self.time_stages {
@@ -198,7 +199,12 @@ impl GpuPipeline {
                 queue.submit([encoder.finish()]);
             }
             let mut encoder = device.create_command_encoder(&Default::default());
-            encoder.copy_buffer_to_buffer(&output, 0, &readback, 0, bytes);
+            let readback = read_back.then(|| {
+                let mapped = wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST;
+                let readback = self.pool.take(device, "tensor readback", bytes, mapped);
+                encoder.copy_buffer_to_buffer(&output, 0, &readback, 0, bytes);
+                readback
+            });
             let submission = queue.submit([encoder.finish()]);
             timings.record = lap(&mut clock);
             Ok(Submitted {
@@ -229,6 +235,8 @@ impl GpuPipeline {
             submission,
             mut timings,
         } = submitted;
+        let readback =
+            readback.ok_or_else(|| Error::Gpu("submitted without a read-back".into()))?;
         // Time spent meanwhile on other batches is not this one's.
         let mut clock = Instant::now();
         let tensors = checked(device, || {
@@ -252,18 +260,48 @@ impl GpuPipeline {
         timings.read_back = lap(&mut clock);
         Ok((tensors, timings))
     }
+
+    /// The other second half: waits for `submitted` and leaves its tensors on the GPU. Returns
+    /// the output buffer (back to the pool with [`BufferPool::put`] once used), each tensor's
+    /// caller's index, shape and first word, and the timings.
+    pub(crate) fn finish_on_device(
+        &self,
+        device: &wgpu::Device,
+        submitted: Submitted,
+    ) -> Result<(wgpu::Buffer, Vec<Placed>, GpuTimings)> {
+        let Submitted {
+            output,
+            shapes,
+            submission,
+            mut timings,
+            ..
+        } = submitted;
+        let clock = Instant::now();
+        device
+            .poll(wgpu::PollType::Wait {
+                submission_index: Some(submission),
+                timeout: None,
+            })
+            .map_err(|e| Error::Gpu(format!("waiting for the GPU: {e}")))?;
+        timings.execute = clock.elapsed();
+        Ok((output, shapes, timings))
+    }
 }
+
+/// One image's tensor in a batch's output: the caller's index, its shape, its first word.
+pub(crate) type Placed = (usize, [usize; 3], u64);
 
 /// A batch submitted to the GPU whose tensors are still to be read back.
 pub(crate) struct Submitted {
     output: wgpu::Buffer,
-    readback: wgpu::Buffer,
+    /// Where the output is copied for reading back on the CPU, if it is.
+    readback: Option<wgpu::Buffer>,
     /// Bytes of output.
     bytes: u64,
-    /// Caller's index, shape and first output word of each image.
-    shapes: Vec<(usize, [usize; 3], u64)>,
+    /// Where each image's tensor is in the output.
+    shapes: Vec<Placed>,
     dtype: DType,
-    /// The submission that copies the output to `readback`.
+    /// The last submission: the tensor stage, and the copy to `readback`.
     submission: wgpu::SubmissionIndex,
     timings: GpuTimings,
 }
@@ -294,8 +332,15 @@ pub(crate) fn prepare_image(
     limits: &crate::Limits,
     window: u64,
 ) -> Result<ImageWork> {
-    let decoded = crate::formats::decode(bytes, limits)?;
-    let work = ImageWork::prepare(&decoded, transform)?;
+    // A JPEG's coefficients are decoded straight into the compact form where they can be.
+    let work = if bytes.starts_with(&[0xFF, 0xD8]) {
+        match crate::jpeg::decode_compact(bytes, limits)? {
+            (image, Some(planes)) => ImageWork::with_planes(&image, planes, transform)?,
+            (image, None) => ImageWork::new(&image, transform)?,
+        }
+    } else {
+        ImageWork::prepare(&crate::formats::decode(bytes, limits)?, transform)?
+    };
     too_large(&work, window).map_or(Ok(work), Err)
 }
 
@@ -367,7 +412,7 @@ mod tests {
         // 1 MiB: china.jpg (640x427) needs both RGBX windows; two images never share a packing.
         let window = 1 << 20;
         let submitted = pipeline
-            .submit_in_windows(&gpu.device, &gpu.queue, works, &transform, window)
+            .submit_in_windows(&gpu.device, &gpu.queue, works, &transform, window, true)
             .unwrap();
         let (tensors, _) = pipeline.finish(&gpu.device, submitted).unwrap();
         assert_eq!(tensors.len(), 4);

@@ -5,6 +5,7 @@ use super::packing::binding_window;
 use super::pipeline::{prepare_image, GpuPipeline, GpuTimings, Submitted};
 use super::work::ImageWork;
 use crate::error::{Error, Result};
+use crate::transform::DType;
 use crate::{Limits, Tensor, Transform};
 use std::sync::mpsc::Receiver;
 use std::time::{Duration, Instant};
@@ -42,6 +43,33 @@ pub struct Streamed {
     pub batches: Vec<BatchStats>,
 }
 
+/// One batch of [`GpuPipeline::preprocess_on_device`], its tensors on the GPU.
+pub struct DeviceBatch<'a> {
+    /// The tensors, `STORAGE | COPY_SRC`, little-endian, C order; `None` when the GPU failed
+    /// the whole batch (its images are in `failed`). Usable during the call only: the buffer
+    /// then serves a later batch, after any work the consumer submitted on it.
+    pub buffer: Option<&'a wgpu::Buffer>,
+    /// Where each of the batch's tensors lies in `buffer`.
+    pub tensors: Vec<DeviceTensor>,
+    /// Element type of every tensor.
+    pub dtype: DType,
+    /// The batch's images that failed, with why (each alone: the others are exact).
+    pub failed: Vec<(usize, Error)>,
+    /// What the batch cost.
+    pub stats: &'a BatchStats,
+}
+
+/// One tensor of a [`DeviceBatch`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DeviceTensor {
+    /// The input image's index.
+    pub index: usize,
+    /// Dimensions in the transform's layout: `[h, w, 3]` or `[3, h, w]`.
+    pub shape: [usize; 3],
+    /// Its first byte in the buffer (a multiple of 4).
+    pub offset: u64,
+}
+
 /// One image decoded and prepared on a CPU thread.
 struct Decoded {
     index: usize,
@@ -66,6 +94,108 @@ impl GpuPipeline {
         limits: &Limits,
         batch: usize,
     ) -> Streamed {
+        let mut results: Vec<Option<Result<Tensor>>> = (0..images.len()).map(|_| None).collect();
+        let mut batches = Vec::new();
+        let land = |flight| self.land(device, flight, &mut results, &mut batches);
+        self.stream(device, queue, images, transform, limits, batch, true, land);
+        Streamed {
+            results: results
+                .into_iter()
+                .enumerate()
+                .map(|(i, r)| {
+                    r.unwrap_or_else(|| Err(Error::Gpu(format!("image {i} was never decoded"))))
+                })
+                .collect(),
+            batches,
+        }
+    }
+
+    /// [`Self::preprocess_many`] for a consumer on the same device: each batch's tensors stay
+    /// on the GPU, handed to `consume` as a [`DeviceBatch`] as soon as the GPU has made them (in
+    /// the order batches finish, not input order). Nothing is read back, so this is the fast
+    /// path when a model on this device eats the tensors. Returns the per-batch stats.
+    #[allow(
+        clippy::too_many_arguments,
+        reason = "preprocess_many's arguments and the consumer"
+    )]
+    pub fn preprocess_on_device(
+        &self,
+        device: &wgpu::Device,
+        queue: &wgpu::Queue,
+        images: &[&[u8]],
+        transform: &Transform,
+        limits: &Limits,
+        batch: usize,
+        mut consume: impl FnMut(DeviceBatch<'_>),
+    ) -> Vec<BatchStats> {
+        let mut batches = Vec::new();
+        let land = |flight: Flight| {
+            let Flight {
+                mut failed,
+                running,
+                submitted,
+                mut stats,
+                started,
+                gpu_start,
+            } = flight;
+            let landed = submitted.and_then(|s| self.finish_on_device(device, s));
+            stats.gpu = gpu_start.elapsed();
+            stats.latency = started.map_or(Duration::ZERO, |s| s.elapsed());
+            match landed {
+                Ok((buffer, shapes, timings)) => {
+                    stats.gpu_timings = timings;
+                    consume(DeviceBatch {
+                        buffer: Some(&buffer),
+                        tensors: shapes
+                            .into_iter()
+                            .map(|(index, shape, at)| DeviceTensor {
+                                index,
+                                shape,
+                                offset: at * 4,
+                            })
+                            .collect(),
+                        dtype: transform.dtype,
+                        failed,
+                        stats: &stats,
+                    });
+                    // Work the consumer submitted on it runs before any later use.
+                    self.pool.put(buffer);
+                }
+                Err(e) => {
+                    failed.extend(running.into_iter().map(|i| (i, gpu_error(&e))));
+                    consume(DeviceBatch {
+                        buffer: None,
+                        tensors: Vec::new(),
+                        dtype: transform.dtype,
+                        failed,
+                        stats: &stats,
+                    });
+                }
+            }
+            batches.push(stats);
+        };
+        self.stream(device, queue, images, transform, limits, batch, false, land);
+        batches
+    }
+
+    /// The streaming loop: CPU threads decode and prepare, this thread gathers batches, submits
+    /// each (with a copy for reading back when `read_back`) and hands the one submitted before
+    /// to `land`.
+    #[allow(
+        clippy::too_many_arguments,
+        reason = "the public calls' arguments, passed through"
+    )]
+    fn stream(
+        &self,
+        device: &wgpu::Device,
+        queue: &wgpu::Queue,
+        images: &[&[u8]],
+        transform: &Transform,
+        limits: &Limits,
+        batch: usize,
+        read_back: bool,
+        mut land: impl FnMut(Flight),
+    ) {
         let window = binding_window(device);
         let batch = batch.max(1);
         let prepare = |i: usize| -> Decoded {
@@ -78,8 +208,6 @@ impl GpuPipeline {
                 took: started.elapsed(),
             }
         };
-        let mut results: Vec<Option<Result<Tensor>>> = (0..images.len()).map(|_| None).collect();
-        let mut batches = Vec::new();
         // This thread feeds the GPU; rayon's threads decode. At most two batches' worth of
         // images are being decoded or waiting at any time, which bounds memory; decoding tasks
         // never block, so the GPU side's own parallel copies always find threads.
@@ -113,26 +241,17 @@ impl GpuPipeline {
                 received += pending.len();
                 spawn_until(received + 2 * batch);
                 // One batch stays on the GPU while the next is packed and submitted.
-                let launched = self.launch(device, queue, pending, wait.elapsed(), transform);
+                let launched =
+                    self.launch(device, queue, pending, wait.elapsed(), transform, read_back);
                 if let Some(previous) = in_flight.replace(launched) {
-                    self.land(device, previous, &mut results, &mut batches);
+                    land(previous);
                 }
                 target = (target * 2).min(batch);
             }
             if let Some(last) = in_flight.take() {
-                self.land(device, last, &mut results, &mut batches);
+                land(last);
             }
         });
-        Streamed {
-            results: results
-                .into_iter()
-                .enumerate()
-                .map(|(i, r)| {
-                    r.unwrap_or_else(|| Err(Error::Gpu(format!("image {i} was never decoded"))))
-                })
-                .collect(),
-            batches,
-        }
     }
 
     /// Submits one batch of decoded images; the ones that failed to decode wait beside it.
@@ -143,6 +262,7 @@ impl GpuPipeline {
         pending: Vec<Decoded>,
         waited: Duration,
         transform: &Transform,
+        read_back: bool,
     ) -> Flight {
         let good = pending.iter().filter_map(|d| d.work.as_ref().ok());
         let (uploaded, dense) = good.fold((0, 0), |(u, d), w| {
@@ -167,11 +287,11 @@ impl GpuPipeline {
         for decoded in pending {
             match decoded.work {
                 Ok(work) => works.push((decoded.index, work)),
-                Err(e) => failed.push((decoded.index, Err(e))),
+                Err(e) => failed.push((decoded.index, e)),
             }
         }
         let running: Vec<usize> = works.iter().map(|(i, _)| *i).collect();
-        let submitted = self.submit_images(device, queue, works, transform);
+        let submitted = self.submit_images(device, queue, works, transform, read_back);
         Flight {
             failed,
             running,
@@ -199,8 +319,8 @@ impl GpuPipeline {
             started,
             gpu_start,
         } = flight;
-        for (i, result) in failed {
-            results[i] = Some(result);
+        for (i, e) in failed {
+            results[i] = Some(Err(e));
         }
         match submitted.and_then(|s| self.finish(device, s)) {
             Ok((tensors, timings)) => {
@@ -223,7 +343,7 @@ impl GpuPipeline {
 
 /// A batch submitted to the GPU, and the images of it that failed before.
 struct Flight {
-    failed: Vec<(usize, Result<Tensor>)>,
+    failed: Vec<(usize, Error)>,
     /// The images on the GPU.
     running: Vec<usize>,
     submitted: Result<Submitted>,

@@ -5,6 +5,7 @@
 use super::jobs::{ColorJob, HorizontalJob, IdctJob, PlaneParams, TensorJob};
 use crate::error::Result;
 use crate::formats::{Decoded, Pixels};
+use crate::jpeg::compact::{compact_dense, CompactPlane};
 use crate::jpeg::{CoefficientImage, ColorSpace};
 use crate::reference::orient::oriented_size;
 use crate::reference::tensor::crop_offset;
@@ -13,12 +14,13 @@ use crate::reference::{component_scaling, scaled_size, smoothing};
 use crate::resample::{ResizePlan, Taps};
 use crate::transform::{ChannelOrder, DType, Layout};
 use crate::{RgbImage, Transform};
+use std::borrow::Cow;
 
 /// Stage 1 for one component.
 pub(crate) struct PlaneWork {
     /// Offsets relative to this plane's coefficients and to the image's first sample word.
     pub job: IdctJob,
-    /// The compact coefficients (see [`compact_coefficients`]).
+    /// The compact coefficients (see [`crate::jpeg::compact`]).
     pub coefs: Vec<u32>,
     /// Shader invocations.
     pub invocations: u32,
@@ -65,11 +67,24 @@ pub(crate) struct ImageWork {
 impl ImageWork {
     /// Prepares `image` for `transform`.
     pub fn new(image: &CoefficientImage, transform: &Transform) -> Result<Self> {
+        let planes = (0..image.components.len())
+            .map(|ci| compact_coefficients(image, ci))
+            .collect();
+        Self::with_planes(image, planes, transform)
+    }
+
+    /// Prepares `image`, whose coefficients are already compact (one plane per component), for
+    /// `transform`.
+    pub fn with_planes(
+        image: &CoefficientImage,
+        coefficients: Vec<CompactPlane>,
+        transform: &Transform,
+    ) -> Result<Self> {
         let denominator = transform.draft_denominator(image.width, image.height);
         let mut planes = Vec::with_capacity(image.components.len());
         let mut plane_params = [PlaneParams::default(); 4];
         let mut sample_words = 0u64;
-        for (ci, comp) in image.components.iter().enumerate() {
+        for ((ci, comp), plane) in image.components.iter().enumerate().zip(coefficients) {
             let scaling = component_scaling(image, ci, denominator)?;
             let size = scaling.idct_size;
             // Small blocks are done a few at a time so that each invocation writes whole words.
@@ -85,6 +100,10 @@ impl ImageWork {
                 blocks_per_invocation: per_invocation as u32,
                 coef_base: 0,
                 sample_base: sample_words as u32,
+                table_mcu_w: plane.order.mcu_w as u32,
+                table_mcu_h: plane.order.mcu_h as u32,
+                table_mcus_per_row: plane.order.mcus_per_row as u32,
+                table_blocks: plane.order.blocks as u32,
                 quant: comp.quant.map(|q| i32::from(q as i16)),
             };
             let (method, box_h, box_v) = method_index(scaling.upsampling);
@@ -100,7 +119,7 @@ impl ImageWork {
             sample_words += (row_words * comp.blocks_h * size) as u64;
             planes.push(PlaneWork {
                 job,
-                coefs: compact_coefficients(image, ci),
+                coefs: plane.words,
                 invocations: (comp.width_in_blocks.div_ceil(per_invocation) * comp.height_in_blocks)
                     as u32,
             });
@@ -308,81 +327,19 @@ fn tap_words(taps: &Taps) -> (Vec<u32>, u32) {
     (words, weights_base)
 }
 
-/// Component `ci`'s coefficients in the compact form shaders/idct.wgsl reads, for the image
-/// blocks in row-major order (`width_in_blocks` per row):
-/// - a table of one word per block plus one: `start << 1 | wide`, where `start` is the block's
-///   first half-word in the entry stream, so that block b's entries lie between its start and
-///   block b + 1's;
-/// - the entry stream, two 16-bit half-words per word (the lower first), one entry per non-zero
-///   coefficient in natural order: `index << 10 | value` with the value in 10 bits two's
-///   complement, or, in a `wide` block (a value outside −512..=511), two half-words: the index,
-///   then the value.
-///
-/// Blocks libjpeg would smooth are uploaded smoothed (rare and cheap, so it stays on the CPU).
-pub(crate) fn compact_coefficients(image: &CoefficientImage, ci: usize) -> Vec<u32> {
+/// Component `ci`'s coefficients in the compact form shaders/idct.wgsl reads (see
+/// [`crate::jpeg::compact`]), its image blocks in row-major order. Blocks libjpeg would smooth
+/// are uploaded smoothed (rare and cheap, so it stays on the CPU).
+pub(crate) fn compact_coefficients(image: &CoefficientImage, ci: usize) -> CompactPlane {
     let comp = &image.components[ci];
-    let blocks = comp.width_in_blocks * comp.height_in_blocks;
-    let mut table = Vec::with_capacity(blocks + 1);
-    let mut stream: Vec<u16> = Vec::with_capacity(blocks * 12);
-    for by in 0..comp.height_in_blocks {
-        for bx in 0..comp.width_in_blocks {
-            let smoothed;
-            let block = match &image.smoothing {
-                Some(s) => {
-                    smoothed = smoothing::smoothed_block(image, s, ci, bx, by);
-                    &smoothed
-                }
-                None => comp.block(bx, by),
-            };
-            table.push(push_entries(block, &mut stream));
-        }
-    }
-    table.push((stream.len() as u32) << 1);
-    table.extend(
-        stream
-            .chunks(2)
-            .map(|pair| u32::from(pair[0]) | (u32::from(pair.get(1).copied().unwrap_or(0)) << 16)),
-    );
-    table
-}
-
-/// Appends `block`'s entries to `stream` (see [`compact_coefficients`]) and returns its table
-/// word. Most coefficients are zero, so only the set bits of [`nonzero_mask`] are visited.
-fn push_entries(block: &[i16; 64], stream: &mut Vec<u16>) -> u32 {
-    let mask = nonzero_mask(block);
-    let set = |mut mask: u64| {
-        std::iter::from_fn(move || {
-            (mask != 0).then(|| {
-                let i = mask.trailing_zeros() as usize;
-                mask &= mask - 1;
-                i
-            })
-        })
-    };
-    let wide = set(mask).any(|i| !(-512..=511).contains(&block[i]));
-    let word = ((stream.len() as u32) << 1) | u32::from(wide);
-    for i in set(mask) {
-        if wide {
-            stream.extend([i as u16, block[i] as u16]);
-        } else {
-            stream.push(((i as u16) << 10) | (block[i] as u16 & 0x3ff));
-        }
-    }
-    word
-}
-
-/// Bit i set where `block[i]` is not zero.
-fn nonzero_mask(block: &[i16; 64]) -> u64 {
-    const LOW15: u64 = 0x7fff_7fff_7fff_7fff;
-    const LANE_BITS: u64 = 0x0001_0001_0001_0001;
-    // Moves bits 0, 16, 32 and 48 to bits 48..52; the other products land elsewhere.
-    const GATHER: u64 = (1 << 48) | (1 << 33) | (1 << 18) | (1 << 3);
-    let quads: [u64; 16] = bytemuck::cast(*block);
-    quads.iter().enumerate().fold(0, |mask, (q, &quad)| {
-        // Bit 15 of each lane: set when the lane is non-zero.
-        let high = ((((quad & LOW15) + LOW15) | quad) >> 15) & LANE_BITS;
-        mask | ((high.wrapping_mul(GATHER) >> 48) << (4 * q))
-    })
+    compact_dense(
+        comp.width_in_blocks,
+        comp.height_in_blocks,
+        |bx, by| match &image.smoothing {
+            Some(s) => Cow::Owned(smoothing::smoothed_block(image, s, ci, bx, by)),
+            None => Cow::Borrowed(comp.block(bx, by)),
+        },
+    )
 }
 
 fn method_index(method: Method) -> (u32, u32, u32) {
@@ -402,95 +359,5 @@ fn color_space_index(color_space: ColorSpace) -> u32 {
         ColorSpace::Rgb => 2,
         ColorSpace::Cmyk => 3,
         ColorSpace::Ycck => 4,
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    /// Block `b` of a compact plane of `blocks` blocks, expanded as shaders/idct.wgsl does.
-    fn expand(words: &[u32], blocks: usize, b: usize) -> [i16; 64] {
-        let half = |p: usize| (words[blocks + 1 + p / 2] >> (16 * (p % 2))) as u16;
-        let (first, end) = (words[b], (words[b + 1] >> 1) as usize);
-        let mut block = [0i16; 64];
-        let mut p = (first >> 1) as usize;
-        while p < end {
-            if first & 1 == 0 {
-                let entry = half(p);
-                block[usize::from(entry >> 10)] = ((entry << 6) as i16) >> 6;
-                p += 1;
-            } else {
-                block[usize::from(half(p) & 63)] = half(p + 1) as i16;
-                p += 2;
-            }
-        }
-        block
-    }
-
-    #[test]
-    fn entries_expand_back_to_the_blocks() {
-        let mut state = 0x9e37_79b9_7f4a_7c15_u64;
-        let mut next = move || {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            state
-        };
-        let blocks: Vec<[i16; 64]> = (0..2_000)
-            .map(|b| {
-                std::array::from_fn(|i| match next() % 16 {
-                    0 if b % 3 == 0 => next() as i16,
-                    0..=2 => (next() % 1024) as i16 - 512,
-                    3 => -1,
-                    _ if i == 0 => 511,
-                    _ => 0,
-                })
-            })
-            .collect();
-        let mut table = Vec::new();
-        let mut stream = Vec::new();
-        for block in &blocks {
-            table.push(super::push_entries(block, &mut stream));
-        }
-        table.push((stream.len() as u32) << 1);
-        table.extend(
-            stream
-                .chunks(2)
-                .map(|p| u32::from(p[0]) | (u32::from(*p.get(1).unwrap_or(&0)) << 16)),
-        );
-        for (b, block) in blocks.iter().enumerate() {
-            assert_eq!(&expand(&table, blocks.len(), b), block, "block {b}");
-        }
-        // One half-word per entry, two in wide blocks.
-        let halves: usize = blocks
-            .iter()
-            .map(|b| {
-                let nonzero = b.iter().filter(|&&c| c != 0).count();
-                let wide = b.iter().any(|c| !(-512..=511).contains(c));
-                nonzero * if wide { 2 } else { 1 }
-            })
-            .sum();
-        assert_eq!(table.len(), blocks.len() + 1 + halves.div_ceil(2));
-    }
-
-    #[test]
-    fn nonzero_mask_marks_exactly_the_nonzero_coefficients() {
-        let mut state = 0x2545_f491_4f6c_dd1d_u64;
-        for case in 0..10_000 {
-            let block: [i16; 64] = std::array::from_fn(|_| {
-                state ^= state << 13;
-                state ^= state >> 7;
-                state ^= state << 17;
-                // Mostly zeros, some extremes.
-                match state % 8 {
-                    0 => i16::MIN,
-                    1 => -1,
-                    2 => (state >> 32) as i16,
-                    3 => i16::MAX,
-                    _ => 0,
-                }
-            });
-            let expected = (0..64).fold(0u64, |m, i| m | u64::from(block[i] != 0) << i);
-            assert_eq!(super::nonzero_mask(&block), expected, "case {case}");
-        }
     }
 }

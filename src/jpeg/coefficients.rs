@@ -86,8 +86,9 @@ pub struct Smoothing {
 }
 
 impl CoefficientImage {
-    /// Allocates zeroed coefficient storage for `frame` (the caller checked the size limits).
-    pub(crate) fn for_frame(frame: &Frame, color_space: ColorSpace) -> Self {
+    /// Allocates zeroed coefficient storage for `frame` (the caller checked the size limits);
+    /// without `dense`, the components' `blocks` stay empty (their coefficients go elsewhere).
+    pub(crate) fn for_frame(frame: &Frame, color_space: ColorSpace, dense: bool) -> Self {
         let width = frame.width as usize;
         let height = frame.height as usize;
         let max_h = usize::from(frame.components.iter().map(|c| c.h).max().unwrap_or(1));
@@ -112,7 +113,11 @@ impl CoefficientImage {
                     blocks_w,
                     blocks_h,
                     quant: [0; 64],
-                    blocks: vec![0; blocks_w * blocks_h * 64],
+                    blocks: if dense {
+                        vec![0; blocks_w * blocks_h * 64]
+                    } else {
+                        Vec::new()
+                    },
                 }
             })
             .collect();

@@ -5,6 +5,7 @@
 
 mod bits;
 mod coefficients;
+pub(crate) mod compact;
 mod exif;
 mod huffman;
 mod markers;
@@ -54,16 +55,34 @@ impl Default for Limits {
 
 /// Entropy-decodes a JPEG file into its quantised DCT coefficients.
 pub fn decode_coefficients(data: &[u8], limits: &Limits) -> Result<CoefficientImage> {
+    decode(data, limits, false).map(|(image, _)| image)
+}
+
+/// Entropy-decodes a JPEG file for the GPU: a single-scan sequential image (most photos) comes
+/// with its coefficients in compact form, written as they are decoded, and its components'
+/// dense `blocks` left empty; any other image comes dense, with `None`.
+pub(crate) fn decode_compact(
+    data: &[u8],
+    limits: &Limits,
+) -> Result<(CoefficientImage, Option<Vec<compact::CompactPlane>>)> {
+    decode(data, limits, true)
+}
+
+fn decode(
+    data: &[u8],
+    limits: &Limits,
+    compact: bool,
+) -> Result<(CoefficientImage, Option<Vec<compact::CompactPlane>>)> {
     if !data.starts_with(&[0xFF, markers::SOI]) {
         return Err(Error::NotJpeg(data.iter().take(4).copied().collect()));
     }
-    let mut decoder = Decoder::new(data, *limits);
+    let mut decoder = Decoder::new(data, *limits, compact);
     match decoder.run() {
         // Pillow reads the headers up to the first scan itself and refuses a file that ends
         // there; past it, it hands libjpeg an end-of-image marker where the file runs out.
         Err(Error::Truncated(_)) if limits.load_truncated && decoder.reached_scan_data => {
             let ended = [data, &[0xFF, markers::EOI]].concat();
-            Decoder::new(&ended, *limits).run()
+            Decoder::new(&ended, *limits, compact).run()
         }
         result => result,
     }
@@ -111,10 +130,14 @@ struct Decoder<'a> {
     exif_orientation: Option<Option<u32>>,
     /// `tiff:Orientation` of the last XMP packet.
     xmp_orientation: Option<u32>,
+    /// Whether a single-scan sequential image should be decoded to the compact form.
+    want_compact: bool,
+    /// Where such an image's coefficients go instead of dense blocks.
+    compact: Option<compact::CompactStore>,
 }
 
 impl<'a> Decoder<'a> {
-    fn new(data: &'a [u8], limits: Limits) -> Self {
+    fn new(data: &'a [u8], limits: Limits, want_compact: bool) -> Self {
         Self {
             data,
             limits,
@@ -134,11 +157,25 @@ impl<'a> Decoder<'a> {
             reached_scan_data: false,
             exif_orientation: None,
             xmp_orientation: None,
+            want_compact,
+            compact: None,
         }
     }
 
     /// Walks the markers after SOI to the end of the image.
-    fn run(&mut self) -> Result<CoefficientImage> {
+    fn run(&mut self) -> Result<(CoefficientImage, Option<Vec<compact::CompactPlane>>)> {
+        let image = self.walk()?;
+        let planes = self.compact.take().map(|store| {
+            store
+                .planes
+                .into_iter()
+                .map(compact::CompactBuilder::finish)
+                .collect()
+        });
+        Ok((image, planes))
+    }
+
+    fn walk(&mut self) -> Result<CoefficientImage> {
         let mut next = find_marker(self.data, 2);
         loop {
             let Some((marker, pos)) = next else {
@@ -263,8 +300,22 @@ impl<'a> Decoder<'a> {
                     tables: tables.iter().map(|(dc, ac)| (dc, ac)).collect(),
                     dc_pred: vec![0; scan.components.len()],
                 };
-                let end =
-                    scan::decode_scan(image, &scan, &mut reader, restart_interval, &mut decoder)?;
+                let end = match self.compact.as_mut() {
+                    Some(store) => scan::decode_scan_into(
+                        &scan::ScanGeometry::new(image, &scan),
+                        store,
+                        &mut reader,
+                        restart_interval,
+                        &mut decoder,
+                    )?,
+                    None => scan::decode_scan(
+                        image,
+                        &scan,
+                        &mut reader,
+                        restart_interval,
+                        &mut decoder,
+                    )?,
+                };
                 Ok(end.next_marker)
             }
             Process::Progressive => {
@@ -307,7 +358,11 @@ impl<'a> Decoder<'a> {
         if frame.process == Process::Progressive {
             self.coef_bits = Some(progressive::CoefficientBits::new(frame.components.len()));
         }
-        let mut image = CoefficientImage::for_frame(frame, color_space);
+        let compact = self.want_compact && self.single_scan == Some(true);
+        let mut image = CoefficientImage::for_frame(frame, color_space, !compact);
+        if compact {
+            self.compact = Some(compact_store(&image, self.data.len()));
+        }
         // Pillow's getexif(): the EXIF tag, or else the XMP one; exif_transpose knows 1 to 8.
         let orientation = self.exif_orientation.flatten().or(self.xmp_orientation);
         image.orientation = orientation
@@ -368,6 +423,35 @@ impl<'a> Decoder<'a> {
         }
         Ok(image)
     }
+}
+
+/// Empty compact planes for a single-scan image: its blocks in the order its one scan meets them
+/// (MCU order when interleaved), with room for about as many entries as `data_bytes`.
+fn compact_store(image: &CoefficientImage, data_bytes: usize) -> compact::CompactStore {
+    let total_blocks: usize = image
+        .components
+        .iter()
+        .map(|c| c.blocks_w * c.blocks_h)
+        .sum();
+    let planes = image
+        .components
+        .iter()
+        .map(|c| {
+            let order = if image.components.len() == 1 {
+                compact::BlockOrder::row_major(c.width_in_blocks, c.height_in_blocks)
+            } else {
+                compact::BlockOrder {
+                    mcu_w: c.h,
+                    mcu_h: c.v,
+                    mcus_per_row: image.mcus_x(),
+                    blocks: c.blocks_w * c.blocks_h,
+                }
+            };
+            let share = data_bytes * c.blocks_w * c.blocks_h / total_blocks.max(1);
+            compact::CompactBuilder::new(order, share)
+        })
+        .collect();
+    compact::CompactStore::new(planes)
 }
 
 /// The DC and AC decoding tables of each scan component.

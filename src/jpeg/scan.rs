@@ -1,7 +1,7 @@
 //! Walking the MCUs of one scan, with restart markers handled as libjpeg handles them.
 
 use super::bits::BitReader;
-use super::coefficients::CoefficientImage;
+use super::coefficients::{CoefficientImage, Component};
 use super::markers::{ScanHeader, RST0};
 use crate::error::{Error, Result};
 
@@ -13,16 +13,105 @@ pub(crate) trait BlockDecoder {
     fn restart(&mut self);
 }
 
-/// Decodes every MCU of `scan` from `reader` into `image`.
+/// Where a scan's decoded blocks go: dense blocks (a [`Component`] slice), or the compact form
+/// (see [`super::compact`]).
+pub(crate) trait BlockStore<D> {
+    /// Decodes, with `decoder`, block (`bx`, `by`) of frame component `comp`, which is scan
+    /// component `scan_comp`.
+    fn decode(
+        &mut self,
+        decoder: &mut D,
+        reader: &mut BitReader,
+        scan_comp: usize,
+        comp: usize,
+        bx: usize,
+        by: usize,
+    );
+}
+
+impl<D: BlockDecoder> BlockStore<D> for [Component] {
+    #[inline]
+    fn decode(
+        &mut self,
+        decoder: &mut D,
+        reader: &mut BitReader,
+        scan_comp: usize,
+        comp: usize,
+        bx: usize,
+        by: usize,
+    ) {
+        let comp = &mut self[comp];
+        let start = (by * comp.blocks_w + bx) * 64;
+        let block = (&mut comp.blocks[start..start + 64])
+            .try_into()
+            .expect("64");
+        decoder.decode_block(reader, scan_comp, block);
+    }
+}
+
+/// What walking a scan needs to know of the image: its MCU grid and its scan components.
+pub(crate) struct ScanGeometry {
+    mcus_x: usize,
+    mcus_y: usize,
+    /// Per scan component: frame component index, sampling factors, blocks with image data.
+    components: Vec<ScanComponent>,
+}
+
+struct ScanComponent {
+    index: usize,
+    h: usize,
+    v: usize,
+    width_in_blocks: usize,
+    height_in_blocks: usize,
+}
+
+impl ScanGeometry {
+    pub fn new(image: &CoefficientImage, scan: &ScanHeader) -> Self {
+        Self {
+            mcus_x: image.mcus_x(),
+            mcus_y: image.mcus_y(),
+            components: scan
+                .components
+                .iter()
+                .map(|sc| {
+                    let c = &image.components[sc.index];
+                    ScanComponent {
+                        index: sc.index,
+                        h: c.h,
+                        v: c.v,
+                        width_in_blocks: c.width_in_blocks,
+                        height_in_blocks: c.height_in_blocks,
+                    }
+                })
+                .collect(),
+        }
+    }
+}
+
+/// Decodes every MCU of `scan` from `reader` into `image`'s dense blocks.
 ///
 /// Returns the marker that follows the scan and the position just past it, or `None` when the
 /// data ends without one.
-pub(crate) fn decode_scan(
+pub(crate) fn decode_scan<D: BlockDecoder>(
     image: &mut CoefficientImage,
     scan: &ScanHeader,
     reader: &mut BitReader,
     restart_interval: usize,
-    decoder: &mut impl BlockDecoder,
+    decoder: &mut D,
+) -> Result<ScanEnd> {
+    let geometry = ScanGeometry::new(image, scan);
+    let blocks: &mut [Component] = &mut image.components;
+    decode_scan_into(&geometry, blocks, reader, restart_interval, decoder)
+}
+
+/// Decodes every MCU of a scan laid out as `geometry` from `reader` into `store`; returns as
+/// [`decode_scan`] does.
+pub(crate) fn decode_scan_into<D: BlockDecoder>(
+    geometry: &ScanGeometry,
+    store: &mut (impl BlockStore<D> + ?Sized),
+    reader: &mut BitReader,
+    restart_interval: usize,
+    decoder: &mut D,
 ) -> Result<ScanEnd> {
     let mut restarts = Restarts {
         interval: restart_interval,
@@ -30,10 +119,10 @@ pub(crate) fn decode_scan(
         next_number: 0,
         last_good_imcu_row: 0,
     };
-    if scan.components.len() == 1 {
-        decode_single_component(image, scan, reader, &mut restarts, decoder)?;
+    if geometry.components.len() == 1 {
+        decode_single_component(geometry, store, reader, &mut restarts, decoder)?;
     } else {
-        decode_interleaved(image, scan, reader, &mut restarts, decoder)?;
+        decode_interleaved(geometry, store, reader, &mut restarts, decoder)?;
     }
     // Pillow's libjpeg reads ahead and suspends at the end of the file, which Pillow reports as
     // a truncated image even when the last bits were not needed.
@@ -56,23 +145,19 @@ pub(crate) struct ScanEnd {
 }
 
 /// A non-interleaved scan: each MCU is one block, over the component's real blocks only.
-fn decode_single_component(
-    image: &mut CoefficientImage,
-    scan: &ScanHeader,
+fn decode_single_component<D: BlockDecoder>(
+    geometry: &ScanGeometry,
+    store: &mut (impl BlockStore<D> + ?Sized),
     reader: &mut BitReader,
     restarts: &mut Restarts,
-    decoder: &mut impl BlockDecoder,
+    decoder: &mut D,
 ) -> Result<()> {
-    let comp = &mut image.components[scan.components[0].index];
+    let comp = &geometry.components[0];
     for by in 0..comp.height_in_blocks {
         for bx in 0..comp.width_in_blocks {
             restarts.before_mcu(reader, decoder, by / comp.v)?;
             if !reader.insufficient {
-                let start = (by * comp.blocks_w + bx) * 64;
-                let block = (&mut comp.blocks[start..start + 64])
-                    .try_into()
-                    .expect("64");
-                decoder.decode_block(reader, 0, block);
+                store.decode(decoder, reader, 0, comp.index, bx, by);
             }
         }
     }
@@ -80,30 +165,24 @@ fn decode_single_component(
 }
 
 /// An interleaved scan: each MCU holds h×v blocks of every component in the scan.
-fn decode_interleaved(
-    image: &mut CoefficientImage,
-    scan: &ScanHeader,
+fn decode_interleaved<D: BlockDecoder>(
+    geometry: &ScanGeometry,
+    store: &mut (impl BlockStore<D> + ?Sized),
     reader: &mut BitReader,
     restarts: &mut Restarts,
-    decoder: &mut impl BlockDecoder,
+    decoder: &mut D,
 ) -> Result<()> {
-    let (mcus_x, mcus_y) = (image.mcus_x(), image.mcus_y());
-    for my in 0..mcus_y {
-        for mx in 0..mcus_x {
+    for my in 0..geometry.mcus_y {
+        for mx in 0..geometry.mcus_x {
             restarts.before_mcu(reader, decoder, my)?;
             if reader.insufficient {
                 continue;
             }
-            for (scan_comp, sc) in scan.components.iter().enumerate() {
-                let comp = &mut image.components[sc.index];
+            for (scan_comp, comp) in geometry.components.iter().enumerate() {
                 for y in 0..comp.v {
                     for x in 0..comp.h {
                         let (bx, by) = (mx * comp.h + x, my * comp.v + y);
-                        let start = (by * comp.blocks_w + bx) * 64;
-                        let block = (&mut comp.blocks[start..start + 64])
-                            .try_into()
-                            .expect("64");
-                        decoder.decode_block(reader, scan_comp, block);
+                        store.decode(decoder, reader, scan_comp, comp.index, bx, by);
                     }
                 }
             }

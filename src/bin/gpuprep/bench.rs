@@ -27,6 +27,10 @@ pub fn run(args: BenchArgs) -> ExitCode {
         }
     }
     let backend = match backend(args.backend, false) {
+        Ok(Backend::Cpu) if args.keep_on_gpu => {
+            eprintln!("error: --keep-on-gpu needs the GPU backend");
+            return ExitCode::from(2);
+        }
         Ok(Backend::Gpu(mut gpu)) if args.time_stages => {
             gpu.pipeline = gpuprep::gpu::GpuPipeline::new(&gpu.gpu.device).timing_stages();
             Backend::Gpu(gpu)
@@ -76,7 +80,14 @@ pub fn run(args: BenchArgs) -> ExitCode {
     let repeat = args.repeat.max(1);
     let pass = (0..repeat)
         .map(|r| {
-            let pass = timed_pass(&backend, &images, &transform, &limits, args.batch);
+            let pass = timed_pass(
+                &backend,
+                &images,
+                &transform,
+                &limits,
+                args.batch,
+                args.keep_on_gpu,
+            );
             if let Some(line) = &line {
                 line.report((r + 1) * images.len(), repeat * images.len());
             }
@@ -105,6 +116,7 @@ pub fn run(args: BenchArgs) -> ExitCode {
         json!({
             "what": "pipeline", "backend": backend.describe(), "images": images.len(),
             "ok": pass.ok, "threads": threads, "batch": args.batch,
+            "tensors": if args.keep_on_gpu { "kept on the GPU" } else { "read back to the CPU" },
             // Non-JPEG inputs, uploaded as pixels: the slower path (GPU backend only).
             "pixel_path_images": pixel_images,
             "img_s": n / pass.seconds, "mb_s": megabytes / pass.seconds,
@@ -160,16 +172,30 @@ fn ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1e3
 }
 
-/// One pass over every image, `batch` at a time.
+/// One pass over every image, `batch` at a time; with `keep_on_gpu`, the tensors stay there.
 fn timed_pass(
     backend: &Backend,
     images: &[&[u8]],
     transform: &Transform,
     limits: &Limits,
     batch: usize,
+    keep_on_gpu: bool,
 ) -> Pass {
     let start = Instant::now();
     let (batches, ok) = match backend {
+        Backend::Gpu(gpu) if keep_on_gpu => {
+            let mut ok = 0;
+            let batches = gpu.pipeline.preprocess_on_device(
+                &gpu.gpu.device,
+                &gpu.gpu.queue,
+                images,
+                transform,
+                limits,
+                batch,
+                |batch| ok += batch.tensors.len(),
+            );
+            (batches, ok)
+        }
         Backend::Gpu(gpu) => {
             let streamed = gpu.pipeline.preprocess_many(
                 &gpu.gpu.device,

@@ -83,6 +83,11 @@ struct BenchArgs {
     /// Submit and wait for each GPU stage on its own, to report what each costs (slower).
     #[arg(long)]
     time_stages: bool,
+    /// Leave the tensors on the GPU, as a model on the same device takes them, instead of
+    /// reading them back into CPU memory (GPU backend only). The timed span still ends when the
+    /// GPU has finished every batch.
+    #[arg(long)]
+    keep_on_gpu: bool,
     #[command(flatten)]
     limits: args::LimitArgs,
     #[command(flatten)]

@@ -1,0 +1,407 @@
+//! The compact coefficient form the GPU uploads (shaders/idct.wgsl reads it): per component, a
+//! table of one word per block plus one, then a stream of 16-bit entries, one per non-zero
+//! coefficient.
+//!
+//! - Table word: `start << 1 | wide`, where `start` is the block's first half-word in the
+//!   stream, so that block b's entries lie between its start and block b + 1's.
+//! - Entry: `index << 10 | value`, the natural-order index and the value in 10 bits two's
+//!   complement; in a `wide` block (a value outside −512..=511), two half-words: the index, then
+//!   the value.
+//! - The stream packs two half-words per word, the lower first.
+//!
+//! Blocks lie in the table in the order the entropy decoder met them ([`BlockOrder`]), so that a
+//! single-scan image's entries can be written as its blocks are decoded, with no dense
+//! coefficients in between.
+
+use super::bits::BitReader;
+use super::scan::BlockStore;
+use super::sequential::SequentialDecoder;
+
+/// The order of a component's blocks in its table: MCUs of `mcu_w`×`mcu_h` blocks, row-major
+/// with `mcus_per_row` per row, each MCU's blocks row-major. A 1×1 MCU is plain row-major order.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct BlockOrder {
+    /// Blocks per MCU, across.
+    pub mcu_w: usize,
+    /// Blocks per MCU, down.
+    pub mcu_h: usize,
+    /// MCUs per row.
+    pub mcus_per_row: usize,
+    /// Blocks in the table.
+    pub blocks: usize,
+}
+
+impl BlockOrder {
+    /// Plain row-major order over `width`×`height` blocks.
+    pub fn row_major(width: usize, height: usize) -> Self {
+        Self {
+            mcu_w: 1,
+            mcu_h: 1,
+            mcus_per_row: width,
+            blocks: width * height,
+        }
+    }
+
+    /// Where block (`bx`, `by`) is in the table. shaders/idct.wgsl's `table_index` mirrors it.
+    #[inline]
+    pub fn position(&self, bx: usize, by: usize) -> usize {
+        let mcu = (by / self.mcu_h) * self.mcus_per_row + bx / self.mcu_w;
+        mcu * self.mcu_w * self.mcu_h + (by % self.mcu_h) * self.mcu_w + bx % self.mcu_w
+    }
+}
+
+/// One component's coefficients in compact form: the words to upload, and their block order.
+#[derive(Clone, Debug)]
+pub(crate) struct CompactPlane {
+    /// The table, then the entry stream.
+    pub words: Vec<u32>,
+    /// The order of the table's blocks.
+    pub order: BlockOrder,
+}
+
+/// Builds a [`CompactPlane`] one block at a time, in table order; blocks never pushed (skipped
+/// by a decoder that ran out of data) have no entries, so decode as zero.
+pub(crate) struct CompactBuilder {
+    order: BlockOrder,
+    table: Vec<u32>,
+    stream: Vec<u16>,
+}
+
+impl CompactBuilder {
+    /// An empty plane of `order`'s blocks, with room for `entries_hint` entries.
+    pub fn new(order: BlockOrder, entries_hint: usize) -> Self {
+        Self {
+            order,
+            table: Vec::with_capacity(order.blocks + 1),
+            stream: Vec::with_capacity(entries_hint),
+        }
+    }
+
+    /// Adds block (`bx`, `by`): its non-zero coefficients as `index << 16 | value` (see
+    /// [`SequentialDecoder::decode_entries`]), and whether a value is outside −512..=511.
+    /// Blocks must come in table order.
+    #[inline]
+    pub fn push(&mut self, bx: usize, by: usize, entries: &[u32], wide: bool) {
+        let position = self.order.position(bx, by);
+        debug_assert!(position >= self.table.len(), "blocks out of table order");
+        self.fill_to(position);
+        let start = (self.stream.len() as u32) << 1;
+        self.table.push(start | u32::from(wide));
+        if wide {
+            let pairs = entries.iter().flat_map(|&e| [(e >> 16) as u16, e as u16]);
+            self.stream.extend(pairs);
+        } else {
+            let narrow = entries
+                .iter()
+                .map(|&e| ((e >> 6) as u16 & 0xfc00) | (e as u16 & 0x3ff));
+            self.stream.extend(narrow);
+        }
+    }
+
+    /// Gives every block before table position `position` not pushed yet no entries.
+    fn fill_to(&mut self, position: usize) {
+        let empty = (self.stream.len() as u32) << 1;
+        while self.table.len() < position {
+            self.table.push(empty);
+        }
+    }
+
+    /// The finished plane.
+    pub fn finish(mut self) -> CompactPlane {
+        self.fill_to(self.order.blocks);
+        let mut words = self.table;
+        words.push((self.stream.len() as u32) << 1);
+        let start = words.len();
+        words.resize(start + self.stream.len().div_ceil(2), 0);
+        // Two half-words per word, the lower first: the stream's own memory order on the
+        // little-endian machines wgpu runs on.
+        bytemuck::cast_slice_mut::<u32, u16>(&mut words[start..])[..self.stream.len()]
+            .copy_from_slice(&self.stream);
+        CompactPlane {
+            words,
+            order: self.order,
+        }
+    }
+}
+
+/// A single-scan sequential image's planes, written as its blocks are decoded.
+pub(crate) struct CompactStore {
+    pub planes: Vec<CompactBuilder>,
+    entries: [u32; 64],
+}
+
+impl CompactStore {
+    pub fn new(planes: Vec<CompactBuilder>) -> Self {
+        Self {
+            planes,
+            entries: [0; 64],
+        }
+    }
+}
+
+impl BlockStore<SequentialDecoder<'_>> for CompactStore {
+    #[inline]
+    fn decode(
+        &mut self,
+        decoder: &mut SequentialDecoder<'_>,
+        reader: &mut BitReader,
+        scan_comp: usize,
+        comp: usize,
+        bx: usize,
+        by: usize,
+    ) {
+        let (count, wide) = decoder.decode_entries(reader, scan_comp, &mut self.entries);
+        self.planes[comp].push(bx, by, &self.entries[..count], wide);
+    }
+}
+
+/// Compacts dense blocks, in row-major order over `blocks_w`×`blocks_h` of `block(bx, by)`.
+pub(crate) fn compact_dense<'b>(
+    blocks_w: usize,
+    blocks_h: usize,
+    block: impl Fn(usize, usize) -> std::borrow::Cow<'b, [i16; 64]>,
+) -> CompactPlane {
+    let mut builder = CompactBuilder::new(
+        BlockOrder::row_major(blocks_w, blocks_h),
+        blocks_w * blocks_h * 12,
+    );
+    let mut entries = Vec::with_capacity(64);
+    for by in 0..blocks_h {
+        for bx in 0..blocks_w {
+            let block = block(bx, by);
+            entries.clear();
+            let mut mask = nonzero_mask(&block);
+            while mask != 0 {
+                let i = mask.trailing_zeros();
+                mask &= mask - 1;
+                entries.push(i << 16 | u32::from(block[i as usize] as u16));
+            }
+            let wide = block.iter().any(|v| !(-512..=511).contains(v));
+            builder.push(bx, by, &entries, wide);
+        }
+    }
+    builder.finish()
+}
+
+/// Bit i set where `block[i]` is not zero.
+fn nonzero_mask(block: &[i16; 64]) -> u64 {
+    const LOW15: u64 = 0x7fff_7fff_7fff_7fff;
+    const LANE_BITS: u64 = 0x0001_0001_0001_0001;
+    // Moves bits 0, 16, 32 and 48 to bits 48..52; the other products land elsewhere.
+    const GATHER: u64 = (1 << 48) | (1 << 33) | (1 << 18) | (1 << 3);
+    let quads: [u64; 16] = bytemuck::cast(*block);
+    quads.iter().enumerate().fold(0, |mask, (q, &quad)| {
+        // Bit 15 of each lane: set when the lane is non-zero.
+        let high = ((((quad & LOW15) + LOW15) | quad) >> 15) & LANE_BITS;
+        mask | ((high.wrapping_mul(GATHER) >> 48) << (4 * q))
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Block (`bx`, `by`) of `plane`, expanded as shaders/idct.wgsl's `load_block` does.
+    pub(crate) fn expand(plane: &CompactPlane, bx: usize, by: usize) -> [i16; 64] {
+        let words = &plane.words;
+        let b = plane.order.position(bx, by);
+        let stream = plane.order.blocks + 1;
+        let half = |p: usize| (words[stream + p / 2] >> (16 * (p % 2))) as u16;
+        let (first, end) = (words[b], (words[b + 1] >> 1) as usize);
+        let mut block = [0i16; 64];
+        let mut p = (first >> 1) as usize;
+        while p < end {
+            if first & 1 == 0 {
+                let entry = half(p);
+                block[usize::from(entry >> 10)] = ((entry << 6) as i16) >> 6;
+                p += 1;
+            } else {
+                block[usize::from(half(p) & 63)] = half(p + 1) as i16;
+                p += 2;
+            }
+        }
+        block
+    }
+
+    fn random_blocks(n: usize) -> Vec<[i16; 64]> {
+        let mut state = 0x9e37_79b9_7f4a_7c15_u64;
+        let mut next = move || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        };
+        (0..n)
+            .map(|b| {
+                std::array::from_fn(|i| match next() % 16 {
+                    0 if b % 3 == 0 => next() as i16,
+                    0..=2 => (next() % 1024) as i16 - 512,
+                    3 => -1,
+                    _ if i == 0 => 511,
+                    _ => 0,
+                })
+            })
+            .collect()
+    }
+
+    #[test]
+    fn entries_expand_back_to_the_blocks() {
+        let (w, h) = (40, 50);
+        let blocks = random_blocks(w * h);
+        let plane = compact_dense(w, h, |bx, by| {
+            std::borrow::Cow::Borrowed(&blocks[by * w + bx])
+        });
+        for (b, block) in blocks.iter().enumerate() {
+            assert_eq!(&expand(&plane, b % w, b / w), block, "block {b}");
+        }
+        // One half-word per entry, two in wide blocks.
+        let halves: usize = blocks
+            .iter()
+            .map(|b| {
+                let nonzero = b.iter().filter(|&&c| c != 0).count();
+                let wide = b.iter().any(|c| !(-512..=511).contains(c));
+                nonzero * if wide { 2 } else { 1 }
+            })
+            .sum();
+        assert_eq!(plane.words.len(), blocks.len() + 1 + halves.div_ceil(2));
+    }
+
+    /// Blocks pushed in MCU order, some skipped (left zero), expand back where they belong.
+    #[test]
+    fn mcu_ordered_planes_expand_back_to_the_blocks() {
+        let (mcu_w, mcu_h, mcus_x, mcus_y) = (2, 2, 7, 5);
+        let (w, h) = (mcu_w * mcus_x, mcu_h * mcus_y);
+        let order = BlockOrder {
+            mcu_w,
+            mcu_h,
+            mcus_per_row: mcus_x,
+            blocks: w * h,
+        };
+        let blocks = random_blocks(w * h);
+        let skipped = |bx: usize, by: usize| (bx / mcu_w + by / mcu_h) % 5 == 3 || by >= h - 2;
+        let mut builder = CompactBuilder::new(order, 0);
+        for my in 0..mcus_y {
+            for mx in 0..mcus_x {
+                for y in 0..mcu_h {
+                    for x in 0..mcu_w {
+                        let (bx, by) = (mx * mcu_w + x, my * mcu_h + y);
+                        if skipped(bx, by) {
+                            continue;
+                        }
+                        let block = &blocks[by * w + bx];
+                        // Entries in any order, as a decoder meets them.
+                        let entries: Vec<u32> = (0..64u32)
+                            .rev()
+                            .filter(|&i| block[i as usize] != 0)
+                            .map(|i| i << 16 | u32::from(block[i as usize] as u16))
+                            .collect();
+                        let wide = block.iter().any(|v| !(-512..=511).contains(v));
+                        builder.push(bx, by, &entries, wide);
+                    }
+                }
+            }
+        }
+        let plane = builder.finish();
+        for by in 0..h {
+            for bx in 0..w {
+                let expected = if skipped(bx, by) {
+                    [0; 64]
+                } else {
+                    blocks[by * w + bx]
+                };
+                assert_eq!(expand(&plane, bx, by), expected, "block ({bx}, {by})");
+            }
+        }
+    }
+
+    /// Every JPEG under `dir` (recursively).
+    fn jpegs(dir: &std::path::Path, found: &mut Vec<std::path::PathBuf>) {
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                jpegs(&path, found);
+            } else if std::fs::read(&path).unwrap().starts_with(&[0xFF, 0xD8]) {
+                found.push(path);
+            }
+        }
+    }
+
+    /// The compact planes written while decoding hold exactly the dense decoder's coefficients,
+    /// on every test file, whole and cut short (decoded with `load_truncated`, so that the
+    /// blocks after the cut are never pushed).
+    #[test]
+    fn decoding_into_compact_planes_gives_the_dense_coefficients() {
+        let mut files = Vec::new();
+        jpegs(
+            std::path::Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data")),
+            &mut files,
+        );
+        files.sort();
+        let limits = crate::Limits {
+            load_truncated: true,
+            ..crate::Limits::default()
+        };
+        let (mut compact, mut dense_only) = (0, 0);
+        for path in &files {
+            let whole = std::fs::read(path).unwrap();
+            for cut in [whole.len(), whole.len() * 2 / 3, whole.len() / 3] {
+                let data = &whole[..cut];
+                let name = format!("{} cut at {cut}", path.display());
+                let dense = crate::jpeg::decode_coefficients(data, &limits);
+                let planes = crate::jpeg::decode_compact(data, &limits);
+                let (dense, (image, planes)) = match (dense, planes) {
+                    (Ok(d), Ok(c)) => (d, c),
+                    (Err(a), Err(b)) => {
+                        assert_eq!(a.to_string(), b.to_string(), "{name}");
+                        continue;
+                    }
+                    (a, b) => panic!("{name}: {:?} vs {:?}", a.err(), b.err()),
+                };
+                let Some(planes) = planes else {
+                    for (a, b) in image.components.iter().zip(&dense.components) {
+                        assert_eq!(a.blocks, b.blocks, "{name}");
+                    }
+                    dense_only += 1;
+                    continue;
+                };
+                compact += 1;
+                for (ci, (plane, comp)) in planes.iter().zip(&dense.components).enumerate() {
+                    assert!(image.components[ci].blocks.is_empty(), "{name}");
+                    for by in 0..comp.height_in_blocks {
+                        for bx in 0..comp.width_in_blocks {
+                            let block = expand(plane, bx, by);
+                            assert_eq!(&block, comp.block(bx, by), "{name}: ({ci}, {bx}, {by})");
+                        }
+                    }
+                }
+            }
+        }
+        // Most test files are single-scan sequential; the others come dense.
+        assert!(
+            compact > 200 && dense_only > 100,
+            "{compact} compact, {dense_only} dense"
+        );
+    }
+
+    #[test]
+    fn nonzero_mask_marks_exactly_the_nonzero_coefficients() {
+        let mut state = 0x2545_f491_4f6c_dd1d_u64;
+        for case in 0..10_000 {
+            let block: [i16; 64] = std::array::from_fn(|_| {
+                state ^= state << 13;
+                state ^= state >> 7;
+                state ^= state << 17;
+                // Mostly zeros, some extremes.
+                match state % 8 {
+                    0 => i16::MIN,
+                    1 => -1,
+                    2 => (state >> 32) as i16,
+                    3 => i16::MAX,
+                    _ => 0,
+                }
+            });
+            let expected = (0..64).fold(0u64, |m, i| m | u64::from(block[i] != 0) << i);
+            assert_eq!(nonzero_mask(&block), expected, "case {case}");
+        }
+    }
+}
