@@ -22,6 +22,27 @@ WGPU_BACKEND / WGPU_ADAPTER_NAME";
 /// its name), or else the default high-performance adapter of the backends `WGPU_BACKEND`
 /// allows (default: Vulkan, Metal, DX12), with that adapter's real limits rather than wgpu's conservative defaults.
 pub fn create_device() -> Result<Gpu> {
+    let adapter = find_adapter()?;
+    let (device, queue) = pollster::block_on(adapter.request_device(&wgpu::DeviceDescriptor {
+        label: Some("gpuprep"),
+        required_limits: adapter.limits(),
+        ..Default::default()
+    }))
+    .map_err(|e| Error::Gpu(format!("cannot open the device: {e}")))?;
+    // gpuprep's own work reports errors through error scopes; anything else is logged rather
+    // than panicking the process (wgpu's default).
+    device.on_uncaptured_error(std::sync::Arc::new(|e| {
+        eprintln!("gpuprep: uncaptured GPU error: {e}")
+    }));
+    Ok(Gpu {
+        device,
+        queue,
+        info: adapter.get_info(),
+    })
+}
+
+/// The adapter [`create_device`] opens.
+pub(crate) fn find_adapter() -> Result<wgpu::Adapter> {
     let instance =
         wgpu::Instance::new(wgpu::InstanceDescriptor::new_without_display_handle_from_env());
     let adapter = match std::env::var("WGPU_ADAPTER_NAME") {
@@ -46,20 +67,5 @@ pub fn create_device() -> Result<Gpu> {
             .map_err(|e| Error::NoGpu(format!("{e}; {NO_ADAPTER}")))?
         }
     };
-    let (device, queue) = pollster::block_on(adapter.request_device(&wgpu::DeviceDescriptor {
-        label: Some("gpuprep"),
-        required_limits: adapter.limits(),
-        ..Default::default()
-    }))
-    .map_err(|e| Error::Gpu(format!("cannot open the device: {e}")))?;
-    // gpuprep's own work reports errors through error scopes; anything else is logged rather
-    // than panicking the process (wgpu's default).
-    device.on_uncaptured_error(std::sync::Arc::new(|e| {
-        eprintln!("gpuprep: uncaptured GPU error: {e}")
-    }));
-    Ok(Gpu {
-        device,
-        queue,
-        info: adapter.get_info(),
-    })
+    Ok(adapter)
 }

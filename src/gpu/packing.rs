@@ -345,7 +345,7 @@ impl Packing {
                 encoder,
                 &stages.idct,
                 &buffer,
-                &[table(&coefs), samples.as_entire_binding()],
+                &[table(&coefs), first_window(&samples, window)],
             );
         }
         after_stage("idct", encoder);
@@ -358,7 +358,7 @@ impl Packing {
                 &stages.color,
                 &buffer,
                 &[
-                    samples.as_entire_binding(),
+                    first_window(&samples, window),
                     rgbx_windows[0].clone(),
                     rgbx_windows[1].clone(),
                 ],
@@ -376,7 +376,7 @@ impl Packing {
                     rgbx_windows[0].clone(),
                     rgbx_windows[1].clone(),
                     table(&taps),
-                    hpass.as_entire_binding(),
+                    first_window(&hpass, window),
                 ],
             );
         }
@@ -393,7 +393,7 @@ impl Packing {
                 &[
                     rgbx_windows[0].clone(),
                     rgbx_windows[1].clone(),
-                    hpass.as_entire_binding(),
+                    first_window(&hpass, window),
                     table(&constants),
                     binding(output, offset, size),
                 ],
@@ -488,6 +488,12 @@ fn binding(buffer: &wgpu::Buffer, offset: u64, size: u64) -> wgpu::BindingResour
         offset,
         size: NonZeroU64::new(size),
     })
+}
+
+/// `buffer`'s first `window` bytes as a binding: an arena from the pool may be larger than one
+/// binding holds (sizes are rounded up), but the part a packing uses fits in one.
+fn first_window(buffer: &wgpu::Buffer, window: u64) -> wgpu::BindingResource<'_> {
+    binding(buffer, 0, buffer.size().min(window))
 }
 
 /// `buffer` as `N` consecutive bindings of at most `window` bytes; the windows past its end are

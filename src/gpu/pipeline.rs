@@ -382,18 +382,31 @@ pub(crate) fn tensor_data(bytes: &[u8], dtype: DType, elements: usize) -> Tensor
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::gpu::create_device;
+    use crate::gpu::context::find_adapter;
 
-    /// Windows far smaller than the device's: several packings, RGBX read through both
-    /// windows, outputs split across windows; the tensors stay the CPU reference's.
+    /// Small bindings: several packings, RGBX read through both windows, outputs split across
+    /// windows, pooled arenas larger than a binding; the tensors stay the CPU reference's.
     #[test]
     fn small_binding_windows_give_the_same_tensors() {
         if std::env::var("GPUPREP_NO_GPU").is_ok_and(|v| v == "1") {
             println!("GPUPREP_NO_GPU=1: GPU test NOT run");
             return;
         }
-        let gpu = create_device().unwrap_or_else(|e| panic!("{e}"));
-        let pipeline = GpuPipeline::new(&gpu.device);
+        // A device that binds 1 MiB at most: china.jpg (640x427) needs both RGBX windows, and
+        // two images never share a packing.
+        let window = 1 << 20;
+        let adapter = find_adapter().unwrap_or_else(|e| panic!("{e}"));
+        let limits = wgpu::Limits {
+            max_storage_buffer_binding_size: window,
+            ..adapter.limits()
+        };
+        let (device, queue) = pollster::block_on(adapter.request_device(&wgpu::DeviceDescriptor {
+            required_limits: limits,
+            ..Default::default()
+        }))
+        .unwrap();
+        assert_eq!(binding_window(&device), window);
+        let pipeline = GpuPipeline::new(&device);
         let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/photos/");
         let transform = Transform::exact(224, 224);
         let images: Vec<CoefficientImage> = ["mpl__grace_hopper.jpg", "sklearn__china.jpg"]
@@ -409,12 +422,22 @@ mod tests {
             .enumerate()
             .map(|(i, image)| (i, ImageWork::new(image, &transform).unwrap()))
             .collect();
-        // 1 MiB: china.jpg (640x427) needs both RGBX windows; two images never share a packing.
-        let window = 1 << 20;
+        // Arenas as large as two windows (an RGBX arena's most), as a pool hands them out
+        // again for any arena.
+        for _ in 0..4 {
+            pipeline
+                .pool
+                .put(device.create_buffer(&wgpu::BufferDescriptor {
+                    label: Some("large arena"),
+                    size: 2 * window,
+                    usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_DST,
+                    mapped_at_creation: false,
+                }));
+        }
         let submitted = pipeline
-            .submit_in_windows(&gpu.device, &gpu.queue, works, &transform, window, true)
+            .submit_images(&device, &queue, works, &transform, true)
             .unwrap();
-        let (tensors, _) = pipeline.finish(&gpu.device, submitted).unwrap();
+        let (tensors, _) = pipeline.finish(&device, submitted).unwrap();
         assert_eq!(tensors.len(), 4);
         for (i, tensor) in tensors {
             let expected = crate::reference::preprocess(&images[i % 2], &transform).unwrap();

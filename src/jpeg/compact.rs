@@ -14,7 +14,7 @@
 //! coefficients in between.
 
 use super::bits::BitReader;
-use super::scan::BlockStore;
+use super::scan::{BlockAt, BlockStore};
 use super::sequential::SequentialDecoder;
 
 /// The order of a component's blocks in its table: MCUs of `mcu_w`×`mcu_h` blocks, row-major
@@ -77,12 +77,12 @@ impl CompactBuilder {
         }
     }
 
-    /// Adds block (`bx`, `by`): its non-zero coefficients as `index << 16 | value` (see
+    /// Adds the block at table position `position` (see [`BlockOrder::position`]): its
+    /// non-zero coefficients as `index << 16 | value` (see
     /// [`SequentialDecoder::decode_entries`]), and whether a value is outside −512..=511.
-    /// Blocks must come in table order.
+    /// Positions must increase.
     #[inline]
-    pub fn push(&mut self, bx: usize, by: usize, entries: &[u32], wide: bool) {
-        let position = self.order.position(bx, by);
+    pub fn push(&mut self, position: usize, entries: &[u32], wide: bool) {
         debug_assert!(position >= self.table.len(), "blocks out of table order");
         self.fill_to(position);
         let start = (self.stream.len() as u32) << 1;
@@ -140,18 +140,19 @@ impl CompactStore {
 }
 
 impl BlockStore<SequentialDecoder<'_>> for CompactStore {
+    /// The table is in the scan's order, so a block's place in it is its place in the scan.
     #[inline]
     fn decode(
         &mut self,
         decoder: &mut SequentialDecoder<'_>,
         reader: &mut BitReader,
         scan_comp: usize,
-        comp: usize,
-        bx: usize,
-        by: usize,
+        at: BlockAt,
     ) {
+        let plane = &mut self.planes[at.comp];
+        debug_assert_eq!(at.in_scan, plane.order.position(at.bx, at.by));
         let (count, wide) = decoder.decode_entries(reader, scan_comp, &mut self.entries);
-        self.planes[comp].push(bx, by, &self.entries[..count], wide);
+        plane.push(at.in_scan, &self.entries[..count], wide);
     }
 }
 
@@ -177,7 +178,7 @@ pub(crate) fn compact_dense<'b>(
                 entries.push(i << 16 | u32::from(block[i as usize] as u16));
             }
             let wide = block.iter().any(|v| !(-512..=511).contains(v));
-            builder.push(bx, by, &entries, wide);
+            builder.push(by * blocks_w + bx, &entries, wide);
         }
     }
     builder.finish()
@@ -296,7 +297,7 @@ mod tests {
                             .map(|i| i << 16 | u32::from(block[i as usize] as u16))
                             .collect();
                         let wide = block.iter().any(|v| !(-512..=511).contains(v));
-                        builder.push(bx, by, &entries, wide);
+                        builder.push(order.position(bx, by), &entries, wide);
                     }
                 }
             }

@@ -16,32 +16,28 @@ pub(crate) trait BlockDecoder {
 /// Where a scan's decoded blocks go: dense blocks (a [`Component`] slice), or the compact form
 /// (see [`super::compact`]).
 pub(crate) trait BlockStore<D> {
-    /// Decodes, with `decoder`, block (`bx`, `by`) of frame component `comp`, which is scan
-    /// component `scan_comp`.
-    fn decode(
-        &mut self,
-        decoder: &mut D,
-        reader: &mut BitReader,
-        scan_comp: usize,
-        comp: usize,
-        bx: usize,
-        by: usize,
-    );
+    /// Decodes, with `decoder`, the block `at`, of scan component `scan_comp`.
+    fn decode(&mut self, decoder: &mut D, reader: &mut BitReader, scan_comp: usize, at: BlockAt);
+}
+
+/// Which block a scan decodes next.
+#[derive(Clone, Copy)]
+pub(crate) struct BlockAt {
+    /// Its frame component.
+    pub comp: usize,
+    /// Its column and row among the component's blocks.
+    pub bx: usize,
+    pub by: usize,
+    /// How many of the component's blocks the scan meets before it (counting those it skips
+    /// for lack of data): its place in the compact form's table.
+    pub in_scan: usize,
 }
 
 impl<D: BlockDecoder> BlockStore<D> for [Component] {
     #[inline]
-    fn decode(
-        &mut self,
-        decoder: &mut D,
-        reader: &mut BitReader,
-        scan_comp: usize,
-        comp: usize,
-        bx: usize,
-        by: usize,
-    ) {
-        let comp = &mut self[comp];
-        let start = (by * comp.blocks_w + bx) * 64;
+    fn decode(&mut self, decoder: &mut D, reader: &mut BitReader, scan_comp: usize, at: BlockAt) {
+        let comp = &mut self[at.comp];
+        let start = (at.by * comp.blocks_w + at.bx) * 64;
         let block = (&mut comp.blocks[start..start + 64])
             .try_into()
             .expect("64");
@@ -157,7 +153,14 @@ fn decode_single_component<D: BlockDecoder>(
         for bx in 0..comp.width_in_blocks {
             restarts.before_mcu(reader, decoder, by / comp.v)?;
             if !reader.insufficient {
-                store.decode(decoder, reader, 0, comp.index, bx, by);
+                let in_scan = by * comp.width_in_blocks + bx;
+                let at = BlockAt {
+                    comp: comp.index,
+                    bx,
+                    by,
+                    in_scan,
+                };
+                store.decode(decoder, reader, 0, at);
             }
         }
     }
@@ -178,11 +181,17 @@ fn decode_interleaved<D: BlockDecoder>(
             if reader.insufficient {
                 continue;
             }
+            let mcu = my * geometry.mcus_x + mx;
             for (scan_comp, comp) in geometry.components.iter().enumerate() {
                 for y in 0..comp.v {
                     for x in 0..comp.h {
-                        let (bx, by) = (mx * comp.h + x, my * comp.v + y);
-                        store.decode(decoder, reader, scan_comp, comp.index, bx, by);
+                        let at = BlockAt {
+                            comp: comp.index,
+                            bx: mx * comp.h + x,
+                            by: my * comp.v + y,
+                            in_scan: (mcu * comp.v + y) * comp.h + x,
+                        };
+                        store.decode(decoder, reader, scan_comp, at);
                     }
                 }
             }
