@@ -1,5 +1,6 @@
 //! GPU == CPU reference, bit for bit, on whatever the decoder accepts (lavapipe where there is no
-//! GPU): the fuzzer looks for coefficient images on which the shaders and their CPU mirrors part.
+//! GPU): the fuzzer looks for coefficient images on which the shaders and their CPU mirrors part,
+//! and for files on which decoding straight into the compact upload parts from dense decoding.
 #![no_main]
 
 use gpuprep::gpu::{create_device, Gpu, GpuPipeline};
@@ -31,14 +32,23 @@ fuzz_target!(|data: &[u8]| {
             "GPU RGB differs from the CPU reference"
         );
     }
+    // The tensor through the streaming loader, the path `convert` takes: there, single-scan
+    // files are decoded straight into the compact upload rather than through dense blocks.
     let transform = gpuprep_fuzz::transform();
-    if let Ok(expected) = gpuprep::preprocess(data, &transform, &limits) {
-        let actual = pipeline
-            .preprocess(device, queue, &coefficients, &transform)
-            .unwrap();
-        assert!(
-            actual == expected,
+    let streamed = pipeline.preprocess_many(device, queue, &[data], &transform, &limits, 1);
+    match (
+        gpuprep::preprocess(data, &transform, &limits),
+        &streamed.results[0],
+    ) {
+        (Ok(expected), Ok(actual)) => assert!(
+            *actual == expected,
             "GPU tensor differs from the CPU reference"
-        );
+        ),
+        (Err(expected), Err(actual)) => assert_eq!(actual.to_string(), expected.to_string()),
+        (expected, actual) => panic!(
+            "CPU {:?} but GPU {:?}",
+            expected.err(),
+            actual.as_ref().err()
+        ),
     }
 });
