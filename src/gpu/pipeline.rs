@@ -136,20 +136,6 @@ impl GpuPipeline {
         read_back: bool,
     ) -> Result<Submitted> {
         let window = binding_window(device);
-        self.submit_in_windows(device, queue, works, transform, window, read_back)
-    }
-
-    /// [`Self::submit_images`] with bindings of at most `window` bytes (a multiple of the
-    /// device's offset alignment), so that tests can make small images need several.
-    fn submit_in_windows(
-        &self,
-        device: &wgpu::Device,
-        queue: &wgpu::Queue,
-        works: Vec<(usize, ImageWork)>,
-        transform: &Transform,
-        window: u64,
-        read_back: bool,
-    ) -> Result<Submitted> {
         let mut timings = GpuTimings::default();
         let mut clock = Instant::now();
         let mut shapes = Vec::with_capacity(works.len());

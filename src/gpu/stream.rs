@@ -129,53 +129,61 @@ impl GpuPipeline {
         mut consume: impl FnMut(DeviceBatch<'_>),
     ) -> Vec<BatchStats> {
         let mut batches = Vec::new();
-        let land = |flight: Flight| {
-            let Flight {
-                mut failed,
-                running,
-                submitted,
-                mut stats,
-                started,
-                gpu_start,
-            } = flight;
-            let landed = submitted.and_then(|s| self.finish_on_device(device, s));
-            stats.gpu = gpu_start.elapsed();
-            stats.latency = started.map_or(Duration::ZERO, |s| s.elapsed());
-            match landed {
-                Ok((buffer, shapes, timings)) => {
-                    stats.gpu_timings = timings;
-                    consume(DeviceBatch {
-                        buffer: Some(&buffer),
-                        tensors: shapes
-                            .into_iter()
-                            .map(|(index, shape, at)| DeviceTensor {
-                                index,
-                                shape,
-                                offset: at * 4,
-                            })
-                            .collect(),
-                        dtype: transform.dtype,
-                        failed,
-                        stats: &stats,
-                    });
-                    // Work the consumer submitted on it runs before any later use.
-                    self.pool.put(buffer);
-                }
-                Err(e) => {
-                    failed.extend(running.into_iter().map(|i| (i, gpu_error(&e))));
-                    consume(DeviceBatch {
-                        buffer: None,
-                        tensors: Vec::new(),
-                        dtype: transform.dtype,
-                        failed,
-                        stats: &stats,
-                    });
-                }
-            }
-            batches.push(stats);
-        };
+        let land = |flight| batches.push(self.hand_over(device, flight, transform, &mut consume));
         self.stream(device, queue, images, transform, limits, batch, false, land);
         batches
+    }
+
+    /// Waits for `flight` and hands its tensors, still on the GPU, to `consume`, with its
+    /// failures (every image's, when the GPU failed the batch); returns the batch's stats.
+    fn hand_over(
+        &self,
+        device: &wgpu::Device,
+        flight: Flight,
+        transform: &Transform,
+        consume: &mut impl FnMut(DeviceBatch<'_>),
+    ) -> BatchStats {
+        let Flight {
+            mut failed,
+            running,
+            submitted,
+            mut stats,
+            started,
+            gpu_start,
+        } = flight;
+        let landed = submitted.and_then(|s| self.finish_on_device(device, s));
+        stats.gpu = gpu_start.elapsed();
+        stats.latency = started.map_or(Duration::ZERO, |s| s.elapsed());
+        let (buffer, tensors) = match landed {
+            Ok((buffer, placed, timings)) => {
+                stats.gpu_timings = timings;
+                let tensors = placed
+                    .into_iter()
+                    .map(|(index, shape, at)| DeviceTensor {
+                        index,
+                        shape,
+                        offset: at * 4,
+                    })
+                    .collect();
+                (Some(buffer), tensors)
+            }
+            Err(e) => {
+                failed.extend(running.into_iter().map(|i| (i, gpu_error(&e))));
+                (None, Vec::new())
+            }
+        };
+        consume(DeviceBatch {
+            buffer: buffer.as_ref(),
+            tensors,
+            dtype: transform.dtype,
+            failed,
+            stats: &stats,
+        });
+        // Work the consumer submitted on it runs before any later use.
+        if let Some(buffer) = buffer {
+            self.pool.put(buffer);
+        }
+        stats
     }
 
     /// The streaming loop: CPU threads decode and prepare, this thread gathers batches, submits
