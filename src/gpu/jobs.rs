@@ -57,6 +57,63 @@ impl IdctJob {
     }
 }
 
+/// `Job` of shaders/entropy.wgsl: one image's entropy-coded segment.
+#[allow(
+    dead_code,
+    reason = "stage 0 (GPU Huffman decoding) is verified on its own; the streaming loader does not record it yet"
+)]
+#[derive(Clone, Copy, Default)]
+pub(crate) struct EntropyJob {
+    /// Where the un-stuffed data starts in the upload, its words and its bits.
+    pub data_base: u32,
+    pub data_words: u32,
+    pub bit_len: u32,
+    /// Where its Huffman tables start in the upload.
+    pub tables_base: u32,
+    /// Its first subsequence record, and how many it has.
+    pub first_span: u32,
+    pub subsequences: u32,
+    /// MCUs in the scan, blocks per MCU.
+    pub mcus: u32,
+    pub blocks_per_mcu: u32,
+    /// Its words in the flags buffer (`slot` and `slots + slot`).
+    pub slot: u32,
+    pub slots: u32,
+    /// `McuBlock::word` of each block of the MCU.
+    pub mcu_blocks: [u32; 10],
+    /// Where each component's dense coefficients start in the decoded arena.
+    pub out_base: [u32; 4],
+}
+
+#[allow(
+    dead_code,
+    reason = "stage 0 (GPU Huffman decoding) is verified on its own; the streaming loader does not record it yet"
+)]
+impl EntropyJob {
+    /// Words of the WGSL struct: 10, then `array<u32, 10>` and `array<u32, 4>`.
+    pub const WORDS: usize = 10 + 10 + 4;
+
+    pub fn words(&self) -> [u32; Self::WORDS] {
+        let head = [
+            self.data_base,
+            self.data_words,
+            self.bit_len,
+            self.tables_base,
+            self.first_span,
+            self.subsequences,
+            self.mcus,
+            self.blocks_per_mcu,
+            self.slot,
+            self.slots,
+        ];
+        std::array::from_fn(|i| match i {
+            0..10 => head[i],
+            10..20 => self.mcu_blocks[i - 10],
+            _ => self.out_base[i - 20],
+        })
+    }
+}
+
 /// One component's plane as shaders/color.wgsl reads it.
 #[derive(Clone, Copy, Default)]
 pub(crate) struct PlaneParams {
@@ -234,7 +291,13 @@ mod tests {
 
     #[test]
     fn every_stage_uses_the_dispatch_workgroup_size() {
-        for file in ["idct.wgsl", "color.wgsl", "resample_h.wgsl", "tensor.wgsl"] {
+        for file in [
+            "entropy.wgsl",
+            "idct.wgsl",
+            "color.wgsl",
+            "resample_h.wgsl",
+            "tensor.wgsl",
+        ] {
             let module = stage(file);
             for entry_point in &module.entry_points {
                 assert_eq!(
@@ -249,6 +312,7 @@ mod tests {
     #[test]
     fn job_sizes_match_the_shaders() {
         for (file, words) in [
+            ("entropy.wgsl", EntropyJob::WORDS),
             ("idct.wgsl", IdctJob::WORDS),
             ("color.wgsl", ColorJob::WORDS),
             ("resample_h.wgsl", HorizontalJob::WORDS),

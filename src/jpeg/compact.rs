@@ -199,7 +199,7 @@ fn nonzero_mask(block: &[i16; 64]) -> u64 {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
     /// Block (`bx`, `by`) of `plane`, expanded as shaders/idct.wgsl's `load_block` does.
@@ -316,7 +316,7 @@ mod tests {
     }
 
     /// Every JPEG under `dir` (recursively).
-    fn jpegs(dir: &std::path::Path, found: &mut Vec<std::path::PathBuf>) {
+    pub(crate) fn jpegs(dir: &std::path::Path, found: &mut Vec<std::path::PathBuf>) {
         for entry in std::fs::read_dir(dir).unwrap() {
             let path = entry.unwrap().path();
             if path.is_dir() {

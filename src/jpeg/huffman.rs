@@ -111,6 +111,26 @@ impl HuffmanTable {
     }
 }
 
+/// A [`HuffmanTable`]'s arrays, for the GPU's copy of it.
+pub(crate) struct TableParts<'t> {
+    pub lookup: &'t [u16; 1 << LOOKUP_BITS],
+    pub max_code: &'t [i32; 18],
+    pub value_offset: &'t [i32; 18],
+    pub symbols: &'t [u8; 256],
+}
+
+impl HuffmanTable {
+    /// The table's arrays as they are.
+    pub fn parts(&self) -> TableParts<'_> {
+        TableParts {
+            lookup: &self.lookup,
+            max_code: &self.max_code,
+            value_offset: &self.value_offset,
+            symbols: &self.symbols,
+        }
+    }
+}
+
 /// Sign-extends the `size`-bit magnitude category value `bits` (JPEG's EXTEND procedure).
 #[inline]
 pub(crate) fn extend(bits: i32, size: u32) -> i32 {

@@ -9,8 +9,18 @@ pub(crate) mod compact;
 mod exif;
 mod huffman;
 mod markers;
+#[allow(
+    dead_code,
+    reason = "stage 0 (GPU Huffman decoding) is verified on its own; the streaming loader does not record it yet"
+)]
+pub(crate) mod parallel;
 mod progressive;
 mod scan;
+#[allow(
+    dead_code,
+    reason = "stage 0 (GPU Huffman decoding) is verified on its own; the streaming loader does not record it yet"
+)]
+pub(crate) mod segment;
 mod sequential;
 
 pub use coefficients::{CoefficientImage, ColorSpace, Component, Smoothing};
@@ -55,7 +65,7 @@ impl Default for Limits {
 
 /// Entropy-decodes a JPEG file into its quantised DCT coefficients.
 pub fn decode_coefficients(data: &[u8], limits: &Limits) -> Result<CoefficientImage> {
-    decode(data, limits, false).map(|(image, _)| image)
+    decode(data, limits, Target::Dense).map(|(image, _)| image)
 }
 
 /// Entropy-decodes a JPEG file for the GPU: a single-scan sequential image (most photos) comes
@@ -65,24 +75,65 @@ pub(crate) fn decode_compact(
     data: &[u8],
     limits: &Limits,
 ) -> Result<(CoefficientImage, Option<Vec<compact::CompactPlane>>)> {
-    decode(data, limits, true)
+    let (image, coefficients) = decode(data, limits, Target::Compact)?;
+    match coefficients {
+        Coefficients::Compact(planes) => Ok((image, Some(planes))),
+        _ => Ok((image, None)),
+    }
+}
+
+/// Reads a JPEG file for the GPU's own Huffman decoding: a single-scan sequential image without
+/// restart markers comes as its entropy-coded segment, not decoded at all; others as
+/// [`decode_compact`] gives them. The components' dense `blocks` are empty unless
+/// [`Coefficients::Dense`].
+#[allow(
+    dead_code,
+    reason = "stage 0 (GPU Huffman decoding) is verified on its own; the streaming loader does not record it yet"
+)]
+pub(crate) fn decode_for_gpu(
+    data: &[u8],
+    limits: &Limits,
+) -> Result<(CoefficientImage, Coefficients)> {
+    decode(data, limits, Target::Segment)
+}
+
+/// Where an image's coefficients are, besides its dense blocks.
+#[allow(
+    dead_code,
+    reason = "stage 0 (GPU Huffman decoding) is verified on its own; the streaming loader does not record it yet"
+)]
+pub(crate) enum Coefficients {
+    /// In the components' dense `blocks`.
+    Dense,
+    /// Compact, one plane per component.
+    Compact(Vec<compact::CompactPlane>),
+    /// Still entropy-coded.
+    Segment(segment::EntropySegment),
+}
+
+/// How far to decode a single-scan sequential image.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Target {
+    Dense,
+    Compact,
+    Segment,
 }
 
 fn decode(
     data: &[u8],
     limits: &Limits,
-    compact: bool,
-) -> Result<(CoefficientImage, Option<Vec<compact::CompactPlane>>)> {
+    target: Target,
+) -> Result<(CoefficientImage, Coefficients)> {
     if !data.starts_with(&[0xFF, markers::SOI]) {
         return Err(Error::NotJpeg(data.iter().take(4).copied().collect()));
     }
-    let mut decoder = Decoder::new(data, *limits, compact);
+    let mut decoder = Decoder::new(data, *limits, target);
     match decoder.run() {
         // Pillow reads the headers up to the first scan itself and refuses a file that ends
         // there; past it, it hands libjpeg an end-of-image marker where the file runs out.
         Err(Error::Truncated(_)) if limits.load_truncated && decoder.reached_scan_data => {
             let ended = [data, &[0xFF, markers::EOI]].concat();
-            Decoder::new(&ended, *limits, compact).run()
+            Decoder::new(&ended, *limits, target).run()
         }
         result => result,
     }
@@ -130,14 +181,16 @@ struct Decoder<'a> {
     exif_orientation: Option<Option<u32>>,
     /// `tiff:Orientation` of the last XMP packet.
     xmp_orientation: Option<u32>,
-    /// Whether a single-scan sequential image should be decoded to the compact form.
-    want_compact: bool,
+    /// How far to decode a single-scan sequential image.
+    target: Target,
     /// Where such an image's coefficients go instead of dense blocks.
     compact: Option<compact::CompactStore>,
+    /// Such an image's entropy-coded segment, when it is left to the GPU.
+    segment: Option<segment::EntropySegment>,
 }
 
 impl<'a> Decoder<'a> {
-    fn new(data: &'a [u8], limits: Limits, want_compact: bool) -> Self {
+    fn new(data: &'a [u8], limits: Limits, target: Target) -> Self {
         Self {
             data,
             limits,
@@ -157,22 +210,28 @@ impl<'a> Decoder<'a> {
             reached_scan_data: false,
             exif_orientation: None,
             xmp_orientation: None,
-            want_compact,
+            target,
             compact: None,
+            segment: None,
         }
     }
 
     /// Walks the markers after SOI to the end of the image.
-    fn run(&mut self) -> Result<(CoefficientImage, Option<Vec<compact::CompactPlane>>)> {
+    fn run(&mut self) -> Result<(CoefficientImage, Coefficients)> {
         let image = self.walk()?;
-        let planes = self.compact.take().map(|store| {
-            store
-                .planes
-                .into_iter()
-                .map(compact::CompactBuilder::finish)
-                .collect()
-        });
-        Ok((image, planes))
+        if let Some(segment) = self.segment.take() {
+            return Ok((image, Coefficients::Segment(segment)));
+        }
+        Ok(match self.compact.take() {
+            Some(store) => {
+                let planes = store
+                    .planes
+                    .into_iter()
+                    .map(compact::CompactBuilder::finish);
+                (image, Coefficients::Compact(planes.collect()))
+            }
+            None => (image, Coefficients::Dense),
+        })
     }
 
     fn walk(&mut self) -> Result<CoefficientImage> {
@@ -296,6 +355,16 @@ impl<'a> Decoder<'a> {
         match frame.process {
             Process::Sequential => {
                 let tables = build_tables(&scan, &self.dc_specs, &self.ac_specs)?;
+                let gpu_decodes = self.target == Target::Segment && self.single_scan == Some(true);
+                if gpu_decodes && restart_interval == 0 {
+                    let start = pos + len;
+                    if let Some(segment) = entropy_segment(image, &scan, &tables, self.data, start)
+                    {
+                        self.segment = Some(segment);
+                        self.compact = None;
+                        return Ok(None);
+                    }
+                }
                 let mut decoder = sequential::SequentialDecoder {
                     tables: tables.iter().map(|(dc, ac)| (dc, ac)).collect(),
                     dc_pred: vec![0; scan.components.len()],
@@ -358,7 +427,7 @@ impl<'a> Decoder<'a> {
         if frame.process == Process::Progressive {
             self.coef_bits = Some(progressive::CoefficientBits::new(frame.components.len()));
         }
-        let compact = self.want_compact && self.single_scan == Some(true);
+        let compact = self.target != Target::Dense && self.single_scan == Some(true);
         let mut image = CoefficientImage::for_frame(frame, color_space, !compact);
         if compact {
             self.compact = Some(compact_store(&image, self.data.len()));
@@ -452,6 +521,54 @@ fn compact_store(image: &CoefficientImage, data_bytes: usize) -> compact::Compac
         })
         .collect();
     compact::CompactStore::new(planes)
+}
+
+/// A single-scan image's entropy-coded segment for the GPU, unless its MCU is larger than libjpeg
+/// allows or its data ends without a marker (the CPU decoder then reports what libjpeg would).
+fn entropy_segment(
+    image: &CoefficientImage,
+    scan: &ScanHeader,
+    tables: &[(HuffmanTable, HuffmanTable)],
+    data: &[u8],
+    start: usize,
+) -> Option<segment::EntropySegment> {
+    let interleaved = scan.components.len() > 1;
+    let mut blocks = Vec::new();
+    for (scan_comp, sc) in scan.components.iter().enumerate() {
+        let c = &image.components[sc.index];
+        let per_mcu = if interleaved { c.h * c.v } else { 1 };
+        blocks.extend((0..per_mcu).map(|slot| segment::McuBlock {
+            scan_comp,
+            comp: sc.index,
+            slot,
+            per_mcu,
+        }));
+    }
+    if blocks.len() > segment::MAX_BLOCKS_IN_MCU {
+        return None;
+    }
+    let mcus = if interleaved {
+        image.mcus_x() * image.mcus_y()
+    } else {
+        let c = &image.components[scan.components[0].index];
+        c.width_in_blocks * c.height_in_blocks
+    };
+    let (words, bit_len) = segment::EntropySegment::unstuff(data, start)?;
+    // Bit positions are 32-bit on the GPU.
+    if bit_len >= u64::from(u32::MAX / 2) {
+        return None;
+    }
+    let tables = tables
+        .iter()
+        .flat_map(|(dc, ac)| segment::table_words(dc).chain(segment::table_words(ac)))
+        .collect();
+    Some(segment::EntropySegment {
+        words,
+        bit_len,
+        tables,
+        blocks,
+        mcus,
+    })
 }
 
 /// The DC and AC decoding tables of each scan component.

@@ -1,0 +1,393 @@
+// Stage 0: Huffman decoding of single-scan sequential JPEGs without restart markers, by
+// self-synchronising subsequences. Mirror of src/jpeg/parallel.rs (which explains the method):
+// `sync_first` and then `sync` a few times find where each subsequence's first code starts,
+// `prefix` numbers the blocks and sums the DC differences before each subsequence, and `write`
+// decodes each subsequence's blocks into dense coefficients. A job is one image.
+
+// One image. Mirrored by `EntropyJob` in src/gpu/jobs.rs.
+struct Job {
+    // Where the un-stuffed data starts in `data`, its length in words and in bits.
+    data_base: u32,
+    data_words: u32,
+    bit_len: u32,
+    // Where the Huffman tables start in `data`: scan component c's DC table is table 2c, its
+    // AC table 2c + 1, TABLE_WORDS each.
+    tables_base: u32,
+    // The image's first record in `spans`, and how many subsequences it has.
+    first_span: u32,
+    subsequences: u32,
+    // MCUs in the scan, and blocks per MCU.
+    mcus: u32,
+    blocks_per_mcu: u32,
+    // This image's words in `flags`: changes in the latest sync dispatch at `slot`, and at
+    // `slots + slot` whether it was decoded (1) or must be decoded on the CPU (0).
+    slot: u32,
+    slots: u32,
+    // Each block of the MCU: scan_comp | comp << 4 | slot << 8 | per_mcu << 16.
+    mcu_blocks: array<u32, 10>,
+    // Where each frame component's dense coefficients start in `decoded`: 32 words a block,
+    // blocks in the compact form's table order.
+    out_base: array<u32, 4>,
+}
+
+@group(0) @binding(1) var<storage, read> jobs: array<Job>;
+// Every image's un-stuffed data (four bytes a word, the first byte highest) and tables.
+@group(0) @binding(2) var<storage, read> data: array<u32>;
+// Per subsequence, SPAN_WORDS words: the exit state (pos, block << 8 | k), the entry state it
+// was decoded from, the blocks it owns and their DC differences per scan component, then the
+// blocks and DC differences before it.
+@group(0) @binding(3) var<storage, read_write> spans: array<u32>;
+@group(0) @binding(4) var<storage, read_write> flags: array<atomic<u32>>;
+// Dense coefficients: two 16-bit values a word, natural order, the lower first.
+@group(0) @binding(5) var<storage, read_write> decoded: array<u32>;
+
+const SUBSEQUENCE_BITS: u32 = 1024u;
+const TABLE_WORDS: u32 = 804u;
+const SPAN_WORDS: u32 = 16u;
+// No decoding reaches this position.
+const NONE: u32 = 0xFFFFFFFFu;
+
+// This invocation's job.
+var<private> job: u32;
+
+// A decoder's state: the next bit, and block << 8 | k (k: zigzag index of the next
+// coefficient, 0 when the DC code comes next).
+struct State {
+    pos: u32,
+    bk: u32,
+}
+
+// What `step` read.
+const UNIT_DC: u32 = 0u;
+const UNIT_AC: u32 = 1u;
+const UNIT_RUN: u32 = 2u;
+var<private> unit_kind: u32;
+var<private> unit_scan_comp: u32;
+var<private> unit_k: u32;
+var<private> unit_value: i32;
+
+fn data_word(i: u32) -> u32 {
+    if i < jobs[job].data_words {
+        return data[jobs[job].data_base + i];
+    }
+    return 0u;
+}
+
+// The 32 bits from bit `pos`; zeros past the data.
+fn peek32(pos: u32) -> u32 {
+    let i = pos / 32u;
+    let shift = pos % 32u;
+    if shift == 0u {
+        return data_word(i);
+    }
+    return (data_word(i) << shift) | (data_word(i + 1u) >> (32u - shift));
+}
+
+// Decodes the symbol at the top of `bits` with table `t`: vec2(code length, symbol).
+fn decode_symbol(t: u32, bits: u32) -> vec2<u32> {
+    let base = jobs[job].tables_base + t * TABLE_WORDS;
+    let entry = data[base + (bits >> 23u)];
+    if entry != 0u {
+        return vec2<u32>(entry >> 8u, entry & 0xFFu);
+    }
+    var len = 10u;
+    loop {
+        if len > 16u {
+            break;
+        }
+        let max_code = bitcast<i32>(data[base + 512u + len]);
+        if bitcast<i32>(bits >> (32u - len)) <= max_code {
+            break;
+        }
+        len += 1u;
+    }
+    if len > 16u {
+        return vec2<u32>(17u, 0u);
+    }
+    let code = bitcast<i32>(bits >> (32u - len));
+    let index = u32((code + bitcast<i32>(data[base + 530u + len])) & 0xFF);
+    return vec2<u32>(len, data[base + 548u + index]);
+}
+
+// JPEG's EXTEND of the `size` bits after the `len`-bit code at the top of `bits`.
+fn extended(bits: u32, len: u32, size: u32) -> i32 {
+    if size == 0u {
+        return 0;
+    }
+    let raw = (bits << len) >> (32u - size);
+    if raw < (1u << (size - 1u)) {
+        return i32(raw) - i32(1u << size) + 1;
+    }
+    return i32(raw);
+}
+
+// Decodes one code and the bits after it from `state`; says what it read in the unit_ vars.
+fn step(state: State) -> State {
+    let block = state.bk >> 8u;
+    let k = state.bk & 0xFFu;
+    let scan_comp = jobs[job].mcu_blocks[block] & 15u;
+    let bits = peek32(state.pos);
+    var next_k: u32;
+    var pos = state.pos;
+    if k == 0u {
+        let symbol = decode_symbol(2u * scan_comp, bits);
+        let size = symbol.y;
+        unit_kind = UNIT_DC;
+        unit_scan_comp = scan_comp;
+        unit_value = extended(bits, symbol.x, size);
+        pos += symbol.x + size;
+        next_k = 1u;
+    } else {
+        let symbol = decode_symbol(2u * scan_comp + 1u, bits);
+        let run = symbol.y >> 4u;
+        let size = symbol.y & 15u;
+        pos += symbol.x + size;
+        if size != 0u {
+            unit_kind = UNIT_AC;
+            unit_k = k + run;
+            unit_value = extended(bits, symbol.x, size);
+            next_k = k + run + 1u;
+        } else {
+            unit_kind = UNIT_RUN;
+            next_k = select(64u, k + 16u, run == 15u);
+        }
+    }
+    if next_k >= 64u {
+        return State(pos, ((block + 1u) % jobs[job].blocks_per_mcu) << 8u);
+    }
+    return State(pos, (block << 8u) | next_k);
+}
+
+var<private> zigzag: array<u32, 64> = array<u32, 64>(
+    0u, 1u, 8u, 16u, 9u, 2u, 3u, 10u, 17u, 24u, 32u, 25u, 18u, 11u, 4u, 5u,
+    12u, 19u, 26u, 33u, 40u, 48u, 41u, 34u, 27u, 20u, 13u, 6u, 7u, 14u, 21u, 28u,
+    35u, 42u, 49u, 56u, 57u, 50u, 43u, 36u, 29u, 22u, 15u, 23u, 30u, 37u, 44u, 51u,
+    58u, 59u, 52u, 45u, 38u, 31u, 39u, 46u, 53u, 60u, 61u, 54u, 47u, 55u, 62u, 63u,
+);
+
+// Natural index of zigzag index k (past 63: 63, as libjpeg's table has it).
+fn natural(k: u32) -> u32 {
+    return zigzag[min(k, 63u)];
+}
+
+// What decoding one subsequence found (`sync_span`).
+var<private> span_blocks: u32;
+var<private> span_dc: array<u32, 4>;
+
+// Decodes from `entry` every code that starts before bit `end`; returns the state after them.
+fn sync_span(entry: State, end: u32) -> State {
+    span_blocks = 0u;
+    span_dc = array<u32, 4>(0u, 0u, 0u, 0u);
+    var state = entry;
+    while state.pos < end {
+        state = step(state);
+        if unit_kind == UNIT_DC {
+            span_blocks += 1u;
+            span_dc[unit_scan_comp] += bitcast<u32>(unit_value);
+        }
+    }
+    return state;
+}
+
+fn span_at(i: u32) -> u32 {
+    return (jobs[job].first_span + i) * SPAN_WORDS;
+}
+
+fn exit_of(i: u32) -> State {
+    let at = span_at(i);
+    return State(spans[at], spans[at + 1u]);
+}
+
+var<workgroup> shared_exits: array<State, 64>;
+var<workgroup> workgroup_changes: atomic<u32>;
+
+fn sync_pass(id: vec3<u32>, groups: vec3<u32>, lid: u32, first: bool) {
+    let global = invocation(id, groups);
+    job = find_job(global);
+    let working = job < arrayLength(&jobs);
+    var i = 0u;
+    var exit = State(NONE, 0u);
+    var used = State(NONE, 0u);
+    var entry_from_dispatch = State(0u, 0u);
+    if working {
+        i = global - starts[job];
+        let at = span_at(i);
+        if !first {
+            exit = State(spans[at], spans[at + 1u]);
+            used = State(spans[at + 2u], spans[at + 3u]);
+        }
+        if i > 0u {
+            if first {
+                entry_from_dispatch = State(i * SUBSEQUENCE_BITS, 0u);
+            } else {
+                entry_from_dispatch = exit_of(i - 1u);
+            }
+        }
+    }
+    var changed = false;
+    var seen = 0u;
+    for (var iteration = 0u; iteration <= 64u; iteration++) {
+        // The predecessor's exit of the iteration before; at first, and for the first thread,
+        // what the dispatch before left (the guess, in the first dispatch).
+        var entry = entry_from_dispatch;
+        if iteration > 0u && lid > 0u && i > 0u {
+            entry = shared_exits[lid - 1u];
+        }
+        workgroupBarrier();
+        if working && (entry.pos != used.pos || entry.bk != used.bk) {
+            exit = sync_span(entry, (i + 1u) * SUBSEQUENCE_BITS);
+            used = entry;
+            changed = true;
+            let at = span_at(i);
+            spans[at] = exit.pos;
+            spans[at + 1u] = exit.bk;
+            spans[at + 2u] = used.pos;
+            spans[at + 3u] = used.bk;
+            spans[at + 4u] = span_blocks;
+            for (var c = 0u; c < 4u; c++) {
+                spans[at + 5u + c] = span_dc[c];
+            }
+            atomicAdd(&workgroup_changes, 1u);
+        }
+        shared_exits[lid] = exit;
+        let total = workgroupUniformLoad(&workgroup_changes);
+        if total == seen {
+            break;
+        }
+        seen = total;
+    }
+    if working && changed && !first {
+        atomicAdd(&flags[jobs[job].slot], 1u);
+    }
+}
+
+@compute @workgroup_size(64)
+fn sync_first(
+    @builtin(global_invocation_id) id: vec3<u32>,
+    @builtin(num_workgroups) groups: vec3<u32>,
+    @builtin(local_invocation_index) lid: u32,
+) {
+    sync_pass(id, groups, lid, true);
+}
+
+@compute @workgroup_size(64)
+fn sync(
+    @builtin(global_invocation_id) id: vec3<u32>,
+    @builtin(num_workgroups) groups: vec3<u32>,
+    @builtin(local_invocation_index) lid: u32,
+) {
+    sync_pass(id, groups, lid, false);
+}
+
+var<workgroup> chunk_sums: array<array<u32, 5>, 64>;
+
+// One workgroup an image (a job is 64 invocations): exclusive sums over the subsequences of
+// the blocks each owns and of its DC differences per scan component.
+@compute @workgroup_size(64)
+fn prefix(
+    @builtin(global_invocation_id) id: vec3<u32>,
+    @builtin(num_workgroups) groups: vec3<u32>,
+    @builtin(local_invocation_index) lid: u32,
+) {
+    let global = invocation(id, groups);
+    job = find_job(global);
+    let working = job < arrayLength(&jobs);
+    var first = 0u;
+    var last = 0u;
+    if working {
+        let n = jobs[job].subsequences;
+        let chunk = (n + 63u) / 64u;
+        first = min(lid * chunk, n);
+        last = min(first + chunk, n);
+    }
+    var sums = array<u32, 5>(0u, 0u, 0u, 0u, 0u);
+    for (var i = first; i < last; i++) {
+        let at = span_at(i);
+        for (var v = 0u; v < 5u; v++) {
+            sums[v] += spans[at + 4u + v];
+        }
+    }
+    chunk_sums[lid] = sums;
+    workgroupBarrier();
+    if lid == 0u {
+        var running = array<u32, 5>(0u, 0u, 0u, 0u, 0u);
+        for (var t = 0u; t < 64u; t++) {
+            let own = chunk_sums[t];
+            chunk_sums[t] = running;
+            for (var v = 0u; v < 5u; v++) {
+                running[v] += own[v];
+            }
+        }
+    }
+    workgroupBarrier();
+    var running = chunk_sums[lid];
+    for (var i = first; i < last; i++) {
+        let at = span_at(i);
+        for (var v = 0u; v < 5u; v++) {
+            spans[at + 9u + v] = running[v];
+            running[v] += spans[at + 4u + v];
+        }
+    }
+}
+
+// The block being written, natural order.
+var<private> block_coefs: array<i32, 64>;
+
+@compute @workgroup_size(64)
+fn write(@builtin(global_invocation_id) id: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
+    let global = invocation(id, groups);
+    job = find_job(global);
+    if job >= arrayLength(&jobs) {
+        return;
+    }
+    // An image whose states were still changing is left to the CPU.
+    if atomicLoad(&flags[jobs[job].slot]) != 0u {
+        return;
+    }
+    let i = global - starts[job];
+    var state = State(0u, 0u);
+    if i > 0u {
+        state = exit_of(i - 1u);
+    }
+    let at = span_at(i);
+    var g = spans[at + 9u];
+    var dc_pred = array<u32, 4>(spans[at + 10u], spans[at + 11u], spans[at + 12u], spans[at + 13u]);
+    // The end of a block begun in the subsequence before belongs to it.
+    for (var n = 0u; n < 64u && (state.bk & 0xFFu) != 0u; n++) {
+        state = step(state);
+    }
+    let end = (i + 1u) * SUBSEQUENCE_BITS;
+    let total = jobs[job].mcus * jobs[job].blocks_per_mcu;
+    while state.pos < end && g < total {
+        let mcu_block = jobs[job].mcu_blocks[state.bk >> 8u];
+        for (var c = 0u; c < 64u; c++) {
+            block_coefs[c] = 0;
+        }
+        for (var n = 0u; n < 64u; n++) {
+            state = step(state);
+            if unit_kind == UNIT_DC {
+                dc_pred[unit_scan_comp] += bitcast<u32>(unit_value);
+                block_coefs[0] = bitcast<i32>(dc_pred[unit_scan_comp]);
+            } else if unit_kind == UNIT_AC {
+                block_coefs[natural(unit_k)] = unit_value;
+            }
+            if (state.bk & 0xFFu) == 0u {
+                break;
+            }
+        }
+        let comp = (mcu_block >> 4u) & 15u;
+        let slot = (mcu_block >> 8u) & 255u;
+        let per_mcu = mcu_block >> 16u;
+        let in_component = (g / jobs[job].blocks_per_mcu) * per_mcu + slot;
+        let out = jobs[job].out_base[comp] + in_component * 32u;
+        for (var w = 0u; w < 32u; w++) {
+            let low = u32(block_coefs[2u * w]) & 0xFFFFu;
+            let high = u32(block_coefs[2u * w + 1u]) << 16u;
+            decoded[out + w] = low | high;
+        }
+        g += 1u;
+        if g == total && state.pos <= jobs[job].bit_len {
+            atomicStore(&flags[jobs[job].slots + jobs[job].slot], 1u);
+        }
+    }
+}

@@ -1,0 +1,456 @@
+//! Stage 0 on the GPU: Huffman decoding of entropy-coded segments (shaders/entropy.wgsl, whose
+//! CPU mirror is [`crate::jpeg::parallel`]).
+
+use super::dispatch::{read_buffer, run, storage_buffer, WORKGROUP};
+use super::jobs::EntropyJob;
+use crate::error::{Error, Result};
+use crate::jpeg::parallel::{subsequences, sync_dispatches};
+use crate::jpeg::segment::EntropySegment;
+
+/// Words of one subsequence's record in the spans arena (`SPAN_WORDS` of the shader).
+const SPAN_WORDS: u64 = 16;
+
+/// The four passes, sharing one bind group layout.
+pub(crate) struct EntropyStages {
+    layout: wgpu::BindGroupLayout,
+    sync_first: wgpu::ComputePipeline,
+    sync: wgpu::ComputePipeline,
+    prefix: wgpu::ComputePipeline,
+    write: wgpu::ComputePipeline,
+}
+
+impl EntropyStages {
+    pub fn new(device: &wgpu::Device) -> Self {
+        let source = format!(
+            "{}{}",
+            include_str!("../../shaders/jobs.wgsl"),
+            include_str!("../../shaders/entropy.wgsl")
+        );
+        let module = device.create_shader_module(wgpu::ShaderModuleDescriptor {
+            label: Some("entropy"),
+            source: wgpu::ShaderSource::Wgsl(source.into()),
+        });
+        // starts, jobs and data are read; spans, flags and decoded written.
+        let entries: Vec<wgpu::BindGroupLayoutEntry> = (0..6)
+            .map(|binding| wgpu::BindGroupLayoutEntry {
+                binding,
+                visibility: wgpu::ShaderStages::COMPUTE,
+                ty: wgpu::BindingType::Buffer {
+                    ty: wgpu::BufferBindingType::Storage {
+                        read_only: binding < 3,
+                    },
+                    has_dynamic_offset: false,
+                    min_binding_size: None,
+                },
+                count: None,
+            })
+            .collect();
+        let layout = device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
+            label: Some("entropy"),
+            entries: &entries,
+        });
+        let pipeline_layout = device.create_pipeline_layout(&wgpu::PipelineLayoutDescriptor {
+            label: Some("entropy"),
+            bind_group_layouts: &[Some(&layout)],
+            immediate_size: 0,
+        });
+        let pipeline = |entry_point: &str| {
+            device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
+                label: Some(entry_point),
+                layout: Some(&pipeline_layout),
+                module: &module,
+                entry_point: Some(entry_point),
+                compilation_options: Default::default(),
+                cache: None,
+            })
+        };
+        Self {
+            sync_first: pipeline("sync_first"),
+            sync: pipeline("sync"),
+            prefix: pipeline("prefix"),
+            write: pipeline("write"),
+            layout,
+        }
+    }
+}
+
+/// Segments packed for one submission: their job records, and their data and tables as one
+/// upload.
+#[derive(Default)]
+pub(crate) struct EntropyPacking {
+    jobs: Vec<EntropyJob>,
+    /// The data and tables of every segment.
+    pub upload: Vec<u32>,
+    spans: u64,
+    longest: usize,
+}
+
+impl EntropyPacking {
+    /// Adds `segment`, whose component c's dense coefficients go to word `out_base[c]` of the
+    /// decoded arena. Returns its slot (its place among the segments).
+    pub fn push(&mut self, segment: &EntropySegment, out_base: [u32; 4]) -> usize {
+        let n = subsequences(segment);
+        let mut job = EntropyJob {
+            data_base: self.upload.len() as u32,
+            data_words: segment.words.len() as u32,
+            bit_len: segment.bit_len as u32,
+            first_span: self.spans as u32,
+            subsequences: n as u32,
+            mcus: segment.mcus as u32,
+            blocks_per_mcu: segment.blocks.len() as u32,
+            slot: self.jobs.len() as u32,
+            out_base,
+            ..EntropyJob::default()
+        };
+        self.upload.extend_from_slice(&segment.words);
+        job.tables_base = self.upload.len() as u32;
+        self.upload.extend_from_slice(&segment.tables);
+        for (word, block) in job.mcu_blocks.iter_mut().zip(&segment.blocks) {
+            *word = block.word();
+        }
+        self.spans += n as u64;
+        self.longest = self.longest.max(n);
+        self.jobs.push(job);
+        self.jobs.len() - 1
+    }
+
+    /// Whether no segment is packed.
+    pub fn is_empty(&self) -> bool {
+        self.jobs.is_empty()
+    }
+
+    /// Words of the flags buffer: per segment, its changes and whether it was decoded.
+    pub fn flag_words(&self) -> u64 {
+        2 * self.jobs.len() as u64
+    }
+
+    /// Words of the spans arena.
+    pub fn span_words(&self) -> u64 {
+        self.spans * SPAN_WORDS
+    }
+
+    /// The job records and the `starts` of the per-subsequence passes and of the prefix pass
+    /// (64 invocations an image).
+    fn tables(&self) -> (Vec<u32>, Vec<u32>, Vec<u32>) {
+        let slots = self.jobs.len() as u32;
+        let records = self
+            .jobs
+            .iter()
+            .flat_map(|job| EntropyJob { slots, ..*job }.words())
+            .collect();
+        let mut per_span = vec![0];
+        let mut per_image = vec![0];
+        for job in &self.jobs {
+            per_span.push(per_span.last().unwrap() + job.subsequences);
+            per_image.push(per_image.last().unwrap() + WORKGROUP);
+        }
+        (records, per_span, per_image)
+    }
+
+    /// Records the passes: `data` holds the upload, `spans` and `flags` are scratch of
+    /// [`Self::span_words`] and [`Self::flag_words`], `decoded` receives the coefficients.
+    /// Afterwards, `flags` word `flag_words / 2 + slot` is 1 where the segment was decoded.
+    pub fn record(
+        &self,
+        device: &wgpu::Device,
+        encoder: &mut wgpu::CommandEncoder,
+        stages: &EntropyStages,
+        [data, spans, flags, decoded]: [wgpu::BindingResource; 4],
+        flags_buffer: &wgpu::Buffer,
+    ) -> Result<()> {
+        let (records, per_span, per_image) = self.tables();
+        let usage = wgpu::BufferUsages::empty();
+        let jobs = storage_buffer(device, "entropy jobs", &records, usage)?;
+        let span_starts = storage_buffer(device, "entropy starts", &per_span, usage)?;
+        let image_starts = storage_buffer(device, "entropy image starts", &per_image, usage)?;
+        let bind_group = |starts: &wgpu::Buffer| {
+            let resources = [
+                starts.as_entire_binding(),
+                jobs.as_entire_binding(),
+                data.clone(),
+                spans.clone(),
+                flags.clone(),
+                decoded.clone(),
+            ];
+            let entries: Vec<wgpu::BindGroupEntry> = resources
+                .into_iter()
+                .enumerate()
+                .map(|(i, resource)| wgpu::BindGroupEntry {
+                    binding: i as u32,
+                    resource,
+                })
+                .collect();
+            device.create_bind_group(&wgpu::BindGroupDescriptor {
+                label: Some("entropy"),
+                layout: &stages.layout,
+                entries: &entries,
+            })
+        };
+        let (per_span_group, per_image_group) =
+            (bind_group(&span_starts), bind_group(&image_starts));
+        let spans_total = *per_span.last().unwrap();
+        let changes_bytes = self.jobs.len() as u64 * 4;
+        encoder.clear_buffer(flags_buffer, 0, Some(self.flag_words() * 4));
+        run(
+            device,
+            encoder,
+            &stages.sync_first,
+            &per_span_group,
+            spans_total,
+        );
+        for _ in 1..sync_dispatches(self.longest) {
+            encoder.clear_buffer(flags_buffer, 0, Some(changes_bytes));
+            run(device, encoder, &stages.sync, &per_span_group, spans_total);
+        }
+        let prefix_invocations = *per_image.last().unwrap();
+        run(
+            device,
+            encoder,
+            &stages.prefix,
+            &per_image_group,
+            prefix_invocations,
+        );
+        run(device, encoder, &stages.write, &per_span_group, spans_total);
+        Ok(())
+    }
+}
+
+/// Decodes `segments` on the GPU, on their own: per segment, each component's dense blocks in
+/// table order, or `None` where the GPU left it to the CPU. For tests and measurements; the
+/// pipeline records the stage with the others.
+pub(crate) fn decode_segments(
+    device: &wgpu::Device,
+    queue: &wgpu::Queue,
+    stages: &EntropyStages,
+    segments: &[EntropySegment],
+) -> Result<Vec<Option<Vec<Vec<i16>>>>> {
+    let mut packing = EntropyPacking::default();
+    let mut planes = Vec::new();
+    let mut decoded_words = 0u64;
+    for segment in segments {
+        let mut out_base = [0u32; 4];
+        let mut sizes = Vec::new();
+        let components = segment.blocks.iter().map(|b| b.comp + 1).max().unwrap_or(0);
+        for (comp, base) in out_base.iter_mut().enumerate().take(components) {
+            let per_mcu = segment.blocks.iter().filter(|b| b.comp == comp).count();
+            let words = (segment.mcus * per_mcu * 32) as u64;
+            *base = decoded_words as u32;
+            sizes.push((decoded_words, words));
+            decoded_words += words;
+        }
+        packing.push(segment, out_base);
+        planes.push(sizes);
+    }
+    super::dispatch::checked(device, || {
+        let scratch = wgpu::BufferUsages::COPY_SRC | wgpu::BufferUsages::COPY_DST;
+        let data = storage_buffer(device, "entropy data", &packing.upload, scratch)?;
+        let zeros = |words: u64| vec![0u32; words.max(1) as usize];
+        let spans = storage_buffer(device, "spans", &zeros(packing.span_words()), scratch)?;
+        let flags = storage_buffer(device, "flags", &zeros(packing.flag_words()), scratch)?;
+        let decoded = storage_buffer(device, "decoded", &zeros(decoded_words), scratch)?;
+        let mut encoder = device.create_command_encoder(&Default::default());
+        packing.record(
+            device,
+            &mut encoder,
+            stages,
+            [
+                data.as_entire_binding(),
+                spans.as_entire_binding(),
+                flags.as_entire_binding(),
+                decoded.as_entire_binding(),
+            ],
+            &flags,
+        )?;
+        let (flag_bytes, decoded_bytes) = (packing.flag_words() * 4, decoded_words.max(1) * 4);
+        let mapped = wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST;
+        let readback = device.create_buffer(&wgpu::BufferDescriptor {
+            label: Some("entropy readback"),
+            size: flag_bytes + decoded_bytes,
+            usage: mapped,
+            mapped_at_creation: false,
+        });
+        encoder.copy_buffer_to_buffer(&flags, 0, &readback, 0, flag_bytes);
+        encoder.copy_buffer_to_buffer(&decoded, 0, &readback, flag_bytes, decoded_bytes);
+        let submission = queue.submit([encoder.finish()]);
+        read_buffer(
+            device,
+            &readback,
+            flag_bytes + decoded_bytes,
+            submission,
+            |bytes| {
+                let words: &[u32] = bytemuck::cast_slice(bytes);
+                let slots = segments.len();
+                planes
+                    .iter()
+                    .enumerate()
+                    .map(|(slot, sizes)| {
+                        (words[slots + slot] == 1).then(|| {
+                            sizes
+                                .iter()
+                                .map(|&(at, len)| {
+                                    let at = (2 * slots as u64 + at) as usize;
+                                    bytemuck::cast_slice::<u32, i16>(&words[at..at + len as usize])
+                                        .to_vec()
+                                })
+                                .collect()
+                        })
+                    })
+                    .collect()
+            },
+        )
+    })
+    .map_err(|e| match e {
+        Error::Gpu(m) => Error::Gpu(format!("entropy decoding: {m}")),
+        other => other,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::jpeg::compact::tests::jpegs;
+    use crate::jpeg::{decode_for_gpu, parallel, Coefficients, Limits};
+
+    /// Every test file's segment, whole and cut short, decoded on the GPU in one batch, gives
+    /// exactly what the CPU mirror gives (which another test holds to the sequential decoder),
+    /// and is left to the CPU exactly where the mirror leaves it.
+    #[test]
+    fn gpu_decoding_is_the_mirror() {
+        if std::env::var("GPUPREP_NO_GPU").is_ok_and(|v| v == "1") {
+            println!("GPUPREP_NO_GPU=1: GPU test NOT run");
+            return;
+        }
+        let gpu = crate::gpu::create_device().unwrap_or_else(|e| panic!("{e}"));
+        let stages = EntropyStages::new(&gpu.device);
+        let mut files = Vec::new();
+        jpegs(
+            std::path::Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data")),
+            &mut files,
+        );
+        files.sort();
+        let limits = Limits {
+            load_truncated: true,
+            ..Limits::default()
+        };
+        let mut segments = Vec::new();
+        let mut names = Vec::new();
+        for path in &files {
+            let whole = std::fs::read(path).unwrap();
+            for cut in [whole.len(), whole.len() * 2 / 3] {
+                if let Ok((_, Coefficients::Segment(s))) = decode_for_gpu(&whole[..cut], &limits) {
+                    segments.push(s);
+                    names.push(format!("{} cut at {cut}", path.display()));
+                }
+            }
+        }
+        let decoded = decode_segments(&gpu.device, &gpu.queue, &stages, &segments).unwrap();
+        let mut on_gpu = 0;
+        for ((segment, gpu), name) in segments.iter().zip(decoded).zip(&names) {
+            let mirror = parallel::decode(segment);
+            assert_eq!(gpu.is_some(), mirror.is_some(), "{name}");
+            if let (Some(gpu), Some(mirror)) = (gpu, mirror) {
+                on_gpu += 1;
+                assert!(gpu == mirror, "{name}: coefficients differ");
+            }
+        }
+        eprintln!("{on_gpu} of {} segments decoded on the GPU", segments.len());
+        assert!(on_gpu > 80, "{on_gpu} decoded");
+    }
+
+    /// Throughput of the stage on a directory of JPEGs (`GPUPREP_BENCH_DIR`), for the GPU
+    /// machine: the CPU's share (reading the segments, on all cores) and the GPU's (the passes,
+    /// submitted and waited for, nothing read back), each over the whole set.
+    #[test]
+    #[ignore = "a measurement: run with GPUPREP_BENCH_DIR=DIR -- --ignored --nocapture"]
+    fn entropy_stage_throughput() {
+        use rayon::prelude::*;
+        let dir = std::env::var("GPUPREP_BENCH_DIR").expect("GPUPREP_BENCH_DIR");
+        let mut files: Vec<Vec<u8>> = std::fs::read_dir(&dir)
+            .unwrap()
+            .map(|e| std::fs::read(e.unwrap().path()).unwrap())
+            .collect();
+        let copies: usize = std::env::var("GPUPREP_BENCH_COPIES").map_or(1, |c| c.parse().unwrap());
+        files = files
+            .iter()
+            .cycle()
+            .take(files.len() * copies)
+            .cloned()
+            .collect();
+        let limits = Limits::default();
+        let read = |files: &[Vec<u8>]| -> Vec<EntropySegment> {
+            files
+                .par_iter()
+                .filter_map(|f| match decode_for_gpu(f, &limits) {
+                    Ok((_, Coefficients::Segment(s))) => Some(s),
+                    _ => None,
+                })
+                .collect()
+        };
+        let segments = read(&files);
+        let start = std::time::Instant::now();
+        let rounds = 5;
+        for _ in 0..rounds {
+            std::hint::black_box(read(&files));
+        }
+        let cpu = start.elapsed().as_secs_f64() / rounds as f64;
+        let gpu = crate::gpu::create_device().unwrap();
+        let stages = EntropyStages::new(&gpu.device);
+        let mut packing = EntropyPacking::default();
+        let mut decoded_words = 0u64;
+        for segment in &segments {
+            packing.push(segment, [decoded_words as u32; 4]);
+            decoded_words += (segment.total_blocks() * 32) as u64;
+        }
+        let usage = wgpu::BufferUsages::COPY_DST;
+        let device = &gpu.device;
+        let data = storage_buffer(device, "data", &packing.upload, usage).unwrap();
+        let zeros = |words: u64| vec![0u32; words.max(1) as usize];
+        let spans = storage_buffer(device, "spans", &zeros(packing.span_words()), usage).unwrap();
+        let flags = storage_buffer(device, "flags", &zeros(packing.flag_words()), usage).unwrap();
+        let decoded = storage_buffer(device, "decoded", &zeros(decoded_words), usage).unwrap();
+        let mut times = Vec::new();
+        for _ in 0..6 {
+            let start = std::time::Instant::now();
+            let mut encoder = device.create_command_encoder(&Default::default());
+            let resources = [&data, &spans, &flags, &decoded].map(|b| b.as_entire_binding());
+            packing
+                .record(device, &mut encoder, &stages, resources, &flags)
+                .unwrap();
+            let submission = gpu.queue.submit([encoder.finish()]);
+            device
+                .poll(wgpu::PollType::Wait {
+                    submission_index: Some(submission),
+                    timeout: None,
+                })
+                .unwrap();
+            times.push(start.elapsed().as_secs_f64());
+        }
+        let best = times[1..].iter().copied().fold(f64::MAX, f64::min);
+        let bytes: usize = files.iter().map(Vec::len).sum();
+        let n = segments.len() as f64;
+        println!(
+            "{{\"what\": \"entropy_stage\", \"files\": {}, \"segments\": {}, \"mb\": {:.1}, \
+             \"cpu_img_s\": {:.0}, \"gpu_img_s\": {:.0}, \"gpu_ms\": {:.2}, \"sync_dispatches\": {}}}",
+            files.len(),
+            segments.len(),
+            bytes as f64 / 1e6,
+            n / cpu,
+            n / best,
+            best * 1e3,
+            sync_dispatches(packing.longest),
+        );
+        let readback = decode_segments(
+            &gpu.device,
+            &gpu.queue,
+            &stages,
+            &segments[..8.min(segments.len())],
+        )
+        .unwrap();
+        for (segment, gpu) in segments.iter().zip(readback) {
+            assert!(
+                gpu == crate::jpeg::parallel::decode(segment),
+                "exact on the device too"
+            );
+        }
+    }
+}
