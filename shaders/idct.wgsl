@@ -25,6 +25,10 @@ struct Job {
     table_mcu_h: u32,
     table_mcus_per_row: u32,
     table_blocks: u32,
+    // 1: the coefficients are dense in `decoded` (stage 0's output), 32 words a block in table
+    // order from `coef_base`, two 16-bit values a word, natural order, the lower first.
+    dense: u32,
+    padding: array<u32, 3>,
     // The quantisation table, natural order, as libjpeg's 16-bit multipliers sign-extended.
     quant: array<vec4<i32>, 16>,
 }
@@ -39,6 +43,8 @@ struct Job {
 @group(0) @binding(2) var<storage, read> coefs: array<u32>;
 // Output planes, four samples per word (lowest byte first).
 @group(0) @binding(3) var<storage, read_write> samples: array<u32>;
+// Dense coefficients that stage 0 decoded on the GPU.
+@group(0) @binding(4) var<storage, read> decoded: array<u32>;
 
 // This invocation's job.
 var<private> job: u32;
@@ -121,8 +127,17 @@ fn table_index(bx: u32, by: u32) -> u32 {
     return mcu * w * h + (by % h) * w + bx % w;
 }
 
-// Expands the entries of the table's block `block` into `block_coefs`.
+// Loads the table's block `block` into `block_coefs`.
 fn load_block(block: u32) {
+    if jobs[job].dense != 0u {
+        let at = jobs[job].coef_base + block * 32u;
+        for (var w = 0u; w < 32u; w++) {
+            let pair = decoded[at + w];
+            block_coefs[2u * w] = bitcast<i32>(pair << 16u) >> 16u;
+            block_coefs[2u * w + 1u] = bitcast<i32>(pair) >> 16u;
+        }
+        return;
+    }
     for (var i = 0u; i < 64u; i++) {
         block_coefs[i] = 0;
     }

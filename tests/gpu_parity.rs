@@ -530,3 +530,89 @@ fn images_larger_than_the_device_binds_fail_alone() {
     }
     assert!(exact > 0 && refused > 0, "{exact} exact, {refused} refused");
 }
+
+/// Files cut short and read with `load_truncated`: stage 0 decodes their Huffman data on the GPU
+/// until it runs out, gives up on them, and the loader redoes them in place from the CPU
+/// decoder; whole files go through stage 0 beside them. Every tensor is the CPU reference's,
+/// read back and kept on the device.
+#[test]
+fn images_stage_0_gives_up_on_are_redone_exactly() {
+    let Some(gpu) = gpu() else { return };
+    let pipeline = GpuPipeline::new(&gpu.device);
+    let dir = common::manifest_dir().join("tests/data/photos");
+    let mut bytes = Vec::new();
+    for name in [
+        "mpl__grace_hopper.jpg",
+        "sklearn__china.jpg",
+        "exifsamples__kodak-dc240.jpg",
+    ] {
+        let whole = std::fs::read(dir.join(name)).unwrap();
+        bytes.push(whole[..whole.len() / 2].to_vec());
+        bytes.push(whole[..whole.len() * 9 / 10].to_vec());
+        bytes.push(whole);
+    }
+    let inputs: Vec<&[u8]> = bytes.iter().map(Vec::as_slice).collect();
+    let limits = Limits {
+        load_truncated: true,
+        ..Limits::default()
+    };
+    let transform = gpuprep::Transform::exact(96, 80);
+    let streamed =
+        pipeline.preprocess_many(&gpu.device, &gpu.queue, &inputs, &transform, &limits, 4);
+    let timings = streamed.batches.iter().map(|b| &b.gpu_timings);
+    let on_gpu: usize = timings.clone().map(|t| t.huffman_on_gpu).sum();
+    let redone: usize = timings.map(|t| t.redone_on_cpu).sum();
+    assert_eq!(on_gpu, inputs.len(), "every file went to stage 0");
+    assert_eq!(redone, 6, "the cut files were given up and redone");
+    let mut kept: Vec<Option<Vec<u8>>> = vec![None; inputs.len()];
+    pipeline.preprocess_on_device(
+        &gpu.device,
+        &gpu.queue,
+        &inputs,
+        &transform,
+        &limits,
+        4,
+        |batch| {
+            let bytes = read_whole_buffer(&gpu, batch.buffer.expect("the batch ran"));
+            for tensor in &batch.tensors {
+                // float32 elements.
+                let len = tensor.shape.iter().product::<usize>() * 4;
+                let start = tensor.offset as usize;
+                kept[tensor.index] = Some(bytes[start..start + len].to_vec());
+            }
+        },
+    );
+    for (i, input) in inputs.iter().enumerate() {
+        let expected = gpuprep::preprocess(input, &transform, &limits).unwrap();
+        let tensor = streamed.results[i].as_ref().unwrap();
+        assert!(tensor == &expected, "image {i}, read back");
+        let gpuprep::TensorData::F32(values) = &expected.data else {
+            panic!("float32 expected")
+        };
+        assert!(
+            kept[i].as_deref() == Some(bytemuck::cast_slice(values)),
+            "image {i}, kept on the device"
+        );
+    }
+}
+
+/// All of `buffer`, copied back from the device.
+fn read_whole_buffer(gpu: &Gpu, buffer: &wgpu::Buffer) -> Vec<u8> {
+    let readback = gpu.device.create_buffer(&wgpu::BufferDescriptor {
+        label: None,
+        size: buffer.size(),
+        usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+        mapped_at_creation: false,
+    });
+    let mut encoder = gpu.device.create_command_encoder(&Default::default());
+    encoder.copy_buffer_to_buffer(buffer, 0, &readback, 0, buffer.size());
+    gpu.queue.submit([encoder.finish()]);
+    readback
+        .slice(..)
+        .map_async(wgpu::MapMode::Read, |r| r.unwrap());
+    gpu.device
+        .poll(wgpu::PollType::wait_indefinitely())
+        .unwrap();
+    let bytes = readback.slice(..).get_mapped_range().unwrap().to_vec();
+    bytes
+}

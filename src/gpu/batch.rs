@@ -106,7 +106,7 @@ impl GpuPipeline {
         let window = binding_window(device);
         let works: Vec<Result<ImageWork>> = images
             .par_iter()
-            .map(|bytes| prepare_image(bytes, transform, limits, window))
+            .map(|bytes| prepare_image(bytes, transform, limits, window, false))
             .collect();
         let mut outcomes = Vec::with_capacity(images.len());
         let mut packings = vec![Packing::new(transform)];

@@ -74,25 +74,29 @@ impl EntropyStages {
     }
 }
 
-/// Segments packed for one submission: their job records, and their data and tables as one
-/// upload.
+/// Segments packed for one submission: their job records.
 #[derive(Default)]
 pub(crate) struct EntropyPacking {
     jobs: Vec<EntropyJob>,
-    /// The data and tables of every segment.
-    pub upload: Vec<u32>,
     spans: u64,
     longest: usize,
 }
 
+/// Words a segment takes in the upload: its data, then its tables.
+pub(crate) fn upload_words(segment: &EntropySegment) -> u64 {
+    (segment.words.len() + segment.tables.len()) as u64
+}
+
 impl EntropyPacking {
-    /// Adds `segment`, whose component c's dense coefficients go to word `out_base[c]` of the
-    /// decoded arena. Returns its slot (its place among the segments).
-    pub fn push(&mut self, segment: &EntropySegment, out_base: [u32; 4]) -> usize {
+    /// Adds `segment`, whose data and then tables are at word `data_base` of the upload and whose
+    /// component c's dense coefficients go to word `out_base[c]` of the decoded arena. Returns
+    /// its slot (its place among the segments).
+    pub fn push(&mut self, segment: &EntropySegment, data_base: u64, out_base: [u32; 4]) -> usize {
         let n = subsequences(segment);
         let mut job = EntropyJob {
-            data_base: self.upload.len() as u32,
+            data_base: data_base as u32,
             data_words: segment.words.len() as u32,
+            tables_base: (data_base + segment.words.len() as u64) as u32,
             bit_len: segment.bit_len as u32,
             first_span: self.spans as u32,
             subsequences: n as u32,
@@ -102,9 +106,6 @@ impl EntropyPacking {
             out_base,
             ..EntropyJob::default()
         };
-        self.upload.extend_from_slice(&segment.words);
-        job.tables_base = self.upload.len() as u32;
-        self.upload.extend_from_slice(&segment.tables);
         for (word, block) in job.mcu_blocks.iter_mut().zip(&segment.blocks) {
             *word = block.word();
         }
@@ -227,6 +228,7 @@ pub(crate) fn decode_segments(
     let mut packing = EntropyPacking::default();
     let mut planes = Vec::new();
     let mut decoded_words = 0u64;
+    let mut upload = Vec::new();
     for segment in segments {
         let mut out_base = [0u32; 4];
         let mut sizes = Vec::new();
@@ -238,12 +240,14 @@ pub(crate) fn decode_segments(
             sizes.push((decoded_words, words));
             decoded_words += words;
         }
-        packing.push(segment, out_base);
+        packing.push(segment, upload.len() as u64, out_base);
+        upload.extend_from_slice(&segment.words);
+        upload.extend_from_slice(&segment.tables);
         planes.push(sizes);
     }
     super::dispatch::checked(device, || {
         let scratch = wgpu::BufferUsages::COPY_SRC | wgpu::BufferUsages::COPY_DST;
-        let data = storage_buffer(device, "entropy data", &packing.upload, scratch)?;
+        let data = storage_buffer(device, "entropy data", &upload, scratch)?;
         let zeros = |words: u64| vec![0u32; words.max(1) as usize];
         let spans = storage_buffer(device, "spans", &zeros(packing.span_words()), scratch)?;
         let flags = storage_buffer(device, "flags", &zeros(packing.flag_words()), scratch)?;
@@ -397,13 +401,16 @@ mod tests {
         let stages = EntropyStages::new(&gpu.device);
         let mut packing = EntropyPacking::default();
         let mut decoded_words = 0u64;
+        let mut upload = Vec::new();
         for segment in &segments {
-            packing.push(segment, [decoded_words as u32; 4]);
+            packing.push(segment, upload.len() as u64, [decoded_words as u32; 4]);
+            upload.extend_from_slice(&segment.words);
+            upload.extend_from_slice(&segment.tables);
             decoded_words += (segment.total_blocks() * 32) as u64;
         }
         let usage = wgpu::BufferUsages::COPY_DST;
         let device = &gpu.device;
-        let data = storage_buffer(device, "data", &packing.upload, usage).unwrap();
+        let data = storage_buffer(device, "data", &upload, usage).unwrap();
         let zeros = |words: u64| vec![0u32; words.max(1) as usize];
         let spans = storage_buffer(device, "spans", &zeros(packing.span_words()), usage).unwrap();
         let flags = storage_buffer(device, "flags", &zeros(packing.flag_words()), usage).unwrap();

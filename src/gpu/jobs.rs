@@ -27,13 +27,16 @@ pub(crate) struct IdctJob {
     pub table_mcu_h: u32,
     pub table_mcus_per_row: u32,
     pub table_blocks: u32,
+    /// 1 when the coefficients are dense, decoded on the GPU by stage 0 into the decoded arena
+    /// (32 words a block, in table order), not compact in the upload.
+    pub dense: u32,
     /// The table as libjpeg's 16-bit multipliers, sign-extended.
     pub quant: [i32; 64],
 }
 
 impl IdctJob {
-    /// Words of the WGSL struct: 12, then `array<vec4<i32>, 16>`.
-    pub const WORDS: usize = 12 + 64;
+    /// Words of the WGSL struct: 13 and 3 of padding, then `array<vec4<i32>, 16>`.
+    pub const WORDS: usize = 16 + 64;
 
     pub fn words(&self) -> [u32; Self::WORDS] {
         let head = [
@@ -49,10 +52,14 @@ impl IdctJob {
             self.table_mcu_h,
             self.table_mcus_per_row,
             self.table_blocks,
+            self.dense,
+            0,
+            0,
+            0,
         ];
         std::array::from_fn(|i| match i {
-            0..12 => head[i],
-            _ => self.quant[i - 12] as u32,
+            0..16 => head[i],
+            _ => self.quant[i - 16] as u32,
         })
     }
 }

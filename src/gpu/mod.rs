@@ -26,6 +26,7 @@ pub use stream::{BatchStats, DeviceBatch, DeviceTensor, Streamed, DEFAULT_BATCH}
 
 /// The compiled stages.
 pub(crate) struct Stages {
+    entropy: entropy::EntropyStages,
     idct: wgpu::ComputePipeline,
     color: wgpu::ComputePipeline,
     horizontal: wgpu::ComputePipeline,
@@ -35,6 +36,7 @@ pub(crate) struct Stages {
 impl Stages {
     fn new(device: &wgpu::Device) -> Self {
         Self {
+            entropy: entropy::EntropyStages::new(device),
             idct: stage(device, "idct", include_str!("../../shaders/idct.wgsl")),
             color: stage(device, "color", include_str!("../../shaders/color.wgsl")),
             horizontal: stage(

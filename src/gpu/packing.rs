@@ -4,15 +4,17 @@
 //! windows of the device's largest binding.
 
 use super::dispatch::{run, storage_buffer};
+use super::entropy::{upload_words, EntropyPacking};
 use super::jobs::TensorJob;
 use super::pipeline::GpuPipeline;
-use super::work::ImageWork;
+use super::work::{ImageWork, SegmentImage};
 use crate::error::{Error, Result};
 use crate::reference::tensor::value_table;
 use crate::transform::DType;
 use crate::Transform;
 use rayon::prelude::*;
 use std::num::NonZeroU64;
+use std::sync::Arc;
 
 /// The largest storage binding this device offers, as a whole number of offset-alignment units
 /// (so that windows can start at its multiples).
@@ -140,6 +142,14 @@ pub(crate) struct Packing {
     /// into the upload in parallel.
     coefs: Vec<(u64, Vec<u32>)>,
     coef_words: u64,
+    /// Stage 0's images: their segments' place in the upload's coefficient region, and their
+    /// jobs; their coefficients go to the decoded arena.
+    segments: Vec<(u64, Arc<SegmentImage>)>,
+    entropy: EntropyPacking,
+    decoded_words: u64,
+    /// Stage 0's images in slot order: index in the caller's list, first output word, and what
+    /// the CPU needs to decode the image should the GPU give up on it.
+    pub entropy_images: Vec<(usize, u64, Arc<SegmentImage>)>,
     /// Non-JPEG images' sample planes: where they are in the upload's coefficient region, where
     /// they go in the sample arena, and their length, all in words.
     raw_copies: Vec<(u64, u64, u64)>,
@@ -159,6 +169,7 @@ pub(crate) struct Packing {
 /// Bytes each arena needs.
 struct Footprint {
     coefs: u64,
+    decoded: u64,
     samples: u64,
     rgbx: u64,
     hpass: u64,
@@ -173,10 +184,23 @@ impl Footprint {
             .map(|p| p.coefs.len() as u64)
             .sum::<u64>()
             + work.raw_samples.len() as u64
+            + work
+                .entropy
+                .as_ref()
+                .map_or(0, |e| upload_words(&e.segment))
             + 2;
+        let decoded = match work.entropy {
+            Some(_) => work
+                .planes
+                .iter()
+                .map(|p| dense_words(p.job.table_blocks))
+                .sum(),
+            None => 0,
+        };
         let taps = work.horizontal.as_ref().map_or(0, |h| h.taps.len());
         Self {
             coefs: coefs * 4,
+            decoded: decoded * 4,
             samples: work.sample_words * 4,
             rgbx: work.rgbx_words * 4,
             hpass: work.horizontal.as_ref().map_or(0, |h| h.result_words) * 4,
@@ -187,6 +211,7 @@ impl Footprint {
     /// Whether arenas of these sizes bind within `window` bytes (two windows for RGBX).
     fn binds(&self, window: u64) -> bool {
         self.coefs <= window
+            && self.decoded <= window
             && self.samples <= window
             && self.rgbx <= 2 * window
             && self.hpass <= window
@@ -201,6 +226,10 @@ impl Packing {
             idct: StageJobs::default(),
             coefs: Vec::new(),
             coef_words: 0,
+            segments: Vec::new(),
+            entropy: EntropyPacking::default(),
+            decoded_words: 0,
+            entropy_images: Vec::new(),
             raw_copies: Vec::new(),
             sample_words: 0,
             color: StageJobs::default(),
@@ -224,6 +253,7 @@ impl Packing {
         let more = Footprint::of(work);
         Footprint {
             coefs: self.coef_words * 4 + more.coefs,
+            decoded: self.decoded_words * 4 + more.decoded,
             samples: self.sample_words * 4 + more.samples,
             rgbx: self.rgbx_words * 4 + more.rgbx,
             hpass: self.hpass_words * 4 + more.hpass,
@@ -233,17 +263,34 @@ impl Packing {
     }
 
     /// Adds image `index` of the caller's list, its output going to word `at` of the output.
-    pub fn push(&mut self, index: usize, work: ImageWork, at: u64) {
+    pub fn push(&mut self, index: usize, work: ImageWork, at_output: u64) {
         let sample_base = self.sample_words as u32;
-        for plane in work.planes {
+        let mut out_base = [0u32; 4];
+        for (ci, plane) in work.planes.into_iter().enumerate() {
             let mut job = plane.job;
-            // Mapped ranges start at multiples of 8 bytes (wgpu's MAP_ALIGNMENT).
-            self.coef_words = self.coef_words.next_multiple_of(2);
-            job.coef_base = self.coef_words as u32;
             job.sample_base += sample_base;
+            if job.dense != 0 {
+                // Stage 0 writes this plane into the decoded arena.
+                job.coef_base = self.decoded_words as u32;
+                out_base[ci] = job.coef_base;
+                self.decoded_words += dense_words(job.table_blocks);
+            } else {
+                // Mapped ranges start at multiples of 8 bytes (wgpu's MAP_ALIGNMENT).
+                self.coef_words = self.coef_words.next_multiple_of(2);
+                job.coef_base = self.coef_words as u32;
+                self.coef_words += plane.coefs.len() as u64;
+                self.coefs.push((u64::from(job.coef_base), plane.coefs));
+            }
             self.idct.push(&job.words(), u64::from(plane.invocations));
-            self.coef_words += plane.coefs.len() as u64;
-            self.coefs.push((u64::from(job.coef_base), plane.coefs));
+        }
+        if let Some(source) = work.entropy {
+            self.coef_words = self.coef_words.next_multiple_of(2);
+            let at = self.coef_words;
+            self.entropy.push(&source.segment, at, out_base);
+            self.coef_words += upload_words(&source.segment);
+            self.entropy_images
+                .push((index, at_output, Arc::clone(&source)));
+            self.segments.push((at, source));
         }
         if !work.raw_samples.is_empty() {
             self.coef_words = self.coef_words.next_multiple_of(2);
@@ -284,7 +331,7 @@ impl Packing {
         self.outputs.push(Output {
             job: tensor,
             words: work.tensor.words,
-            at,
+            at: at_output,
         });
         self.images.push(index);
     }
@@ -294,9 +341,10 @@ impl Packing {
         self.images.is_empty()
     }
 
-    /// Records the four stages, writing each image's output into `output`, binding at most
-    /// `window` bytes at a time. `after_stage` is called with each stage's name once it is
-    /// recorded (stage timing submits the encoder there).
+    /// Records the stages, writing each image's output into `output`, binding at most `window`
+    /// bytes at a time. `after_stage` is called with each stage's name once it is recorded
+    /// (stage timing submits the encoder there). With stage 0 images, returns a buffer to map
+    /// once the work has run: a word per [`Self::entropy_images`], 1 where the GPU decoded it.
     pub fn record(
         &self,
         pipeline: &GpuPipeline,
@@ -305,7 +353,7 @@ impl Packing {
         output: &wgpu::Buffer,
         window: u64,
         after_stage: &mut dyn FnMut(&'static str, &mut wgpu::CommandEncoder),
-    ) -> Result<()> {
+    ) -> Result<Option<wgpu::Buffer>> {
         let (stages, pool) = (&pipeline.stages, &pipeline.pool);
         let dummy = storage_buffer(device, "placeholder", &[0], wgpu::BufferUsages::empty())?;
         let mut upload = Upload::new(device);
@@ -329,6 +377,9 @@ impl Packing {
             let usage = wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_DST;
             pool.take(device, label, words * 4, usage)
         };
+        let decoded = arena("decoded coefficients", self.decoded_words.max(1));
+        let status = self.record_entropy(device, encoder, pipeline, table(&coefs), &decoded)?;
+        after_stage("entropy", encoder);
         let samples = arena("samples", self.sample_words);
         for &(from, to, words) in &self.raw_copies {
             encoder.copy_buffer_to_buffer(
@@ -345,7 +396,11 @@ impl Packing {
                 encoder,
                 &stages.idct,
                 &buffer,
-                &[table(&coefs), first_window(&samples, window)],
+                &[
+                    table(&coefs),
+                    first_window(&samples, window),
+                    first_window(&decoded, window),
+                ],
             );
         }
         after_stage("idct", encoder);
@@ -400,11 +455,64 @@ impl Packing {
             );
         }
         after_stage("tensor", encoder);
-        for buffer in [samples, rgbx, hpass] {
+        for buffer in [decoded, samples, rgbx, hpass] {
             pool.put(buffer);
         }
-        Ok(())
+        Ok(status)
     }
+
+    /// Records stage 0 for this packing's segments (in the upload at `data`) into `decoded`;
+    /// returns the buffer its status words are copied to.
+    fn record_entropy(
+        &self,
+        device: &wgpu::Device,
+        encoder: &mut wgpu::CommandEncoder,
+        pipeline: &GpuPipeline,
+        data: wgpu::BindingResource,
+        decoded: &wgpu::Buffer,
+    ) -> Result<Option<wgpu::Buffer>> {
+        if self.entropy.is_empty() {
+            return Ok(None);
+        }
+        let usage = wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_DST;
+        let pool = &pipeline.pool;
+        let spans = pool.take(device, "spans", self.entropy.span_words() * 4, usage);
+        let flag_words = self.entropy.flag_words();
+        let flags = pool.take(
+            device,
+            "entropy flags",
+            flag_words * 4,
+            usage | wgpu::BufferUsages::COPY_SRC,
+        );
+        self.entropy.record(
+            device,
+            encoder,
+            &pipeline.stages.entropy,
+            [
+                data,
+                spans.as_entire_binding(),
+                binding(&flags, 0, flag_words * 4),
+                decoded.as_entire_binding(),
+            ],
+            &flags,
+        )?;
+        let status_bytes = flag_words / 2 * 4;
+        let status = device.create_buffer(&wgpu::BufferDescriptor {
+            label: Some("entropy status"),
+            size: status_bytes,
+            usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+            mapped_at_creation: false,
+        });
+        encoder.copy_buffer_to_buffer(&flags, status_bytes, &status, 0, status_bytes);
+        pool.put(spans);
+        pool.put(flags);
+        Ok(Some(status))
+    }
+}
+
+/// Words of `blocks` dense blocks in the decoded arena.
+fn dense_words(blocks: u32) -> u64 {
+    u64::from(blocks) * 32
 }
 
 impl Packing {
@@ -462,8 +570,21 @@ impl Packing {
             .copy_from_slice(bytemuck::cast_slice(
                 &upload.words[..coef_start as usize / 4],
             ));
+        let segments = self.segments.iter().flat_map(|(at, source)| {
+            let s = &source.segment;
+            [
+                (*at, &s.words[..]),
+                (at + s.words.len() as u64, &s.tables[..]),
+            ]
+        });
+        let copies: Vec<(u64, &[u32])> = self
+            .coefs
+            .iter()
+            .map(|(at, words)| (*at, &words[..]))
+            .chain(segments)
+            .collect();
         copiers.install(|| {
-            self.coefs
+            copies
                 .par_iter()
                 .filter(|(_, words)| !words.is_empty())
                 .try_for_each(|(at, words)| -> Result<()> {

@@ -6,6 +6,7 @@ use super::work::ImageWork;
 use super::Stages;
 use crate::error::{Error, Result};
 use crate::jpeg::CoefficientImage;
+use crate::jpeg::Coefficients;
 use crate::tensor::{Tensor, TensorData};
 use crate::transform::DType;
 use crate::{RgbImage, Transform};
@@ -39,6 +40,11 @@ pub struct GpuTimings {
     /// With [`GpuPipeline::timing_stages`]: each stage's wall time, submitted and waited for
     /// on its own (so `record` and `execute` are then folded in here).
     pub stages: Vec<(&'static str, std::time::Duration)>,
+    /// Images whose Huffman decoding ran on the GPU (stage 0).
+    pub huffman_on_gpu: usize,
+    /// Of them, those the GPU gave up on (data that runs out, or that never settles), decoded
+    /// on the CPU instead and redone in place.
+    pub redone_on_cpu: usize,
 }
 
 impl GpuPipeline {
@@ -121,7 +127,7 @@ impl GpuPipeline {
         transform: &Transform,
     ) -> Result<(Vec<(usize, Tensor)>, GpuTimings)> {
         let submitted = self.submit_images(device, queue, works, transform, true)?;
-        self.finish(device, submitted)
+        self.finish(device, queue, submitted)
     }
 
     /// The first half of [`Self::run_images`]: packs, records and submits (with the copy to a
@@ -172,9 +178,10 @@ impl GpuPipeline {
                     timings.stages.push((stage, lap(&mut stage_clock)));
                 }
             };
-            for packing in packings.iter().filter(|p| !p.is_empty()) {
+            let mut checks = Vec::new();
+            for packing in packings.iter_mut().filter(|p| !p.is_empty()) {
                 let mut encoder = device.create_command_encoder(&Default::default());
-                packing.record(
+                let status = packing.record(
                     self,
                     device,
                     &mut encoder,
@@ -183,6 +190,11 @@ impl GpuPipeline {
                     &mut after_stage,
                 )?;
                 queue.submit([encoder.finish()]);
+                if let Some(status) = status {
+                    let images = std::mem::take(&mut packing.entropy_images);
+                    timings.huffman_on_gpu += images.len();
+                    checks.push(EntropyCheck { status, images });
+                }
             }
             let mut encoder = device.create_command_encoder(&Default::default());
             let readback = read_back.then(|| {
@@ -201,6 +213,8 @@ impl GpuPipeline {
                 dtype: transform.dtype,
                 submission,
                 timings,
+                checks,
+                transform: *transform,
             })
         })
     }
@@ -210,8 +224,10 @@ impl GpuPipeline {
     pub(crate) fn finish(
         &self,
         device: &wgpu::Device,
-        submitted: Submitted,
+        queue: &wgpu::Queue,
+        mut submitted: Submitted,
     ) -> Result<(Vec<(usize, Tensor)>, GpuTimings)> {
+        self.redo_given_up(device, queue, &mut submitted)?;
         let Submitted {
             output,
             readback,
@@ -220,6 +236,7 @@ impl GpuPipeline {
             dtype,
             submission,
             mut timings,
+            ..
         } = submitted;
         let readback =
             readback.ok_or_else(|| Error::Gpu("submitted without a read-back".into()))?;
@@ -253,8 +270,10 @@ impl GpuPipeline {
     pub(crate) fn finish_on_device(
         &self,
         device: &wgpu::Device,
-        submitted: Submitted,
+        queue: &wgpu::Queue,
+        mut submitted: Submitted,
     ) -> Result<(wgpu::Buffer, Vec<Placed>, GpuTimings)> {
+        self.redo_given_up(device, queue, &mut submitted)?;
         let Submitted {
             output,
             shapes,
@@ -274,6 +293,82 @@ impl GpuPipeline {
     }
 }
 
+impl GpuPipeline {
+    /// Waits for stage 0's verdicts on `submitted` and redoes, in place, the images the GPU
+    /// gave up on (their data ran out, or their states never settled), decoded on the CPU
+    /// exactly as the CPU decoder would; then the submission to wait for is the redo's.
+    fn redo_given_up(
+        &self,
+        device: &wgpu::Device,
+        queue: &wgpu::Queue,
+        submitted: &mut Submitted,
+    ) -> Result<()> {
+        let mut given_up = Vec::new();
+        for check in std::mem::take(&mut submitted.checks) {
+            let size = check.status.size();
+            let status = read_buffer(
+                device,
+                &check.status,
+                size,
+                submitted.submission.clone(),
+                |bytes| bytemuck::cast_slice::<u8, u32>(bytes).to_vec(),
+            )?;
+            given_up.extend(
+                check
+                    .images
+                    .into_iter()
+                    .zip(status)
+                    .filter(|(_, decoded)| *decoded != 1)
+                    .map(|(image, _)| image),
+            );
+        }
+        if given_up.is_empty() {
+            return Ok(());
+        }
+        submitted.timings.redone_on_cpu += given_up.len();
+        let transform = submitted.transform;
+        let works: Vec<(usize, u64, ImageWork)> = given_up
+            .into_par_iter()
+            .map(|(index, at, source)| {
+                let work = ImageWork::new(&source.decoded_on_cpu(), &transform)?;
+                Ok((index, at, work))
+            })
+            .collect::<Result<_>>()?;
+        let window = binding_window(device);
+        let mut packings = vec![Packing::new(&transform)];
+        for (index, at, work) in works {
+            if !packings.last().is_some_and(|p| p.fits(&work, window)) {
+                packings.push(Packing::new(&transform));
+            }
+            packings.last_mut().unwrap().push(index, work, at);
+        }
+        checked(device, || {
+            let mut encoder = device.create_command_encoder(&Default::default());
+            for packing in &packings {
+                packing.record(
+                    self,
+                    device,
+                    &mut encoder,
+                    &submitted.output,
+                    window,
+                    &mut |_, _| {},
+                )?;
+            }
+            if let Some(readback) = &submitted.readback {
+                encoder.copy_buffer_to_buffer(&submitted.output, 0, readback, 0, submitted.bytes);
+            }
+            submitted.submission = queue.submit([encoder.finish()]);
+            Ok(())
+        })
+    }
+}
+
+/// Stage 0's verdicts on one packing: a status word per image, and the images.
+pub(crate) struct EntropyCheck {
+    status: wgpu::Buffer,
+    images: Vec<(usize, u64, std::sync::Arc<super::work::SegmentImage>)>,
+}
+
 /// One image's tensor in a batch's output: the caller's index, its shape, its first word.
 pub(crate) type Placed = (usize, [usize; 3], u64);
 
@@ -290,6 +385,9 @@ pub(crate) struct Submitted {
     /// The last submission: the tensor stage, and the copy to `readback`.
     submission: wgpu::SubmissionIndex,
     timings: GpuTimings,
+    /// Stage 0's verdicts, to read before the tensors are.
+    checks: Vec<EntropyCheck>,
+    transform: Transform,
 }
 
 /// The copy threads: a quarter of the cores, at least one.
@@ -311,18 +409,28 @@ fn lap(clock: &mut Instant) -> std::time::Duration {
 }
 
 /// What a CPU thread does for each image of a batch: decodes `bytes` and prepares it for
-/// `transform`, refusing an image too large for bindings of `window` bytes.
+/// `transform`, refusing an image too large for bindings of `window` bytes. With
+/// `huffman_on_gpu`, a JPEG that stage 0 can decode is left entropy-coded for it (the caller
+/// must then finish its batch with [`GpuPipeline::finish`] or
+/// [`GpuPipeline::finish_on_device`], which redo what the GPU gives up on).
 pub(crate) fn prepare_image(
     bytes: &[u8],
     transform: &Transform,
     limits: &crate::Limits,
     window: u64,
+    huffman_on_gpu: bool,
 ) -> Result<ImageWork> {
-    // A JPEG's coefficients are decoded straight into the compact form where they can be.
     let work = if bytes.starts_with(&[0xFF, 0xD8]) {
-        match crate::jpeg::decode_compact(bytes, limits)? {
-            (image, Some(planes)) => ImageWork::with_planes(&image, planes, transform)?,
-            (image, None) => ImageWork::new(&image, transform)?,
+        // Otherwise a JPEG's coefficients are decoded straight into the compact form where
+        // they can be.
+        let (image, coefficients) = match huffman_on_gpu {
+            true => crate::jpeg::decode_for_gpu(bytes, limits)?,
+            false => crate::jpeg::decode_compact_or_dense(bytes, limits)?,
+        };
+        match coefficients {
+            Coefficients::Segment(segment) => ImageWork::from_segment(image, segment, transform)?,
+            Coefficients::Compact(planes) => ImageWork::with_planes(&image, planes, transform)?,
+            Coefficients::Dense => ImageWork::new(&image, transform)?,
         }
     } else {
         ImageWork::prepare(&crate::formats::decode(bytes, limits)?, transform)?
@@ -423,7 +531,7 @@ mod tests {
         let submitted = pipeline
             .submit_images(&device, &queue, works, &transform, true)
             .unwrap();
-        let (tensors, _) = pipeline.finish(&device, submitted).unwrap();
+        let (tensors, _) = pipeline.finish(&device, &queue, submitted).unwrap();
         assert_eq!(tensors.len(), 4);
         for (i, tensor) in tensors {
             let expected = crate::reference::preprocess(&images[i % 2], &transform).unwrap();

@@ -96,7 +96,7 @@ impl GpuPipeline {
     ) -> Streamed {
         let mut results: Vec<Option<Result<Tensor>>> = (0..images.len()).map(|_| None).collect();
         let mut batches = Vec::new();
-        let land = |flight| self.land(device, flight, &mut results, &mut batches);
+        let land = |flight| self.land(device, queue, flight, &mut results, &mut batches);
         self.stream(device, queue, images, transform, limits, batch, true, land);
         Streamed {
             results: results
@@ -129,7 +129,9 @@ impl GpuPipeline {
         mut consume: impl FnMut(DeviceBatch<'_>),
     ) -> Vec<BatchStats> {
         let mut batches = Vec::new();
-        let land = |flight| batches.push(self.hand_over(device, flight, transform, &mut consume));
+        let land = |flight| {
+            batches.push(self.hand_over(device, queue, flight, transform, &mut consume));
+        };
         self.stream(device, queue, images, transform, limits, batch, false, land);
         batches
     }
@@ -139,6 +141,7 @@ impl GpuPipeline {
     fn hand_over(
         &self,
         device: &wgpu::Device,
+        queue: &wgpu::Queue,
         flight: Flight,
         transform: &Transform,
         consume: &mut impl FnMut(DeviceBatch<'_>),
@@ -151,7 +154,7 @@ impl GpuPipeline {
             started,
             gpu_start,
         } = flight;
-        let landed = submitted.and_then(|s| self.finish_on_device(device, s));
+        let landed = submitted.and_then(|s| self.finish_on_device(device, queue, s));
         stats.gpu = gpu_start.elapsed();
         stats.latency = started.map_or(Duration::ZERO, |s| s.elapsed());
         let (buffer, tensors) = match landed {
@@ -208,7 +211,7 @@ impl GpuPipeline {
         let batch = batch.max(1);
         let prepare = |i: usize| -> Decoded {
             let started = Instant::now();
-            let work = prepare_image(images[i], transform, limits, window);
+            let work = prepare_image(images[i], transform, limits, window, true);
             Decoded {
                 index: i,
                 work,
@@ -315,6 +318,7 @@ impl GpuPipeline {
     fn land(
         &self,
         device: &wgpu::Device,
+        queue: &wgpu::Queue,
         flight: Flight,
         results: &mut [Option<Result<Tensor>>],
         batches: &mut Vec<BatchStats>,
@@ -330,7 +334,7 @@ impl GpuPipeline {
         for (i, e) in failed {
             results[i] = Some(Err(e));
         }
-        match submitted.and_then(|s| self.finish(device, s)) {
+        match submitted.and_then(|s| self.finish(device, queue, s)) {
             Ok((tensors, timings)) => {
                 for (i, tensor) in tensors {
                     results[i] = Some(Ok(tensor));

@@ -6,7 +6,8 @@ use super::jobs::{ColorJob, HorizontalJob, IdctJob, PlaneParams, TensorJob};
 use crate::error::Result;
 use crate::formats::{Decoded, Pixels};
 use crate::jpeg::compact::{compact_dense, CompactPlane};
-use crate::jpeg::{CoefficientImage, ColorSpace};
+use crate::jpeg::segment::EntropySegment;
+use crate::jpeg::{single_scan_order, CoefficientImage, ColorSpace};
 use crate::reference::orient::oriented_size;
 use crate::reference::tensor::crop_offset;
 use crate::reference::upsample::Method;
@@ -15,6 +16,7 @@ use crate::resample::{ResizePlan, Taps};
 use crate::transform::{ChannelOrder, DType, Layout};
 use crate::{RgbImage, Transform};
 use std::borrow::Cow;
+use std::sync::Arc;
 
 /// Stage 1 for one component.
 pub(crate) struct PlaneWork {
@@ -62,6 +64,40 @@ pub(crate) struct ImageWork {
     pub tensor: TensorWork,
     /// The coefficients as dense 16-bit blocks would take (the upload the compact form avoids).
     pub dense_coefficient_bytes: u64,
+    /// A JPEG whose Huffman decoding is left to the GPU (stage 0): its entropy-coded segment;
+    /// its planes' coefficients are then dense in the decoded arena.
+    pub entropy: Option<Arc<SegmentImage>>,
+}
+
+/// A single-scan JPEG left entropy-coded for the GPU, kept until its batch is done: should the
+/// GPU give up on it, the CPU decodes it from this.
+pub(crate) struct SegmentImage {
+    /// The image, without coefficients.
+    pub image: CoefficientImage,
+    pub segment: EntropySegment,
+}
+
+impl SegmentImage {
+    /// The image with its coefficients decoded on the CPU, as the CPU decoder gives them.
+    pub fn decoded_on_cpu(&self) -> CoefficientImage {
+        let planes = crate::jpeg::parallel::decode_sequential(&self.segment);
+        let mut image = self.image.clone();
+        for (ci, plane) in planes.iter().enumerate() {
+            let order = single_scan_order(&image, ci);
+            let comp = &mut image.components[ci];
+            comp.blocks = vec![0; comp.blocks_w * comp.blocks_h * 64];
+            for by in 0..comp.blocks_h {
+                for bx in 0..comp.blocks_w {
+                    let from = order.position(bx, by) * 64;
+                    if from < plane.len() {
+                        let to = (by * comp.blocks_w + bx) * 64;
+                        comp.blocks[to..to + 64].copy_from_slice(&plane[from..from + 64]);
+                    }
+                }
+            }
+        }
+        image
+    }
 }
 
 impl ImageWork {
@@ -104,6 +140,7 @@ impl ImageWork {
                 table_mcu_h: plane.order.mcu_h as u32,
                 table_mcus_per_row: plane.order.mcus_per_row as u32,
                 table_blocks: plane.order.blocks as u32,
+                dense: 0,
                 quant: comp.quant.map(|q| i32::from(q as i16)),
             };
             let (method, box_h, box_v) = method_index(scaling.upsampling);
@@ -146,12 +183,34 @@ impl ImageWork {
             dense_coefficient_bytes,
             planes,
             raw_samples: Vec::new(),
+            entropy: None,
             sample_words,
             color,
             rgbx_words: (width * height) as u64,
             horizontal,
             tensor,
         })
+    }
+
+    /// Prepares `image`, whose coefficients stage 0 is to decode from `segment`, for
+    /// `transform`.
+    pub fn from_segment(
+        image: CoefficientImage,
+        segment: EntropySegment,
+        transform: &Transform,
+    ) -> Result<Self> {
+        let planes = (0..image.components.len())
+            .map(|ci| CompactPlane {
+                words: Vec::new(),
+                order: single_scan_order(&image, ci),
+            })
+            .collect();
+        let mut work = Self::with_planes(&image, planes, transform)?;
+        for plane in &mut work.planes {
+            plane.job.dense = 1;
+        }
+        work.entropy = Some(Arc::new(SegmentImage { image, segment }));
+        Ok(work)
     }
 
     /// Prepares a non-JPEG image for `transform`: its pixels go up as R, G and B sample planes
@@ -198,6 +257,7 @@ impl ImageWork {
         let (horizontal, tensor) = resize_and_tensor(oriented_width, oriented_height, transform);
         Self {
             dense_coefficient_bytes: 0,
+            entropy: None,
             planes: Vec::new(),
             sample_words: raw_samples.len() as u64,
             raw_samples,
@@ -306,7 +366,12 @@ impl ImageWork {
             .horizontal
             .as_ref()
             .map_or(0, |h| h.taps.len() + HorizontalJob::WORDS + 1);
+        let segment = self
+            .entropy
+            .as_ref()
+            .map_or(0, |e| e.segment.words.len() + e.segment.tables.len());
         let words = coefs
+            + segment
             + self.raw_samples.len()
             + ColorJob::WORDS
             + 1

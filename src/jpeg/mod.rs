@@ -71,6 +71,7 @@ pub fn decode_coefficients(data: &[u8], limits: &Limits) -> Result<CoefficientIm
 /// Entropy-decodes a JPEG file for the GPU: a single-scan sequential image (most photos) comes
 /// with its coefficients in compact form, written as they are decoded, and its components'
 /// dense `blocks` left empty; any other image comes dense, with `None`.
+#[cfg(test)]
 pub(crate) fn decode_compact(
     data: &[u8],
     limits: &Limits,
@@ -80,6 +81,14 @@ pub(crate) fn decode_compact(
         Coefficients::Compact(planes) => Ok((image, Some(planes))),
         _ => Ok((image, None)),
     }
+}
+
+/// [`decode_compact`]'s result as [`Coefficients`].
+pub(crate) fn decode_compact_or_dense(
+    data: &[u8],
+    limits: &Limits,
+) -> Result<(CoefficientImage, Coefficients)> {
+    decode(data, limits, Target::Compact)
 }
 
 /// Reads a JPEG file for the GPU's own Huffman decoding: a single-scan sequential image without
@@ -494,6 +503,22 @@ impl<'a> Decoder<'a> {
     }
 }
 
+/// The order in which a single-scan image's one scan meets component `ci`'s blocks (MCU order
+/// when interleaved): its compact table's order, and its entropy segment's.
+pub(crate) fn single_scan_order(image: &CoefficientImage, ci: usize) -> compact::BlockOrder {
+    let c = &image.components[ci];
+    if image.components.len() == 1 {
+        compact::BlockOrder::row_major(c.width_in_blocks, c.height_in_blocks)
+    } else {
+        compact::BlockOrder {
+            mcu_w: c.h,
+            mcu_h: c.v,
+            mcus_per_row: image.mcus_x(),
+            blocks: c.blocks_w * c.blocks_h,
+        }
+    }
+}
+
 /// Empty compact planes for a single-scan image: its blocks in the order its one scan meets them
 /// (MCU order when interleaved), with room for about as many entries as `data_bytes`.
 fn compact_store(image: &CoefficientImage, data_bytes: usize) -> compact::CompactStore {
@@ -505,17 +530,9 @@ fn compact_store(image: &CoefficientImage, data_bytes: usize) -> compact::Compac
     let planes = image
         .components
         .iter()
-        .map(|c| {
-            let order = if image.components.len() == 1 {
-                compact::BlockOrder::row_major(c.width_in_blocks, c.height_in_blocks)
-            } else {
-                compact::BlockOrder {
-                    mcu_w: c.h,
-                    mcu_h: c.v,
-                    mcus_per_row: image.mcus_x(),
-                    blocks: c.blocks_w * c.blocks_h,
-                }
-            };
+        .enumerate()
+        .map(|(ci, c)| {
+            let order = single_scan_order(image, ci);
             let share = data_bytes * c.blocks_w * c.blocks_h / total_blocks.max(1);
             compact::CompactBuilder::new(order, share)
         })

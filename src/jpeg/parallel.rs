@@ -199,13 +199,7 @@ pub(crate) fn subsequences(segment: &EntropySegment) -> usize {
 pub(crate) fn decode(segment: &EntropySegment) -> Option<Vec<Vec<i16>>> {
     let spans = sync(segment)?;
     let n = spans.len();
-    let components = segment.blocks.iter().map(|b| b.comp + 1).max().unwrap_or(0);
-    let mut planes: Vec<Vec<i16>> = (0..components)
-        .map(|c| {
-            let per_mcu = segment.blocks.iter().filter(|b| b.comp == c).count();
-            vec![0; segment.mcus * per_mcu * 64]
-        })
-        .collect();
+    let mut planes = empty_planes(segment);
     // Prefix: the blocks and DC predictions before each subsequence.
     let (mut first_block, mut dc_pred) = (0u32, [0i32; 4]);
     let mut complete = false;
@@ -222,6 +216,61 @@ pub(crate) fn decode(segment: &EntropySegment) -> Option<Vec<Vec<i16>>> {
         }
     }
     complete.then_some(planes)
+}
+
+/// Decodes `segment` one MCU after another, as the CPU decoder does (once the data has run out,
+/// the MCUs after the one being decoded keep zero coefficients): what an image the GPU gave up
+/// on decodes to. Per frame component, its blocks in table order.
+pub(crate) fn decode_sequential(segment: &EntropySegment) -> Vec<Vec<i16>> {
+    let mut planes = empty_planes(segment);
+    let mut state = State::START;
+    let mut dc_pred = [0i32; 4];
+    for mcu in 0..segment.mcus {
+        if u64::from(state.pos) > segment.bit_len {
+            break;
+        }
+        for layout in &segment.blocks {
+            let at = layout.in_component(mcu) * 64;
+            let block = &mut planes[layout.comp][at..at + 64];
+            state = decode_block(segment, state, &mut dc_pred, block.try_into().expect("64"));
+        }
+    }
+    planes
+}
+
+/// Each frame component's blocks, zero.
+fn empty_planes(segment: &EntropySegment) -> Vec<Vec<i16>> {
+    let components = segment.blocks.iter().map(|b| b.comp + 1).max().unwrap_or(0);
+    (0..components)
+        .map(|c| {
+            let per_mcu = segment.blocks.iter().filter(|b| b.comp == c).count();
+            vec![0; segment.mcus * per_mcu * 64]
+        })
+        .collect()
+}
+
+/// Decodes the block that starts at `state` into `block`; returns the state after it.
+fn decode_block(
+    segment: &EntropySegment,
+    mut state: State,
+    dc_pred: &mut [i32; 4],
+    block: &mut [i16; 64],
+) -> State {
+    loop {
+        let (next, unit) = step(segment, state);
+        match unit {
+            Unit::Dc { scan_comp, diff } => {
+                dc_pred[scan_comp] = dc_pred[scan_comp].wrapping_add(diff);
+                block[0] = dc_pred[scan_comp] as i16;
+            }
+            Unit::Ac { k, value } => block[ZIGZAG_TO_NATURAL[k]] = value as i16,
+            Unit::Run => {}
+        }
+        state = next;
+        if state.k == 0 {
+            return state;
+        }
+    }
 }
 
 /// The first bit after subsequence `i`.
@@ -302,21 +351,7 @@ fn write_span(
     while state.pos < end && g < total {
         let layout = segment.blocks[state.block as usize];
         let mut coefficients = [0i16; 64];
-        loop {
-            let (next, unit) = step(segment, state);
-            match unit {
-                Unit::Dc { scan_comp, diff } => {
-                    dc_pred[scan_comp] = dc_pred[scan_comp].wrapping_add(diff);
-                    coefficients[0] = dc_pred[scan_comp] as i16;
-                }
-                Unit::Ac { k, value } => coefficients[ZIGZAG_TO_NATURAL[k]] = value as i16,
-                Unit::Run => {}
-            }
-            state = next;
-            if state.k == 0 {
-                break;
-            }
-        }
+        state = decode_block(segment, state, &mut dc_pred, &mut coefficients);
         let mcu = g as usize / segment.blocks.len();
         let at = layout.in_component(mcu) * 64;
         planes[layout.comp][at..at + 64].copy_from_slice(&coefficients);
@@ -362,7 +397,7 @@ mod tests {
             load_truncated: true,
             ..Limits::default()
         };
-        let (mut decoded, mut given_up) = (0, 0);
+        let (mut sequential, mut decoded, mut given_up) = (0, 0, 0);
         for path in &files {
             let whole = std::fs::read(path).unwrap();
             for cut in [whole.len(), whole.len() * 2 / 3, whole.len() / 3] {
@@ -373,41 +408,54 @@ mod tests {
                     continue;
                 };
                 let dense = decode_coefficients(data, &limits).expect("decodes on the CPU");
+                let cpu = decode_sequential(&segment);
+                sequential += 1;
+                assert_same_blocks(&image, &dense, &cpu, &name);
                 let Some(planes) = decode(&segment) else {
                     given_up += 1;
                     assert!(runs_out(&segment), "{name} was given up");
                     continue;
                 };
                 decoded += 1;
-                let interleaved = image.components.len() > 1;
-                for (ci, comp) in dense.components.iter().enumerate() {
-                    let order = if interleaved {
-                        BlockOrder {
-                            mcu_w: comp.h,
-                            mcu_h: comp.v,
-                            mcus_per_row: image.mcus_x(),
-                            blocks: comp.blocks_w * comp.blocks_h,
-                        }
-                    } else {
-                        BlockOrder::row_major(comp.width_in_blocks, comp.height_in_blocks)
-                    };
-                    for by in 0..comp.height_in_blocks {
-                        for bx in 0..comp.width_in_blocks {
-                            let at = order.position(bx, by) * 64;
-                            assert_eq!(
-                                &planes[ci][at..at + 64],
-                                comp.block(bx, by),
-                                "{name}: ({ci}, {bx}, {by})"
-                            );
-                        }
-                    }
-                }
+                assert_same_blocks(&image, &dense, &planes, &name);
             }
         }
         assert!(
-            decoded > 80 && given_up > 50,
-            "{decoded} decoded, {given_up} given up"
+            sequential > 200 && decoded > 80 && given_up > 50,
+            "{sequential} sequential, {decoded} decoded, {given_up} given up"
         );
         eprintln!("{decoded} decoded in parallel, {given_up} given up");
+    }
+
+    /// `planes` (table order) hold `dense`'s blocks.
+    fn assert_same_blocks(
+        image: &crate::jpeg::CoefficientImage,
+        dense: &crate::jpeg::CoefficientImage,
+        planes: &[Vec<i16>],
+        name: &str,
+    ) {
+        let interleaved = image.components.len() > 1;
+        for (ci, comp) in dense.components.iter().enumerate() {
+            let order = if interleaved {
+                BlockOrder {
+                    mcu_w: comp.h,
+                    mcu_h: comp.v,
+                    mcus_per_row: image.mcus_x(),
+                    blocks: comp.blocks_w * comp.blocks_h,
+                }
+            } else {
+                BlockOrder::row_major(comp.width_in_blocks, comp.height_in_blocks)
+            };
+            for by in 0..comp.height_in_blocks {
+                for bx in 0..comp.width_in_blocks {
+                    let at = order.position(bx, by) * 64;
+                    assert_eq!(
+                        &planes[ci][at..at + 64],
+                        comp.block(bx, by),
+                        "{name}: ({ci}, {bx}, {by})"
+                    );
+                }
+            }
+        }
     }
 }

@@ -41,7 +41,7 @@ impl McuBlock {
 #[derive(Clone, Debug)]
 pub(crate) struct EntropySegment {
     /// The data bytes up to the marker that ends them, `FF 00` un-stuffed, four to a word with
-    /// the first byte highest, zero-padded to a whole word.
+    /// the first byte highest, zero-padded to an even number of words.
     pub words: Vec<u32>,
     /// How many bits of `words` are data: past them, a decoder reads zeros and has run out.
     pub bit_len: u64,
@@ -83,7 +83,9 @@ impl EntropySegment {
             }
         }
         let bit_len = bytes.len() as u64 * 8;
-        bytes.resize(bytes.len().next_multiple_of(4), 0);
+        // Whole words, and an even number of them, so that the tables after them in the
+        // upload start 8-byte aligned (as mapped ranges must).
+        bytes.resize(bytes.len().next_multiple_of(8), 0);
         let words = bytes
             .chunks_exact(4)
             .map(|b| u32::from_be_bytes([b[0], b[1], b[2], b[3]]))
@@ -115,6 +117,8 @@ mod tests {
         let (words, bit_len) = EntropySegment::unstuff(&data, 0).expect("ends at a marker");
         assert_eq!(bit_len, 7 * 8);
         assert_eq!(words, vec![0x0102_FF03, 0xFF04_0500]);
+        let (words, _) = EntropySegment::unstuff(&[1, 0xFF, 0xD9], 0).expect("ends at a marker");
+        assert_eq!(words, vec![0x0100_0000, 0], "an even number of words");
         let mut reader = BitReader::new(&data, 0);
         for word in &words {
             for byte in word.to_be_bytes() {
