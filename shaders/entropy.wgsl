@@ -41,14 +41,35 @@ struct Job {
 // Dense coefficients: two 16-bit values a word, natural order, the lower first.
 @group(0) @binding(5) var<storage, read_write> decoded: array<u32>;
 
-const SUBSEQUENCE_BITS: u32 = 1024u;
+// Bits of data per thread: `parallel::SUBSEQUENCE_BITS`, set when the pipeline is created.
+override SUBSEQUENCE_BITS: u32;
 const TABLE_WORDS: u32 = 804u;
 const SPAN_WORDS: u32 = 16u;
 // No decoding reaches this position.
 const NONE: u32 = 0xFFFFFFFFu;
 
-// This invocation's job.
+// This invocation's job, and what decoding reads of it at every code (loaded once).
 var<private> job: u32;
+var<private> job_data_base: u32;
+var<private> job_data_words: u32;
+var<private> job_tables_base: u32;
+var<private> job_blocks_per_mcu: u32;
+var<private> job_scan_comps: array<u32, 10>;
+
+// Sets `job` to `j` and loads what decoding reads of it.
+fn load_job(j: u32) {
+    job = j;
+    if j >= arrayLength(&jobs) {
+        return;
+    }
+    job_data_base = jobs[j].data_base;
+    job_data_words = jobs[j].data_words;
+    job_tables_base = jobs[j].tables_base;
+    job_blocks_per_mcu = jobs[j].blocks_per_mcu;
+    for (var b = 0u; b < 10u; b++) {
+        job_scan_comps[b] = jobs[j].mcu_blocks[b] & 15u;
+    }
+}
 
 // A decoder's state: the next bit, and block << 8 | k (k: zigzag index of the next
 // coefficient, 0 when the DC code comes next).
@@ -67,8 +88,8 @@ var<private> unit_k: u32;
 var<private> unit_value: i32;
 
 fn data_word(i: u32) -> u32 {
-    if i < jobs[job].data_words {
-        return data[jobs[job].data_base + i];
+    if i < job_data_words {
+        return data[job_data_base + i];
     }
     return 0u;
 }
@@ -85,7 +106,7 @@ fn peek32(pos: u32) -> u32 {
 
 // Decodes the symbol at the top of `bits` with table `t`: vec2(code length, symbol).
 fn decode_symbol(t: u32, bits: u32) -> vec2<u32> {
-    let base = jobs[job].tables_base + t * TABLE_WORDS;
+    let base = job_tables_base + t * TABLE_WORDS;
     let entry = data[base + (bits >> 23u)];
     if entry != 0u {
         return vec2<u32>(entry >> 8u, entry & 0xFFu);
@@ -125,7 +146,7 @@ fn extended(bits: u32, len: u32, size: u32) -> i32 {
 fn step(state: State) -> State {
     let block = state.bk >> 8u;
     let k = state.bk & 0xFFu;
-    let scan_comp = jobs[job].mcu_blocks[block] & 15u;
+    let scan_comp = job_scan_comps[block];
     let bits = peek32(state.pos);
     var next_k: u32;
     var pos = state.pos;
@@ -153,7 +174,8 @@ fn step(state: State) -> State {
         }
     }
     if next_k >= 64u {
-        return State(pos, ((block + 1u) % jobs[job].blocks_per_mcu) << 8u);
+        let next_block = block + 1u;
+        return State(pos, select(next_block, 0u, next_block == job_blocks_per_mcu) << 8u);
     }
     return State(pos, (block << 8u) | next_k);
 }
@@ -203,7 +225,7 @@ var<workgroup> workgroup_changes: atomic<u32>;
 
 fn sync_pass(id: vec3<u32>, groups: vec3<u32>, lid: u32, first: bool) {
     let global = invocation(id, groups);
-    job = find_job(global);
+    load_job(find_job(global));
     let working = job < arrayLength(&jobs);
     var i = 0u;
     var exit = State(NONE, 0u);
@@ -290,7 +312,7 @@ fn prefix(
     @builtin(local_invocation_index) lid: u32,
 ) {
     let global = invocation(id, groups);
-    job = find_job(global);
+    load_job(find_job(global));
     let working = job < arrayLength(&jobs);
     var first = 0u;
     var last = 0u;
@@ -336,7 +358,7 @@ var<private> block_coefs: array<i32, 64>;
 @compute @workgroup_size(64)
 fn write(@builtin(global_invocation_id) id: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
     let global = invocation(id, groups);
-    job = find_job(global);
+    load_job(find_job(global));
     if job >= arrayLength(&jobs) {
         return;
     }

@@ -4,7 +4,7 @@
 use super::dispatch::{read_buffer, run, storage_buffer, WORKGROUP};
 use super::jobs::EntropyJob;
 use crate::error::{Error, Result};
-use crate::jpeg::parallel::{subsequences, sync_dispatches};
+use crate::jpeg::parallel::{subsequences, sync_dispatches, SUBSEQUENCE_BITS};
 use crate::jpeg::segment::EntropySegment;
 
 /// Words of one subsequence's record in the spans arena (`SPAN_WORDS` of the shader).
@@ -60,7 +60,10 @@ impl EntropyStages {
                 layout: Some(&pipeline_layout),
                 module: &module,
                 entry_point: Some(entry_point),
-                compilation_options: Default::default(),
+                compilation_options: wgpu::PipelineCompilationOptions {
+                    constants: &[("SUBSEQUENCE_BITS", f64::from(SUBSEQUENCE_BITS))],
+                    ..Default::default()
+                },
                 cache: None,
             })
         };
@@ -85,6 +88,11 @@ pub(crate) struct EntropyPacking {
 /// Words a segment takes in the upload: its data, then its tables.
 pub(crate) fn upload_words(segment: &EntropySegment) -> u64 {
     (segment.words.len() + segment.tables.len()) as u64
+}
+
+/// Words a segment takes in the spans arena.
+pub(crate) fn span_words(segment: &EntropySegment) -> u64 {
+    subsequences(segment) as u64 * SPAN_WORDS
 }
 
 impl EntropyPacking {

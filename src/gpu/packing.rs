@@ -4,7 +4,7 @@
 //! windows of the device's largest binding.
 
 use super::dispatch::{run, storage_buffer};
-use super::entropy::{upload_words, EntropyPacking};
+use super::entropy::{span_words, upload_words, EntropyPacking};
 use super::jobs::TensorJob;
 use super::pipeline::GpuPipeline;
 use super::work::{ImageWork, SegmentImage};
@@ -170,6 +170,7 @@ pub(crate) struct Packing {
 struct Footprint {
     coefs: u64,
     decoded: u64,
+    spans: u64,
     samples: u64,
     rgbx: u64,
     hpass: u64,
@@ -197,10 +198,12 @@ impl Footprint {
                 .sum(),
             None => 0,
         };
+        let spans = work.entropy.as_ref().map_or(0, |e| span_words(&e.segment));
         let taps = work.horizontal.as_ref().map_or(0, |h| h.taps.len());
         Self {
             coefs: coefs * 4,
             decoded: decoded * 4,
+            spans: spans * 4,
             samples: work.sample_words * 4,
             rgbx: work.rgbx_words * 4,
             hpass: work.horizontal.as_ref().map_or(0, |h| h.result_words) * 4,
@@ -212,6 +215,7 @@ impl Footprint {
     fn binds(&self, window: u64) -> bool {
         self.coefs <= window
             && self.decoded <= window
+            && self.spans <= window
             && self.samples <= window
             && self.rgbx <= 2 * window
             && self.hpass <= window
@@ -254,6 +258,7 @@ impl Packing {
         Footprint {
             coefs: self.coef_words * 4 + more.coefs,
             decoded: self.decoded_words * 4 + more.decoded,
+            spans: self.entropy.span_words() * 4 + more.spans,
             samples: self.sample_words * 4 + more.samples,
             rgbx: self.rgbx_words * 4 + more.rgbx,
             hpass: self.hpass_words * 4 + more.hpass,

@@ -428,7 +428,15 @@ pub(crate) fn prepare_image(
             false => crate::jpeg::decode_compact_or_dense(bytes, limits)?,
         };
         match coefficients {
-            Coefficients::Segment(segment) => ImageWork::from_segment(image, segment, transform)?,
+            Coefficients::Segment(segment) => {
+                let work = ImageWork::from_segment(image, segment, transform)?;
+                if Packing::fits_alone(&work, window) {
+                    work
+                } else {
+                    // Its dense coefficients would not bind on this device; compact ones may.
+                    return prepare_image(bytes, transform, limits, window, false);
+                }
+            }
             Coefficients::Compact(planes) => ImageWork::with_planes(&image, planes, transform)?,
             Coefficients::Dense => ImageWork::new(&image, transform)?,
         }
@@ -477,6 +485,32 @@ pub(crate) fn tensor_data(bytes: &[u8], dtype: DType, elements: usize) -> Tensor
 mod tests {
     use super::*;
     use crate::gpu::context::find_adapter;
+
+    /// A JPEG whose dense coefficients (stage 0's output) would not bind on the device is
+    /// prepared with compact coefficients instead, rather than refused.
+    #[test]
+    fn images_too_large_for_stage_0_go_compact() {
+        let path = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/data/photos/sklearn__china.jpg"
+        );
+        let bytes = std::fs::read(path).unwrap();
+        // Draft decoding keeps the other arenas small: only the coefficients stay large.
+        let transform = Transform {
+            resize: Some(crate::transform::Resize::ShorterSide(32)),
+            draft: true,
+            ..Transform::default()
+        };
+        let limits = crate::Limits::default();
+        let roomy = prepare_image(&bytes, &transform, &limits, 1 << 30, true).unwrap();
+        assert!(roomy.entropy.is_some(), "stage 0 takes it where it binds");
+        let tight = prepare_image(&bytes, &transform, &limits, 512 << 10, true).unwrap();
+        assert!(tight.entropy.is_none(), "compact where it does not");
+        assert!(tight
+            .planes
+            .iter()
+            .all(|p| p.job.dense == 0 && !p.coefs.is_empty()));
+    }
 
     /// Small bindings: several packings, RGBX read through both windows, outputs split across
     /// windows, pooled arenas larger than a binding; the tensors stay the CPU reference's.

@@ -126,6 +126,10 @@ pub fn run(args: BenchArgs) -> ExitCode {
             "what": "stages", "batches": pass.batches.len(),
             "decode_cpu_ms": total(|b| b.decode), "gpu_ms": total(|b| b.gpu),
             "gpu_waited_for_decode_ms": total(|b| b.waited), "wall_ms": pass.seconds * 1e3,
+            // Images whose Huffman data the GPU decoded (stage 0), and of them those it gave up
+            // on, redone from the CPU decoder.
+            "huffman_on_gpu_images": pass.batches.iter().map(|b| b.gpu_timings.huffman_on_gpu).sum::<usize>(),
+            "redone_on_cpu_images": pass.batches.iter().map(|b| b.gpu_timings.redone_on_cpu).sum::<usize>(),
         }),
         gpu_phases(&pass.batches),
         json!({
