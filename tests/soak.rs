@@ -41,6 +41,13 @@ fn inputs() -> Vec<Vec<u8>> {
     .collect()
 }
 
+/// Resident memory is the whole process's: one soak test at a time, from before it opens a
+/// device (compiling shaders on lavapipe takes memory) to its end.
+fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
+    static TURN: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    TURN.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 /// Runs `chunks` calls of `run` over `chunk` cycled inputs each; checks every call's results
 /// against the first call's, that resident memory after the first tenth stays within 8 MiB of
 /// its level then, and that the GPU memory kept between calls (`gpu_bytes`) does not grow.
@@ -49,9 +56,6 @@ fn soak(
     run: impl Fn(&[&[u8]]) -> Vec<gpuprep::Result<gpuprep::Tensor>>,
     gpu_bytes: impl Fn() -> u64,
 ) {
-    // Resident memory is the whole process's: one soak at a time.
-    static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
-    let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let files = inputs();
     let chunk = 1_000;
     let images: Vec<&[u8]> = files
@@ -101,6 +105,7 @@ fn soak(
 
 #[test]
 fn gpu_loader_streams_without_growing() {
+    let _turn = one_at_a_time();
     if std::env::var("GPUPREP_NO_GPU").is_ok_and(|v| v == "1") {
         println!("GPUPREP_NO_GPU=1: GPU soak NOT run");
         return;
@@ -128,6 +133,7 @@ fn gpu_loader_streams_without_growing() {
 
 #[test]
 fn cpu_backend_streams_without_growing() {
+    let _turn = one_at_a_time();
     let transform = Transform::exact(24, 24);
     soak(
         "CPU backend",
