@@ -370,22 +370,7 @@ fn tensors_kept_on_the_device_are_the_reference() {
             let Some(buffer) = batch.buffer else {
                 panic!("the GPU failed a batch")
             };
-            let readback = gpu.device.create_buffer(&wgpu::BufferDescriptor {
-                label: None,
-                size: buffer.size(),
-                usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
-                mapped_at_creation: false,
-            });
-            let mut encoder = gpu.device.create_command_encoder(&Default::default());
-            encoder.copy_buffer_to_buffer(buffer, 0, &readback, 0, buffer.size());
-            gpu.queue.submit([encoder.finish()]);
-            readback
-                .slice(..)
-                .map_async(wgpu::MapMode::Read, |r| r.unwrap());
-            gpu.device
-                .poll(wgpu::PollType::wait_indefinitely())
-                .unwrap();
-            let bytes = readback.slice(..).get_mapped_range().unwrap();
+            let bytes = read_whole_buffer(&gpu, buffer);
             for tensor in &batch.tensors {
                 seen[tensor.index] += 1;
                 tensors += 1;
