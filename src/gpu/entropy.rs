@@ -320,7 +320,7 @@ pub(crate) fn decode_segments(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::jpeg::compact::tests::jpegs;
+    use crate::jpeg::compact::tests::test_jpegs;
     use crate::jpeg::{decode_for_gpu, parallel, Coefficients, Limits};
 
     /// Every test file's segment, whole and cut short, decoded on the GPU in one batch, gives
@@ -334,12 +334,7 @@ mod tests {
         }
         let gpu = crate::gpu::create_device().unwrap_or_else(|e| panic!("{e}"));
         let stages = EntropyStages::new(&gpu.device);
-        let mut files = Vec::new();
-        jpegs(
-            std::path::Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data")),
-            &mut files,
-        );
-        files.sort();
+        let files = test_jpegs();
         let limits = Limits {
             load_truncated: true,
             ..Limits::default()

@@ -316,7 +316,16 @@ pub(crate) mod tests {
     }
 
     /// Every JPEG under `dir` (recursively).
-    pub(crate) fn jpegs(dir: &std::path::Path, found: &mut Vec<std::path::PathBuf>) {
+    /// Every JPEG under tests/data, in path order.
+    pub(crate) fn test_jpegs() -> Vec<std::path::PathBuf> {
+        let mut files = Vec::new();
+        let root = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data");
+        jpegs(std::path::Path::new(root), &mut files);
+        files.sort();
+        files
+    }
+
+    fn jpegs(dir: &std::path::Path, found: &mut Vec<std::path::PathBuf>) {
         for entry in std::fs::read_dir(dir).unwrap() {
             let path = entry.unwrap().path();
             if path.is_dir() {
@@ -332,12 +341,7 @@ pub(crate) mod tests {
     /// blocks after the cut are never pushed).
     #[test]
     fn decoding_into_compact_planes_gives_the_dense_coefficients() {
-        let mut files = Vec::new();
-        jpegs(
-            std::path::Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data")),
-            &mut files,
-        );
-        files.sort();
+        let files = test_jpegs();
         let limits = crate::Limits {
             load_truncated: true,
             ..crate::Limits::default()

@@ -366,7 +366,7 @@ fn write_span(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::jpeg::compact::tests::jpegs;
+    use crate::jpeg::compact::tests::test_jpegs;
     use crate::jpeg::compact::BlockOrder;
     use crate::jpeg::{decode_coefficients, decode_for_gpu, Coefficients, Limits};
 
@@ -387,12 +387,7 @@ mod tests {
     /// data runs out) and none more.
     #[test]
     fn parallel_decoding_gives_the_sequential_coefficients() {
-        let mut files = Vec::new();
-        jpegs(
-            std::path::Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data")),
-            &mut files,
-        );
-        files.sort();
+        let files = test_jpegs();
         let limits = Limits {
             load_truncated: true,
             ..Limits::default()
