@@ -38,8 +38,9 @@ struct Job {
 // blocks and DC differences before it.
 @group(0) @binding(3) var<storage, read_write> spans: array<u32>;
 @group(0) @binding(4) var<storage, read_write> flags: array<atomic<u32>>;
-// Dense coefficients: two 16-bit values a word, natural order, the lower first.
-@group(0) @binding(5) var<storage, read_write> decoded: array<u32>;
+// Dense coefficients: two 16-bit values a word, natural order, the lower first. Cleared before
+// the stage, so that `write` only sets the non-zero ones.
+@group(0) @binding(5) var<storage, read_write> decoded: array<atomic<u32>>;
 
 // Bits of data per thread: `parallel::SUBSEQUENCE_BITS`, set when the pipeline is created.
 override SUBSEQUENCE_BITS: u32;
@@ -54,7 +55,8 @@ var<private> job_data_base: u32;
 var<private> job_data_words: u32;
 var<private> job_tables_base: u32;
 var<private> job_blocks_per_mcu: u32;
-var<private> job_scan_comps: array<u32, 10>;
+// Each block's scan component, two bits a block (a register, where an array would not be).
+var<private> job_scan_comps: u32;
 
 // Sets `job` to `j` and loads what decoding reads of it.
 fn load_job(j: u32) {
@@ -66,8 +68,9 @@ fn load_job(j: u32) {
     job_data_words = jobs[j].data_words;
     job_tables_base = jobs[j].tables_base;
     job_blocks_per_mcu = jobs[j].blocks_per_mcu;
+    job_scan_comps = 0u;
     for (var b = 0u; b < 10u; b++) {
-        job_scan_comps[b] = jobs[j].mcu_blocks[b] & 15u;
+        job_scan_comps |= (jobs[j].mcu_blocks[b] & 3u) << (2u * b);
     }
 }
 
@@ -94,14 +97,35 @@ fn data_word(i: u32) -> u32 {
     return 0u;
 }
 
-// The 32 bits from bit `pos`; zeros past the data.
+// The data words from `reader_word` on, three of them, so that the next step's bits are in
+// registers and the word after them is already on its way.
+var<private> reader_word: u32;
+var<private> reader_0: u32;
+var<private> reader_1: u32;
+var<private> reader_2: u32;
+
+// Starts reading at bit `pos`.
+fn seek(pos: u32) {
+    reader_word = pos / 32u;
+    reader_0 = data_word(reader_word);
+    reader_1 = data_word(reader_word + 1u);
+    reader_2 = data_word(reader_word + 2u);
+}
+
+// The 32 bits from bit `pos`, at or after the last `seek`/`peek32`; zeros past the data.
 fn peek32(pos: u32) -> u32 {
-    let i = pos / 32u;
+    // A step reads at most 31 bits, so this moves one word at a time.
+    while reader_word < pos / 32u {
+        reader_word += 1u;
+        reader_0 = reader_1;
+        reader_1 = reader_2;
+        reader_2 = data_word(reader_word + 2u);
+    }
     let shift = pos % 32u;
     if shift == 0u {
-        return data_word(i);
+        return reader_0;
     }
-    return (data_word(i) << shift) | (data_word(i + 1u) >> (32u - shift));
+    return (reader_0 << shift) | (reader_1 >> (32u - shift));
 }
 
 // Decodes the symbol at the top of `bits` with table `t`: vec2(code length, symbol).
@@ -146,7 +170,7 @@ fn extended(bits: u32, len: u32, size: u32) -> i32 {
 fn step(state: State) -> State {
     let block = state.bk >> 8u;
     let k = state.bk & 0xFFu;
-    let scan_comp = job_scan_comps[block];
+    let scan_comp = (job_scan_comps >> (2u * block)) & 3u;
     let bits = peek32(state.pos);
     var next_k: u32;
     var pos = state.pos;
@@ -192,20 +216,25 @@ fn natural(k: u32) -> u32 {
     return zigzag[min(k, 63u)];
 }
 
+// Scan components 0 to 3, to add to one lane of a vector (which, indexed, would live in memory).
+const COMPONENTS: vec4<u32> = vec4<u32>(0u, 1u, 2u, 3u);
+
 // What decoding one subsequence found (`sync_span`).
 var<private> span_blocks: u32;
-var<private> span_dc: array<u32, 4>;
+var<private> span_dc: vec4<u32>;
 
 // Decodes from `entry` every code that starts before bit `end`; returns the state after them.
 fn sync_span(entry: State, end: u32) -> State {
     span_blocks = 0u;
-    span_dc = array<u32, 4>(0u, 0u, 0u, 0u);
+    span_dc = vec4<u32>(0u);
     var state = entry;
+    seek(state.pos);
     while state.pos < end {
         state = step(state);
         if unit_kind == UNIT_DC {
             span_blocks += 1u;
-            span_dc[unit_scan_comp] += bitcast<u32>(unit_value);
+            let component = COMPONENTS == vec4<u32>(unit_scan_comp);
+            span_dc += select(vec4<u32>(0u), vec4<u32>(bitcast<u32>(unit_value)), component);
         }
     }
     return state;
@@ -352,8 +381,16 @@ fn prefix(
     }
 }
 
-// The block being written, natural order.
-var<private> block_coefs: array<i32, 64>;
+// Sets coefficient `index` (natural order) of the block whose words start at `out` to `value`,
+// in 16 bits. The word was cleared, and a block sets each coefficient once at most (zigzag
+// indices only grow, and one that reaches 63 ends the block), so an OR sets it; an atomic OR
+// needs no round trip, as its result is not read.
+fn set_coefficient(out: u32, index: u32, value: i32) {
+    let half = (bitcast<u32>(value) & 0xFFFFu) << (16u * (index % 2u));
+    if half != 0u {
+        atomicOr(&decoded[out + index / 2u], half);
+    }
+}
 
 @compute @workgroup_size(64)
 fn write(@builtin(global_invocation_id) id: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
@@ -373,39 +410,34 @@ fn write(@builtin(global_invocation_id) id: vec3<u32>, @builtin(num_workgroups) 
     }
     let at = span_at(i);
     var g = spans[at + 9u];
-    var dc_pred = array<u32, 4>(spans[at + 10u], spans[at + 11u], spans[at + 12u], spans[at + 13u]);
+    var dc_pred = vec4<u32>(spans[at + 10u], spans[at + 11u], spans[at + 12u], spans[at + 13u]);
+    seek(state.pos);
     // The end of a block begun in the subsequence before belongs to it.
     for (var n = 0u; n < 64u && (state.bk & 0xFFu) != 0u; n++) {
         state = step(state);
     }
     let end = (i + 1u) * SUBSEQUENCE_BITS;
-    let total = jobs[job].mcus * jobs[job].blocks_per_mcu;
+    let total = jobs[job].mcus * job_blocks_per_mcu;
     while state.pos < end && g < total {
         let mcu_block = jobs[job].mcu_blocks[state.bk >> 8u];
-        for (var c = 0u; c < 64u; c++) {
-            block_coefs[c] = 0;
-        }
+        let comp = (mcu_block >> 4u) & 15u;
+        let slot = (mcu_block >> 8u) & 255u;
+        let per_mcu = mcu_block >> 16u;
+        let in_component = (g / job_blocks_per_mcu) * per_mcu + slot;
+        let out = jobs[job].out_base[comp] + in_component * 32u;
         for (var n = 0u; n < 64u; n++) {
             state = step(state);
             if unit_kind == UNIT_DC {
-                dc_pred[unit_scan_comp] += bitcast<u32>(unit_value);
-                block_coefs[0] = bitcast<i32>(dc_pred[unit_scan_comp]);
+                let component = COMPONENTS == vec4<u32>(unit_scan_comp);
+                dc_pred += select(vec4<u32>(0u), vec4<u32>(bitcast<u32>(unit_value)), component);
+                let predictions = dc_pred;
+                set_coefficient(out, 0u, bitcast<i32>(predictions[unit_scan_comp]));
             } else if unit_kind == UNIT_AC {
-                block_coefs[natural(unit_k)] = unit_value;
+                set_coefficient(out, natural(unit_k), unit_value);
             }
             if (state.bk & 0xFFu) == 0u {
                 break;
             }
-        }
-        let comp = (mcu_block >> 4u) & 15u;
-        let slot = (mcu_block >> 8u) & 255u;
-        let per_mcu = mcu_block >> 16u;
-        let in_component = (g / jobs[job].blocks_per_mcu) * per_mcu + slot;
-        let out = jobs[job].out_base[comp] + in_component * 32u;
-        for (var w = 0u; w < 32u; w++) {
-            let low = u32(block_coefs[2u * w]) & 0xFFFFu;
-            let high = u32(block_coefs[2u * w + 1u]) << 16u;
-            decoded[out + w] = low | high;
         }
         g += 1u;
         if g == total && state.pos <= jobs[job].bit_len {

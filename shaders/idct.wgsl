@@ -127,17 +127,30 @@ fn table_index(bx: u32, by: u32) -> u32 {
     return mcu * w * h + (by % h) * w + bx % w;
 }
 
-// Loads the table's block `block` into `block_coefs`.
-fn load_block(block: u32) {
+// The table's block `block`, quantised, natural order. Dense blocks go straight to registers;
+// compact ones are scattered through `block_coefs` first (indexed by what the stream says).
+fn block_coefficients(block: u32) -> array<i32, 64> {
     if jobs[job].dense != 0u {
+        var c: array<i32, 64>;
         let at = jobs[job].coef_base + block * 32u;
         for (var w = 0u; w < 32u; w++) {
             let pair = decoded[at + w];
-            block_coefs[2u * w] = bitcast<i32>(pair << 16u) >> 16u;
-            block_coefs[2u * w + 1u] = bitcast<i32>(pair) >> 16u;
+            c[2u * w] = bitcast<i32>(pair << 16u) >> 16u;
+            c[2u * w + 1u] = bitcast<i32>(pair) >> 16u;
         }
-        return;
+        return c;
     }
+    load_compact(block);
+    return block_coefs;
+}
+
+// Loads the table's block `block` into `block_coefs`.
+fn load_block(block: u32) {
+    block_coefs = block_coefficients(block);
+}
+
+// Scatters the compact table's block `block` into `block_coefs`.
+fn load_compact(block: u32) {
     for (var i = 0u; i < 64u; i++) {
         block_coefs[i] = 0;
     }
@@ -210,15 +223,18 @@ fn level_shift(x: i32) -> u32 {
     return u32(clamp(x, -128, 127) + 128);
 }
 
-// The samples of one block, row-major with `size` samples per row (8x8 at most).
-var<private> out: array<u32, 64>;
+// The samples of one reduced block, row-major with `size` samples per row (4x4 at most).
+var<private> out: array<u32, 16>;
 
-fn idct_8x8(block: u32) {
+// The 8x8 IDCT of `coefficients` (quantised, natural order): its rows of samples, two words
+// each. Every index is a constant once the loops unroll, so the block stays in registers.
+fn idct_8x8(coefficients: array<i32, 64>) -> array<u32, 16> {
+    var c = coefficients;
     var d: array<i32, 64>;
     var rows_zero = true;
     for (var i = 0u; i < 64u; i++) {
-        d[i] = dequantised(block, i);
-        if i >= 8u && coef(block, i) != 0 {
+        d[i] = wrap16(c[i] * jobs[job].quant[i / 4u][i % 4u]);
+        if i >= 8u && c[i] != 0 {
             rows_zero = false;
         }
     }
@@ -240,17 +256,23 @@ fn idct_8x8(block: u32) {
             }
         }
     }
-    // Pass 2: rows, then the level shift with a clamp to 0..=255.
+    // Pass 2: rows, then the level shift with a clamp to 0..=255, four samples a word.
+    var words: array<u32, 16>;
     for (var r = 0u; r < 8u; r++) {
         let b = r * 8u;
         var row = kernel(
             array<i32, 8>(ws[b], ws[b + 1u], ws[b + 2u], ws[b + 3u], ws[b + 4u], ws[b + 5u], ws[b + 6u], ws[b + 7u]),
             CONST_BITS + PASS1_BITS + 3u,
         );
-        for (var k = 0u; k < 8u; k++) {
-            out[b + k] = level_shift(row[k]);
+        for (var w = 0u; w < 2u; w++) {
+            var word = 0u;
+            for (var k = 0u; k < 4u; k++) {
+                word |= level_shift(row[4u * w + k]) << (8u * k);
+            }
+            words[2u * r + w] = word;
         }
     }
+    return words;
 }
 
 fn idct_4x4(block: u32) {
@@ -328,7 +350,18 @@ fn main(@builtin(global_invocation_id) id: vec3<u32>, @builtin(num_workgroups) g
         return;
     }
     let size = jobs[job].idct_size;
-    // Samples of this invocation's blocks, row by row, packed four to a word.
+    let row_words = jobs[job].sample_row_words;
+    if size == 8u {
+        // One block an invocation: its eight rows of two words.
+        let words = idct_8x8(block_coefficients(table_index(gx, by)));
+        for (var r = 0u; r < 8u; r++) {
+            let at = jobs[job].sample_base + (by * 8u + r) * row_words + gx * 2u;
+            samples[at] = words[2u * r];
+            samples[at + 1u] = words[2u * r + 1u];
+        }
+        return;
+    }
+    // Samples of this invocation's blocks (reduced sizes), row by row, packed four to a word.
     var words: array<u32, 16>;
     for (var j = 0u; j < per; j++) {
         let bx = gx * per + j;
@@ -338,7 +371,6 @@ fn main(@builtin(global_invocation_id) id: vec3<u32>, @builtin(num_workgroups) g
         let block = table_index(bx, by);
         load_block(block);
         switch size {
-            case 8u: { idct_8x8(block); }
             case 4u: { idct_4x4(block); }
             case 2u: { idct_2x2(block); }
             default: { idct_1x1(block); }
@@ -353,7 +385,7 @@ fn main(@builtin(global_invocation_id) id: vec3<u32>, @builtin(num_workgroups) g
     let words_per_row = max(size * per / 4u, 1u);
     for (var r = 0u; r < size; r++) {
         for (var w = 0u; w < words_per_row; w++) {
-            let at = (by * size + r) * jobs[job].sample_row_words + gx * words_per_row + w;
+            let at = (by * size + r) * row_words + gx * words_per_row + w;
             samples[jobs[job].sample_base + at] = words[r * 2u + w];
         }
     }

@@ -26,6 +26,8 @@ pub fn create_device() -> Result<Gpu> {
     let (device, queue) = pollster::block_on(adapter.request_device(&wgpu::DeviceDescriptor {
         label: Some("gpuprep"),
         required_limits: adapter.limits(),
+        // Timestamps between passes, where there are any, for profiling (`--time-stages`).
+        required_features: adapter.features() & super::stamps::FEATURES,
         ..Default::default()
     }))
     .map_err(|e| Error::Gpu(format!("cannot open the device: {e}")))?;

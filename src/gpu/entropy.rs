@@ -1,9 +1,10 @@
 //! Stage 0 on the GPU: Huffman decoding of entropy-coded segments (shaders/entropy.wgsl, whose
 //! CPU mirror is [`crate::jpeg::parallel`]).
 
-use super::dispatch::{read_buffer, run, storage_buffer, WORKGROUP};
+use super::dispatch::{run, storage_buffer, WORKGROUP};
 use super::jobs::EntropyJob;
-use crate::error::{Error, Result};
+use super::packing::binding;
+use crate::error::Result;
 use crate::jpeg::parallel::{subsequences, sync_dispatches, SUBSEQUENCE_BITS};
 use crate::jpeg::segment::EntropySegment;
 
@@ -75,6 +76,21 @@ impl EntropyStages {
             layout,
         }
     }
+}
+
+/// What stage 0 reads and writes, besides its job tables.
+pub(crate) struct EntropyBuffers<'a> {
+    /// The upload holding the segments' data and tables.
+    pub data: wgpu::BindingResource<'a>,
+    /// Scratch of at least [`EntropyPacking::span_words`].
+    pub spans: &'a wgpu::Buffer,
+    /// At least [`EntropyPacking::flag_words`]; afterwards, word `flag_words / 2 + slot` is 1
+    /// where that segment was decoded.
+    pub flags: &'a wgpu::Buffer,
+    /// The decoded arena, whose first `decoded_words` (every segment's blocks) are cleared and
+    /// then receive the coefficients.
+    pub decoded: &'a wgpu::Buffer,
+    pub decoded_words: u64,
 }
 
 /// Segments packed for one submission: their job records.
@@ -156,33 +172,34 @@ impl EntropyPacking {
         (records, per_span, per_image)
     }
 
-    /// Records the passes: `data` holds the upload, `spans` and `flags` are scratch of
-    /// [`Self::span_words`] and [`Self::flag_words`], `decoded` receives the coefficients.
+    /// Records the passes (see [`EntropyBuffers`]), calling `after_pass` with each one's name
+    /// once it is recorded (for timing them).
     /// Afterwards, `flags` word `flag_words / 2 + slot` is 1 where the segment was decoded.
     pub fn record(
         &self,
         device: &wgpu::Device,
         encoder: &mut wgpu::CommandEncoder,
         stages: &EntropyStages,
-        [data, spans, flags, decoded]: [wgpu::BindingResource; 4],
-        flags_buffer: &wgpu::Buffer,
+        buffers: EntropyBuffers,
+        after_pass: &mut dyn FnMut(&'static str, &mut wgpu::CommandEncoder),
     ) -> Result<()> {
+        let flags_bytes = self.flag_words() * 4;
+        let resources = [
+            buffers.data,
+            buffers.spans.as_entire_binding(),
+            binding(buffers.flags, 0, flags_bytes),
+            buffers.decoded.as_entire_binding(),
+        ];
         let (records, per_span, per_image) = self.tables();
         let usage = wgpu::BufferUsages::empty();
         let jobs = storage_buffer(device, "entropy jobs", &records, usage)?;
         let span_starts = storage_buffer(device, "entropy starts", &per_span, usage)?;
         let image_starts = storage_buffer(device, "entropy image starts", &per_image, usage)?;
         let bind_group = |starts: &wgpu::Buffer| {
-            let resources = [
-                starts.as_entire_binding(),
-                jobs.as_entire_binding(),
-                data.clone(),
-                spans.clone(),
-                flags.clone(),
-                decoded.clone(),
-            ];
-            let entries: Vec<wgpu::BindGroupEntry> = resources
+            let resources = [starts.as_entire_binding(), jobs.as_entire_binding()]
                 .into_iter()
+                .chain(resources.iter().cloned());
+            let entries: Vec<wgpu::BindGroupEntry> = resources
                 .enumerate()
                 .map(|(i, resource)| wgpu::BindGroupEntry {
                     binding: i as u32,
@@ -199,7 +216,8 @@ impl EntropyPacking {
             (bind_group(&span_starts), bind_group(&image_starts));
         let spans_total = *per_span.last().unwrap();
         let changes_bytes = self.jobs.len() as u64 * 4;
-        encoder.clear_buffer(flags_buffer, 0, Some(self.flag_words() * 4));
+        encoder.clear_buffer(buffers.flags, 0, Some(flags_bytes));
+        encoder.clear_buffer(buffers.decoded, 0, Some(buffers.decoded_words * 4));
         run(
             device,
             encoder,
@@ -207,9 +225,11 @@ impl EntropyPacking {
             &per_span_group,
             spans_total,
         );
+        after_pass("huffman_sync_first", encoder);
         for _ in 1..sync_dispatches(self.longest) {
-            encoder.clear_buffer(flags_buffer, 0, Some(changes_bytes));
+            encoder.clear_buffer(buffers.flags, 0, Some(changes_bytes));
             run(device, encoder, &stages.sync, &per_span_group, spans_total);
+            after_pass("huffman_sync", encoder);
         }
         let prefix_invocations = *per_image.last().unwrap();
         run(
@@ -219,109 +239,114 @@ impl EntropyPacking {
             &per_image_group,
             prefix_invocations,
         );
+        after_pass("huffman_prefix", encoder);
         run(device, encoder, &stages.write, &per_span_group, spans_total);
+        after_pass("huffman_write", encoder);
         Ok(())
     }
-}
-
-/// Decodes `segments` on the GPU, on their own: per segment, each component's dense blocks in
-/// table order, or `None` where the GPU left it to the CPU. For tests and measurements; the
-/// pipeline records the stage with the others.
-pub(crate) fn decode_segments(
-    device: &wgpu::Device,
-    queue: &wgpu::Queue,
-    stages: &EntropyStages,
-    segments: &[EntropySegment],
-) -> Result<Vec<Option<Vec<Vec<i16>>>>> {
-    let mut packing = EntropyPacking::default();
-    let mut planes = Vec::new();
-    let mut decoded_words = 0u64;
-    let mut upload = Vec::new();
-    for segment in segments {
-        let mut out_base = [0u32; 4];
-        let mut sizes = Vec::new();
-        let components = segment.blocks.iter().map(|b| b.comp + 1).max().unwrap_or(0);
-        for (comp, base) in out_base.iter_mut().enumerate().take(components) {
-            let per_mcu = segment.blocks.iter().filter(|b| b.comp == comp).count();
-            let words = (segment.mcus * per_mcu * 32) as u64;
-            *base = decoded_words as u32;
-            sizes.push((decoded_words, words));
-            decoded_words += words;
-        }
-        packing.push(segment, upload.len() as u64, out_base);
-        upload.extend_from_slice(&segment.words);
-        upload.extend_from_slice(&segment.tables);
-        planes.push(sizes);
-    }
-    super::dispatch::checked(device, || {
-        let scratch = wgpu::BufferUsages::COPY_SRC | wgpu::BufferUsages::COPY_DST;
-        let data = storage_buffer(device, "entropy data", &upload, scratch)?;
-        let zeros = |words: u64| vec![0u32; words.max(1) as usize];
-        let spans = storage_buffer(device, "spans", &zeros(packing.span_words()), scratch)?;
-        let flags = storage_buffer(device, "flags", &zeros(packing.flag_words()), scratch)?;
-        let decoded = storage_buffer(device, "decoded", &zeros(decoded_words), scratch)?;
-        let mut encoder = device.create_command_encoder(&Default::default());
-        packing.record(
-            device,
-            &mut encoder,
-            stages,
-            [
-                data.as_entire_binding(),
-                spans.as_entire_binding(),
-                flags.as_entire_binding(),
-                decoded.as_entire_binding(),
-            ],
-            &flags,
-        )?;
-        let (flag_bytes, decoded_bytes) = (packing.flag_words() * 4, decoded_words.max(1) * 4);
-        let mapped = wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST;
-        let readback = device.create_buffer(&wgpu::BufferDescriptor {
-            label: Some("entropy readback"),
-            size: flag_bytes + decoded_bytes,
-            usage: mapped,
-            mapped_at_creation: false,
-        });
-        encoder.copy_buffer_to_buffer(&flags, 0, &readback, 0, flag_bytes);
-        encoder.copy_buffer_to_buffer(&decoded, 0, &readback, flag_bytes, decoded_bytes);
-        let submission = queue.submit([encoder.finish()]);
-        read_buffer(
-            device,
-            &readback,
-            flag_bytes + decoded_bytes,
-            submission,
-            |bytes| {
-                let words: &[u32] = bytemuck::cast_slice(bytes);
-                let slots = segments.len();
-                planes
-                    .iter()
-                    .enumerate()
-                    .map(|(slot, sizes)| {
-                        (words[slots + slot] == 1).then(|| {
-                            sizes
-                                .iter()
-                                .map(|&(at, len)| {
-                                    let at = (2 * slots as u64 + at) as usize;
-                                    bytemuck::cast_slice::<u32, i16>(&words[at..at + len as usize])
-                                        .to_vec()
-                                })
-                                .collect()
-                        })
-                    })
-                    .collect()
-            },
-        )
-    })
-    .map_err(|e| match e {
-        Error::Gpu(m) => Error::Gpu(format!("entropy decoding: {m}")),
-        other => other,
-    })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::error::Error;
+    use crate::gpu::dispatch::{checked, read_buffer};
+    use crate::gpu::stamps::StageStamps;
     use crate::jpeg::compact::tests::test_jpegs;
     use crate::jpeg::{decode_for_gpu, parallel, Coefficients, Limits};
+
+    /// Decodes `segments` on the GPU, on their own: per segment, each component's dense blocks in
+    /// table order, or `None` where the GPU left it to the CPU. For tests and measurements; the
+    /// pipeline records the stage with the others.
+    pub(crate) fn decode_segments(
+        device: &wgpu::Device,
+        queue: &wgpu::Queue,
+        stages: &EntropyStages,
+        segments: &[EntropySegment],
+    ) -> Result<Vec<Option<Vec<Vec<i16>>>>> {
+        let mut packing = EntropyPacking::default();
+        let mut planes = Vec::new();
+        let mut decoded_words = 0u64;
+        let mut upload = Vec::new();
+        for segment in segments {
+            let mut out_base = [0u32; 4];
+            let mut sizes = Vec::new();
+            let components = segment.blocks.iter().map(|b| b.comp + 1).max().unwrap_or(0);
+            for (comp, base) in out_base.iter_mut().enumerate().take(components) {
+                let per_mcu = segment.blocks.iter().filter(|b| b.comp == comp).count();
+                let words = (segment.mcus * per_mcu * 32) as u64;
+                *base = decoded_words as u32;
+                sizes.push((decoded_words, words));
+                decoded_words += words;
+            }
+            packing.push(segment, upload.len() as u64, out_base);
+            upload.extend_from_slice(&segment.words);
+            upload.extend_from_slice(&segment.tables);
+            planes.push(sizes);
+        }
+        checked(device, || {
+            let scratch = wgpu::BufferUsages::COPY_SRC | wgpu::BufferUsages::COPY_DST;
+            let data = storage_buffer(device, "entropy data", &upload, scratch)?;
+            let zeros = |words: u64| vec![0u32; words.max(1) as usize];
+            let spans = storage_buffer(device, "spans", &zeros(packing.span_words()), scratch)?;
+            let flags = storage_buffer(device, "flags", &zeros(packing.flag_words()), scratch)?;
+            // Not zeros: the stage must clear what it writes.
+            let stale = vec![0xDEAD_BEEF_u32; decoded_words.max(1) as usize];
+            let decoded = storage_buffer(device, "decoded", &stale, scratch)?;
+            let mut encoder = device.create_command_encoder(&Default::default());
+            let buffers = EntropyBuffers {
+                data: data.as_entire_binding(),
+                spans: &spans,
+                flags: &flags,
+                decoded: &decoded,
+                decoded_words,
+            };
+            packing.record(device, &mut encoder, stages, buffers, &mut |_, _| {})?;
+            let (flag_bytes, decoded_bytes) = (packing.flag_words() * 4, decoded_words.max(1) * 4);
+            let mapped = wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST;
+            let readback = device.create_buffer(&wgpu::BufferDescriptor {
+                label: Some("entropy readback"),
+                size: flag_bytes + decoded_bytes,
+                usage: mapped,
+                mapped_at_creation: false,
+            });
+            encoder.copy_buffer_to_buffer(&flags, 0, &readback, 0, flag_bytes);
+            encoder.copy_buffer_to_buffer(&decoded, 0, &readback, flag_bytes, decoded_bytes);
+            let submission = queue.submit([encoder.finish()]);
+            read_buffer(
+                device,
+                &readback,
+                flag_bytes + decoded_bytes,
+                submission,
+                |bytes| {
+                    let words: &[u32] = bytemuck::cast_slice(bytes);
+                    let slots = segments.len();
+                    planes
+                        .iter()
+                        .enumerate()
+                        .map(|(slot, sizes)| {
+                            (words[slots + slot] == 1).then(|| {
+                                sizes
+                                    .iter()
+                                    .map(|&(at, len)| {
+                                        let at = (2 * slots as u64 + at) as usize;
+                                        bytemuck::cast_slice::<u32, i16>(
+                                            &words[at..at + len as usize],
+                                        )
+                                        .to_vec()
+                                    })
+                                    .collect()
+                            })
+                        })
+                        .collect()
+                },
+            )
+        })
+        .map_err(|e| match e {
+            Error::Gpu(m) => Error::Gpu(format!("entropy decoding: {m}")),
+            other => other,
+        })
+    }
 
     /// Every test file's segment, whole and cut short, decoded on the GPU in one batch, gives
     /// exactly what the CPU mirror gives (which another test holds to the sequential decoder),
@@ -419,12 +444,28 @@ mod tests {
         let flags = storage_buffer(device, "flags", &zeros(packing.flag_words()), usage).unwrap();
         let decoded = storage_buffer(device, "decoded", &zeros(decoded_words), usage).unwrap();
         let mut times = Vec::new();
+        let mut passes = Vec::new();
         for _ in 0..6 {
             let start = std::time::Instant::now();
             let mut encoder = device.create_command_encoder(&Default::default());
-            let resources = [&data, &spans, &flags, &decoded].map(|b| b.as_entire_binding());
+            let mut stamps = StageStamps::new(device);
+            if let Some(stamps) = &mut stamps {
+                stamps.start(&mut encoder);
+            }
+            let buffers = EntropyBuffers {
+                data: data.as_entire_binding(),
+                spans: &spans,
+                flags: &flags,
+                decoded: &decoded,
+                decoded_words,
+            };
+            let mut after_pass = |pass, encoder: &mut wgpu::CommandEncoder| {
+                if let Some(stamps) = &mut stamps {
+                    stamps.end(encoder, pass);
+                }
+            };
             packing
-                .record(device, &mut encoder, &stages, resources, &flags)
+                .record(device, &mut encoder, &stages, buffers, &mut after_pass)
                 .unwrap();
             let submission = gpu.queue.submit([encoder.finish()]);
             device
@@ -434,7 +475,19 @@ mod tests {
                 })
                 .unwrap();
             times.push(start.elapsed().as_secs_f64());
+            if let Some(stamps) = stamps {
+                passes = stamps.read(device, &gpu.queue).unwrap();
+            }
         }
+        // The last round's passes, on the GPU's clock (sync dispatches summed).
+        let mut pass_ms: Vec<(&str, f64)> = Vec::new();
+        for (pass, time) in passes {
+            match pass_ms.iter_mut().find(|(p, _)| *p == pass) {
+                Some((_, ms)) => *ms += time.as_secs_f64() * 1e3,
+                None => pass_ms.push((pass, time.as_secs_f64() * 1e3)),
+            }
+        }
+        println!("{{\"what\": \"entropy_passes\", \"ms\": {pass_ms:?}}}");
         let best = times[1..].iter().copied().fold(f64::MAX, f64::min);
         let bytes: usize = files.iter().map(Vec::len).sum();
         let n = segments.len() as f64;

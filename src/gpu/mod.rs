@@ -8,14 +8,11 @@
 mod batch;
 mod context;
 mod dispatch;
-#[allow(
-    dead_code,
-    reason = "stage 0 (GPU Huffman decoding) is verified on its own; the streaming loader does not record it yet"
-)]
 mod entropy;
 mod jobs;
 mod packing;
 mod pipeline;
+mod stamps;
 mod stream;
 mod work;
 

@@ -4,7 +4,7 @@
 //! windows of the device's largest binding.
 
 use super::dispatch::{run, storage_buffer};
-use super::entropy::{span_words, upload_words, EntropyPacking};
+use super::entropy::{span_words, upload_words, EntropyBuffers, EntropyPacking};
 use super::jobs::TensorJob;
 use super::pipeline::GpuPipeline;
 use super::work::{ImageWork, SegmentImage};
@@ -383,7 +383,14 @@ impl Packing {
             pool.take(device, label, words * 4, usage)
         };
         let decoded = arena("decoded coefficients", self.decoded_words.max(1));
-        let status = self.record_entropy(device, encoder, pipeline, table(&coefs), &decoded)?;
+        let status = self.record_entropy(
+            device,
+            encoder,
+            pipeline,
+            table(&coefs),
+            &decoded,
+            after_stage,
+        )?;
         after_stage("entropy", encoder);
         let samples = arena("samples", self.sample_words);
         for &(from, to, words) in &self.raw_copies {
@@ -466,8 +473,8 @@ impl Packing {
         Ok(status)
     }
 
-    /// Records stage 0 for this packing's segments (in the upload at `data`) into `decoded`;
-    /// returns the buffer its status words are copied to.
+    /// Records stage 0 for this packing's segments (in the upload at `data`) into `decoded`,
+    /// calling `after_pass` after each pass; returns the buffer its status words are copied to.
     fn record_entropy(
         &self,
         device: &wgpu::Device,
@@ -475,6 +482,7 @@ impl Packing {
         pipeline: &GpuPipeline,
         data: wgpu::BindingResource,
         decoded: &wgpu::Buffer,
+        after_pass: &mut dyn FnMut(&'static str, &mut wgpu::CommandEncoder),
     ) -> Result<Option<wgpu::Buffer>> {
         if self.entropy.is_empty() {
             return Ok(None);
@@ -489,17 +497,19 @@ impl Packing {
             flag_words * 4,
             usage | wgpu::BufferUsages::COPY_SRC,
         );
+        let buffers = EntropyBuffers {
+            data,
+            spans: &spans,
+            flags: &flags,
+            decoded,
+            decoded_words: self.decoded_words,
+        };
         self.entropy.record(
             device,
             encoder,
             &pipeline.stages.entropy,
-            [
-                data,
-                spans.as_entire_binding(),
-                binding(&flags, 0, flag_words * 4),
-                decoded.as_entire_binding(),
-            ],
-            &flags,
+            buffers,
+            after_pass,
         )?;
         let status_bytes = flag_words / 2 * 4;
         let status = device.create_buffer(&wgpu::BufferDescriptor {
@@ -608,7 +618,7 @@ impl Packing {
 }
 
 /// Bytes `offset .. offset + size` of `buffer` as a binding.
-fn binding(buffer: &wgpu::Buffer, offset: u64, size: u64) -> wgpu::BindingResource<'_> {
+pub(crate) fn binding(buffer: &wgpu::Buffer, offset: u64, size: u64) -> wgpu::BindingResource<'_> {
     wgpu::BindingResource::Buffer(wgpu::BufferBinding {
         buffer,
         offset,

@@ -2,6 +2,7 @@
 
 use super::dispatch::{checked, read_buffer, BufferPool};
 use super::packing::{binding_window, Packing};
+use super::stamps::StageStamps;
 use super::work::ImageWork;
 use super::Stages;
 use crate::error::{Error, Result};
@@ -37,9 +38,13 @@ pub struct GpuTimings {
     pub execute: std::time::Duration,
     /// Mapping the results and copying them into tensors (CPU).
     pub read_back: std::time::Duration,
-    /// With [`GpuPipeline::timing_stages`]: each stage's wall time, submitted and waited for
-    /// on its own (so `record` and `execute` are then folded in here).
+    /// With [`GpuPipeline::timing_stages`]: each stage's (and each of stage 0's passes') time,
+    /// on the GPU's own clock where the device writes timestamps (`stages_on_gpu_clock`), else
+    /// its wall time submitted and waited for on its own (so `record` and `execute` are then
+    /// folded in here).
     pub stages: Vec<(&'static str, std::time::Duration)>,
+    /// Whether `stages` were timed by the GPU's clock.
+    pub stages_on_gpu_clock: bool,
     /// Images whose Huffman decoding ran on the GPU (stage 0).
     pub huffman_on_gpu: usize,
     /// Of them, those the GPU gave up on (data that runs out, or that never settles), decoded
@@ -167,8 +172,14 @@ impl GpuPipeline {
             let storage = wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC;
             let output = self.pool.take(device, "tensors", bytes, storage);
             let mut stage_clock = Instant::now();
+            // Timed on the GPU's clock where the device writes timestamps, else one by one.
+            let stamps = std::cell::RefCell::new(
+                self.time_stages.then(|| StageStamps::new(device)).flatten(),
+            );
             let mut after_stage = |stage: &'static str, encoder: &mut wgpu::CommandEncoder| {
-                if self.time_stages {
+                if let Some(stamps) = stamps.borrow_mut().as_mut() {
+                    stamps.end(encoder, stage);
+                } else if self.time_stages {
                     let done = std::mem::replace(
                         encoder,
                         device.create_command_encoder(&Default::default()),
@@ -181,6 +192,9 @@ impl GpuPipeline {
             let mut checks = Vec::new();
             for packing in packings.iter_mut().filter(|p| !p.is_empty()) {
                 let mut encoder = device.create_command_encoder(&Default::default());
+                if let Some(stamps) = stamps.borrow_mut().as_mut() {
+                    stamps.start(&mut encoder);
+                }
                 let status = packing.record(
                     self,
                     device,
@@ -204,6 +218,10 @@ impl GpuPipeline {
                 readback
             });
             let submission = queue.submit([encoder.finish()]);
+            if let Some(stamps) = stamps.into_inner() {
+                timings.stages = stamps.read(device, queue)?;
+                timings.stages_on_gpu_clock = true;
+            }
             timings.record = lap(&mut clock);
             Ok(Submitted {
                 output,

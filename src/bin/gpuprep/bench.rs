@@ -162,6 +162,10 @@ fn gpu_phases(batches: &[BatchStats]) -> serde_json::Value {
         "execute_ms": sum(&|b| b.gpu_timings.execute),
         "read_back_ms": sum(&|b| b.gpu_timings.read_back),
     });
+    if batches.iter().any(|b| !b.gpu_timings.stages.is_empty()) {
+        let gpu_clock = batches.iter().all(|b| b.gpu_timings.stages_on_gpu_clock);
+        line["stage_clock"] = if gpu_clock { "gpu" } else { "wall" }.into();
+    }
     for batch in batches {
         for (stage, time) in &batch.gpu_timings.stages {
             let key = format!("stage_{stage}_ms");
