@@ -20,7 +20,8 @@ struct Job {
     mcus: u32,
     blocks_per_mcu: u32,
     // This image's words in `flags`: changes in the latest sync dispatch at `slot`, and at
-    // `slots + slot` whether it was decoded (1) or must be decoded on the CPU (0).
+    // `slots + slot` whether it was decoded (1) or must be decoded on the CPU (0). At
+    // `2 * slots`: the workgroups of any image that changed something in it.
     slot: u32,
     slots: u32,
     // Each block of the MCU: scan_comp | comp << 4 | slot << 8 | per_mcu << 16.
@@ -41,6 +42,9 @@ struct Job {
 // Dense coefficients: two 16-bit values a word, natural order, the lower first. Cleared before
 // the stage, so that `write` only sets the non-zero ones.
 @group(0) @binding(5) var<storage, read_write> decoded: array<atomic<u32>>;
+// The next sync dispatch's size, for an indirect dispatch (x, y, z), then the full grid (x, y):
+// `gate_sync` sets it to nothing once a dispatch has changed nothing.
+@group(1) @binding(0) var<storage, read_write> next_sync: array<u32, 5>;
 
 // Bits of data per thread: `parallel::SUBSEQUENCE_BITS`, set when the pipeline is created.
 override SUBSEQUENCE_BITS: u32;
@@ -310,6 +314,25 @@ fn sync_pass(id: vec3<u32>, groups: vec3<u32>, lid: u32, first: bool) {
     if working && changed && !first {
         atomicAdd(&flags[jobs[job].slot], 1u);
     }
+    if lid == 0u && seen != 0u && !first {
+        atomicAdd(&flags[2u * arrayLength(&jobs)], 1u);
+    }
+}
+
+// Before each sync dispatch after the first: none at all once the dispatch before changed
+// nothing in any image. Every state is then proven, later dispatches would change nothing
+// either, and each image's change count stays 0 (cleared before each dispatch).
+@compute @workgroup_size(64)
+fn gate_sync(@builtin(local_invocation_index) lid: u32) {
+    if lid != 0u {
+        return;
+    }
+    let any = 2u * arrayLength(&jobs);
+    let go = atomicLoad(&flags[any]) != 0u;
+    atomicStore(&flags[any], 0u);
+    next_sync[0] = select(0u, next_sync[3], go);
+    next_sync[1] = select(0u, next_sync[4], go);
+    next_sync[2] = select(0u, 1u, go);
 }
 
 @compute @workgroup_size(64)

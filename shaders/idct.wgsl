@@ -1,8 +1,9 @@
 // Stage 1: dequantise + inverse DCT. Mirror of src/reference/idct.rs: libjpeg-turbo's ISLOW with
 // the 16-bit lanes of its AVX2 version (what Pillow runs), and for draft decoding its reduced
 // 4x4 and 2x2 IDCTs (SSE2 lanes) and 1x1. i32 arithmetic wraps; descales are arithmetic shifts.
-// One invocation covers the blocks whose samples fill whole output words: one block for sizes 8
-// and 4, two for size 2, four for size 1. A job is one component of one image.
+// Full size runs as `main_8x8`, eight invocations a block; the reduced sizes as `main`, where
+// one invocation covers the blocks whose samples fill whole output words: one block for size 4,
+// two for size 2, four for size 1. A job is one component of one image.
 
 // One component. Mirrored by `IdctJob` in src/gpu/jobs.rs.
 struct Job {
@@ -127,26 +128,18 @@ fn table_index(bx: u32, by: u32) -> u32 {
     return mcu * w * h + (by % h) * w + bx % w;
 }
 
-// The table's block `block`, quantised, natural order. Dense blocks go straight to registers;
-// compact ones are scattered through `block_coefs` first (indexed by what the stream says).
-fn block_coefficients(block: u32) -> array<i32, 64> {
+// Loads the table's block `block` into `block_coefs` (reduced sizes).
+fn load_block(block: u32) {
     if jobs[job].dense != 0u {
-        var c: array<i32, 64>;
         let at = jobs[job].coef_base + block * 32u;
         for (var w = 0u; w < 32u; w++) {
             let pair = decoded[at + w];
-            c[2u * w] = bitcast<i32>(pair << 16u) >> 16u;
-            c[2u * w + 1u] = bitcast<i32>(pair) >> 16u;
+            block_coefs[2u * w] = bitcast<i32>(pair << 16u) >> 16u;
+            block_coefs[2u * w + 1u] = bitcast<i32>(pair) >> 16u;
         }
-        return c;
+        return;
     }
     load_compact(block);
-    return block_coefs;
-}
-
-// Loads the table's block `block` into `block_coefs`.
-fn load_block(block: u32) {
-    block_coefs = block_coefficients(block);
 }
 
 // Scatters the compact table's block `block` into `block_coefs`.
@@ -226,55 +219,6 @@ fn level_shift(x: i32) -> u32 {
 // The samples of one reduced block, row-major with `size` samples per row (4x4 at most).
 var<private> out: array<u32, 16>;
 
-// The 8x8 IDCT of `coefficients` (quantised, natural order): its rows of samples, two words
-// each. Every index is a constant once the loops unroll, so the block stays in registers.
-fn idct_8x8(coefficients: array<i32, 64>) -> array<u32, 16> {
-    var c = coefficients;
-    var d: array<i32, 64>;
-    var rows_zero = true;
-    for (var i = 0u; i < 64u; i++) {
-        d[i] = wrap16(c[i] * jobs[job].quant[i / 4u][i % 4u]);
-        if i >= 8u && c[i] != 0 {
-            rows_zero = false;
-        }
-    }
-    var ws: array<i32, 64>;
-    // Pass 1: columns. When no coefficient below the first row is set, the SIMD code shifts the
-    // first row in 16 bits instead.
-    for (var u = 0u; u < 8u; u++) {
-        if rows_zero {
-            for (var k = 0u; k < 8u; k++) {
-                ws[k * 8u + u] = wrap16(d[u] << PASS1_BITS);
-            }
-        } else {
-            var column = kernel(
-                array<i32, 8>(d[u], d[8u + u], d[16u + u], d[24u + u], d[32u + u], d[40u + u], d[48u + u], d[56u + u]),
-                CONST_BITS - PASS1_BITS,
-            );
-            for (var k = 0u; k < 8u; k++) {
-                ws[k * 8u + u] = column[k];
-            }
-        }
-    }
-    // Pass 2: rows, then the level shift with a clamp to 0..=255, four samples a word.
-    var words: array<u32, 16>;
-    for (var r = 0u; r < 8u; r++) {
-        let b = r * 8u;
-        var row = kernel(
-            array<i32, 8>(ws[b], ws[b + 1u], ws[b + 2u], ws[b + 3u], ws[b + 4u], ws[b + 5u], ws[b + 6u], ws[b + 7u]),
-            CONST_BITS + PASS1_BITS + 3u,
-        );
-        for (var w = 0u; w < 2u; w++) {
-            var word = 0u;
-            for (var k = 0u; k < 4u; k++) {
-                word |= level_shift(row[4u * w + k]) << (8u * k);
-            }
-            words[2u * r + w] = word;
-        }
-    }
-    return words;
-}
-
 fn idct_4x4(block: u32) {
     var d: array<i32, 64>;
     var rows_zero = true;
@@ -334,6 +278,129 @@ fn idct_1x1(block: u32) {
     out[0] = range_limit(descale(dc, 3u));
 }
 
+// The full-size IDCT, eight invocations a block (a job's invocations are eight times its
+// blocks, so a workgroup holds eight whole blocks): invocation `lane` of a block loads and
+// dequantises its row, runs the column pass on its column and the row pass on its row, the
+// block in workgroup memory between the steps.
+var<workgroup> tiles: array<array<i32, 64>, 8>;
+// Per block and lane: whether the lane's row holds a non-zero quantised coefficient.
+var<workgroup> rows_set: array<array<u32, 8>, 8>;
+
+@compute @workgroup_size(64)
+fn main_8x8(
+    @builtin(global_invocation_id) id: vec3<u32>,
+    @builtin(num_workgroups) groups: vec3<u32>,
+    @builtin(local_invocation_index) lid: u32,
+) {
+    let global = invocation(id, groups);
+    let lane = lid % 8u;
+    let tile = lid / 8u;
+    job = find_job(global);
+    // Every invocation reaches every barrier; only those with a block do the work.
+    var has_block = false;
+    var bx = 0u;
+    var by = 0u;
+    var block = 0u;
+    if job < arrayLength(&jobs) {
+        let index = (global - starts[job]) / 8u;
+        bx = index % jobs[job].width_in_blocks;
+        by = index / jobs[job].width_in_blocks;
+        has_block = by < jobs[job].height_in_blocks;
+        block = table_index(bx, by);
+    }
+    let dense = has_block && jobs[job].dense != 0u;
+    let compact = has_block && jobs[job].dense == 0u;
+    // Row `lane` of the quantised block: dense from its four words, compact from zeros and then
+    // the block's entries, eight lanes taking every eighth.
+    if dense {
+        let at = jobs[job].coef_base + block * 32u + lane * 4u;
+        for (var w = 0u; w < 4u; w++) {
+            let pair = decoded[at + w];
+            tiles[tile][lane * 8u + 2u * w] = bitcast<i32>(pair << 16u) >> 16u;
+            tiles[tile][lane * 8u + 2u * w + 1u] = bitcast<i32>(pair) >> 16u;
+        }
+    } else if compact {
+        for (var k = 0u; k < 8u; k++) {
+            tiles[tile][lane * 8u + k] = 0;
+        }
+    }
+    workgroupBarrier();
+    if compact {
+        let base = jobs[job].coef_base;
+        let stream = base + jobs[job].table_blocks + 1u;
+        let first = coefs[base + block];
+        let end = coefs[base + block + 1u] >> 1u;
+        if (first & 1u) == 0u {
+            for (var p = (first >> 1u) + lane; p < end; p += 8u) {
+                let entry = half_word(stream, p);
+                tiles[tile][entry >> 10u] = bitcast<i32>(entry << 22u) >> 22u;
+            }
+        } else {
+            for (var p = (first >> 1u) + 2u * lane; p < end; p += 16u) {
+                let value = half_word(stream, p + 1u);
+                tiles[tile][half_word(stream, p) & 63u] = bitcast<i32>(value << 16u) >> 16u;
+            }
+        }
+    }
+    workgroupBarrier();
+    // Dequantise the row in place (16-bit lanes, as pmullw leaves them).
+    if has_block {
+        var nonzero = 0u;
+        for (var k = 0u; k < 8u; k++) {
+            let i = lane * 8u + k;
+            let c = tiles[tile][i];
+            nonzero |= select(0u, 1u, c != 0);
+            tiles[tile][i] = wrap16(c * jobs[job].quant[i / 4u][i % 4u]);
+        }
+        rows_set[tile][lane] = nonzero;
+    }
+    workgroupBarrier();
+    // Pass 1: column `lane`, in place (no other lane touches it). When no coefficient below the
+    // first row is set, the SIMD code shifts the first row in 16 bits instead.
+    if has_block {
+        var rows_zero = true;
+        for (var r = 1u; r < 8u; r++) {
+            rows_zero = rows_zero && rows_set[tile][r] == 0u;
+        }
+        let u = lane;
+        if rows_zero {
+            let value = wrap16(tiles[tile][u] << PASS1_BITS);
+            for (var k = 0u; k < 8u; k++) {
+                tiles[tile][k * 8u + u] = value;
+            }
+        } else {
+            let t = &tiles[tile];
+            let column = kernel(
+                array<i32, 8>((*t)[u], (*t)[8u + u], (*t)[16u + u], (*t)[24u + u], (*t)[32u + u], (*t)[40u + u], (*t)[48u + u], (*t)[56u + u]),
+                CONST_BITS - PASS1_BITS,
+            );
+            for (var k = 0u; k < 8u; k++) {
+                tiles[tile][k * 8u + u] = column[k];
+            }
+        }
+    }
+    workgroupBarrier();
+    // Pass 2: row `lane`, then the level shift with a clamp to 0..=255, four samples a word.
+    if has_block {
+        let b = lane * 8u;
+        let t = &tiles[tile];
+        let row = kernel(
+            array<i32, 8>((*t)[b], (*t)[b + 1u], (*t)[b + 2u], (*t)[b + 3u], (*t)[b + 4u], (*t)[b + 5u], (*t)[b + 6u], (*t)[b + 7u]),
+            CONST_BITS + PASS1_BITS + 3u,
+        );
+        let at = jobs[job].sample_base + (by * 8u + lane) * jobs[job].sample_row_words + bx * 2u;
+        for (var w = 0u; w < 2u; w++) {
+            var word = 0u;
+            for (var k = 0u; k < 4u; k++) {
+                word |= level_shift(row[4u * w + k]) << (8u * k);
+            }
+            samples[at + w] = word;
+        }
+    }
+}
+
+// The reduced sizes (4, 2, 1): one invocation covers the blocks whose samples fill whole output
+// words.
 @compute @workgroup_size(64)
 fn main(@builtin(global_invocation_id) id: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
     let global = invocation(id, groups);
@@ -351,17 +418,7 @@ fn main(@builtin(global_invocation_id) id: vec3<u32>, @builtin(num_workgroups) g
     }
     let size = jobs[job].idct_size;
     let row_words = jobs[job].sample_row_words;
-    if size == 8u {
-        // One block an invocation: its eight rows of two words.
-        let words = idct_8x8(block_coefficients(table_index(gx, by)));
-        for (var r = 0u; r < 8u; r++) {
-            let at = jobs[job].sample_base + (by * 8u + r) * row_words + gx * 2u;
-            samples[at] = words[2u * r];
-            samples[at + 1u] = words[2u * r + 1u];
-        }
-        return;
-    }
-    // Samples of this invocation's blocks (reduced sizes), row by row, packed four to a word.
+    // Samples of this invocation's blocks, row by row, packed four to a word.
     var words: array<u32, 16>;
     for (var j = 0u; j < per; j++) {
         let bx = gx * per + j;

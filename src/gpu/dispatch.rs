@@ -33,6 +33,17 @@ pub(crate) fn storage_buffer(
     Ok(buffer)
 }
 
+/// The workgroups (x, y) of [`run`]'s grid for `invocations` threads.
+pub(crate) fn grid(device: &wgpu::Device, invocations: u32) -> (u32, u32) {
+    let groups = invocations.div_ceil(WORKGROUP).max(1);
+    let max = device.limits().max_compute_workgroups_per_dimension;
+    if groups <= max {
+        (groups, 1)
+    } else {
+        (max, groups.div_ceil(max))
+    }
+}
+
 /// Dispatches `invocations` threads as a 2-D grid, since one dimension holds at most 65535
 /// workgroups; shaders rebuild the linear index from `num_workgroups`.
 pub(crate) fn run(
@@ -42,13 +53,7 @@ pub(crate) fn run(
     bind_group: &wgpu::BindGroup,
     invocations: u32,
 ) {
-    let groups = invocations.div_ceil(WORKGROUP).max(1);
-    let max = device.limits().max_compute_workgroups_per_dimension;
-    let (x, y) = if groups <= max {
-        (groups, 1)
-    } else {
-        (max, groups.div_ceil(max))
-    };
+    let (x, y) = grid(device, invocations);
     let mut pass = encoder.begin_compute_pass(&Default::default());
     pass.set_pipeline(pipeline);
     pass.set_bind_group(0, bind_group, &[]);

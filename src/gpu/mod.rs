@@ -25,6 +25,7 @@ pub use stream::{BatchStats, DeviceBatch, DeviceTensor, Streamed, DEFAULT_BATCH}
 pub(crate) struct Stages {
     entropy: entropy::EntropyStages,
     idct: wgpu::ComputePipeline,
+    idct_8x8: wgpu::ComputePipeline,
     color: wgpu::ComputePipeline,
     horizontal: wgpu::ComputePipeline,
     tensor: wgpu::ComputePipeline,
@@ -34,7 +35,8 @@ impl Stages {
     fn new(device: &wgpu::Device) -> Self {
         Self {
             entropy: entropy::EntropyStages::new(device),
-            idct: stage(device, "idct", include_str!("../../shaders/idct.wgsl")),
+            idct: stage(device, "idct", IDCT),
+            idct_8x8: stage_entry(device, "idct", IDCT, "main_8x8"),
             color: stage(device, "color", include_str!("../../shaders/color.wgsl")),
             horizontal: stage(
                 device,
@@ -46,9 +48,21 @@ impl Stages {
     }
 }
 
+const IDCT: &str = include_str!("../../shaders/idct.wgsl");
+
 /// A compute pipeline from one stage shader, compiled with shaders/jobs.wgsl before it (entry
 /// point `main`, layout from the shader).
 fn stage(device: &wgpu::Device, name: &str, source: &str) -> wgpu::ComputePipeline {
+    stage_entry(device, name, source, "main")
+}
+
+/// [`stage`] with another entry point.
+fn stage_entry(
+    device: &wgpu::Device,
+    name: &str,
+    source: &str,
+    entry_point: &str,
+) -> wgpu::ComputePipeline {
     let source = format!("{}{source}", include_str!("../../shaders/jobs.wgsl"));
     let module = device.create_shader_module(wgpu::ShaderModuleDescriptor {
         label: Some(name),
@@ -58,7 +72,7 @@ fn stage(device: &wgpu::Device, name: &str, source: &str) -> wgpu::ComputePipeli
         label: Some(name),
         layout: None,
         module: &module,
-        entry_point: Some("main"),
+        entry_point: Some(entry_point),
         compilation_options: Default::default(),
         cache: None,
     })

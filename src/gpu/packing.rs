@@ -138,6 +138,8 @@ struct Output {
 /// Images packed for one submission.
 pub(crate) struct Packing {
     idct: StageJobs,
+    /// Full-size IDCT jobs: a dispatch (and entry point) of their own.
+    idct_8x8: StageJobs,
     /// Each plane's compact coefficients and where they go in the coefficient arena; copied
     /// into the upload in parallel.
     coefs: Vec<(u64, Vec<u32>)>,
@@ -228,6 +230,7 @@ impl Packing {
     pub fn new(transform: &Transform) -> Self {
         Self {
             idct: StageJobs::default(),
+            idct_8x8: StageJobs::default(),
             coefs: Vec::new(),
             coef_words: 0,
             segments: Vec::new(),
@@ -286,7 +289,12 @@ impl Packing {
                 self.coef_words += plane.coefs.len() as u64;
                 self.coefs.push((u64::from(job.coef_base), plane.coefs));
             }
-            self.idct.push(&job.words(), u64::from(plane.invocations));
+            let idct = if job.idct_size == 8 {
+                &mut self.idct_8x8
+            } else {
+                &mut self.idct
+            };
+            idct.push(&job.words(), u64::from(plane.invocations));
         }
         if let Some(source) = work.entropy {
             self.coef_words = self.coef_words.next_multiple_of(2);
@@ -363,6 +371,7 @@ impl Packing {
         let dummy = storage_buffer(device, "placeholder", &[0], wgpu::BufferUsages::empty())?;
         let mut upload = Upload::new(device);
         let idct = self.idct.upload(&mut upload);
+        let idct_8x8 = self.idct_8x8.upload(&mut upload);
         let color = self.color.upload(&mut upload);
         let horizontal = self.horizontal.upload(&mut upload);
         let tensor: Vec<Option<StageTables>> = self
@@ -402,18 +411,20 @@ impl Packing {
                 words * 4,
             );
         }
-        if let Some(idct) = &idct {
-            idct.dispatch(
-                device,
-                encoder,
-                &stages.idct,
-                &buffer,
-                &[
-                    table(&coefs),
-                    first_window(&samples, window),
-                    first_window(&decoded, window),
-                ],
-            );
+        for (jobs, stage) in [(&idct, &stages.idct), (&idct_8x8, &stages.idct_8x8)] {
+            if let Some(jobs) = jobs {
+                jobs.dispatch(
+                    device,
+                    encoder,
+                    stage,
+                    &buffer,
+                    &[
+                        table(&coefs),
+                        first_window(&samples, window),
+                        first_window(&decoded, window),
+                    ],
+                );
+            }
         }
         after_stage("idct", encoder);
         let rgbx = arena("rgbx", self.rgbx_words);
@@ -511,7 +522,7 @@ impl Packing {
             buffers,
             after_pass,
         )?;
-        let status_bytes = flag_words / 2 * 4;
+        let status_bytes = self.entropy.status_word() * 4;
         let status = device.create_buffer(&wgpu::BufferDescriptor {
             label: Some("entropy status"),
             size: status_bytes,

@@ -7,7 +7,7 @@ use crate::error::Result;
 use crate::formats::{Decoded, Pixels};
 use crate::jpeg::compact::{compact_dense, CompactPlane};
 use crate::jpeg::segment::EntropySegment;
-use crate::jpeg::{single_scan_order, CoefficientImage, ColorSpace};
+use crate::jpeg::{single_scan_order, CoefficientImage, ColorSpace, Component};
 use crate::reference::orient::oriented_size;
 use crate::reference::tensor::crop_offset;
 use crate::reference::upsample::Method;
@@ -157,8 +157,7 @@ impl ImageWork {
             planes.push(PlaneWork {
                 job,
                 coefs: plane.words,
-                invocations: (comp.width_in_blocks.div_ceil(per_invocation) * comp.height_in_blocks)
-                    as u32,
+                invocations: idct_invocations(size, per_invocation, comp) as u32,
             });
         }
         let (width, height) = scaled_size(image, denominator);
@@ -424,5 +423,16 @@ fn color_space_index(color_space: ColorSpace) -> u32 {
         ColorSpace::Rgb => 2,
         ColorSpace::Cmyk => 3,
         ColorSpace::Ycck => 4,
+    }
+}
+
+/// Invocations of the IDCT for one component: eight a block at full size (`main_8x8` gives each
+/// a row and a column), else one per group of blocks that fills whole output words (`main`).
+fn idct_invocations(size: usize, per_invocation: usize, comp: &Component) -> usize {
+    let groups = comp.width_in_blocks.div_ceil(per_invocation) * comp.height_in_blocks;
+    if size == 8 {
+        groups * 8
+    } else {
+        groups
     }
 }
