@@ -21,7 +21,8 @@ struct Job {
     blocks_per_mcu: u32,
     // This image's words in `flags`: changes in the latest sync dispatch at `slot`, and at
     // `slots + slot` whether it was decoded (1) or must be decoded on the CPU (0). At
-    // `2 * slots`: the workgroups of any image that changed something in it.
+    // `2 * slots + p`: the workgroups that changed anything in the latest sync dispatch of
+    // parity p.
     slot: u32,
     slots: u32,
     // Each block of the MCU: scan_comp | comp << 4 | slot << 8 | per_mcu << 16.
@@ -42,12 +43,12 @@ struct Job {
 // Dense coefficients: two 16-bit values a word, natural order, the lower first. Cleared before
 // the stage, so that `write` only sets the non-zero ones.
 @group(0) @binding(5) var<storage, read_write> decoded: array<atomic<u32>>;
-// The next sync dispatch's size, for an indirect dispatch (x, y, z), then the full grid (x, y):
-// `gate_sync` sets it to nothing once a dispatch has changed nothing.
-@group(1) @binding(0) var<storage, read_write> next_sync: array<u32, 5>;
 
 // Bits of data per thread: `parallel::SUBSEQUENCE_BITS`, set when the pipeline is created.
 override SUBSEQUENCE_BITS: u32;
+// Which of the two all-image change counters a sync dispatch counts in (the other holds the
+// dispatch before's): dispatches alternate between two pipelines.
+override SYNC_PARITY: u32 = 0u;
 const TABLE_WORDS: u32 = 804u;
 const SPAN_WORDS: u32 = 16u;
 // No decoding reaches this position.
@@ -258,7 +259,15 @@ var<workgroup> workgroup_changes: atomic<u32>;
 
 fn sync_pass(id: vec3<u32>, groups: vec3<u32>, lid: u32, first: bool) {
     let global = invocation(id, groups);
-    load_job(find_job(global));
+    // A dispatch after one that changed nothing in any image has nothing to do: every state
+    // is proven, and each image's change count stays 0 (cleared before each dispatch).
+    let counters = 2u * arrayLength(&jobs);
+    let idle = !first && atomicLoad(&flags[counters + 1u - SYNC_PARITY]) == 0u;
+    var j = arrayLength(&jobs);
+    if !idle {
+        j = find_job(global);
+    }
+    load_job(j);
     let working = job < arrayLength(&jobs);
     var i = 0u;
     var exit = State(NONE, 0u);
@@ -314,25 +323,9 @@ fn sync_pass(id: vec3<u32>, groups: vec3<u32>, lid: u32, first: bool) {
     if working && changed && !first {
         atomicAdd(&flags[jobs[job].slot], 1u);
     }
-    if lid == 0u && seen != 0u && !first {
-        atomicAdd(&flags[2u * arrayLength(&jobs)], 1u);
+    if lid == 0u && seen != 0u {
+        atomicAdd(&flags[counters + SYNC_PARITY], 1u);
     }
-}
-
-// Before each sync dispatch after the first: none at all once the dispatch before changed
-// nothing in any image. Every state is then proven, later dispatches would change nothing
-// either, and each image's change count stays 0 (cleared before each dispatch).
-@compute @workgroup_size(64)
-fn gate_sync(@builtin(local_invocation_index) lid: u32) {
-    if lid != 0u {
-        return;
-    }
-    let any = 2u * arrayLength(&jobs);
-    let go = atomicLoad(&flags[any]) != 0u;
-    atomicStore(&flags[any], 0u);
-    next_sync[0] = select(0u, next_sync[3], go);
-    next_sync[1] = select(0u, next_sync[4], go);
-    next_sync[2] = select(0u, 1u, go);
 }
 
 @compute @workgroup_size(64)

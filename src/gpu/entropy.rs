@@ -1,7 +1,7 @@
 //! Stage 0 on the GPU: Huffman decoding of entropy-coded segments (shaders/entropy.wgsl, whose
 //! CPU mirror is [`crate::jpeg::parallel`]).
 
-use super::dispatch::{grid, run, storage_buffer, WORKGROUP};
+use super::dispatch::{run, storage_buffer, WORKGROUP};
 use super::jobs::EntropyJob;
 use super::packing::binding;
 use crate::error::Result;
@@ -14,10 +14,9 @@ const SPAN_WORDS: u64 = 16;
 /// The passes, sharing one bind group layout.
 pub(crate) struct EntropyStages {
     layout: wgpu::BindGroupLayout,
-    gate_layout: wgpu::BindGroupLayout,
     sync_first: wgpu::ComputePipeline,
-    gate_sync: wgpu::ComputePipeline,
-    sync: wgpu::ComputePipeline,
+    /// `sync` counting in change counter 0 and 1, for even and odd dispatches.
+    sync: [wgpu::ComputePipeline; 2],
     prefix: wgpu::ComputePipeline,
     write: wgpu::ComputePipeline,
 }
@@ -33,66 +32,53 @@ impl EntropyStages {
             label: Some("entropy"),
             source: wgpu::ShaderSource::Wgsl(source.into()),
         });
-        let storage = |bindings: u32, read_only: u32| {
-            let entries: Vec<wgpu::BindGroupLayoutEntry> = (0..bindings)
-                .map(|binding| wgpu::BindGroupLayoutEntry {
-                    binding,
-                    visibility: wgpu::ShaderStages::COMPUTE,
-                    ty: wgpu::BindingType::Buffer {
-                        ty: wgpu::BufferBindingType::Storage {
-                            read_only: binding < read_only,
-                        },
-                        has_dynamic_offset: false,
-                        min_binding_size: None,
+        // starts, jobs and data are read; spans, flags and decoded written.
+        let entries: Vec<wgpu::BindGroupLayoutEntry> = (0..6)
+            .map(|binding| wgpu::BindGroupLayoutEntry {
+                binding,
+                visibility: wgpu::ShaderStages::COMPUTE,
+                ty: wgpu::BindingType::Buffer {
+                    ty: wgpu::BufferBindingType::Storage {
+                        read_only: binding < 3,
                     },
-                    count: None,
-                })
-                .collect();
-            device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
-                label: Some("entropy"),
-                entries: &entries,
+                    has_dynamic_offset: false,
+                    min_binding_size: None,
+                },
+                count: None,
             })
-        };
-        // starts, jobs and data are read; spans, flags and decoded written. The sync gate's
-        // own group holds what the sync dispatches then read as their size.
-        let (layout, gate_layout) = (storage(6, 3), storage(1, 0));
-        let pipeline_layout = |groups: &[Option<&wgpu::BindGroupLayout>]| {
-            device.create_pipeline_layout(&wgpu::PipelineLayoutDescriptor {
-                label: Some("entropy"),
-                bind_group_layouts: groups,
-                immediate_size: 0,
-            })
-        };
-        let (passes, gate) = (
-            pipeline_layout(&[Some(&layout)]),
-            pipeline_layout(&[Some(&layout), Some(&gate_layout)]),
-        );
-        let pipeline = |entry_point: &str| {
-            let layout = if entry_point == "gate_sync" {
-                &gate
-            } else {
-                &passes
-            };
+            .collect();
+        let layout = device.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
+            label: Some("entropy"),
+            entries: &entries,
+        });
+        let pipeline_layout = device.create_pipeline_layout(&wgpu::PipelineLayoutDescriptor {
+            label: Some("entropy"),
+            bind_group_layouts: &[Some(&layout)],
+            immediate_size: 0,
+        });
+        let pipeline = |entry_point: &str, parity: u32| {
+            let constants = [
+                ("SUBSEQUENCE_BITS", f64::from(SUBSEQUENCE_BITS)),
+                ("SYNC_PARITY", f64::from(parity)),
+            ];
             device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
                 label: Some(entry_point),
-                layout: Some(layout),
+                layout: Some(&pipeline_layout),
                 module: &module,
                 entry_point: Some(entry_point),
                 compilation_options: wgpu::PipelineCompilationOptions {
-                    constants: &[("SUBSEQUENCE_BITS", f64::from(SUBSEQUENCE_BITS))],
+                    constants: &constants,
                     ..Default::default()
                 },
                 cache: None,
             })
         };
         Self {
-            sync_first: pipeline("sync_first"),
-            gate_sync: pipeline("gate_sync"),
-            sync: pipeline("sync"),
-            prefix: pipeline("prefix"),
-            write: pipeline("write"),
+            sync_first: pipeline("sync_first", 0),
+            sync: [pipeline("sync", 0), pipeline("sync", 1)],
+            prefix: pipeline("prefix", 0),
+            write: pipeline("write", 0),
             layout,
-            gate_layout,
         }
     }
 }
@@ -164,9 +150,9 @@ impl EntropyPacking {
     }
 
     /// Words of the flags buffer: per segment, its changes and whether it was decoded; then
-    /// whether anything changed.
+    /// the changes in all of them, in the latest even and odd sync dispatches.
     pub fn flag_words(&self) -> u64 {
-        2 * self.jobs.len() as u64 + 1
+        2 * self.jobs.len() as u64 + 2
     }
 
     /// Where in the flags buffer the status words start: word `status_word + slot` is 1 where
@@ -200,7 +186,7 @@ impl EntropyPacking {
 
     /// Records the passes (see [`EntropyBuffers`]), calling `after_pass` with each one's name
     /// once it is recorded (for timing them). Sync dispatches are recorded for the longest
-    /// image, and indirect: once one changes nothing, those after it have no workgroups.
+    /// image; once one changes nothing, those after it return at once.
     pub fn record(
         &self,
         device: &wgpu::Device,
@@ -222,9 +208,6 @@ impl EntropyPacking {
         let span_starts = storage_buffer(device, "entropy starts", &per_span, usage)?;
         let image_starts = storage_buffer(device, "entropy image starts", &per_image, usage)?;
         let spans_total = *per_span.last().unwrap();
-        let (x, y) = grid(device, spans_total);
-        let indirect = wgpu::BufferUsages::INDIRECT;
-        let next_sync = storage_buffer(device, "next sync", &[x, y, 1, x, y], indirect)?;
         let bind_group = |starts: &wgpu::Buffer| {
             let resources = [starts.as_entire_binding(), jobs.as_entire_binding()]
                 .into_iter()
@@ -244,14 +227,7 @@ impl EntropyPacking {
         };
         let (per_span_group, per_image_group) =
             (bind_group(&span_starts), bind_group(&image_starts));
-        let gate_group = device.create_bind_group(&wgpu::BindGroupDescriptor {
-            label: Some("entropy gate"),
-            layout: &stages.gate_layout,
-            entries: &[wgpu::BindGroupEntry {
-                binding: 0,
-                resource: next_sync.as_entire_binding(),
-            }],
-        });
+
         let changes_bytes = self.jobs.len() as u64 * 4;
         encoder.clear_buffer(buffers.flags, 0, Some(flags_bytes));
         encoder.clear_buffer(buffers.decoded, 0, Some(buffers.decoded_words * 4));
@@ -264,20 +240,13 @@ impl EntropyPacking {
         );
         after_pass("huffman_sync_first", encoder);
         for dispatch in 1..sync_dispatches(self.longest) {
-            let mut pass = encoder.begin_compute_pass(&Default::default());
-            pass.set_bind_group(0, &per_span_group, &[]);
-            if dispatch > 1 {
-                pass.set_pipeline(&stages.gate_sync);
-                pass.set_bind_group(1, &gate_group, &[]);
-                pass.dispatch_workgroups(1, 1, 1);
-            }
-            drop(pass);
+            // This dispatch's counters: each image's changes, and all images' of its parity.
+            let parity = dispatch % 2;
+            let all_changes = changes_bytes * 2 + parity as u64 * 4;
             encoder.clear_buffer(buffers.flags, 0, Some(changes_bytes));
-            let mut pass = encoder.begin_compute_pass(&Default::default());
-            pass.set_pipeline(&stages.sync);
-            pass.set_bind_group(0, &per_span_group, &[]);
-            pass.dispatch_workgroups_indirect(&next_sync, 0);
-            drop(pass);
+            encoder.clear_buffer(buffers.flags, all_changes, Some(4));
+            let sync = &stages.sync[parity];
+            run(device, encoder, sync, &per_span_group, spans_total);
             after_pass("huffman_sync", encoder);
         }
         let prefix_invocations = *per_image.last().unwrap();
