@@ -1,5 +1,5 @@
 // Stages 2 and 3: chroma upsampling (libjpeg "fancy" filters and box fallbacks) and colour
-// conversion to RGB, one invocation per output pixel. Mirror of src/reference/upsample.rs
+// conversion to RGB, one invocation per four pixels of a row. Mirror of src/reference/upsample.rs
 // (`upsample_at`) and src/reference/color.rs. Output pixels are RGBX words (X = 255), stored
 // in the image's EXIF orientation when the transform asks for it (src/reference/orient.rs). A
 // job is one image.
@@ -30,8 +30,10 @@ struct Job {
 @group(0) @binding(3) var<storage, read_write> rgbx0: array<u32>;
 @group(0) @binding(4) var<storage, read_write> rgbx1: array<u32>;
 
-// This invocation's job.
+// This invocation's job, and what it reads of it at every sample (loaded once).
 var<private> job: u32;
+var<private> job_planes: array<vec4<u32>, 4>;
+var<private> job_methods: array<vec4<u32>, 4>;
 
 fn store_rgbx(i: u32, pixel: u32) {
     let window = arrayLength(&rgbx0);
@@ -50,7 +52,7 @@ const ONE_HALF: i32 = 32768;
 
 // Sample (x, y) of component c, both indices clamped to the real samples.
 fn at(c: u32, x: i32, y: i32) -> i32 {
-    let plane = jobs[job].planes[c];
+    let plane = job_planes[c];
     let cx = u32(clamp(x, 0, i32(plane.z) - 1));
     let cy = u32(clamp(y, 0, i32(plane.w) - 1));
     let byte = cy * plane.y + cx;
@@ -60,7 +62,7 @@ fn at(c: u32, x: i32, y: i32) -> i32 {
 
 // The full-resolution sample of component c at (x, y): `upsample_at`.
 fn upsample_at(c: u32, x: u32, y: u32) -> i32 {
-    let method = jobs[job].methods[c];
+    let method = job_methods[c];
     let i = i32(x / 2u);
     let j = i32(y / 2u);
     let xi = i32(x);
@@ -153,12 +155,28 @@ fn main(@builtin(global_invocation_id) id: vec3<u32>, @builtin(num_workgroups) g
     if job >= arrayLength(&jobs) {
         return;
     }
+    let width = jobs[job].width;
+    let height = jobs[job].height;
+    let color_space = jobs[job].color_space;
+    let orientation = jobs[job].orientation;
+    let base = jobs[job].rgbx_base;
+    job_planes = jobs[job].planes;
+    job_methods = jobs[job].methods;
     let index = global - starts[job];
-    let x = index % jobs[job].width;
-    let y = index / jobs[job].width;
+    let groups_per_row = (width + 3u) / 4u;
+    let y = index / groups_per_row;
+    let x0 = (index % groups_per_row) * 4u;
+    for (var x = x0; x < min(x0 + 4u, width); x++) {
+        let at = oriented_index(x, y, width, height, orientation);
+        store_rgbx(base + at, rgbx_at(x, y, color_space));
+    }
+}
+
+// The RGBX word of pixel (x, y).
+fn rgbx_at(x: u32, y: u32, color_space: u32) -> u32 {
     let s0 = upsample_at(0u, x, y);
     var rgb = vec3<i32>(s0);
-    switch jobs[job].color_space {
+    switch color_space {
         case 1u: {
             rgb = ycc_to_rgb(s0, upsample_at(1u, x, y), upsample_at(2u, x, y));
         }
@@ -177,6 +195,5 @@ fn main(@builtin(global_invocation_id) id: vec3<u32>, @builtin(num_workgroups) g
         default: {}
     }
     let p = vec3<u32>(rgb);
-    let at = oriented_index(x, y, jobs[job].width, jobs[job].height, jobs[job].orientation);
-    store_rgbx(jobs[job].rgbx_base + at, p.x | (p.y << 8u) | (p.z << 16u) | (255u << 24u));
+    return p.x | (p.y << 8u) | (p.z << 16u) | (255u << 24u);
 }

@@ -19,12 +19,8 @@ struct Job {
     // MCUs in the scan, and blocks per MCU.
     mcus: u32,
     blocks_per_mcu: u32,
-    // This image's words in `flags`: changes in the latest sync dispatch at `slot`, and at
-    // `slots + slot` whether it was decoded (1) or must be decoded on the CPU (0). At
-    // `2 * slots + p`: the workgroups that changed anything in the latest sync dispatch of
-    // parity p.
+    // Its place among the batch's images, which picks its words in `flags`.
     slot: u32,
-    slots: u32,
     // Each block of the MCU: scan_comp | comp << 4 | slot << 8 | per_mcu << 16.
     mcu_blocks: array<u32, 10>,
     // Where each frame component's dense coefficients start in `decoded`: 32 words a block,
@@ -39,16 +35,25 @@ struct Job {
 // was decoded from, the blocks it owns and their DC differences per scan component, then the
 // blocks and DC differences before it.
 @group(0) @binding(3) var<storage, read_write> spans: array<u32>;
+// Per image (`slot`), whether it was decoded (1) or must be decoded on the CPU (0); then per
+// sync dispatch, each image's changes and the changes in all of them (`changes_word`). Cleared
+// once before the stage, so a dispatch needs no clearing of its own.
 @group(0) @binding(4) var<storage, read_write> flags: array<atomic<u32>>;
 // Dense coefficients: two 16-bit values a word, natural order, the lower first. Cleared before
 // the stage, so that `write` only sets the non-zero ones.
 @group(0) @binding(5) var<storage, read_write> decoded: array<atomic<u32>>;
+// The sync dispatch a pass belongs to (x; 0 is `sync_first`); for `write`, the last one.
+@group(0) @binding(6) var<uniform> pass_dispatch: vec4<u32>;
+
+// The word of `flags` that counts the changes of image `slot` in sync dispatch `dispatch`
+// (with `slot` = the number of images: the changes in all of them).
+fn changes_word(dispatch: u32, slot: u32) -> u32 {
+    let images = arrayLength(&jobs);
+    return images + dispatch * (images + 1u) + slot;
+}
 
 // Bits of data per thread: `parallel::SUBSEQUENCE_BITS`, set when the pipeline is created.
 override SUBSEQUENCE_BITS: u32;
-// Which of the two all-image change counters a sync dispatch counts in (the other holds the
-// dispatch before's): dispatches alternate between two pipelines.
-override SYNC_PARITY: u32 = 0u;
 const TABLE_WORDS: u32 = 804u;
 const SPAN_WORDS: u32 = 16u;
 // No decoding reaches this position.
@@ -260,9 +265,10 @@ var<workgroup> workgroup_changes: atomic<u32>;
 fn sync_pass(id: vec3<u32>, groups: vec3<u32>, lid: u32, first: bool) {
     let global = invocation(id, groups);
     // A dispatch after one that changed nothing in any image has nothing to do: every state
-    // is proven, and each image's change count stays 0 (cleared before each dispatch).
-    let counters = 2u * arrayLength(&jobs);
-    let idle = !first && atomicLoad(&flags[counters + 1u - SYNC_PARITY]) == 0u;
+    // is proven, and each image's change count stays 0.
+    let dispatch = pass_dispatch.x;
+    let images = arrayLength(&jobs);
+    let idle = !first && atomicLoad(&flags[changes_word(dispatch - 1u, images)]) == 0u;
     var j = arrayLength(&jobs);
     if !idle {
         j = find_job(global);
@@ -321,10 +327,10 @@ fn sync_pass(id: vec3<u32>, groups: vec3<u32>, lid: u32, first: bool) {
         seen = total;
     }
     if working && changed && !first {
-        atomicAdd(&flags[jobs[job].slot], 1u);
+        atomicAdd(&flags[changes_word(dispatch, jobs[job].slot)], 1u);
     }
     if lid == 0u && seen != 0u {
-        atomicAdd(&flags[counters + SYNC_PARITY], 1u);
+        atomicAdd(&flags[changes_word(dispatch, images)], 1u);
     }
 }
 
@@ -416,7 +422,7 @@ fn write(@builtin(global_invocation_id) id: vec3<u32>, @builtin(num_workgroups) 
         return;
     }
     // An image whose states were still changing is left to the CPU.
-    if atomicLoad(&flags[jobs[job].slot]) != 0u {
+    if atomicLoad(&flags[changes_word(pass_dispatch.x, jobs[job].slot)]) != 0u {
         return;
     }
     let i = global - starts[job];
@@ -457,7 +463,7 @@ fn write(@builtin(global_invocation_id) id: vec3<u32>, @builtin(num_workgroups) 
         }
         g += 1u;
         if g == total && state.pos <= jobs[job].bit_len {
-            atomicStore(&flags[jobs[job].slots + jobs[job].slot], 1u);
+            atomicStore(&flags[jobs[job].slot], 1u);
         }
     }
 }

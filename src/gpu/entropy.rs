@@ -1,12 +1,13 @@
 //! Stage 0 on the GPU: Huffman decoding of entropy-coded segments (shaders/entropy.wgsl, whose
 //! CPU mirror is [`crate::jpeg::parallel`]).
 
-use super::dispatch::{run, storage_buffer, WORKGROUP};
+use super::dispatch::{grid, storage_buffer, WORKGROUP};
 use super::jobs::EntropyJob;
 use super::packing::binding;
 use crate::error::Result;
-use crate::jpeg::parallel::{subsequences, sync_dispatches, SUBSEQUENCE_BITS};
+use crate::jpeg::parallel::{subsequences, sync_dispatches, MAX_SYNC_DISPATCHES, SUBSEQUENCE_BITS};
 use crate::jpeg::segment::EntropySegment;
+use wgpu::util::DeviceExt;
 
 /// Words of one subsequence's record in the spans arena (`SPAN_WORDS` of the shader).
 const SPAN_WORDS: u64 = 16;
@@ -14,9 +15,12 @@ const SPAN_WORDS: u64 = 16;
 /// The passes, sharing one bind group layout.
 pub(crate) struct EntropyStages {
     layout: wgpu::BindGroupLayout,
+    /// Sync dispatch d's number at byte `d * dispatch_stride`: the uniform each pass reads
+    /// through a dynamic offset.
+    dispatch_numbers: wgpu::Buffer,
+    dispatch_stride: u32,
     sync_first: wgpu::ComputePipeline,
-    /// `sync` counting in change counter 0 and 1, for even and odd dispatches.
-    sync: [wgpu::ComputePipeline; 2],
+    sync: wgpu::ComputePipeline,
     prefix: wgpu::ComputePipeline,
     write: wgpu::ComputePipeline,
 }
@@ -32,16 +36,20 @@ impl EntropyStages {
             label: Some("entropy"),
             source: wgpu::ShaderSource::Wgsl(source.into()),
         });
-        // starts, jobs and data are read; spans, flags and decoded written.
-        let entries: Vec<wgpu::BindGroupLayoutEntry> = (0..6)
+        // starts, jobs and data are read; spans, flags and decoded written; then the pass's
+        // dispatch number.
+        let entries: Vec<wgpu::BindGroupLayoutEntry> = (0..7)
             .map(|binding| wgpu::BindGroupLayoutEntry {
                 binding,
                 visibility: wgpu::ShaderStages::COMPUTE,
                 ty: wgpu::BindingType::Buffer {
-                    ty: wgpu::BufferBindingType::Storage {
-                        read_only: binding < 3,
+                    ty: match binding {
+                        6 => wgpu::BufferBindingType::Uniform,
+                        _ => wgpu::BufferBindingType::Storage {
+                            read_only: binding < 3,
+                        },
                     },
-                    has_dynamic_offset: false,
+                    has_dynamic_offset: binding == 6,
                     min_binding_size: None,
                 },
                 count: None,
@@ -56,11 +64,8 @@ impl EntropyStages {
             bind_group_layouts: &[Some(&layout)],
             immediate_size: 0,
         });
-        let pipeline = |entry_point: &str, parity: u32| {
-            let constants = [
-                ("SUBSEQUENCE_BITS", f64::from(SUBSEQUENCE_BITS)),
-                ("SYNC_PARITY", f64::from(parity)),
-            ];
+        let pipeline = |entry_point: &str| {
+            let constants = [("SUBSEQUENCE_BITS", f64::from(SUBSEQUENCE_BITS))];
             device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
                 label: Some(entry_point),
                 layout: Some(&pipeline_layout),
@@ -73,12 +78,25 @@ impl EntropyStages {
                 cache: None,
             })
         };
+        let dispatch_stride = device.limits().min_uniform_buffer_offset_alignment.max(16);
+        let stride_words = dispatch_stride as usize / 4;
+        let mut numbers = vec![0u32; MAX_SYNC_DISPATCHES * stride_words];
+        for (dispatch, number) in numbers.iter_mut().step_by(stride_words).enumerate() {
+            *number = dispatch as u32;
+        }
+        let dispatch_numbers = device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
+            label: Some("sync dispatch numbers"),
+            contents: bytemuck::cast_slice(&numbers),
+            usage: wgpu::BufferUsages::UNIFORM,
+        });
         Self {
-            sync_first: pipeline("sync_first", 0),
-            sync: [pipeline("sync", 0), pipeline("sync", 1)],
-            prefix: pipeline("prefix", 0),
-            write: pipeline("write", 0),
+            sync_first: pipeline("sync_first"),
+            sync: pipeline("sync"),
+            prefix: pipeline("prefix"),
+            write: pipeline("write"),
             layout,
+            dispatch_numbers,
+            dispatch_stride,
         }
     }
 }
@@ -149,15 +167,16 @@ impl EntropyPacking {
         self.jobs.is_empty()
     }
 
-    /// Words of the flags buffer: per segment, its changes and whether it was decoded; then
-    /// the changes in all of them, in the latest even and odd sync dispatches.
+    /// Words of the flags buffer: per segment, whether it was decoded (its status); then per
+    /// sync dispatch, each segment's changes and those of all of them.
     pub fn flag_words(&self) -> u64 {
-        2 * self.jobs.len() as u64 + 2
+        let segments = self.jobs.len() as u64;
+        segments + sync_dispatches(self.longest) as u64 * (segments + 1)
     }
 
-    /// Where in the flags buffer the status words start: word `status_word + slot` is 1 where
-    /// that segment was decoded.
-    pub fn status_word(&self) -> u64 {
+    /// The status words, first in the flags buffer: word `slot` is 1 where that segment was
+    /// decoded.
+    pub fn status_words(&self) -> u64 {
         self.jobs.len() as u64
     }
 
@@ -169,12 +188,7 @@ impl EntropyPacking {
     /// The job records and the `starts` of the per-subsequence passes and of the prefix pass
     /// (64 invocations an image).
     fn tables(&self) -> (Vec<u32>, Vec<u32>, Vec<u32>) {
-        let slots = self.jobs.len() as u32;
-        let records = self
-            .jobs
-            .iter()
-            .flat_map(|job| EntropyJob { slots, ..*job }.words())
-            .collect();
+        let records = self.jobs.iter().flat_map(EntropyJob::words).collect();
         let mut per_span = vec![0];
         let mut per_image = vec![0];
         for job in &self.jobs {
@@ -186,7 +200,8 @@ impl EntropyPacking {
 
     /// Records the passes (see [`EntropyBuffers`]), calling `after_pass` with each one's name
     /// once it is recorded (for timing them). Sync dispatches are recorded for the longest
-    /// image; once one changes nothing, those after it return at once.
+    /// image; once one changes nothing, those after it return at once. The flags are cleared
+    /// once: each dispatch counts in words of its own.
     pub fn record(
         &self,
         device: &wgpu::Device,
@@ -209,9 +224,15 @@ impl EntropyPacking {
         let image_starts = storage_buffer(device, "entropy image starts", &per_image, usage)?;
         let spans_total = *per_span.last().unwrap();
         let bind_group = |starts: &wgpu::Buffer| {
+            let dispatch_number = wgpu::BufferBinding {
+                buffer: &stages.dispatch_numbers,
+                offset: 0,
+                size: std::num::NonZeroU64::new(16),
+            };
             let resources = [starts.as_entire_binding(), jobs.as_entire_binding()]
                 .into_iter()
-                .chain(resources.iter().cloned());
+                .chain(resources.iter().cloned())
+                .chain([wgpu::BindingResource::Buffer(dispatch_number)]);
             let entries: Vec<wgpu::BindGroupEntry> = resources
                 .enumerate()
                 .map(|(i, resource)| wgpu::BindGroupEntry {
@@ -227,39 +248,42 @@ impl EntropyPacking {
         };
         let (per_span_group, per_image_group) =
             (bind_group(&span_starts), bind_group(&image_starts));
-
-        let changes_bytes = self.jobs.len() as u64 * 4;
         encoder.clear_buffer(buffers.flags, 0, Some(flags_bytes));
         encoder.clear_buffer(buffers.decoded, 0, Some(buffers.decoded_words * 4));
-        run(
-            device,
-            encoder,
-            &stages.sync_first,
+        let dispatches = sync_dispatches(self.longest);
+        let mut pass = |name, pipeline, group, invocations, dispatch: usize| {
+            let (x, y) = grid(device, invocations);
+            let offset = dispatch as u32 * stages.dispatch_stride;
+            let mut pass = encoder.begin_compute_pass(&Default::default());
+            pass.set_pipeline(pipeline);
+            pass.set_bind_group(0, group, &[offset]);
+            pass.dispatch_workgroups(x, y, 1);
+            drop(pass);
+            after_pass(name, encoder);
+        };
+        let (sync_first, sync) = (&stages.sync_first, &stages.sync);
+        pass(
+            "huffman_sync_first",
+            sync_first,
             &per_span_group,
             spans_total,
+            0,
         );
-        after_pass("huffman_sync_first", encoder);
-        for dispatch in 1..sync_dispatches(self.longest) {
-            // This dispatch's counters: each image's changes, and all images' of its parity.
-            let parity = dispatch % 2;
-            let all_changes = changes_bytes * 2 + parity as u64 * 4;
-            encoder.clear_buffer(buffers.flags, 0, Some(changes_bytes));
-            encoder.clear_buffer(buffers.flags, all_changes, Some(4));
-            let sync = &stages.sync[parity];
-            run(device, encoder, sync, &per_span_group, spans_total);
-            after_pass("huffman_sync", encoder);
+        for dispatch in 1..dispatches {
+            pass("huffman_sync", sync, &per_span_group, spans_total, dispatch);
         }
         let prefix_invocations = *per_image.last().unwrap();
-        run(
-            device,
-            encoder,
-            &stages.prefix,
+        let prefix = &stages.prefix;
+        pass(
+            "huffman_prefix",
+            prefix,
             &per_image_group,
             prefix_invocations,
+            0,
         );
-        after_pass("huffman_prefix", encoder);
-        run(device, encoder, &stages.write, &per_span_group, spans_total);
-        after_pass("huffman_write", encoder);
+        // The write pass reads the last sync dispatch's changes.
+        let (write, last) = (&stages.write, dispatches - 1);
+        pass("huffman_write", write, &per_span_group, spans_total, last);
         Ok(())
     }
 }
@@ -339,12 +363,11 @@ mod tests {
                 submission,
                 |bytes| {
                     let words: &[u32] = bytemuck::cast_slice(bytes);
-                    let slots = segments.len();
                     planes
                         .iter()
                         .enumerate()
                         .map(|(slot, sizes)| {
-                            (words[slots + slot] == 1).then(|| {
+                            (words[slot] == 1).then(|| {
                                 sizes
                                     .iter()
                                     .map(|&(at, len)| {

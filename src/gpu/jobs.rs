@@ -65,10 +65,6 @@ impl IdctJob {
 }
 
 /// `Job` of shaders/entropy.wgsl: one image's entropy-coded segment.
-#[allow(
-    dead_code,
-    reason = "stage 0 (GPU Huffman decoding) is verified on its own; the streaming loader does not record it yet"
-)]
 #[derive(Clone, Copy, Default)]
 pub(crate) struct EntropyJob {
     /// Where the un-stuffed data starts in the upload, its words and its bits.
@@ -83,22 +79,17 @@ pub(crate) struct EntropyJob {
     /// MCUs in the scan, blocks per MCU.
     pub mcus: u32,
     pub blocks_per_mcu: u32,
-    /// Its words in the flags buffer (`slot` and `slots + slot`).
+    /// Its place among the batch's segments, which picks its words in the flags buffer.
     pub slot: u32,
-    pub slots: u32,
     /// `McuBlock::word` of each block of the MCU.
     pub mcu_blocks: [u32; 10],
     /// Where each component's dense coefficients start in the decoded arena.
     pub out_base: [u32; 4],
 }
 
-#[allow(
-    dead_code,
-    reason = "stage 0 (GPU Huffman decoding) is verified on its own; the streaming loader does not record it yet"
-)]
 impl EntropyJob {
-    /// Words of the WGSL struct: 10, then `array<u32, 10>` and `array<u32, 4>`.
-    pub const WORDS: usize = 10 + 10 + 4;
+    /// Words of the WGSL struct: 9, then `array<u32, 10>` and `array<u32, 4>`.
+    pub const WORDS: usize = 9 + 10 + 4;
 
     pub fn words(&self) -> [u32; Self::WORDS] {
         let head = [
@@ -111,12 +102,11 @@ impl EntropyJob {
             self.mcus,
             self.blocks_per_mcu,
             self.slot,
-            self.slots,
         ];
         std::array::from_fn(|i| match i {
-            0..10 => head[i],
-            10..20 => self.mcu_blocks[i - 10],
-            _ => self.out_base[i - 20],
+            0..9 => head[i],
+            9..19 => self.mcu_blocks[i - 9],
+            _ => self.out_base[i - 19],
         })
     }
 }

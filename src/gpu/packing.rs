@@ -318,9 +318,10 @@ impl Packing {
         for plane in &mut color.planes {
             plane.base += sample_base;
         }
+        // The colour stage takes four pixels of a row an invocation.
         self.color.push(
             &color.words(),
-            u64::from(color.width) * u64::from(color.height),
+            u64::from(color.width.div_ceil(4)) * u64::from(color.height),
         );
         let mut tensor = work.tensor.job;
         match work.horizontal {
@@ -357,7 +358,8 @@ impl Packing {
     /// Records the stages, writing each image's output into `output`, binding at most `window`
     /// bytes at a time. `after_stage` is called with each stage's name once it is recorded
     /// (stage timing submits the encoder there). With stage 0 images, returns a buffer to map
-    /// once the work has run: a word per [`Self::entropy_images`], 1 where the GPU decoded it.
+    /// once the work has run: a word per [`Self::entropy_images`], 1 where the GPU decoded it;
+    /// and the time spent writing the upload.
     pub fn record(
         &self,
         pipeline: &GpuPipeline,
@@ -366,7 +368,7 @@ impl Packing {
         output: &wgpu::Buffer,
         window: u64,
         after_stage: &mut dyn FnMut(&'static str, &mut wgpu::CommandEncoder),
-    ) -> Result<Option<wgpu::Buffer>> {
+    ) -> Result<(Option<wgpu::Buffer>, std::time::Duration)> {
         let (stages, pool) = (&pipeline.stages, &pipeline.pool);
         let dummy = storage_buffer(device, "placeholder", &[0], wgpu::BufferUsages::empty())?;
         let mut upload = Upload::new(device);
@@ -382,7 +384,9 @@ impl Packing {
         let taps = upload.push(&self.taps);
         let constants = upload.push(&self.constants);
         let coefs = upload.push(&[]);
+        let upload_started = std::time::Instant::now();
         let (buffer, coefs) = self.upload(device, &pipeline.copiers, upload, coefs.start)?;
+        let upload_took = upload_started.elapsed();
         let table =
             |range: &std::ops::Range<u64>| binding(&buffer, range.start, range.end - range.start);
         // Every word of these that a stage reads was written by the stage before (or copied
@@ -481,7 +485,7 @@ impl Packing {
         for buffer in [decoded, samples, rgbx, hpass] {
             pool.put(buffer);
         }
-        Ok(status)
+        Ok((status, upload_took))
     }
 
     /// Records stage 0 for this packing's segments (in the upload at `data`) into `decoded`,
@@ -522,14 +526,14 @@ impl Packing {
             buffers,
             after_pass,
         )?;
-        let status_bytes = self.entropy.status_word() * 4;
+        let status_bytes = self.entropy.status_words() * 4;
         let status = device.create_buffer(&wgpu::BufferDescriptor {
             label: Some("entropy status"),
             size: status_bytes,
             usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
             mapped_at_creation: false,
         });
-        encoder.copy_buffer_to_buffer(&flags, status_bytes, &status, 0, status_bytes);
+        encoder.copy_buffer_to_buffer(&flags, 0, &status, 0, status_bytes);
         pool.put(spans);
         pool.put(flags);
         Ok(Some(status))

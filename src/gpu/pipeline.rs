@@ -33,6 +33,8 @@ pub struct GpuTimings {
     pub pack: std::time::Duration,
     /// Creating buffers (uploads included) and recording (CPU).
     pub record: std::time::Duration,
+    /// Of `record`: creating and filling the upload buffer (CPU).
+    pub upload: std::time::Duration,
     /// Waiting for the GPU's work and the transfers once nothing else is left to do (with a
     /// batch in flight, most of the GPU's work is hidden behind the next batch's packing).
     pub execute: std::time::Duration,
@@ -195,7 +197,7 @@ impl GpuPipeline {
                 if let Some(stamps) = stamps.borrow_mut().as_mut() {
                     stamps.start(&mut encoder);
                 }
-                let status = packing.record(
+                let (status, upload) = packing.record(
                     self,
                     device,
                     &mut encoder,
@@ -203,6 +205,7 @@ impl GpuPipeline {
                     window,
                     &mut after_stage,
                 )?;
+                timings.upload += upload;
                 queue.submit([encoder.finish()]);
                 if let Some(status) = status {
                     let images = std::mem::take(&mut packing.entropy_images);

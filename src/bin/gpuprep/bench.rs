@@ -159,6 +159,7 @@ fn gpu_phases(batches: &[BatchStats]) -> serde_json::Value {
         "what": "gpu_phases",
         "pack_ms": sum(&|b| b.gpu_timings.pack),
         "record_upload_ms": sum(&|b| b.gpu_timings.record),
+        "of_which_upload_ms": sum(&|b| b.gpu_timings.upload),
         "execute_ms": sum(&|b| b.gpu_timings.execute),
         "read_back_ms": sum(&|b| b.gpu_timings.read_back),
     });
