@@ -259,8 +259,15 @@ fn exit_of(i: u32) -> State {
     return State(spans[at], spans[at + 1u]);
 }
 
+// What a sync pass iterates on, in workgroup memory rather than in variables: lavapipe loses
+// values that a loop with barriers carries from one iteration to the next. Per invocation, the
+// state where its subsequence's decoding ended and the entry it was decoded from;
 var<workgroup> shared_exits: array<State, 64>;
-var<workgroup> workgroup_changes: atomic<u32>;
+var<workgroup> shared_used: array<State, 64>;
+// the iterations done, and the changes in the current one by its parity (one is reset while
+// the other counts).
+var<workgroup> iterations_done: u32;
+var<workgroup> iteration_changes: array<atomic<u32>, 2>;
 
 fn sync_pass(id: vec3<u32>, groups: vec3<u32>, lid: u32, first: bool) {
     let global = invocation(id, groups);
@@ -274,13 +281,18 @@ fn sync_pass(id: vec3<u32>, groups: vec3<u32>, lid: u32, first: bool) {
         j = find_job(global);
     }
     load_job(j);
-    let working = job < arrayLength(&jobs);
+    var working = job < images;
     var i = 0u;
-    var exit = State(NONE, 0u);
-    var used = State(NONE, 0u);
-    var entry_from_dispatch = State(0u, 0u);
     if working {
         i = global - starts[job];
+        // Each image starts a workgroup, as in the mirror; invocations past its subsequences
+        // fill the last one.
+        working = i < jobs[job].subsequences;
+    }
+    var entry_from_dispatch = State(0u, 0u);
+    var exit = State(NONE, 0u);
+    var used = State(NONE, 0u);
+    if working {
         let at = span_at(i);
         if !first {
             exit = State(spans[at], spans[at + 1u]);
@@ -294,43 +306,50 @@ fn sync_pass(id: vec3<u32>, groups: vec3<u32>, lid: u32, first: bool) {
             }
         }
     }
-    var changed = false;
-    var seen = 0u;
-    for (var iteration = 0u; iteration <= 64u; iteration++) {
+    shared_exits[lid] = exit;
+    shared_used[lid] = used;
+    loop {
+        let iteration = workgroupUniformLoad(&iterations_done);
+        if iteration > 64u {
+            break;
+        }
         // The predecessor's exit of the iteration before; at first, and for the first thread,
         // what the dispatch before left (the guess, in the first dispatch).
         var entry = entry_from_dispatch;
         if iteration > 0u && lid > 0u && i > 0u {
             entry = shared_exits[lid - 1u];
         }
+        let last_entry = shared_used[lid];
+        // Every invocation has read its predecessor's exit before any writes its own.
         workgroupBarrier();
-        if working && (entry.pos != used.pos || entry.bk != used.bk) {
-            exit = sync_span(entry, (i + 1u) * SUBSEQUENCE_BITS);
-            used = entry;
-            changed = true;
+        if working && (entry.pos != last_entry.pos || entry.bk != last_entry.bk) {
+            let exit = sync_span(entry, (i + 1u) * SUBSEQUENCE_BITS);
+            shared_exits[lid] = exit;
+            shared_used[lid] = entry;
             let at = span_at(i);
             spans[at] = exit.pos;
             spans[at + 1u] = exit.bk;
-            spans[at + 2u] = used.pos;
-            spans[at + 3u] = used.bk;
+            spans[at + 2u] = entry.pos;
+            spans[at + 3u] = entry.bk;
             spans[at + 4u] = span_blocks;
             for (var c = 0u; c < 4u; c++) {
                 spans[at + 5u + c] = span_dc[c];
             }
-            atomicAdd(&workgroup_changes, 1u);
+            if !first {
+                atomicAdd(&flags[changes_word(dispatch, jobs[job].slot)], 1u);
+            }
+            atomicAdd(&iteration_changes[iteration % 2u], 1u);
         }
-        shared_exits[lid] = exit;
-        let total = workgroupUniformLoad(&workgroup_changes);
-        if total == seen {
+        let changes = workgroupUniformLoad(&iteration_changes[iteration % 2u]);
+        if changes == 0u {
             break;
         }
-        seen = total;
-    }
-    if working && changed && !first {
-        atomicAdd(&flags[changes_word(dispatch, jobs[job].slot)], 1u);
-    }
-    if lid == 0u && seen != 0u {
-        atomicAdd(&flags[changes_word(dispatch, images)], 1u);
+        if lid == 0u {
+            atomicAdd(&flags[changes_word(dispatch, images)], 1u);
+            // The other counter was last read before this iteration's barriers.
+            atomicStore(&iteration_changes[(iteration + 1u) % 2u], 0u);
+            iterations_done = iteration + 1u;
+        }
     }
 }
 
@@ -426,6 +445,9 @@ fn write(@builtin(global_invocation_id) id: vec3<u32>, @builtin(num_workgroups) 
         return;
     }
     let i = global - starts[job];
+    if i >= jobs[job].subsequences {
+        return;
+    }
     var state = State(0u, 0u);
     if i > 0u {
         state = exit_of(i - 1u);

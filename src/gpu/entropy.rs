@@ -121,7 +121,8 @@ pub(crate) struct EntropyBuffers<'a> {
 pub(crate) struct EntropyPacking {
     jobs: Vec<EntropyJob>,
     spans: u64,
-    longest: usize,
+    /// The most sync dispatches a segment needs.
+    dispatches: usize,
 }
 
 /// Words a segment takes in the upload: its data, then its tables.
@@ -157,7 +158,7 @@ impl EntropyPacking {
             *word = block.word();
         }
         self.spans += n as u64;
-        self.longest = self.longest.max(n);
+        self.dispatches = self.dispatches.max(sync_dispatches(segment));
         self.jobs.push(job);
         self.jobs.len() - 1
     }
@@ -171,7 +172,7 @@ impl EntropyPacking {
     /// sync dispatch, each segment's changes and those of all of them.
     pub fn flag_words(&self) -> u64 {
         let segments = self.jobs.len() as u64;
-        segments + sync_dispatches(self.longest) as u64 * (segments + 1)
+        segments + self.dispatches as u64 * (segments + 1)
     }
 
     /// The status words, first in the flags buffer: word `slot` is 1 where that segment was
@@ -192,15 +193,17 @@ impl EntropyPacking {
         let mut per_span = vec![0];
         let mut per_image = vec![0];
         for job in &self.jobs {
-            per_span.push(per_span.last().unwrap() + job.subsequences);
+            // Each image starts a workgroup, so that its workgroups are the mirror's.
+            let invocations = job.subsequences.next_multiple_of(WORKGROUP);
+            per_span.push(per_span.last().unwrap() + invocations);
             per_image.push(per_image.last().unwrap() + WORKGROUP);
         }
         (records, per_span, per_image)
     }
 
     /// Records the passes (see [`EntropyBuffers`]), calling `after_pass` with each one's name
-    /// once it is recorded (for timing them). Sync dispatches are recorded for the longest
-    /// image; once one changes nothing, those after it return at once. The flags are cleared
+    /// once it is recorded (for timing them). Sync dispatches are recorded for the segment that
+    /// needs most; once one changes nothing, those after it return at once. The flags are cleared
     /// once: each dispatch counts in words of its own.
     pub fn record(
         &self,
@@ -250,7 +253,7 @@ impl EntropyPacking {
             (bind_group(&span_starts), bind_group(&image_starts));
         encoder.clear_buffer(buffers.flags, 0, Some(flags_bytes));
         encoder.clear_buffer(buffers.decoded, 0, Some(buffers.decoded_words * 4));
-        let dispatches = sync_dispatches(self.longest);
+        let dispatches = self.dispatches;
         let mut pass = |name, pipeline, group, invocations, dispatch: usize| {
             let (x, y) = grid(device, invocations);
             let offset = dispatch as u32 * stages.dispatch_stride;
@@ -542,7 +545,7 @@ mod tests {
             n / cpu,
             n / best,
             best * 1e3,
-            sync_dispatches(packing.longest),
+            packing.dispatches,
         );
         let readback = decode_segments(
             &gpu.device,

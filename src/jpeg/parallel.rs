@@ -36,15 +36,27 @@ pub(crate) const SUBSEQUENCE_BITS: u32 = 1024;
 /// Threads per workgroup: how far a corrected state can travel in one sync dispatch.
 pub(crate) const WORKGROUP: usize = 64;
 
-/// Most sync dispatches per batch; an image not settled after them is decoded on the CPU.
+/// Most sync dispatches for an image; one not settled after its own is decoded on the CPU.
 pub(crate) const MAX_SYNC_DISPATCHES: usize = 48;
 
-/// Sync dispatches for a batch whose longest image has `subsequences`: a corrected state may
-/// have to travel from its first workgroup to its last, one a dispatch (when its components
-/// share tables, a wrong guess of the block decodes the same bits and never corrects itself),
-/// and one more dispatch must change nothing.
-pub(crate) fn sync_dispatches(subsequences: usize) -> usize {
-    (subsequences.div_ceil(WORKGROUP) + 1).clamp(2, MAX_SYNC_DISPATCHES)
+/// Sync dispatches for an image whose wrong guesses correct themselves. Its corrections travel
+/// a few subsequences, within a workgroup: every image of the benchmark sets, the shared
+/// corpus and the test files settles by its second or third dispatch.
+const SELF_CORRECTING_DISPATCHES: usize = 4;
+
+/// Sync dispatches for `segment`: where wrong guesses of the block never correct themselves
+/// ([`EntropySegment::corrects_wrong_blocks`]), the right state may have to travel from the
+/// first workgroup to the last, one a dispatch, and one more dispatch must change nothing;
+/// else [`SELF_CORRECTING_DISPATCHES`]. A batch runs the most any of its images needs (so an
+/// image the mirror gives up on may still settle on the GPU: exact either way).
+pub(crate) fn sync_dispatches(segment: &EntropySegment) -> usize {
+    let across = subsequences(segment).div_ceil(WORKGROUP) + 1;
+    let dispatches = if segment.corrects_wrong_blocks() {
+        across.min(SELF_CORRECTING_DISPATCHES)
+    } else {
+        across
+    };
+    dispatches.clamp(2, MAX_SYNC_DISPATCHES)
 }
 
 /// Where a decoder is: the bit it reads next, the block of the MCU it is in, and the zigzag
@@ -288,7 +300,7 @@ fn sync(segment: &EntropySegment) -> Option<Vec<Span>> {
     };
     let mut spans = vec![Span::default(); n];
     let mut used = vec![State::NONE; n];
-    for dispatch in 0..sync_dispatches(n) {
+    for dispatch in 0..sync_dispatches(segment) {
         let before: Vec<Option<State>> = spans.iter().map(|s| s.exit).collect();
         let mut changes = 0;
         for group in (0..n).step_by(WORKGROUP) {
@@ -420,6 +432,39 @@ mod tests {
             "{sequential} sequential, {decoded} decoded, {given_up} given up"
         );
         eprintln!("{decoded} decoded in parallel, {given_up} given up");
+    }
+
+    /// Wrong guesses of the block correct themselves unless the MCU's tables repeat within it:
+    /// those images get dispatches enough for the right state to cross every workgroup.
+    #[test]
+    fn images_whose_guesses_never_correct_get_every_dispatch() {
+        let segment = |name: &str| {
+            let data = std::fs::read(format!("tests/data/{name}")).unwrap();
+            match decode_for_gpu(&data, &Limits::default()) {
+                Ok((_, Coefficients::Segment(segment))) => segment,
+                _ => panic!("{name} is not a single-scan segment"),
+            }
+        };
+        // Three components, one pair of tables: every block decodes alike.
+        let shared = segment("conformance/jdec__rgb.jpg");
+        assert!(!shared.corrects_wrong_blocks());
+        let across = subsequences(&shared).div_ceil(WORKGROUP) + 1;
+        assert!(across > SELF_CORRECTING_DISPATCHES);
+        assert_eq!(sync_dispatches(&shared), across);
+        assert!(decode(&shared).is_some(), "settles within its dispatches");
+        // Luma and chroma tables, and one block an MCU.
+        for name in [
+            "photos/mpl__grace_hopper.jpg",
+            "conformance/jdec__grayscale_large.jpg",
+        ] {
+            let own = segment(name);
+            assert!(own.corrects_wrong_blocks(), "{name}");
+            assert!(
+                sync_dispatches(&own) <= SELF_CORRECTING_DISPATCHES,
+                "{name}"
+            );
+            assert!(decode(&own).is_some(), "{name} settles");
+        }
     }
 
     /// `planes` (table order) hold `dense`'s blocks.

@@ -60,6 +60,22 @@ impl EntropySegment {
         self.mcus * self.blocks.len()
     }
 
+    /// Whether a decoder that guessed the wrong block of the MCU always falls back into step:
+    /// whether the MCU's blocks, read as the tables that decode them, repeat only once a
+    /// whole MCU. Where they repeat sooner (say, three components sharing one pair of
+    /// tables), a wrong guess decodes the very same bits as the right one forever.
+    pub fn corrects_wrong_blocks(&self) -> bool {
+        let table = |t: usize| &self.tables[t * TABLE_WORDS..(t + 1) * TABLE_WORDS];
+        let decodes_alike = |a: &McuBlock, b: &McuBlock| {
+            table(2 * a.scan_comp) == table(2 * b.scan_comp)
+                && table(2 * a.scan_comp + 1) == table(2 * b.scan_comp + 1)
+        };
+        let n = self.blocks.len();
+        (1..n).filter(|shift| n % shift == 0).all(|shift| {
+            !(0..n).all(|b| decodes_alike(&self.blocks[b], &self.blocks[(b + shift) % n]))
+        })
+    }
+
     /// Un-stuffs the data from `start` of `data` up to the next marker, as the CPU decoder's
     /// bit reader reads it. `None` when the data ends without a marker (the CPU decoder reports that as a
     /// truncated file).
