@@ -47,8 +47,10 @@ struct Job {
 // Dense coefficients that stage 0 decoded on the GPU.
 @group(0) @binding(4) var<storage, read> decoded: array<u32>;
 
-// This invocation's job.
+// This invocation's job, and where its coefficients are (`main`).
 var<private> job: u32;
+var<private> job_dense: bool;
+var<private> job_coef_base: u32;
 
 const CONST_BITS: u32 = 13u;
 const PASS1_BITS: u32 = 2u;
@@ -128,15 +130,11 @@ fn table_index(bx: u32, by: u32) -> u32 {
     return mcu * w * h + (by % h) * w + bx % w;
 }
 
-// Loads the table's block `block` into `block_coefs` (reduced sizes).
+// Makes the table's block `block` the one `coef` reads (reduced sizes): a compact one is
+// scattered into `block_coefs`; a dense one is read where it lies, only the coefficients the
+// reduced IDCT needs.
 fn load_block(block: u32) {
-    if jobs[job].dense != 0u {
-        let at = jobs[job].coef_base + block * 32u;
-        for (var w = 0u; w < 32u; w++) {
-            let pair = decoded[at + w];
-            block_coefs[2u * w] = bitcast<i32>(pair << 16u) >> 16u;
-            block_coefs[2u * w + 1u] = bitcast<i32>(pair) >> 16u;
-        }
+    if job_dense {
         return;
     }
     load_compact(block);
@@ -171,6 +169,10 @@ fn half_word(stream: u32, p: u32) -> u32 {
 
 // Quantised coefficient i (natural order) of the loaded block.
 fn coef(block: u32, i: u32) -> i32 {
+    if job_dense {
+        let pair = decoded[job_coef_base + block * 32u + i / 2u];
+        return select(bitcast<i32>(pair << 16u) >> 16u, bitcast<i32>(pair) >> 16u, i % 2u == 1u);
+    }
     return block_coefs[i];
 }
 
@@ -408,6 +410,8 @@ fn main(@builtin(global_invocation_id) id: vec3<u32>, @builtin(num_workgroups) g
     if job >= arrayLength(&jobs) {
         return;
     }
+    job_dense = jobs[job].dense != 0u;
+    job_coef_base = jobs[job].coef_base;
     let index = global - starts[job];
     let per = jobs[job].blocks_per_invocation;
     let groups_per_row = (jobs[job].width_in_blocks + per - 1u) / per;
