@@ -218,10 +218,9 @@ fn level_shift(x: i32) -> u32 {
     return u32(clamp(x, -128, 127) + 128);
 }
 
-// The samples of one reduced block, row-major with `size` samples per row (4x4 at most).
-var<private> out: array<u32, 16>;
 
-fn idct_4x4(block: u32) {
+// The 4x4 IDCT: its four rows of samples, a word each.
+fn idct_4x4(block: u32) -> vec4<u32> {
     var d: array<i32, 64>;
     var rows_zero = true;
     for (var i = 0u; i < 64u; i++) {
@@ -244,16 +243,21 @@ fn idct_4x4(block: u32) {
             }
         }
     }
+    var rows = vec4<u32>(0u);
     for (var r = 0u; r < 4u; r++) {
         let b = r * 8u;
         let row = kernel_4(array<i32, 8>(ws[b], ws[b + 1u], ws[b + 2u], ws[b + 3u], ws[b + 4u], ws[b + 5u], ws[b + 6u], ws[b + 7u]));
+        var word = 0u;
         for (var k = 0u; k < 4u; k++) {
-            out[r * 4u + k] = level_shift(descale(row[k], CONST_BITS + PASS1_BITS + 3u + 1u));
+            word |= level_shift(descale(row[k], CONST_BITS + PASS1_BITS + 3u + 1u)) << (8u * k);
         }
+        rows[r] = word;
     }
+    return rows;
 }
 
-fn idct_2x2(block: u32) {
+// The 2x2 IDCT: its two rows of samples, in the low half of a word each.
+fn idct_2x2(block: u32) -> vec2<u32> {
     var ws: array<i32, 16>;
     for (var u = 0u; u < 8u; u++) {
         if u == 0u || u % 2u == 1u {
@@ -265,19 +269,23 @@ fn idct_2x2(block: u32) {
             ws[8u + u] = descale(column.y, CONST_BITS - PASS1_BITS + 2u);
         }
     }
+    var rows = vec2<u32>(0u);
     for (var r = 0u; r < 2u; r++) {
         let b = r * 8u;
         // Between the passes the odd inputs are saturated to 16 bits; the DC term stays 32-bit.
         let row = kernel_2(array<i32, 8>(ws[b], sat16(ws[b + 1u]), 0, sat16(ws[b + 3u]), 0, sat16(ws[b + 5u]), 0, sat16(ws[b + 7u])));
-        out[r * 2u] = level_shift(descale(row.x, CONST_BITS + PASS1_BITS + 3u + 2u));
-        out[r * 2u + 1u] = level_shift(descale(row.y, CONST_BITS + PASS1_BITS + 3u + 2u));
+        let left = level_shift(descale(row.x, CONST_BITS + PASS1_BITS + 3u + 2u));
+        let right = level_shift(descale(row.y, CONST_BITS + PASS1_BITS + 3u + 2u));
+        rows[r] = left | (right << 8u);
     }
+    return rows;
 }
 
-fn idct_1x1(block: u32) {
+// The 1x1 IDCT: its one sample.
+fn idct_1x1(block: u32) -> u32 {
     // The C code: the product in 32 bits (no 16-bit lane), then the range-limit table.
     let dc = coef(block, 0u) * jobs[job].quant[0][0];
-    out[0] = range_limit(descale(dc, 3u));
+    return range_limit(descale(dc, 3u));
 }
 
 // The full-size IDCT, eight invocations a block (a job's invocations are eight times its
@@ -422,8 +430,8 @@ fn main(@builtin(global_invocation_id) id: vec3<u32>, @builtin(num_workgroups) g
     }
     let size = jobs[job].idct_size;
     let row_words = jobs[job].sample_row_words;
-    // Samples of this invocation's blocks, row by row, packed four to a word.
-    var words: array<u32, 16>;
+    // This invocation's word of each of its rows: its blocks' samples side by side.
+    var rows = vec4<u32>(0u);
     for (var j = 0u; j < per; j++) {
         let bx = gx * per + j;
         if bx >= jobs[job].width_in_blocks {
@@ -432,22 +440,20 @@ fn main(@builtin(global_invocation_id) id: vec3<u32>, @builtin(num_workgroups) g
         let block = table_index(bx, by);
         load_block(block);
         switch size {
-            case 4u: { idct_4x4(block); }
-            case 2u: { idct_2x2(block); }
-            default: { idct_1x1(block); }
-        }
-        for (var r = 0u; r < size; r++) {
-            for (var k = 0u; k < size; k++) {
-                let byte = j * size + k;
-                words[r * 2u + byte / 4u] |= out[r * size + k] << (8u * (byte % 4u));
+            case 4u: {
+                rows = idct_4x4(block);
+            }
+            case 2u: {
+                let pair = idct_2x2(block);
+                rows.x |= pair.x << (16u * j);
+                rows.y |= pair.y << (16u * j);
+            }
+            default: {
+                rows.x |= idct_1x1(block) << (8u * j);
             }
         }
     }
-    let words_per_row = max(size * per / 4u, 1u);
     for (var r = 0u; r < size; r++) {
-        for (var w = 0u; w < words_per_row; w++) {
-            let at = (by * size + r) * row_words + gx * words_per_row + w;
-            samples[jobs[job].sample_base + at] = words[r * 2u + w];
-        }
+        samples[jobs[job].sample_base + (by * size + r) * row_words + gx] = rows[r];
     }
 }
