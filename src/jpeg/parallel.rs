@@ -290,8 +290,10 @@ fn end_of(i: usize) -> u32 {
     (i as u32 + 1) * SUBSEQUENCE_BITS
 }
 
-/// The sync dispatches, workgroup by workgroup, each reading the exits the dispatch before left
-/// (the GPU may see newer ones, which only settles sooner). The spans, once settled.
+/// The sync dispatches, workgroup by workgroup, each reading the exits the dispatch before left.
+/// The GPU may read newer ones, and may settle an image a dispatch sooner or later (on lavapipe,
+/// an image whose guesses cannot correct themselves took one more when alone in its batch); once
+/// settled, the spans are the same. The spans, once settled.
 fn sync(segment: &EntropySegment) -> Option<Vec<Span>> {
     let n = subsequences(segment);
     let guess = |i: usize| State {
