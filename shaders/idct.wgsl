@@ -145,21 +145,31 @@ fn load_compact(block: u32) {
     for (var i = 0u; i < 64u; i++) {
         block_coefs[i] = 0;
     }
-    let base = jobs[job].coef_base;
-    let stream = base + jobs[job].table_blocks + 1u;
-    let first = coefs[base + block];
-    let end = coefs[base + block + 1u] >> 1u;
-    if (first & 1u) == 0u {
-        for (var p = first >> 1u; p < end; p++) {
-            let entry = half_word(stream, p);
-            block_coefs[entry >> 10u] = bitcast<i32>(entry << 22u) >> 22u;
-        }
-    } else {
-        for (var p = first >> 1u; p < end; p += 2u) {
-            let value = half_word(stream, p + 1u);
-            block_coefs[half_word(stream, p) & 63u] = bitcast<i32>(value << 16u) >> 16u;
-        }
+    let entries = compact_entries(block);
+    for (var p = entries.x; p < entries.y; p += entries.z) {
+        let entry = compact_entry(p, entries.z);
+        block_coefs[entry.x] = entry.y;
     }
+}
+
+// Where block `block`'s entries lie in the compact stream: its first half-word, the half-word
+// after its last, and half-words an entry (1, or 2 in a wide block).
+fn compact_entries(block: u32) -> vec3<u32> {
+    let base = jobs[job].coef_base;
+    let first = coefs[base + block];
+    return vec3<u32>(first >> 1u, coefs[base + block + 1u] >> 1u, 1u + (first & 1u));
+}
+
+// The entry at half-word `p` of the compact stream, `size` half-words long: (natural index,
+// value).
+fn compact_entry(p: u32, size: u32) -> vec2<i32> {
+    let stream = jobs[job].coef_base + jobs[job].table_blocks + 1u;
+    let head = half_word(stream, p);
+    if size == 1u {
+        return vec2<i32>(i32(head >> 10u), bitcast<i32>(head << 22u) >> 22u);
+    }
+    let value = half_word(stream, p + 1u);
+    return vec2<i32>(i32(head & 63u), bitcast<i32>(value << 16u) >> 16u);
 }
 
 // Half-word `p` of the entry stream that starts at word `stream`.
@@ -336,20 +346,10 @@ fn main_8x8(
     }
     workgroupBarrier();
     if compact {
-        let base = jobs[job].coef_base;
-        let stream = base + jobs[job].table_blocks + 1u;
-        let first = coefs[base + block];
-        let end = coefs[base + block + 1u] >> 1u;
-        if (first & 1u) == 0u {
-            for (var p = (first >> 1u) + lane; p < end; p += 8u) {
-                let entry = half_word(stream, p);
-                tiles[tile][entry >> 10u] = bitcast<i32>(entry << 22u) >> 22u;
-            }
-        } else {
-            for (var p = (first >> 1u) + 2u * lane; p < end; p += 16u) {
-                let value = half_word(stream, p + 1u);
-                tiles[tile][half_word(stream, p) & 63u] = bitcast<i32>(value << 16u) >> 16u;
-            }
+        let entries = compact_entries(block);
+        for (var p = entries.x + lane * entries.z; p < entries.y; p += 8u * entries.z) {
+            let entry = compact_entry(p, entries.z);
+            tiles[tile][entry.x] = entry.y;
         }
     }
     workgroupBarrier();
