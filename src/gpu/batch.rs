@@ -129,8 +129,10 @@ impl GpuPipeline {
         for packing in packings.iter().filter(|p| !p.is_empty()) {
             let submitted = checked(device, || {
                 let mut encoder = device.create_command_encoder(&Default::default());
-                packing.record(self, device, &mut encoder, &buffer, window, &mut |_, _| {})?;
+                let recorded =
+                    packing.record(self, device, &mut encoder, &buffer, window, &mut |_, _| {})?;
                 queue.submit([encoder.finish()]);
+                let _ = recorded.submitted(self);
                 Ok(())
             });
             if let Err(e) = submitted {

@@ -68,8 +68,9 @@ pub(crate) struct BufferPool {
 }
 
 impl BufferPool {
-    /// Buffers kept at most; the smallest go first.
-    const KEEP: usize = 8;
+    /// Buffers kept at most (a batch's arenas and upload, and the outputs of the two batches
+    /// in flight); the smallest go first.
+    const KEEP: usize = 12;
 
     /// Bytes of the buffers kept now.
     pub fn bytes(&self) -> u64 {

@@ -12,6 +12,7 @@ mod entropy;
 mod jobs;
 mod packing;
 mod pipeline;
+mod staging;
 mod stamps;
 mod stream;
 mod work;

@@ -357,9 +357,8 @@ impl Packing {
 
     /// Records the stages, writing each image's output into `output`, binding at most `window`
     /// bytes at a time. `after_stage` is called with each stage's name once it is recorded
-    /// (stage timing submits the encoder there). With stage 0 images, returns a buffer to map
-    /// once the work has run: a word per [`Self::entropy_images`], 1 where the GPU decoded it;
-    /// and the time spent writing the upload.
+    /// (stage timing submits the encoder there; the staging buffer's copy is recorded before
+    /// any stage, so it is in the first submission).
     pub fn record(
         &self,
         pipeline: &GpuPipeline,
@@ -368,7 +367,7 @@ impl Packing {
         output: &wgpu::Buffer,
         window: u64,
         after_stage: &mut dyn FnMut(&'static str, &mut wgpu::CommandEncoder),
-    ) -> Result<(Option<wgpu::Buffer>, std::time::Duration)> {
+    ) -> Result<Recorded> {
         let (stages, pool) = (&pipeline.stages, &pipeline.pool);
         let dummy = storage_buffer(device, "placeholder", &[0], wgpu::BufferUsages::empty())?;
         let mut upload = Upload::new(device);
@@ -385,7 +384,8 @@ impl Packing {
         let constants = upload.push(&self.constants);
         let coefs = upload.push(&[]);
         let upload_started = std::time::Instant::now();
-        let (buffer, coefs) = self.upload(device, &pipeline.copiers, upload, coefs.start)?;
+        let (buffer, staging, coefs) =
+            self.upload(device, encoder, pipeline, upload, coefs.start)?;
         let upload_took = upload_started.elapsed();
         let table =
             |range: &std::ops::Range<u64>| binding(&buffer, range.start, range.end - range.start);
@@ -482,10 +482,14 @@ impl Packing {
             );
         }
         after_stage("tensor", encoder);
-        for buffer in [decoded, samples, rgbx, hpass] {
+        for buffer in [decoded, samples, rgbx, hpass, buffer] {
             pool.put(buffer);
         }
-        Ok((status, upload_took))
+        Ok(Recorded {
+            status,
+            upload: upload_took,
+            staging,
+        })
     }
 
     /// Records stage 0 for this packing's segments (in the upload at `data`) into `decoded`,
@@ -575,25 +579,23 @@ impl Packing {
             .collect()
     }
 
-    /// The upload buffer: `upload`'s tables, then from byte `coef_start` the coefficients,
-    /// each plane copied into the mapped buffer by its own thread. Returns the buffer and the
-    /// coefficients' byte range.
+    /// The upload buffer: `upload`'s tables, then from byte `coef_start` the coefficients and
+    /// segments, each copied into a mapped staging buffer of the ring by a copy thread, and
+    /// the staging buffer copied into a pooled device buffer by `encoder`. Returns that buffer,
+    /// the staging buffer (back to the ring once `encoder` is submitted) and the coefficients'
+    /// byte range.
     fn upload(
         &self,
         device: &wgpu::Device,
-        copiers: &rayon::ThreadPool,
+        encoder: &mut wgpu::CommandEncoder,
+        pipeline: &GpuPipeline,
         upload: Upload,
         coef_start: u64,
-    ) -> Result<(wgpu::Buffer, std::ops::Range<u64>)> {
+    ) -> Result<(wgpu::Buffer, wgpu::Buffer, std::ops::Range<u64>)> {
         let coef_end = coef_start + (self.coef_words * 4).max(4);
-        let buffer = device.create_buffer(&wgpu::BufferDescriptor {
-            label: Some("upload"),
-            size: coef_end,
-            usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC,
-            mapped_at_creation: true,
-        });
+        let staging = pipeline.staging.take(device, coef_end);
         let mapping_error = |e| Error::Gpu(format!("cannot write the upload: {e}"));
-        buffer
+        staging
             .slice(..coef_start)
             .get_mapped_range_mut()
             .map_err(mapping_error)?
@@ -613,13 +615,13 @@ impl Packing {
             .map(|(at, words)| (*at, &words[..]))
             .chain(segments)
             .collect();
-        copiers.install(|| {
+        pipeline.copiers.install(|| {
             copies
                 .par_iter()
                 .filter(|(_, words)| !words.is_empty())
                 .try_for_each(|(at, words)| -> Result<()> {
                     let start = coef_start + at * 4;
-                    buffer
+                    staging
                         .slice(start..start + words.len() as u64 * 4)
                         .get_mapped_range_mut()
                         .map_err(mapping_error)?
@@ -627,8 +629,36 @@ impl Packing {
                     Ok(())
                 })
         })?;
-        buffer.unmap();
-        Ok((buffer, coef_start..coef_end))
+        staging.unmap();
+        // COPY_SRC: non-JPEG images' samples are copied on into the sample arena.
+        let usage = wgpu::BufferUsages::STORAGE
+            | wgpu::BufferUsages::COPY_DST
+            | wgpu::BufferUsages::COPY_SRC;
+        let buffer = pipeline.pool.take(device, "upload", coef_end, usage);
+        encoder.copy_buffer_to_buffer(&staging, 0, &buffer, 0, coef_end);
+        Ok((buffer, staging, coef_start..coef_end))
+    }
+}
+
+/// What recording a packing leaves: the verdict buffer of its stage 0 images, the time spent
+/// writing its upload, and the staging buffer the upload is copied from, which goes back to
+/// the ring ([`Recorded::submitted`]) once the encoder is submitted.
+#[must_use = "the staging buffer goes back to the ring after the submit"]
+pub(crate) struct Recorded {
+    /// With stage 0 images: a word per [`Packing::entropy_images`], 1 where the GPU decoded
+    /// it, to map once the work has run.
+    pub status: Option<wgpu::Buffer>,
+    /// Writing the upload (CPU).
+    pub upload: std::time::Duration,
+    staging: wgpu::Buffer,
+}
+
+impl Recorded {
+    /// Call once the encoder the packing was recorded into is submitted; returns the status
+    /// buffer.
+    pub fn submitted(self, pipeline: &GpuPipeline) -> Option<wgpu::Buffer> {
+        pipeline.staging.put(self.staging);
+        self.status
     }
 }
 

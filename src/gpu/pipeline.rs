@@ -2,6 +2,7 @@
 
 use super::dispatch::{checked, read_buffer, BufferPool};
 use super::packing::{binding_window, Packing};
+use super::staging::StagingRing;
 use super::stamps::StageStamps;
 use super::work::ImageWork;
 use super::Stages;
@@ -19,6 +20,8 @@ pub struct GpuPipeline {
     pub(crate) stages: Stages,
     /// Arenas and output buffers kept between calls.
     pub(crate) pool: BufferPool,
+    /// Upload staging buffers kept mapped between calls.
+    pub(crate) staging: StagingRing,
     /// A few threads of its own for copying uploads, so that they do not queue behind the
     /// decoding tasks on rayon's global pool: they are on the critical path.
     pub(crate) copiers: rayon::ThreadPool,
@@ -60,6 +63,7 @@ impl GpuPipeline {
         Self {
             stages: Stages::new(device),
             pool: BufferPool::default(),
+            staging: StagingRing::default(),
             copiers: copy_threads(),
             time_stages: false,
         }
@@ -72,10 +76,11 @@ impl GpuPipeline {
         self
     }
 
-    /// GPU memory this pipeline keeps between calls (its pooled arenas and outputs), in bytes:
-    /// bounded by a few buffers, whatever the number of images streamed.
+    /// GPU memory this pipeline keeps between calls (its pooled arenas and outputs, and its
+    /// upload staging buffers), in bytes: bounded by a few buffers, whatever the number of
+    /// images streamed.
     pub fn pooled_bytes(&self) -> u64 {
-        self.pool.bytes()
+        self.pool.bytes() + self.staging.bytes()
     }
 
     /// Runs stages 1–4 on the GPU: the same tensor as [`crate::preprocess`], bit for bit.
@@ -197,7 +202,7 @@ impl GpuPipeline {
                 if let Some(stamps) = stamps.borrow_mut().as_mut() {
                     stamps.start(&mut encoder);
                 }
-                let (status, upload) = packing.record(
+                let recorded = packing.record(
                     self,
                     device,
                     &mut encoder,
@@ -205,8 +210,9 @@ impl GpuPipeline {
                     window,
                     &mut after_stage,
                 )?;
-                timings.upload += upload;
+                timings.upload += recorded.upload;
                 queue.submit([encoder.finish()]);
+                let status = recorded.submitted(self);
                 if let Some(status) = status {
                     let images = std::mem::take(&mut packing.entropy_images);
                     timings.huffman_on_gpu += images.len();
@@ -365,20 +371,24 @@ impl GpuPipeline {
         }
         checked(device, || {
             let mut encoder = device.create_command_encoder(&Default::default());
+            let mut recorded = Vec::with_capacity(packings.len());
             for packing in &packings {
-                packing.record(
+                recorded.push(packing.record(
                     self,
                     device,
                     &mut encoder,
                     &submitted.output,
                     window,
                     &mut |_, _| {},
-                )?;
+                )?);
             }
             if let Some(readback) = &submitted.readback {
                 encoder.copy_buffer_to_buffer(&submitted.output, 0, readback, 0, submitted.bytes);
             }
             submitted.submission = queue.submit([encoder.finish()]);
+            for recorded in recorded {
+                let _ = recorded.submitted(self);
+            }
             Ok(())
         })
     }
