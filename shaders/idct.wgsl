@@ -44,8 +44,9 @@ struct Job {
 @group(0) @binding(2) var<storage, read> coefs: array<u32>;
 // Output planes, four samples per word (lowest byte first).
 @group(0) @binding(3) var<storage, read_write> samples: array<u32>;
-// Dense coefficients that stage 0 decoded on the GPU.
-@group(0) @binding(4) var<storage, read> decoded: array<u32>;
+// Dense coefficients that stage 0 decoded on the GPU, a block's row (four words) an element:
+// loads of whole rows, as neighbouring invocations read blocks far apart.
+@group(0) @binding(4) var<storage, read> decoded: array<vec4<u32>>;
 
 // This invocation's job, and where its coefficients are (`main`).
 var<private> job: u32;
@@ -119,8 +120,8 @@ fn kernel(x: array<i32, 8>, shift: u32) -> array<i32, 8> {
     );
 }
 
-// The current block's quantised coefficients, natural order.
-var<private> block_coefs: array<i32, 64>;
+// The reduced sizes' current block when compact (`load_block`), laid out as a dense one.
+var<private> block_rows: array<vec4<u32>, 8>;
 
 // Where block (bx, by) is in the compact table. Mirror of `BlockOrder::position`.
 fn table_index(bx: u32, by: u32) -> u32 {
@@ -130,25 +131,21 @@ fn table_index(bx: u32, by: u32) -> u32 {
     return mcu * w * h + (by % h) * w + bx % w;
 }
 
-// Makes the table's block `block` the one `coef` reads (reduced sizes): a compact one is
-// scattered into `block_coefs`; a dense one is read where it lies, only the coefficients the
-// reduced IDCT needs.
+// Makes the table's block `block` the one `quantised_row` reads (reduced sizes): a compact one
+// is scattered into `block_rows`; a dense one is read where it lies, only the rows the reduced
+// IDCT needs.
 fn load_block(block: u32) {
     if job_dense {
         return;
     }
-    load_compact(block);
-}
-
-// Scatters the compact table's block `block` into `block_coefs`.
-fn load_compact(block: u32) {
-    for (var i = 0u; i < 64u; i++) {
-        block_coefs[i] = 0;
+    for (var r = 0u; r < 8u; r++) {
+        block_rows[r] = vec4<u32>(0u);
     }
     let entries = compact_entries(block);
     for (var p = entries.x; p < entries.y; p += entries.z) {
         let entry = compact_entry(p, entries.z);
-        block_coefs[entry.x] = entry.y;
+        let i = u32(entry.x);
+        block_rows[i / 8u][(i % 8u) / 2u] |= (bitcast<u32>(entry.y) & 0xFFFFu) << (16u * (i % 2u));
     }
 }
 
@@ -177,36 +174,74 @@ fn half_word(stream: u32, p: u32) -> u32 {
     return (coefs[stream + p / 2u] >> (16u * (p % 2u))) & 0xFFFFu;
 }
 
-// Quantised coefficient i (natural order) of the loaded block.
-fn coef(block: u32, i: u32) -> i32 {
+// Row `r` of the loaded block's quantised coefficients: four words, two 16-bit values each.
+fn quantised_row(block: u32, r: u32) -> vec4<u32> {
     if job_dense {
-        let pair = decoded[job_coef_base + block * 32u + i / 2u];
-        return select(bitcast<i32>(pair << 16u) >> 16u, bitcast<i32>(pair) >> 16u, i % 2u == 1u);
+        return decoded[(job_coef_base + block * 32u) / 4u + r];
     }
-    return block_coefs[i];
+    return block_rows[r];
 }
 
-// Sign-extends the 16-bit lane: the dequantised coefficient as pmullw leaves it.
-fn dequantised(block: u32, i: u32) -> i32 {
-    return wrap16(coef(block, i) * jobs[job].quant[i / 4u][i % 4u]);
+// A quantised row dequantised as pmullw leaves it (16-bit lanes): columns 0..3, then 4..7.
+fn dequantise_row(words: vec4<u32>, r: u32) -> array<vec4<i32>, 2> {
+    let low = bitcast<vec4<i32>>(words << vec4<u32>(16u)) >> vec4<u32>(16u);
+    let high = bitcast<vec4<i32>>(words) >> vec4<u32>(16u);
+    return array<vec4<i32>, 2>(
+        wrap16x4(vec4<i32>(low.x, high.x, low.y, high.y) * jobs[job].quant[2u * r]),
+        wrap16x4(vec4<i32>(low.z, high.z, low.w, high.w) * jobs[job].quant[2u * r + 1u]),
+    );
 }
 
-// The reduced 4-point kernel (inputs 0, 1, 2, 3, 5, 6, 7), before descaling.
-fn kernel_4(x: array<i32, 8>) -> vec4<i32> {
-    let tmp0 = x[0] << (CONST_BITS + 1u);
-    let tmp2 = madd(x[2], FIX_1_847759065, x[6], -FIX_0_765366865);
+// Row `r`, dequantised.
+fn dequantised_row(block: u32, r: u32) -> array<vec4<i32>, 2> {
+    return dequantise_row(quantised_row(block, r), r);
+}
+
+// Column `u` of rows held as halves (`rows[k][u / 4]`), the rows as lanes.
+fn column_of(rows: array<array<vec4<i32>, 2>, 4>, u: u32) -> vec4<i32> {
+    let h = u / 4u;
+    let c = u % 4u;
+    return vec4<i32>(rows[0][h][c], rows[1][h][c], rows[2][h][c], rows[3][h][c]);
+}
+
+// The vector forms of the lane helpers, four lanes at a time.
+fn wrap16x4(x: vec4<i32>) -> vec4<i32> {
+    return (x << vec4<u32>(16u)) >> vec4<u32>(16u);
+}
+
+fn sat16x4(x: vec4<i32>) -> vec4<i32> {
+    return clamp(x, vec4<i32>(-32768), vec4<i32>(32767));
+}
+
+fn descale4(x: vec4<i32>, n: u32) -> vec4<i32> {
+    return (x + vec4<i32>(1 << (n - 1u))) >> vec4<u32>(n);
+}
+
+fn level_shift4(x: vec4<i32>) -> vec4<u32> {
+    return vec4<u32>(clamp(x, vec4<i32>(-128), vec4<i32>(127)) + vec4<i32>(128));
+}
+
+// Four samples a lane packed into a word each, the first in the lowest byte.
+fn pack_samples(s: array<vec4<u32>, 4>) -> vec4<u32> {
+    return s[0] | (s[1] << vec4<u32>(8u)) | (s[2] << vec4<u32>(16u)) | (s[3] << vec4<u32>(24u));
+}
+
+// The reduced 4-point kernel (inputs 0, 1, 2, 3, 5, 6, 7), before descaling, on four lanes.
+fn kernel_4(x: array<vec4<i32>, 8>) -> array<vec4<i32>, 4> {
+    let tmp0 = x[0] << vec4<u32>(CONST_BITS + 1u);
+    let tmp2 = x[2] * FIX_1_847759065 - x[6] * FIX_0_765366865;
     let tmp10 = tmp0 + tmp2;
     let tmp12 = tmp0 - tmp2;
-    let odd0 = madd(x[7], -1730, x[5], 11893) + madd(x[3], -17799, x[1], 8697);
-    let odd2 = madd(x[7], -4176, x[5], -4926) + madd(x[3], FIX_0_899976223, x[1], FIX_2_562915447);
-    return vec4<i32>(tmp10 + odd2, tmp12 + odd0, tmp12 - odd0, tmp10 - odd2);
+    let odd0 = x[7] * -1730 + x[5] * 11893 + x[3] * -17799 + x[1] * 8697;
+    let odd2 = x[7] * -4176 + x[5] * -4926 + x[3] * FIX_0_899976223 + x[1] * FIX_2_562915447;
+    return array<vec4<i32>, 4>(tmp10 + odd2, tmp12 + odd0, tmp12 - odd0, tmp10 - odd2);
 }
 
-// The reduced 2-point kernel (inputs 0, 1, 3, 5, 7), before descaling.
-fn kernel_2(x: array<i32, 8>) -> vec2<i32> {
-    let tmp10 = x[0] << (CONST_BITS + 2u);
-    let tmp0 = madd(x[1], 29692, x[3], -10426) + madd(x[5], 6967, x[7], -5906);
-    return vec2<i32>(tmp10 + tmp0, tmp10 - tmp0);
+// The reduced 2-point kernel (inputs 0, 1, 3, 5, 7), before descaling, on four lanes.
+fn kernel_2(x: array<vec4<i32>, 8>) -> array<vec4<i32>, 2> {
+    let tmp10 = x[0] << vec4<u32>(CONST_BITS + 2u);
+    let tmp0 = x[1] * 29692 + x[3] * -10426 + x[5] * 6967 + x[7] * -5906;
+    return array<vec4<i32>, 2>(tmp10 + tmp0, tmp10 - tmp0);
 }
 
 // libjpeg's range-limit table of the C 1x1 IDCT (wraps mod 1024).
@@ -229,72 +264,74 @@ fn level_shift(x: i32) -> u32 {
 }
 
 
-// The 4x4 IDCT: its four rows of samples, a word each.
+// The 4x4 IDCT: its four rows of samples, a word each. Both passes run four lanes at a time:
+// the column pass on columns 0..3 and 4..7 (column 4, which the row pass does not read, too),
+// the row pass on the four rows.
 fn idct_4x4(block: u32) -> vec4<u32> {
-    var d: array<i32, 64>;
-    var rows_zero = true;
-    for (var i = 0u; i < 64u; i++) {
-        d[i] = dequantised(block, i);
-        let row = i / 8u;
-        if row != 0u && row != 4u && coef(block, i) != 0 {
-            rows_zero = false;
+    var d: array<array<vec4<i32>, 2>, 8>;
+    // When no coefficient is set outside rows 0 and 4, the SIMD code shifts the first row.
+    var others = vec4<u32>(0u);
+    for (var r = 0u; r < 8u; r++) {
+        let words = quantised_row(block, r);
+        d[r] = dequantise_row(words, r);
+        if r != 0u && r != 4u {
+            others |= words;
         }
     }
-    var ws: array<i32, 32>;
-    for (var u = 0u; u < 8u; u++) {
-        if rows_zero {
+    var ws: array<array<vec4<i32>, 2>, 4>;
+    for (var h = 0u; h < 2u; h++) {
+        if all(others == vec4<u32>(0u)) {
             for (var k = 0u; k < 4u; k++) {
-                ws[k * 8u + u] = wrap16(d[u] << PASS1_BITS);
+                ws[k][h] = wrap16x4(d[0][h] << vec4<u32>(PASS1_BITS));
             }
-        } else if u != 4u {
-            let column = kernel_4(array<i32, 8>(d[u], d[8u + u], d[16u + u], d[24u + u], d[32u + u], d[40u + u], d[48u + u], d[56u + u]));
+        } else {
+            let column = kernel_4(array<vec4<i32>, 8>(d[0][h], d[1][h], d[2][h], d[3][h], d[4][h], d[5][h], d[6][h], d[7][h]));
             for (var k = 0u; k < 4u; k++) {
-                ws[k * 8u + u] = sat16(descale(column[k], CONST_BITS - PASS1_BITS + 1u));
+                ws[k][h] = sat16x4(descale4(column[k], CONST_BITS - PASS1_BITS + 1u));
             }
         }
     }
-    var rows = vec4<u32>(0u);
-    for (var r = 0u; r < 4u; r++) {
-        let b = r * 8u;
-        let row = kernel_4(array<i32, 8>(ws[b], ws[b + 1u], ws[b + 2u], ws[b + 3u], ws[b + 4u], ws[b + 5u], ws[b + 6u], ws[b + 7u]));
-        var word = 0u;
-        for (var k = 0u; k < 4u; k++) {
-            word |= level_shift(descale(row[k], CONST_BITS + PASS1_BITS + 3u + 1u)) << (8u * k);
-        }
-        rows[r] = word;
+    let row = kernel_4(array<vec4<i32>, 8>(column_of(ws, 0u), column_of(ws, 1u), column_of(ws, 2u), column_of(ws, 3u), column_of(ws, 4u), column_of(ws, 5u), column_of(ws, 6u), column_of(ws, 7u)));
+    var samples: array<vec4<u32>, 4>;
+    for (var c = 0u; c < 4u; c++) {
+        samples[c] = level_shift4(descale4(row[c], CONST_BITS + PASS1_BITS + 3u + 1u));
     }
-    return rows;
+    return pack_samples(samples);
 }
 
-// The 2x2 IDCT: its two rows of samples, in the low half of a word each.
+// The 2x2 IDCT: its two rows of samples, in the low half of a word each. Rows 2, 4 and 6 do not
+// count; both passes run four lanes at a time (columns, then the two rows).
 fn idct_2x2(block: u32) -> vec2<u32> {
-    var ws: array<i32, 16>;
-    for (var u = 0u; u < 8u; u++) {
-        if u == 0u || u % 2u == 1u {
-            let column = kernel_2(array<i32, 8>(
-                dequantised(block, u), dequantised(block, 8u + u), 0, dequantised(block, 24u + u),
-                0, dequantised(block, 40u + u), 0, dequantised(block, 56u + u),
-            ));
-            ws[u] = descale(column.x, CONST_BITS - PASS1_BITS + 2u);
-            ws[8u + u] = descale(column.y, CONST_BITS - PASS1_BITS + 2u);
+    var d: array<array<vec4<i32>, 2>, 8>;
+    for (var r = 0u; r < 8u; r++) {
+        if r == 0u || r % 2u == 1u {
+            d[r] = dequantised_row(block, r);
         }
     }
-    var rows = vec2<u32>(0u);
-    for (var r = 0u; r < 2u; r++) {
-        let b = r * 8u;
-        // Between the passes the odd inputs are saturated to 16 bits; the DC term stays 32-bit.
-        let row = kernel_2(array<i32, 8>(ws[b], sat16(ws[b + 1u]), 0, sat16(ws[b + 3u]), 0, sat16(ws[b + 5u]), 0, sat16(ws[b + 7u])));
-        let left = level_shift(descale(row.x, CONST_BITS + PASS1_BITS + 3u + 2u));
-        let right = level_shift(descale(row.y, CONST_BITS + PASS1_BITS + 3u + 2u));
-        rows[r] = left | (right << 8u);
+    // Rows 0 and 1 of the column pass, as the first two of four.
+    var ws: array<array<vec4<i32>, 2>, 4>;
+    for (var h = 0u; h < 2u; h++) {
+        let zero = vec4<i32>(0);
+        let column = kernel_2(array<vec4<i32>, 8>(d[0][h], d[1][h], zero, d[3][h], zero, d[5][h], zero, d[7][h]));
+        for (var k = 0u; k < 2u; k++) {
+            ws[k][h] = descale4(column[k], CONST_BITS - PASS1_BITS + 2u);
+        }
     }
-    return rows;
+    // Between the passes the odd inputs are saturated to 16 bits; the DC term stays 32-bit.
+    let zero = vec4<i32>(0);
+    let row = kernel_2(array<vec4<i32>, 8>(
+        column_of(ws, 0u), sat16x4(column_of(ws, 1u)), zero, sat16x4(column_of(ws, 3u)),
+        zero, sat16x4(column_of(ws, 5u)), zero, sat16x4(column_of(ws, 7u)),
+    ));
+    let left = level_shift4(descale4(row[0], CONST_BITS + PASS1_BITS + 3u + 2u));
+    let right = level_shift4(descale4(row[1], CONST_BITS + PASS1_BITS + 3u + 2u));
+    return (left | (right << vec4<u32>(8u))).xy;
 }
 
 // The 1x1 IDCT: its one sample.
 fn idct_1x1(block: u32) -> u32 {
     // The C code: the product in 32 bits (no 16-bit lane), then the range-limit table.
-    let dc = coef(block, 0u) * jobs[job].quant[0][0];
+    let dc = (bitcast<i32>(quantised_row(block, 0u).x << 16u) >> 16u) * jobs[job].quant[0][0];
     return range_limit(descale(dc, 3u));
 }
 
@@ -333,9 +370,9 @@ fn main_8x8(
     // Row `lane` of the quantised block: dense from its four words, compact from zeros and then
     // the block's entries, eight lanes taking every eighth.
     if dense {
-        let at = jobs[job].coef_base + block * 32u + lane * 4u;
+        let words = decoded[(jobs[job].coef_base + block * 32u) / 4u + lane];
         for (var w = 0u; w < 4u; w++) {
-            let pair = decoded[at + w];
+            let pair = words[w];
             tiles[tile][lane * 8u + 2u * w] = bitcast<i32>(pair << 16u) >> 16u;
             tiles[tile][lane * 8u + 2u * w + 1u] = bitcast<i32>(pair) >> 16u;
         }
