@@ -338,6 +338,40 @@ fn batch_byte_limit_splits_batches() {
     }
 }
 
+/// A batch without a single image for stage 0 (progressive files only) on a fresh pipeline,
+/// whose pool has no larger arena to lend: its arenas still bind, and the tensors, full size
+/// and draft, are the CPU reference's.
+#[test]
+fn batches_of_progressive_files_alone_are_the_reference() {
+    let Some(gpu) = gpu() else { return };
+    let files = [
+        "conformance/jdec__mozilla__jpg-progressive.jpg",
+        "conformance/jdec__progressive3.jpg",
+    ];
+    let bytes: Vec<Vec<u8>> = files
+        .iter()
+        .map(|f| std::fs::read(common::manifest_dir().join("tests/data").join(f)).unwrap())
+        .collect();
+    let inputs: Vec<&[u8]> = bytes.iter().map(Vec::as_slice).collect();
+    for draft in [false, true] {
+        let pipeline = GpuPipeline::new(&gpu.device);
+        let transform = gpuprep::Transform {
+            draft,
+            ..gpuprep::Transform::exact(32, 32)
+        };
+        let limits = Limits::default();
+        let streamed =
+            pipeline.preprocess_many(&gpu.device, &gpu.queue, &inputs, &transform, &limits, 64);
+        for (i, result) in streamed.results.iter().enumerate() {
+            let expected = gpuprep::preprocess(inputs[i], &transform, &limits).unwrap();
+            let tensor = result
+                .as_ref()
+                .unwrap_or_else(|e| panic!("{} (draft {draft}): {e}", files[i]));
+            assert!(*tensor == expected, "{} (draft {draft})", files[i]);
+        }
+    }
+}
+
 /// Tensors kept on the device: every image lands exactly once, in some batch, either as a
 /// tensor whose bytes on the GPU are the CPU reference's (copied back here, inside the consumer,
 /// as a model on the device would read them) or as the reference's error.

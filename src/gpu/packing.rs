@@ -395,7 +395,8 @@ impl Packing {
             let usage = wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_DST;
             pool.take(device, label, words * 4, usage)
         };
-        let decoded = arena("decoded coefficients", self.decoded_words.max(1));
+        // At least a row of four words, as the IDCT reads it.
+        let decoded = arena("decoded coefficients", self.decoded_words.max(4));
         let status = self.record_entropy(
             device,
             encoder,
