@@ -1,7 +1,7 @@
 //! Stage 0 on the GPU: Huffman decoding of entropy-coded segments (shaders/entropy.wgsl, whose
 //! CPU mirror is [`crate::jpeg::parallel`]).
 
-use super::dispatch::{grid, storage_buffer, WORKGROUP};
+use super::dispatch::{grid, WORKGROUP};
 use super::jobs::EntropyJob;
 use super::packing::binding;
 use crate::error::Result;
@@ -101,8 +101,11 @@ impl EntropyStages {
     }
 }
 
-/// What stage 0 reads and writes, besides its job tables.
+/// What stage 0 reads and writes.
 pub(crate) struct EntropyBuffers<'a> {
+    /// [`EntropyPacking::tables`]: the job records, the per-subsequence passes' `starts` and
+    /// the prefix pass's.
+    pub tables: [wgpu::BindingResource<'a>; 3],
     /// The upload holding the segments' data and tables.
     pub data: wgpu::BindingResource<'a>,
     /// Scratch of at least [`EntropyPacking::span_words`].
@@ -187,8 +190,8 @@ impl EntropyPacking {
     }
 
     /// The job records and the `starts` of the per-subsequence passes and of the prefix pass
-    /// (64 invocations an image).
-    fn tables(&self) -> (Vec<u32>, Vec<u32>, Vec<u32>) {
+    /// (64 invocations an image): [`EntropyBuffers::tables`].
+    pub fn tables(&self) -> [Vec<u32>; 3] {
         let records = self.jobs.iter().flat_map(EntropyJob::words).collect();
         let mut per_span = vec![0];
         let mut per_image = vec![0];
@@ -198,7 +201,26 @@ impl EntropyPacking {
             per_span.push(per_span.last().unwrap() + invocations);
             per_image.push(per_image.last().unwrap() + WORKGROUP);
         }
-        (records, per_span, per_image)
+        [records, per_span, per_image]
+    }
+
+    /// The invocations of the per-subsequence passes and of the prefix pass.
+    fn invocations(&self) -> (u32, u32) {
+        let per_span = self
+            .jobs
+            .iter()
+            .map(|job| job.subsequences.next_multiple_of(WORKGROUP));
+        (per_span.sum(), self.jobs.len() as u32 * WORKGROUP)
+    }
+
+    /// [`Self::tables`] in buffers of their own (where no upload holds them).
+    #[cfg(test)]
+    pub fn table_buffers(&self, device: &wgpu::Device) -> Result<Vec<wgpu::Buffer>> {
+        let usage = wgpu::BufferUsages::empty();
+        self.tables()
+            .iter()
+            .map(|words| super::dispatch::storage_buffer(device, "entropy table", words, usage))
+            .collect()
     }
 
     /// Records the passes (see [`EntropyBuffers`]), calling `after_pass` with each one's name
@@ -220,19 +242,15 @@ impl EntropyPacking {
             binding(buffers.flags, 0, flags_bytes),
             buffers.decoded.as_entire_binding(),
         ];
-        let (records, per_span, per_image) = self.tables();
-        let usage = wgpu::BufferUsages::empty();
-        let jobs = storage_buffer(device, "entropy jobs", &records, usage)?;
-        let span_starts = storage_buffer(device, "entropy starts", &per_span, usage)?;
-        let image_starts = storage_buffer(device, "entropy image starts", &per_image, usage)?;
-        let spans_total = *per_span.last().unwrap();
-        let bind_group = |starts: &wgpu::Buffer| {
+        let [jobs, span_starts, image_starts] = buffers.tables;
+        let (spans_total, prefix_invocations) = self.invocations();
+        let bind_group = |starts: &wgpu::BindingResource| {
             let dispatch_number = wgpu::BufferBinding {
                 buffer: &stages.dispatch_numbers,
                 offset: 0,
                 size: std::num::NonZeroU64::new(16),
             };
-            let resources = [starts.as_entire_binding(), jobs.as_entire_binding()]
+            let resources = [starts.clone(), jobs.clone()]
                 .into_iter()
                 .chain(resources.iter().cloned())
                 .chain([wgpu::BindingResource::Buffer(dispatch_number)]);
@@ -275,7 +293,6 @@ impl EntropyPacking {
         for dispatch in 1..dispatches {
             pass("huffman_sync", sync, &per_span_group, spans_total, dispatch);
         }
-        let prefix_invocations = *per_image.last().unwrap();
         let prefix = &stages.prefix;
         pass(
             "huffman_prefix",
@@ -295,7 +312,7 @@ impl EntropyPacking {
 mod tests {
     use super::*;
     use crate::error::Error;
-    use crate::gpu::dispatch::{checked, read_buffer};
+    use crate::gpu::dispatch::{checked, read_buffer, storage_buffer};
     use crate::gpu::stamps::StageStamps;
     use crate::jpeg::compact::tests::test_jpegs;
     use crate::jpeg::{decode_for_gpu, parallel, Coefficients, Limits};
@@ -340,7 +357,9 @@ mod tests {
             let stale = vec![0xDEAD_BEEF_u32; decoded_words.max(1) as usize];
             let decoded = storage_buffer(device, "decoded", &stale, scratch)?;
             let mut encoder = device.create_command_encoder(&Default::default());
+            let tables = packing.table_buffers(device)?;
             let buffers = EntropyBuffers {
+                tables: [0, 1, 2].map(|t| tables[t].as_entire_binding()),
                 data: data.as_entire_binding(),
                 spans: &spans,
                 flags: &flags,
@@ -488,6 +507,7 @@ mod tests {
         let spans = storage_buffer(device, "spans", &zeros(packing.span_words()), usage).unwrap();
         let flags = storage_buffer(device, "flags", &zeros(packing.flag_words()), usage).unwrap();
         let decoded = storage_buffer(device, "decoded", &zeros(decoded_words), usage).unwrap();
+        let tables = packing.table_buffers(device).unwrap();
         let mut times = Vec::new();
         let mut passes = Vec::new();
         for _ in 0..6 {
@@ -498,6 +518,7 @@ mod tests {
                 stamps.start(&mut encoder);
             }
             let buffers = EntropyBuffers {
+                tables: [0, 1, 2].map(|t| tables[t].as_entire_binding()),
                 data: data.as_entire_binding(),
                 spans: &spans,
                 flags: &flags,

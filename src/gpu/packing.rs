@@ -3,7 +3,7 @@
 //! arenas, one buffer per kind, each bound whole or, for the decoded RGBX images, through two
 //! windows of the device's largest binding.
 
-use super::dispatch::{run, storage_buffer};
+use super::dispatch::run;
 use super::entropy::{span_words, upload_words, EntropyBuffers, EntropyPacking};
 use super::jobs::TensorJob;
 use super::pipeline::GpuPipeline;
@@ -369,7 +369,6 @@ impl Packing {
         after_stage: &mut dyn FnMut(&'static str, &mut wgpu::CommandEncoder),
     ) -> Result<Recorded> {
         let (stages, pool) = (&pipeline.stages, &pipeline.pool);
-        let dummy = storage_buffer(device, "placeholder", &[0], wgpu::BufferUsages::empty())?;
         let mut upload = Upload::new(device);
         let idct = self.idct.upload(&mut upload);
         let idct_8x8 = self.idct_8x8.upload(&mut upload);
@@ -382,6 +381,8 @@ impl Packing {
             .collect();
         let taps = upload.push(&self.taps);
         let constants = upload.push(&self.constants);
+        let entropy_tables = (!self.entropy.is_empty())
+            .then(|| self.entropy.tables().map(|words| upload.push(&words)));
         let coefs = upload.push(&[]);
         let upload_started = std::time::Instant::now();
         let (buffer, staging, coefs) =
@@ -401,6 +402,9 @@ impl Packing {
             device,
             encoder,
             pipeline,
+            entropy_tables
+                .as_ref()
+                .map(|tables| tables.each_ref().map(table)),
             table(&coefs),
             &decoded,
             after_stage,
@@ -433,7 +437,7 @@ impl Packing {
         }
         after_stage("idct", encoder);
         let rgbx = arena("rgbx", self.rgbx_words);
-        let rgbx_windows = windows::<2>(&rgbx, window, &dummy);
+        let rgbx_windows = windows::<2>(&rgbx, window, &pipeline.placeholder);
         if let Some(color) = &color {
             color.dispatch(
                 device,
@@ -493,20 +497,23 @@ impl Packing {
         })
     }
 
-    /// Records stage 0 for this packing's segments (in the upload at `data`) into `decoded`,
-    /// calling `after_pass` after each pass; returns the buffer its status words are copied to.
+    /// Records stage 0 for this packing's segments (in the upload at `data`, their job tables
+    /// at `tables`, `None` without segments) into `decoded`, calling `after_pass` after each
+    /// pass; returns the buffer its status words are copied to.
+    #[allow(clippy::too_many_arguments, reason = "the stage's buffers, one by one")]
     fn record_entropy(
         &self,
         device: &wgpu::Device,
         encoder: &mut wgpu::CommandEncoder,
         pipeline: &GpuPipeline,
+        tables: Option<[wgpu::BindingResource; 3]>,
         data: wgpu::BindingResource,
         decoded: &wgpu::Buffer,
         after_pass: &mut dyn FnMut(&'static str, &mut wgpu::CommandEncoder),
     ) -> Result<Option<wgpu::Buffer>> {
-        if self.entropy.is_empty() {
+        let Some(tables) = tables else {
             return Ok(None);
-        }
+        };
         let usage = wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_DST;
         let pool = &pipeline.pool;
         let spans = pool.take(device, "spans", self.entropy.span_words() * 4, usage);
@@ -518,6 +525,7 @@ impl Packing {
             usage | wgpu::BufferUsages::COPY_SRC,
         );
         let buffers = EntropyBuffers {
+            tables,
             data,
             spans: &spans,
             flags: &flags,

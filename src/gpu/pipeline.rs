@@ -22,6 +22,9 @@ pub struct GpuPipeline {
     pub(crate) pool: BufferPool,
     /// Upload staging buffers kept mapped between calls.
     pub(crate) staging: StagingRing,
+    /// One word, bound where a stage's binding has nothing to show (an image's second RGBX
+    /// window when its first holds it all).
+    pub(crate) placeholder: wgpu::Buffer,
     /// A few threads of its own for copying uploads, so that they do not queue behind the
     /// decoding tasks on rayon's global pool: they are on the critical path.
     pub(crate) copiers: rayon::ThreadPool,
@@ -64,6 +67,12 @@ impl GpuPipeline {
             stages: Stages::new(device),
             pool: BufferPool::default(),
             staging: StagingRing::default(),
+            placeholder: device.create_buffer(&wgpu::BufferDescriptor {
+                label: Some("placeholder"),
+                size: 4,
+                usage: wgpu::BufferUsages::STORAGE,
+                mapped_at_creation: false,
+            }),
             copiers: copy_threads(),
             time_stages: false,
         }
