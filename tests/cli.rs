@@ -429,12 +429,25 @@ fn other_formats_convert_and_the_pixel_path_is_counted() {
         .output()
         .unwrap();
     assert!(output.status.success(), "{output:?}");
-    let pipeline: serde_json::Value = String::from_utf8(output.stdout)
+    let lines: Vec<serde_json::Value> = String::from_utf8(output.stdout)
         .unwrap()
         .lines()
         .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
-        .find(|l| l["what"] == "pipeline")
-        .unwrap();
+        .collect();
+    let pipeline = lines.iter().find(|l| l["what"] == "pipeline").unwrap();
     assert_eq!(pipeline["ok"], 28);
     assert_eq!(pipeline["pixel_path_images"], 27);
+    // The streaming loader's batches, each on its timeline: gathered, submitted, landed.
+    let batches: Vec<_> = lines.iter().filter(|l| l["what"] == "batch").collect();
+    let images: u64 = batches.iter().map(|b| b["images"].as_u64().unwrap()).sum();
+    assert_eq!(images, 28);
+    for batch in batches {
+        let at = |key: &str| batch[key].as_f64().unwrap();
+        assert!(
+            0.0 < at("gathered_at_ms")
+                && at("gathered_at_ms") <= at("submitted_at_ms")
+                && at("submitted_at_ms") <= at("landed_at_ms"),
+            "{batch}"
+        );
+    }
 }

@@ -271,6 +271,7 @@ impl EntropyPacking {
             (bind_group(&span_starts), bind_group(&image_starts));
         encoder.clear_buffer(buffers.flags, 0, Some(flags_bytes));
         encoder.clear_buffer(buffers.decoded, 0, Some(buffers.decoded_words * 4));
+        after_pass("huffman_clear", encoder);
         let dispatches = self.dispatches;
         let mut pass = |name, pipeline, group, invocations, dispatch: usize| {
             let (x, y) = grid(device, invocations);

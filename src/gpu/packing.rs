@@ -388,6 +388,7 @@ impl Packing {
         let (buffer, staging, coefs) =
             self.upload(device, encoder, pipeline, upload, coefs.start)?;
         let upload_took = upload_started.elapsed();
+        after_stage("upload", encoder);
         let table =
             |range: &std::ops::Range<u64>| binding(&buffer, range.start, range.end - range.start);
         // Every word of these that a stage reads was written by the stage before (or copied

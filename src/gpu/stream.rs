@@ -31,6 +31,13 @@ pub struct BatchStats {
     pub waited: Duration,
     /// From the start of its decoding to its tensors being on the CPU.
     pub latency: Duration,
+    /// The loader's timeline, from the start of the call: when the batch's images were all
+    /// decoded and gathered,
+    pub gathered_at: Duration,
+    /// when it was submitted to the GPU (packed, uploaded and recorded),
+    pub submitted_at: Duration,
+    /// and when it landed (its tensors ready).
+    pub landed_at: Duration,
     /// The GPU side's time, phase by phase.
     pub gpu_timings: GpuTimings,
 }
@@ -153,10 +160,12 @@ impl GpuPipeline {
             mut stats,
             started,
             gpu_start,
+            call_start,
         } = flight;
         let landed = submitted.and_then(|s| self.finish_on_device(device, queue, s));
         stats.gpu = gpu_start.elapsed();
         stats.latency = started.map_or(Duration::ZERO, |s| s.elapsed());
+        stats.landed_at = call_start.elapsed();
         let (buffer, tensors) = match landed {
             Ok((buffer, placed, timings)) => {
                 stats.gpu_timings = timings;
@@ -207,6 +216,7 @@ impl GpuPipeline {
         read_back: bool,
         mut land: impl FnMut(Flight),
     ) {
+        let call_start = Instant::now();
         let window = binding_window(device);
         let batch = batch.max(1);
         let prepare = |i: usize| -> Decoded {
@@ -252,8 +262,14 @@ impl GpuPipeline {
                 received += pending.len();
                 spawn_until(received + 2 * batch);
                 // One batch stays on the GPU while the next is packed and submitted.
-                let launched =
-                    self.launch(device, queue, pending, wait.elapsed(), transform, read_back);
+                let launched = self.launch(
+                    device,
+                    queue,
+                    pending,
+                    (wait.elapsed(), call_start),
+                    transform,
+                    read_back,
+                );
                 if let Some(previous) = in_flight.replace(launched) {
                     land(previous);
                 }
@@ -265,13 +281,14 @@ impl GpuPipeline {
         });
     }
 
-    /// Submits one batch of decoded images; the ones that failed to decode wait beside it.
+    /// Submits one batch of decoded images, gathered after waiting `waited` for them (`call_start`:
+    /// when the call began); the ones that failed to decode wait beside it.
     fn launch(
         &self,
         device: &wgpu::Device,
         queue: &wgpu::Queue,
         pending: Vec<Decoded>,
-        waited: Duration,
+        (waited, call_start): (Duration, Instant),
         transform: &Transform,
         read_back: bool,
     ) -> Flight {
@@ -279,7 +296,7 @@ impl GpuPipeline {
         let (uploaded, dense) = good.fold((0, 0), |(u, d), w| {
             (u + w.uploaded_bytes(), d + w.dense_coefficient_bytes)
         });
-        let stats = BatchStats {
+        let mut stats = BatchStats {
             images: pending.len(),
             pixel_images: pending
                 .iter()
@@ -289,6 +306,7 @@ impl GpuPipeline {
             dense_coefficient_bytes: dense,
             decode: pending.iter().map(|d| d.took).sum(),
             waited,
+            gathered_at: call_start.elapsed(),
             ..BatchStats::default()
         };
         let started = pending.iter().map(|d| d.started).min();
@@ -303,6 +321,7 @@ impl GpuPipeline {
         }
         let running: Vec<usize> = works.iter().map(|(i, _)| *i).collect();
         let submitted = self.submit_images(device, queue, works, transform, read_back);
+        stats.submitted_at = call_start.elapsed();
         Flight {
             failed,
             running,
@@ -310,6 +329,7 @@ impl GpuPipeline {
             stats,
             started,
             gpu_start,
+            call_start,
         }
     }
 
@@ -330,6 +350,7 @@ impl GpuPipeline {
             mut stats,
             started,
             gpu_start,
+            call_start,
         } = flight;
         for (i, e) in failed {
             results[i] = Some(Err(e));
@@ -349,6 +370,7 @@ impl GpuPipeline {
         }
         stats.gpu = gpu_start.elapsed();
         stats.latency = started.map_or(Duration::ZERO, |s| s.elapsed());
+        stats.landed_at = call_start.elapsed();
         batches.push(stats);
     }
 }
@@ -362,6 +384,8 @@ struct Flight {
     stats: BatchStats,
     started: Option<Instant>,
     gpu_start: Instant,
+    /// The start of the call, which the timeline counts from.
+    call_start: Instant,
 }
 
 /// `prepare(i)`, with a panic (a decoder bug) turned into that image's error, so that it can

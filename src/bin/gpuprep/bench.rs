@@ -145,6 +145,16 @@ pub fn run(args: BenchArgs) -> ExitCode {
     for line in lines {
         println!("{line}");
     }
+    // The best pass's batches through the GPU's streaming loader, one line each: where its
+    // time went.
+    for batch in pass.batches.iter().filter(|b| !b.landed_at.is_zero()) {
+        let line = json!({
+            "what": "batch", "images": batch.images, "decode_cpu_ms": ms(batch.decode),
+            "waited_ms": ms(batch.waited), "gathered_at_ms": ms(batch.gathered_at),
+            "submitted_at_ms": ms(batch.submitted_at), "landed_at_ms": ms(batch.landed_at),
+        });
+        println!("{line}");
+    }
     match args.out {
         Some(out) => write_outputs(&files, out, transform, limits, &backend),
         None => ExitCode::SUCCESS,
