@@ -358,7 +358,9 @@ impl Packing {
     /// Records the stages, writing each image's output into `output`, binding at most `window`
     /// bytes at a time. `after_stage` is called with each stage's name once it is recorded
     /// (stage timing submits the encoder there; the staging buffer's copy is recorded before
-    /// any stage, so it is in the first submission).
+    /// any stage, so it is in the first submission). The copy threads write the upload's
+    /// coefficients and segments while this thread records: on the critical path of a batch,
+    /// the two took about as long each.
     pub fn record(
         &self,
         pipeline: &GpuPipeline,
@@ -368,29 +370,99 @@ impl Packing {
         window: u64,
         after_stage: &mut dyn FnMut(&'static str, &mut wgpu::CommandEncoder),
     ) -> Result<Recorded> {
-        let (stages, pool) = (&pipeline.stages, &pipeline.pool);
         let mut upload = Upload::new(device);
-        let idct = self.idct.upload(&mut upload);
-        let idct_8x8 = self.idct_8x8.upload(&mut upload);
-        let color = self.color.upload(&mut upload);
-        let horizontal = self.horizontal.upload(&mut upload);
-        let tensor: Vec<Option<StageTables>> = self
-            .tensor_windows(window)
-            .iter()
-            .map(|jobs| jobs.upload(&mut upload))
-            .collect();
-        let taps = upload.push(&self.taps);
-        let constants = upload.push(&self.constants);
-        let entropy_tables = (!self.entropy.is_empty())
-            .then(|| self.entropy.tables().map(|words| upload.push(&words)));
-        let coefs = upload.push(&[]);
-        let upload_started = std::time::Instant::now();
+        let tables = StageTableSet {
+            idct: self.idct.upload(&mut upload),
+            idct_8x8: self.idct_8x8.upload(&mut upload),
+            color: self.color.upload(&mut upload),
+            horizontal: self.horizontal.upload(&mut upload),
+            tensor: self
+                .tensor_windows(window)
+                .iter()
+                .map(|jobs| jobs.upload(&mut upload))
+                .collect(),
+            taps: upload.push(&self.taps),
+            constants: upload.push(&self.constants),
+            entropy: (!self.entropy.is_empty())
+                .then(|| self.entropy.tables().map(|words| upload.push(&words))),
+        };
+        let coef_start = upload.push(&[]).start;
         let (buffer, staging, coefs) =
-            self.upload(device, encoder, pipeline, upload, coefs.start)?;
-        let upload_took = upload_started.elapsed();
-        after_stage("upload", encoder);
+            self.start_upload(device, encoder, pipeline, upload, coef_start)?;
+        let recorded =
+            |encoder: &mut wgpu::CommandEncoder,
+             after_stage: &mut dyn FnMut(&'static str, &mut wgpu::CommandEncoder)| {
+                after_stage("upload", encoder);
+                let stages = Bound {
+                    tables: &tables,
+                    upload: &buffer,
+                    coefs: coefs.clone(),
+                    output,
+                    window,
+                };
+                self.record_stages(pipeline, device, encoder, stages, after_stage)
+            };
+        let (written, status) = if pipeline.time_stages() {
+            // Each stage is submitted on its own there, the upload first: written before.
+            let written = pipeline
+                .copiers
+                .install(|| self.write_upload(&staging, coef_start));
+            staging.unmap();
+            (written, recorded(encoder, after_stage))
+        } else {
+            let (written, status) = pipeline.copiers.in_place_scope(|scope| {
+                let (sender, receiver) = std::sync::mpsc::channel();
+                let staging = &staging;
+                scope.spawn(move |_| {
+                    let _ = sender.send(self.write_upload(staging, coef_start));
+                });
+                let status = recorded(encoder, after_stage);
+                (receiver.recv(), status)
+            });
+            staging.unmap();
+            let written =
+                written.unwrap_or_else(|_| Err(Error::Gpu("the upload's copy was lost".into())));
+            (written, status)
+        };
+        let upload = written?;
+        pipeline.pool.put(buffer);
+        Ok(Recorded {
+            status: status?,
+            upload,
+            staging,
+        })
+    }
+
+    /// Records every stage after the upload's copy (see [`Self::record`]); returns stage 0's
+    /// status buffer, if it has images.
+    fn record_stages(
+        &self,
+        pipeline: &GpuPipeline,
+        device: &wgpu::Device,
+        encoder: &mut wgpu::CommandEncoder,
+        bound: Bound,
+        after_stage: &mut dyn FnMut(&'static str, &mut wgpu::CommandEncoder),
+    ) -> Result<Option<wgpu::Buffer>> {
+        let (stages, pool) = (&pipeline.stages, &pipeline.pool);
+        let Bound {
+            tables,
+            upload,
+            coefs,
+            output,
+            window,
+        } = bound;
+        let StageTableSet {
+            idct,
+            idct_8x8,
+            color,
+            horizontal,
+            tensor,
+            taps,
+            constants,
+            entropy: entropy_tables,
+        } = tables;
         let table =
-            |range: &std::ops::Range<u64>| binding(&buffer, range.start, range.end - range.start);
+            |range: &std::ops::Range<u64>| binding(upload, range.start, range.end - range.start);
         // Every word of these that a stage reads was written by the stage before (or copied
         // from the upload, for non-JPEG images' samples).
         let arena = |label: &str, words: u64| {
@@ -414,7 +486,7 @@ impl Packing {
         let samples = arena("samples", self.sample_words);
         for &(from, to, words) in &self.raw_copies {
             encoder.copy_buffer_to_buffer(
-                &buffer,
+                upload,
                 coefs.start + from * 4,
                 &samples,
                 to * 4,
@@ -427,7 +499,7 @@ impl Packing {
                     device,
                     encoder,
                     stage,
-                    &buffer,
+                    upload,
                     &[
                         table(&coefs),
                         first_window(&samples, window),
@@ -444,7 +516,7 @@ impl Packing {
                 device,
                 encoder,
                 &stages.color,
-                &buffer,
+                upload,
                 &[
                     first_window(&samples, window),
                     rgbx_windows[0].clone(),
@@ -459,11 +531,11 @@ impl Packing {
                 device,
                 encoder,
                 &stages.horizontal,
-                &buffer,
+                upload,
                 &[
                     rgbx_windows[0].clone(),
                     rgbx_windows[1].clone(),
-                    table(&taps),
+                    table(taps),
                     first_window(&hpass, window),
                 ],
             );
@@ -477,25 +549,21 @@ impl Packing {
                 device,
                 encoder,
                 &stages.tensor,
-                &buffer,
+                upload,
                 &[
                     rgbx_windows[0].clone(),
                     rgbx_windows[1].clone(),
                     first_window(&hpass, window),
-                    table(&constants),
+                    table(constants),
                     binding(output, offset, size),
                 ],
             );
         }
         after_stage("tensor", encoder);
-        for buffer in [decoded, samples, rgbx, hpass, buffer] {
+        for buffer in [decoded, samples, rgbx, hpass] {
             pool.put(buffer);
         }
-        Ok(Recorded {
-            status,
-            upload: upload_took,
-            staging,
-        })
+        Ok(status)
     }
 
     /// Records stage 0 for this packing's segments (in the upload at `data`, their job tables
@@ -589,12 +657,12 @@ impl Packing {
             .collect()
     }
 
-    /// The upload buffer: `upload`'s tables, then from byte `coef_start` the coefficients and
-    /// segments, each copied into a mapped staging buffer of the ring by a copy thread, and
-    /// the staging buffer copied into a pooled device buffer by `encoder`. Returns that buffer,
-    /// the staging buffer (back to the ring once `encoder` is submitted) and the coefficients'
-    /// byte range.
-    fn upload(
+    /// Starts the upload: a staging buffer of the ring holding `upload`'s tables (written here;
+    /// [`Self::write_upload`] writes the rest, from byte `coef_start`), and its copy into a
+    /// pooled device buffer recorded into `encoder`. Returns that buffer, the staging buffer
+    /// (to unmap once written, and back to the ring once `encoder` is submitted) and the
+    /// coefficients' byte range.
+    fn start_upload(
         &self,
         device: &wgpu::Device,
         encoder: &mut wgpu::CommandEncoder,
@@ -604,7 +672,6 @@ impl Packing {
     ) -> Result<(wgpu::Buffer, wgpu::Buffer, std::ops::Range<u64>)> {
         let coef_end = coef_start + (self.coef_words * 4).max(4);
         let staging = pipeline.staging.take(device, coef_end);
-        let mapping_error = |e| Error::Gpu(format!("cannot write the upload: {e}"));
         staging
             .slice(..coef_start)
             .get_mapped_range_mut()
@@ -612,6 +679,20 @@ impl Packing {
             .copy_from_slice(bytemuck::cast_slice(
                 &upload.words[..coef_start as usize / 4],
             ));
+        // COPY_SRC: non-JPEG images' samples are copied on into the sample arena.
+        let usage = wgpu::BufferUsages::STORAGE
+            | wgpu::BufferUsages::COPY_DST
+            | wgpu::BufferUsages::COPY_SRC;
+        let buffer = pipeline.pool.take(device, "upload", coef_end, usage);
+        // Submitting checks that the staging buffer is unmapped by then; recording does not.
+        encoder.copy_buffer_to_buffer(&staging, 0, &buffer, 0, coef_end);
+        Ok((buffer, staging, coef_start..coef_end))
+    }
+
+    /// Writes the coefficients and segments into `staging` from byte `coef_start`, side by
+    /// side on the current thread pool (the copy threads); returns how long it took.
+    fn write_upload(&self, staging: &wgpu::Buffer, coef_start: u64) -> Result<std::time::Duration> {
+        let started = std::time::Instant::now();
         let segments = self.segments.iter().flat_map(|(at, source)| {
             let s = &source.segment;
             [
@@ -625,29 +706,48 @@ impl Packing {
             .map(|(at, words)| (*at, &words[..]))
             .chain(segments)
             .collect();
-        pipeline.copiers.install(|| {
-            copies
-                .par_iter()
-                .filter(|(_, words)| !words.is_empty())
-                .try_for_each(|(at, words)| -> Result<()> {
-                    let start = coef_start + at * 4;
-                    staging
-                        .slice(start..start + words.len() as u64 * 4)
-                        .get_mapped_range_mut()
-                        .map_err(mapping_error)?
-                        .copy_from_slice(bytemuck::cast_slice(words));
-                    Ok(())
-                })
-        })?;
-        staging.unmap();
-        // COPY_SRC: non-JPEG images' samples are copied on into the sample arena.
-        let usage = wgpu::BufferUsages::STORAGE
-            | wgpu::BufferUsages::COPY_DST
-            | wgpu::BufferUsages::COPY_SRC;
-        let buffer = pipeline.pool.take(device, "upload", coef_end, usage);
-        encoder.copy_buffer_to_buffer(&staging, 0, &buffer, 0, coef_end);
-        Ok((buffer, staging, coef_start..coef_end))
+        copies
+            .par_iter()
+            .filter(|(_, words)| !words.is_empty())
+            .try_for_each(|(at, words)| -> Result<()> {
+                let start = coef_start + at * 4;
+                staging
+                    .slice(start..start + words.len() as u64 * 4)
+                    .get_mapped_range_mut()
+                    .map_err(mapping_error)?
+                    .copy_from_slice(bytemuck::cast_slice(words));
+                Ok(())
+            })?;
+        Ok(started.elapsed())
     }
+}
+
+fn mapping_error(e: wgpu::MapRangeError) -> Error {
+    Error::Gpu(format!("cannot write the upload: {e}"))
+}
+
+/// Where each stage's job tables lie in the upload.
+struct StageTableSet {
+    idct: Option<StageTables>,
+    idct_8x8: Option<StageTables>,
+    color: Option<StageTables>,
+    horizontal: Option<StageTables>,
+    /// One per window of the output.
+    tensor: Vec<Option<StageTables>>,
+    taps: std::ops::Range<u64>,
+    constants: std::ops::Range<u64>,
+    /// Stage 0's three tables, with images for it.
+    entropy: Option<[std::ops::Range<u64>; 3]>,
+}
+
+/// What [`Packing::record_stages`] binds: the tables and the upload holding them, the
+/// coefficients' range in it, the output, and the largest binding.
+struct Bound<'a> {
+    tables: &'a StageTableSet,
+    upload: &'a wgpu::Buffer,
+    coefs: std::ops::Range<u64>,
+    output: &'a wgpu::Buffer,
+    window: u64,
 }
 
 /// What recording a packing leaves: the verdict buffer of its stage 0 images, the time spent

@@ -85,6 +85,11 @@ impl GpuPipeline {
         self
     }
 
+    /// Whether each stage is submitted and waited for on its own ([`Self::timing_stages`]).
+    pub(crate) fn time_stages(&self) -> bool {
+        self.time_stages
+    }
+
     /// GPU memory this pipeline keeps between calls (its pooled arenas and outputs, and its
     /// upload staging buffers), in bytes: bounded by a few buffers, whatever the number of
     /// images streamed.
@@ -206,6 +211,7 @@ impl GpuPipeline {
                 }
             };
             let mut checks = Vec::new();
+            let mut submission = None;
             for packing in packings.iter_mut().filter(|p| !p.is_empty()) {
                 let mut encoder = device.create_command_encoder(&Default::default());
                 if let Some(stamps) = stamps.borrow_mut().as_mut() {
@@ -220,7 +226,7 @@ impl GpuPipeline {
                     &mut after_stage,
                 )?;
                 timings.upload += recorded.upload;
-                queue.submit([encoder.finish()]);
+                submission = Some(queue.submit([encoder.finish()]));
                 let status = recorded.submitted(self);
                 if let Some(status) = status {
                     let images = std::mem::take(&mut packing.entropy_images);
@@ -228,14 +234,21 @@ impl GpuPipeline {
                     checks.push(EntropyCheck { status, images });
                 }
             }
-            let mut encoder = device.create_command_encoder(&Default::default());
-            let readback = read_back.then(|| {
-                let mapped = wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST;
-                let readback = self.pool.take(device, "tensor readback", bytes, mapped);
-                encoder.copy_buffer_to_buffer(&output, 0, &readback, 0, bytes);
-                readback
-            });
-            let submission = queue.submit([encoder.finish()]);
+            // The copy to read back, if any, is a submission of its own; else the last
+            // packing's submission is the batch's.
+            let (readback, submission) = match submission {
+                Some(submission) if !read_back => (None, submission),
+                _ => {
+                    let mut encoder = device.create_command_encoder(&Default::default());
+                    let readback = read_back.then(|| {
+                        let mapped = wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST;
+                        let readback = self.pool.take(device, "tensor readback", bytes, mapped);
+                        encoder.copy_buffer_to_buffer(&output, 0, &readback, 0, bytes);
+                        readback
+                    });
+                    (readback, queue.submit([encoder.finish()]))
+                }
+            };
             if let Some(stamps) = stamps.into_inner() {
                 timings.stages = stamps.read(device, queue)?;
                 timings.stages_on_gpu_clock = true;
