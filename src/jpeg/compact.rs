@@ -123,27 +123,7 @@ impl CompactBuilder {
         let out: &mut [u16; 128] = (&mut self.stream[self.used..self.used + 128])
             .try_into()
             .expect("128");
-        let mut mask = nonzero_mask(block);
-        let mut n = 0;
-        // At most 64 entries: the masks of `n` only spare the bounds checks.
-        if wide {
-            while mask != 0 {
-                let i = mask.trailing_zeros() as usize;
-                mask &= mask - 1;
-                out[(2 * n) & 127] = i as u16;
-                out[(2 * n + 1) & 127] = block[i] as u16;
-                n += 1;
-            }
-            n *= 2;
-        } else {
-            while mask != 0 {
-                let i = mask.trailing_zeros() as usize;
-                mask &= mask - 1;
-                out[n & 63] = (i as u16) << 10 | (block[i] as u16 & 0x3ff);
-                n += 1;
-            }
-        }
-        self.used += n;
+        self.used += block_entries(block, wide, out);
     }
 
     /// Gives every block before table position `position` not pushed yet no entries.
@@ -259,6 +239,81 @@ fn nonzero_mask(block: &[i16; 64]) -> u64 {
         .iter()
         .enumerate()
         .fold(0, |mask, (i, &v)| mask | (u64::from(v != 0) << i))
+}
+
+/// Writes `block`'s entries into `out` (two half-words each when `wide`), in index order;
+/// returns how many half-words it wrote.
+fn block_entries(block: &[i16; 64], wide: bool, out: &mut [u16; 128]) -> usize {
+    #[cfg(target_arch = "x86_64")]
+    if !wide && has_compress() {
+        // SAFETY: the CPU has the features `narrow_entries_avx512` enables.
+        #[allow(
+            unsafe_code,
+            reason = "calling an AVX-512 function; see the SAFETY note"
+        )]
+        return unsafe { narrow_entries_avx512(block, out) };
+    }
+    entries_scalar(block, wide, out)
+}
+
+/// [`block_entries`] one non-zero coefficient at a time.
+fn entries_scalar(block: &[i16; 64], wide: bool, out: &mut [u16; 128]) -> usize {
+    let mut mask = nonzero_mask(block);
+    let mut n = 0;
+    // At most 64 entries: the masks of `n` only spare the bounds checks.
+    if wide {
+        while mask != 0 {
+            let i = mask.trailing_zeros() as usize;
+            mask &= mask - 1;
+            out[(2 * n) & 127] = i as u16;
+            out[(2 * n + 1) & 127] = block[i] as u16;
+            n += 1;
+        }
+        2 * n
+    } else {
+        while mask != 0 {
+            let i = mask.trailing_zeros() as usize;
+            mask &= mask - 1;
+            out[n & 63] = (i as u16) << 10 | (block[i] as u16 & 0x3ff);
+            n += 1;
+        }
+        n
+    }
+}
+
+/// Whether the CPU compresses 16-bit lanes (AVX-512 VBMI2), which [`narrow_entries_avx512`]
+/// needs.
+#[cfg(target_arch = "x86_64")]
+fn has_compress() -> bool {
+    std::arch::is_x86_feature_detected!("avx512bw")
+        && std::arch::is_x86_feature_detected!("avx512vbmi2")
+}
+
+/// A narrow block's entries, 32 coefficients at a time: every lane's entry is built, and the
+/// non-zero lanes' are compressed together. Progressive images spend about a tenth of their
+/// CPU time compacting blocks otherwise.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512bw,avx512vbmi2")]
+fn narrow_entries_avx512(block: &[i16; 64], out: &mut [u16; 128]) -> usize {
+    use std::arch::x86_64::{
+        __m512i, _mm512_and_si512, _mm512_maskz_compress_epi16, _mm512_or_si512, _mm512_set1_epi16,
+        _mm512_test_epi16_mask,
+    };
+    let halves: [__m512i; 2] = bytemuck::cast(*block);
+    let mut n = 0;
+    for (h, values) in halves.into_iter().enumerate() {
+        let indices: [u16; 32] = std::array::from_fn(|i| ((32 * h + i) as u16) << 10);
+        let entries = _mm512_or_si512(
+            bytemuck::cast(indices),
+            _mm512_and_si512(values, _mm512_set1_epi16(0x3ff)),
+        );
+        let nonzero = _mm512_test_epi16_mask(values, values);
+        let packed: [u16; 32] = bytemuck::cast(_mm512_maskz_compress_epi16(nonzero, entries));
+        // n <= 32 here, so the 32 lanes fit; those past the entries are overwritten or unused.
+        out[n..n + 32].copy_from_slice(&packed);
+        n += nonzero.count_ones() as usize;
+    }
+    n
 }
 
 #[cfg(test)]
@@ -449,6 +504,37 @@ pub(crate) mod tests {
             compact > 200 && dense_only > 100,
             "{compact} compact, {dense_only} dense"
         );
+    }
+
+    /// The AVX-512 entries are the scalar ones, on every narrow block (where the CPU has the
+    /// instructions: it says when it has not).
+    #[test]
+    fn compressed_entries_are_the_scalar_ones() {
+        #[cfg(target_arch = "x86_64")]
+        {
+            if !has_compress() {
+                println!("no AVX-512 VBMI2 on this CPU: the compressed entries are NOT tested");
+                return;
+            }
+            let narrow = random_blocks(3000)
+                .into_iter()
+                .filter(|b| b.iter().all(|v| (-512..=511).contains(v)));
+            let mut tested = 0;
+            for (case, block) in narrow.enumerate() {
+                let (mut scalar, mut compressed) = ([0u16; 128], [0u16; 128]);
+                let n = entries_scalar(&block, false, &mut scalar);
+                // SAFETY: the CPU has the features it enables (checked above).
+                #[allow(
+                    unsafe_code,
+                    reason = "calling an AVX-512 function; see the SAFETY note"
+                )]
+                let m = unsafe { narrow_entries_avx512(&block, &mut compressed) };
+                assert_eq!(m, n, "case {case}");
+                assert_eq!(compressed[..m], scalar[..n], "case {case}");
+                tested += 1;
+            }
+            assert!(tested > 1000, "{tested} narrow blocks");
+        }
     }
 
     #[test]

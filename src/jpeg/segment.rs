@@ -71,9 +71,11 @@ impl EntropySegment {
                 && table(2 * a.scan_comp + 1) == table(2 * b.scan_comp + 1)
         };
         let n = self.blocks.len();
-        (1..n).filter(|shift| n % shift == 0).all(|shift| {
-            !(0..n).all(|b| decodes_alike(&self.blocks[b], &self.blocks[(b + shift) % n]))
-        })
+        (1..n)
+            .filter(|shift| n.is_multiple_of(*shift))
+            .all(|shift| {
+                !(0..n).all(|b| decodes_alike(&self.blocks[b], &self.blocks[(b + shift) % n]))
+            })
     }
 
     /// Un-stuffs the data from `start` of `data` up to the next marker, as the CPU decoder's

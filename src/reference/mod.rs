@@ -44,8 +44,8 @@ pub fn component_scaling(
     // Chroma gets a larger IDCT instead of upsampling where the ratios allow.
     let mut idct_size = min_size;
     while idct_size < 8
-        && (max_h * min_size) % (comp.h * idct_size * 2) == 0
-        && (max_v * min_size) % (comp.v * idct_size * 2) == 0
+        && (max_h * min_size).is_multiple_of(comp.h * idct_size * 2)
+        && (max_v * min_size).is_multiple_of(comp.v * idct_size * 2)
     {
         idct_size *= 2;
     }

@@ -78,7 +78,7 @@ pub fn upsample_at(plane: &Plane, method: Method, x: usize, y: usize) -> u8 {
         Method::Full => plane.at(x as isize, y as isize),
         Method::H2V1Fancy => {
             let y = y as isize;
-            if x % 2 == 0 {
+            if x.is_multiple_of(2) {
                 (3 * plane.at(i, y) + plane.at(i - 1, y) + 1) >> 2
             } else {
                 (3 * plane.at(i, y) + plane.at(i + 1, y) + 2) >> 2
@@ -86,7 +86,7 @@ pub fn upsample_at(plane: &Plane, method: Method, x: usize, y: usize) -> u8 {
         }
         Method::H1V2Fancy => {
             let x = x as isize;
-            if y % 2 == 0 {
+            if y.is_multiple_of(2) {
                 (3 * plane.at(x, j) + plane.at(x, j - 1) + 1) >> 2
             } else {
                 (3 * plane.at(x, j) + plane.at(x, j + 1) + 2) >> 2
@@ -94,9 +94,9 @@ pub fn upsample_at(plane: &Plane, method: Method, x: usize, y: usize) -> u8 {
         }
         Method::H2V2Fancy => {
             // Column sums over this row and its nearer neighbour row, kept unrounded.
-            let near = if y % 2 == 0 { j - 1 } else { j + 1 };
+            let near = if y.is_multiple_of(2) { j - 1 } else { j + 1 };
             let column_sum = |i| 3 * plane.at(i, j) + plane.at(i, near);
-            if x % 2 == 0 {
+            if x.is_multiple_of(2) {
                 (3 * column_sum(i) + column_sum(i - 1) + 8) >> 4
             } else {
                 (3 * column_sum(i) + column_sum(i + 1) + 7) >> 4
