@@ -575,14 +575,15 @@ fn entropy_segment(
     if bit_len >= u64::from(u32::MAX / 2) {
         return None;
     }
-    let tables = tables
-        .iter()
-        .flat_map(|(dc, ac)| segment::table_words(dc).chain(segment::table_words(ac)))
-        .collect();
+    let mut table_words = Vec::with_capacity(2 * tables.len() * segment::TABLE_WORDS);
+    for (dc, ac) in tables {
+        segment::push_table_words(dc, &mut table_words);
+        segment::push_table_words(ac, &mut table_words);
+    }
     Some(segment::EntropySegment {
         words,
         bit_len,
-        tables,
+        tables: table_words,
         blocks,
         mcus,
     })

@@ -82,44 +82,48 @@ impl EntropySegment {
     /// bit reader reads it. `None` when the data ends without a marker (the CPU decoder reports that as a
     /// truncated file).
     pub fn unstuff(data: &[u8], start: usize) -> Option<(Vec<u32>, u64)> {
-        let mut bytes = Vec::with_capacity(data.len().saturating_sub(start) + 8);
-        let mut pos = start;
+        let rest = data.get(start..)?;
+        // Un-stuffing only drops bytes: room for all of them, in whole words and an even number
+        // of them, so that the tables after them in the upload start 8-byte aligned (as mapped
+        // ranges must). The bytes go straight into the words' memory, in their order.
+        let mut words = vec![0u32; rest.len().next_multiple_of(8) / 4];
+        let bytes: &mut [u8] = bytemuck::cast_slice_mut(&mut words);
+        let (mut pos, mut len) = (0, 0);
         loop {
-            let run = data.get(pos..)?.iter().position(|&b| b == 0xFF)?;
-            bytes.extend_from_slice(&data[pos..pos + run]);
-            pos += run;
+            // Most runs are long (an FF is one byte in 256): found and copied in bulk.
+            let run = memchr::memchr(0xFF, &rest[pos..])?;
+            bytes[len..len + run].copy_from_slice(&rest[pos..pos + run]);
+            (pos, len) = (pos + run, len + run);
             // As BitReader::next_data_byte: a run of FF is one FF; FF 00 is a data byte FF.
-            while data.get(pos) == Some(&0xFF) {
+            while rest.get(pos) == Some(&0xFF) {
                 pos += 1;
             }
-            match data.get(pos)? {
+            match rest.get(pos)? {
                 0 => {
-                    bytes.push(0xFF);
-                    pos += 1;
+                    bytes[len] = 0xFF;
+                    (pos, len) = (pos + 1, len + 1);
                 }
                 _ => break,
             }
         }
-        let bit_len = bytes.len() as u64 * 8;
-        // Whole words, and an even number of them, so that the tables after them in the
-        // upload start 8-byte aligned (as mapped ranges must).
-        bytes.resize(bytes.len().next_multiple_of(8), 0);
-        let words = bytes
-            .chunks_exact(4)
-            .map(|b| u32::from_be_bytes([b[0], b[1], b[2], b[3]]))
-            .collect();
-        Some((words, bit_len))
+        words.truncate(len.next_multiple_of(8) / 4);
+        // The bit reader reads each word's bytes first to last: big-endian words.
+        for word in &mut words {
+            *word = u32::from_be(*word);
+        }
+        Some((words, len as u64 * 8))
     }
 }
 
-/// `table` as the [`TABLE_WORDS`] words the shader reads.
-pub(crate) fn table_words(table: &HuffmanTable) -> impl Iterator<Item = u32> + '_ {
+/// Appends `table` as the [`TABLE_WORDS`] words the shader reads, part by part (each a loop
+/// that vectorises).
+pub(crate) fn push_table_words(table: &HuffmanTable, words: &mut Vec<u32>) {
     let parts = table.parts();
-    let lookup = parts.lookup.iter().map(|&e| u32::from(e));
-    let max_code = parts.max_code.iter().map(|&c| c as u32);
-    let offset = parts.value_offset.iter().map(|&o| o as u32);
-    let symbols = parts.symbols.iter().map(|&s| u32::from(s));
-    lookup.chain(max_code).chain(offset).chain(symbols)
+    words.reserve(TABLE_WORDS);
+    words.extend(parts.lookup.iter().map(|&e| u32::from(e)));
+    words.extend(parts.max_code.iter().map(|&c| c as u32));
+    words.extend(parts.value_offset.iter().map(|&o| o as u32));
+    words.extend(parts.symbols.iter().map(|&s| u32::from(s)));
 }
 
 #[cfg(test)]
