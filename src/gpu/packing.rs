@@ -7,12 +7,12 @@ use super::dispatch::run;
 use super::entropy::{span_words, upload_words, EntropyBuffers, EntropyPacking};
 use super::jobs::TensorJob;
 use super::pipeline::GpuPipeline;
+use super::staging::UploadWrite;
 use super::work::{ImageWork, SegmentImage};
 use crate::error::{Error, Result};
 use crate::reference::tensor::value_table;
 use crate::transform::DType;
 use crate::Transform;
-use rayon::prelude::*;
 use std::num::NonZeroU64;
 use std::sync::Arc;
 
@@ -359,8 +359,8 @@ impl Packing {
     /// bytes at a time. `after_stage` is called with each stage's name once it is recorded
     /// (stage timing submits the encoder there; the staging buffer's copy is recorded before
     /// any stage, so it is in the first submission). The copy threads write the upload's
-    /// coefficients and segments while this thread records: on the critical path of a batch,
-    /// the two took about as long each.
+    /// coefficients and segments while this thread records, and it helps them once it has
+    /// (see [`UploadWrite`]): on the critical path of a batch, the two took about as long each.
     pub fn record(
         &self,
         pipeline: &GpuPipeline,
@@ -389,7 +389,7 @@ impl Packing {
         let coef_start = upload.push(&[]).start;
         let (buffer, staging, coefs) =
             self.start_upload(device, encoder, pipeline, upload, coef_start)?;
-        let recorded =
+        let record_stages =
             |encoder: &mut wgpu::CommandEncoder,
              after_stage: &mut dyn FnMut(&'static str, &mut wgpu::CommandEncoder)| {
                 after_stage("upload", encoder);
@@ -402,29 +402,18 @@ impl Packing {
                 };
                 self.record_stages(pipeline, device, encoder, stages, after_stage)
             };
-        let (written, status) = if pipeline.time_stages() {
+        let write = UploadWrite::new(&staging, self.upload_parts(coef_start));
+        let status = if pipeline.time_stages() {
             // Each stage is submitted on its own there, the upload first: written before.
-            let written = pipeline
-                .copiers
-                .install(|| self.write_upload(&staging, coef_start));
+            write.run(&pipeline.copiers, || ());
             staging.unmap();
-            (written, recorded(encoder, after_stage))
+            record_stages(encoder, after_stage)
         } else {
-            let (written, status) = pipeline.copiers.in_place_scope(|scope| {
-                let (sender, receiver) = std::sync::mpsc::channel();
-                let staging = &staging;
-                scope.spawn(move |_| {
-                    let _ = sender.send(self.write_upload(staging, coef_start));
-                });
-                let status = recorded(encoder, after_stage);
-                (receiver.recv(), status)
-            });
+            let status = write.run(&pipeline.copiers, || record_stages(encoder, after_stage));
             staging.unmap();
-            let written =
-                written.unwrap_or_else(|_| Err(Error::Gpu("the upload's copy was lost".into())));
-            (written, status)
+            status
         };
-        let upload = written?;
+        let upload = write.finish()?;
         pipeline.pool.put(buffer);
         Ok(Recorded {
             status: status?,
@@ -689,10 +678,9 @@ impl Packing {
         Ok((buffer, staging, coef_start..coef_end))
     }
 
-    /// Writes the coefficients and segments into `staging` from byte `coef_start`, side by
-    /// side on the current thread pool (the copy threads); returns how long it took.
-    fn write_upload(&self, staging: &wgpu::Buffer, coef_start: u64) -> Result<std::time::Duration> {
-        let started = std::time::Instant::now();
+    /// The coefficients and segments to write into the staging buffer, each with its first
+    /// byte there (the region from `coef_start`).
+    fn upload_parts(&self, coef_start: u64) -> Vec<(u64, &[u32])> {
         let segments = self.segments.iter().flat_map(|(at, source)| {
             let s = &source.segment;
             [
@@ -700,25 +688,12 @@ impl Packing {
                 (at + s.words.len() as u64, &s.tables[..]),
             ]
         });
-        let copies: Vec<(u64, &[u32])> = self
-            .coefs
+        self.coefs
             .iter()
             .map(|(at, words)| (*at, &words[..]))
             .chain(segments)
-            .collect();
-        copies
-            .par_iter()
-            .filter(|(_, words)| !words.is_empty())
-            .try_for_each(|(at, words)| -> Result<()> {
-                let start = coef_start + at * 4;
-                staging
-                    .slice(start..start + words.len() as u64 * 4)
-                    .get_mapped_range_mut()
-                    .map_err(mapping_error)?
-                    .copy_from_slice(bytemuck::cast_slice(words));
-                Ok(())
-            })?;
-        Ok(started.elapsed())
+            .map(|(at, words)| (coef_start + at * 4, words))
+            .collect()
     }
 }
 

@@ -7,8 +7,10 @@
 //! it into a pooled device buffer; once that copy is submitted, the buffer is mapped again in
 //! the background (the mapping completes when the copy has run).
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use crate::error::{Error, Result};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 /// The ring. `Send + Sync`: the GPU side may run on any thread.
 #[derive(Default)]
@@ -78,5 +80,75 @@ impl StagingRing {
     pub fn bytes(&self) -> u64 {
         let buffers = self.buffers.lock().unwrap_or_else(|e| e.into_inner());
         buffers.iter().map(|s| s.buffer.size()).sum()
+    }
+}
+
+/// An upload's parts written into a mapped staging buffer side by side, by the copy threads
+/// and by the thread that records the batch once it has recorded: at the start of a call the
+/// copy threads compete with every decoding thread for the cores, and the recording thread
+/// need not wait for them to be scheduled.
+pub(crate) struct UploadWrite<'a> {
+    staging: &'a wgpu::Buffer,
+    /// Each part's first byte in `staging` and its words, largest first.
+    parts: Vec<(u64, &'a [u32])>,
+    /// The next part to take.
+    next: AtomicUsize,
+    failed: Mutex<Option<Error>>,
+    started: Instant,
+    /// When the last part written so far was done.
+    done: Mutex<Instant>,
+}
+
+impl<'a> UploadWrite<'a> {
+    /// Writes `parts` (first byte, words) into `staging`.
+    pub fn new(staging: &'a wgpu::Buffer, mut parts: Vec<(u64, &'a [u32])>) -> Self {
+        parts.retain(|(_, words)| !words.is_empty());
+        parts.sort_unstable_by_key(|(_, words)| std::cmp::Reverse(words.len()));
+        let started = Instant::now();
+        Self {
+            staging,
+            parts,
+            next: AtomicUsize::new(0),
+            failed: Mutex::new(None),
+            started,
+            done: Mutex::new(started),
+        }
+    }
+
+    /// Runs `meanwhile` on this thread while `copiers` write, then helps them with the parts
+    /// left; returns once every part is written, with `meanwhile`'s result.
+    pub fn run<R>(&self, copiers: &rayon::ThreadPool, meanwhile: impl FnOnce() -> R) -> R {
+        copiers.in_place_scope(|scope| {
+            for _ in 0..copiers.current_num_threads().min(self.parts.len()) {
+                scope.spawn(|_| self.help());
+            }
+            let result = meanwhile();
+            self.help();
+            result
+        })
+    }
+
+    /// How long writing took, from [`Self::new`] to the last part; or why it failed.
+    pub fn finish(self) -> Result<Duration> {
+        let failed = self.failed.into_inner().unwrap_or_else(|e| e.into_inner());
+        let done = self.done.into_inner().unwrap_or_else(|e| e.into_inner());
+        failed.map_or(Ok(done - self.started), Err)
+    }
+
+    /// Takes parts and writes them until none is left.
+    fn help(&self) {
+        while let Some(&(at, words)) = self.parts.get(self.next.fetch_add(1, Ordering::Relaxed)) {
+            let written = self
+                .staging
+                .slice(at..at + words.len() as u64 * 4)
+                .get_mapped_range_mut()
+                .map(|mut range| range.copy_from_slice(bytemuck::cast_slice(words)));
+            if let Err(e) = written {
+                let mut failed = self.failed.lock().unwrap_or_else(|e| e.into_inner());
+                failed.get_or_insert(Error::Gpu(format!("cannot write the upload: {e}")));
+            }
+            let mut done = self.done.lock().unwrap_or_else(|e| e.into_inner());
+            *done = (*done).max(Instant::now());
+        }
     }
 }
