@@ -441,6 +441,17 @@ fn other_formats_convert_and_the_pixel_path_is_counted() {
     let batches: Vec<_> = lines.iter().filter(|l| l["what"] == "batch").collect();
     let images: u64 = batches.iter().map(|b| b["images"].as_u64().unwrap()).sum();
     assert_eq!(images, 28);
+    let bytes_in: u64 = batches
+        .iter()
+        .map(|b| b["bytes_in"].as_u64().unwrap())
+        .sum();
+    let inputs = [data("formats"), data("photos/mpl__grace_hopper.jpg")];
+    let files = gpuprep::convert::expand_inputs(&inputs).unwrap();
+    let total: u64 = files
+        .iter()
+        .map(|f| std::fs::metadata(f).unwrap().len())
+        .sum();
+    assert_eq!(bytes_in, total);
     for batch in batches {
         let at = |key: &str| batch[key].as_f64().unwrap();
         assert!(

@@ -388,6 +388,8 @@ fn tensors_kept_on_the_device_are_the_reference() {
     let limits = Limits::default();
     let mut seen = vec![0; inputs.len()];
     let mut tensors = 0;
+    let call = std::time::Instant::now();
+    let mut consuming = std::time::Duration::ZERO;
     let stats = pipeline.preprocess_on_device(
         &gpu.device,
         &gpu.queue,
@@ -396,6 +398,7 @@ fn tensors_kept_on_the_device_are_the_reference() {
         &limits,
         2,
         |batch| {
+            let consumer_start = std::time::Instant::now();
             for (i, e) in &batch.failed {
                 seen[*i] += 1;
                 let expected = gpuprep::preprocess(inputs[*i], &transform, &limits).unwrap_err();
@@ -422,9 +425,22 @@ fn tensors_kept_on_the_device_are_the_reference() {
                     tensor.index
                 );
             }
+            consuming += consumer_start.elapsed();
         },
     );
+    let call = call.elapsed();
     assert_eq!(seen, vec![1; inputs.len()], "each image once");
+    // Each batch's encoded bytes, and how long the consumer waited for it: never while it was
+    // busy with a batch (its checks here take most of the call), and the first batch had to be
+    // decoded and run first.
+    let bytes_in: u64 = stats.iter().map(|s| s.bytes_in).sum();
+    assert_eq!(bytes_in, inputs.iter().map(|b| b.len() as u64).sum::<u64>());
+    let waited: std::time::Duration = stats.iter().map(|s| s.consumer_waited).sum();
+    assert!(stats[0].consumer_waited > std::time::Duration::ZERO);
+    assert!(
+        waited + consuming <= call,
+        "waited {waited:?} + consuming {consuming:?} > the call's {call:?}"
+    );
     let decodable = inputs
         .iter()
         .filter(|b| gpuprep::preprocess(b, &transform, &limits).is_ok())

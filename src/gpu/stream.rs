@@ -15,6 +15,8 @@ use std::time::{Duration, Instant};
 pub struct BatchStats {
     /// Images in the batch.
     pub images: usize,
+    /// Their encoded bytes (the files as given).
+    pub bytes_in: u64,
     /// Of them, non-JPEG images, uploaded as pixels: the slower path.
     pub pixel_images: usize,
     /// Bytes uploaded to the GPU (compact coefficients, job records, taps).
@@ -29,6 +31,11 @@ pub struct BatchStats {
     /// How long the GPU side waited for this batch's images to be decoded (the decoding the
     /// previous batches' GPU work did not hide).
     pub waited: Duration,
+    /// How long the consumer of [`GpuPipeline::preprocess_on_device`] waited for this batch:
+    /// from when it returned from the batch before (or the call began) until it was handed
+    /// this one. Zero for [`GpuPipeline::preprocess_many`], whose caller gets every result when
+    /// the call returns.
+    pub consumer_waited: Duration,
     /// From the start of its decoding to its tensors being on the CPU.
     pub latency: Duration,
     /// The loader's timeline, from the start of the call: when the batch's images were all
@@ -80,6 +87,8 @@ pub struct DeviceTensor {
 /// One image decoded and prepared on a CPU thread.
 struct Decoded {
     index: usize,
+    /// Its encoded bytes.
+    bytes: usize,
     work: Result<ImageWork>,
     started: Instant,
     took: Duration,
@@ -136,8 +145,18 @@ impl GpuPipeline {
         mut consume: impl FnMut(DeviceBatch<'_>),
     ) -> Vec<BatchStats> {
         let mut batches = Vec::new();
+        // When the consumer was last done with a batch (at first, when the call began).
+        let mut consumer_free = Instant::now();
         let land = |flight| {
-            batches.push(self.hand_over(device, queue, flight, transform, &mut consume));
+            let stats = self.hand_over(
+                device,
+                queue,
+                flight,
+                transform,
+                &mut consume,
+                &mut consumer_free,
+            );
+            batches.push(stats);
         };
         self.stream(device, queue, images, transform, limits, batch, false, land);
         batches
@@ -145,6 +164,7 @@ impl GpuPipeline {
 
     /// Waits for `flight` and hands its tensors, still on the GPU, to `consume`, with its
     /// failures (every image's, when the GPU failed the batch); returns the batch's stats.
+    /// `consumer_free`: when the consumer returned from the batch before, updated.
     fn hand_over(
         &self,
         device: &wgpu::Device,
@@ -152,6 +172,7 @@ impl GpuPipeline {
         flight: Flight,
         transform: &Transform,
         consume: &mut impl FnMut(DeviceBatch<'_>),
+        consumer_free: &mut Instant,
     ) -> BatchStats {
         let Flight {
             mut failed,
@@ -184,6 +205,7 @@ impl GpuPipeline {
                 (None, Vec::new())
             }
         };
+        stats.consumer_waited = consumer_free.elapsed();
         consume(DeviceBatch {
             buffer: buffer.as_ref(),
             tensors,
@@ -191,6 +213,7 @@ impl GpuPipeline {
             failed,
             stats: &stats,
         });
+        *consumer_free = Instant::now();
         // Work the consumer submitted on it runs before any later use.
         if let Some(buffer) = buffer {
             self.pool.put(buffer);
@@ -224,6 +247,7 @@ impl GpuPipeline {
             let work = prepare_image(images[i], transform, limits, window, true);
             Decoded {
                 index: i,
+                bytes: images[i].len(),
                 work,
                 started,
                 took: started.elapsed(),
@@ -243,7 +267,7 @@ impl GpuPipeline {
                 while spawned < limit.min(images.len()) {
                     let (sender, i) = (sender.clone(), order[spawned]);
                     scope.spawn(move |_| {
-                        let _ = sender.send(prepare_caught(i, prepare));
+                        let _ = sender.send(prepare_caught(i, images[i].len(), prepare));
                     });
                     spawned += 1;
                 }
@@ -302,6 +326,7 @@ impl GpuPipeline {
         });
         let mut stats = BatchStats {
             images: pending.len(),
+            bytes_in: pending.iter().map(|d| d.bytes as u64).sum(),
             pixel_images: pending
                 .iter()
                 .filter(|d| d.work.as_ref().is_ok_and(ImageWork::is_pixels))
@@ -394,7 +419,7 @@ struct Flight {
 
 /// `prepare(i)`, with a panic (a decoder bug) turned into that image's error, so that it can
 /// neither take down the other images nor leave the GPU side waiting for it.
-fn prepare_caught(i: usize, prepare: impl Fn(usize) -> Decoded) -> Decoded {
+fn prepare_caught(i: usize, bytes: usize, prepare: impl Fn(usize) -> Decoded) -> Decoded {
     let started = Instant::now();
     std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| prepare(i))).unwrap_or_else(|panic| {
         let what = panic
@@ -404,6 +429,7 @@ fn prepare_caught(i: usize, prepare: impl Fn(usize) -> Decoded) -> Decoded {
             .unwrap_or_default();
         Decoded {
             index: i,
+            bytes,
             work: Err(Error::Corrupt(format!(
                 "the decoder failed unexpectedly ({what}); please report this file"
             ))),

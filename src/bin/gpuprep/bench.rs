@@ -126,6 +126,8 @@ pub fn run(args: BenchArgs) -> ExitCode {
             "what": "stages", "batches": pass.batches.len(),
             "decode_cpu_ms": total(|b| b.decode), "gpu_ms": total(|b| b.gpu),
             "gpu_waited_for_decode_ms": total(|b| b.waited), "wall_ms": pass.seconds * 1e3,
+            // With --keep-on-gpu: how long the consumer of the batches waited for them.
+            "consumer_waited_ms": total(|b| b.consumer_waited),
             // Images whose Huffman data the GPU decoded (stage 0), and of them those it gave up
             // on, redone from the CPU decoder.
             "huffman_on_gpu_images": pass.batches.iter().map(|b| b.gpu_timings.huffman_on_gpu).sum::<usize>(),
@@ -149,8 +151,10 @@ pub fn run(args: BenchArgs) -> ExitCode {
     // time went.
     for batch in pass.batches.iter().filter(|b| !b.landed_at.is_zero()) {
         let line = json!({
-            "what": "batch", "images": batch.images, "decode_cpu_ms": ms(batch.decode),
-            "waited_ms": ms(batch.waited), "gathered_at_ms": ms(batch.gathered_at),
+            "what": "batch", "images": batch.images, "bytes_in": batch.bytes_in,
+            "bytes_uploaded": batch.bytes_uploaded, "decode_cpu_ms": ms(batch.decode),
+            "gpu_ms": ms(batch.gpu), "waited_ms": ms(batch.waited),
+            "consumer_waited_ms": ms(batch.consumer_waited), "gathered_at_ms": ms(batch.gathered_at),
             "submitted_at_ms": ms(batch.submitted_at), "landed_at_ms": ms(batch.landed_at),
         });
         println!("{line}");
@@ -239,6 +243,7 @@ fn timed_pass(
                         .count();
                     BatchStats {
                         images: chunk.len(),
+                        bytes_in: chunk.iter().map(|b| b.len() as u64).sum(),
                         decode: started.elapsed(),
                         latency: started.elapsed(),
                         ..BatchStats::default()
