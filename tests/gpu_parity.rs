@@ -7,6 +7,15 @@ use gpuprep::gpu::{create_device, Gpu, GpuPipeline};
 use gpuprep::Limits;
 use std::path::Path;
 
+/// The bytes of `files`, paths under tests/data.
+fn test_files(files: &[&str]) -> Vec<Vec<u8>> {
+    let dir = common::manifest_dir().join("tests/data");
+    files
+        .iter()
+        .map(|f| std::fs::read(dir.join(f)).unwrap())
+        .collect()
+}
+
 /// The device to test on. No adapter fails the test with the fix, unless `GPUPREP_NO_GPU=1`
 /// explicitly marks the run GPU-less, which is then said out loud.
 fn gpu() -> Option<Gpu> {
@@ -193,10 +202,7 @@ fn a_bad_image_fails_alone_in_a_gpu_batch() {
         "malformed/jdec__derive-huffman-codes-overflow.jpg",
         "photos/sklearn__china.jpg",
     ];
-    let bytes: Vec<Vec<u8>> = files
-        .iter()
-        .map(|f| std::fs::read(common::manifest_dir().join("tests/data").join(f)).unwrap())
-        .collect();
+    let bytes = test_files(&files);
     let inputs: Vec<&[u8]> = bytes.iter().map(Vec::as_slice).collect();
     let batch = pipeline
         .preprocess_batch(
@@ -239,10 +245,7 @@ fn streamed_images_keep_their_order_and_fail_alone() {
         "photos/sklearn__china.jpg",
         "conformance/jdec__mozilla__jpg-gray.jpg",
     ];
-    let bytes: Vec<Vec<u8>> = files
-        .iter()
-        .map(|f| std::fs::read(common::manifest_dir().join("tests/data").join(f)).unwrap())
-        .collect();
+    let bytes = test_files(&files);
     let inputs: Vec<&[u8]> = bytes.iter().map(Vec::as_slice).collect();
     // Resize(64) on the shorter side: every output has its own shape.
     let transform = gpuprep::Transform {
@@ -288,10 +291,7 @@ fn mixed_inputs() -> (Vec<Vec<u8>>, gpuprep::Transform) {
         "malformed/jdec__afl__id_000961_sync_jpeg9_src_002802.jpg",
         "conformance/jdec__mozilla__jpg-gray.jpg",
     ];
-    let bytes = files
-        .iter()
-        .map(|f| std::fs::read(common::manifest_dir().join("tests/data").join(f)).unwrap())
-        .collect();
+    let bytes = test_files(&files);
     let transform = gpuprep::Transform {
         resize: Some(gpuprep::transform::Resize::ShorterSide(64)),
         ..Default::default()
@@ -348,10 +348,7 @@ fn batches_of_progressive_files_alone_are_the_reference() {
         "conformance/jdec__mozilla__jpg-progressive.jpg",
         "conformance/jdec__progressive3.jpg",
     ];
-    let bytes: Vec<Vec<u8>> = files
-        .iter()
-        .map(|f| std::fs::read(common::manifest_dir().join("tests/data").join(f)).unwrap())
-        .collect();
+    let bytes = test_files(&files);
     let inputs: Vec<&[u8]> = bytes.iter().map(Vec::as_slice).collect();
     for draft in [false, true] {
         let pipeline = GpuPipeline::new(&gpu.device);

@@ -211,8 +211,8 @@ fn nonzero_mask(block: &[i16; 64]) -> u64 {
     unsafe { nonzero_mask_sse2(block) }
 }
 
-/// [`nonzero_mask`] sixteen lanes at a time: a third of the scalar version's time, which
-/// matters as every dense block of a progressive image goes through it.
+/// [`nonzero_mask`] sixteen lanes at a time: every dense block of a progressive image goes
+/// through it, and compacting one took a fifth less time than with 64-bit bit tricks.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "sse2")]
 fn nonzero_mask_sse2(block: &[i16; 64]) -> u64 {
@@ -285,7 +285,8 @@ fn entries_scalar(block: &[i16; 64], wide: bool, out: &mut [u16; 128]) -> usize 
 /// needs.
 #[cfg(target_arch = "x86_64")]
 fn has_compress() -> bool {
-    std::arch::is_x86_feature_detected!("avx512bw")
+    std::arch::is_x86_feature_detected!("avx512f")
+        && std::arch::is_x86_feature_detected!("avx512bw")
         && std::arch::is_x86_feature_detected!("avx512vbmi2")
 }
 
