@@ -128,8 +128,9 @@ impl GpuPipeline {
 
     /// [`Self::preprocess_many`] for a consumer on the same device: each batch's tensors stay
     /// on the GPU, handed to `consume` as a [`DeviceBatch`] as soon as the GPU has made them (in
-    /// the order batches finish, not input order: files are decoded largest first). Nothing is read back, so this is the fast
-    /// path when a model on this device eats the tensors. Returns the per-batch stats.
+    /// the order batches finish, not input order: files are decoded largest first). Nothing is
+    /// read back, so this is the fast path when a model on this device eats the tensors.
+    /// Returns the per-batch stats.
     #[allow(
         clippy::too_many_arguments,
         reason = "preprocess_many's arguments and the consumer"
@@ -253,13 +254,13 @@ impl GpuPipeline {
                 took: started.elapsed(),
             }
         };
-        // This thread feeds the GPU; rayon's threads decode. At most two batches' worth of
-        // images are being decoded or waiting at any time, which bounds memory; decoding tasks
-        // never block, so the GPU side's own parallel copies always find threads.
         // Largest files first (the longest-processing-time-first rule): a call then ends on
         // small images, not on a large one decoded alone while the other threads wait.
         let mut order: Vec<usize> = (0..images.len()).collect();
         order.sort_by_key(|&i| std::cmp::Reverse(images[i].len()));
+        // This thread feeds the GPU; rayon's threads decode. At most two batches' worth of
+        // images are being decoded or waiting at any time, which bounds memory; decoding tasks
+        // never block, so the GPU side's own parallel copies always find threads.
         rayon::in_place_scope(|scope| {
             let (sender, receiver) = std::sync::mpsc::channel::<Decoded>();
             let mut spawned = 0;
