@@ -1,4 +1,4 @@
-// Stages 2 and 3: chroma upsampling (libjpeg "fancy" filters and box fallbacks) and colour
+// Stage 2: chroma upsampling (libjpeg "fancy" filters and box fallbacks) and colour
 // conversion to RGB, one invocation per four pixels of a row. Mirror of src/reference/upsample.rs
 // (`upsample_at`) and src/reference/color.rs. Output pixels are RGBX words (X = 255), stored
 // in the image's EXIF orientation when the transform asks for it (src/reference/orient.rs). A

@@ -216,7 +216,7 @@ fn convert_to_stack(files: &[PathBuf], path: &Path, job: &Job) -> Result<Vec<Ima
     if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
         fs::create_dir_all(parent).map_err(|e| Error::from(e).in_file(parent))?;
     }
-    let shape = transform.output_shape(width, height);
+    let shape = crate::plan::OutputPlan::new((width, height), transform).shape;
     let file = fs::File::create(path).map_err(|e| Error::from(e).in_file(path))?;
     let mut stack = npy::StackedWriter::new(std::io::BufWriter::new(file), transform.dtype, shape)
         .map_err(|e| Error::from(e).in_file(path))?;

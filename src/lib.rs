@@ -30,8 +30,8 @@ pub mod gpu;
 mod image;
 pub mod jpeg;
 pub mod npy;
+pub mod plan;
 pub mod reference;
-pub mod resample;
 mod tensor;
 pub mod transform;
 
@@ -39,6 +39,7 @@ pub use backend::{Backend, GpuBackend};
 pub use error::{Error, Result, Unsupported};
 pub use image::RgbImage;
 pub use jpeg::Limits;
+pub use plan::{Filter, ImagePlan};
 pub use tensor::{Tensor, TensorData};
 pub use transform::Transform;
 pub use wgpu;

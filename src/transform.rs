@@ -4,7 +4,7 @@
 //! (Pillow's `Image.draft`), `Resize`, `CenterCrop`, then `ToTensor` + `Normalize`, with the
 //! output layout, dtype and channel order chosen here (PARITY §3–5).
 
-use crate::resample::Filter;
+use crate::plan::Filter;
 
 /// How to resize before cropping.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -181,26 +181,6 @@ impl Transform {
         }
     }
 
-    /// The DCT scaling draft decoding picks for a `width`×`height` JPEG: 1, 2, 4 or 8, as
-    /// Pillow's `draft('RGB', target)` does (the largest of 8, 4, 2, 1 not above
-    /// `min(width // target_w, height // target_h)`). 1 when draft is off or nothing is resized.
-    pub fn draft_denominator(&self, width: usize, height: usize) -> usize {
-        let Some(resize) = self.resize.filter(|_| self.draft) else {
-            return 1;
-        };
-        let (tw, th) = resize.target(width, height);
-        let scale = (width / tw.max(1)).min(height / th.max(1));
-        [8, 4, 2].into_iter().find(|&s| scale >= s).unwrap_or(1)
-    }
-
-    /// The (width, height) of the output for an image of `width`×`height`.
-    pub fn output_size(&self, width: usize, height: usize) -> (usize, usize) {
-        let resized = self
-            .resize
-            .map_or((width, height), |r| r.target(width, height));
-        self.center_crop.unwrap_or(resized)
-    }
-
     /// The output (width, height) when it does not depend on the image: a crop or an exact
     /// resize fixes it.
     pub fn fixed_output_size(&self) -> Option<(usize, usize)> {
@@ -208,25 +188,6 @@ impl Transform {
             (Some(crop), _) => Some(crop),
             (None, Some(Resize::Exact { width, height })) => Some((width, height)),
             _ => None,
-        }
-    }
-
-    /// The output shape for an image of `width`×`height`, in the chosen layout.
-    pub fn output_shape(&self, width: usize, height: usize) -> [usize; 3] {
-        let (w, h) = self.output_size(width, height);
-        match self.layout {
-            Layout::Hwc => [h, w, 3],
-            Layout::Chw => [3, h, w],
-        }
-    }
-
-    /// The orientation this transform applies to an image whose metadata records
-    /// `orientation`: that one with [`Transform::exif_transpose`], else 1 (as stored).
-    pub fn applied_orientation(&self, orientation: u8) -> u8 {
-        if self.exif_transpose {
-            orientation
-        } else {
-            1
         }
     }
 

@@ -5,6 +5,7 @@ use super::packing::{binding_window, Packing};
 use super::pipeline::{output_buffer, prepare_image, tensor_data, GpuPipeline};
 use super::work::ImageWork;
 use crate::error::{Error, Result};
+use crate::plan::OutputPlan;
 use crate::transform::DType;
 use crate::{Limits, Tensor, Transform};
 use rayon::prelude::*;
@@ -85,14 +86,9 @@ impl GpuPipeline {
         let (width, height) = transform.fixed_output_size().ok_or_else(|| {
             Error::Options("a batch needs one output size: an exact resize or a crop".into())
         })?;
-        let image_shape = transform.output_shape(width, height);
-        let element_bytes = match transform.dtype {
-            DType::U8 => 1,
-            DType::F16 => 2,
-            DType::F32 => 4,
-        };
-        let image_stride =
-            (image_shape.iter().product::<usize>() * element_bytes).next_multiple_of(4) as u64;
+        let output = OutputPlan::new((width, height), transform);
+        let image_shape = output.shape;
+        let image_stride = output.bytes().next_multiple_of(4) as u64;
         let size = image_stride * images.len() as u64;
         let max = device.limits().max_buffer_size;
         if size > max {

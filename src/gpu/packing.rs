@@ -10,7 +10,7 @@ use super::pipeline::GpuPipeline;
 use super::staging::UploadWrite;
 use super::work::{ImageWork, SegmentImage};
 use crate::error::{Error, Result};
-use crate::reference::tensor::value_table;
+use crate::plan::OutputPlan;
 use crate::transform::DType;
 use crate::Transform;
 use std::num::NonZeroU64;
@@ -782,7 +782,8 @@ fn windows<'a, const N: usize>(
 /// The 3×256 output elements as the bits the shader writes: u8 values, or f16 / f32 bits of the
 /// CPU-built float32 table (so the GPU does no float arithmetic at all).
 fn table_bits(transform: &Transform) -> Vec<u32> {
-    let table = value_table(transform);
+    // The table depends on the transform alone, not on an image's size.
+    let table = OutputPlan::new((1, 1), transform).value_table();
     table
         .iter()
         .flat_map(|channel| {

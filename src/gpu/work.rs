@@ -8,14 +8,10 @@ use crate::formats::{Decoded, Pixels};
 use crate::jpeg::compact::{compact_dense, CompactPlane};
 use crate::jpeg::segment::EntropySegment;
 use crate::jpeg::{single_scan_order, CoefficientImage, ColorSpace, Component};
-use crate::reference::orient::oriented_size;
-use crate::reference::tensor::crop_offset;
-use crate::reference::upsample::Method;
-use crate::reference::{component_scaling, scaled_size, smoothing};
-use crate::resample::{ResizePlan, Taps};
-use crate::transform::{ChannelOrder, DType, Layout};
+use crate::plan::output::element_bytes;
+use crate::plan::{ImagePlan, Taps, Upsampling};
+use crate::transform::Layout;
 use crate::{RgbImage, Transform};
-use std::borrow::Cow;
 use std::sync::Arc;
 
 /// Stage 1 for one component.
@@ -116,12 +112,18 @@ impl ImageWork {
         coefficients: Vec<CompactPlane>,
         transform: &Transform,
     ) -> Result<Self> {
-        let denominator = transform.draft_denominator(image.width, image.height);
+        let plan = ImagePlan::for_jpeg(image, transform)?;
         let mut planes = Vec::with_capacity(image.components.len());
         let mut plane_params = [PlaneParams::default(); 4];
         let mut sample_words = 0u64;
-        for ((ci, comp), plane) in image.components.iter().enumerate().zip(coefficients) {
-            let scaling = component_scaling(image, ci, denominator)?;
+        let scalings = plan.components.iter();
+        for (((ci, comp), plane), scaling) in image
+            .components
+            .iter()
+            .enumerate()
+            .zip(coefficients)
+            .zip(scalings)
+        {
             let size = scaling.idct_size;
             // Small blocks are done a few at a time so that each invocation writes whole words.
             let per_invocation = (4 / size).max(1);
@@ -160,19 +162,17 @@ impl ImageWork {
                 invocations: idct_invocations(size, per_invocation, comp) as u32,
             });
         }
-        let (width, height) = scaled_size(image, denominator);
-        let orientation = transform.applied_orientation(image.orientation);
+        let (width, height) = plan.decoded;
         let color = ColorJob {
             width: width as u32,
             height: height as u32,
             rgbx_base: 0,
             color_space: color_space_index(image.color_space),
             planes: plane_params,
-            orientation: u32::from(orientation),
+            // The colour stage stores the image oriented: every later stage sees it upright.
+            orientation: u32::from(plan.orientation),
         };
-        // The colour stage stores the image oriented: every later stage sees it upright.
-        let (width, height) = oriented_size(width, height, orientation);
-        let (horizontal, tensor) = resize_and_tensor(width, height, transform);
+        let (horizontal, tensor) = resize_and_tensor(&plan);
         let dense_coefficient_bytes = image
             .components
             .iter()
@@ -243,17 +243,16 @@ impl ImageWork {
                 box_v: 1,
             };
         }
-        let orientation = transform.applied_orientation(pixels.orientation);
+        let plan = ImagePlan::for_pixels((width, height), pixels.orientation, transform);
         let color = ColorJob {
             width: width as u32,
             height: height as u32,
             rgbx_base: 0,
             color_space: color_space_index(ColorSpace::Rgb),
             planes,
-            orientation: u32::from(orientation),
+            orientation: u32::from(plan.orientation),
         };
-        let (oriented_width, oriented_height) = oriented_size(width, height, orientation);
-        let (horizontal, tensor) = resize_and_tensor(oriented_width, oriented_height, transform);
+        let (horizontal, tensor) = resize_and_tensor(&plan);
         Self {
             dense_coefficient_bytes: 0,
             entropy: None,
@@ -281,58 +280,47 @@ impl ImageWork {
     }
 }
 
-/// The resize (horizontal pass and vertical taps) and tensor jobs for a decoded, oriented
-/// `width`×`height` image.
-fn resize_and_tensor(
-    width: usize,
-    height: usize,
-    transform: &Transform,
-) -> (Option<HorizontalWork>, TensorWork) {
-    let target = transform
-        .resize
-        .map_or((width, height), |r| r.target(width, height));
-    let plan = (target != (width, height))
-        .then(|| ResizePlan::new(transform.filter, (width, height), target));
-    let horizontal = plan.as_ref().and_then(|plan| {
-        plan.horizontal.as_ref().map(|taps| {
+/// The resize (horizontal pass and vertical taps) and tensor jobs of `plan`, whose image the
+/// colour stage has decoded and oriented.
+fn resize_and_tensor(plan: &ImagePlan) -> (Option<HorizontalWork>, TensorWork) {
+    let in_width = plan.oriented.0;
+    let horizontal = plan.resize.as_ref().and_then(|resize| {
+        resize.horizontal.as_ref().map(|taps| {
             let out_width = taps.bounds.len();
             let (words, weights_base) = tap_words(taps);
             HorizontalWork {
                 job: HorizontalJob {
                     out_width: out_width as u32,
-                    rows: plan.rows as u32,
-                    in_width: width as u32,
+                    rows: resize.rows as u32,
+                    in_width: in_width as u32,
                     window: taps.window as u32,
-                    first_row: plan.first_row as u32,
+                    first_row: resize.first_row as u32,
                     source_base: 0,
                     result_base: 0,
                     bounds_base: 0,
                     weights_base,
                 },
                 taps: words,
-                result_words: (out_width * plan.rows) as u64,
+                result_words: (out_width * resize.rows) as u64,
             }
         })
     });
-    let vertical = plan.as_ref().and_then(|p| p.vertical.as_ref());
+    let vertical = plan.resize.as_ref().and_then(|r| r.vertical.as_ref());
     let (taps, weights_base) = vertical.map_or((Vec::new(), 0), tap_words);
-    let (crop_w, crop_h) = transform.center_crop.unwrap_or(target);
-    let per_word = match transform.dtype {
-        DType::U8 => 4,
-        DType::F16 => 2,
-        DType::F32 => 1,
-    };
+    let output = &plan.output;
+    let crop = output.crop;
+    let per_word = (4 / element_bytes(output.dtype)) as u32;
     let tensor = TensorWork {
         job: TensorJob {
-            out_width: crop_w as u32,
-            out_height: crop_h as u32,
-            width: target.0 as u32,
-            height: target.1 as u32,
-            crop_x: crop_offset(target.0, crop_w) as i32,
-            crop_y: crop_offset(target.1, crop_h) as i32,
+            out_width: crop.width as u32,
+            out_height: crop.height as u32,
+            width: plan.resized.0 as u32,
+            height: plan.resized.1 as u32,
+            crop_x: crop.x as i32,
+            crop_y: crop.y as i32,
             vertical: vertical.is_some(),
             window: vertical.map_or(0, |t| t.window as u32),
-            chw: transform.layout == Layout::Chw,
+            chw: output.layout == Layout::Chw,
             per_word,
             from_rgbx: horizontal.is_none(),
             // Either source starts at the first row the vertical taps count from.
@@ -341,14 +329,11 @@ fn resize_and_tensor(
             weights_base,
             first_word: 0,
             out_base: 0,
-            channel_map: match transform.channel_order {
-                ChannelOrder::Rgb => [0, 1, 2],
-                ChannelOrder::Bgr => [2, 1, 0],
-            },
+            channel_map: std::array::from_fn(|c| output.source_channel(c) as u32),
         },
         taps,
-        words: (crop_w * crop_h * 3).div_ceil(per_word as usize) as u64,
-        shape: transform.output_shape(width, height),
+        words: (crop.width * crop.height * 3).div_ceil(per_word as usize) as u64,
+        shape: output.shape,
     };
     (horizontal, tensor)
 }
@@ -396,23 +381,18 @@ fn tap_words(taps: &Taps) -> (Vec<u32>, u32) {
 /// are uploaded smoothed (rare and cheap, so it stays on the CPU).
 pub(crate) fn compact_coefficients(image: &CoefficientImage, ci: usize) -> CompactPlane {
     let comp = &image.components[ci];
-    compact_dense(
-        comp.width_in_blocks,
-        comp.height_in_blocks,
-        |bx, by| match &image.smoothing {
-            Some(s) => Cow::Owned(smoothing::smoothed_block(image, s, ci, bx, by)),
-            None => Cow::Borrowed(comp.block(bx, by)),
-        },
-    )
+    compact_dense(comp.width_in_blocks, comp.height_in_blocks, |bx, by| {
+        image.block_for_idct(ci, bx, by)
+    })
 }
 
-fn method_index(method: Method) -> (u32, u32, u32) {
+fn method_index(method: Upsampling) -> (u32, u32, u32) {
     match method {
-        Method::Full => (0, 1, 1),
-        Method::H2V1Fancy => (1, 1, 1),
-        Method::H1V2Fancy => (2, 1, 1),
-        Method::H2V2Fancy => (3, 1, 1),
-        Method::Box { h, v } => (4, h as u32, v as u32),
+        Upsampling::Full => (0, 1, 1),
+        Upsampling::H2V1Fancy => (1, 1, 1),
+        Upsampling::H1V2Fancy => (2, 1, 1),
+        Upsampling::H2V2Fancy => (3, 1, 1),
+        Upsampling::Box { h, v } => (4, h as u32, v as u32),
     }
 }
 

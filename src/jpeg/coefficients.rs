@@ -1,6 +1,7 @@
 //! The coefficient image: what entropy decoding yields, and what crosses from CPU to GPU.
 
 use super::markers::Frame;
+use std::borrow::Cow;
 
 /// How the decoded components map to RGB (libjpeg's `jpeg_color_space` guess, PARITY §1.2).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -130,6 +131,16 @@ impl CoefficientImage {
             components,
             smoothing: None,
             orientation: 1,
+        }
+    }
+
+    /// Block (`bx`, `by`) of component `ci` as the IDCT takes it: block-smoothed where
+    /// libjpeg smooths (progressive images whose refinement scans are incomplete), else as
+    /// decoded. Both backends' IDCTs read their blocks through this.
+    pub fn block_for_idct(&self, ci: usize, bx: usize, by: usize) -> Cow<'_, [i16; 64]> {
+        match &self.smoothing {
+            Some(s) => Cow::Owned(super::smoothing::smoothed_block(self, s, ci, bx, by)),
+            None => Cow::Borrowed(self.components[ci].block(bx, by)),
         }
     }
 

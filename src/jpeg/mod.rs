@@ -9,19 +9,20 @@ pub(crate) mod compact;
 mod exif;
 mod huffman;
 mod markers;
-#[allow(
-    dead_code,
-    reason = "stage 0 (GPU Huffman decoding) is verified on its own; the streaming loader does not record it yet"
+#[cfg_attr(
+    not(test),
+    allow(
+        dead_code,
+        reason = "the CPU mirror of stage 0's passes runs in the tests that hold the shader to \
+                  it; the library calls only `decode_sequential`, for what the GPU gives up on"
+    )
 )]
 pub(crate) mod parallel;
 mod progressive;
 mod scan;
-#[allow(
-    dead_code,
-    reason = "stage 0 (GPU Huffman decoding) is verified on its own; the streaming loader does not record it yet"
-)]
 pub(crate) mod segment;
 mod sequential;
+mod smoothing;
 
 pub use coefficients::{CoefficientImage, ColorSpace, Component, Smoothing};
 
@@ -95,10 +96,6 @@ pub(crate) fn decode_compact_or_dense(
 /// restart markers comes as its entropy-coded segment, not decoded at all; others as
 /// [`decode_compact`] gives them. The components' dense `blocks` are empty unless
 /// [`Coefficients::Dense`].
-#[allow(
-    dead_code,
-    reason = "stage 0 (GPU Huffman decoding) is verified on its own; the streaming loader does not record it yet"
-)]
 pub(crate) fn decode_for_gpu(
     data: &[u8],
     limits: &Limits,
@@ -107,10 +104,6 @@ pub(crate) fn decode_for_gpu(
 }
 
 /// Where an image's coefficients are, besides its dense blocks.
-#[allow(
-    dead_code,
-    reason = "stage 0 (GPU Huffman decoding) is verified on its own; the streaming loader does not record it yet"
-)]
 pub(crate) enum Coefficients {
     /// In the components' dense `blocks`.
     Dense,

@@ -1,13 +1,13 @@
 //! The CPU reference: one file per GPU stage, each written to read line by line like its shader.
 //!
 //! This is the spec in code. It is checked against real Pillow output (tests/goldens), and the
-//! GPU stages are checked against it.
+//! GPU stages are checked against it. Every size, tap and table comes from the image's
+//! [`ImagePlan`]; this module only computes pixels.
 
 pub mod color;
 pub mod idct;
 pub mod orient;
 pub mod resample;
-pub mod smoothing;
 #[cfg(target_arch = "x86_64")]
 pub mod sse2;
 pub mod tensor;
@@ -16,58 +16,9 @@ pub mod upsample;
 use crate::error::Result;
 use crate::image::RgbImage;
 use crate::jpeg::{CoefficientImage, ColorSpace};
-use upsample::{Method, Plane};
-
-/// How one component is decoded at scale 1/`denominator` (libjpeg's DCT scaling, which
-/// Pillow's `draft()` asks for; 1 is the normal decode). PARITY §2a-3.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct ComponentScaling {
-    /// Samples per block side from the IDCT: 8, 4, 2 or 1.
-    pub idct_size: usize,
-    /// Real samples per row after the IDCT.
-    pub downsampled_width: usize,
-    /// Real rows after the IDCT.
-    pub downsampled_height: usize,
-    /// How the samples reach the output size.
-    pub upsampling: Method,
-}
-
-/// libjpeg's `jpeg_core_output_dimensions` and `_jinit_upsampler` choices for component `ci`.
-pub fn component_scaling(
-    image: &CoefficientImage,
-    ci: usize,
-    denominator: usize,
-) -> Result<ComponentScaling> {
-    let comp = &image.components[ci];
-    let (max_h, max_v) = (image.max_h, image.max_v);
-    let min_size = 8 / denominator;
-    // Chroma gets a larger IDCT instead of upsampling where the ratios allow.
-    let mut idct_size = min_size;
-    while idct_size < 8
-        && (max_h * min_size).is_multiple_of(comp.h * idct_size * 2)
-        && (max_v * min_size).is_multiple_of(comp.v * idct_size * 2)
-    {
-        idct_size *= 2;
-    }
-    let downsampled_width = (image.width * comp.h * idct_size).div_ceil(max_h * 8);
-    let downsampled_height = (image.height * comp.v * idct_size).div_ceil(max_v * 8);
-    let groups_in = (comp.h * idct_size / min_size, comp.v * idct_size / min_size);
-    let upsampling = Method::choose(groups_in, (max_h, max_v), downsampled_width, min_size > 1)?;
-    Ok(ComponentScaling {
-        idct_size,
-        downsampled_width,
-        downsampled_height,
-        upsampling,
-    })
-}
-
-/// Output size at scale 1/`denominator`: `ceil(size / denominator)`.
-pub fn scaled_size(image: &CoefficientImage, denominator: usize) -> (usize, usize) {
-    (
-        image.width.div_ceil(denominator),
-        image.height.div_ceil(denominator),
-    )
-}
+use crate::plan::{ComponentScaling, ImagePlan};
+use crate::{Tensor, Transform};
+use upsample::Plane;
 
 /// Stage 1 for component `ci`: every block (block-smoothed when libjpeg would) through the
 /// IDCT of `idct_size`, into a plane of `blocks_w * idct_size` × `blocks_h * idct_size` samples.
@@ -79,15 +30,7 @@ pub fn component_samples(image: &CoefficientImage, ci: usize, idct_size: usize) 
     for by in 0..comp.height_in_blocks {
         for bx in 0..comp.width_in_blocks {
             let out = &mut samples[by * idct_size * stride + bx * idct_size..];
-            match &image.smoothing {
-                Some(s) => idct(
-                    &smoothing::smoothed_block(image, s, ci, bx, by),
-                    &comp.quant,
-                    out,
-                    stride,
-                ),
-                None => idct(comp.block(bx, by), &comp.quant, out, stride),
-            }
+            idct(&image.block_for_idct(ci, bx, by), &comp.quant, out, stride);
         }
     }
     samples
@@ -95,15 +38,16 @@ pub fn component_samples(image: &CoefficientImage, ci: usize, idct_size: usize) 
 
 /// The whole reference pipeline: coefficients → RGB, equal to Pillow's `convert('RGB')`.
 pub fn decode_rgb(image: &CoefficientImage) -> Result<RgbImage> {
-    decode_rgb_scaled(image, 1)
+    let plan = ImagePlan::for_jpeg(image, &Transform::default())?;
+    decode_planned(image, &plan)
 }
 
-/// Coefficients → RGB at scale 1/`denominator` (1, 2, 4 or 8), equal to Pillow after
+/// Coefficients → RGB at the plan's decoding scale (before orientation), equal to Pillow after
 /// `draft('RGB', …)` chose that scale.
-pub fn decode_rgb_scaled(image: &CoefficientImage, denominator: usize) -> Result<RgbImage> {
-    let (width, height) = scaled_size(image, denominator);
+fn decode_planned(image: &CoefficientImage, plan: &ImagePlan) -> Result<RgbImage> {
+    let (width, height) = plan.decoded;
     let mut data = vec![0u8; width * height * 3];
-    for_each_rgb_row(image, denominator, 0..height, |y, [r, g, b]| {
+    for_each_rgb_row(image, plan, 0..height, |y, [r, g, b]| {
         let out = &mut data[y * width * 3..][..width * 3];
         for (((pixel, &r), &g), &b) in out.chunks_exact_mut(3).zip(r).zip(g).zip(b) {
             pixel.copy_from_slice(&[r, g, b]);
@@ -116,19 +60,17 @@ pub fn decode_rgb_scaled(image: &CoefficientImage, denominator: usize) -> Result
     })
 }
 
-/// Stages 1–3 a row at a time: calls `row(y, [r, g, b])` for each image row `y` in `rows`, in
+/// Stages 1–2 a row at a time: calls `row(y, [r, g, b])` for each decoded row `y` in `rows`, in
 /// order, with its R, G and B samples as three planes (the same slice three times for grey
 /// images). Components are upsampled and colour-converted row by row, so neither full-size
 /// chroma planes nor (for callers that consume rows) the RGB image are ever held.
-pub fn for_each_rgb_row(
+fn for_each_rgb_row(
     image: &CoefficientImage,
-    denominator: usize,
+    plan: &ImagePlan,
     rows: std::ops::Range<usize>,
     mut row: impl FnMut(usize, [&[u8]; 3]),
 ) -> Result<()> {
-    let scalings = (0..image.components.len())
-        .map(|ci| component_scaling(image, ci, denominator))
-        .collect::<Result<Vec<_>>>()?;
+    let scalings: &[ComponentScaling] = &plan.components;
     let samples: Vec<Vec<u8>> = scalings
         .iter()
         .enumerate()
@@ -147,10 +89,10 @@ pub fn for_each_rgb_row(
         .collect();
     let mut upsamplers: Vec<upsample::RowUpsampler> = planes
         .iter()
-        .zip(&scalings)
+        .zip(scalings)
         .map(|(plane, s)| upsample::RowUpsampler::new(plane, s.upsampling))
         .collect();
-    let (width, _) = scaled_size(image, denominator);
+    let (width, _) = plan.decoded;
     let mut rgb: [Vec<u8>; 3] = std::array::from_fn(|_| vec![0u8; width]);
     for y in rows {
         let mut components: [&[u8]; 4] = [&[]; 4];
@@ -170,73 +112,63 @@ pub fn for_each_rgb_row(
     Ok(())
 }
 
-/// Stages 1–4 on the CPU: the tensor of `transform` for `image`. When the width changes, each
-/// decoded row goes straight through Pillow's horizontal pass, so the full-size RGB image is
-/// never stored; the result is the same as [`decode_rgb_scaled`] then [`apply_transform`].
-pub fn preprocess(image: &CoefficientImage, transform: &crate::Transform) -> Result<crate::Tensor> {
-    let denominator = transform.draft_denominator(image.width, image.height);
-    let orientation = transform.applied_orientation(image.orientation);
-    if orientation != 1 {
-        // Pillow orients the whole decoded image before resizing it.
-        let rgb = orient::orient(decode_rgb_scaled(image, denominator)?, orientation);
-        return Ok(apply_transform(rgb, transform));
-    }
-    let (width, height) = scaled_size(image, denominator);
-    let target = transform
+/// Stages 1–4 on the CPU: the tensor of `transform` for `image`, as [`preprocess_planned`]
+/// computes it.
+pub fn preprocess(image: &CoefficientImage, transform: &Transform) -> Result<Tensor> {
+    preprocess_planned(image, &ImagePlan::for_jpeg(image, transform)?)
+}
+
+/// Stages 1–4 on the CPU as `plan` says. When the width changes, each decoded row goes straight
+/// through Pillow's horizontal pass, so the full-size RGB image is never stored; the result is
+/// the same as decoding the whole image, then [`apply_plan`].
+pub fn preprocess_planned(image: &CoefficientImage, plan: &ImagePlan) -> Result<Tensor> {
+    let streamed = plan
         .resize
-        .map_or((width, height), |r| r.target(width, height));
-    let plan = crate::resample::ResizePlan::new(transform.filter, (width, height), target);
-    let Some(taps) = plan
-        .horizontal
         .as_ref()
-        .filter(|_| target != (width, height))
-    else {
-        return Ok(apply_transform(
-            decode_rgb_scaled(image, denominator)?,
-            transform,
-        ));
+        .and_then(|resize| resize.horizontal.as_ref().map(|taps| (resize, taps)));
+    let Some((resize, taps)) = streamed.filter(|_| plan.orientation == 1) else {
+        // Pillow orients the whole decoded image before resizing it.
+        let rgb = orient::orient(decode_planned(image, plan)?, plan.orientation);
+        return Ok(apply_plan(rgb, plan));
     };
-    let row_bytes = target.0 * 3;
+    let row_bytes = plan.resized.0 * 3;
     let mut intermediate = resample::Image8 {
-        width: target.0,
-        height: plan.rows,
+        width: plan.resized.0,
+        height: resize.rows,
         channels: 3,
-        data: vec![0u8; row_bytes * plan.rows],
+        data: vec![0u8; row_bytes * resize.rows],
     };
     let horizontal = resample::PlanarHorizontal::new(taps);
-    for_each_rgb_row(
-        image,
-        denominator,
-        plan.first_row..plan.first_row + plan.rows,
-        |y, rgb| {
-            let out = &mut intermediate.data[(y - plan.first_row) * row_bytes..][..row_bytes];
-            horizontal.row(rgb, out);
-        },
-    )?;
-    let resized = match &plan.vertical {
+    let first = resize.first_row;
+    for_each_rgb_row(image, plan, first..first + resize.rows, |y, rgb| {
+        let out = &mut intermediate.data[(y - first) * row_bytes..][..row_bytes];
+        horizontal.row(rgb, out);
+    })?;
+    let resized = match &resize.vertical {
         Some(taps) => resample::vertical(&intermediate, taps),
         None => intermediate,
     };
-    Ok(tensor::to_tensor(&resized, transform))
+    Ok(tensor::to_tensor(&resized, &plan.output))
 }
 
 /// [`preprocess`] for an input of any format: a non-JPEG image's pixels go straight to the
 /// transform (oriented first when it asks).
 pub fn preprocess_decoded(
     decoded: crate::formats::Decoded,
-    transform: &crate::Transform,
-) -> Result<crate::Tensor> {
+    transform: &Transform,
+) -> Result<Tensor> {
     match decoded {
         crate::formats::Decoded::Jpeg(image) => preprocess(&image, transform),
         crate::formats::Decoded::Pixels(pixels) => {
-            let orientation = transform.applied_orientation(pixels.orientation);
-            let rgb = orient::orient(pixels.rgb, orientation);
-            Ok(apply_transform(rgb, transform))
+            let rgb = pixels.rgb;
+            let plan =
+                ImagePlan::for_pixels((rgb.width, rgb.height), pixels.orientation, transform);
+            Ok(apply_plan(orient::orient(rgb, plan.orientation), &plan))
         }
     }
 }
 
-/// Stage 3 for one row of a colour-converted space (YCbCr, CMYK, YCCK): full-size component
+/// Stage 2 for one row of a colour-converted space (YCbCr, CMYK, YCCK): full-size component
 /// rows → R, G and B rows, [`pixel_rgb`] for every pixel (SSE2 for YCbCr where the CPU has it).
 pub fn convert_colors(color_space: ColorSpace, components: &[&[u8]], [r, g, b]: [&mut [u8]; 3]) {
     if color_space == ColorSpace::YCbCr {
@@ -253,7 +185,7 @@ pub fn convert_colors(color_space: ColorSpace, components: &[&[u8]], [r, g, b]: 
     }
 }
 
-/// Stage 3 for one pixel: the full-size component samples at index `i` → RGB.
+/// Stage 2 for one pixel: the full-size component samples at index `i` → RGB.
 #[inline]
 pub fn pixel_rgb(color_space: ColorSpace, components: &[&[u8]], i: usize) -> [u8; 3] {
     let sample = |c: usize| components[c][i];
@@ -266,24 +198,25 @@ pub fn pixel_rgb(color_space: ColorSpace, components: &[&[u8]], i: usize) -> [u8
     }
 }
 
-/// Stages 3–4: `transform` applied to a decoded image (resize, centre crop, tensor).
-pub fn apply_transform(rgb: RgbImage, transform: &crate::Transform) -> crate::Tensor {
+/// Stages 3–4: `transform` applied to a decoded, upright image (resize, centre crop, tensor).
+pub fn apply_transform(rgb: RgbImage, transform: &Transform) -> Tensor {
+    let plan = ImagePlan::for_pixels((rgb.width, rgb.height), 1, transform);
+    apply_plan(rgb, &plan)
+}
+
+/// Stages 3–4 as `plan` says, for an image already decoded and oriented (`plan.oriented`).
+pub fn apply_plan(rgb: RgbImage, plan: &ImagePlan) -> Tensor {
+    debug_assert_eq!((rgb.width, rgb.height), plan.oriented);
     let image = resample::Image8 {
         width: rgb.width,
         height: rgb.height,
         channels: 3,
         data: rgb.data,
     };
-    let target = transform.resize.map_or((image.width, image.height), |r| {
-        r.target(image.width, image.height)
-    });
-    let resized = if target == (image.width, image.height) {
-        // torchvision returns the image untouched; Pillow's same-size resize is a copy.
-        image
-    } else {
-        let plan =
-            crate::resample::ResizePlan::new(transform.filter, (image.width, image.height), target);
-        resample::resize(&image, &plan)
+    // Without a resize plan the size stays: torchvision returns the image untouched.
+    let resized = match &plan.resize {
+        Some(resize) => resample::resize(&image, resize),
+        None => image,
     };
-    tensor::to_tensor(&resized, transform)
+    tensor::to_tensor(&resized, &plan.output)
 }

@@ -2,16 +2,8 @@
 //! permutation of the decoded pixels, before any resize. Mirror of `oriented_index` in
 //! shaders/color.wgsl, where the colour stage stores each pixel at its oriented place.
 
+use crate::plan::oriented_size;
 use crate::RgbImage;
-
-/// (width, height) of a `width`×`height` image after `orientation` (5 to 8 swap them).
-pub fn oriented_size(width: usize, height: usize, orientation: u8) -> (usize, usize) {
-    if orientation >= 5 {
-        (height, width)
-    } else {
-        (width, height)
-    }
-}
 
 /// Where pixel (x, y) of a `width`×`height` image lands in the oriented image (its index).
 /// Orientations 2–8 are Pillow's FLIP_LEFT_RIGHT, ROTATE_180, FLIP_TOP_BOTTOM, TRANSPOSE,
@@ -36,7 +28,7 @@ pub fn orient(rgb: RgbImage, orientation: u8) -> RgbImage {
     if !(2..=8).contains(&orientation) {
         return rgb;
     }
-    let (width, height) = oriented_size(rgb.width, rgb.height, orientation);
+    let (width, height) = oriented_size((rgb.width, rgb.height), orientation);
     let mut data = vec![0; rgb.data.len()];
     for (i, pixel) in rgb.data.chunks_exact(3).enumerate() {
         let to = oriented_index(

@@ -2,7 +2,7 @@
 //! `ImagingResampleVertical_8bpc`, PARITY §3.4): integer taps, accumulator started at 2^21,
 //! arithmetic shift by 22, clamp. One function per output sample, as the shaders compute it.
 
-use crate::resample::{Taps, PRECISION_BITS};
+use crate::plan::{Taps, PRECISION_BITS};
 
 /// An interleaved 8-bit image with `channels` samples per pixel.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -172,7 +172,7 @@ pub fn vertical(input: &Image8, taps: &Taps) -> Image8 {
 
 /// Resizes `image` as the plan says: horizontal pass first into an 8-bit intermediate, then the
 /// vertical pass; a pass that is not needed is skipped.
-pub fn resize(image: &Image8, plan: &crate::resample::ResizePlan) -> Image8 {
+pub fn resize(image: &Image8, plan: &crate::plan::ResizePlan) -> Image8 {
     let intermediate = plan
         .horizontal
         .as_ref()
@@ -187,7 +187,7 @@ pub fn resize(image: &Image8, plan: &crate::resample::ResizePlan) -> Image8 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::resample::{Filter, ResizePlan};
+    use crate::plan::{Filter, ResizePlan};
 
     #[test]
     fn whole_passes_equal_the_per_sample_spec() {

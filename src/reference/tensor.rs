@@ -1,86 +1,52 @@
-//! The last stage: centre crop (with torchvision's zero padding), `ToTensor` + `Normalize`
-//! through a 3×256 float32 table, layout, dtype and channel order (PARITY §4–5).
+//! The last stage: the centre crop, `ToTensor` + `Normalize` through the plan's value table,
+//! layout, dtype and channel order (PARITY §4–5), as shaders/tensor.wgsl computes it. The
+//! geometry and the table come from [`crate::plan::OutputPlan`].
 
 use super::resample::Image8;
+use crate::plan::{Crop, OutputPlan};
 use crate::tensor::{Tensor, TensorData};
-use crate::transform::{ChannelOrder, DType, Layout, Transform};
+use crate::transform::{DType, Layout};
 
-/// Python's `round(d / 2.0)` for an integer `d ≥ 0`: halves go to the even neighbour.
-pub fn half_round_even(d: usize) -> usize {
-    let k = d / 2;
-    if d % 2 == 1 && k % 2 == 1 {
-        k + 1
-    } else {
-        k
-    }
-}
-
-/// Where a `CenterCrop` of `crop` samples takes its first sample in an axis of `size` samples:
-/// negative when the axis is zero-padded first (torchvision pads (crop − size) // 2 before).
-pub fn crop_offset(size: usize, crop: usize) -> isize {
-    if crop > size {
-        -(((crop - size) / 2) as isize)
-    } else {
-        half_round_even(size - crop) as isize
-    }
-}
-
-/// The value table: for each RGB channel and 8-bit sample, the output value as float32,
-/// computed in torchvision's order (v / 255, − mean, / std), so every backend gets the same bits.
-pub fn value_table(transform: &Transform) -> [[f32; 256]; 3] {
-    std::array::from_fn(|c| {
-        std::array::from_fn(|v| {
-            let t = v as f32 / 255.0;
-            match transform.normalize {
-                Some(n) => (t - n.mean[c]) / n.std[c],
-                None => t,
-            }
-        })
-    })
-}
-
-/// Input channel of output channel `c`.
-fn source_channel(order: ChannelOrder, c: usize) -> usize {
-    match order {
-        ChannelOrder::Rgb => c,
-        ChannelOrder::Bgr => 2 - c,
-    }
-}
-
-/// The sample of `image` under output position (`x`, `y`), channel `c` (RGB order), after the
-/// centre crop; zero in the padding.
+/// The sample of `image` under output position (`x`, `y`), channel `c` (RGB order), after
+/// `crop`; zero in the padding.
 #[inline]
-pub fn cropped_sample(image: &Image8, crop: (usize, usize), x: usize, y: usize, c: usize) -> u8 {
-    let sx = crop_offset(image.width, crop.0) + x as isize;
-    let sy = crop_offset(image.height, crop.1) + y as isize;
+pub fn cropped_sample(image: &Image8, crop: &Crop, x: usize, y: usize, c: usize) -> u8 {
+    let sx = crop.x + x as isize;
+    let sy = crop.y + y as isize;
     if sx < 0 || sy < 0 || sx >= image.width as isize || sy >= image.height as isize {
         return 0;
     }
     image.data[(sy as usize * image.width + sx as usize) * image.channels + c]
 }
 
-/// Crops `image` to `crop` (or keeps its size) and turns it into the output tensor.
-pub fn to_tensor(image: &Image8, transform: &Transform) -> Tensor {
-    let crop = transform.center_crop.unwrap_or((image.width, image.height));
-    let shape = transform.output_shape(image.width, image.height);
-    let samples = cropped_samples(image, crop, transform);
-    let table = value_table(transform);
-    let data = match transform.dtype {
+/// Crops the resized `image` as `plan` says and turns it into the output tensor.
+pub fn to_tensor(image: &Image8, plan: &OutputPlan) -> Tensor {
+    let samples = cropped_samples(image, plan);
+    let table = plan.value_table();
+    let data = match plan.dtype {
         DType::U8 => TensorData::U8(samples),
-        DType::F32 => TensorData::F32(through_table(&samples, transform, &table)),
+        DType::F32 => TensorData::F32(through_table(&samples, plan, &table)),
         DType::F16 => {
             let table = table.map(|channel| channel.map(half::f16::from_f32));
-            TensorData::F16(through_table(&samples, transform, &table))
+            TensorData::F16(through_table(&samples, plan, &table))
         }
     };
-    Tensor { shape, data }
+    Tensor {
+        shape: plan.shape,
+        data,
+    }
 }
 
 /// The 8-bit samples of the output, in its layout and channel order: [`cropped_sample`] for
 /// every element, a row at a time.
-fn cropped_samples(image: &Image8, (w, h): (usize, usize), transform: &Transform) -> Vec<u8> {
-    let (ox, oy) = (crop_offset(image.width, w), crop_offset(image.height, h));
-    let sources: [usize; 3] = std::array::from_fn(|c| source_channel(transform.channel_order, c));
+fn cropped_samples(image: &Image8, plan: &OutputPlan) -> Vec<u8> {
+    let Crop {
+        width: w,
+        height: h,
+        x: ox,
+        y: oy,
+    } = plan.crop;
+    let sources: [usize; 3] = std::array::from_fn(|c| plan.source_channel(c));
     let mut out = vec![0u8; w * h * 3];
     // Output columns x0..x1 lie on the image; the others are padding.
     let x0 = (-ox).clamp(0, w as isize) as usize;
@@ -95,7 +61,7 @@ fn cropped_samples(image: &Image8, (w, h): (usize, usize), transform: &Transform
         for x in x0..x1 {
             let pixel = &row[(ox + x as isize) as usize * image.channels..];
             for (c, &src) in sources.iter().enumerate() {
-                let at = match transform.layout {
+                let at = match plan.layout {
                     Layout::Hwc => (y * w + x) * 3 + c,
                     Layout::Chw => (c * h + y) * w + x,
                 };
@@ -107,11 +73,10 @@ fn cropped_samples(image: &Image8, (w, h): (usize, usize), transform: &Transform
 }
 
 /// Maps each output sample through its channel's value table (indexed by source channel).
-fn through_table<T: Copy>(samples: &[u8], transform: &Transform, table: &[[T; 256]; 3]) -> Vec<T> {
-    let tables: [&[T; 256]; 3] =
-        std::array::from_fn(|c| &table[source_channel(transform.channel_order, c)]);
+fn through_table<T: Copy>(samples: &[u8], plan: &OutputPlan, table: &[[T; 256]; 3]) -> Vec<T> {
+    let tables: [&[T; 256]; 3] = std::array::from_fn(|c| &table[plan.source_channel(c)]);
     let mut out = Vec::with_capacity(samples.len());
-    match transform.layout {
+    match plan.layout {
         Layout::Chw => {
             let plane = samples.len() / 3;
             for (c, table) in tables.iter().enumerate() {
@@ -131,14 +96,7 @@ fn through_table<T: Copy>(samples: &[u8], transform: &Transform, table: &[[T; 25
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn crop_offsets_round_half_to_even() {
-        assert_eq!(crop_offset(341, 224), 58); // 117 / 2 = 58.5 → 58
-        assert_eq!(crop_offset(259, 224), 18); // 35 / 2 = 17.5 → 18
-        assert_eq!(crop_offset(200, 224), -12);
-        assert_eq!(crop_offset(201, 224), -11);
-    }
+    use crate::transform::{ChannelOrder, Transform};
 
     #[test]
     fn whole_tensor_equals_the_per_sample_spec() {
@@ -164,20 +122,21 @@ mod tests {
                         dtype: DType::F32,
                         ..Transform::tensor(crate::transform::Normalize::IMAGENET)
                     };
+                    let plan = OutputPlan::new((7, 5), &transform);
                     let (w, h) = crop.unwrap_or((7, 5));
-                    let table = value_table(&transform);
-                    let TensorData::F32(values) = to_tensor(&image, &transform).data else {
+                    let table = plan.value_table();
+                    let TensorData::F32(values) = to_tensor(&image, &plan).data else {
                         panic!("f32 asked for");
                     };
                     for y in 0..h {
                         for x in 0..w {
                             for c in 0..3 {
-                                let src = source_channel(channel_order, c);
+                                let src = plan.source_channel(c);
                                 let at = match layout {
                                     Layout::Hwc => (y * w + x) * 3 + c,
                                     Layout::Chw => (c * h + y) * w + x,
                                 };
-                                let v = cropped_sample(&image, (w, h), x, y, src);
+                                let v = cropped_sample(&image, &plan.crop, x, y, src);
                                 assert_eq!(
                                     values[at].to_bits(),
                                     table[src][usize::from(v)].to_bits()
@@ -188,12 +147,5 @@ mod tests {
                 }
             }
         }
-    }
-
-    #[test]
-    fn imagenet_table_matches_torchvision_order() {
-        let table = value_table(&Transform::imagenet_eval());
-        let expected = ((255.0f32 / 255.0) - 0.485f32) / 0.229f32;
-        assert_eq!(table[0][255].to_bits(), expected.to_bits());
     }
 }

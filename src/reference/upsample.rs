@@ -1,52 +1,7 @@
 //! Chroma upsampling with libjpeg's "fancy" filters and their box fallbacks (`jdsample.c`,
 //! PARITY §2b). One function per output sample, as the shader computes it.
 
-use crate::error::{Error, Result, Unsupported};
-
-/// How one component is brought to full resolution (libjpeg's `_jinit_upsampler` choice).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Method {
-    /// Already full size.
-    Full,
-    /// Triangle filter across columns (4:2:2).
-    H2V1Fancy,
-    /// Triangle filter across rows (4:4:0).
-    H1V2Fancy,
-    /// Two-dimensional triangle filter (4:2:0), rounded once.
-    H2V2Fancy,
-    /// Replication of each sample `h`×`v` times.
-    Box {
-        /// Horizontal repeat.
-        h: usize,
-        /// Vertical repeat.
-        v: usize,
-    },
-}
-
-impl Method {
-    /// Picks the method for a component whose IDCT output is `h_in`×`v_in` sample groups per
-    /// `max_h`×`max_v` output groups (its sampling factors, unless draft scaling enlarged its
-    /// IDCT), with `downsampled_width` samples per row. `fancy` is libjpeg's
-    /// `do_fancy_upsampling`, which draft 1/8 turns off.
-    pub fn choose(
-        (h_in, v_in): (usize, usize),
-        (max_h, max_v): (usize, usize),
-        downsampled_width: usize,
-        fancy: bool,
-    ) -> Result<Self> {
-        let fancy_width = fancy && downsampled_width > 2;
-        Ok(match (max_h / h_in, max_v / v_in) {
-            _ if max_h % h_in != 0 || max_v % v_in != 0 => {
-                return Err(Error::Unsupported(Unsupported::FractionalSampling))
-            }
-            (1, 1) => Self::Full,
-            (2, 1) if fancy_width => Self::H2V1Fancy,
-            (1, 2) if fancy => Self::H1V2Fancy,
-            (2, 2) if fancy_width => Self::H2V2Fancy,
-            (h, v) => Self::Box { h, v },
-        })
-    }
-}
+use crate::plan::Upsampling;
 
 /// A component's decoded samples: `width`×`height` real samples in rows of `stride` bytes.
 pub struct Plane<'a> {
@@ -72,11 +27,11 @@ impl Plane<'_> {
 
 /// The full-resolution sample at (`x`, `y`).
 #[inline]
-pub fn upsample_at(plane: &Plane, method: Method, x: usize, y: usize) -> u8 {
+pub fn upsample_at(plane: &Plane, method: Upsampling, x: usize, y: usize) -> u8 {
     let (i, j) = ((x / 2) as isize, (y / 2) as isize);
     let out = match method {
-        Method::Full => plane.at(x as isize, y as isize),
-        Method::H2V1Fancy => {
+        Upsampling::Full => plane.at(x as isize, y as isize),
+        Upsampling::H2V1Fancy => {
             let y = y as isize;
             if x.is_multiple_of(2) {
                 (3 * plane.at(i, y) + plane.at(i - 1, y) + 1) >> 2
@@ -84,7 +39,7 @@ pub fn upsample_at(plane: &Plane, method: Method, x: usize, y: usize) -> u8 {
                 (3 * plane.at(i, y) + plane.at(i + 1, y) + 2) >> 2
             }
         }
-        Method::H1V2Fancy => {
+        Upsampling::H1V2Fancy => {
             let x = x as isize;
             if y.is_multiple_of(2) {
                 (3 * plane.at(x, j) + plane.at(x, j - 1) + 1) >> 2
@@ -92,7 +47,7 @@ pub fn upsample_at(plane: &Plane, method: Method, x: usize, y: usize) -> u8 {
                 (3 * plane.at(x, j) + plane.at(x, j + 1) + 2) >> 2
             }
         }
-        Method::H2V2Fancy => {
+        Upsampling::H2V2Fancy => {
             // Column sums over this row and its nearer neighbour row, kept unrounded.
             let near = if y.is_multiple_of(2) { j - 1 } else { j + 1 };
             let column_sum = |i| 3 * plane.at(i, j) + plane.at(i, near);
@@ -102,14 +57,14 @@ pub fn upsample_at(plane: &Plane, method: Method, x: usize, y: usize) -> u8 {
                 (3 * column_sum(i) + column_sum(i + 1) + 7) >> 4
             }
         }
-        Method::Box { h, v } => plane.at((x / h) as isize, (y / v) as isize),
+        Upsampling::Box { h, v } => plane.at((x / h) as isize, (y / v) as isize),
     };
     out as u8
 }
 
 /// Upsamples a whole plane to `width`×`height` samples: [`upsample_at`] for every sample,
 /// computed a row at a time (a test holds the two equal).
-pub fn upsample(plane: &Plane, method: Method, width: usize, height: usize) -> Vec<u8> {
+pub fn upsample(plane: &Plane, method: Upsampling, width: usize, height: usize) -> Vec<u8> {
     let mut out = vec![0u8; width * height];
     let mut rows = RowUpsampler::new(plane, method);
     for (y, out) in out.chunks_exact_mut(width).enumerate() {
@@ -122,7 +77,7 @@ pub fn upsample(plane: &Plane, method: Method, width: usize, height: usize) -> V
 /// row at a time instead of holding full-size chroma planes (the CPU path).
 pub struct RowUpsampler<'a> {
     plane: &'a Plane<'a>,
-    method: Method,
+    method: Upsampling,
     /// Column sums with the edges repeated at both ends (fancy horizontal filters).
     sums: Vec<i16>,
     /// The row handed out, with room for the whole last pair of samples.
@@ -131,7 +86,7 @@ pub struct RowUpsampler<'a> {
 
 impl<'a> RowUpsampler<'a> {
     /// An upsampler of `plane` by `method`.
-    pub fn new(plane: &'a Plane<'a>, method: Method) -> Self {
+    pub fn new(plane: &'a Plane<'a>, method: Upsampling) -> Self {
         Self {
             plane,
             method,
@@ -151,15 +106,15 @@ impl<'a> RowUpsampler<'a> {
         let (j, odd_row) = (y / 2, y % 2 == 1);
         // The nearer neighbour row of a fancy vertical filter, clamped to the real rows.
         let near = if odd_row { j + 1 } else { j.saturating_sub(1) };
-        if self.method == Method::Full && width <= self.plane.width {
+        if self.method == Upsampling::Full && width <= self.plane.width {
             return &self.source(y)[..width];
         }
         self.out.resize(width.max(2 * self.plane.width), 0);
         let last = self.plane.width - 1;
         match self.method {
-            Method::Full | Method::Box { .. } => {
+            Upsampling::Full | Upsampling::Box { .. } => {
                 let (h, v) = match self.method {
-                    Method::Box { h, v } => (h, v),
+                    Upsampling::Box { h, v } => (h, v),
                     _ => (1, 1),
                 };
                 let src = self.source(y / v);
@@ -167,7 +122,7 @@ impl<'a> RowUpsampler<'a> {
                     *o = src[(x / h).min(last)];
                 }
             }
-            Method::H2V1Fancy => {
+            Upsampling::H2V1Fancy => {
                 let src = self.source(y);
                 for (s, &p) in self.sums[1..].iter_mut().zip(src) {
                     *s = i16::from(p);
@@ -175,14 +130,14 @@ impl<'a> RowUpsampler<'a> {
                 pad_ends(&mut self.sums);
                 fancy_row::<2>(&self.sums, [1, 2], &mut self.out);
             }
-            Method::H1V2Fancy => {
+            Upsampling::H1V2Fancy => {
                 let (src, nb) = (self.source(j), self.source(near));
                 let bias = if odd_row { 2 } else { 1 };
                 for (x, o) in self.out[..width].iter_mut().enumerate() {
                     *o = ((3 * i32::from(src[x]) + i32::from(nb[x]) + bias) >> 2) as u8;
                 }
             }
-            Method::H2V2Fancy => {
+            Upsampling::H2V2Fancy => {
                 column_sums(self.source(j), self.source(near), &mut self.sums);
                 pad_ends(&mut self.sums);
                 fancy_row::<4>(&self.sums, [8, 7], &mut self.out);
@@ -240,25 +195,25 @@ mod tests {
 
     #[test]
     fn methods_follow_libjpeg() {
-        let choose = |max, width, fancy| Method::choose((1, 1), max, width, fancy).unwrap();
-        assert_eq!(choose((2, 2), 8, true), Method::H2V2Fancy);
-        assert_eq!(choose((2, 2), 2, true), Method::Box { h: 2, v: 2 });
-        assert_eq!(choose((2, 1), 8, true), Method::H2V1Fancy);
-        assert_eq!(choose((1, 2), 1, true), Method::H1V2Fancy);
-        assert_eq!(choose((1, 2), 8, false), Method::Box { h: 1, v: 2 });
-        assert_eq!(choose((4, 1), 8, true), Method::Box { h: 4, v: 1 });
-        assert!(Method::choose((2, 1), (3, 1), 8, true).is_err());
+        let choose = |max, width, fancy| Upsampling::choose((1, 1), max, width, fancy).unwrap();
+        assert_eq!(choose((2, 2), 8, true), Upsampling::H2V2Fancy);
+        assert_eq!(choose((2, 2), 2, true), Upsampling::Box { h: 2, v: 2 });
+        assert_eq!(choose((2, 1), 8, true), Upsampling::H2V1Fancy);
+        assert_eq!(choose((1, 2), 1, true), Upsampling::H1V2Fancy);
+        assert_eq!(choose((1, 2), 8, false), Upsampling::Box { h: 1, v: 2 });
+        assert_eq!(choose((4, 1), 8, true), Upsampling::Box { h: 4, v: 1 });
+        assert!(Upsampling::choose((2, 1), (3, 1), 8, true).is_err());
     }
 
     #[test]
     fn whole_plane_equals_the_per_sample_spec() {
         let methods = [
-            Method::Full,
-            Method::H2V1Fancy,
-            Method::H1V2Fancy,
-            Method::H2V2Fancy,
-            Method::Box { h: 2, v: 2 },
-            Method::Box { h: 4, v: 1 },
+            Upsampling::Full,
+            Upsampling::H2V1Fancy,
+            Upsampling::H1V2Fancy,
+            Upsampling::H2V2Fancy,
+            Upsampling::Box { h: 2, v: 2 },
+            Upsampling::Box { h: 4, v: 1 },
         ];
         let samples: Vec<u8> = (0..48 * 9)
             .map(|i: u32| (i.wrapping_mul(2_654_435_761) >> 13) as u8)
@@ -272,11 +227,11 @@ mod tests {
             };
             for method in methods {
                 let (sx, sy) = match method {
-                    Method::Full => (1, 1),
-                    Method::H2V1Fancy => (2, 1),
-                    Method::H1V2Fancy => (1, 2),
-                    Method::H2V2Fancy => (2, 2),
-                    Method::Box { h, v } => (h, v),
+                    Upsampling::Full => (1, 1),
+                    Upsampling::H2V1Fancy => (2, 1),
+                    Upsampling::H1V2Fancy => (1, 2),
+                    Upsampling::H2V2Fancy => (2, 2),
+                    Upsampling::Box { h, v } => (h, v),
                 };
                 // Odd output sizes drop the last half sample, as libjpeg does.
                 let (width, height) = (
@@ -331,8 +286,8 @@ mod tests {
         };
         // Output row 3 (odd) pairs chroma row 1 with row 2, clamped to 1: S = [120, 160], and
         // column 1 (odd) gives (3*120 + 160 + 7) >> 4 = 32.
-        assert_eq!(upsample_at(&plane, Method::H2V2Fancy, 1, 3), 32);
+        assert_eq!(upsample_at(&plane, Upsampling::H2V2Fancy, 1, 3), 32);
         // Output row 1 pairs chroma rows 0 and 1: S = [60, 100]; (180 + 100 + 7) >> 4 = 17.
-        assert_eq!(upsample_at(&plane, Method::H2V2Fancy, 1, 1), 17);
+        assert_eq!(upsample_at(&plane, Upsampling::H2V2Fancy, 1, 1), 17);
     }
 }

@@ -1,8 +1,8 @@
 //! Command-line spellings of the transform options and the input limits.
 
 use clap::{Args, ValueEnum};
-use gpuprep::resample::Filter;
 use gpuprep::transform::{ChannelOrder, DType, Layout, Normalize, Resize};
+use gpuprep::Filter;
 use gpuprep::{Limits, Transform};
 
 /// The input limits, as options.

@@ -3,7 +3,7 @@
 //! split as w = 2^16·hi + lo with lo the low 16 bits taken signed: Σ p·w = 2^16·Σ p·hi + Σ p·lo
 //! holds in wrapping 32-bit arithmetic, which is what Pillow's `int` sums give.
 
-use crate::resample::{Taps, PRECISION_BITS};
+use crate::plan::{Taps, PRECISION_BITS};
 use std::arch::x86_64::*;
 
 /// The weights of [`Taps`] split into 16-bit halves, each output's row padded with zeros to a
@@ -114,8 +114,8 @@ fn dot(plane: &[u8], start: usize, lo: &[i16], hi: &[i16]) -> i32 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::plan::Filter;
     use crate::reference::resample::horizontal_row;
-    use crate::resample::Filter;
 
     #[test]
     fn equals_the_spec_for_every_filter_and_scale() {

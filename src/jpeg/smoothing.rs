@@ -5,7 +5,7 @@
 //! estimated from the DC values of the 5×5 neighbouring blocks. When no AC data arrived at all,
 //! the DC itself is re-estimated too. All arithmetic is integer, as in libjpeg.
 
-use crate::jpeg::{CoefficientImage, Smoothing};
+use super::{CoefficientImage, Smoothing};
 
 /// Natural-order position of zigzag coefficients 1..=9 (AC01, AC10, AC20, AC11, AC02, AC03,
 /// AC12, AC21, AC30).
@@ -38,7 +38,7 @@ const AC_ONLY: [[i64; 25]; 5] = [
 ];
 
 /// The block (`bx`, `by`) of component `ci` with its missing coefficients estimated.
-pub fn smoothed_block(
+pub(crate) fn smoothed_block(
     image: &CoefficientImage,
     smoothing: &Smoothing,
     ci: usize,

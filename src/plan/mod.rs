@@ -1,0 +1,191 @@
+//! The plan of one image: every size, offset and table that turns its header and a
+//! [`Transform`] into a tensor, computed once, before any pixel stage runs (as libjpeg's
+//! `jpeg_calc_output_dimensions` computes its sizes once).
+//!
+//! Both backends read an [`ImagePlan`]; neither derives geometry of its own. This layer imports
+//! no wgpu and nothing from [`crate::reference`] or [`crate::gpu`] (a test in tests/layers.rs
+//! holds it to that), so that the CPU reference stays an independent oracle of the GPU's
+//! arithmetic rather than a source of its numbers.
+//!
+//! The plan follows the order in which Pillow and torchvision work on a PIL image:
+//!
+//! 1. decoding at scale 1/`draft_denominator` ([`scaling`]: per component, the IDCT size and the
+//!    upsampling libjpeg picks);
+//! 2. the EXIF orientation, when the transform asks for it;
+//! 3. `Resize` ([`resize`]: Pillow's tap tables), skipped when the size does not change;
+//! 4. `CenterCrop` and the tensor ([`output`]: crop offsets, shape, element type, value table).
+//!
+//! A new transform option goes here once (a field of the plan that both backends read), then
+//! into each backend's arithmetic: src/reference/ for the CPU, shaders/ and src/gpu/work.rs for
+//! the GPU.
+
+pub mod output;
+pub mod resize;
+pub mod scaling;
+
+use crate::error::Result;
+use crate::jpeg::CoefficientImage;
+use crate::Transform;
+pub use output::{Crop, OutputPlan};
+pub use resize::{Filter, ResizePlan, Taps, PRECISION_BITS};
+pub use scaling::{ComponentScaling, Upsampling};
+
+/// Everything about one image's way through the pixel stages that does not depend on its
+/// pixels.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ImagePlan {
+    /// The DCT scaling of draft decoding: 1, 2, 4 or 8 (1 for non-JPEG images and without
+    /// draft).
+    pub draft_denominator: usize,
+    /// Per JPEG component: its IDCT size, real samples and upsampling (empty for pixels).
+    pub components: Vec<ComponentScaling>,
+    /// (width, height) as decoded, before orientation.
+    pub decoded: (usize, usize),
+    /// The EXIF orientation applied (1: as stored).
+    pub orientation: u8,
+    /// (width, height) after orientation: what `Resize` sees.
+    pub oriented: (usize, usize),
+    /// Pillow's resize from `oriented` to the resize target; `None` when the size stays (then
+    /// torchvision returns the image untouched).
+    pub resize: Option<ResizePlan>,
+    /// (width, height) after the resize.
+    pub resized: (usize, usize),
+    /// The centre crop and the tensor.
+    pub output: OutputPlan,
+}
+
+impl ImagePlan {
+    /// The plan for a JPEG with this header (its coefficients are not read).
+    pub fn for_jpeg(image: &CoefficientImage, transform: &Transform) -> Result<Self> {
+        let denominator = draft_denominator(transform, image.width, image.height);
+        let components = (0..image.components.len())
+            .map(|ci| scaling::component_scaling(image, ci, denominator))
+            .collect::<Result<Vec<_>>>()?;
+        let decoded = scaling::scaled_size(image, denominator);
+        Ok(Self::after_decoding(
+            denominator,
+            components,
+            decoded,
+            image.orientation,
+            transform,
+        ))
+    }
+
+    /// The plan for an image decoded to `width`×`height` RGB pixels (a non-JPEG input, or a
+    /// decoded image given to [`crate::reference::apply_transform`]) whose metadata records
+    /// `orientation`.
+    pub fn for_pixels(
+        (width, height): (usize, usize),
+        orientation: u8,
+        transform: &Transform,
+    ) -> Self {
+        Self::after_decoding(1, Vec::new(), (width, height), orientation, transform)
+    }
+
+    fn after_decoding(
+        draft_denominator: usize,
+        components: Vec<ComponentScaling>,
+        decoded: (usize, usize),
+        stored_orientation: u8,
+        transform: &Transform,
+    ) -> Self {
+        let orientation = if transform.exif_transpose {
+            stored_orientation
+        } else {
+            1
+        };
+        let oriented = oriented_size(decoded, orientation);
+        let resized = transform
+            .resize
+            .map_or(oriented, |r| r.target(oriented.0, oriented.1));
+        let resize =
+            (resized != oriented).then(|| ResizePlan::new(transform.filter, oriented, resized));
+        Self {
+            draft_denominator,
+            components,
+            decoded,
+            orientation,
+            oriented,
+            resize,
+            resized,
+            output: OutputPlan::new(resized, transform),
+        }
+    }
+}
+
+/// The DCT scaling draft decoding picks for a `width`×`height` JPEG: 1, 2, 4 or 8, as Pillow's
+/// `draft('RGB', target)` does (the largest of 8, 4, 2, 1 not above
+/// `min(width // target_w, height // target_h)`). 1 when draft is off or nothing is resized.
+pub fn draft_denominator(transform: &Transform, width: usize, height: usize) -> usize {
+    let Some(resize) = transform.resize.filter(|_| transform.draft) else {
+        return 1;
+    };
+    let (tw, th) = resize.target(width, height);
+    let scale = (width / tw.max(1)).min(height / th.max(1));
+    [8, 4, 2].into_iter().find(|&s| scale >= s).unwrap_or(1)
+}
+
+/// (width, height) of an image after EXIF `orientation`: 5 to 8 swap them.
+pub fn oriented_size((width, height): (usize, usize), orientation: u8) -> (usize, usize) {
+    if (5..=8).contains(&orientation) {
+        (height, width)
+    } else {
+        (width, height)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::transform::Resize;
+
+    #[test]
+    fn eval_plan_resizes_the_shorter_side_then_crops_the_centre() {
+        let plan = ImagePlan::for_pixels((500, 375), 1, &Transform::imagenet_eval());
+        assert_eq!(plan.resized, (341, 256));
+        assert_eq!(
+            plan.output.crop,
+            Crop {
+                width: 224,
+                height: 224,
+                x: 58,
+                y: 16
+            }
+        );
+        assert_eq!(plan.output.shape, [3, 224, 224]);
+    }
+
+    #[test]
+    fn orientation_applies_only_when_asked_and_swaps_sides_before_the_resize() {
+        let transform = Transform {
+            resize: Some(Resize::ShorterSide(100)),
+            ..Transform::default()
+        };
+        let as_stored = ImagePlan::for_pixels((400, 200), 6, &transform);
+        assert_eq!((as_stored.orientation, as_stored.resized), (1, (200, 100)));
+        let upright = ImagePlan::for_pixels(
+            (400, 200),
+            6,
+            &Transform {
+                exif_transpose: true,
+                ..transform
+            },
+        );
+        assert_eq!(upright.oriented, (200, 400));
+        assert_eq!(upright.resized, (100, 200));
+    }
+
+    #[test]
+    fn an_unchanged_size_plans_no_resize() {
+        let transform = Transform {
+            resize: Some(Resize::ShorterSide(256)),
+            ..Transform::default()
+        };
+        assert!(ImagePlan::for_pixels((256, 300), 1, &transform)
+            .resize
+            .is_none());
+        assert!(ImagePlan::for_pixels((257, 300), 1, &transform)
+            .resize
+            .is_some());
+    }
+}

@@ -1,0 +1,142 @@
+//! The last step's geometry and constants: `CenterCrop` (torchvision's zero padding included),
+//! then `ToTensor` + `Normalize` through a 3×256 float32 table, in the chosen layout, dtype and
+//! channel order (PARITY §4–5).
+
+use crate::transform::{ChannelOrder, DType, Layout, Normalize, Transform};
+
+/// A `CenterCrop` of a resized image: the output's size and where its first sample lies in the
+/// image (negative where the image is zero-padded first).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Crop {
+    /// Output width.
+    pub width: usize,
+    /// Output height.
+    pub height: usize,
+    /// Image column under output column 0.
+    pub x: isize,
+    /// Image row under output row 0.
+    pub y: isize,
+}
+
+/// How the resized image becomes the output tensor.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct OutputPlan {
+    /// The centre crop (the whole image when the transform has none).
+    pub crop: Crop,
+    /// Dimensions in the chosen layout: `[h, w, 3]` or `[3, h, w]`.
+    pub shape: [usize; 3],
+    /// Memory layout.
+    pub layout: Layout,
+    /// Element type.
+    pub dtype: DType,
+    /// Channel order.
+    pub channel_order: ChannelOrder,
+    /// `Normalize` after `ToTensor`, if any.
+    pub normalize: Option<Normalize>,
+}
+
+impl OutputPlan {
+    /// The output of `transform` for an image resized to `resized` (width, height).
+    pub fn new((width, height): (usize, usize), transform: &Transform) -> Self {
+        let (crop_w, crop_h) = transform.center_crop.unwrap_or((width, height));
+        let shape = match transform.layout {
+            Layout::Hwc => [crop_h, crop_w, 3],
+            Layout::Chw => [3, crop_h, crop_w],
+        };
+        Self {
+            crop: Crop {
+                width: crop_w,
+                height: crop_h,
+                x: crop_offset(width, crop_w),
+                y: crop_offset(height, crop_h),
+            },
+            shape,
+            layout: transform.layout,
+            dtype: transform.dtype,
+            channel_order: transform.channel_order,
+            normalize: transform.normalize,
+        }
+    }
+
+    /// Elements of the tensor.
+    pub fn elements(&self) -> usize {
+        self.shape.iter().product()
+    }
+
+    /// Bytes of the tensor.
+    pub fn bytes(&self) -> usize {
+        self.elements() * element_bytes(self.dtype)
+    }
+
+    /// Input (RGB) channel of output channel `c`.
+    pub fn source_channel(&self, c: usize) -> usize {
+        match self.channel_order {
+            ChannelOrder::Rgb => c,
+            ChannelOrder::Bgr => 2 - c,
+        }
+    }
+
+    /// The value table: for each RGB channel and 8-bit sample, the output value as float32,
+    /// computed in torchvision's order (v / 255, − mean, / std), so that every backend gets
+    /// the same bits and no GPU does float arithmetic.
+    pub fn value_table(&self) -> [[f32; 256]; 3] {
+        std::array::from_fn(|c| {
+            std::array::from_fn(|v| {
+                let t = v as f32 / 255.0;
+                match self.normalize {
+                    Some(n) => (t - n.mean[c]) / n.std[c],
+                    None => t,
+                }
+            })
+        })
+    }
+}
+
+/// Bytes of one element of `dtype`.
+pub fn element_bytes(dtype: DType) -> usize {
+    match dtype {
+        DType::U8 => 1,
+        DType::F16 => 2,
+        DType::F32 => 4,
+    }
+}
+
+/// Python's `round(d / 2.0)` for an integer `d ≥ 0`: halves go to the even neighbour.
+pub fn half_round_even(d: usize) -> usize {
+    let k = d / 2;
+    if d % 2 == 1 && k % 2 == 1 {
+        k + 1
+    } else {
+        k
+    }
+}
+
+/// Where a `CenterCrop` of `crop` samples takes its first sample in an axis of `size` samples:
+/// negative when the axis is zero-padded first (torchvision pads (crop − size) // 2 before).
+pub fn crop_offset(size: usize, crop: usize) -> isize {
+    if crop > size {
+        -(((crop - size) / 2) as isize)
+    } else {
+        half_round_even(size - crop) as isize
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn crop_offsets_round_half_to_even() {
+        assert_eq!(crop_offset(341, 224), 58); // 117 / 2 = 58.5 → 58
+        assert_eq!(crop_offset(259, 224), 18); // 35 / 2 = 17.5 → 18
+        assert_eq!(crop_offset(200, 224), -12);
+        assert_eq!(crop_offset(201, 224), -11);
+    }
+
+    #[test]
+    fn imagenet_table_matches_torchvision_order() {
+        let plan = OutputPlan::new((224, 224), &Transform::imagenet_eval());
+        let expected = ((255.0f32 / 255.0) - 0.485f32) / 0.229f32;
+        assert_eq!(plan.value_table()[0][255].to_bits(), expected.to_bits());
+    }
+}
