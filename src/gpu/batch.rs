@@ -1,7 +1,8 @@
 //! Many images into one tensor that stays on the GPU: the call a host application embeds.
 
+use super::bindings::binding_window;
 use super::dispatch::{checked, read_buffer};
-use super::packing::{binding_window, Packing};
+use super::packing::pack;
 use super::pipeline::{output_buffer, prepare_image, tensor_data, GpuPipeline};
 use super::work::ImageWork;
 use crate::error::{Error, Result};
@@ -105,16 +106,11 @@ impl GpuPipeline {
             .map(|bytes| prepare_image(bytes, transform, limits, window, false))
             .collect();
         let mut outcomes = Vec::with_capacity(images.len());
-        let mut packings = vec![Packing::new(transform)];
+        let mut placed = Vec::with_capacity(images.len());
         for (i, work) in works.into_iter().enumerate() {
-            outcomes.push(work.map(|work| {
-                if !packings.last().is_some_and(|p| p.fits(&work, window)) {
-                    packings.push(Packing::new(transform));
-                }
-                let at = i as u64 * image_stride / 4;
-                packings.last_mut().unwrap().push(i, work, at);
-            }));
+            outcomes.push(work.map(|work| placed.push((i, work, i as u64 * image_stride / 4))));
         }
+        let packings = pack(placed, transform, window);
         let buffer = output_buffer(
             device,
             size,
@@ -122,13 +118,14 @@ impl GpuPipeline {
         );
         // Each packing is recorded and submitted in its own error scope, so that a GPU failure
         // stays with its images.
-        for packing in packings.iter().filter(|p| !p.is_empty()) {
+        let recorder = self.recorder(device);
+        for packing in &packings {
             let submitted = checked(device, || {
                 let mut encoder = device.create_command_encoder(&Default::default());
                 let recorded =
-                    packing.record(self, device, &mut encoder, &buffer, window, &mut |_, _| {})?;
+                    recorder.record(packing, &mut encoder, &buffer, window, &mut |_, _| {})?;
                 queue.submit([encoder.finish()]);
-                let _ = recorded.submitted(self);
+                let _ = recorded.submitted(&self.staging);
                 Ok(())
             });
             if let Err(e) = submitted {

@@ -1,9 +1,9 @@
 //! Stage 0 on the GPU: Huffman decoding of entropy-coded segments (shaders/entropy.wgsl, whose
 //! CPU mirror is [`crate::jpeg::parallel`]).
 
+use super::bindings::binding;
 use super::dispatch::{grid, WORKGROUP};
 use super::jobs::EntropyJob;
-use super::packing::binding;
 use crate::error::Result;
 use crate::jpeg::parallel::{subsequences, sync_dispatches, MAX_SYNC_DISPATCHES, SUBSEQUENCE_BITS};
 use crate::jpeg::segment::EntropySegment;

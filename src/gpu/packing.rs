@@ -1,36 +1,21 @@
-//! Images packed for one submission: every stage runs as one dispatch over all of them, its jobs
-//! found by a binary search over `starts` (shaders/jobs.wgsl). Intermediate images live in
-//! arenas, one buffer per kind, each bound whole or, for the decoded RGBX images, through two
-//! windows of the device's largest binding.
+//! Images packed for one submission, as numbers: every stage runs as one dispatch over all of
+//! them, its jobs found by a binary search over `starts` (shaders/jobs.wgsl). Intermediate
+//! images live in arenas, one buffer per kind, each bound whole or, for the decoded RGBX
+//! images, through two windows of the device's largest binding. This file is the layout
+//! alone (offsets, job tables, the upload's words); src/gpu/record.rs records it with wgpu.
 
-use super::dispatch::run;
-use super::entropy::{span_words, upload_words, EntropyBuffers, EntropyPacking};
+use super::entropy::{span_words, upload_words, EntropyPacking};
 use super::jobs::TensorJob;
-use super::pipeline::GpuPipeline;
-use super::staging::UploadWrite;
 use super::work::{ImageWork, SegmentImage};
-use crate::error::{Error, Result};
 use crate::plan::OutputPlan;
 use crate::transform::DType;
 use crate::Transform;
-use std::num::NonZeroU64;
+use std::ops::Range;
 use std::sync::Arc;
-
-/// The largest storage binding this device offers, as a whole number of offset-alignment units
-/// (so that windows can start at its multiples).
-pub(crate) fn binding_window(device: &wgpu::Device) -> u64 {
-    let limits = device.limits();
-    let align = u64::from(limits.min_storage_buffer_offset_alignment).max(4);
-    let max = limits
-        .max_storage_buffer_binding_size
-        .min(limits.max_buffer_size)
-        .min(u64::from(u32::MAX) + 1);
-    max / align * align
-}
 
 /// One stage's jobs: each job's first invocation, and the job records back to back.
 #[derive(Default)]
-struct StageJobs {
+pub(super) struct StageJobs {
     starts: Vec<u32>,
     words: Vec<u32>,
     total: u64,
@@ -57,42 +42,11 @@ impl StageJobs {
     }
 }
 
-/// Where a stage's `starts` and job records lie in the upload.
-struct StageTables {
-    starts: std::ops::Range<u64>,
-    jobs: std::ops::Range<u64>,
-    invocations: u32,
-}
-
-impl StageTables {
-    /// Records one dispatch over every job, binding `starts` and the jobs first, then
-    /// `resources` in order.
-    fn dispatch(
-        &self,
-        device: &wgpu::Device,
-        encoder: &mut wgpu::CommandEncoder,
-        pipeline: &wgpu::ComputePipeline,
-        upload: &wgpu::Buffer,
-        resources: &[wgpu::BindingResource],
-    ) {
-        let tables = [&self.starts, &self.jobs]
-            .map(|range| binding(upload, range.start, range.end - range.start));
-        let entries: Vec<wgpu::BindGroupEntry> = tables
-            .into_iter()
-            .chain(resources.iter().cloned())
-            .enumerate()
-            .map(|(i, resource)| wgpu::BindGroupEntry {
-                binding: i as u32,
-                resource,
-            })
-            .collect();
-        let bind_group = device.create_bind_group(&wgpu::BindGroupDescriptor {
-            label: None,
-            layout: &pipeline.get_bind_group_layout(0),
-            entries: &entries,
-        });
-        run(device, encoder, pipeline, &bind_group, self.invocations);
-    }
+/// Where a stage's `starts` and job records lie in the upload, and its invocations.
+pub(super) struct StageTables {
+    pub starts: Range<u64>,
+    pub jobs: Range<u64>,
+    pub invocations: u32,
 }
 
 /// Everything a packing sends to the GPU, as one buffer: the small tables first, each at an
@@ -104,17 +58,16 @@ struct Upload {
 }
 
 impl Upload {
-    fn new(device: &wgpu::Device) -> Self {
-        let align = device.limits().min_storage_buffer_offset_alignment as usize / 4;
+    fn new(offset_alignment: u32) -> Self {
         Self {
             words: Vec::new(),
-            align: align.max(2),
+            align: (offset_alignment as usize / 4).max(2),
         }
     }
 
     /// Appends `words` (one zero word when empty, as bindings cannot be empty) at the next
     /// aligned offset; returns their byte range.
-    fn push(&mut self, words: &[u32]) -> std::ops::Range<u64> {
+    fn push(&mut self, words: &[u32]) -> Range<u64> {
         self.words
             .resize(self.words.len().next_multiple_of(self.align), 0);
         let start = self.words.len() as u64 * 4;
@@ -143,24 +96,24 @@ pub(crate) struct Packing {
     /// Each plane's compact coefficients and where they go in the coefficient arena; copied
     /// into the upload in parallel.
     coefs: Vec<(u64, Vec<u32>)>,
-    coef_words: u64,
+    pub coef_words: u64,
     /// Stage 0's images: their segments' place in the upload's coefficient region, and their
     /// jobs; their coefficients go to the decoded arena.
     segments: Vec<(u64, Arc<SegmentImage>)>,
-    entropy: EntropyPacking,
-    decoded_words: u64,
+    pub entropy: EntropyPacking,
+    pub decoded_words: u64,
     /// Stage 0's images in slot order: index in the caller's list, first output word, and what
     /// the CPU needs to decode the image should the GPU give up on it.
     pub entropy_images: Vec<(usize, u64, Arc<SegmentImage>)>,
     /// Non-JPEG images' sample planes: where they are in the upload's coefficient region, where
     /// they go in the sample arena, and their length, all in words.
-    raw_copies: Vec<(u64, u64, u64)>,
-    sample_words: u64,
+    pub raw_copies: Vec<(u64, u64, u64)>,
+    pub sample_words: u64,
     color: StageJobs,
-    rgbx_words: u64,
+    pub rgbx_words: u64,
     horizontal: StageJobs,
     taps: Vec<u32>,
-    hpass_words: u64,
+    pub hpass_words: u64,
     outputs: Vec<Output>,
     /// The value table, then every image's vertical taps.
     constants: Vec<u32>,
@@ -349,266 +302,6 @@ impl Packing {
         });
         self.images.push(index);
     }
-
-    /// Whether no image is packed.
-    pub fn is_empty(&self) -> bool {
-        self.images.is_empty()
-    }
-
-    /// Records the stages, writing each image's output into `output`, binding at most `window`
-    /// bytes at a time. `after_stage` is called with each stage's name once it is recorded
-    /// (stage timing submits the encoder there; the staging buffer's copy is recorded before
-    /// any stage, so it is in the first submission). The copy threads write the upload's
-    /// coefficients and segments while this thread records, and it helps them once it has
-    /// (see [`UploadWrite`]): on the critical path of a batch, the two took about as long each.
-    pub fn record(
-        &self,
-        pipeline: &GpuPipeline,
-        device: &wgpu::Device,
-        encoder: &mut wgpu::CommandEncoder,
-        output: &wgpu::Buffer,
-        window: u64,
-        after_stage: &mut dyn FnMut(&'static str, &mut wgpu::CommandEncoder),
-    ) -> Result<Recorded> {
-        let mut upload = Upload::new(device);
-        let tables = StageTableSet {
-            idct: self.idct.upload(&mut upload),
-            idct_8x8: self.idct_8x8.upload(&mut upload),
-            color: self.color.upload(&mut upload),
-            horizontal: self.horizontal.upload(&mut upload),
-            tensor: self
-                .tensor_windows(window)
-                .iter()
-                .map(|jobs| jobs.upload(&mut upload))
-                .collect(),
-            taps: upload.push(&self.taps),
-            constants: upload.push(&self.constants),
-            entropy: (!self.entropy.is_empty())
-                .then(|| self.entropy.tables().map(|words| upload.push(&words))),
-        };
-        let coef_start = upload.push(&[]).start;
-        let (buffer, staging, coefs) =
-            self.start_upload(device, encoder, pipeline, upload, coef_start)?;
-        let record_stages =
-            |encoder: &mut wgpu::CommandEncoder,
-             after_stage: &mut dyn FnMut(&'static str, &mut wgpu::CommandEncoder)| {
-                after_stage("upload", encoder);
-                let stages = Bound {
-                    tables: &tables,
-                    upload: &buffer,
-                    coefs: coefs.clone(),
-                    output,
-                    window,
-                };
-                self.record_stages(pipeline, device, encoder, stages, after_stage)
-            };
-        let write = UploadWrite::new(&staging, self.upload_parts(coef_start));
-        let status = if pipeline.time_stages() {
-            // Each stage is submitted on its own there, the upload first: written before.
-            write.run(&pipeline.copiers, || ());
-            staging.unmap();
-            record_stages(encoder, after_stage)
-        } else {
-            let status = write.run(&pipeline.copiers, || record_stages(encoder, after_stage));
-            staging.unmap();
-            status
-        };
-        let upload = write.finish()?;
-        pipeline.pool.put(buffer);
-        Ok(Recorded {
-            status: status?,
-            upload,
-            staging,
-        })
-    }
-
-    /// Records every stage after the upload's copy (see [`Self::record`]); returns stage 0's
-    /// status buffer, if it has images.
-    fn record_stages(
-        &self,
-        pipeline: &GpuPipeline,
-        device: &wgpu::Device,
-        encoder: &mut wgpu::CommandEncoder,
-        bound: Bound,
-        after_stage: &mut dyn FnMut(&'static str, &mut wgpu::CommandEncoder),
-    ) -> Result<Option<wgpu::Buffer>> {
-        let (stages, pool) = (&pipeline.stages, &pipeline.pool);
-        let Bound {
-            tables,
-            upload,
-            coefs,
-            output,
-            window,
-        } = bound;
-        let StageTableSet {
-            idct,
-            idct_8x8,
-            color,
-            horizontal,
-            tensor,
-            taps,
-            constants,
-            entropy: entropy_tables,
-        } = tables;
-        let table =
-            |range: &std::ops::Range<u64>| binding(upload, range.start, range.end - range.start);
-        // Every word of these that a stage reads was written by the stage before (or copied
-        // from the upload, for non-JPEG images' samples).
-        let arena = |label: &str, words: u64| {
-            let usage = wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_DST;
-            pool.take(device, label, words * 4, usage)
-        };
-        // At least a row of four words, as the IDCT reads it.
-        let decoded = arena("decoded coefficients", self.decoded_words.max(4));
-        let status = self.record_entropy(
-            device,
-            encoder,
-            pipeline,
-            entropy_tables
-                .as_ref()
-                .map(|tables| tables.each_ref().map(table)),
-            table(&coefs),
-            &decoded,
-            after_stage,
-        )?;
-        after_stage("entropy", encoder);
-        let samples = arena("samples", self.sample_words);
-        for &(from, to, words) in &self.raw_copies {
-            encoder.copy_buffer_to_buffer(
-                upload,
-                coefs.start + from * 4,
-                &samples,
-                to * 4,
-                words * 4,
-            );
-        }
-        for (jobs, stage) in [(&idct, &stages.idct), (&idct_8x8, &stages.idct_8x8)] {
-            if let Some(jobs) = jobs {
-                jobs.dispatch(
-                    device,
-                    encoder,
-                    stage,
-                    upload,
-                    &[
-                        table(&coefs),
-                        first_window(&samples, window),
-                        first_window(&decoded, window),
-                    ],
-                );
-            }
-        }
-        after_stage("idct", encoder);
-        let rgbx = arena("rgbx", self.rgbx_words);
-        let rgbx_windows = windows::<2>(&rgbx, window, &pipeline.placeholder);
-        if let Some(color) = &color {
-            color.dispatch(
-                device,
-                encoder,
-                &stages.color,
-                upload,
-                &[
-                    first_window(&samples, window),
-                    rgbx_windows[0].clone(),
-                    rgbx_windows[1].clone(),
-                ],
-            );
-        }
-        after_stage("color", encoder);
-        let hpass = arena("horizontal pass", self.hpass_words);
-        if let Some(horizontal) = &horizontal {
-            horizontal.dispatch(
-                device,
-                encoder,
-                &stages.horizontal,
-                upload,
-                &[
-                    rgbx_windows[0].clone(),
-                    rgbx_windows[1].clone(),
-                    table(taps),
-                    first_window(&hpass, window),
-                ],
-            );
-        }
-        after_stage("horizontal", encoder);
-        for (k, jobs) in tensor.iter().enumerate() {
-            let Some(jobs) = jobs else { continue };
-            let offset = k as u64 * window;
-            let size = (output.size() - offset).min(window);
-            jobs.dispatch(
-                device,
-                encoder,
-                &stages.tensor,
-                upload,
-                &[
-                    rgbx_windows[0].clone(),
-                    rgbx_windows[1].clone(),
-                    first_window(&hpass, window),
-                    table(constants),
-                    binding(output, offset, size),
-                ],
-            );
-        }
-        after_stage("tensor", encoder);
-        for buffer in [decoded, samples, rgbx, hpass] {
-            pool.put(buffer);
-        }
-        Ok(status)
-    }
-
-    /// Records stage 0 for this packing's segments (in the upload at `data`, their job tables
-    /// at `tables`, `None` without segments) into `decoded`, calling `after_pass` after each
-    /// pass; returns the buffer its status words are copied to.
-    #[allow(clippy::too_many_arguments, reason = "the stage's buffers, one by one")]
-    fn record_entropy(
-        &self,
-        device: &wgpu::Device,
-        encoder: &mut wgpu::CommandEncoder,
-        pipeline: &GpuPipeline,
-        tables: Option<[wgpu::BindingResource; 3]>,
-        data: wgpu::BindingResource,
-        decoded: &wgpu::Buffer,
-        after_pass: &mut dyn FnMut(&'static str, &mut wgpu::CommandEncoder),
-    ) -> Result<Option<wgpu::Buffer>> {
-        let Some(tables) = tables else {
-            return Ok(None);
-        };
-        let usage = wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_DST;
-        let pool = &pipeline.pool;
-        let spans = pool.take(device, "spans", self.entropy.span_words() * 4, usage);
-        let flag_words = self.entropy.flag_words();
-        let flags = pool.take(
-            device,
-            "entropy flags",
-            flag_words * 4,
-            usage | wgpu::BufferUsages::COPY_SRC,
-        );
-        let buffers = EntropyBuffers {
-            tables,
-            data,
-            spans: &spans,
-            flags: &flags,
-            decoded,
-            decoded_words: self.decoded_words,
-        };
-        self.entropy.record(
-            device,
-            encoder,
-            &pipeline.stages.entropy,
-            buffers,
-            after_pass,
-        )?;
-        let status_bytes = self.entropy.status_words() * 4;
-        let status = device.create_buffer(&wgpu::BufferDescriptor {
-            label: Some("entropy status"),
-            size: status_bytes,
-            usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
-            mapped_at_creation: false,
-        });
-        encoder.copy_buffer_to_buffer(&flags, 0, &status, 0, status_bytes);
-        pool.put(spans);
-        pool.put(flags);
-        Ok(Some(status))
-    }
 }
 
 /// Words of `blocks` dense blocks in the decoded arena.
@@ -646,41 +339,8 @@ impl Packing {
             .collect()
     }
 
-    /// Starts the upload: a staging buffer of the ring holding `upload`'s tables (written here;
-    /// [`Self::write_upload`] writes the rest, from byte `coef_start`), and its copy into a
-    /// pooled device buffer recorded into `encoder`. Returns that buffer, the staging buffer
-    /// (to unmap once written, and back to the ring once `encoder` is submitted) and the
-    /// coefficients' byte range.
-    fn start_upload(
-        &self,
-        device: &wgpu::Device,
-        encoder: &mut wgpu::CommandEncoder,
-        pipeline: &GpuPipeline,
-        upload: Upload,
-        coef_start: u64,
-    ) -> Result<(wgpu::Buffer, wgpu::Buffer, std::ops::Range<u64>)> {
-        let coef_end = coef_start + (self.coef_words * 4).max(4);
-        let staging = pipeline.staging.take(device, coef_end);
-        staging
-            .slice(..coef_start)
-            .get_mapped_range_mut()
-            .map_err(mapping_error)?
-            .copy_from_slice(bytemuck::cast_slice(
-                &upload.words[..coef_start as usize / 4],
-            ));
-        // COPY_SRC: non-JPEG images' samples are copied on into the sample arena.
-        let usage = wgpu::BufferUsages::STORAGE
-            | wgpu::BufferUsages::COPY_DST
-            | wgpu::BufferUsages::COPY_SRC;
-        let buffer = pipeline.pool.take(device, "upload", coef_end, usage);
-        // Submitting checks that the staging buffer is unmapped by then; recording does not.
-        encoder.copy_buffer_to_buffer(&staging, 0, &buffer, 0, coef_end);
-        Ok((buffer, staging, coef_start..coef_end))
-    }
-
-    /// The coefficients and segments to write into the staging buffer, each with its first
     /// byte there (the region from `coef_start`).
-    fn upload_parts(&self, coef_start: u64) -> Vec<(u64, &[u32])> {
+    pub(super) fn upload_parts(&self, coef_start: u64) -> Vec<(u64, &[u32])> {
         let segments = self.segments.iter().flat_map(|(at, source)| {
             let s = &source.segment;
             [
@@ -697,86 +357,79 @@ impl Packing {
     }
 }
 
-fn mapping_error(e: wgpu::MapRangeError) -> Error {
-    Error::Gpu(format!("cannot write the upload: {e}"))
-}
-
 /// Where each stage's job tables lie in the upload.
-struct StageTableSet {
-    idct: Option<StageTables>,
-    idct_8x8: Option<StageTables>,
-    color: Option<StageTables>,
-    horizontal: Option<StageTables>,
+pub(super) struct StageTableSet {
+    pub idct: Option<StageTables>,
+    pub idct_8x8: Option<StageTables>,
+    pub color: Option<StageTables>,
+    pub horizontal: Option<StageTables>,
     /// One per window of the output.
-    tensor: Vec<Option<StageTables>>,
-    taps: std::ops::Range<u64>,
-    constants: std::ops::Range<u64>,
+    pub tensor: Vec<Option<StageTables>>,
+    pub taps: Range<u64>,
+    pub constants: Range<u64>,
     /// Stage 0's three tables, with images for it.
-    entropy: Option<[std::ops::Range<u64>; 3]>,
+    pub entropy: Option<[Range<u64>; 3]>,
 }
 
-/// What [`Packing::record_stages`] binds: the tables and the upload holding them, the
-/// coefficients' range in it, the output, and the largest binding.
-struct Bound<'a> {
-    tables: &'a StageTableSet,
-    upload: &'a wgpu::Buffer,
-    coefs: std::ops::Range<u64>,
-    output: &'a wgpu::Buffer,
-    window: u64,
+/// A packing's upload as laid out: the small tables' words (written first, by the recording
+/// thread), where each stage's tables lie, and the byte range of the coefficients and segments
+/// (written by the copy threads, see [`Packing::upload_parts`]).
+pub(super) struct UploadLayout {
+    pub tables_words: Vec<u32>,
+    pub tables: StageTableSet,
+    pub coefs: Range<u64>,
 }
 
-/// What recording a packing leaves: the verdict buffer of its stage 0 images, the time spent
-/// writing its upload, and the staging buffer the upload is copied from, which goes back to
-/// the ring ([`Recorded::submitted`]) once the encoder is submitted.
-#[must_use = "the staging buffer goes back to the ring after the submit"]
-pub(crate) struct Recorded {
-    /// With stage 0 images: a word per [`Packing::entropy_images`], 1 where the GPU decoded
-    /// it, to map once the work has run.
-    pub status: Option<wgpu::Buffer>,
-    /// Writing the upload (CPU).
-    pub upload: std::time::Duration,
-    staging: wgpu::Buffer,
-}
-
-impl Recorded {
-    /// Call once the encoder the packing was recorded into is submitted; returns the status
-    /// buffer.
-    pub fn submitted(self, pipeline: &GpuPipeline) -> Option<wgpu::Buffer> {
-        pipeline.staging.put(self.staging);
-        self.status
+impl Packing {
+    /// The upload's layout on a device whose storage bindings start at multiples of
+    /// `offset_alignment` bytes and hold at most `window` bytes.
+    pub(super) fn upload_layout(&self, offset_alignment: u32, window: u64) -> UploadLayout {
+        let mut upload = Upload::new(offset_alignment);
+        let tables = StageTableSet {
+            idct: self.idct.upload(&mut upload),
+            idct_8x8: self.idct_8x8.upload(&mut upload),
+            color: self.color.upload(&mut upload),
+            horizontal: self.horizontal.upload(&mut upload),
+            tensor: self
+                .tensor_windows(window)
+                .iter()
+                .map(|jobs| jobs.upload(&mut upload))
+                .collect(),
+            taps: upload.push(&self.taps),
+            constants: upload.push(&self.constants),
+            entropy: (!self.entropy.is_empty())
+                .then(|| self.entropy.tables().map(|words| upload.push(&words))),
+        };
+        let coef_start = upload.push(&[]).start;
+        let coef_end = coef_start + (self.coef_words * 4).max(4);
+        upload.words.truncate(coef_start as usize / 4);
+        UploadLayout {
+            tables_words: upload.words,
+            tables,
+            coefs: coef_start..coef_end,
+        }
     }
 }
 
-/// Bytes `offset .. offset + size` of `buffer` as a binding.
-pub(crate) fn binding(buffer: &wgpu::Buffer, offset: u64, size: u64) -> wgpu::BindingResource<'_> {
-    wgpu::BindingResource::Buffer(wgpu::BufferBinding {
-        buffer,
-        offset,
-        size: NonZeroU64::new(size),
-    })
-}
-
-/// `buffer`'s first `window` bytes as a binding: an arena from the pool may be larger than one
-/// binding holds (sizes are rounded up), but the part a packing uses fits in one.
-fn first_window(buffer: &wgpu::Buffer, window: u64) -> wgpu::BindingResource<'_> {
-    binding(buffer, 0, buffer.size().min(window))
-}
-
-/// `buffer` as `N` consecutive bindings of at most `window` bytes; the windows past its end are
-/// bound to `dummy`.
-fn windows<'a, const N: usize>(
-    buffer: &'a wgpu::Buffer,
+/// Packs `works` (each with its index in the caller's list and the first word of its output)
+/// in order, opening a new packing where the next image would not bind within `window` bytes
+/// beside the ones before it. Every image must fit on its own ([`Packing::fits_alone`]).
+pub(crate) fn pack(
+    works: impl IntoIterator<Item = (usize, ImageWork, u64)>,
+    transform: &Transform,
     window: u64,
-    dummy: &'a wgpu::Buffer,
-) -> [wgpu::BindingResource<'a>; N] {
-    std::array::from_fn(|k| {
-        let offset = k as u64 * window;
-        if offset < buffer.size() {
-            binding(buffer, offset, (buffer.size() - offset).min(window))
-        } else {
-            dummy.as_entire_binding()
+) -> Vec<Packing> {
+    let mut packings: Vec<Packing> = Vec::new();
+    for (index, work, at) in works {
+        if !packings.last().is_some_and(|p| p.fits(&work, window)) {
+            packings.push(Packing::new(transform));
         }
-    })
+        packings
+            .last_mut()
+            .expect("one packing at least")
+            .push(index, work, at);
+    }
+    packings
 }
 
 /// The 3×256 output elements as the bits the shader writes: u8 values, or f16 / f32 bits of the

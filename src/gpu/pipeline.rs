@@ -1,11 +1,13 @@
 //! The GPU pipeline: compiled stages, and the calls that run images through them.
 
+use super::bindings::binding_window;
 use super::dispatch::{checked, read_buffer, BufferPool};
-use super::packing::{binding_window, Packing};
+use super::packing::{pack, Packing};
+use super::record::Recorder;
+use super::stages::Stages;
 use super::staging::StagingRing;
 use super::stamps::StageStamps;
 use super::work::ImageWork;
-use super::Stages;
 use crate::error::{Error, Result};
 use crate::jpeg::CoefficientImage;
 use crate::jpeg::Coefficients;
@@ -85,9 +87,17 @@ impl GpuPipeline {
         self
     }
 
-    /// Whether each stage is submitted and waited for on its own ([`Self::timing_stages`]).
-    pub(crate) fn time_stages(&self) -> bool {
-        self.time_stages
+    /// What recording a packing on `device` needs of this pipeline.
+    pub(crate) fn recorder<'a>(&'a self, device: &'a wgpu::Device) -> Recorder<'a> {
+        Recorder {
+            device,
+            stages: &self.stages,
+            pool: &self.pool,
+            staging: &self.staging,
+            placeholder: &self.placeholder,
+            copiers: &self.copiers,
+            upload_first: self.time_stages,
+        }
     }
 
     /// GPU memory this pipeline keeps between calls (its pooled arenas and outputs, and its
@@ -171,21 +181,18 @@ impl GpuPipeline {
         let mut timings = GpuTimings::default();
         let mut clock = Instant::now();
         let mut shapes = Vec::with_capacity(works.len());
-        let mut packings = vec![Packing::new(transform)];
+        let mut placed = Vec::with_capacity(works.len());
         let mut at = 0;
         for (index, work) in works {
             if let Some(e) = too_large(&work, window) {
                 return Err(e);
             }
-            let packing = packings.last_mut().expect("one packing at least");
-            if !packing.fits(&work, window) {
-                packings.push(Packing::new(transform));
-            }
             shapes.push((index, work.tensor.shape, at));
             let words = work.tensor.words;
-            packings.last_mut().unwrap().push(index, work, at);
+            placed.push((index, work, at));
             at += words;
         }
+        let mut packings = pack(placed, transform, window);
         timings.pack = lap(&mut clock);
         checked(device, || {
             // Every word of the output that is read back is written by the tensor stage.
@@ -212,22 +219,17 @@ impl GpuPipeline {
             };
             let mut checks = Vec::new();
             let mut submission = None;
-            for packing in packings.iter_mut().filter(|p| !p.is_empty()) {
+            let recorder = self.recorder(device);
+            for packing in &mut packings {
                 let mut encoder = device.create_command_encoder(&Default::default());
                 if let Some(stamps) = stamps.borrow_mut().as_mut() {
                     stamps.start(&mut encoder);
                 }
-                let recorded = packing.record(
-                    self,
-                    device,
-                    &mut encoder,
-                    &output,
-                    window,
-                    &mut after_stage,
-                )?;
+                let recorded =
+                    recorder.record(packing, &mut encoder, &output, window, &mut after_stage)?;
                 timings.upload += recorded.upload;
                 submission = Some(queue.submit([encoder.finish()]));
-                let status = recorded.submitted(self);
+                let status = recorded.submitted(&self.staging);
                 if let Some(status) = status {
                     let images = std::mem::take(&mut packing.entropy_images);
                     timings.huffman_on_gpu += images.len();
@@ -376,28 +378,22 @@ impl GpuPipeline {
         }
         submitted.timings.redone_on_cpu += given_up.len();
         let transform = submitted.transform;
-        let works: Vec<(usize, u64, ImageWork)> = given_up
+        let works: Vec<(usize, ImageWork, u64)> = given_up
             .into_par_iter()
             .map(|(index, at, source)| {
                 let work = ImageWork::new(&source.decoded_on_cpu(), &transform)?;
-                Ok((index, at, work))
+                Ok((index, work, at))
             })
             .collect::<Result<_>>()?;
         let window = binding_window(device);
-        let mut packings = vec![Packing::new(&transform)];
-        for (index, at, work) in works {
-            if !packings.last().is_some_and(|p| p.fits(&work, window)) {
-                packings.push(Packing::new(&transform));
-            }
-            packings.last_mut().unwrap().push(index, work, at);
-        }
+        let packings = pack(works, &transform, window);
         checked(device, || {
             let mut encoder = device.create_command_encoder(&Default::default());
             let mut recorded = Vec::with_capacity(packings.len());
+            let recorder = self.recorder(device);
             for packing in &packings {
-                recorded.push(packing.record(
-                    self,
-                    device,
+                recorded.push(recorder.record(
+                    packing,
                     &mut encoder,
                     &submitted.output,
                     window,
@@ -409,7 +405,7 @@ impl GpuPipeline {
             }
             submitted.submission = queue.submit([encoder.finish()]);
             for recorded in recorded {
-                let _ = recorded.submitted(self);
+                let _ = recorded.submitted(&self.staging);
             }
             Ok(())
         })

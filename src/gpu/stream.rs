@@ -1,7 +1,7 @@
 //! Many images of any sizes: CPU threads decode continuously, up to two batches ahead of the
 //! GPU, while one batch runs on the GPU and the next is packed and submitted.
 
-use super::packing::binding_window;
+use super::bindings::binding_window;
 use super::pipeline::{prepare_image, GpuPipeline, GpuTimings, Submitted};
 use super::work::ImageWork;
 use crate::error::{Error, Result};

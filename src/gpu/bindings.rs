@@ -1,0 +1,48 @@
+//! Buffer bindings within the device's limits: the largest window one binding may hold, and
+//! ranges of buffers as bindings.
+
+use std::num::NonZeroU64;
+
+/// The largest storage binding this device offers, as a whole number of offset-alignment units
+/// (so that windows can start at its multiples).
+pub(crate) fn binding_window(device: &wgpu::Device) -> u64 {
+    let limits = device.limits();
+    let align = u64::from(limits.min_storage_buffer_offset_alignment).max(4);
+    let max = limits
+        .max_storage_buffer_binding_size
+        .min(limits.max_buffer_size)
+        .min(u64::from(u32::MAX) + 1);
+    max / align * align
+}
+
+/// Bytes `offset .. offset + size` of `buffer` as a binding.
+pub(crate) fn binding(buffer: &wgpu::Buffer, offset: u64, size: u64) -> wgpu::BindingResource<'_> {
+    wgpu::BindingResource::Buffer(wgpu::BufferBinding {
+        buffer,
+        offset,
+        size: NonZeroU64::new(size),
+    })
+}
+
+/// `buffer`'s first `window` bytes as a binding: an arena from the pool may be larger than one
+/// binding holds (sizes are rounded up), but the part a packing uses fits in one.
+pub(crate) fn first_window(buffer: &wgpu::Buffer, window: u64) -> wgpu::BindingResource<'_> {
+    binding(buffer, 0, buffer.size().min(window))
+}
+
+/// `buffer` as `N` consecutive bindings of at most `window` bytes; the windows past its end are
+/// bound to `dummy`.
+pub(crate) fn windows<'a, const N: usize>(
+    buffer: &'a wgpu::Buffer,
+    window: u64,
+    dummy: &'a wgpu::Buffer,
+) -> [wgpu::BindingResource<'a>; N] {
+    std::array::from_fn(|k| {
+        let offset = k as u64 * window;
+        if offset < buffer.size() {
+            binding(buffer, offset, (buffer.size() - offset).min(window))
+        } else {
+            dummy.as_entire_binding()
+        }
+    })
+}

@@ -1,0 +1,61 @@
+//! The compiled stages: one compute pipeline per shader entry point, each compiled with
+//! shaders/jobs.wgsl (the job lookup) before it.
+
+use super::entropy::EntropyStages;
+
+/// The compiled stages.
+pub(crate) struct Stages {
+    pub entropy: EntropyStages,
+    pub idct: wgpu::ComputePipeline,
+    pub idct_8x8: wgpu::ComputePipeline,
+    pub color: wgpu::ComputePipeline,
+    pub horizontal: wgpu::ComputePipeline,
+    pub tensor: wgpu::ComputePipeline,
+}
+
+impl Stages {
+    pub fn new(device: &wgpu::Device) -> Self {
+        Self {
+            entropy: EntropyStages::new(device),
+            idct: stage(device, "idct", IDCT),
+            idct_8x8: stage_entry(device, "idct", IDCT, "main_8x8"),
+            color: stage(device, "color", include_str!("../../shaders/color.wgsl")),
+            horizontal: stage(
+                device,
+                "resample_h",
+                include_str!("../../shaders/resample_h.wgsl"),
+            ),
+            tensor: stage(device, "tensor", include_str!("../../shaders/tensor.wgsl")),
+        }
+    }
+}
+
+const IDCT: &str = include_str!("../../shaders/idct.wgsl");
+
+/// A compute pipeline from one stage shader, compiled with shaders/jobs.wgsl before it (entry
+/// point `main`, layout from the shader).
+fn stage(device: &wgpu::Device, name: &str, source: &str) -> wgpu::ComputePipeline {
+    stage_entry(device, name, source, "main")
+}
+
+/// [`stage`] with another entry point.
+fn stage_entry(
+    device: &wgpu::Device,
+    name: &str,
+    source: &str,
+    entry_point: &str,
+) -> wgpu::ComputePipeline {
+    let source = format!("{}{source}", include_str!("../../shaders/jobs.wgsl"));
+    let module = device.create_shader_module(wgpu::ShaderModuleDescriptor {
+        label: Some(name),
+        source: wgpu::ShaderSource::Wgsl(source.into()),
+    });
+    device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
+        label: Some(name),
+        layout: None,
+        module: &module,
+        entry_point: Some(entry_point),
+        compilation_options: Default::default(),
+        cache: None,
+    })
+}
