@@ -3,7 +3,7 @@
 
 mod common;
 
-use gpuprep::gpu::{create_device, Gpu, GpuPipeline};
+use gpuprep::gpu::{Gpu, GpuPipeline};
 use gpuprep::Limits;
 use std::path::Path;
 
@@ -16,23 +16,9 @@ fn test_files(files: &[&str]) -> Vec<Vec<u8>> {
         .collect()
 }
 
-/// The device to test on. No adapter fails the test with the fix, unless `GPUPREP_NO_GPU=1`
-/// explicitly marks the run GPU-less, which is then said out loud.
+/// The device to test on (see [`common::gpu`]).
 fn gpu() -> Option<Gpu> {
-    if std::env::var("GPUPREP_NO_GPU").is_ok_and(|v| v == "1") {
-        println!("GPUPREP_NO_GPU=1: GPU tests NOT run");
-        return None;
-    }
-    match create_device() {
-        Ok(gpu) => {
-            println!(
-                "adapter: {} ({:?}, {})",
-                gpu.info.name, gpu.info.backend, gpu.info.driver_info
-            );
-            Some(gpu)
-        }
-        Err(e) => panic!("{e}"),
-    }
+    common::gpu()
 }
 
 /// Every file under `root` that Pillow decodes and gpuprep supports: GPU RGB == CPU RGB ==

@@ -4,7 +4,7 @@
 
 mod common;
 
-use gpuprep::gpu::{create_device, GpuPipeline};
+use gpuprep::gpu::GpuPipeline;
 use gpuprep::{Backend, Limits, Transform};
 
 /// Images per run (GPUPREP_SOAK_IMAGES overrides, for a longer soak).
@@ -106,11 +106,9 @@ fn soak(
 #[test]
 fn gpu_loader_streams_without_growing() {
     let _turn = one_at_a_time();
-    if std::env::var("GPUPREP_NO_GPU").is_ok_and(|v| v == "1") {
-        println!("GPUPREP_NO_GPU=1: GPU soak NOT run");
+    let Some(gpu) = common::gpu() else {
         return;
-    }
-    let gpu = create_device().unwrap_or_else(|e| panic!("{e}"));
+    };
     let pipeline = GpuPipeline::new(&gpu.device);
     let transform = Transform::exact(24, 24);
     soak(

@@ -71,3 +71,22 @@ pub(crate) fn find_adapter() -> Result<wgpu::Adapter> {
     };
     Ok(adapter)
 }
+
+/// The adapter the library's GPU tests run on. No adapter fails the test with the fix, unless
+/// `GPUPREP_NO_GPU=1` explicitly marks the run GPU-less, which is then said out loud (a GPU test
+/// must never pass because no GPU was found).
+#[cfg(test)]
+pub(crate) fn test_adapter() -> Option<wgpu::Adapter> {
+    if std::env::var("GPUPREP_NO_GPU").is_ok_and(|v| v == "1") {
+        println!("GPUPREP_NO_GPU=1: GPU test NOT run");
+        return None;
+    }
+    Some(find_adapter().unwrap_or_else(|e| panic!("{e}")))
+}
+
+/// [`test_adapter`]'s device, as [`create_device`] opens it.
+#[cfg(test)]
+pub(crate) fn test_gpu() -> Option<Gpu> {
+    test_adapter()?;
+    Some(create_device().unwrap_or_else(|e| panic!("{e}")))
+}

@@ -110,8 +110,8 @@ pub(crate) struct EntropyBuffers<'a> {
     pub data: wgpu::BindingResource<'a>,
     /// Scratch of at least [`EntropyPacking::span_words`].
     pub spans: &'a wgpu::Buffer,
-    /// At least [`EntropyPacking::flag_words`]; afterwards, word `flag_words / 2 + slot` is 1
-    /// where that segment was decoded.
+    /// At least [`EntropyPacking::flag_words`]; afterwards, word `slot` is 1 where that
+    /// segment was decoded ([`EntropyPacking::status_words`]).
     pub flags: &'a wgpu::Buffer,
     /// The decoded arena, whose first `decoded_words` (every segment's blocks) are cleared and
     /// then receive the coefficients.
@@ -192,7 +192,7 @@ impl EntropyPacking {
     /// The job records and the `starts` of the per-subsequence passes and of the prefix pass
     /// (64 invocations an image): [`EntropyBuffers::tables`].
     pub fn tables(&self) -> [Vec<u32>; 3] {
-        let records = self.jobs.iter().flat_map(EntropyJob::words).collect();
+        let records = bytemuck::cast_slice(&self.jobs).to_vec();
         let mut per_span = vec![0];
         let mut per_image = vec![0];
         for job in &self.jobs {
@@ -418,11 +418,9 @@ mod tests {
     /// and is left to the CPU exactly where the mirror leaves it.
     #[test]
     fn gpu_decoding_is_the_mirror() {
-        if std::env::var("GPUPREP_NO_GPU").is_ok_and(|v| v == "1") {
-            println!("GPUPREP_NO_GPU=1: GPU test NOT run");
+        let Some(gpu) = crate::gpu::context::test_gpu() else {
             return;
-        }
-        let gpu = crate::gpu::create_device().unwrap_or_else(|e| panic!("{e}"));
+        };
         let stages = EntropyStages::new(&gpu.device);
         let files = test_jpegs();
         let limits = Limits {
@@ -490,7 +488,9 @@ mod tests {
             std::hint::black_box(read(&files));
         }
         let cpu = start.elapsed().as_secs_f64() / rounds as f64;
-        let gpu = crate::gpu::create_device().unwrap();
+        let Some(gpu) = crate::gpu::context::test_gpu() else {
+            return;
+        };
         let stages = EntropyStages::new(&gpu.device);
         let mut packing = EntropyPacking::default();
         let mut decoded_words = 0u64;

@@ -1,9 +1,12 @@
-//! The per-job records the stage shaders read (`struct Job` of each shader), as the words the GPU
-//! reads. Each layout is written next to the WGSL struct it mirrors; a test checks the sizes
-//! against the shaders.
+//! The per-job records the stage shaders read (`struct Job` of each shader), as `#[repr(C)]`
+//! plain-old-data structs laid out word for word like the WGSL struct each mirrors, and written
+//! into the upload as they are (bytemuck). A test checks each size against its shader.
+
+use bytemuck::{Pod, Zeroable};
 
 /// `Job` of shaders/idct.wgsl: one component of one image.
-#[derive(Clone, Copy)]
+#[repr(C)]
+#[derive(Clone, Copy, Pod, Zeroable)]
 pub(crate) struct IdctJob {
     /// Blocks per row in the coefficient storage.
     pub blocks_w: u32,
@@ -17,7 +20,8 @@ pub(crate) struct IdctJob {
     pub idct_size: u32,
     /// Blocks per invocation, so that each writes whole words.
     pub blocks_per_invocation: u32,
-    /// Where the compact coefficients start in the coefficient arena.
+    /// Where the coefficients start: compact ones in the upload's coefficient region, dense
+    /// ones (`dense`) in the decoded arena.
     pub coef_base: u32,
     /// Where the plane starts in the sample arena.
     pub sample_base: u32,
@@ -30,42 +34,15 @@ pub(crate) struct IdctJob {
     /// 1 when the coefficients are dense, decoded on the GPU by stage 0 into the decoded arena
     /// (32 words a block, in table order), not compact in the upload.
     pub dense: u32,
+    /// The WGSL struct aligns `quant` (vectors) to 16 bytes.
+    pub padding: [u32; 3],
     /// The table as libjpeg's 16-bit multipliers, sign-extended.
     pub quant: [i32; 64],
 }
 
-impl IdctJob {
-    /// Words of the WGSL struct: 13 and 3 of padding, then `array<vec4<i32>, 16>`.
-    pub const WORDS: usize = 16 + 64;
-
-    pub fn words(&self) -> [u32; Self::WORDS] {
-        let head = [
-            self.blocks_w,
-            self.width_in_blocks,
-            self.height_in_blocks,
-            self.sample_row_words,
-            self.idct_size,
-            self.blocks_per_invocation,
-            self.coef_base,
-            self.sample_base,
-            self.table_mcu_w,
-            self.table_mcu_h,
-            self.table_mcus_per_row,
-            self.table_blocks,
-            self.dense,
-            0,
-            0,
-            0,
-        ];
-        std::array::from_fn(|i| match i {
-            0..16 => head[i],
-            _ => self.quant[i - 16] as u32,
-        })
-    }
-}
-
 /// `Job` of shaders/entropy.wgsl: one image's entropy-coded segment.
-#[derive(Clone, Copy, Default)]
+#[repr(C)]
+#[derive(Clone, Copy, Default, Pod, Zeroable)]
 pub(crate) struct EntropyJob {
     /// Where the un-stuffed data starts in the upload, its words and its bits.
     pub data_base: u32,
@@ -87,33 +64,10 @@ pub(crate) struct EntropyJob {
     pub out_base: [u32; 4],
 }
 
-impl EntropyJob {
-    /// Words of the WGSL struct: 9, then `array<u32, 10>` and `array<u32, 4>`.
-    pub const WORDS: usize = 9 + 10 + 4;
-
-    pub fn words(&self) -> [u32; Self::WORDS] {
-        let head = [
-            self.data_base,
-            self.data_words,
-            self.bit_len,
-            self.tables_base,
-            self.first_span,
-            self.subsequences,
-            self.mcus,
-            self.blocks_per_mcu,
-            self.slot,
-        ];
-        std::array::from_fn(|i| match i {
-            0..9 => head[i],
-            9..19 => self.mcu_blocks[i - 9],
-            _ => self.out_base[i - 19],
-        })
-    }
-}
-
-/// One component's plane as shaders/color.wgsl reads it.
-#[derive(Clone, Copy, Default)]
-pub(crate) struct PlaneParams {
+/// One component's plane as shaders/color.wgsl reads it (`planes[c]`).
+#[repr(C)]
+#[derive(Clone, Copy, Default, Pod, Zeroable)]
+pub(crate) struct PlaneGeometry {
     /// Where the plane starts in the sample arena.
     pub base: u32,
     /// Bytes per plane row.
@@ -122,16 +76,24 @@ pub(crate) struct PlaneParams {
     pub width: u32,
     /// Real rows.
     pub height: u32,
-    /// Upsampling: 0 full, 1 h2v1 fancy, 2 h1v2 fancy, 3 h2v2 fancy, 4 box.
+}
+
+/// How one component is upsampled (`methods[c]` of shaders/color.wgsl).
+#[repr(C)]
+#[derive(Clone, Copy, Default, Pod, Zeroable)]
+pub(crate) struct PlaneUpsampling {
+    /// 0 full, 1 h2v1 fancy, 2 h1v2 fancy, 3 h2v2 fancy, 4 box.
     pub method: u32,
     /// Box repeat factors.
     pub box_h: u32,
-    /// Box repeat factors.
     pub box_v: u32,
+    /// The WGSL field is a `vec4`.
+    pub padding: u32,
 }
 
 /// `Job` of shaders/color.wgsl: one image.
-#[derive(Clone, Copy)]
+#[repr(C)]
+#[derive(Clone, Copy, Pod, Zeroable)]
 pub(crate) struct ColorJob {
     /// Image width.
     pub width: u32,
@@ -142,30 +104,17 @@ pub(crate) struct ColorJob {
     /// Index of the colour space (order of `ColorSpace`).
     pub color_space: u32,
     /// Components 0..3.
-    pub planes: [PlaneParams; 4],
+    pub planes: [PlaneGeometry; 4],
+    pub methods: [PlaneUpsampling; 4],
     /// EXIF orientation to store the pixels in (1: as decoded).
     pub orientation: u32,
-}
-
-impl ColorJob {
-    /// Words of the WGSL struct: 4, then `array<vec4<u32>, 4>` twice, then the orientation
-    /// padded to the struct's 16-byte alignment.
-    pub const WORDS: usize = 4 + 16 + 16 + 4;
-
-    pub fn words(&self) -> [u32; Self::WORDS] {
-        let mut words = [0; Self::WORDS];
-        words[..4].copy_from_slice(&[self.width, self.height, self.rgbx_base, self.color_space]);
-        for (c, p) in self.planes.iter().enumerate() {
-            words[4 + 4 * c..8 + 4 * c].copy_from_slice(&[p.base, p.stride, p.width, p.height]);
-            words[20 + 4 * c..24 + 4 * c].copy_from_slice(&[p.method, p.box_h, p.box_v, 0]);
-        }
-        words[36] = self.orientation;
-        words
-    }
+    /// The WGSL struct's size is a multiple of its 16-byte alignment.
+    pub padding: [u32; 3],
 }
 
 /// `Job` of shaders/resample_h.wgsl: one image.
-#[derive(Clone, Copy)]
+#[repr(C)]
+#[derive(Clone, Copy, Pod, Zeroable)]
 pub(crate) struct HorizontalJob {
     /// Output pixels per row.
     pub out_width: u32,
@@ -187,27 +136,9 @@ pub(crate) struct HorizontalJob {
     pub weights_base: u32,
 }
 
-impl HorizontalJob {
-    /// Words of the WGSL struct.
-    pub const WORDS: usize = 9;
-
-    pub fn words(&self) -> [u32; Self::WORDS] {
-        [
-            self.out_width,
-            self.rows,
-            self.in_width,
-            self.window,
-            self.first_row,
-            self.source_base,
-            self.result_base,
-            self.bounds_base,
-            self.weights_base,
-        ]
-    }
-}
-
 /// `Job` of shaders/tensor.wgsl: the part of one image's output in one window of the output.
-#[derive(Clone, Copy)]
+#[repr(C)]
+#[derive(Clone, Copy, Pod, Zeroable)]
 pub(crate) struct TensorJob {
     /// Output (crop) width.
     pub out_width: u32,
@@ -221,16 +152,16 @@ pub(crate) struct TensorJob {
     pub crop_x: i32,
     /// Crop start in the resized image (negative: zero padding).
     pub crop_y: i32,
-    /// Whether the vertical pass runs.
-    pub vertical: bool,
+    /// 1 when the vertical pass runs.
+    pub vertical: u32,
     /// Vertical weights per output row.
     pub window: u32,
-    /// C×H×W rather than H×W×C.
-    pub chw: bool,
+    /// 1 for C×H×W, 0 for H×W×C.
+    pub chw: u32,
     /// Elements per output word.
     pub per_word: u32,
-    /// Whether the source is the decoded image (no horizontal pass) rather than the pass's output.
-    pub from_rgbx: bool,
+    /// 1 when the source is the decoded image (no horizontal pass), 0 for the pass's output.
+    pub from_rgbx: u32,
     /// Where the source image starts in its arena.
     pub source_base: u32,
     /// Where the vertical (start, count) pairs start in the constants.
@@ -241,38 +172,18 @@ pub(crate) struct TensorJob {
     pub first_word: u32,
     /// Where that word goes in the dispatch's output window.
     pub out_base: u32,
-    /// Source channel of each output channel.
-    pub channel_map: [u32; 3],
+    /// Source channel of each output channel (the fourth unused: the WGSL field is a `vec4`).
+    pub channel_map: [u32; 4],
 }
 
-impl TensorJob {
-    /// Words of the WGSL struct: 16 and a `vec4<u32>`.
-    pub const WORDS: usize = 20;
+/// A job record as the words the upload holds.
+pub(crate) fn words<J: Pod>(job: &J) -> &[u32] {
+    bytemuck::cast_slice(std::slice::from_ref(job))
+}
 
-    pub fn words(&self) -> [u32; Self::WORDS] {
-        [
-            self.out_width,
-            self.out_height,
-            self.width,
-            self.height,
-            self.crop_x as u32,
-            self.crop_y as u32,
-            u32::from(self.vertical),
-            self.window,
-            u32::from(self.chw),
-            self.per_word,
-            u32::from(self.from_rgbx),
-            self.source_base,
-            self.bounds_base,
-            self.weights_base,
-            self.first_word,
-            self.out_base,
-            self.channel_map[0],
-            self.channel_map[1],
-            self.channel_map[2],
-            0,
-        ]
-    }
+/// Words of a job record.
+pub(crate) const fn word_count<J>() -> usize {
+    std::mem::size_of::<J>() / 4
 }
 
 #[cfg(test)]
@@ -309,11 +220,11 @@ mod tests {
     #[test]
     fn job_sizes_match_the_shaders() {
         for (file, words) in [
-            ("entropy.wgsl", EntropyJob::WORDS),
-            ("idct.wgsl", IdctJob::WORDS),
-            ("color.wgsl", ColorJob::WORDS),
-            ("resample_h.wgsl", HorizontalJob::WORDS),
-            ("tensor.wgsl", TensorJob::WORDS),
+            ("entropy.wgsl", word_count::<EntropyJob>()),
+            ("idct.wgsl", word_count::<IdctJob>()),
+            ("color.wgsl", word_count::<ColorJob>()),
+            ("resample_h.wgsl", word_count::<HorizontalJob>()),
+            ("tensor.wgsl", word_count::<TensorJob>()),
         ] {
             let module = stage(file);
             let job = module

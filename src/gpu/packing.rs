@@ -5,11 +5,12 @@
 //! alone (offsets, job tables, the upload's words); src/gpu/record.rs records it with wgpu.
 
 use super::entropy::{span_words, upload_words, EntropyPacking};
-use super::jobs::TensorJob;
+use super::jobs::{words, TensorJob};
 use super::work::{ImageWork, SegmentImage};
 use crate::plan::OutputPlan;
 use crate::transform::DType;
 use crate::Transform;
+use bytemuck::Pod;
 use std::ops::Range;
 use std::sync::Arc;
 
@@ -22,9 +23,9 @@ pub(super) struct StageJobs {
 }
 
 impl StageJobs {
-    fn push(&mut self, job: &[u32], invocations: u64) {
+    fn push<J: Pod>(&mut self, job: &J, invocations: u64) {
         self.starts.push(self.total as u32);
-        self.words.extend_from_slice(job);
+        self.words.extend_from_slice(words(job));
         self.total += invocations;
     }
 
@@ -247,7 +248,7 @@ impl Packing {
             } else {
                 &mut self.idct
             };
-            idct.push(&job.words(), u64::from(plane.invocations));
+            idct.push(&job, u64::from(plane.invocations));
         }
         if let Some(source) = work.entropy {
             self.coef_words = self.coef_words.next_multiple_of(2);
@@ -273,7 +274,7 @@ impl Packing {
         }
         // The colour stage takes four pixels of a row an invocation.
         self.color.push(
-            &color.words(),
+            &color,
             u64::from(color.width.div_ceil(4)) * u64::from(color.height),
         );
         let mut tensor = work.tensor.job;
@@ -285,7 +286,7 @@ impl Packing {
                 job.bounds_base = self.taps.len() as u32;
                 job.weights_base += job.bounds_base;
                 self.taps.extend_from_slice(&h.taps);
-                self.horizontal.push(&job.words(), h.result_words);
+                self.horizontal.push(&job, h.result_words);
                 tensor.source_base = job.result_base;
                 self.hpass_words += h.result_words;
             }
@@ -331,7 +332,7 @@ impl Packing {
                         let mut job = output.job;
                         job.first_word = (from - output.at) as u32;
                         job.out_base = (from - first) as u32;
-                        jobs.push(&job.words(), to - from);
+                        jobs.push(&job, to - from);
                     }
                 }
                 jobs

@@ -533,7 +533,7 @@ pub(crate) fn tensor_data(bytes: &[u8], dtype: DType, elements: usize) -> Tensor
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::gpu::context::find_adapter;
+    use crate::gpu::context::test_adapter;
 
     /// A JPEG whose dense coefficients (stage 0's output) would not bind on the device is
     /// prepared with compact coefficients instead, rather than refused.
@@ -566,14 +566,12 @@ mod tests {
     /// windows, pooled arenas larger than a binding; the tensors stay the CPU reference's.
     #[test]
     fn small_binding_windows_give_the_same_tensors() {
-        if std::env::var("GPUPREP_NO_GPU").is_ok_and(|v| v == "1") {
-            println!("GPUPREP_NO_GPU=1: GPU test NOT run");
+        let Some(adapter) = test_adapter() else {
             return;
-        }
+        };
         // A device that binds 1 MiB at most: china.jpg (640x427) needs both RGBX windows, and
         // two images never share a packing.
         let window = 1 << 20;
-        let adapter = find_adapter().unwrap_or_else(|e| panic!("{e}"));
         let limits = wgpu::Limits {
             max_storage_buffer_binding_size: window,
             ..adapter.limits()

@@ -2,7 +2,9 @@
 //! tables and the job records of every stage, with offsets relative to the image's own start in
 //! each arena (the batch adds its bases when it packs images together).
 
-use super::jobs::{ColorJob, HorizontalJob, IdctJob, PlaneParams, TensorJob};
+use super::jobs::{
+    word_count, ColorJob, HorizontalJob, IdctJob, PlaneGeometry, PlaneUpsampling, TensorJob,
+};
 use crate::error::Result;
 use crate::formats::{Decoded, Pixels};
 use crate::jpeg::compact::{compact_dense, CompactPlane};
@@ -114,7 +116,8 @@ impl ImageWork {
     ) -> Result<Self> {
         let plan = ImagePlan::for_jpeg(image, transform)?;
         let mut planes = Vec::with_capacity(image.components.len());
-        let mut plane_params = [PlaneParams::default(); 4];
+        let mut geometry = [PlaneGeometry::default(); 4];
+        let mut methods = [PlaneUpsampling::default(); 4];
         let mut sample_words = 0u64;
         let scalings = plan.components.iter();
         for (((ci, comp), plane), scaling) in image
@@ -143,18 +146,16 @@ impl ImageWork {
                 table_mcus_per_row: plane.order.mcus_per_row as u32,
                 table_blocks: plane.order.blocks as u32,
                 dense: 0,
+                padding: [0; 3],
                 quant: comp.quant.map(|q| i32::from(q as i16)),
             };
-            let (method, box_h, box_v) = method_index(scaling.upsampling);
-            plane_params[ci] = PlaneParams {
+            geometry[ci] = PlaneGeometry {
                 base: sample_words as u32,
                 stride: (row_words * 4) as u32,
                 width: scaling.downsampled_width as u32,
                 height: scaling.downsampled_height as u32,
-                method,
-                box_h,
-                box_v,
             };
+            methods[ci] = upsampling_job(scaling.upsampling);
             sample_words += (row_words * comp.blocks_h * size) as u64;
             planes.push(PlaneWork {
                 job,
@@ -168,9 +169,11 @@ impl ImageWork {
             height: height as u32,
             rgbx_base: 0,
             color_space: color_space_index(image.color_space),
-            planes: plane_params,
+            planes: geometry,
+            methods,
             // The colour stage stores the image oriented: every later stage sees it upright.
             orientation: u32::from(plan.orientation),
+            padding: [0; 3],
         };
         let (horizontal, tensor) = resize_and_tensor(&plan);
         let dense_coefficient_bytes = image
@@ -231,17 +234,16 @@ impl ImageWork {
                 raw_samples[word] |= u32::from(sample) << (8 * (x % 4));
             }
         }
-        let mut planes = [PlaneParams::default(); 4];
-        for (c, plane) in planes.iter_mut().take(3).enumerate() {
-            *plane = PlaneParams {
+        let mut planes = [PlaneGeometry::default(); 4];
+        let mut methods = [PlaneUpsampling::default(); 4];
+        for c in 0..3 {
+            planes[c] = PlaneGeometry {
                 base: (c * plane_words) as u32,
                 stride: (row_words * 4) as u32,
                 width: width as u32,
                 height: height as u32,
-                method: 0,
-                box_h: 1,
-                box_v: 1,
             };
+            methods[c] = upsampling_job(Upsampling::Full);
         }
         let plan = ImagePlan::for_pixels((width, height), pixels.orientation, transform);
         let color = ColorJob {
@@ -250,7 +252,9 @@ impl ImageWork {
             rgbx_base: 0,
             color_space: color_space_index(ColorSpace::Rgb),
             planes,
+            methods,
             orientation: u32::from(plan.orientation),
+            padding: [0; 3],
         };
         let (horizontal, tensor) = resize_and_tensor(&plan);
         Self {
@@ -318,18 +322,24 @@ fn resize_and_tensor(plan: &ImagePlan) -> (Option<HorizontalWork>, TensorWork) {
             height: plan.resized.1 as u32,
             crop_x: crop.x as i32,
             crop_y: crop.y as i32,
-            vertical: vertical.is_some(),
+            vertical: u32::from(vertical.is_some()),
             window: vertical.map_or(0, |t| t.window as u32),
-            chw: output.layout == Layout::Chw,
+            chw: u32::from(output.layout == Layout::Chw),
             per_word,
-            from_rgbx: horizontal.is_none(),
+            from_rgbx: u32::from(horizontal.is_none()),
             // Either source starts at the first row the vertical taps count from.
             source_base: 0,
             bounds_base: 0,
             weights_base,
             first_word: 0,
             out_base: 0,
-            channel_map: std::array::from_fn(|c| output.source_channel(c) as u32),
+            channel_map: [0, 1, 2, 3].map(|c| {
+                if c < 3 {
+                    output.source_channel(c) as u32
+                } else {
+                    0
+                }
+            }),
         },
         taps,
         words: (crop.width * crop.height * 3).div_ceil(per_word as usize) as u64,
@@ -344,12 +354,12 @@ impl ImageWork {
         let coefs: usize = self
             .planes
             .iter()
-            .map(|p| p.coefs.len() + IdctJob::WORDS + 1)
+            .map(|p| p.coefs.len() + word_count::<IdctJob>() + 1)
             .sum();
         let horizontal = self
             .horizontal
             .as_ref()
-            .map_or(0, |h| h.taps.len() + HorizontalJob::WORDS + 1);
+            .map_or(0, |h| h.taps.len() + word_count::<HorizontalJob>() + 1);
         let segment = self
             .entropy
             .as_ref()
@@ -357,11 +367,11 @@ impl ImageWork {
         let words = coefs
             + segment
             + self.raw_samples.len()
-            + ColorJob::WORDS
+            + word_count::<ColorJob>()
             + 1
             + horizontal
             + self.tensor.taps.len()
-            + TensorJob::WORDS
+            + word_count::<TensorJob>()
             + 1;
         words as u64 * 4
     }
@@ -386,13 +396,19 @@ pub(crate) fn compact_coefficients(image: &CoefficientImage, ci: usize) -> Compa
     })
 }
 
-fn method_index(method: Upsampling) -> (u32, u32, u32) {
-    match method {
+fn upsampling_job(method: Upsampling) -> PlaneUpsampling {
+    let (method, box_h, box_v) = match method {
         Upsampling::Full => (0, 1, 1),
         Upsampling::H2V1Fancy => (1, 1, 1),
         Upsampling::H1V2Fancy => (2, 1, 1),
         Upsampling::H2V2Fancy => (3, 1, 1),
         Upsampling::Box { h, v } => (4, h as u32, v as u32),
+    };
+    PlaneUpsampling {
+        method,
+        box_h,
+        box_v,
+        padding: 0,
     }
 }
 

@@ -5,6 +5,22 @@ use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+/// The device the GPU tests run on. No adapter fails the test with the fix, unless
+/// `GPUPREP_NO_GPU=1` explicitly marks the run GPU-less, which is then said out loud (a GPU test
+/// must never pass because no GPU was found).
+pub fn gpu() -> Option<gpuprep::gpu::Gpu> {
+    if std::env::var("GPUPREP_NO_GPU").is_ok_and(|v| v == "1") {
+        println!("GPUPREP_NO_GPU=1: GPU tests NOT run");
+        return None;
+    }
+    let gpu = gpuprep::gpu::create_device().unwrap_or_else(|e| panic!("{e}"));
+    println!(
+        "adapter: {} ({:?}, {})",
+        gpu.info.name, gpu.info.backend, gpu.info.driver_info
+    );
+    Some(gpu)
+}
+
 /// What real Pillow made of one file (a row of tests/goldens/decode.tsv).
 #[derive(Clone, Debug)]
 pub struct Golden {
