@@ -27,6 +27,7 @@ use common::bench_files;
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use fast_image_resize::{images::Image, FilterType, PixelType, ResizeAlg, ResizeOptions, Resizer};
 use gpuprep::drift::Drift;
+use gpuprep::gpu::StreamOptions;
 use gpuprep::{Backend, Limits, Tensor, TensorData, Transform};
 use rayon::prelude::*;
 
@@ -185,9 +186,7 @@ fn pipelines(c: &mut Criterion) {
                             &g.gpu.device,
                             &g.gpu.queue,
                             &images,
-                            &transform,
-                            &limits,
-                            gpuprep::gpu::DEFAULT_BATCH,
+                            &StreamOptions::new(&transform, &limits, gpuprep::gpu::DEFAULT_BATCH),
                             |batch| tensors += batch.tensors.len(),
                         );
                         tensors

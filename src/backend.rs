@@ -2,7 +2,7 @@
 //! way.
 
 use crate::error::Result;
-use crate::gpu::{create_device, Gpu, GpuPipeline};
+use crate::gpu::{create_device, Batching, Gpu, GpuPipeline, StreamOptions};
 use crate::{formats, reference, Limits, Tensor, Transform};
 
 /// A GPU with the pipelines compiled for it.
@@ -11,6 +11,8 @@ pub struct GpuBackend {
     pub gpu: Gpu,
     /// The compiled stages.
     pub pipeline: GpuPipeline,
+    /// How [`Backend::preprocess_many`] batches images.
+    pub batching: Batching,
 }
 
 /// The implementation of the pixel stages.
@@ -26,7 +28,19 @@ impl Backend {
     pub fn gpu() -> Result<Self> {
         let gpu = create_device()?;
         let pipeline = GpuPipeline::new(&gpu.device);
-        Ok(Self::Gpu(Box::new(GpuBackend { gpu, pipeline })))
+        Ok(Self::Gpu(Box::new(GpuBackend {
+            gpu,
+            pipeline,
+            batching: Batching::default(),
+        })))
+    }
+
+    /// The same backend, whose GPU (if it is one) batches images as `batching` says.
+    pub fn with_batching(mut self, batching: Batching) -> Self {
+        if let Self::Gpu(backend) = &mut self {
+            backend.batching = batching;
+        }
+        self
     }
 
     /// Decodes `data` and applies `transform`; both backends give the same bits.
@@ -40,14 +54,14 @@ impl Backend {
         match self {
             Self::Cpu => reference::preprocess_decoded(decoded, transform),
             Self::Gpu(backend) => {
-                let GpuBackend { gpu, pipeline } = &**backend;
+                let GpuBackend { gpu, pipeline, .. } = &**backend;
                 pipeline.preprocess_decoded(&gpu.device, &gpu.queue, &decoded, transform)
             }
         }
     }
 
     /// Decodes and transforms many images; each result stands alone. The CPU backend runs an
-    /// image per thread; the GPU backend runs batches of [`crate::gpu::DEFAULT_BATCH`], CPU
+    /// image per thread; the GPU backend runs batches as its [`GpuBackend::batching`] says, CPU
     /// threads decoding the next batch while the GPU runs the current one.
     pub fn preprocess_many(
         &self,
@@ -68,9 +82,11 @@ impl Backend {
                         &backend.gpu.device,
                         &backend.gpu.queue,
                         images,
-                        transform,
-                        limits,
-                        crate::gpu::DEFAULT_BATCH,
+                        &StreamOptions {
+                            transform,
+                            limits,
+                            batching: backend.batching,
+                        },
                     )
                     .results
             }

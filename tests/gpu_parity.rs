@@ -3,7 +3,7 @@
 
 mod common;
 
-use gpuprep::gpu::{Gpu, GpuPipeline};
+use gpuprep::gpu::{Batching, Gpu, GpuPipeline, StreamOptions};
 use gpuprep::Limits;
 use std::path::Path;
 
@@ -130,9 +130,7 @@ fn check_transforms(gpu: &Gpu, root: &Path) {
             &gpu.device,
             &gpu.queue,
             &inputs,
-            transform,
-            &Limits::default(),
-            16,
+            &StreamOptions::new(transform, &Limits::default(), 16),
         );
         for (golden, result) in goldens.iter().zip(&streamed.results) {
             checked += 1;
@@ -242,9 +240,7 @@ fn streamed_images_keep_their_order_and_fail_alone() {
         &gpu.device,
         &gpu.queue,
         &inputs,
-        &transform,
-        &Limits::default(),
-        2,
+        &StreamOptions::new(&transform, &Limits::default(), 2),
     );
     assert_eq!(streamed.results.len(), files.len());
     assert!(
@@ -285,7 +281,7 @@ fn mixed_inputs() -> (Vec<Vec<u8>>, gpuprep::Transform) {
     (bytes, transform)
 }
 
-/// `Limits::max_batch_bytes` closes batches early: with a budget of one byte every image runs
+/// `Batching::max_bytes` closes batches early: with a budget of one byte every image runs
 /// alone, and the results are still the CPU reference's.
 #[test]
 fn batch_byte_limit_splits_batches() {
@@ -293,15 +289,19 @@ fn batch_byte_limit_splits_batches() {
     let pipeline = GpuPipeline::new(&gpu.device);
     let (bytes, transform) = mixed_inputs();
     let inputs: Vec<&[u8]> = bytes.iter().map(Vec::as_slice).collect();
-    let run = |max_batch_bytes| {
-        let limits = Limits {
-            max_batch_bytes,
-            ..Limits::default()
+    let limits = Limits::default();
+    let run = |max_bytes| {
+        let options = StreamOptions {
+            batching: Batching {
+                images: 64,
+                max_bytes,
+            },
+            ..StreamOptions::new(&transform, &limits, 64)
         };
-        pipeline.preprocess_many(&gpu.device, &gpu.queue, &inputs, &transform, &limits, 64)
+        pipeline.preprocess_many(&gpu.device, &gpu.queue, &inputs, &options)
     };
     let tight = run(1);
-    let roomy = run(Limits::default().max_batch_bytes);
+    let roomy = run(Batching::default().max_bytes);
     assert!(
         tight.batches.iter().all(|b| b.images == 1),
         "one image per batch"
@@ -343,8 +343,12 @@ fn batches_of_progressive_files_alone_are_the_reference() {
             ..gpuprep::Transform::exact(32, 32)
         };
         let limits = Limits::default();
-        let streamed =
-            pipeline.preprocess_many(&gpu.device, &gpu.queue, &inputs, &transform, &limits, 64);
+        let streamed = pipeline.preprocess_many(
+            &gpu.device,
+            &gpu.queue,
+            &inputs,
+            &StreamOptions::new(&transform, &limits, 64),
+        );
         for (i, result) in streamed.results.iter().enumerate() {
             let expected = gpuprep::preprocess(inputs[i], &transform, &limits).unwrap();
             let tensor = result
@@ -377,9 +381,7 @@ fn tensors_kept_on_the_device_are_the_reference() {
         &gpu.device,
         &gpu.queue,
         &inputs,
-        &transform,
-        &limits,
-        2,
+        &StreamOptions::new(&transform, &limits, 2),
         |batch| {
             let consumer_start = std::time::Instant::now();
             for (i, e) in &batch.failed {
@@ -458,9 +460,7 @@ fn one_pipeline_serves_concurrent_callers() {
                         &gpu.device,
                         &gpu.queue,
                         &mine,
-                        transform,
-                        &limits,
-                        2,
+                        &StreamOptions::new(transform, &limits, 2),
                     );
                     (order, streamed.results)
                 })
@@ -488,9 +488,7 @@ fn a_lost_device_is_an_error_for_every_image() {
         &gpu.device,
         &gpu.queue,
         &inputs,
-        &transform,
-        &Limits::default(),
-        2,
+        &StreamOptions::new(&transform, &Limits::default(), 2),
     );
     for (i, (result, input)) in streamed.results.iter().zip(&inputs).enumerate() {
         let on_cpu = gpuprep::preprocess(input, &transform, &Limits::default());
@@ -525,8 +523,12 @@ fn images_larger_than_the_device_binds_fail_alone() {
     let pipeline = GpuPipeline::new(&device);
     let (bytes, transform) = mixed_inputs();
     let inputs: Vec<&[u8]> = bytes.iter().map(Vec::as_slice).collect();
-    let streamed =
-        pipeline.preprocess_many(&device, &queue, &inputs, &transform, &Limits::default(), 64);
+    let streamed = pipeline.preprocess_many(
+        &device,
+        &queue,
+        &inputs,
+        &StreamOptions::new(&transform, &Limits::default(), 64),
+    );
     let (mut exact, mut refused) = (0, 0);
     for (i, (result, input)) in streamed.results.iter().zip(&inputs).enumerate() {
         let expected = gpuprep::preprocess(input, &transform, &Limits::default());
@@ -575,8 +577,12 @@ fn images_stage_0_gives_up_on_are_redone_exactly() {
         ..Limits::default()
     };
     let transform = gpuprep::Transform::exact(96, 80);
-    let streamed =
-        pipeline.preprocess_many(&gpu.device, &gpu.queue, &inputs, &transform, &limits, 4);
+    let streamed = pipeline.preprocess_many(
+        &gpu.device,
+        &gpu.queue,
+        &inputs,
+        &StreamOptions::new(&transform, &limits, 4),
+    );
     let timings = streamed.batches.iter().map(|b| &b.gpu_timings);
     let on_gpu: usize = timings.clone().map(|t| t.huffman_on_gpu).sum();
     let redone: usize = timings.map(|t| t.redone_on_cpu).sum();
@@ -587,9 +593,7 @@ fn images_stage_0_gives_up_on_are_redone_exactly() {
         &gpu.device,
         &gpu.queue,
         &inputs,
-        &transform,
-        &limits,
-        4,
+        &StreamOptions::new(&transform, &limits, 4),
         |batch| {
             let bytes = read_whole_buffer(&gpu, batch.buffer.expect("the batch ran"));
             for tensor in &batch.tensors {

@@ -4,7 +4,7 @@
 
 mod common;
 
-use gpuprep::gpu::GpuPipeline;
+use gpuprep::gpu::{GpuPipeline, StreamOptions};
 use gpuprep::{Backend, Limits, Transform};
 
 /// Images per run (GPUPREP_SOAK_IMAGES overrides, for a longer soak).
@@ -119,9 +119,7 @@ fn gpu_loader_streams_without_growing() {
                     &gpu.device,
                     &gpu.queue,
                     images,
-                    &transform,
-                    &Limits::default(),
-                    64,
+                    &StreamOptions::new(&transform, &Limits::default(), 64),
                 )
                 .results
         },

@@ -3,7 +3,7 @@
 //! and for files on which decoding straight into the compact upload parts from dense decoding.
 #![no_main]
 
-use gpuprep::gpu::{create_device, Gpu, GpuPipeline};
+use gpuprep::gpu::{create_device, Gpu, GpuPipeline, StreamOptions};
 use libfuzzer_sys::fuzz_target;
 use std::sync::OnceLock;
 
@@ -35,7 +35,12 @@ fuzz_target!(|data: &[u8]| {
     // The tensor through the streaming loader, the path `convert` takes: there, single-scan
     // files are decoded straight into the compact upload rather than through dense blocks.
     let transform = gpuprep_fuzz::transform();
-    let streamed = pipeline.preprocess_many(device, queue, &[data], &transform, &limits, 1);
+    let streamed = pipeline.preprocess_many(
+        device,
+        queue,
+        &[data],
+        &StreamOptions::new(&transform, &limits, 1),
+    );
     match (
         gpuprep::preprocess(data, &transform, &limits),
         &streamed.results[0],

@@ -11,7 +11,6 @@ pub fn limits(data: &[u8]) -> Limits {
         max_pixels: 1 << 22,
         max_scans: 100,
         load_truncated: data.len() % 2 == 1,
-        ..Limits::default()
     }
 }
 

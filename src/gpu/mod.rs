@@ -34,4 +34,6 @@ mod work;
 pub use batch::Batch;
 pub use context::{create_device, Gpu};
 pub use pipeline::{GpuPipeline, GpuTimings};
-pub use stream::{BatchStats, DeviceBatch, DeviceTensor, Streamed, DEFAULT_BATCH};
+pub use stream::{
+    BatchStats, Batching, DeviceBatch, DeviceTensor, StreamOptions, Streamed, DEFAULT_BATCH,
+};

@@ -97,8 +97,60 @@ struct Decoded {
 /// Images per batch when the caller does not say.
 pub const DEFAULT_BATCH: usize = 64;
 
+/// How the streaming calls group images into GPU batches.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Batching {
+    /// Most images in one batch (at least 1). Default: [`DEFAULT_BATCH`].
+    pub images: usize,
+    /// Most bytes of prepared images (coefficients as uploaded) in one batch: a batch closes
+    /// early rather than pass it, and an image larger than it runs in a batch of its own.
+    /// Default: 256 MiB.
+    pub max_bytes: u64,
+}
+
+impl Default for Batching {
+    fn default() -> Self {
+        Self {
+            images: DEFAULT_BATCH,
+            max_bytes: 256 << 20,
+        }
+    }
+}
+
+impl Batching {
+    /// Batches of up to `images` images, the other settings by default.
+    pub fn of(images: usize) -> Self {
+        Self {
+            images,
+            ..Self::default()
+        }
+    }
+}
+
+/// What the streaming calls make of their images, and how they batch them.
+#[derive(Clone, Copy, Debug)]
+pub struct StreamOptions<'a> {
+    /// The transform every image gets.
+    pub transform: &'a Transform,
+    /// The limits every image is checked against.
+    pub limits: &'a Limits,
+    /// The batches.
+    pub batching: Batching,
+}
+
+impl<'a> StreamOptions<'a> {
+    /// `transform` under `limits`, in batches of up to `images` images.
+    pub fn new(transform: &'a Transform, limits: &'a Limits, images: usize) -> Self {
+        Self {
+            transform,
+            limits,
+            batching: Batching::of(images),
+        }
+    }
+}
+
 impl GpuPipeline {
-    /// Decodes and transforms `images` in batches of up to `batch`: CPU threads decode
+    /// Decodes and transforms `images` in the batches `options` asks for: CPU threads decode
     /// continuously while the GPU runs what they have finished. Outputs may differ in shape; each
     /// result stands alone (a bad image fails alone, in its own slot).
     pub fn preprocess_many(
@@ -106,14 +158,12 @@ impl GpuPipeline {
         device: &wgpu::Device,
         queue: &wgpu::Queue,
         images: &[&[u8]],
-        transform: &Transform,
-        limits: &Limits,
-        batch: usize,
+        options: &StreamOptions,
     ) -> Streamed {
         let mut results: Vec<Option<Result<Tensor>>> = (0..images.len()).map(|_| None).collect();
         let mut batches = Vec::new();
         let land = |flight| self.land(device, queue, flight, &mut results, &mut batches);
-        self.stream(device, queue, images, transform, limits, batch, true, land);
+        self.stream(device, queue, images, options, true, land);
         Streamed {
             results: results
                 .into_iter()
@@ -131,18 +181,12 @@ impl GpuPipeline {
     /// the order batches finish, not input order: files are decoded largest first). Nothing is
     /// read back, so this is the fast path when a model on this device eats the tensors.
     /// Returns the per-batch stats.
-    #[allow(
-        clippy::too_many_arguments,
-        reason = "preprocess_many's arguments and the consumer"
-    )]
     pub fn preprocess_on_device(
         &self,
         device: &wgpu::Device,
         queue: &wgpu::Queue,
         images: &[&[u8]],
-        transform: &Transform,
-        limits: &Limits,
-        batch: usize,
+        options: &StreamOptions,
         mut consume: impl FnMut(DeviceBatch<'_>),
     ) -> Vec<BatchStats> {
         let mut batches = Vec::new();
@@ -153,13 +197,13 @@ impl GpuPipeline {
                 device,
                 queue,
                 flight,
-                transform,
+                options.transform,
                 &mut consume,
                 &mut consumer_free,
             );
             batches.push(stats);
         };
-        self.stream(device, queue, images, transform, limits, batch, false, land);
+        self.stream(device, queue, images, options, false, land);
         batches
     }
 
@@ -225,24 +269,23 @@ impl GpuPipeline {
     /// The streaming loop: CPU threads decode and prepare, this thread gathers batches, submits
     /// each (with a copy for reading back when `read_back`) and hands the one submitted before
     /// to `land`.
-    #[allow(
-        clippy::too_many_arguments,
-        reason = "the public calls' arguments, passed through"
-    )]
     fn stream(
         &self,
         device: &wgpu::Device,
         queue: &wgpu::Queue,
         images: &[&[u8]],
-        transform: &Transform,
-        limits: &Limits,
-        batch: usize,
+        options: &StreamOptions,
         read_back: bool,
         mut land: impl FnMut(Flight),
     ) {
         let call_start = Instant::now();
         let window = binding_window(device);
-        let batch = batch.max(1);
+        let StreamOptions {
+            transform,
+            limits,
+            batching,
+        } = *options;
+        let batch = batching.images.max(1);
         let prepare = |i: usize| -> Decoded {
             let started = Instant::now();
             let work = prepare_image(images[i], transform, limits, window, true);
@@ -278,13 +321,13 @@ impl GpuPipeline {
             let mut target = (batch / 8).max(1);
             let mut received = 0;
             let mut in_flight = None;
-            // An image that would have taken its batch past `limits.max_batch_bytes` opens the
-            // next one.
+            // An image that would have taken its batch past `batching.max_bytes` opens the next
+            // one.
             let mut held_over: Option<Decoded> = None;
             while received < images.len() {
                 let wait = Instant::now();
                 let wanted = target.min(images.len() - received);
-                let pending = gather(&receiver, &mut held_over, wanted, batch, limits);
+                let pending = gather(&receiver, &mut held_over, wanted, batch, batching.max_bytes);
                 if pending.is_empty() {
                     break;
                 }
@@ -441,20 +484,20 @@ fn prepare_caught(i: usize, bytes: usize, prepare: impl Fn(usize) -> Decoded) ->
 }
 
 /// The next batch: blocks until `wanted` images are decoded, then takes whatever else is ready,
-/// up to `batch` images and `limits.max_batch_bytes` (an image that would pass it waits in
-/// `held_over` for the next batch; one image alone may pass it).
+/// up to `batch` images and `max_bytes` (an image that would pass it waits in `held_over` for
+/// the next batch; one image alone may pass it).
 fn gather(
     receiver: &Receiver<Decoded>,
     held_over: &mut Option<Decoded>,
     wanted: usize,
     batch: usize,
-    limits: &Limits,
+    max_bytes: u64,
 ) -> Vec<Decoded> {
     let mut pending = Vec::with_capacity(batch);
     let mut bytes = 0;
     let mut take = |decoded: Decoded, pending: &mut Vec<Decoded>| {
         let size = decoded.work.as_ref().map_or(0, ImageWork::uploaded_bytes);
-        if !pending.is_empty() && bytes + size > limits.max_batch_bytes {
+        if !pending.is_empty() && bytes + size > max_bytes {
             return Some(decoded);
         }
         bytes += size;

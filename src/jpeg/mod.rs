@@ -42,10 +42,6 @@ pub struct Limits {
     /// Most scans accepted in one file. Every scan walks a component's blocks, so a progressive
     /// file of thousands of tiny scans is a CPU bomb; real files use fewer than 100. Default: 1000.
     pub max_scans: usize,
-    /// Most bytes of prepared images (coefficients as uploaded) in one GPU batch of the streaming
-    /// loader: a batch closes early rather than pass it, and an image larger than it runs in a
-    /// batch of its own. Default: 256 MiB.
-    pub max_batch_bytes: u64,
     /// Decode a file that ends early as far as it goes, like Pillow with
     /// `ImageFile.LOAD_TRUNCATED_IMAGES = True`: the data gets an end-of-image marker where it
     /// stops, so blocks past it are mid-grey, exactly as Pillow gives them. Other corruption
@@ -58,7 +54,6 @@ impl Default for Limits {
         Self {
             max_pixels: 2 * (1024 * 1024 * 1024 / 4 / 3),
             max_scans: 1000,
-            max_batch_bytes: 256 << 20,
             load_truncated: false,
         }
     }

@@ -1,6 +1,7 @@
 //! Command-line spellings of the transform options and the input limits.
 
 use clap::{Args, ValueEnum};
+use gpuprep::gpu::Batching;
 use gpuprep::transform::{ChannelOrder, DType, Layout, Normalize, Resize};
 use gpuprep::Filter;
 use gpuprep::{Limits, Transform};
@@ -16,7 +17,7 @@ pub struct LimitArgs {
     max_scans: usize,
     /// Most bytes of prepared images in one GPU batch (the batch closes early rather than pass
     /// it).
-    #[arg(long, default_value_t = Limits::default().max_batch_bytes)]
+    #[arg(long, default_value_t = Batching::default().max_bytes)]
     max_batch_bytes: u64,
     /// Decode files that end early as far as they go, like Pillow with
     /// `ImageFile.LOAD_TRUNCATED_IMAGES = True` (the rest is mid-grey); without it they fail.
@@ -25,12 +26,19 @@ pub struct LimitArgs {
 }
 
 impl LimitArgs {
+    /// GPU batches of up to `images` images within `--max-batch-bytes`.
+    pub fn batching(&self, images: usize) -> Batching {
+        Batching {
+            images,
+            max_bytes: self.max_batch_bytes,
+        }
+    }
+
     /// The limits these options describe.
     pub fn limits(&self) -> Limits {
         Limits {
             max_pixels: self.max_pixels,
             max_scans: self.max_scans,
-            max_batch_bytes: self.max_batch_bytes,
             load_truncated: self.load_truncated,
         }
     }

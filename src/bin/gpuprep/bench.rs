@@ -2,7 +2,7 @@
 
 use super::{backend, summarise, BenchArgs};
 use gpuprep::convert::{self, Destination, Job};
-use gpuprep::gpu::BatchStats;
+use gpuprep::gpu::{BatchStats, StreamOptions};
 use gpuprep::{Backend, Limits, Transform};
 use rayon::prelude::*;
 use serde_json::json;
@@ -35,7 +35,7 @@ pub fn run(args: BenchArgs) -> ExitCode {
             gpu.pipeline = gpuprep::gpu::GpuPipeline::new(&gpu.gpu.device).timing_stages();
             Backend::Gpu(gpu)
         }
-        Ok(b) => b,
+        Ok(b) => b.with_batching(args.limits.batching(args.batch)),
         Err(e) => {
             eprintln!("error: {e}");
             return ExitCode::from(2);
@@ -62,6 +62,11 @@ pub fn run(args: BenchArgs) -> ExitCode {
         return ExitCode::from(2);
     }
     let limits = args.limits.limits();
+    let options = StreamOptions {
+        transform: &transform,
+        limits: &limits,
+        batching: args.limits.batching(args.batch),
+    };
     let megabytes = images.iter().map(|b| b.len()).sum::<usize>() as f64 / 1e6;
     let n = images.len() as f64;
     let threads = rayon::current_num_threads();
@@ -80,14 +85,7 @@ pub fn run(args: BenchArgs) -> ExitCode {
     let repeat = args.repeat.max(1);
     let pass = (0..repeat)
         .map(|r| {
-            let pass = timed_pass(
-                &backend,
-                &images,
-                &transform,
-                &limits,
-                args.batch,
-                args.keep_on_gpu,
-            );
+            let pass = timed_pass(&backend, &images, &options, args.keep_on_gpu);
             if let Some(line) = &line {
                 line.report((r + 1) * images.len(), repeat * images.len());
             }
@@ -199,11 +197,15 @@ fn ms(d: Duration) -> f64 {
 fn timed_pass(
     backend: &Backend,
     images: &[&[u8]],
-    transform: &Transform,
-    limits: &Limits,
-    batch: usize,
+    options: &StreamOptions,
     keep_on_gpu: bool,
 ) -> Pass {
+    let StreamOptions {
+        transform,
+        limits,
+        batching,
+    } = *options;
+    let batch = batching.images;
     let start = Instant::now();
     let (batches, ok) = match backend {
         Backend::Gpu(gpu) if keep_on_gpu => {
@@ -212,22 +214,15 @@ fn timed_pass(
                 &gpu.gpu.device,
                 &gpu.gpu.queue,
                 images,
-                transform,
-                limits,
-                batch,
+                options,
                 |batch| ok += batch.tensors.len(),
             );
             (batches, ok)
         }
         Backend::Gpu(gpu) => {
-            let streamed = gpu.pipeline.preprocess_many(
-                &gpu.gpu.device,
-                &gpu.gpu.queue,
-                images,
-                transform,
-                limits,
-                batch,
-            );
+            let streamed =
+                gpu.pipeline
+                    .preprocess_many(&gpu.gpu.device, &gpu.gpu.queue, images, options);
             let ok = streamed.results.iter().filter(|r| r.is_ok()).count();
             (streamed.batches, ok)
         }

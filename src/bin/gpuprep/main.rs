@@ -128,8 +128,9 @@ fn backend(arg: BackendArg, quiet: bool) -> gpuprep::Result<Backend> {
 
 fn run(args: ConvertArgs) -> ExitCode {
     let destination = Destination::from_path(args.out);
+    let batching = args.limits.batching(gpuprep::gpu::DEFAULT_BATCH);
     let backend = match backend(args.backend, args.quiet) {
-        Ok(b) => b,
+        Ok(b) => b.with_batching(batching),
         Err(e) => {
             eprintln!("error: {e}");
             return ExitCode::from(2);

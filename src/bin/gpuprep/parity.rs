@@ -134,7 +134,7 @@ fn compare_all(args: &ParityArgs) -> Result<Vec<Comparison>, String> {
     let limits = args.limits.limits();
     let files = convert::expand_inputs(&args.inputs).map_err(|e| e.to_string())?;
     let gpu = match Backend::gpu() {
-        Ok(gpu) => Some(gpu),
+        Ok(gpu) => Some(gpu.with_batching(args.limits.batching(gpuprep::gpu::DEFAULT_BATCH))),
         Err(e) if args.pillow => {
             eprintln!("note: no GPU ({e}); comparing the CPU reference with Pillow only");
             None
