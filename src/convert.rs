@@ -106,13 +106,32 @@ fn has_image_extension(path: &Path) -> bool {
         .any(|known| ext.eq_ignore_ascii_case(known))
 }
 
+/// Why a convert job stopped; one image's failure is in its own report instead.
+#[non_exhaustive]
+#[derive(Debug, thiserror::Error)]
+pub enum JobError {
+    /// Two inputs would write the same output file.
+    #[error("two inputs named {name:?} ({} and {}) would write the same output", first.display(), second.display())]
+    OutputClash {
+        /// The shared file name.
+        name: String,
+        /// The first input with that name.
+        first: PathBuf,
+        /// The second input with that name.
+        second: PathBuf,
+    },
+    /// The options, or a file of the job (the error names it).
+    #[error(transparent)]
+    Job(#[from] Error),
+}
+
 /// Refuses two inputs whose outputs would have the same name.
-pub fn check_unique_names(files: &[PathBuf]) -> Result<()> {
+pub fn check_unique_names(files: &[PathBuf]) -> Result<(), JobError> {
     let mut seen: HashMap<&std::ffi::OsStr, &Path> = HashMap::new();
     for file in files {
         let name = file.file_name().unwrap_or(file.as_os_str());
         if let Some(first) = seen.insert(name, file) {
-            return Err(Error::OutputClash {
+            return Err(JobError::OutputClash {
                 name: name.to_string_lossy().into_owned(),
                 first: first.to_path_buf(),
                 second: file.clone(),
@@ -163,7 +182,7 @@ pub fn convert(
     files: &[PathBuf],
     destination: &Destination,
     job: &Job,
-) -> Result<Vec<ImageReport>> {
+) -> Result<Vec<ImageReport>, JobError> {
     job.transform.validate().map_err(Error::Options)?;
     let reports = match destination {
         Destination::Directory(dir) => convert_to_directory(files, dir, job)?,
@@ -175,7 +194,11 @@ pub fn convert(
     Ok(reports)
 }
 
-fn convert_to_directory(files: &[PathBuf], dir: &Path, job: &Job) -> Result<Vec<ImageReport>> {
+fn convert_to_directory(
+    files: &[PathBuf],
+    dir: &Path,
+    job: &Job,
+) -> Result<Vec<ImageReport>, JobError> {
     check_unique_names(files)?;
     fs::create_dir_all(dir).map_err(|e| Error::from(e).in_file(dir))?;
     let mut reports = Vec::with_capacity(files.len());

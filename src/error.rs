@@ -1,6 +1,7 @@
 //! The one error type of the crate.
 
 use std::path::PathBuf;
+use std::sync::Arc;
 
 /// A JPEG feature that gpuprep recognises but does not decode.
 #[non_exhaustive]
@@ -38,17 +39,18 @@ impl std::fmt::Display for Unsupported {
 
 /// Everything that can go wrong turning one encoded image into pixels.
 ///
-/// Errors concern one image: a batch reports them per image and goes on with the others.
+/// Errors concern one image: a batch reports them per image and goes on with the others. They
+/// are cheap to clone, so that a failure of a whole GPU batch is each of its images' outcome.
 #[non_exhaustive]
-#[derive(Debug, thiserror::Error)]
+#[derive(Debug, Clone, thiserror::Error)]
 pub enum Error {
-    /// The bytes are not a JPEG file (no SOI marker). Use another decoder for them.
+    /// The bytes are not a JPEG file (no SOI marker).
     #[error("not a JPEG file: starts with {0:02x?}")]
     NotJpeg(Vec<u8>),
     /// The bytes are no format gpuprep reads (JPEG, PNG, BMP, GIF, TIFF, WebP).
     #[error("not an image gpuprep reads (JPEG, PNG, BMP, GIF, TIFF, WebP): starts with {0:02x?}")]
     UnknownFormat(Vec<u8>),
-    /// A non-JPEG image using a feature its decoder does not handle. Convert it first.
+    /// A non-JPEG image using a feature its decoder does not handle.
     #[error("unsupported {format} image: {reason}")]
     UnsupportedImage {
         /// The format.
@@ -56,16 +58,16 @@ pub enum Error {
         /// What is not supported.
         reason: String,
     },
-    /// The file ends before the image data does. Re-fetch or drop the file.
+    /// The file ends before the image data does.
     #[error("truncated JPEG: {0}")]
     Truncated(&'static str),
-    /// The file breaks the JPEG format in a way no decoder can recover from. Drop the file.
+    /// The file breaks the JPEG format in a way no decoder can recover from.
     #[error("corrupt JPEG: {0}")]
     Corrupt(String),
-    /// A valid JPEG that uses a feature gpuprep does not decode. Convert it first.
+    /// A valid JPEG that uses a feature gpuprep does not decode.
     #[error("unsupported JPEG: {0}")]
     Unsupported(Unsupported),
-    /// The declared size exceeds [`crate::Limits`]: raise the limit if the file is trusted.
+    /// The declared size exceeds [`crate::Limits::max_pixels`].
     #[error("image of {width}x{height} pixels exceeds the limit of {limit} pixels")]
     TooLarge {
         /// Declared width.
@@ -75,35 +77,24 @@ pub enum Error {
         /// The limit in force.
         limit: u64,
     },
-    /// The file has more scans than [`crate::Limits::max_scans`]: raise the limit if the file is
-    /// trusted.
+    /// The file has more scans than [`crate::Limits::max_scans`].
     #[error("more than {limit} scans (a progressive-JPEG CPU bomb?)")]
     TooManyScans {
         /// The limit in force.
         limit: usize,
     },
-    /// Two inputs would write the same output file. Rename one or convert them separately.
-    #[error("two inputs named {name:?} ({} and {}) would write the same output", first.display(), second.display())]
-    OutputClash {
-        /// The shared file name.
-        name: String,
-        /// The first input with that name.
-        first: PathBuf,
-        /// The second input with that name.
-        second: PathBuf,
-    },
-    /// Options that do not fit together (for example normalising into u8). Change the options.
+    /// Options that do not fit together (for example normalising into u8).
     #[error("invalid options: {0}")]
     Options(String),
     /// No GPU adapter is available; the message says how to get one.
     #[error("{0}")]
     NoGpu(String),
-    /// The GPU failed (device lost, out of memory, validation).
+    /// The GPU failed.
     #[error("GPU error: {0}")]
-    Gpu(String),
+    Gpu(#[from] GpuError),
     /// The file could not be read.
     #[error("cannot read: {0}")]
-    Io(#[from] std::io::Error),
+    Io(Arc<std::io::Error>),
     /// An error about the file at `path`.
     #[error("{}: {source}", path.display())]
     InFile {
@@ -112,6 +103,12 @@ pub enum Error {
         /// What went wrong.
         source: Box<Error>,
     },
+}
+
+impl From<std::io::Error> for Error {
+    fn from(e: std::io::Error) -> Self {
+        Self::Io(Arc::new(e))
+    }
 }
 
 impl Error {
@@ -123,36 +120,61 @@ impl Error {
         }
     }
 
-    /// What the user can do about it, in a sentence (for the CLI; `None` where the message
-    /// says it all).
-    pub fn advice(&self) -> Option<&'static str> {
-        Some(match self {
-            Self::InFile { source, .. } => return source.advice(),
-            Self::NotJpeg(_) | Self::UnknownFormat(_) => {
-                "convert it to JPEG, PNG, BMP, GIF, TIFF or WebP, or leave it out"
-            }
-            Self::Truncated(_) => {
-                "re-fetch the file, or decode what is there with --load-truncated \
-                 (Limits::load_truncated), as Pillow's LOAD_TRUNCATED_IMAGES does"
-            }
-            Self::Corrupt(_) => "leave the file out, or re-encode it from a good copy",
-            Self::Unsupported(_) => {
-                "re-encode it as 8-bit baseline or progressive JPEG (Huffman coding)"
-            }
-            Self::UnsupportedImage { .. } => "convert it to a common variant (8-bit RGB PNG, say)",
-            Self::TooLarge { .. } => {
-                "raise --max-pixels (Limits::max_pixels) if the file is trusted"
-            }
-            Self::TooManyScans { .. } => {
-                "raise --max-scans (Limits::max_scans) if the file is trusted"
-            }
-            Self::Gpu(_) => "retry with --backend cpu (the same bits), or check the GPU driver",
-            _ => return None,
-        })
-    }
-
     pub(crate) fn corrupt(what: impl Into<String>) -> Self {
         Self::Corrupt(what.into())
+    }
+}
+
+/// What went wrong on the GPU, as wgpu said it. Cheap to clone: a batch's failure is each of
+/// its images' outcome.
+#[non_exhaustive]
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum GpuError {
+    /// wgpu refused or failed gpuprep's work: a validation error, out of memory, or an internal
+    /// error, with the device's own message.
+    #[error("{0}")]
+    Device(Arc<wgpu::Error>),
+    /// The device could not be opened.
+    #[error("cannot open the device: {0}")]
+    Open(#[from] wgpu::RequestDeviceError),
+    /// Waiting for submitted work failed.
+    #[error("waiting for the GPU: {0}")]
+    Wait(Arc<wgpu::PollError>),
+    /// A buffer could not be mapped to read results back.
+    #[error("cannot read the result back: {0}")]
+    ReadBack(#[from] wgpu::BufferAsyncError),
+    /// A mapped buffer's range could not be reached (writing the upload, reading results).
+    #[error("cannot reach a mapped buffer: {0}")]
+    MappedRange(#[from] wgpu::MapRangeError),
+    /// An image needs larger buffers than the device can bind.
+    #[error(
+        "a {width}x{height} image needs larger GPU buffers than this device binds ({window} bytes)"
+    )]
+    ImageTooLarge {
+        /// Decoded width.
+        width: u32,
+        /// Decoded height.
+        height: u32,
+        /// The device's largest binding, in bytes.
+        window: u64,
+    },
+    /// An image of the call was never run (a bug, should it happen).
+    #[error("image {0} was never run")]
+    NotRun(usize),
+    /// The pipeline broke one of its own rules (a bug, should it happen).
+    #[error("internal error: {0}")]
+    Internal(&'static str),
+}
+
+impl From<wgpu::Error> for GpuError {
+    fn from(e: wgpu::Error) -> Self {
+        Self::Device(Arc::new(e))
+    }
+}
+
+impl From<wgpu::PollError> for GpuError {
+    fn from(e: wgpu::PollError) -> Self {
+        Self::Wait(Arc::new(e))
     }
 }
 

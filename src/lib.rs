@@ -36,7 +36,7 @@ mod tensor;
 pub mod transform;
 
 pub use backend::{Backend, GpuBackend};
-pub use error::{Error, Result, Unsupported};
+pub use error::{Error, GpuError, Result, Unsupported};
 pub use image::RgbImage;
 pub use jpeg::Limits;
 pub use plan::{Filter, ImagePlan};

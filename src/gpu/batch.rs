@@ -130,7 +130,7 @@ impl GpuPipeline {
             });
             if let Err(e) = submitted {
                 for &i in &packing.images {
-                    outcomes[i] = Err(Error::Gpu(e.to_string()));
+                    outcomes[i] = Err(e.clone());
                 }
             }
         }

@@ -1,7 +1,7 @@
 //! Making a device for callers that have none. Library entry points borrow the host's
 //! `wgpu::Device` and `wgpu::Queue` instead; this helper is for the CLI, tests and examples.
 
-use crate::error::{Error, Result};
+use crate::error::{Error, GpuError, Result};
 
 /// A device and its queue, with what the adapter said about itself.
 pub struct Gpu {
@@ -30,7 +30,7 @@ pub fn create_device() -> Result<Gpu> {
         required_features: adapter.features() & super::stamps::FEATURES,
         ..Default::default()
     }))
-    .map_err(|e| Error::Gpu(format!("cannot open the device: {e}")))?;
+    .map_err(GpuError::from)?;
     // gpuprep's own work reports errors through error scopes; anything else is logged rather
     // than panicking the process (wgpu's default).
     device.on_uncaptured_error(std::sync::Arc::new(|e| {

@@ -1,6 +1,6 @@
 //! Small wgpu helpers shared by the stages: buffers, dispatches, read-back.
 
-use crate::error::{Error, Result};
+use crate::error::{GpuError, Result};
 
 /// Threads per workgroup of every shader.
 pub(crate) const WORKGROUP: u32 = 64;
@@ -28,7 +28,7 @@ pub(crate) fn storage_buffer(
     buffer
         .slice(..)
         .get_mapped_range_mut()
-        .map_err(|e| Error::Gpu(format!("cannot fill the {label} buffer: {e}")))?
+        .map_err(GpuError::from)?
         .copy_from_slice(contents);
     buffer.unmap();
     Ok(buffer)
@@ -144,16 +144,12 @@ pub(crate) fn read_buffer<T>(
             submission_index: Some(submission),
             timeout: None,
         })
-        .map_err(|e| Error::Gpu(format!("waiting for the GPU: {e}")))?;
+        .map_err(GpuError::from)?;
     receiver
         .recv()
-        .map_err(|_| Error::Gpu("the read-back was dropped".into()))?
-        .map_err(|e| Error::Gpu(format!("cannot read the result back: {e}")))?;
-    let result = read(
-        &slice
-            .get_mapped_range()
-            .map_err(|e| Error::Gpu(format!("cannot read the result back: {e}")))?,
-    );
+        .unwrap_or(Err(wgpu::BufferAsyncError))
+        .map_err(GpuError::from)?;
+    let result = read(&slice.get_mapped_range().map_err(GpuError::from)?);
     buffer.unmap();
     Ok(result)
 }
@@ -168,7 +164,7 @@ pub(crate) fn checked<T>(device: &wgpu::Device, work: impl FnOnce() -> Result<T>
     let memory = pollster::block_on(memory.pop());
     let validation = pollster::block_on(validation.pop());
     match memory.or(validation) {
-        Some(e) => Err(Error::Gpu(e.to_string())),
+        Some(e) => Err(GpuError::from(e).into()),
         None => result,
     }
 }

@@ -312,7 +312,6 @@ impl EntropyPacking {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::error::Error;
     use crate::gpu::dispatch::{checked, read_buffer, storage_buffer};
     use crate::gpu::stamps::StageStamps;
     use crate::jpeg::compact::tests::test_jpegs;
@@ -406,10 +405,6 @@ mod tests {
                         .collect()
                 },
             )
-        })
-        .map_err(|e| match e {
-            Error::Gpu(m) => Error::Gpu(format!("entropy decoding: {m}")),
-            other => other,
         })
     }
 

@@ -8,7 +8,7 @@ use super::stages::Stages;
 use super::staging::StagingRing;
 use super::stamps::StageStamps;
 use super::work::ImageWork;
-use crate::error::{Error, Result};
+use crate::error::{Error, GpuError, Result};
 use crate::jpeg::CoefficientImage;
 use crate::jpeg::Coefficients;
 use crate::tensor::{Tensor, TensorData};
@@ -289,8 +289,7 @@ impl GpuPipeline {
             mut timings,
             ..
         } = submitted;
-        let readback =
-            readback.ok_or_else(|| Error::Gpu("submitted without a read-back".into()))?;
+        let readback = readback.ok_or(GpuError::Internal("submitted without a read-back"))?;
         // Time spent meanwhile on other batches is not this one's.
         let mut clock = Instant::now();
         let tensors = checked(device, || {
@@ -338,7 +337,7 @@ impl GpuPipeline {
                 submission_index: Some(submission),
                 timeout: None,
             })
-            .map_err(|e| Error::Gpu(format!("waiting for the GPU: {e}")))?;
+            .map_err(GpuError::from)?;
         timings.execute = clock.elapsed();
         Ok((output, shapes, timings))
     }
@@ -498,11 +497,12 @@ pub(crate) fn prepare_image(
 /// The error for an image whose arenas cannot be bound on this device, if it is one.
 pub(crate) fn too_large(work: &ImageWork, window: u64) -> Option<Error> {
     (!Packing::fits_alone(work, window)).then(|| {
-        Error::Gpu(format!(
-            "a {}x{} image needs larger GPU buffers than this device binds ({window} bytes); \
-             use the CPU backend",
-            work.color.width, work.color.height
-        ))
+        GpuError::ImageTooLarge {
+            width: work.color.width,
+            height: work.color.height,
+            window,
+        }
+        .into()
     })
 }
 

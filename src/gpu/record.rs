@@ -7,7 +7,7 @@ use super::entropy::EntropyBuffers;
 use super::packing::{Packing, StageTableSet, StageTables, UploadLayout};
 use super::stages::Stages;
 use super::staging::{StagingRing, UploadWrite};
-use crate::error::{Error, Result};
+use crate::error::{GpuError, Result};
 use std::ops::Range;
 
 /// What recording needs of a [`super::GpuPipeline`]: its compiled stages and the buffers it
@@ -125,7 +125,7 @@ impl Recorder<'_> {
         staging
             .slice(..coef_start)
             .get_mapped_range_mut()
-            .map_err(|e| Error::Gpu(format!("cannot write the upload: {e}")))?
+            .map_err(GpuError::from)?
             .copy_from_slice(bytemuck::cast_slice(&layout.tables_words));
         // COPY_SRC: non-JPEG images' samples are copied on into the sample arena.
         let usage = wgpu::BufferUsages::STORAGE

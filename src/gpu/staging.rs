@@ -7,7 +7,7 @@
 //! it into a pooled device buffer; once that copy is submitted, the buffer is mapped again in
 //! the background (the mapping completes when the copy has run).
 
-use crate::error::{Error, Result};
+use crate::error::{Error, GpuError, Result};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -145,7 +145,7 @@ impl<'a> UploadWrite<'a> {
                 .map(|mut range| range.copy_from_slice(bytemuck::cast_slice(words)));
             if let Err(e) = written {
                 let mut failed = self.failed.lock().unwrap_or_else(|e| e.into_inner());
-                failed.get_or_insert(Error::Gpu(format!("cannot write the upload: {e}")));
+                failed.get_or_insert(GpuError::from(e).into());
             }
             let mut done = self.done.lock().unwrap_or_else(|e| e.into_inner());
             *done = (*done).max(Instant::now());

@@ -4,7 +4,7 @@
 use super::bindings::binding_window;
 use super::pipeline::{prepare_image, GpuPipeline, GpuTimings, Submitted};
 use super::work::ImageWork;
-use crate::error::{Error, Result};
+use crate::error::{Error, GpuError, Result};
 use crate::transform::DType;
 use crate::{Limits, Tensor, Transform};
 use std::sync::mpsc::Receiver;
@@ -168,9 +168,7 @@ impl GpuPipeline {
             results: results
                 .into_iter()
                 .enumerate()
-                .map(|(i, r)| {
-                    r.unwrap_or_else(|| Err(Error::Gpu(format!("image {i} was never decoded"))))
-                })
+                .map(|(i, r)| r.unwrap_or_else(|| Err(GpuError::NotRun(i).into())))
                 .collect(),
             batches,
         }
@@ -522,7 +520,7 @@ fn gather(
     pending
 }
 
-/// A copy of a batch-wide GPU error for one image.
+/// A batch-wide error as one image's.
 fn gpu_error(e: &Error) -> Error {
-    Error::Gpu(e.to_string())
+    e.clone()
 }

@@ -1,5 +1,6 @@
 //! The gpuprep command line.
 
+mod advice;
 mod args;
 mod bench;
 mod parity;
@@ -151,6 +152,7 @@ fn run(args: ConvertArgs) -> ExitCode {
             .map(|_| &report as &(dyn Fn(usize, usize) + Sync)),
     };
     let result = convert::expand_inputs(&args.inputs)
+        .map_err(convert::JobError::from)
         .and_then(|files| convert::convert(&files, &destination, &job));
     if let Some(line) = &line {
         line.finish();
@@ -177,7 +179,7 @@ fn summarise(
     for report in reports {
         if let Err(e) = &report.result {
             eprintln!("error: {e}");
-            if let Some(said) = e.advice() {
+            if let Some(said) = advice::advice(e) {
                 match advice.iter_mut().find(|(a, _)| *a == said) {
                     Some((_, files)) => *files += 1,
                     None => advice.push((said, 1)),
