@@ -33,7 +33,7 @@ pub mod npy;
 pub mod plan;
 pub mod reference;
 mod tensor;
-pub mod transform;
+mod transform;
 
 pub use backend::{Backend, GpuBackend};
 pub use error::{Error, GpuError, Result, Unsupported};
@@ -41,7 +41,7 @@ pub use image::RgbImage;
 pub use jpeg::Limits;
 pub use plan::{Filter, ImagePlan};
 pub use tensor::{Tensor, TensorData};
-pub use transform::Transform;
+pub use transform::{ChannelOrder, DType, Layout, Normalize, Resize, Transform};
 pub use wgpu;
 
 /// Decodes an image (JPEG, PNG, BMP, GIF, TIFF or WebP) to RGB on the CPU, bit-identical to

@@ -395,7 +395,7 @@ fn other_formats_convert_and_the_pixel_path_is_counted() {
     let entries = report.as_array().unwrap();
     assert_eq!(entries.len(), 28);
     let transform = gpuprep::Transform {
-        resize: Some(gpuprep::transform::Resize::Exact {
+        resize: Some(gpuprep::Resize::Exact {
             width: 40,
             height: 30,
         }),

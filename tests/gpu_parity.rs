@@ -233,7 +233,7 @@ fn streamed_images_keep_their_order_and_fail_alone() {
     let inputs: Vec<&[u8]> = bytes.iter().map(Vec::as_slice).collect();
     // Resize(64) on the shorter side: every output has its own shape.
     let transform = gpuprep::Transform {
-        resize: Some(gpuprep::transform::Resize::ShorterSide(64)),
+        resize: Some(gpuprep::Resize::ShorterSide(64)),
         ..Default::default()
     };
     let streamed = pipeline.preprocess_many(
@@ -275,7 +275,7 @@ fn mixed_inputs() -> (Vec<Vec<u8>>, gpuprep::Transform) {
     ];
     let bytes = test_files(&files);
     let transform = gpuprep::Transform {
-        resize: Some(gpuprep::transform::Resize::ShorterSide(64)),
+        resize: Some(gpuprep::Resize::ShorterSide(64)),
         ..Default::default()
     };
     (bytes, transform)
@@ -369,8 +369,8 @@ fn tensors_kept_on_the_device_are_the_reference() {
     let (bytes, _) = mixed_inputs();
     let inputs: Vec<&[u8]> = bytes.iter().map(Vec::as_slice).collect();
     let transform = gpuprep::Transform {
-        resize: Some(gpuprep::transform::Resize::ShorterSide(64)),
-        ..gpuprep::Transform::tensor(gpuprep::transform::Normalize::IMAGENET)
+        resize: Some(gpuprep::Resize::ShorterSide(64)),
+        ..gpuprep::Transform::tensor(gpuprep::Normalize::IMAGENET)
     };
     let limits = Limits::default();
     let mut seen = vec![0; inputs.len()];

@@ -3,7 +3,7 @@
 mod common;
 
 use common::TransformGolden;
-use gpuprep::transform::DType;
+use gpuprep::DType;
 use gpuprep::Limits;
 use rayon::prelude::*;
 use std::collections::BTreeMap;

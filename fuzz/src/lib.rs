@@ -1,7 +1,7 @@
 //! What the fuzz targets share: limits small enough that libFuzzer explores instead of
 //! allocating, and the transform the pipeline targets run.
 
-use gpuprep::transform::{DType, Layout, Normalize, Resize};
+use gpuprep::{DType, Layout, Normalize, Resize};
 use gpuprep::{Limits, Transform};
 
 /// Small images only (a 4-megapixel cap keeps each run fast), few scans; every other input

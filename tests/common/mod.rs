@@ -178,8 +178,8 @@ pub fn transform_goldens() -> Vec<TransformGolden> {
 
 /// The transforms of tests/goldens/transforms.json, by name.
 pub fn transform_specs() -> BTreeMap<String, gpuprep::Transform> {
-    use gpuprep::transform::{ChannelOrder, DType, Layout, Normalize, Resize};
     use gpuprep::Filter;
+    use gpuprep::{ChannelOrder, DType, Layout, Normalize, Resize};
     let text =
         std::fs::read_to_string(manifest_dir().join("tests/goldens/transforms.json")).unwrap();
     let specs: serde_json::Value = serde_json::from_str(&text).unwrap();

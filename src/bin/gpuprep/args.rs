@@ -2,8 +2,8 @@
 
 use clap::{Args, ValueEnum};
 use gpuprep::gpu::Batching;
-use gpuprep::transform::{ChannelOrder, DType, Layout, Normalize, Resize};
 use gpuprep::Filter;
+use gpuprep::{ChannelOrder, DType, Layout, Normalize, Resize};
 use gpuprep::{Limits, Transform};
 
 /// The input limits, as options.

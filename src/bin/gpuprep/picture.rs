@@ -2,7 +2,7 @@
 //! all differences, as PNG, because people would rather look than read.
 
 use gpuprep::drift::BIN_EDGES;
-use gpuprep::transform::{ChannelOrder, DType, Layout};
+use gpuprep::{ChannelOrder, DType, Layout};
 use gpuprep::{Tensor, TensorData, Transform};
 use std::path::Path;
 

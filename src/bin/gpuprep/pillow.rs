@@ -1,8 +1,8 @@
 //! Pillow + torchvision as a third opinion for `parity --pillow`: the project's reference
 //! script (tools/pillow_reference.py, built into the binary) run by the local Python.
 
-use gpuprep::transform::{ChannelOrder, DType, Layout, Resize};
 use gpuprep::Filter;
+use gpuprep::{ChannelOrder, DType, Layout, Resize};
 use gpuprep::{Tensor, Transform};
 use serde_json::{json, Map, Value};
 use std::path::{Path, PathBuf};
