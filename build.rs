@@ -1,6 +1,6 @@
 //! Validates every shader in shaders/ with naga at build time, so that a broken shader fails the
 //! build here rather than on a user's machine. Stage shaders are compiled with shaders/jobs.wgsl
-//! before them (see `gpu::stage_source`), so they are validated that way too.
+//! before them (see src/gpu/stages.rs), so they are validated that way too.
 
 use std::fs;
 

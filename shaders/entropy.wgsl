@@ -52,10 +52,12 @@ fn changes_word(dispatch: u32, slot: u32) -> u32 {
     return images + dispatch * (images + 1u) + slot;
 }
 
-// Bits of data per thread: `parallel::SUBSEQUENCE_BITS`, set when the pipeline is created.
+// Set when the pipeline is created, from the Rust constants of the same names: bits of data per
+// thread (src/jpeg/parallel.rs), words of one Huffman table (src/jpeg/segment.rs) and of one
+// subsequence's record (src/gpu/entropy.rs).
 override SUBSEQUENCE_BITS: u32;
-const TABLE_WORDS: u32 = 804u;
-const SPAN_WORDS: u32 = 16u;
+override TABLE_WORDS: u32;
+override SPAN_WORDS: u32;
 // No decoding reaches this position.
 const NONE: u32 = 0xFFFFFFFFu;
 

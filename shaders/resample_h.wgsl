@@ -36,7 +36,8 @@ fn load_rgbx(i: u32) -> u32 {
     return rgbx1[i - window];
 }
 
-const PRECISION_BITS: u32 = 22u;
+// Fixed-point bits of the taps: `plan::PRECISION_BITS`, set when the pipeline is created.
+override PRECISION_BITS: u32;
 
 fn clip8(acc: i32) -> u32 {
     return u32(clamp(acc >> PRECISION_BITS, 0, 255));

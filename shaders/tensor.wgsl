@@ -69,7 +69,8 @@ fn source_pixel(x: u32, row: u32) -> u32 {
     return hpass[i];
 }
 
-const PRECISION_BITS: u32 = 22u;
+// Fixed-point bits of the taps: `plan::PRECISION_BITS`, set when the pipeline is created.
+override PRECISION_BITS: u32;
 
 fn channel(pixel: u32, c: u32) -> i32 {
     return i32((pixel >> (8u * c)) & 255u);

@@ -6,7 +6,7 @@ use super::dispatch::{grid, WORKGROUP};
 use super::jobs::EntropyJob;
 use crate::error::Result;
 use crate::jpeg::parallel::{subsequences, sync_dispatches, MAX_SYNC_DISPATCHES, SUBSEQUENCE_BITS};
-use crate::jpeg::segment::EntropySegment;
+use crate::jpeg::segment::{EntropySegment, TABLE_WORDS};
 use wgpu::util::DeviceExt;
 
 /// Words of one subsequence's record in the spans arena (`SPAN_WORDS` of the shader).
@@ -65,7 +65,11 @@ impl EntropyStages {
             immediate_size: 0,
         });
         let pipeline = |entry_point: &str| {
-            let constants = [("SUBSEQUENCE_BITS", f64::from(SUBSEQUENCE_BITS))];
+            let constants = [
+                ("SUBSEQUENCE_BITS", f64::from(SUBSEQUENCE_BITS)),
+                ("TABLE_WORDS", TABLE_WORDS as f64),
+                ("SPAN_WORDS", SPAN_WORDS as f64),
+            ];
             device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
                 label: Some(entry_point),
                 layout: Some(&pipeline_layout),

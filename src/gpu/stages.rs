@@ -2,6 +2,7 @@
 //! shaders/jobs.wgsl (the job lookup) before it.
 
 use super::entropy::EntropyStages;
+use crate::plan::PRECISION_BITS;
 
 /// The compiled stages.
 pub(crate) struct Stages {
@@ -18,32 +19,44 @@ impl Stages {
         Self {
             entropy: EntropyStages::new(device),
             idct: stage(device, "idct", IDCT),
-            idct_8x8: stage_entry(device, "idct", IDCT, "main_8x8"),
+            idct_8x8: stage_entry(device, "idct", IDCT, "main_8x8", &[]),
             color: stage(device, "color", include_str!("../../shaders/color.wgsl")),
-            horizontal: stage(
+            horizontal: stage_entry(
                 device,
                 "resample_h",
                 include_str!("../../shaders/resample_h.wgsl"),
+                "main",
+                TAPS,
             ),
-            tensor: stage(device, "tensor", include_str!("../../shaders/tensor.wgsl")),
+            tensor: stage_entry(
+                device,
+                "tensor",
+                include_str!("../../shaders/tensor.wgsl"),
+                "main",
+                TAPS,
+            ),
         }
     }
 }
 
 const IDCT: &str = include_str!("../../shaders/idct.wgsl");
 
+/// The overrides of the resampling shaders: the taps' fixed-point precision.
+const TAPS: &[(&str, f64)] = &[("PRECISION_BITS", PRECISION_BITS as f64)];
+
 /// A compute pipeline from one stage shader, compiled with shaders/jobs.wgsl before it (entry
 /// point `main`, layout from the shader).
 fn stage(device: &wgpu::Device, name: &str, source: &str) -> wgpu::ComputePipeline {
-    stage_entry(device, name, source, "main")
+    stage_entry(device, name, source, "main", &[])
 }
 
-/// [`stage`] with another entry point.
+/// [`stage`] with another entry point, and values for the shader's `override` constants.
 fn stage_entry(
     device: &wgpu::Device,
     name: &str,
     source: &str,
     entry_point: &str,
+    constants: &[(&str, f64)],
 ) -> wgpu::ComputePipeline {
     let source = format!("{}{source}", include_str!("../../shaders/jobs.wgsl"));
     let module = device.create_shader_module(wgpu::ShaderModuleDescriptor {
@@ -55,7 +68,10 @@ fn stage_entry(
         layout: None,
         module: &module,
         entry_point: Some(entry_point),
-        compilation_options: Default::default(),
+        compilation_options: wgpu::PipelineCompilationOptions {
+            constants,
+            ..Default::default()
+        },
         cache: None,
     })
 }
