@@ -4,7 +4,9 @@
 //! Decoding is split where the work changes nature: entropy decoding ([`jpeg`]) is serial per
 //! image and runs on CPU threads; everything after it is per-pixel and is written as stages whose
 //! CPU reference lives in [`mod@reference`] and whose WGSL shaders run on any GPU wgpu reaches
-//! ([`gpu`]). [`Backend`] picks one; both give the same bits.
+//! ([`gpu`]). Both read each image's [`ImagePlan`] ([`plan`]: every size, tap and table, computed
+//! once from its header and the [`Transform`]), and [`Backend`] picks one; both give the same
+//! bits. docs/ARCHITECTURE.md in the repository has the layers and the rule between them.
 //!
 //! ```
 //! use gpuprep::{Backend, Limits, Transform};
