@@ -218,6 +218,8 @@ fn stacking_without_a_fixed_size_is_refused() {
 
 /// `gpuprep bench` prints one JSON object per line, each with a `what` key, and the throughput
 /// lines carry the figures the benchmarks quote; a file that fails is counted, not fatal.
+/// `bench` prints its figures as JSON lines; throughput counts only the images that converted,
+/// and a pass in which any image failed is said loudly and fails the run.
 #[test]
 fn bench_prints_json_lines() {
     let output = gpuprep()
@@ -238,7 +240,12 @@ fn bench_prints_json_lines() {
         ])
         .output()
         .unwrap();
-    assert!(output.status.success(), "{output:?}");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("1 of 4 images failed") && stderr.contains("derive-huffman-codes-overflow"),
+        "{stderr}"
+    );
     let lines: Vec<serde_json::Value> = String::from_utf8(output.stdout)
         .unwrap()
         .lines()
@@ -253,7 +260,8 @@ fn bench_prints_json_lines() {
     let pipeline = line("pipeline");
     assert_eq!(pipeline["images"], 4);
     assert_eq!(pipeline["ok"], 3);
-    for key in ["img_s", "mb_s", "p50_ms", "p95_ms"] {
+    assert_eq!(pipeline["failed"], 1);
+    for key in ["img_s", "img_s_median", "mb_s", "p50_ms", "p95_ms"] {
         assert!(pipeline[key].as_f64().unwrap() > 0.0, "{key}: {pipeline}");
     }
     assert!(line("entropy_only")["img_s"].as_f64().unwrap() > 0.0);
@@ -428,7 +436,12 @@ fn other_formats_convert_and_the_pixel_path_is_counted() {
         .arg(data("photos/mpl__grace_hopper.jpg"))
         .output()
         .unwrap();
-    assert!(output.status.success(), "{output:?}");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("1 of 4 images failed") && stderr.contains("derive-huffman-codes-overflow"),
+        "{stderr}"
+    );
     let lines: Vec<serde_json::Value> = String::from_utf8(output.stdout)
         .unwrap()
         .lines()

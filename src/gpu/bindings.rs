@@ -4,13 +4,20 @@
 use std::num::NonZeroU64;
 
 /// The largest storage binding this device offers, as a whole number of offset-alignment units
-/// (so that windows can start at its multiples).
+/// (so that windows can start at its multiples), and no more than half its largest buffer (so
+/// that an arena bound through two windows, and an upload of one window's coefficients and its
+/// tables, are buffers the device can create). Every arena a packing uses fits in it (see
+/// `Footprint` in src/gpu/packing.rs), whatever size the buffer pool rounds a buffer up to.
 pub(crate) fn binding_window(device: &wgpu::Device) -> u64 {
-    let limits = device.limits();
+    window_of(&device.limits())
+}
+
+/// [`binding_window`] for a device of these limits.
+pub(crate) fn window_of(limits: &wgpu::Limits) -> u64 {
     let align = u64::from(limits.min_storage_buffer_offset_alignment).max(4);
     let max = limits
         .max_storage_buffer_binding_size
-        .min(limits.max_buffer_size)
+        .min(limits.max_buffer_size / 2)
         .min(u64::from(u32::MAX) + 1);
     max / align * align
 }
@@ -45,4 +52,24 @@ pub(crate) fn windows<'a, const N: usize>(
             dummy.as_entire_binding()
         }
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_window_is_aligned_and_two_of_it_make_a_buffer() {
+        let limits = |binding: u64, buffer: u64| wgpu::Limits {
+            max_storage_buffer_binding_size: binding,
+            max_buffer_size: buffer,
+            min_storage_buffer_offset_alignment: 256,
+            ..wgpu::Limits::default()
+        };
+        // The H200's: a binding of 2^31 - 4 bytes, large buffers.
+        assert_eq!(window_of(&limits((1 << 31) - 4, 1 << 40)), (1 << 31) - 256);
+        // A largest buffer no larger than the largest binding halves the window.
+        assert_eq!(window_of(&limits(1 << 30, 1 << 30)), 1 << 29);
+        assert_eq!(window_of(&limits(u64::MAX, u64::MAX)), 1 << 32);
+    }
 }

@@ -240,11 +240,13 @@ impl EntropyPacking {
         after_pass: &mut dyn FnMut(&'static str, &mut wgpu::CommandEncoder),
     ) -> Result<()> {
         let flags_bytes = self.flag_words() * 4;
+        // Each bound as far as it is used: a pooled buffer may be larger than the device binds.
+        let decoded_bytes = (buffers.decoded_words * 4).max(4);
         let resources = [
             buffers.data,
-            buffers.spans.as_entire_binding(),
+            binding(buffers.spans, 0, (self.span_words() * 4).max(4)),
             binding(buffers.flags, 0, flags_bytes),
-            buffers.decoded.as_entire_binding(),
+            binding(buffers.decoded, 0, decoded_bytes),
         ];
         let [jobs, span_starts, image_starts] = buffers.tables;
         let (spans_total, prefix_invocations) = self.invocations();

@@ -204,9 +204,11 @@ impl Packing {
         }
     }
 
-    /// Whether `work` could be packed at all on a device whose bindings hold `window` bytes.
+    /// Whether `work` could be packed at all on a device whose bindings hold `window` bytes:
+    /// its arenas bind, and its output fits a buffer of two windows (which the device can
+    /// create, see [`super::bindings::binding_window`]).
     pub fn fits_alone(work: &ImageWork, window: u64) -> bool {
-        Footprint::of(work).binds(window)
+        Footprint::of(work).binds(window) && work.tensor.words * 4 <= 2 * window
     }
 
     /// Whether `work` fits beside the images already packed.

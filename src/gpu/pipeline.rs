@@ -620,4 +620,59 @@ mod tests {
             assert!(tensor == expected, "image {i}");
         }
     }
+
+    /// A device whose largest binding is not a power of two, streamed images whose arenas need
+    /// nearly all of it (stage 0's dense coefficients of china.jpg take 1.7 MB of a 2 MiB - 4
+    /// binding): the pool rounds such an arena up to 2 MiB, which is bound no further than the
+    /// window, so every image converts, exactly (before, each batch failed validation: "Buffer
+    /// binding range exceeds max_storage_buffer_binding_size").
+    #[test]
+    fn a_binding_limit_below_the_pools_rounding_loses_no_image() {
+        let Some(adapter) = test_adapter() else {
+            return;
+        };
+        let max_binding = (2 << 20) - 4;
+        let limits = wgpu::Limits {
+            max_storage_buffer_binding_size: max_binding,
+            ..adapter.limits()
+        };
+        let (device, queue) = pollster::block_on(adapter.request_device(&wgpu::DeviceDescriptor {
+            required_limits: limits,
+            ..Default::default()
+        }))
+        .unwrap();
+        assert!(binding_window(&device) < 2 << 20);
+        let pipeline = GpuPipeline::new(&device);
+        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/photos/");
+        let files = ["sklearn__china.jpg", "mpl__grace_hopper.jpg"];
+        let bytes: Vec<Vec<u8>> = files
+            .iter()
+            .map(|f| std::fs::read(format!("{dir}{f}")).unwrap())
+            .collect();
+        let inputs: Vec<&[u8]> = bytes
+            .iter()
+            .chain(&bytes)
+            .chain(&bytes)
+            .map(Vec::as_slice)
+            .collect();
+        let transform = Transform::exact(224, 224);
+        let limits = crate::Limits::default();
+        for batch in [1, 2, 6] {
+            let options = super::super::StreamOptions::new(&transform, &limits, batch);
+            let streamed = pipeline.preprocess_many(&device, &queue, &inputs, &options);
+            let on_gpu: usize = streamed
+                .batches
+                .iter()
+                .map(|b| b.gpu_timings.huffman_on_gpu)
+                .sum();
+            assert!(on_gpu > 0, "stage 0 ran");
+            for (i, (result, input)) in streamed.results.iter().zip(&inputs).enumerate() {
+                let expected = crate::preprocess(input, &transform, &limits).unwrap();
+                let tensor = result
+                    .as_ref()
+                    .unwrap_or_else(|e| panic!("batch {batch}, image {i}: {e}"));
+                assert!(*tensor == expected, "batch {batch}, image {i}");
+            }
+        }
+    }
 }

@@ -284,6 +284,8 @@ impl GpuPipeline {
             batching,
         } = *options;
         let batch = batching.images.max(1);
+        // One output buffer holds the whole batch's tensors.
+        let max_output = device.limits().max_buffer_size;
         let prepare = |i: usize| -> Decoded {
             let started = Instant::now();
             let work = prepare_image(images[i], transform, limits, window, true);
@@ -325,7 +327,12 @@ impl GpuPipeline {
             while received < images.len() {
                 let wait = Instant::now();
                 let wanted = target.min(images.len() - received);
-                let pending = gather(&receiver, &mut held_over, wanted, batch, batching.max_bytes);
+                let budget = Budget {
+                    images: batch,
+                    upload: batching.max_bytes,
+                    output: max_output,
+                };
+                let pending = gather(&receiver, &mut held_over, wanted, budget);
                 if pending.is_empty() {
                     break;
                 }
@@ -481,24 +488,37 @@ fn prepare_caught(i: usize, bytes: usize, prepare: impl Fn(usize) -> Decoded) ->
     })
 }
 
+/// What one batch may hold: images, bytes of uploads, bytes of output.
+#[derive(Clone, Copy)]
+struct Budget {
+    images: usize,
+    /// [`Batching::max_bytes`]: one image alone may pass it.
+    upload: u64,
+    /// The device's largest buffer: every image fits it alone (see `Packing::fits_alone`).
+    output: u64,
+}
+
 /// The next batch: blocks until `wanted` images are decoded, then takes whatever else is ready,
-/// up to `batch` images and `max_bytes` (an image that would pass it waits in `held_over` for
-/// the next batch; one image alone may pass it).
+/// within `budget` (an image that would pass it waits in `held_over` for the next batch).
 fn gather(
     receiver: &Receiver<Decoded>,
     held_over: &mut Option<Decoded>,
     wanted: usize,
-    batch: usize,
-    max_bytes: u64,
+    budget: Budget,
 ) -> Vec<Decoded> {
+    let batch = budget.images;
     let mut pending = Vec::with_capacity(batch);
-    let mut bytes = 0;
+    let (mut bytes, mut output) = (0, 0);
     let mut take = |decoded: Decoded, pending: &mut Vec<Decoded>| {
-        let size = decoded.work.as_ref().map_or(0, ImageWork::uploaded_bytes);
-        if !pending.is_empty() && bytes + size > max_bytes {
+        let work = decoded.work.as_ref();
+        let size = work.map_or(0, ImageWork::uploaded_bytes);
+        let out = work.map_or(0, |w| w.tensor.words * 4);
+        let over = bytes + size > budget.upload || output + out > budget.output;
+        if !pending.is_empty() && over {
             return Some(decoded);
         }
         bytes += size;
+        output += out;
         pending.push(decoded);
         None
     };

@@ -9,11 +9,13 @@ use serde_json::json;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
-/// One timed pass: its wall time, per-batch stats and how many images succeeded.
+/// One timed pass: its wall time, per-batch stats, how many images succeeded, and the first
+/// failure (the input's index and the error).
 struct Pass {
     seconds: f64,
     batches: Vec<BatchStats>,
     ok: usize,
+    first_failure: Option<(usize, gpuprep::Error)>,
 }
 
 pub fn run(args: BenchArgs) -> ExitCode {
@@ -83,7 +85,7 @@ pub fn run(args: BenchArgs) -> ExitCode {
     // Terminals see how far the timed passes are; logs and pipes (the JSON) do not.
     let line = crate::progress::Line::on_terminal(false);
     let repeat = args.repeat.max(1);
-    let pass = (0..repeat)
+    let mut passes: Vec<Pass> = (0..repeat)
         .map(|r| {
             let pass = timed_pass(&backend, &images, &options, args.keep_on_gpu);
             if let Some(line) = &line {
@@ -91,8 +93,17 @@ pub fn run(args: BenchArgs) -> ExitCode {
             }
             pass
         })
-        .min_by(|a, b| a.seconds.total_cmp(&b.seconds))
-        .expect("one pass at least");
+        .collect();
+    // Throughput counts the images that converted, in the best pass and in the median one.
+    passes.sort_by(|a, b| a.seconds.total_cmp(&b.seconds));
+    let median_img_s = passes[passes.len() / 2].ok as f64 / passes[passes.len() / 2].seconds;
+    let failure = passes.iter().find_map(|p| p.first_failure.clone());
+    let failed_most = passes
+        .iter()
+        .map(|p| images.len() - p.ok)
+        .max()
+        .unwrap_or(0);
+    let pass = passes.swap_remove(0);
     if let Some(line) = &line {
         line.finish();
     }
@@ -113,11 +124,12 @@ pub fn run(args: BenchArgs) -> ExitCode {
     let lines = [
         json!({
             "what": "pipeline", "backend": backend.describe(), "images": images.len(),
-            "ok": pass.ok, "threads": threads, "batch": args.batch,
+            "ok": pass.ok, "failed": images.len() - pass.ok, "threads": threads, "batch": args.batch,
             "tensors": if args.keep_on_gpu { "kept on the GPU" } else { "read back to the CPU" },
             // Non-JPEG inputs, uploaded as pixels: the slower path (GPU backend only).
             "pixel_path_images": pixel_images,
-            "img_s": n / pass.seconds, "mb_s": megabytes / pass.seconds,
+            "img_s": pass.ok as f64 / pass.seconds, "img_s_median": median_img_s,
+            "passes": repeat, "mb_s": megabytes / pass.seconds,
             "p50_ms": percentile(0.5), "p95_ms": percentile(0.95),
         }),
         json!({
@@ -157,10 +169,21 @@ pub fn run(args: BenchArgs) -> ExitCode {
         });
         println!("{line}");
     }
-    match args.out {
+    let written = match args.out {
         Some(out) => write_outputs(&files, out, transform, limits, &backend),
         None => ExitCode::SUCCESS,
+    };
+    if let Some((index, e)) = failure {
+        // A throughput figure over failed images would mislead: say so, and fail.
+        eprintln!(
+            "error: up to {failed_most} of {} images failed in a timed pass (img_s counts only \
+             the images that converted); the first: {}: {e}",
+            images.len(),
+            files[index].display()
+        );
+        return ExitCode::from(1);
     }
+    written
 }
 
 /// The GPU side's phases summed over the batches (and its stages, when timed one by one).
@@ -207,6 +230,12 @@ fn timed_pass(
     } = *options;
     let batch = batching.images;
     let start = Instant::now();
+    let mut first_failure = None;
+    let mut failed = |index: usize, e: &gpuprep::Error| {
+        if first_failure.as_ref().is_none_or(|(i, _)| index < *i) {
+            first_failure = Some((index, e.clone()));
+        }
+    };
     let (batches, ok) = match backend {
         Backend::Gpu(gpu) if keep_on_gpu => {
             let mut ok = 0;
@@ -215,7 +244,12 @@ fn timed_pass(
                 &gpu.gpu.queue,
                 images,
                 options,
-                |batch| ok += batch.tensors.len(),
+                |batch| {
+                    ok += batch.tensors.len();
+                    for (index, e) in &batch.failed {
+                        failed(*index, e);
+                    }
+                },
             );
             (batches, ok)
         }
@@ -223,6 +257,11 @@ fn timed_pass(
             let streamed =
                 gpu.pipeline
                     .preprocess_many(&gpu.gpu.device, &gpu.gpu.queue, images, options);
+            for (index, result) in streamed.results.iter().enumerate() {
+                if let Err(e) = result {
+                    failed(index, e);
+                }
+            }
             let ok = streamed.results.iter().filter(|r| r.is_ok()).count();
             (streamed.batches, ok)
         }
@@ -230,12 +269,19 @@ fn timed_pass(
             let mut ok = 0;
             let batches = images
                 .chunks(batch.max(1))
-                .map(|chunk| {
+                .enumerate()
+                .map(|(k, chunk)| {
                     let started = Instant::now();
-                    ok += chunk
+                    let results: Vec<_> = chunk
                         .par_iter()
-                        .filter(|bytes| gpuprep::preprocess(bytes, transform, limits).is_ok())
-                        .count();
+                        .map(|bytes| gpuprep::preprocess(bytes, transform, limits))
+                        .collect();
+                    for (i, result) in results.iter().enumerate() {
+                        match result {
+                            Ok(_) => ok += 1,
+                            Err(e) => failed(k * batch.max(1) + i, e),
+                        }
+                    }
                     BatchStats {
                         images: chunk.len(),
                         bytes_in: chunk.iter().map(|b| b.len() as u64).sum(),
@@ -252,6 +298,7 @@ fn timed_pass(
         seconds: start.elapsed().as_secs_f64(),
         batches,
         ok,
+        first_failure,
     }
 }
 
