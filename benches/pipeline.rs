@@ -261,7 +261,7 @@ fn stages(c: &mut Criterion) {
         |b| {
             b.iter(|| {
                 for rgb in &decoded {
-                    gpuprep::reference::apply_transform(rgb.clone(), &transform);
+                    let _ = gpuprep::reference::apply_transform(rgb.clone(), &transform);
                 }
             })
         },

@@ -52,10 +52,10 @@ impl Backend {
     ) -> Result<Tensor> {
         let decoded = formats::decode(data, limits)?;
         match self {
-            Self::Cpu => reference::preprocess_decoded(decoded, transform),
+            Self::Cpu => reference::preprocess_decoded(decoded, transform, limits),
             Self::Gpu(backend) => {
                 let GpuBackend { gpu, pipeline, .. } = &**backend;
-                pipeline.preprocess_decoded(&gpu.device, &gpu.queue, &decoded, transform)
+                pipeline.preprocess_decoded(&gpu.device, &gpu.queue, &decoded, transform, limits)
             }
         }
     }

@@ -77,6 +77,17 @@ pub enum Error {
         /// The limit in force.
         limit: u64,
     },
+    /// What the transform makes of an image (its output, or an image on the way to it) would
+    /// exceed [`crate::Limits::max_pixels`].
+    #[error("the transform makes an image of {width}x{height} pixels, above the limit of {limit} pixels")]
+    OutputTooLarge {
+        /// Width of that image.
+        width: u64,
+        /// Height of that image.
+        height: u64,
+        /// The limit in force.
+        limit: u64,
+    },
     /// The file has more scans than [`crate::Limits::max_scans`].
     #[error("more than {limit} scans (a progressive-JPEG CPU bomb?)")]
     TooManyScans {

@@ -107,15 +107,17 @@ impl GpuPipeline {
         self.pool.bytes() + self.staging.bytes()
     }
 
-    /// Runs stages 1–4 on the GPU: the same tensor as [`crate::preprocess`], bit for bit.
+    /// Runs stages 1–4 on the GPU: the same tensor as [`crate::preprocess`], bit for bit; what
+    /// the transform makes is held to `limits` (see [`crate::ImagePlan::check`]).
     pub fn preprocess(
         &self,
         device: &wgpu::Device,
         queue: &wgpu::Queue,
         image: &CoefficientImage,
         transform: &Transform,
+        limits: &crate::Limits,
     ) -> Result<Tensor> {
-        let work = ImageWork::new(image, transform)?;
+        let work = ImageWork::new(image, transform, limits)?;
         let (mut results, _) = self.run_images(device, queue, vec![(0, work)], transform)?;
         Ok(results.remove(0).1)
     }
@@ -127,8 +129,9 @@ impl GpuPipeline {
         queue: &wgpu::Queue,
         image: &crate::formats::Decoded,
         transform: &Transform,
+        limits: &crate::Limits,
     ) -> Result<Tensor> {
-        let work = ImageWork::prepare(image, transform)?;
+        let work = ImageWork::prepare(image, transform, limits)?;
         let (mut results, _) = self.run_images(device, queue, vec![(0, work)], transform)?;
         Ok(results.remove(0).1)
     }
@@ -140,7 +143,12 @@ impl GpuPipeline {
         queue: &wgpu::Queue,
         image: &CoefficientImage,
     ) -> Result<RgbImage> {
-        let tensor = self.preprocess(device, queue, image, &Transform::default())?;
+        // The decoder checked the image against its limits; decoding makes nothing larger.
+        let no_limit = crate::Limits {
+            max_pixels: u64::MAX,
+            ..crate::Limits::default()
+        };
+        let tensor = self.preprocess(device, queue, image, &Transform::default(), &no_limit)?;
         let TensorData::U8(data) = tensor.data else {
             unreachable!("the default transform gives u8");
         };
@@ -377,10 +385,15 @@ impl GpuPipeline {
         }
         submitted.timings.redone_on_cpu += given_up.len();
         let transform = submitted.transform;
+        // Each image passed its plan's checks when it was first prepared, with this transform.
+        let checked_before = crate::Limits {
+            max_pixels: u64::MAX,
+            ..crate::Limits::default()
+        };
         let works: Vec<(usize, ImageWork, u64)> = given_up
             .into_par_iter()
             .map(|(index, at, source)| {
-                let work = ImageWork::new(&source.decoded_on_cpu(), &transform)?;
+                let work = ImageWork::new(&source.decoded_on_cpu(), &transform, &checked_before)?;
                 Ok((index, work, at))
             })
             .collect::<Result<_>>()?;
@@ -477,7 +490,7 @@ pub(crate) fn prepare_image(
         };
         match coefficients {
             Coefficients::Segment(segment) => {
-                let work = ImageWork::from_segment(image, segment, transform)?;
+                let work = ImageWork::from_segment(image, segment, transform, limits)?;
                 if Packing::fits_alone(&work, window) {
                     work
                 } else {
@@ -485,11 +498,13 @@ pub(crate) fn prepare_image(
                     return prepare_image(bytes, transform, limits, window, false);
                 }
             }
-            Coefficients::Compact(planes) => ImageWork::with_planes(&image, planes, transform)?,
-            Coefficients::Dense => ImageWork::new(&image, transform)?,
+            Coefficients::Compact(planes) => {
+                ImageWork::with_planes(&image, planes, transform, limits)?
+            }
+            Coefficients::Dense => ImageWork::new(&image, transform, limits)?,
         }
     } else {
-        ImageWork::prepare(&crate::formats::decode(bytes, limits)?, transform)?
+        ImageWork::prepare(&crate::formats::decode(bytes, limits)?, transform, limits)?
     };
     too_large(&work, window).map_or(Ok(work), Err)
 }
@@ -596,7 +611,10 @@ mod tests {
             .iter()
             .chain(&images)
             .enumerate()
-            .map(|(i, image)| (i, ImageWork::new(image, &transform).unwrap()))
+            .map(|(i, image)| {
+                let work = ImageWork::new(image, &transform, &crate::Limits::default());
+                (i, work.unwrap())
+            })
             .collect();
         // Arenas as large as two windows (an RGBX arena's most), as a pool hands them out
         // again for any arena.

@@ -13,7 +13,7 @@ use crate::jpeg::{single_scan_order, CoefficientImage, ColorSpace, Component};
 use crate::plan::output::element_bytes;
 use crate::plan::{ImagePlan, Taps, Upsampling};
 use crate::transform::Layout;
-use crate::{RgbImage, Transform};
+use crate::{Limits, RgbImage, Transform};
 use std::sync::Arc;
 
 /// Stage 1 for one component.
@@ -99,12 +99,12 @@ impl SegmentImage {
 }
 
 impl ImageWork {
-    /// Prepares `image` for `transform`.
-    pub fn new(image: &CoefficientImage, transform: &Transform) -> Result<Self> {
+    /// Prepares `image` for `transform`, what it makes held to `limits`.
+    pub fn new(image: &CoefficientImage, transform: &Transform, limits: &Limits) -> Result<Self> {
         let planes = (0..image.components.len())
             .map(|ci| compact_coefficients(image, ci))
             .collect();
-        Self::with_planes(image, planes, transform)
+        Self::with_planes(image, planes, transform, limits)
     }
 
     /// Prepares `image`, whose coefficients are already compact (one plane per component), for
@@ -113,8 +113,9 @@ impl ImageWork {
         image: &CoefficientImage,
         coefficients: Vec<CompactPlane>,
         transform: &Transform,
+        limits: &Limits,
     ) -> Result<Self> {
-        let plan = ImagePlan::for_jpeg(image, transform)?;
+        let plan = ImagePlan::for_jpeg(image, transform, limits)?;
         let mut planes = Vec::with_capacity(image.components.len());
         let mut geometry = [PlaneGeometry::default(); 4];
         let mut methods = [PlaneUpsampling::default(); 4];
@@ -200,6 +201,7 @@ impl ImageWork {
         image: CoefficientImage,
         segment: EntropySegment,
         transform: &Transform,
+        limits: &Limits,
     ) -> Result<Self> {
         let planes = (0..image.components.len())
             .map(|ci| CompactPlane {
@@ -207,7 +209,7 @@ impl ImageWork {
                 order: single_scan_order(&image, ci),
             })
             .collect();
-        let mut work = Self::with_planes(&image, planes, transform)?;
+        let mut work = Self::with_planes(&image, planes, transform, limits)?;
         for plane in &mut work.planes {
             plane.job.dense = 1;
         }
@@ -218,12 +220,14 @@ impl ImageWork {
     /// Prepares a non-JPEG image for `transform`: its pixels go up as R, G and B sample planes
     /// (rows padded to whole words) that the colour stage reads as an RGB image at full
     /// resolution, so that it also orients them; no IDCT.
-    pub fn from_pixels(pixels: &Pixels, transform: &Transform) -> Self {
+    pub fn from_pixels(pixels: &Pixels, transform: &Transform, limits: &Limits) -> Result<Self> {
         let RgbImage {
             width,
             height,
             ref data,
         } = pixels.rgb;
+        // Refused before anything is allocated for it.
+        let plan = ImagePlan::for_pixels((width, height), pixels.orientation, transform, limits)?;
         let row_words = width.div_ceil(4);
         let plane_words = row_words * height;
         let mut raw_samples = vec![0u32; 3 * plane_words];
@@ -245,7 +249,6 @@ impl ImageWork {
             };
             methods[c] = upsampling_job(Upsampling::Full);
         }
-        let plan = ImagePlan::for_pixels((width, height), pixels.orientation, transform);
         let color = ColorJob {
             width: width as u32,
             height: height as u32,
@@ -257,7 +260,7 @@ impl ImageWork {
             padding: [0; 3],
         };
         let (horizontal, tensor) = resize_and_tensor(&plan);
-        Self {
+        Ok(Self {
             dense_coefficient_bytes: 0,
             entropy: None,
             planes: Vec::new(),
@@ -267,14 +270,14 @@ impl ImageWork {
             rgbx_words: (width * height) as u64,
             horizontal,
             tensor,
-        }
+        })
     }
 
-    /// Prepares any decoded input for `transform`.
-    pub fn prepare(decoded: &Decoded, transform: &Transform) -> Result<Self> {
+    /// Prepares any decoded input for `transform`, what it makes held to `limits`.
+    pub fn prepare(decoded: &Decoded, transform: &Transform, limits: &Limits) -> Result<Self> {
         match decoded {
-            Decoded::Jpeg(image) => Self::new(image, transform),
-            Decoded::Pixels(pixels) => Ok(Self::from_pixels(pixels, transform)),
+            Decoded::Jpeg(image) => Self::new(image, transform, limits),
+            Decoded::Pixels(pixels) => Self::from_pixels(pixels, transform, limits),
         }
     }
 

@@ -23,8 +23,8 @@ pub mod output;
 pub mod resize;
 pub mod scaling;
 
-use crate::error::Result;
-use crate::jpeg::CoefficientImage;
+use crate::error::{Error, Result};
+use crate::jpeg::{CoefficientImage, Limits};
 use crate::Transform;
 pub use output::{Crop, OutputPlan};
 pub use resize::{Filter, ResizePlan, Taps, PRECISION_BITS};
@@ -55,31 +55,61 @@ pub struct ImagePlan {
 }
 
 impl ImagePlan {
-    /// The plan for a JPEG with this header (its coefficients are not read).
-    pub fn for_jpeg(image: &CoefficientImage, transform: &Transform) -> Result<Self> {
+    /// The plan for a JPEG with this header (its coefficients are not read), refused when what
+    /// the transform makes of it passes `limits` (see [`ImagePlan::check`]).
+    pub fn for_jpeg(
+        image: &CoefficientImage,
+        transform: &Transform,
+        limits: &Limits,
+    ) -> Result<Self> {
         let denominator = draft_denominator(transform, image.width, image.height);
         let components = (0..image.components.len())
             .map(|ci| scaling::component_scaling(image, ci, denominator))
             .collect::<Result<Vec<_>>>()?;
         let decoded = scaling::scaled_size(image, denominator);
-        Ok(Self::after_decoding(
+        Self::after_decoding(
             denominator,
             components,
             decoded,
             image.orientation,
             transform,
-        ))
+        )
+        .check(limits)
     }
 
     /// The plan for an image decoded to `width`×`height` RGB pixels (a non-JPEG input, or a
     /// decoded image given to [`crate::reference::apply_transform`]) whose metadata records
-    /// `orientation`.
+    /// `orientation`, refused when what the transform makes of it passes `limits`.
     pub fn for_pixels(
         (width, height): (usize, usize),
         orientation: u8,
         transform: &Transform,
-    ) -> Self {
-        Self::after_decoding(1, Vec::new(), (width, height), orientation, transform)
+        limits: &Limits,
+    ) -> Result<Self> {
+        Self::after_decoding(1, Vec::new(), (width, height), orientation, transform).check(limits)
+    }
+
+    /// The plan, unless an image it makes (the horizontal pass's output, the resized image or
+    /// the output) has more pixels than `limits.max_pixels`: the decompression-bomb limit that
+    /// guards the input guards what the transform makes of it too, so that `CenterCrop(999999)`
+    /// is refused rather than asking for terabytes.
+    pub fn check(self, limits: &Limits) -> Result<Self> {
+        let crop = self.output.crop;
+        let horizontal = self
+            .resize
+            .as_ref()
+            .filter(|r| r.horizontal.is_some())
+            .map_or((0, 0), |r| (self.resized.0, r.rows));
+        for (width, height) in [horizontal, self.resized, (crop.width, crop.height)] {
+            if width as u64 * height as u64 > limits.max_pixels {
+                return Err(Error::OutputTooLarge {
+                    width: width as u64,
+                    height: height as u64,
+                    limit: limits.max_pixels,
+                });
+            }
+        }
+        Ok(self)
     }
 
     fn after_decoding(
@@ -139,9 +169,51 @@ mod tests {
     use super::*;
     use crate::transform::Resize;
 
+    const LIMITS: Limits = Limits {
+        max_pixels: 1 << 20,
+        max_scans: 1000,
+        load_truncated: false,
+    };
+
+    /// Outputs, resized images and the horizontal pass's rows count against the pixel limit.
+    #[test]
+    fn what_the_transform_makes_is_held_to_the_pixel_limit() {
+        let sized = |resize, center_crop| Transform {
+            resize,
+            center_crop,
+            ..Transform::default()
+        };
+        let refused = |t: Transform, size| {
+            matches!(
+                ImagePlan::for_pixels(size, 1, &t, &LIMITS),
+                Err(Error::OutputTooLarge { .. })
+            )
+        };
+        assert!(refused(sized(None, Some((999_999, 999_999))), (64, 64)));
+        let huge = Resize::Exact {
+            width: 100_000,
+            height: 100_000,
+        };
+        assert!(refused(sized(Some(huge), Some((8, 8))), (64, 64)));
+        // A tall thin image whose shorter side grows to 512: the longer one is 512 * 4096.
+        assert!(refused(
+            sized(Some(Resize::ShorterSide(512)), None),
+            (1, 4096)
+        ));
+        // Widening a short image: the horizontal pass makes 2048 x 1024 rows first.
+        let wide = Resize::Exact {
+            width: 2048,
+            height: 8,
+        };
+        assert!(refused(sized(Some(wide), None), (16, 1024)));
+        assert!(!refused(sized(Some(wide), None), (16, 256)));
+        assert!(!refused(Transform::imagenet_eval(), (1024, 1024)));
+    }
+
     #[test]
     fn eval_plan_resizes_the_shorter_side_then_crops_the_centre() {
-        let plan = ImagePlan::for_pixels((500, 375), 1, &Transform::imagenet_eval());
+        let plan =
+            ImagePlan::for_pixels((500, 375), 1, &Transform::imagenet_eval(), &LIMITS).unwrap();
         assert_eq!(plan.resized, (341, 256));
         assert_eq!(
             plan.output.crop,
@@ -161,7 +233,7 @@ mod tests {
             resize: Some(Resize::ShorterSide(100)),
             ..Transform::default()
         };
-        let as_stored = ImagePlan::for_pixels((400, 200), 6, &transform);
+        let as_stored = ImagePlan::for_pixels((400, 200), 6, &transform, &LIMITS).unwrap();
         assert_eq!((as_stored.orientation, as_stored.resized), (1, (200, 100)));
         let upright = ImagePlan::for_pixels(
             (400, 200),
@@ -170,7 +242,9 @@ mod tests {
                 exif_transpose: true,
                 ..transform
             },
-        );
+            &LIMITS,
+        )
+        .unwrap();
         assert_eq!(upright.oriented, (200, 400));
         assert_eq!(upright.resized, (100, 200));
     }
@@ -181,11 +255,8 @@ mod tests {
             resize: Some(Resize::ShorterSide(256)),
             ..Transform::default()
         };
-        assert!(ImagePlan::for_pixels((256, 300), 1, &transform)
-            .resize
-            .is_none());
-        assert!(ImagePlan::for_pixels((257, 300), 1, &transform)
-            .resize
-            .is_some());
+        let plan = |size| ImagePlan::for_pixels(size, 1, &transform, &LIMITS).unwrap();
+        assert!(plan((256, 300)).resize.is_none());
+        assert!(plan((257, 300)).resize.is_some());
     }
 }

@@ -15,7 +15,7 @@ pub mod upsample;
 
 use crate::error::Result;
 use crate::image::RgbImage;
-use crate::jpeg::{CoefficientImage, ColorSpace};
+use crate::jpeg::{CoefficientImage, ColorSpace, Limits};
 use crate::plan::{ComponentScaling, ImagePlan};
 use crate::{Tensor, Transform};
 use upsample::Plane;
@@ -38,7 +38,13 @@ pub fn component_samples(image: &CoefficientImage, ci: usize, idct_size: usize) 
 
 /// The whole reference pipeline: coefficients → RGB, equal to Pillow's `convert('RGB')`.
 pub fn decode_rgb(image: &CoefficientImage) -> Result<RgbImage> {
-    let plan = ImagePlan::for_jpeg(image, &Transform::default())?;
+    // The decoder checked the image against the limits it was given; decoding makes nothing
+    // larger.
+    let no_limit = Limits {
+        max_pixels: u64::MAX,
+        ..Limits::default()
+    };
+    let plan = ImagePlan::for_jpeg(image, &Transform::default(), &no_limit)?;
     decode_planned(image, &plan)
 }
 
@@ -113,9 +119,10 @@ fn for_each_rgb_row(
 }
 
 /// Stages 1–4 on the CPU: the tensor of `transform` for `image`, as [`preprocess_planned`]
-/// computes it.
+/// computes it, under the default [`Limits`].
 pub fn preprocess(image: &CoefficientImage, transform: &Transform) -> Result<Tensor> {
-    preprocess_planned(image, &ImagePlan::for_jpeg(image, transform)?)
+    let plan = ImagePlan::for_jpeg(image, transform, &Limits::default())?;
+    preprocess_planned(image, &plan)
 }
 
 /// Stages 1–4 on the CPU as `plan` says. When the width changes, each decoded row goes straight
@@ -151,18 +158,21 @@ pub fn preprocess_planned(image: &CoefficientImage, plan: &ImagePlan) -> Result<
     Ok(tensor::to_tensor(&resized, &plan.output))
 }
 
-/// [`preprocess`] for an input of any format: a non-JPEG image's pixels go straight to the
-/// transform (oriented first when it asks).
+/// [`preprocess`] for an input of any format, what the transform makes held to `limits`: a
+/// non-JPEG image's pixels go straight to the transform (oriented first when it asks).
 pub fn preprocess_decoded(
     decoded: crate::formats::Decoded,
     transform: &Transform,
+    limits: &Limits,
 ) -> Result<Tensor> {
     match decoded {
-        crate::formats::Decoded::Jpeg(image) => preprocess(&image, transform),
+        crate::formats::Decoded::Jpeg(image) => {
+            preprocess_planned(&image, &ImagePlan::for_jpeg(&image, transform, limits)?)
+        }
         crate::formats::Decoded::Pixels(pixels) => {
             let rgb = pixels.rgb;
-            let plan =
-                ImagePlan::for_pixels((rgb.width, rgb.height), pixels.orientation, transform);
+            let size = (rgb.width, rgb.height);
+            let plan = ImagePlan::for_pixels(size, pixels.orientation, transform, limits)?;
             Ok(apply_plan(orient::orient(rgb, plan.orientation), &plan))
         }
     }
@@ -198,10 +208,11 @@ pub fn pixel_rgb(color_space: ColorSpace, components: &[&[u8]], i: usize) -> [u8
     }
 }
 
-/// Stages 3–4: `transform` applied to a decoded, upright image (resize, centre crop, tensor).
-pub fn apply_transform(rgb: RgbImage, transform: &Transform) -> Tensor {
-    let plan = ImagePlan::for_pixels((rgb.width, rgb.height), 1, transform);
-    apply_plan(rgb, &plan)
+/// Stages 3–4: `transform` applied to a decoded, upright image (resize, centre crop, tensor),
+/// under the default [`Limits`].
+pub fn apply_transform(rgb: RgbImage, transform: &Transform) -> Result<Tensor> {
+    let plan = ImagePlan::for_pixels((rgb.width, rgb.height), 1, transform, &Limits::default())?;
+    Ok(apply_plan(rgb, &plan))
 }
 
 /// Stages 3–4 as `plan` says, for an image already decoded and oriented (`plan.oriented`).
