@@ -15,9 +15,25 @@ pub const IMAGE_EXTENSIONS: [&str; 11] = [
     "jpg", "jpeg", "jpe", "jfif", "jif", "png", "bmp", "gif", "tif", "tiff", "webp",
 ];
 
-/// Images read and preprocessed together before their outputs are written (in input order);
-/// bounds memory.
+/// Images read and preprocessed together before their outputs are written (in input order), at
+/// most: bounds memory. The first chunks are smaller (16, 32, …), so that progress shows early
+/// on large images.
 const CHUNK: usize = 256;
+
+/// `files` in chunks of 16, 32, 64, … up to [`CHUNK`] files.
+fn chunks(files: &[PathBuf]) -> impl Iterator<Item = &[PathBuf]> {
+    let mut rest = files;
+    let mut size = 16;
+    std::iter::from_fn(move || {
+        if rest.is_empty() {
+            return None;
+        }
+        let (chunk, after) = rest.split_at(size.min(rest.len()));
+        rest = after;
+        size = (size * 2).min(CHUNK);
+        Some(chunk)
+    })
+}
 
 /// Where the arrays go.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -202,7 +218,7 @@ fn convert_to_directory(
     check_unique_names(files)?;
     fs::create_dir_all(dir).map_err(|e| Error::from(e).in_file(dir))?;
     let mut reports = Vec::with_capacity(files.len());
-    for chunk in files.chunks(CHUNK) {
+    for chunk in chunks(files) {
         let tensors = job.load_many(chunk);
         let written: Vec<ImageReport> = chunk
             .par_iter()
@@ -244,7 +260,7 @@ fn convert_to_stack(files: &[PathBuf], path: &Path, job: &Job) -> Result<Vec<Ima
     let mut stack = npy::StackedWriter::new(std::io::BufWriter::new(file), transform.dtype, shape)
         .map_err(|e| Error::from(e).in_file(path))?;
     let mut reports = Vec::with_capacity(files.len());
-    for chunk in files.chunks(CHUNK) {
+    for chunk in chunks(files) {
         let tensors = job.load_many(chunk);
         for (file, tensor) in chunk.iter().zip(tensors) {
             let result = match tensor {

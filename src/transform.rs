@@ -199,6 +199,18 @@ impl Transform {
         if self.normalize.is_some() && self.dtype == DType::U8 {
             return Err("normalisation needs a float dtype (f32 or f16)".into());
         }
+        if let Some(n) = self.normalize {
+            // torchvision's Normalize refuses a zero std (it would divide by zero).
+            if n.std.iter().any(|&s| s == 0.0 || !s.is_finite()) {
+                return Err(format!(
+                    "normalize's std must be finite and non-zero, got {:?}",
+                    n.std
+                ));
+            }
+            if n.mean.iter().any(|m| !m.is_finite()) {
+                return Err(format!("normalize's mean must be finite, got {:?}", n.mean));
+            }
+        }
         let zero = |(w, h): (usize, usize)| w == 0 || h == 0;
         if self.center_crop.is_some_and(zero)
             || matches!(self.resize, Some(Resize::Exact { width, height }) if zero((width, height)))
@@ -226,6 +238,19 @@ mod tests {
             Transform::timm_eval(224, 0.875).resize,
             Some(Resize::ShorterSide(256))
         );
+    }
+
+    #[test]
+    fn normalize_refuses_a_zero_or_non_finite_std_and_mean() {
+        let with = |mean: [f32; 3], std: [f32; 3]| Transform {
+            normalize: Some(Normalize { mean, std }),
+            ..Transform::imagenet_eval()
+        };
+        assert!(with([1.0, 2.0, 3.0], [0.0, 0.0, 0.0]).validate().is_err());
+        assert!(with([0.5; 3], [0.2, f32::NAN, 0.2]).validate().is_err());
+        assert!(with([0.5; 3], [f32::INFINITY; 3]).validate().is_err());
+        assert!(with([f32::NAN; 3], [0.2; 3]).validate().is_err());
+        assert!(with([1.0, 2.0, 3.0], [0.5, 0.25, 2.0]).validate().is_ok());
     }
 
     #[test]

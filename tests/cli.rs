@@ -475,3 +475,69 @@ fn other_formats_convert_and_the_pixel_path_is_counted() {
         );
     }
 }
+
+/// Options that would write -inf or NaN, or allocate terabytes, are refused: a zero or NaN std
+/// at once (as torchvision's Normalize refuses it), an output above the pixel limit per image,
+/// with its file named, before anything is allocated.
+#[test]
+fn impossible_outputs_are_refused_not_attempted() {
+    for normalize in ["mean=1,2,3:std=0,0,0", "mean=0.5,0.5,0.5:std=0.2,NaN,0.2"] {
+        let output = gpuprep()
+            .arg("convert")
+            .arg(data("photos/mpl__grace_hopper.jpg"))
+            .arg("--out")
+            .arg(fresh_dir("zero-std"))
+            .args(["--backend", "cpu", "--normalize", normalize])
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(2), "{normalize}: {stderr}");
+        assert!(stderr.contains("std must be finite and non-zero"), "{stderr}");
+    }
+    for (option, value) in [("--crop", "999999"), ("--resize", "100000x100000")] {
+        for backend in ["cpu", "gpu"] {
+            let output = gpuprep()
+                .arg("convert")
+                .arg(data("photos/mpl__grace_hopper.jpg"))
+                .arg("--out")
+                .arg(fresh_dir("huge-output"))
+                .args(["--backend", backend, option, value])
+                .output()
+                .unwrap();
+            let stderr = String::from_utf8_lossy(&output.stderr);
+            assert_eq!(output.status.code(), Some(1), "{option} {value}: {stderr}");
+            assert!(
+                stderr.contains("mpl__grace_hopper.jpg: the transform makes an image of")
+                    && stderr.contains("above the limit of 178956970 pixels")
+                    && !stderr.contains("panicked"),
+                "{option} {value} on {backend}: {stderr}"
+            );
+        }
+    }
+}
+
+/// A reader that goes away (`gpuprep bench … | head -3`) ends the program quietly.
+#[test]
+fn a_closed_stdout_ends_quietly() {
+    for args in [
+        vec!["info"],
+        vec!["bench", "--backend", "cpu", "--repeat", "1", "--resize", "8x8"],
+    ] {
+        let mut command = gpuprep();
+        command.args(&args);
+        if args[0] == "bench" {
+            command.arg(data("photos/mpl__grace_hopper.jpg"));
+        }
+        let mut child = command
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        // The reading end closes before the program writes a line.
+        drop(child.stdout.take());
+        let output = child.wait_with_output().unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(0), "{args:?}: {stderr}");
+        assert!(!stderr.contains("panicked"), "{args:?}: {stderr}");
+    }
+}

@@ -62,6 +62,7 @@ impl ImagePlan {
         transform: &Transform,
         limits: &Limits,
     ) -> Result<Self> {
+        transform.validate().map_err(Error::Options)?;
         let denominator = draft_denominator(transform, image.width, image.height);
         let components = (0..image.components.len())
             .map(|ci| scaling::component_scaling(image, ci, denominator))
@@ -86,6 +87,7 @@ impl ImagePlan {
         transform: &Transform,
         limits: &Limits,
     ) -> Result<Self> {
+        transform.validate().map_err(Error::Options)?;
         Self::after_decoding(1, Vec::new(), (width, height), orientation, transform).check(limits)
     }
 

@@ -24,13 +24,13 @@ pub fn run(args: BenchArgs) -> ExitCode {
             .num_threads(threads)
             .build_global()
         {
-            eprintln!("error: cannot set {threads} threads: {e}");
+            err!("error: cannot set {threads} threads: {e}");
             return ExitCode::from(2);
         }
     }
     let backend = match backend(args.backend, false) {
         Ok(Backend::Cpu) if args.keep_on_gpu => {
-            eprintln!("error: --keep-on-gpu needs the GPU backend");
+            err!("error: --keep-on-gpu needs the GPU backend");
             return ExitCode::from(2);
         }
         Ok(Backend::Gpu(mut gpu)) if args.time_stages => {
@@ -39,28 +39,28 @@ pub fn run(args: BenchArgs) -> ExitCode {
         }
         Ok(b) => b.with_batching(args.limits.batching(args.batch)),
         Err(e) => {
-            eprintln!("error: {e}");
+            err!("error: {e}");
             return ExitCode::from(2);
         }
     };
     let files = match convert::expand_inputs(&args.inputs) {
         Ok(files) => files,
         Err(e) => {
-            eprintln!("error: {e}");
+            err!("error: {e}");
             return ExitCode::from(2);
         }
     };
     let data: Vec<Vec<u8>> = match files.iter().map(std::fs::read).collect() {
         Ok(data) => data,
         Err(e) => {
-            eprintln!("error: reading the inputs: {e}");
+            err!("error: reading the inputs: {e}");
             return ExitCode::from(2);
         }
     };
     let images: Vec<&[u8]> = data.iter().map(Vec::as_slice).collect();
     let transform = args.transform.transform();
     if let Err(e) = transform.validate() {
-        eprintln!("error: {e}");
+        err!("error: {e}");
         return ExitCode::from(2);
     }
     let limits = args.limits.limits();
@@ -155,7 +155,7 @@ pub fn run(args: BenchArgs) -> ExitCode {
         }),
     ];
     for line in lines {
-        println!("{line}");
+        out!("{line}");
     }
     // The best pass's batches through the GPU's streaming loader, one line each: where its
     // time went.
@@ -167,7 +167,7 @@ pub fn run(args: BenchArgs) -> ExitCode {
             "consumer_waited_ms": ms(batch.consumer_waited), "gathered_at_ms": ms(batch.gathered_at),
             "submitted_at_ms": ms(batch.submitted_at), "landed_at_ms": ms(batch.landed_at),
         });
-        println!("{line}");
+        out!("{line}");
     }
     let written = match args.out {
         Some(out) => write_outputs(&files, out, transform, limits, &backend),
@@ -175,7 +175,7 @@ pub fn run(args: BenchArgs) -> ExitCode {
     };
     if let Some((index, e)) = failure {
         // A throughput figure over failed images would mislead: say so, and fail.
-        eprintln!(
+        err!(
             "error: up to {failed_most} of {} images failed in a timed pass (img_s counts only \
              the images that converted); the first: {}: {e}",
             images.len(),
@@ -320,7 +320,7 @@ fn write_outputs(
     match convert::convert(files, &destination, &job) {
         Ok(reports) => summarise(&reports, &destination, backend, false),
         Err(e) => {
-            eprintln!("error: {e}");
+            err!("error: {e}");
             ExitCode::from(2)
         }
     }

@@ -1,5 +1,7 @@
 //! The gpuprep command line.
 
+#[macro_use]
+mod output;
 mod advice;
 mod args;
 mod bench;
@@ -120,7 +122,7 @@ fn backend(arg: BackendArg, quiet: bool) -> gpuprep::Result<Backend> {
         BackendArg::Gpu => Backend::gpu(),
         BackendArg::Auto => Backend::gpu().or_else(|e| {
             if !quiet {
-                eprintln!("note: using the CPU backend: {e}");
+                err!("note: using the CPU backend: {e}");
             }
             Ok(Backend::Cpu)
         }),
@@ -133,7 +135,7 @@ fn run(args: ConvertArgs) -> ExitCode {
     let backend = match backend(args.backend, args.quiet) {
         Ok(b) => b.with_batching(batching),
         Err(e) => {
-            eprintln!("error: {e}");
+            err!("error: {e}");
             return ExitCode::from(2);
         }
     };
@@ -160,7 +162,7 @@ fn run(args: ConvertArgs) -> ExitCode {
     match result {
         Ok(reports) => summarise(&reports, &destination, &backend, args.quiet),
         Err(e) => {
-            eprintln!("error: {e}");
+            err!("error: {e}");
             ExitCode::from(2)
         }
     }
@@ -178,7 +180,7 @@ fn summarise(
     let mut advice: Vec<(&str, usize)> = Vec::new();
     for report in reports {
         if let Err(e) = &report.result {
-            eprintln!("error: {e}");
+            err!("error: {e}");
             if let Some(said) = advice::advice(e) {
                 match advice.iter_mut().find(|(a, _)| *a == said) {
                     Some((_, files)) => *files += 1,
@@ -189,11 +191,11 @@ fn summarise(
     }
     for (said, files) in advice {
         let plural = if files == 1 { "" } else { "s" };
-        eprintln!("what to do ({files} file{plural}): {said}");
+        err!("what to do ({files} file{plural}): {said}");
     }
     let (Destination::Directory(path) | Destination::Stacked(path)) = destination;
     if !quiet {
-        eprintln!(
+        err!(
             "converted {} of {} images into {} on {} (report: {})",
             reports.len() - failed,
             reports.len(),
@@ -215,7 +217,7 @@ fn info() -> ExitCode {
     );
     let adapters = pollster::block_on(instance.enumerate_adapters(gpuprep::wgpu::Backends::all()));
     if adapters.is_empty() {
-        eprintln!(
+        err!(
             "{}",
             gpuprep::Backend::gpu()
                 .err()
@@ -233,7 +235,7 @@ fn info() -> ExitCode {
             "max_buffer_size": limits.max_buffer_size,
             "max_compute_workgroups_per_dimension": limits.max_compute_workgroups_per_dimension,
         });
-        println!("{line}");
+        out!("{line}");
     }
     ExitCode::SUCCESS
 }

@@ -122,7 +122,7 @@ pub fn run(args: ParityArgs) -> ExitCode {
         Ok(comparisons) if comparisons.iter().all(Comparison::identical) => ExitCode::SUCCESS,
         Ok(_) => ExitCode::from(1),
         Err(e) => {
-            eprintln!("error: {e}");
+            err!("error: {e}");
             ExitCode::from(2)
         }
     }
@@ -136,7 +136,7 @@ fn compare_all(args: &ParityArgs) -> Result<Vec<Comparison>, String> {
     let gpu = match Backend::gpu() {
         Ok(gpu) => Some(gpu.with_batching(args.limits.batching(gpuprep::gpu::DEFAULT_BATCH))),
         Err(e) if args.pillow => {
-            eprintln!("note: no GPU ({e}); comparing the CPU reference with Pillow only");
+            err!("note: no GPU ({e}); comparing the CPU reference with Pillow only");
             None
         }
         Err(e) => {
@@ -315,24 +315,24 @@ fn print_report(
     } else {
         "DIFFERENT"
     };
-    println!("parity over {} files: {verdict}", files.len());
+    out!("parity over {} files: {verdict}", files.len());
     if args.quiet {
         return;
     }
     if !adapter.is_empty() {
-        println!("GPU: {adapter}");
+        out!("GPU: {adapter}");
     }
     if !pillow_version.is_empty() {
-        println!("Pillow: {pillow_version}");
+        out!("Pillow: {pillow_version}");
     }
-    println!(
+    out!(
         "\n{:<28} {:>8} {:>9} {:>9} {:>8} {:>8} {:>8} {:>9} {:>9}",
         "grey levels", "compared", "max", "mean", "R max", "G max", "B max", "differ", "disagree"
     );
     for c in comparisons {
         let total = c.total.total();
         let [r, g, b] = c.total.channels.map(|ch| ch.max);
-        println!(
+        out!(
             "{:<28} {:>8} {:>9.3} {:>9.5} {:>8.3} {:>8.3} {:>8.3} {:>8.4}% {:>9}",
             c.title(),
             c.files.len(),
@@ -348,9 +348,9 @@ fn print_report(
     for c in comparisons {
         let worst = worst(c, args.worst);
         if !worst.is_empty() {
-            println!("\nworst files, {}:", c.title());
+            out!("\nworst files, {}:", c.title());
             for (i, d) in worst {
-                println!(
+                out!(
                     "  {}: max {:.3}, mean {:.5}, {:.3}% differ",
                     files[i].display(),
                     d.max,
@@ -360,14 +360,14 @@ fn print_report(
             }
         }
         if !c.disagreements.is_empty() {
-            println!("\nrefused by one side only, {}:", c.title());
+            out!("\nrefused by one side only, {}:", c.title());
             for (i, why) in &c.disagreements {
-                println!("  {}: {why}", files[*i].display());
+                out!("  {}: {why}", files[*i].display());
             }
         }
     }
     if let Some(dir) = &args.diff_dir {
-        println!("\npictures: {}", dir.display());
+        out!("\npictures: {}", dir.display());
     }
 }
 
