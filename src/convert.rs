@@ -58,6 +58,39 @@ impl Destination {
         }
     }
 
+    /// Refuses a destination that cannot hold the outputs, before any work: standard output, a
+    /// `.npz` (not written), a file where a folder is needed and a folder where a file is.
+    pub fn check(&self) -> Result<(), JobError> {
+        let refuse = |path: &Path, problem: &str| {
+            Err(JobError::Destination {
+                path: path.to_path_buf(),
+                problem: problem.into(),
+            })
+        };
+        match self {
+            Self::Directory(dir) if dir.as_os_str() == "-" => refuse(
+                dir,
+                "arrays are not written to standard output: name a folder or a FILE.npy",
+            ),
+            Self::Directory(dir)
+                if dir
+                    .extension()
+                    .is_some_and(|e| e.eq_ignore_ascii_case("npz")) =>
+            {
+                refuse(
+                    dir,
+                    ".npz is not written: name a FILE.npy (one stacked array) or a folder",
+                )
+            }
+            Self::Directory(dir) if dir.exists() && !dir.is_dir() => refuse(
+                dir,
+                "is a file, not a folder (a FILE.npy gets one stacked array)",
+            ),
+            Self::Stacked(file) if file.is_dir() => refuse(file, "is a folder, not a .npy file"),
+            _ => Ok(()),
+        }
+    }
+
     /// Where the report goes.
     pub fn report_path(&self) -> PathBuf {
         match self {
@@ -136,7 +169,15 @@ pub enum JobError {
         /// The second input with that name.
         second: PathBuf,
     },
-    /// The options, or a file of the job (the error names it).
+    /// The destination cannot hold the outputs (a file where a folder is needed, say).
+    #[error("{}: {problem}", path.display())]
+    Destination {
+        /// The destination as given.
+        path: PathBuf,
+        /// What is wrong with it.
+        problem: String,
+    },
+    /// The options, or an input of the job (the error names it).
     #[error(transparent)]
     Job(#[from] Error),
 }
@@ -200,13 +241,16 @@ pub fn convert(
     job: &Job,
 ) -> Result<Vec<ImageReport>, JobError> {
     job.transform.validate().map_err(Error::Options)?;
+    destination.check()?;
     let reports = match destination {
         Destination::Directory(dir) => convert_to_directory(files, dir, job)?,
         Destination::Stacked(file) => convert_to_stack(files, file, job)?,
     };
     let report_path = destination.report_path();
-    fs::write(&report_path, report_json(&reports))
-        .map_err(|e| Error::from(e).in_file(&report_path))?;
+    let report = report_json(&reports);
+    write_whole(&report_path, |to| {
+        std::io::Write::write_all(to, report.as_bytes())
+    })?;
     Ok(reports)
 }
 
@@ -216,7 +260,7 @@ fn convert_to_directory(
     job: &Job,
 ) -> Result<Vec<ImageReport>, JobError> {
     check_unique_names(files)?;
-    fs::create_dir_all(dir).map_err(|e| Error::from(e).in_file(dir))?;
+    fs::create_dir_all(dir).map_err(|e| cannot_write(dir, e))?;
     let mut reports = Vec::with_capacity(files.len());
     for chunk in chunks(files) {
         let tensors = job.load_many(chunk);
@@ -224,18 +268,22 @@ fn convert_to_directory(
             .par_iter()
             .zip(tensors)
             .map(|(file, tensor)| {
-                let result = tensor.and_then(|tensor| {
-                    let output = output_path(dir, file);
-                    let out = fs::File::create(&output)?;
-                    npy::write_tensor(std::io::BufWriter::new(out), &tensor)?;
+                let output = output_path(dir, file);
+                let result = tensor.map_err(|e| e.in_file(file)).and_then(|tensor| {
+                    write_whole(&output, |to| npy::write_tensor(to, &tensor))?;
                     Ok(Written {
-                        output: Output::File(output),
+                        output: Output::File(output.clone()),
                         shape: tensor.shape,
                     })
                 });
+                if result.is_err() {
+                    // The folder holds no array that this run's report does not account for:
+                    // an earlier run's output for this input goes.
+                    let _ = fs::remove_file(&output);
+                }
                 ImageReport {
                     file: file.clone(),
-                    result: result.map_err(|e| e.in_file(file)),
+                    result,
                 }
             })
             .collect();
@@ -245,29 +293,109 @@ fn convert_to_directory(
     Ok(reports)
 }
 
-fn convert_to_stack(files: &[PathBuf], path: &Path, job: &Job) -> Result<Vec<ImageReport>> {
+/// Writes `path` whole or not at all: into a temporary file beside it, renamed to `path` once
+/// complete (so that an interrupted run never leaves a half-written file under the final name),
+/// removed on failure.
+fn write_whole(
+    path: &Path,
+    write: impl FnOnce(&mut std::io::BufWriter<fs::File>) -> std::io::Result<()>,
+) -> Result<()> {
+    let partial = partial_path(path);
+    let written = fs::File::create(&partial).and_then(|file| {
+        let mut to = std::io::BufWriter::new(file);
+        write(&mut to)?;
+        finish_file(to, &partial, path)
+    });
+    written.map_err(|e| {
+        let _ = fs::remove_file(&partial);
+        cannot_write(path, e)
+    })
+}
+
+/// Where `path` is written until it is complete.
+fn partial_path(path: &Path) -> PathBuf {
+    let mut partial = path.as_os_str().to_owned();
+    partial.push(format!(".partial-{}", std::process::id()));
+    PathBuf::from(partial)
+}
+
+/// Flushes and syncs `to` (the file at `partial`), then gives it its final name.
+fn finish_file(
+    to: std::io::BufWriter<fs::File>,
+    partial: &Path,
+    path: &Path,
+) -> std::io::Result<()> {
+    to.into_inner().map_err(|e| e.into_error())?.sync_all()?;
+    fs::rename(partial, path)
+}
+
+fn cannot_write(path: &Path, e: std::io::Error) -> Error {
+    Error::CannotWrite {
+        path: path.to_path_buf(),
+        source: std::sync::Arc::new(e),
+    }
+}
+
+fn convert_to_stack(
+    files: &[PathBuf],
+    path: &Path,
+    job: &Job,
+) -> Result<Vec<ImageReport>, JobError> {
     let transform = &job.transform;
-    let Some((width, height)) = transform.fixed_output_size() else {
-        return Err(Error::Options(
-            "a stacked .npy needs one output size: add --resize WxH or --crop".into(),
-        ));
+    // One output size: fixed by the transform, or that of the one input.
+    let mut first = None;
+    let shape = match transform.fixed_output_size() {
+        Some(size) => crate::plan::OutputPlan::new(size, transform).shape,
+        None if files.len() == 1 => {
+            let tensor = job.load_many(files).remove(0);
+            let shape = tensor.as_ref().map_or([0, 0, 3], |t| t.shape);
+            first = Some(tensor);
+            shape
+        }
+        None => return Err(Error::Options(
+            "a stacked .npy of several images needs one output size: add --resize WxH or --crop"
+                .into(),
+        )
+        .into()),
     };
     if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
-        fs::create_dir_all(parent).map_err(|e| Error::from(e).in_file(parent))?;
+        fs::create_dir_all(parent).map_err(|e| cannot_write(parent, e))?;
     }
-    let shape = crate::plan::OutputPlan::new((width, height), transform).shape;
-    let file = fs::File::create(path).map_err(|e| Error::from(e).in_file(path))?;
-    let mut stack = npy::StackedWriter::new(std::io::BufWriter::new(file), transform.dtype, shape)
-        .map_err(|e| Error::from(e).in_file(path))?;
+    let partial = partial_path(path);
+    let written = write_stack(files, &partial, shape, first, job).and_then(|(to, reports)| {
+        finish_file(to, &partial, path).map_err(|e| cannot_write(path, e))?;
+        Ok(reports)
+    });
+    written.map_err(|e| {
+        let _ = fs::remove_file(&partial);
+        JobError::from(e)
+    })
+}
+
+/// The stacked array of `files` written to `partial` (the first file's tensor already made,
+/// when given); returns the writer, to be finished, and the reports.
+fn write_stack(
+    files: &[PathBuf],
+    partial: &Path,
+    shape: [usize; 3],
+    mut first: Option<Result<Tensor>>,
+    job: &Job,
+) -> Result<(std::io::BufWriter<fs::File>, Vec<ImageReport>)> {
+    let write_error = |e| cannot_write(partial, e);
+    let file = fs::File::create(partial).map_err(write_error)?;
+    let mut stack =
+        npy::StackedWriter::new(std::io::BufWriter::new(file), job.transform.dtype, shape)
+            .map_err(write_error)?;
     let mut reports = Vec::with_capacity(files.len());
     for chunk in chunks(files) {
-        let tensors = job.load_many(chunk);
+        let tensors = match first.take() {
+            Some(tensor) => vec![tensor],
+            None => job.load_many(chunk),
+        };
         for (file, tensor) in chunk.iter().zip(tensors) {
             let result = match tensor {
                 Ok(tensor) => {
-                    let index = stack
-                        .push(&tensor)
-                        .map_err(|e| Error::from(e).in_file(path))?;
+                    let index = stack.push(&tensor).map_err(write_error)?;
                     Ok(Written {
                         output: Output::Index(index),
                         shape: tensor.shape,
@@ -282,8 +410,8 @@ fn convert_to_stack(files: &[PathBuf], path: &Path, job: &Job) -> Result<Vec<Ima
         }
         job.report_progress(reports.len(), files.len());
     }
-    stack.finish().map_err(|e| Error::from(e).in_file(path))?;
-    Ok(reports)
+    let to = stack.finish_into().map_err(write_error)?;
+    Ok((to, reports))
 }
 
 /// `<dir>/<file name>.npy`.

@@ -106,6 +106,14 @@ pub enum Error {
     /// The file could not be read.
     #[error("cannot read: {0}")]
     Io(Arc<std::io::Error>),
+    /// An output could not be written; nothing is left under its name.
+    #[error("cannot write {}: {source}", path.display())]
+    CannotWrite {
+        /// The output.
+        path: PathBuf,
+        /// Why.
+        source: Arc<std::io::Error>,
+    },
     /// An error about the file at `path`.
     #[error("{}: {source}", path.display())]
     InFile {

@@ -88,14 +88,14 @@ impl<W: Write + Seek> StackedWriter<W> {
         Ok(self.count - 1)
     }
 
-    /// Writes the header with the final count.
-    pub fn finish(mut self) -> io::Result<usize> {
+    /// Writes the header with the final count; returns the writer, flushed.
+    pub fn finish_into(mut self) -> io::Result<W> {
         let [a, b, c] = self.shape;
         let header = header_padded(self.dtype, &[self.count, a, b, c], STACKED_HEADER);
         self.to.seek(SeekFrom::Start(0))?;
         self.to.write_all(&header)?;
         self.to.flush()?;
-        Ok(self.count)
+        Ok(self.to)
     }
 }
 
@@ -201,7 +201,7 @@ mod tests {
         let mut stack = StackedWriter::new(&mut file, DType::U8, [1, 1, 3]).unwrap();
         stack.push(&tensor).unwrap();
         stack.push(&tensor).unwrap();
-        assert_eq!(stack.finish().unwrap(), 2);
+        stack.finish_into().unwrap();
         let bytes = file.into_inner();
         assert_eq!(bytes.len(), STACKED_HEADER + 6);
         assert!(String::from_utf8_lossy(&bytes[..STACKED_HEADER]).contains("'shape': (2, 1, 1, 3)"));

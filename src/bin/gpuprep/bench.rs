@@ -319,9 +319,6 @@ fn write_outputs(
     };
     match convert::convert(files, &destination, &job) {
         Ok(reports) => summarise(&reports, &destination, backend, false),
-        Err(e) => {
-            err!("error: {e}");
-            ExitCode::from(2)
-        }
+        Err(e) => super::job_failed(&e),
     }
 }

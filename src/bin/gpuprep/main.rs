@@ -161,11 +161,17 @@ fn run(args: ConvertArgs) -> ExitCode {
     }
     match result {
         Ok(reports) => summarise(&reports, &destination, &backend, args.quiet),
-        Err(e) => {
-            err!("error: {e}");
-            ExitCode::from(2)
-        }
+        Err(e) => job_failed(&e),
     }
+}
+
+/// Says why a convert job stopped (naming `--out` when the destination is the problem); exit 2.
+fn job_failed(e: &convert::JobError) -> ExitCode {
+    match e {
+        convert::JobError::Destination { .. } => err!("error: --out {e}"),
+        _ => err!("error: {e}"),
+    }
+    ExitCode::from(2)
 }
 
 /// Prints each failure and a count; the exit code is 1 when any image failed.

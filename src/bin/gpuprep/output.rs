@@ -8,7 +8,10 @@ use std::io::Write;
 /// quietly, with exit code 0.
 pub fn line(args: std::fmt::Arguments) {
     let mut stdout = std::io::stdout().lock();
-    if writeln!(stdout, "{args}").and_then(|()| stdout.flush()).is_err() {
+    if writeln!(stdout, "{args}")
+        .and_then(|()| stdout.flush())
+        .is_err()
+    {
         std::process::exit(0);
     }
 }

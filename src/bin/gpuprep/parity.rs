@@ -327,7 +327,15 @@ fn print_report(
     }
     out!(
         "\n{:<28} {:>8} {:>9} {:>9} {:>8} {:>8} {:>8} {:>9} {:>9}",
-        "grey levels", "compared", "max", "mean", "R max", "G max", "B max", "differ", "disagree"
+        "grey levels",
+        "compared",
+        "max",
+        "mean",
+        "R max",
+        "G max",
+        "B max",
+        "differ",
+        "disagree"
     );
     for c in comparisons {
         let total = c.total.total();
