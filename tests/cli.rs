@@ -651,3 +651,52 @@ fn one_image_stacks_without_a_fixed_size() {
     let (shape, _) = read_u8_npy(&out);
     assert_eq!(shape, [1, 600, 512, 3]);
 }
+
+/// The options in torchvision's terms: `--resize N` is Resize(N), the dtypes have torchvision's
+/// names too; settings that mean nothing are refused, and one that does nothing is noted.
+#[test]
+fn options_speak_torchvision_and_refuse_nonsense() {
+    let photo = data("photos/mpl__grace_hopper.jpg");
+    let out = fresh_dir("torchvision-terms").join("one.npy");
+    let output = gpuprep()
+        .arg("convert")
+        .arg(&photo)
+        .arg("--out")
+        .arg(&out)
+        .args(["--backend", "cpu", "--resize", "224", "--dtype", "float32", "--threads", "1"])
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{output:?}");
+    // 512x600: the shorter side becomes 224, the longer int(224 * 600 / 512) = 262.
+    let (shape, _) = read_npy(&out, "<f4");
+    assert_eq!(shape, [1, 3, 262, 224]);
+    for args in [
+        vec!["convert", "--max-pixels", "0"],
+        vec!["convert", "--max-scans", "0"],
+        vec!["convert", "--threads", "0"],
+        vec!["bench", "--batch", "0"],
+        vec!["bench", "--repeat", "0"],
+    ] {
+        let mut command = gpuprep();
+        command.args(&args).arg(&photo);
+        if args[0] == "convert" {
+            command.arg("--out").arg(fresh_dir("refused"));
+        }
+        let output = command.output().unwrap();
+        assert_eq!(output.status.code(), Some(2), "{args:?}");
+    }
+    let output = gpuprep()
+        .args(["bench", "-q", "--backend", "cpu", "--repeat", "1", "--draft"])
+        .arg(&photo)
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{output:?}");
+    assert!(output.stderr.is_empty(), "-q: {}", String::from_utf8_lossy(&output.stderr));
+    let output = gpuprep()
+        .args(["bench", "--backend", "cpu", "--repeat", "1", "--draft"])
+        .arg(&photo)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("--draft does nothing without --resize"), "{stderr}");
+}

@@ -9,11 +9,14 @@ use gpuprep::{Limits, Transform};
 /// The input limits, as options.
 #[derive(Args, Debug)]
 pub struct LimitArgs {
-    /// Refuse images with more pixels than this (decompression-bomb guard).
-    #[arg(long, default_value_t = Limits::default().max_pixels)]
+    /// Refuse images, and outputs, with more pixels than this (decompression-bomb guard; at
+    /// least 1: there is no unlimited setting).
+    #[arg(long, default_value_t = Limits::default().max_pixels,
+          value_parser = clap::value_parser!(u64).range(1..))]
     max_pixels: u64,
-    /// Refuse files with more scans than this (progressive CPU-bomb guard).
-    #[arg(long, default_value_t = Limits::default().max_scans)]
+    /// Refuse files with more scans than this (progressive CPU-bomb guard; at least 1).
+    #[arg(long, default_value_t = Limits::default().max_scans,
+          value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..))]
     max_scans: usize,
     /// Most bytes of prepared images in one GPU batch (the batch closes early rather than pass
     /// it).
@@ -50,7 +53,8 @@ pub struct TransformArgs {
     /// Start from a preset; the options below change it.
     #[arg(long, value_enum)]
     preset: Option<Preset>,
-    /// Resize to exactly WxH, or the shorter side to N (`short:N`, torchvision's Resize(N)).
+    /// Resize the shorter side to N (`N` or `short:N`, torchvision's Resize(N)), or to exactly
+    /// WxH (torchvision's Resize((H, W))).
     #[arg(long, value_parser = parse_resize)]
     resize: Option<Resize>,
     /// Centre crop to S×S or WxH, zero-padding smaller images (torchvision's CenterCrop).
@@ -59,7 +63,8 @@ pub struct TransformArgs {
     /// Resampling filter (Pillow's), default bilinear.
     #[arg(long, value_enum)]
     filter: Option<FilterArg>,
-    /// Decode with Pillow's draft() towards the resize target: faster, different pixels.
+    /// Decode with Pillow's draft() towards the resize target: faster, different pixels (does
+    /// nothing without a resize).
     #[arg(long)]
     draft: bool,
     /// `none`, `imagenet`, or `mean=a,b,c:std=x,y,z`; implies float32 C×H×W unless
@@ -69,7 +74,7 @@ pub struct TransformArgs {
     /// Memory layout of each image (default: hwc for u8, chw for floats).
     #[arg(long, value_enum)]
     layout: Option<LayoutArg>,
-    /// Element type (default: u8 without --normalize, f32 with it).
+    /// Element type (default: u8 without --normalize, f32 with it; torchvision's names work too).
     #[arg(long, value_enum)]
     dtype: Option<DTypeArg>,
     /// Output channel order (normalisation statistics stay in R, G, B order).
@@ -106,8 +111,11 @@ enum LayoutArg {
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
 enum DTypeArg {
+    #[value(alias = "uint8")]
     U8,
+    #[value(alias = "float32")]
     F32,
+    #[value(alias = "float16")]
     F16,
 }
 
@@ -136,14 +144,16 @@ fn parse_size(text: &str) -> Result<(usize, usize), String> {
 }
 
 fn parse_resize(text: &str) -> Result<Resize, String> {
-    if let Some(n) = text.strip_prefix("short:") {
-        let n = n.parse().map_err(|_| format!("not a size: {text:?}"))?;
+    let shorter = text.strip_prefix("short:").unwrap_or(text);
+    if !shorter.contains(['x', 'X']) {
+        let n = shorter
+            .trim()
+            .parse()
+            .map_err(|_| format!("use N, short:N or WxH, not {text:?}"))?;
         return Ok(Resize::ShorterSide(n));
     }
-    match parse_size(text)? {
-        (width, height) if text.contains(['x', 'X']) => Ok(Resize::Exact { width, height }),
-        _ => Err(format!("use WxH or short:N, not {text:?}")),
-    }
+    let (width, height) = parse_size(text)?;
+    Ok(Resize::Exact { width, height })
 }
 
 fn parse_normalize(text: &str) -> Result<NormalizeArg, String> {
@@ -167,6 +177,12 @@ fn parse_normalize(text: &str) -> Result<NormalizeArg, String> {
 }
 
 impl TransformArgs {
+    /// A note on options that do nothing as given, for stderr.
+    pub fn notes(&self) -> Option<&'static str> {
+        let resized = self.resize.is_some() || self.preset.is_some();
+        (self.draft && !resized).then_some("note: --draft does nothing without --resize or a preset")
+    }
+
     /// The transform these options describe.
     pub fn transform(&self) -> Transform {
         let mut t = match self.preset {

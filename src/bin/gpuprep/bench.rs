@@ -19,16 +19,13 @@ struct Pass {
 }
 
 pub fn run(args: BenchArgs) -> ExitCode {
-    if let Some(threads) = args.threads {
-        if let Err(e) = rayon::ThreadPoolBuilder::new()
-            .num_threads(threads)
-            .build_global()
-        {
-            err!("error: cannot set {threads} threads: {e}");
-            return ExitCode::from(2);
-        }
+    if let Err(code) = super::set_threads(args.threads) {
+        return code;
     }
-    let backend = match backend(args.backend, false) {
+    if let (Some(note), false) = (args.transform.notes(), args.quiet) {
+        err!("{note}");
+    }
+    let backend = match backend(args.backend, args.quiet) {
         Ok(Backend::Cpu) if args.keep_on_gpu => {
             err!("error: --keep-on-gpu needs the GPU backend");
             return ExitCode::from(2);
@@ -83,7 +80,7 @@ pub fn run(args: BenchArgs) -> ExitCode {
         })
         .fold(f64::INFINITY, f64::min);
     // Terminals see how far the timed passes are; logs and pipes (the JSON) do not.
-    let line = crate::progress::Line::on_terminal(false);
+    let line = crate::progress::Line::on_terminal(args.quiet);
     let repeat = args.repeat.max(1);
     let mut passes: Vec<Pass> = (0..repeat)
         .map(|r| {
@@ -170,7 +167,7 @@ pub fn run(args: BenchArgs) -> ExitCode {
         out!("{line}");
     }
     let written = match args.out {
-        Some(out) => write_outputs(&files, out, transform, limits, &backend),
+        Some(out) => write_outputs(&files, out, transform, limits, &backend, args.quiet),
         None => ExitCode::SUCCESS,
     };
     if let Some((index, e)) = failure {
@@ -309,6 +306,7 @@ fn write_outputs(
     transform: Transform,
     limits: Limits,
     backend: &Backend,
+    quiet: bool,
 ) -> ExitCode {
     let destination = Destination::from_path(out);
     let job = Job {
@@ -318,7 +316,7 @@ fn write_outputs(
         progress: None,
     };
     match convert::convert(files, &destination, &job) {
-        Ok(reports) => summarise(&reports, &destination, backend, false),
+        Ok(reports) => summarise(&reports, &destination, backend, quiet),
         Err(e) => super::job_failed(&e),
     }
 }

@@ -56,6 +56,9 @@ struct ConvertArgs {
     backend: BackendArg,
     #[command(flatten)]
     limits: args::LimitArgs,
+    /// CPU threads for decoding (default: all cores).
+    #[arg(long, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..))]
+    threads: Option<usize>,
     /// Print only errors: no progress line, no notes, no summary.
     #[arg(long, short)]
     quiet: bool,
@@ -74,15 +77,20 @@ struct BenchArgs {
     /// Where the pixel stages run.
     #[arg(long, value_enum, default_value_t = BackendArg::Auto)]
     backend: BackendArg,
-    /// Images per batch.
-    #[arg(long, default_value_t = gpuprep::gpu::DEFAULT_BATCH)]
+    /// Images per batch (at least 1).
+    #[arg(long, default_value_t = gpuprep::gpu::DEFAULT_BATCH,
+          value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..))]
     batch: usize,
     /// CPU threads for decoding (default: all cores).
-    #[arg(long)]
+    #[arg(long, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..))]
     threads: Option<usize>,
-    /// Timed passes over the files; the best one is reported.
-    #[arg(long, default_value_t = 3)]
+    /// Timed passes over the files (at least 1); the best and the median are reported.
+    #[arg(long, default_value_t = 3,
+          value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..))]
     repeat: usize,
+    /// Print only the JSON lines and errors: no progress line, no notes, no summary.
+    #[arg(long, short)]
+    quiet: bool,
     /// Submit and wait for each GPU stage on its own, to report what each costs (slower).
     #[arg(long)]
     time_stages: bool,
@@ -129,7 +137,27 @@ fn backend(arg: BackendArg, quiet: bool) -> gpuprep::Result<Backend> {
     }
 }
 
+/// Sizes rayon's global pool, which decodes: `threads`, or every core.
+fn set_threads(threads: Option<usize>) -> Result<(), ExitCode> {
+    let Some(threads) = threads else {
+        return Ok(());
+    };
+    rayon::ThreadPoolBuilder::new()
+        .num_threads(threads)
+        .build_global()
+        .map_err(|e| {
+            err!("error: cannot set {threads} threads: {e}");
+            ExitCode::from(2)
+        })
+}
+
 fn run(args: ConvertArgs) -> ExitCode {
+    if let Err(code) = set_threads(args.threads) {
+        return code;
+    }
+    if let (Some(note), false) = (args.transform.notes(), args.quiet) {
+        err!("{note}");
+    }
     let destination = Destination::from_path(args.out);
     let batching = args.limits.batching(gpuprep::gpu::DEFAULT_BATCH);
     let backend = match backend(args.backend, args.quiet) {
