@@ -2,7 +2,7 @@
 //! way.
 
 use crate::error::Result;
-use crate::gpu::{create_device, Batching, Gpu, GpuPipeline, StreamOptions};
+use crate::gpu::{create_device_on, Batching, Gpu, GpuPipeline, StreamOptions};
 use crate::{formats, reference, Limits, Tensor, Transform};
 
 /// A GPU with the pipelines compiled for it.
@@ -26,7 +26,13 @@ pub enum Backend {
 impl Backend {
     /// A GPU backend on the device [`create_device`] picks.
     pub fn gpu() -> Result<Self> {
-        let gpu = create_device()?;
+        Self::gpu_on(None)
+    }
+
+    /// A GPU backend on the adapter whose name contains `adapter` (see [`create_device_on`]),
+    /// or the default one.
+    pub fn gpu_on(adapter: Option<&str>) -> Result<Self> {
+        let gpu = create_device_on(adapter)?;
         let pipeline = GpuPipeline::new(&gpu.device);
         Ok(Self::Gpu(Box::new(GpuBackend {
             gpu,
@@ -90,6 +96,25 @@ impl Backend {
                     )
                     .results
             }
+        }
+    }
+
+    /// The backend to use when the caller does not choose: the GPU, unless the only adapter
+    /// found (or the one named) is a software rasteriser (device type CPU: llvmpipe,
+    /// lavapipe, WARP), which is slower than the CPU backend's own SIMD paths, or there is none.
+    /// The CPU backend gives the same bits; the string says why it was chosen.
+    pub fn auto(adapter: Option<&str>) -> (Self, Option<String>) {
+        match Self::gpu_on(adapter) {
+            Ok(Self::Gpu(gpu)) if gpu.gpu.info.device_type == wgpu::DeviceType::Cpu => {
+                let why = format!(
+                    "using the CPU backend: the GPU adapter is a software one ({}), slower than \
+                     the CPU backend; --backend gpu uses it anyway",
+                    gpu.gpu.info.name
+                );
+                (Self::Cpu, Some(why))
+            }
+            Ok(backend) => (backend, None),
+            Err(e) => (Self::Cpu, Some(format!("using the CPU backend: {e}"))),
         }
     }
 

@@ -247,7 +247,7 @@ pub fn convert(
         Destination::Stacked(file) => convert_to_stack(files, file, job)?,
     };
     let report_path = destination.report_path();
-    let report = report_json(&reports);
+    let report = report_json(&reports, job);
     write_whole(&report_path, |to| {
         std::io::Write::write_all(to, report.as_bytes())
     })?;
@@ -433,25 +433,76 @@ pub fn write_rgb_npy(path: &Path, image: &crate::RgbImage) -> Result<()> {
     Ok(())
 }
 
-/// The report as a JSON array, one object per input in input order.
-pub fn report_json(reports: &[ImageReport]) -> String {
-    let entries: Vec<serde_json::Value> = reports
+/// The report: how the outputs were made (gpuprep's version, the backend and adapter, the
+/// transform and limits), then one object per input in input order, its output or its error. A
+/// path that is not UTF-8 is also given as the hex of its bytes (`file_hex`, `output_hex`), so
+/// that it can be found again (`os.fsdecode(bytes.fromhex(...))`).
+pub fn report_json(reports: &[ImageReport], job: &Job) -> String {
+    let images: Vec<serde_json::Value> = reports
         .iter()
         .map(|r| {
-            let file = r.file.display().to_string();
+            let mut entry = serde_json::json!({});
+            path_fields(&mut entry, "file", &r.file);
             match &r.result {
                 Ok(w) => {
-                    let mut entry =
-                        serde_json::json!({ "file": file, "ok": true, "shape": w.shape });
+                    entry["ok"] = true.into();
+                    entry["shape"] = w.shape.to_vec().into();
                     match &w.output {
-                        Output::File(path) => entry["output"] = path.display().to_string().into(),
+                        Output::File(path) => path_fields(&mut entry, "output", path),
                         Output::Index(i) => entry["index"] = (*i).into(),
                     }
-                    entry
                 }
-                Err(e) => serde_json::json!({ "file": file, "ok": false, "error": e.to_string() }),
+                Err(e) => {
+                    entry["ok"] = false.into();
+                    entry["error"] = e.to_string().into();
+                }
             }
+            entry
         })
         .collect();
-    serde_json::to_string_pretty(&entries).expect("JSON values serialise") + "\n"
+    let report = serde_json::json!({
+        "gpuprep": env!("CARGO_PKG_VERSION"),
+        "backend": job.backend.describe(),
+        "transform": transform_json(&job.transform),
+        "limits": {
+            "max_pixels": job.limits.max_pixels,
+            "max_scans": job.limits.max_scans,
+            "load_truncated": job.limits.load_truncated,
+        },
+        "images": images,
+    });
+    serde_json::to_string_pretty(&report).expect("JSON values serialise") + "\n"
+}
+
+/// `path` as `key` (its text, lossy where it is not UTF-8) and, where it is not UTF-8, as
+/// `key_hex` (its bytes).
+fn path_fields(entry: &mut serde_json::Value, key: &str, path: &Path) {
+    entry[key] = path.display().to_string().into();
+    if path.to_str().is_none() {
+        let bytes = path.as_os_str().as_encoded_bytes();
+        let hex: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+        entry[format!("{key}_hex")] = hex.into();
+    }
+}
+
+/// The transform as its parts, in torchvision's terms.
+fn transform_json(t: &Transform) -> serde_json::Value {
+    let resize = match t.resize {
+        None => serde_json::Value::Null,
+        Some(crate::Resize::ShorterSide(n)) => serde_json::json!({ "shorter_side": n }),
+        Some(crate::Resize::Exact { width, height }) => {
+            serde_json::json!({ "width": width, "height": height })
+        }
+    };
+    serde_json::json!({
+        "resize": resize,
+        "center_crop": t.center_crop.map(|(w, h)| serde_json::json!({ "width": w, "height": h })),
+        "filter": format!("{:?}", t.filter).to_lowercase(),
+        "draft": t.draft,
+        "exif_transpose": t.exif_transpose,
+        "normalize": t.normalize.map(|n| serde_json::json!({ "mean": n.mean, "std": n.std })),
+        "layout": format!("{:?}", t.layout).to_lowercase(),
+        "dtype": format!("{:?}", t.dtype).to_lowercase(),
+        "channels": format!("{:?}", t.channel_order).to_lowercase(),
+    })
 }

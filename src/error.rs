@@ -21,6 +21,8 @@ pub enum Unsupported {
     DefineNumberOfLines,
     /// Sampling factors whose ratio to the largest is not an integer.
     FractionalSampling,
+    /// A side longer than libjpeg's largest, 65500 pixels.
+    Dimension(u32),
 }
 
 impl std::fmt::Display for Unsupported {
@@ -33,6 +35,7 @@ impl std::fmt::Display for Unsupported {
             Self::ComponentCount(n) => write!(f, "{n} colour components"),
             Self::DefineNumberOfLines => write!(f, "height defined by a DNL marker"),
             Self::FractionalSampling => write!(f, "fractional chroma sampling ratio"),
+            Self::Dimension(n) => write!(f, "a side of {n} pixels (libjpeg decodes 65500 at most)"),
         }
     }
 }
@@ -47,6 +50,9 @@ pub enum Error {
     /// The bytes are not a JPEG file (no SOI marker).
     #[error("not a JPEG file: starts with {0:02x?}")]
     NotJpeg(Vec<u8>),
+    /// The file is empty.
+    #[error("empty file")]
+    EmptyFile,
     /// The bytes are no format gpuprep reads (JPEG, PNG, BMP, GIF, TIFF, WebP).
     #[error("not an image gpuprep reads (JPEG, PNG, BMP, GIF, TIFF, WebP): starts with {0:02x?}")]
     UnknownFormat(Vec<u8>),

@@ -36,6 +36,9 @@ pub const OTHER_FORMATS: [(ImageFormat, &str); 5] = [
 
 /// Decodes `data` of any supported format, checking `limits` before the pixels are allocated.
 pub fn decode(data: &[u8], limits: &Limits) -> Result<Decoded> {
+    if data.is_empty() {
+        return Err(Error::EmptyFile);
+    }
     if data.starts_with(&[0xFF, 0xD8]) {
         return jpeg::decode_coefficients(data, limits).map(Decoded::Jpeg);
     }

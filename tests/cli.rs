@@ -83,7 +83,12 @@ fn convert_writes_pillow_identical_arrays_and_a_report() {
 
     let report: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(out.join("report.json")).unwrap()).unwrap();
-    let entries = report.as_array().unwrap();
+    // How the outputs were made comes first, for tracing them.
+    assert_eq!(report["gpuprep"], env!("CARGO_PKG_VERSION"));
+    assert_eq!(report["backend"], "cpu");
+    assert_eq!(report["transform"]["dtype"], "u8");
+    assert_eq!(report["limits"]["max_pixels"], 178956970);
+    let entries = report["images"].as_array().unwrap();
     assert_eq!(entries.len(), 3);
     for (entry, (rel, ok)) in
         entries
@@ -112,7 +117,7 @@ fn directories_expand_in_name_order() {
     assert!(status.success());
     let report: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(out.join("report.json")).unwrap()).unwrap();
-    let files: Vec<String> = report
+    let files: Vec<String> = report["images"]
         .as_array()
         .unwrap()
         .iter()
@@ -192,7 +197,7 @@ fn stacked_output_holds_the_good_images_in_order() {
     let report: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(out.with_extension("report.json")).unwrap())
             .unwrap();
-    let indices: Vec<serde_json::Value> = report
+    let indices: Vec<serde_json::Value> = report["images"]
         .as_array()
         .unwrap()
         .iter()
@@ -400,7 +405,7 @@ fn other_formats_convert_and_the_pixel_path_is_counted() {
     assert!(status.success());
     let report: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(out.join("report.json")).unwrap()).unwrap();
-    let entries = report.as_array().unwrap();
+    let entries = report["images"].as_array().unwrap();
     assert_eq!(entries.len(), 28);
     let transform = gpuprep::Transform {
         resize: Some(gpuprep::Resize::Exact {
@@ -631,8 +636,8 @@ fn outputs_are_whole_or_absent() {
     );
     let report: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(out.join("report.json")).unwrap()).unwrap();
-    assert_eq!(report[0]["ok"], false);
-    assert_eq!(report[1]["ok"], false);
+    assert_eq!(report["images"][0]["ok"], false);
+    assert_eq!(report["images"][1]["ok"], false);
 }
 
 /// One image has one output size, so it stacks without a fixed size.
@@ -663,7 +668,16 @@ fn options_speak_torchvision_and_refuse_nonsense() {
         .arg(&photo)
         .arg("--out")
         .arg(&out)
-        .args(["--backend", "cpu", "--resize", "224", "--dtype", "float32", "--threads", "1"])
+        .args([
+            "--backend",
+            "cpu",
+            "--resize",
+            "224",
+            "--dtype",
+            "float32",
+            "--threads",
+            "1",
+        ])
         .output()
         .unwrap();
     assert!(output.status.success(), "{output:?}");
@@ -686,17 +700,96 @@ fn options_speak_torchvision_and_refuse_nonsense() {
         assert_eq!(output.status.code(), Some(2), "{args:?}");
     }
     let output = gpuprep()
-        .args(["bench", "-q", "--backend", "cpu", "--repeat", "1", "--draft"])
+        .args([
+            "bench",
+            "-q",
+            "--backend",
+            "cpu",
+            "--repeat",
+            "1",
+            "--draft",
+        ])
         .arg(&photo)
         .output()
         .unwrap();
     assert!(output.status.success(), "{output:?}");
-    assert!(output.stderr.is_empty(), "-q: {}", String::from_utf8_lossy(&output.stderr));
+    assert!(
+        output.stderr.is_empty(),
+        "-q: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
     let output = gpuprep()
         .args(["bench", "--backend", "cpu", "--repeat", "1", "--draft"])
         .arg(&photo)
         .output()
         .unwrap();
     let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(stderr.contains("--draft does nothing without --resize"), "{stderr}");
+    assert!(
+        stderr.contains("--draft does nothing without --resize"),
+        "{stderr}"
+    );
+}
+
+/// `--backend auto` takes a hardware GPU, and the CPU backend (same bits, faster) over a
+/// software adapter such as lavapipe, saying why; `--backend gpu` takes what it is given;
+/// `--adapter` names one, and a name that matches nothing lists what there is.
+#[test]
+fn auto_prefers_the_cpu_to_a_software_adapter_and_adapters_can_be_named() {
+    let info = gpuprep().arg("info").output().unwrap();
+    assert!(info.status.success(), "{info:?}");
+    let lines: Vec<serde_json::Value> = String::from_utf8_lossy(&info.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let adapters: Vec<_> = lines.iter().filter(|l| l["what"] == "adapter").collect();
+    assert!(!adapters.is_empty(), "the GPU tests need an adapter");
+    let software_only = adapters.iter().all(|a| a["device_type"] == "Cpu");
+    let auto = lines.iter().find(|l| l["what"] == "auto").unwrap();
+    let backend_of = |args: &[&str]| {
+        let out = fresh_dir("auto-backend");
+        let output = gpuprep()
+            .arg("convert")
+            .arg(data("photos/mpl__grace_hopper.jpg"))
+            .arg("--out")
+            .arg(&out)
+            .args(["--resize", "16x16"])
+            .args(args)
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+        assert!(output.status.success(), "{args:?}: {stderr}");
+        let report: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(out.join("report.json")).unwrap())
+                .unwrap();
+        (report["backend"].as_str().unwrap().to_string(), stderr)
+    };
+    let (auto_backend, stderr) = backend_of(&[]);
+    assert_eq!(auto_backend, auto["backend"].as_str().unwrap());
+    if software_only {
+        assert_eq!(auto_backend, "cpu");
+        assert!(
+            stderr.contains("the GPU adapter is a software one"),
+            "{stderr}"
+        );
+    } else {
+        assert!(auto_backend.starts_with("gpu: "), "{auto_backend}");
+    }
+    let name = adapters[0]["name"].as_str().unwrap();
+    let (named, _) = backend_of(&["--backend", "gpu", "--adapter", name]);
+    assert!(named.starts_with(&format!("gpu: {name}")), "{named}");
+    let output = gpuprep()
+        .arg("convert")
+        .arg(data("photos/mpl__grace_hopper.jpg"))
+        .arg("--out")
+        .arg(fresh_dir("no-such-adapter"))
+        .args(["--backend", "gpu", "--adapter", "no such adapter"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("no GPU adapter's name contains \"no such adapter\"")
+            && stderr.contains(name),
+        "{stderr}"
+    );
 }

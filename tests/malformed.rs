@@ -62,9 +62,12 @@ fn unsupported_processes_are_named() {
 
 #[test]
 fn unknown_formats_are_named_and_the_jpeg_decoder_refuses_others() {
+    assert!(
+        matches!(decode(b""), Err(Error::EmptyFile)),
+        "an empty file says so"
+    );
     for bytes in [
-        &b""[..],
-        b"GIF",
+        &b"GIF"[..],
         b"\x00\x00\x00\x0cjP  \r\n\x87\n",
         b"hello, world",
     ] {
@@ -123,7 +126,10 @@ fn every_truncation_of_a_photo_is_an_error_or_an_image() {
             // Cut inside the scan: Pillow calls that truncated, and so do we.
             Ok(Ok(image)) => panic!("length {len} decoded to {}x{}", image.width, image.height),
             Ok(Err(e)) => assert!(
-                matches!(e, Error::Truncated(_) | Error::UnknownFormat(_)),
+                matches!(
+                    e,
+                    Error::Truncated(_) | Error::UnknownFormat(_) | Error::EmptyFile
+                ),
                 "length {len}: {e}"
             ),
         }
@@ -172,6 +178,23 @@ fn pixel_limit_is_checked_before_allocating() {
                 height: 65500,
                 ..
             }
+        ),
+        "{err}"
+    );
+
+    // 65535x65535, past libjpeg's largest side: still the pixel limit first, as Pillow's
+    // DecompressionBombError comes first; with the limit raised, the side is refused by name.
+    bytes[sof + 5..sof + 9].copy_from_slice(&[0xFF, 0xFF, 0xFF, 0xFF]);
+    assert!(matches!(decode(&bytes), Err(Error::TooLarge { .. })));
+    let roomy = Limits {
+        max_pixels: u64::MAX,
+        ..Limits::default()
+    };
+    let err = gpuprep::jpeg::decode_coefficients(&bytes, &roomy).unwrap_err();
+    assert!(
+        matches!(
+            err,
+            Error::Unsupported(gpuprep::Unsupported::Dimension(65535))
         ),
         "{err}"
     );

@@ -14,6 +14,7 @@ usage: pillow_reference.py SPEC_JSON OUT_DIR FILE...
 """
 import io
 import json
+import re
 import os
 import sys
 
@@ -90,6 +91,12 @@ def transformed(path, spec, decoded=None):
     return np.ascontiguousarray(a)
 
 
+def readable(error, path):
+    """Pillow's message, with the in-memory file it was given named by its path instead of a
+    Python object repr ("cannot identify image file <_io.BytesIO object at 0x...>")."""
+    return re.sub(r"<_io\.BytesIO object at 0x[0-9a-fA-F]+>", path, str(error))
+
+
 def main():
     spec, out_dir, files = json.loads(sys.argv[1]), sys.argv[2], sys.argv[3:]
     for i, path in enumerate(files):
@@ -97,7 +104,7 @@ def main():
             np.save(os.path.join(out_dir, f"{i}.npy"), transformed(path, spec))
         except Exception as e:  # Pillow's verdict is the reference, whatever it raises
             with open(os.path.join(out_dir, f"{i}.err"), "w") as f:
-                f.write(f"{type(e).__name__}: {e}")
+                f.write(f"{type(e).__name__}: {readable(e, path)}")
     print(f"Pillow {PIL.__version__}, libjpeg-turbo {features.version('libjpeg_turbo')}")
 
 

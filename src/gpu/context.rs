@@ -16,13 +16,19 @@ pub struct Gpu {
 /// What to do when there is no adapter: the error names the fix.
 const NO_ADAPTER: &str = "no GPU adapter found: install a Vulkan driver (on a CPU-only Debian or \
 Ubuntu machine: apt-get install mesa-vulkan-drivers libvulkan1, for lavapipe), or pick one with \
-WGPU_BACKEND / WGPU_ADAPTER_NAME";
+WGPU_BACKEND";
 
-/// Creates a device on the adapter that `WGPU_ADAPTER_NAME` names (a case-insensitive part of
-/// its name), or else the default high-performance adapter of the backends `WGPU_BACKEND`
-/// allows (default: Vulkan, Metal, DX12), with that adapter's real limits rather than wgpu's conservative defaults.
+/// Creates a device on the default adapter ([`create_device_on`] with no name).
 pub fn create_device() -> Result<Gpu> {
-    let adapter = find_adapter()?;
+    create_device_on(None)
+}
+
+/// Creates a device on the adapter whose name contains `name` (case-insensitive), or the one
+/// `WGPU_ADAPTER_NAME` names, or else the default high-performance adapter of the backends
+/// `WGPU_BACKEND` allows, with that adapter's real limits rather than wgpu's conservative
+/// defaults.
+pub fn create_device_on(name: Option<&str>) -> Result<Gpu> {
+    let adapter = find_adapter_named(name)?;
     let (device, queue) = pollster::block_on(adapter.request_device(&wgpu::DeviceDescriptor {
         label: Some("gpuprep"),
         required_limits: adapter.limits(),
@@ -43,33 +49,50 @@ pub fn create_device() -> Result<Gpu> {
     })
 }
 
-/// The adapter [`create_device`] opens.
-pub(crate) fn find_adapter() -> Result<wgpu::Adapter> {
-    let instance =
-        wgpu::Instance::new(wgpu::InstanceDescriptor::new_without_display_handle_from_env());
-    let adapter = match std::env::var("WGPU_ADAPTER_NAME") {
-        Ok(wanted) => {
-            let wanted = wanted.to_lowercase();
-            let adapters = pollster::block_on(instance.enumerate_adapters(wgpu::Backends::all()));
-            adapters
-                .into_iter()
-                .find(|a| a.get_info().name.to_lowercase().contains(&wanted))
-                .ok_or_else(|| {
-                    Error::NoGpu(format!("no adapter named like {wanted:?}; {NO_ADAPTER}"))
-                })?
-        }
-        Err(_) => {
-            pollster::block_on(
-                instance.request_adapter(&wgpu::RequestAdapterOptions {
-                    power_preference: wgpu::PowerPreference::from_env()
-                        .unwrap_or(wgpu::PowerPreference::HighPerformance),
-                    ..Default::default()
-                }),
-            )
-            .map_err(|e| Error::NoGpu(format!("{e}; {NO_ADAPTER}")))?
-        }
+/// Every adapter wgpu finds, on every backend.
+pub fn adapters() -> Vec<wgpu::Adapter> {
+    pollster::block_on(instance().enumerate_adapters(wgpu::Backends::all()))
+}
+
+fn instance() -> wgpu::Instance {
+    wgpu::Instance::new(wgpu::InstanceDescriptor::new_without_display_handle_from_env())
+}
+
+/// The adapter [`create_device_on`] opens.
+fn find_adapter_named(name: Option<&str>) -> Result<wgpu::Adapter> {
+    let wanted = name
+        .map(str::to_owned)
+        .or_else(|| std::env::var("WGPU_ADAPTER_NAME").ok());
+    let Some(wanted) = wanted else {
+        return pollster::block_on(instance().request_adapter(&wgpu::RequestAdapterOptions {
+            power_preference:
+                wgpu::PowerPreference::from_env().unwrap_or(wgpu::PowerPreference::HighPerformance),
+            ..Default::default()
+        }))
+        .map_err(|e| Error::NoGpu(format!("{e}; {NO_ADAPTER}")));
     };
-    Ok(adapter)
+    let found = adapters();
+    let names: Vec<String> = found
+        .iter()
+        .map(|a| {
+            let info = a.get_info();
+            format!("{} ({:?})", info.name, info.backend)
+        })
+        .collect();
+    let lower = wanted.to_lowercase();
+    found
+        .into_iter()
+        .find(|a| a.get_info().name.to_lowercase().contains(&lower))
+        .ok_or_else(|| {
+            let known = if names.is_empty() {
+                "none".to_string()
+            } else {
+                names.join(", ")
+            };
+            Error::NoGpu(format!(
+                "no GPU adapter's name contains {wanted:?}; the adapters found: {known}"
+            ))
+        })
 }
 
 /// The adapter the library's GPU tests run on. No adapter fails the test with the fix, unless
@@ -81,7 +104,7 @@ pub(crate) fn test_adapter() -> Option<wgpu::Adapter> {
         println!("GPUPREP_NO_GPU=1: GPU test NOT run");
         return None;
     }
-    Some(find_adapter().unwrap_or_else(|e| panic!("{e}")))
+    Some(find_adapter_named(None).unwrap_or_else(|e| panic!("{e}")))
 }
 
 /// [`test_adapter`]'s device, as [`create_device`] opens it.

@@ -62,7 +62,7 @@ pub(crate) fn sof_process(marker: u8) -> Option<Result<Process>> {
 }
 
 /// Largest dimension libjpeg accepts.
-const MAX_DIMENSION: u32 = 65500;
+pub(crate) const MAX_DIMENSION: u32 = 65500;
 
 /// Parses a SOF segment body (after the length field).
 pub(crate) fn parse_frame(process: Process, body: &[u8]) -> Result<Frame> {
@@ -87,11 +87,6 @@ pub(crate) fn parse_frame(process: Process, body: &[u8]) -> Result<Frame> {
     }
     if width == 0 {
         return Err(Error::corrupt("image width is 0"));
-    }
-    if width > MAX_DIMENSION || height > MAX_DIMENSION {
-        return Err(Error::corrupt(format!(
-            "image of {width}x{height} exceeds 65500"
-        )));
     }
     let components = specs
         .chunks_exact(3)

@@ -26,7 +26,7 @@ mod smoothing;
 
 pub use coefficients::{CoefficientImage, ColorSpace, Component, Smoothing};
 
-use crate::error::{Error, Result};
+use crate::error::{Error, Result, Unsupported};
 use bits::{find_marker, BitReader};
 use huffman::{HuffmanSpec, HuffmanTable};
 use markers::{Frame, Process, ScanHeader};
@@ -310,6 +310,8 @@ impl<'a> Decoder<'a> {
             return Err(Error::corrupt("more than one frame header"));
         }
         let frame = markers::parse_frame(process, body)?;
+        // The pixel limit first, as Pillow checks it when the file is opened (its
+        // DecompressionBombError), then libjpeg's largest dimension.
         let pixels = u64::from(frame.width) * u64::from(frame.height);
         if pixels > self.limits.max_pixels {
             return Err(Error::TooLarge {
@@ -317,6 +319,11 @@ impl<'a> Decoder<'a> {
                 height: frame.height,
                 limit: self.limits.max_pixels,
             });
+        }
+        if frame.width.max(frame.height) > markers::MAX_DIMENSION {
+            return Err(Error::Unsupported(Unsupported::Dimension(
+                frame.width.max(frame.height),
+            )));
         }
         self.frame = Some(frame);
         Ok(())

@@ -7,6 +7,10 @@ use gpuprep::{Error, GpuError};
 pub fn advice(error: &Error) -> Option<&'static str> {
     Some(match error {
         Error::InFile { source, .. } => return advice(source),
+        Error::EmptyFile => "re-fetch the file, or leave it out",
+        Error::OutputTooLarge { .. } => {
+            "ask for a smaller --resize or --crop, or raise --max-pixels"
+        }
         Error::NotJpeg(_) | Error::UnknownFormat(_) => {
             "convert it to JPEG, PNG, BMP, GIF, TIFF or WebP, or leave it out"
         }

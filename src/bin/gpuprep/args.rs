@@ -180,7 +180,8 @@ impl TransformArgs {
     /// A note on options that do nothing as given, for stderr.
     pub fn notes(&self) -> Option<&'static str> {
         let resized = self.resize.is_some() || self.preset.is_some();
-        (self.draft && !resized).then_some("note: --draft does nothing without --resize or a preset")
+        (self.draft && !resized)
+            .then_some("note: --draft does nothing without --resize or a preset")
     }
 
     /// The transform these options describe.

@@ -25,7 +25,7 @@ pub fn run(args: BenchArgs) -> ExitCode {
     if let (Some(note), false) = (args.transform.notes(), args.quiet) {
         err!("{note}");
     }
-    let backend = match backend(args.backend, args.quiet) {
+    let backend = match backend(args.backend, args.adapter.as_deref(), args.quiet) {
         Ok(Backend::Cpu) if args.keep_on_gpu => {
             err!("error: --keep-on-gpu needs the GPU backend");
             return ExitCode::from(2);

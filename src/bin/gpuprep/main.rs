@@ -38,8 +38,16 @@ enum Command {
     /// files one side refuses; with --diff-dir, PNG heat maps and a histogram. Exit code 0 when
     /// every comparison is identical, 1 when anything differs.
     Parity(parity::ParityArgs),
-    /// List the GPU adapters wgpu finds, with the limits gpuprep uses.
-    Info,
+    /// List the GPU adapters wgpu finds, with the limits gpuprep uses and whether a device
+    /// opens on each, then what --backend auto would use.
+    Info(InfoArgs),
+}
+
+#[derive(clap::Args)]
+struct InfoArgs {
+    /// The adapter --backend auto is asked about: a part of its name.
+    #[arg(long)]
+    adapter: Option<String>,
 }
 
 #[derive(clap::Args)]
@@ -54,6 +62,10 @@ struct ConvertArgs {
     /// Where the pixel stages run: a GPU when one is found (auto), or as chosen.
     #[arg(long, value_enum, default_value_t = BackendArg::Auto)]
     backend: BackendArg,
+    /// The GPU adapter to use: a part of its name, as `gpuprep info` lists them (default: the
+    /// WGPU_ADAPTER_NAME variable, else the high-performance one).
+    #[arg(long)]
+    adapter: Option<String>,
     #[command(flatten)]
     limits: args::LimitArgs,
     /// CPU threads for decoding (default: all cores).
@@ -77,6 +89,10 @@ struct BenchArgs {
     /// Where the pixel stages run.
     #[arg(long, value_enum, default_value_t = BackendArg::Auto)]
     backend: BackendArg,
+    /// The GPU adapter to use: a part of its name, as `gpuprep info` lists them (default: the
+    /// WGPU_ADAPTER_NAME variable, else the high-performance one).
+    #[arg(long)]
+    adapter: Option<String>,
     /// Images per batch (at least 1).
     #[arg(long, default_value_t = gpuprep::gpu::DEFAULT_BATCH,
           value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..))]
@@ -107,7 +123,8 @@ struct BenchArgs {
 
 #[derive(Clone, Copy, ValueEnum)]
 enum BackendArg {
-    /// The GPU when an adapter exists, else the CPU (said on stderr).
+    /// The GPU when a hardware adapter exists, else the CPU (said on stderr; a software
+    /// adapter such as lavapipe is slower than the CPU backend).
     Auto,
     /// WGSL compute shaders through wgpu; fails when no adapter exists.
     Gpu,
@@ -120,20 +137,21 @@ fn main() -> ExitCode {
         Command::Convert(args) => run(args),
         Command::Bench(args) => bench::run(args),
         Command::Parity(args) => parity::run(args),
-        Command::Info => info(),
+        Command::Info(args) => info(args),
     }
 }
 
-fn backend(arg: BackendArg, quiet: bool) -> gpuprep::Result<Backend> {
+fn backend(arg: BackendArg, adapter: Option<&str>, quiet: bool) -> gpuprep::Result<Backend> {
     match arg {
         BackendArg::Cpu => Ok(Backend::Cpu),
-        BackendArg::Gpu => Backend::gpu(),
-        BackendArg::Auto => Backend::gpu().or_else(|e| {
-            if !quiet {
-                err!("note: using the CPU backend: {e}");
+        BackendArg::Gpu => Backend::gpu_on(adapter),
+        BackendArg::Auto => {
+            let (backend, why) = Backend::auto(adapter);
+            if let (Some(why), false) = (why, quiet) {
+                err!("note: {why}");
             }
-            Ok(Backend::Cpu)
-        }),
+            Ok(backend)
+        }
     }
 }
 
@@ -160,7 +178,7 @@ fn run(args: ConvertArgs) -> ExitCode {
     }
     let destination = Destination::from_path(args.out);
     let batching = args.limits.batching(gpuprep::gpu::DEFAULT_BATCH);
-    let backend = match backend(args.backend, args.quiet) {
+    let backend = match backend(args.backend, args.adapter.as_deref(), args.quiet) {
         Ok(b) => b.with_batching(batching),
         Err(e) => {
             err!("error: {e}");
@@ -245,31 +263,35 @@ fn summarise(
     }
 }
 
-fn info() -> ExitCode {
-    let instance = gpuprep::wgpu::Instance::new(
-        gpuprep::wgpu::InstanceDescriptor::new_without_display_handle_from_env(),
-    );
-    let adapters = pollster::block_on(instance.enumerate_adapters(gpuprep::wgpu::Backends::all()));
-    if adapters.is_empty() {
-        err!(
-            "{}",
-            gpuprep::Backend::gpu()
-                .err()
-                .map_or(String::new(), |e| e.to_string())
-        );
-        return ExitCode::from(1);
-    }
-    for adapter in adapters {
+/// `gpuprep info`: each adapter wgpu finds, with its limits and whether a device opens on it,
+/// then what `--backend auto` would use.
+fn info(args: InfoArgs) -> ExitCode {
+    let adapters = gpuprep::gpu::adapters();
+    for adapter in &adapters {
         let (info, limits) = (adapter.get_info(), adapter.limits());
+        // An adapter can be listed and still refuse a device (a GL context that is lost, say).
+        let opened = pollster::block_on(adapter.request_device(&Default::default()));
         let line = serde_json::json!({
+            "what": "adapter",
             "name": info.name, "backend": format!("{:?}", info.backend),
             "device_type": format!("{:?}", info.device_type), "driver": info.driver,
             "driver_info": info.driver_info,
+            "opens": opened.is_ok(),
+            "open_error": opened.err().map(|e| e.to_string()),
             "max_storage_buffer_binding_size": limits.max_storage_buffer_binding_size,
             "max_buffer_size": limits.max_buffer_size,
             "max_compute_workgroups_per_dimension": limits.max_compute_workgroups_per_dimension,
         });
         out!("{line}");
     }
-    ExitCode::SUCCESS
+    let (backend, why) = Backend::auto(args.adapter.as_deref());
+    let line = serde_json::json!({
+        "what": "auto", "backend": backend.describe(), "why": why,
+    });
+    out!("{line}");
+    if adapters.is_empty() {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    }
 }

@@ -23,6 +23,9 @@ pub struct ParityArgs {
     /// column.
     #[arg(long)]
     pillow: bool,
+    /// The GPU adapter to compare on: a part of its name, as `gpuprep info` lists them.
+    #[arg(long)]
+    adapter: Option<String>,
     /// Write a PNG heat map for each image that differs, and histogram.png, into DIR.
     #[arg(long, value_name = "DIR")]
     diff_dir: Option<PathBuf>,
@@ -133,7 +136,7 @@ fn compare_all(args: &ParityArgs) -> Result<Vec<Comparison>, String> {
     transform.validate()?;
     let limits = args.limits.limits();
     let files = convert::expand_inputs(&args.inputs).map_err(|e| e.to_string())?;
-    let gpu = match Backend::gpu() {
+    let gpu = match Backend::gpu_on(args.adapter.as_deref()) {
         Ok(gpu) => Some(gpu.with_batching(args.limits.batching(gpuprep::gpu::DEFAULT_BATCH))),
         Err(e) if args.pillow => {
             err!("note: no GPU ({e}); comparing the CPU reference with Pillow only");
