@@ -793,3 +793,62 @@ fn auto_prefers_the_cpu_to_a_software_adapter_and_adapters_can_be_named() {
         "{stderr}"
     );
 }
+
+/// Pillow's refusals, as `parity --pillow` reports them, name the file rather than a Python
+/// object (`<_io.BytesIO object at 0x...>`).
+#[test]
+fn pillow_refusals_name_the_file() {
+    let dir = fresh_dir("pillow-refusal");
+    std::fs::create_dir_all(&dir).unwrap();
+    let garbage = dir.join("garbage.jpg");
+    std::fs::write(&garbage, b"not an image at all").unwrap();
+    let python = std::env::var("GPUPREP_PYTHON").unwrap_or_else(|_| "python3".into());
+    let output = Command::new(python)
+        .arg(common::manifest_dir().join("tools/pillow_reference.py"))
+        .arg("{}")
+        .arg(&dir)
+        .arg(&garbage)
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{output:?}");
+    let error = std::fs::read_to_string(dir.join("0.err")).unwrap();
+    assert!(error.starts_with("UnidentifiedImageError"), "{error}");
+    assert!(error.contains(&garbage.display().to_string()), "{error}");
+    assert!(!error.contains("BytesIO"), "{error}");
+}
+
+/// A file name that is not UTF-8 round-trips through report.json: the bytes are there as hex.
+#[cfg(unix)]
+#[test]
+fn non_utf8_names_round_trip_in_the_report() {
+    use std::os::unix::ffi::OsStrExt;
+    let base = fresh_dir("non-utf8");
+    let inputs = base.join("in");
+    std::fs::create_dir_all(&inputs).unwrap();
+    let name = std::ffi::OsStr::from_bytes(b"lat1-\xe9.jpg");
+    let input = inputs.join(name);
+    std::fs::copy(data("photos/mpl__grace_hopper.jpg"), &input).unwrap();
+    let out = base.join("out");
+    let output = gpuprep()
+        .arg("convert")
+        .arg(&inputs)
+        .arg("--out")
+        .arg(&out)
+        .args(["--backend", "cpu", "--resize", "8x8"])
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{output:?}");
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("report.json")).unwrap()).unwrap();
+    let entry = &report["images"][0];
+    let unhex = |key: &str| -> Vec<u8> {
+        let hex = entry[key].as_str().unwrap_or_else(|| panic!("no {key}: {entry}"));
+        (0..hex.len())
+            .step_by(2)
+            .map(|i| u8::from_str_radix(&hex[i..i + 2], 16).unwrap())
+            .collect()
+    };
+    assert_eq!(unhex("file_hex"), input.as_os_str().as_bytes());
+    let output_path = std::path::PathBuf::from(std::ffi::OsStr::from_bytes(&unhex("output_hex")));
+    assert!(output_path.is_file(), "{}", output_path.display());
+}
