@@ -22,7 +22,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         backend: &backend,
         progress: Some(&|done, total| eprintln!("{done} of {total} images")),
     };
-    let files = convert::expand_inputs(&[folder.into()])?;
+    let files = convert::find_inputs(&[folder.into()], false)?;
     let destination = Destination::from_path(out.into());
     let reports = convert::convert(&files, &destination, &job)?;
     let ok = reports.iter().filter(|r| r.result.is_ok()).count();

@@ -21,7 +21,7 @@ pub const IMAGE_EXTENSIONS: [&str; 11] = [
 const CHUNK: usize = 256;
 
 /// `files` in chunks of 16, 32, 64, … up to [`CHUNK`] files.
-fn chunks(files: &[PathBuf]) -> impl Iterator<Item = &[PathBuf]> {
+fn chunks(files: &[Input]) -> impl Iterator<Item = &[Input]> {
     let mut rest = files;
     let mut size = 16;
     std::iter::from_fn(move || {
@@ -127,25 +127,63 @@ pub struct Written {
     pub shape: [usize; 3],
 }
 
+/// One input file, and the name its output takes in a destination folder: its file name, or,
+/// found by a recursive search, its path below the folder searched (so that `0001.jpg` in every
+/// class folder of an ImageFolder tree gets its own output).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Input {
+    /// The file.
+    pub path: PathBuf,
+    /// Its output's name, `.npy` aside.
+    pub name: PathBuf,
+}
+
 /// Expands directories into the image files directly inside them, in name order; files stay.
 pub fn expand_inputs(inputs: &[PathBuf]) -> Result<Vec<PathBuf>> {
-    let mut files = Vec::new();
+    Ok(find_inputs(inputs, false)?
+        .into_iter()
+        .map(|input| input.path)
+        .collect())
+}
+
+/// Expands directories into their image files, in sorted path order: those directly inside
+/// them, or with `recursive` those in every folder below too (symbolic links to folders are not
+/// followed); files stay.
+pub fn find_inputs(inputs: &[PathBuf], recursive: bool) -> Result<Vec<Input>> {
+    let mut found = Vec::new();
     for input in inputs {
         if !input.is_dir() {
-            files.push(input.clone());
+            let name = PathBuf::from(input.file_name().unwrap_or(input.as_os_str()));
+            found.push(Input {
+                path: input.clone(),
+                name,
+            });
             continue;
         }
-        let mut found = Vec::new();
-        for entry in fs::read_dir(input).map_err(|e| Error::from(e).in_file(input))? {
-            let path = entry.map_err(|e| Error::from(e).in_file(input))?.path();
-            if path.is_file() && has_image_extension(&path) {
-                found.push(path);
-            }
-        }
-        found.sort();
-        files.extend(found);
+        let mut files = Vec::new();
+        images_below(input, recursive, &mut files)?;
+        files.sort();
+        found.extend(files.into_iter().map(|path| Input {
+            name: path.strip_prefix(input).unwrap_or(&path).to_path_buf(),
+            path,
+        }));
     }
-    Ok(files)
+    Ok(found)
+}
+
+/// The image files in `dir` (and, with `recursive`, below it) into `files`.
+fn images_below(dir: &Path, recursive: bool, files: &mut Vec<PathBuf>) -> Result<()> {
+    for entry in fs::read_dir(dir).map_err(|e| Error::from(e).in_file(dir))? {
+        let entry = entry.map_err(|e| Error::from(e).in_file(dir))?;
+        let path = entry.path();
+        let is_real_dir = entry.file_type().is_ok_and(|t| t.is_dir());
+        if recursive && is_real_dir {
+            images_below(&path, recursive, files)?;
+        } else if path.is_file() && has_image_extension(&path) {
+            files.push(path);
+        }
+    }
+    Ok(())
 }
 
 fn has_image_extension(path: &Path) -> bool {
@@ -183,15 +221,14 @@ pub enum JobError {
 }
 
 /// Refuses two inputs whose outputs would have the same name.
-pub fn check_unique_names(files: &[PathBuf]) -> Result<(), JobError> {
-    let mut seen: HashMap<&std::ffi::OsStr, &Path> = HashMap::new();
-    for file in files {
-        let name = file.file_name().unwrap_or(file.as_os_str());
-        if let Some(first) = seen.insert(name, file) {
+pub fn check_unique_names(inputs: &[Input]) -> Result<(), JobError> {
+    let mut seen: HashMap<&Path, &Path> = HashMap::new();
+    for input in inputs {
+        if let Some(first) = seen.insert(&input.name, &input.path) {
             return Err(JobError::OutputClash {
-                name: name.to_string_lossy().into_owned(),
+                name: input.name.to_string_lossy().into_owned(),
                 first: first.to_path_buf(),
-                second: file.clone(),
+                second: input.path.clone(),
             });
         }
     }
@@ -219,8 +256,8 @@ impl Job<'_> {
     }
 
     /// Loads `files` together (one GPU batch when the backend allows), in order.
-    fn load_many(&self, files: &[PathBuf]) -> Vec<Result<Tensor>> {
-        let read: Vec<Result<Vec<u8>>> = files.par_iter().map(|f| Ok(fs::read(f)?)).collect();
+    fn load_many(&self, files: &[Input]) -> Vec<Result<Tensor>> {
+        let read: Vec<Result<Vec<u8>>> = files.par_iter().map(|f| Ok(fs::read(&f.path)?)).collect();
         let good: Vec<&[u8]> = read.iter().filter_map(|r| r.as_deref().ok()).collect();
         let mut tensors = self
             .backend
@@ -236,7 +273,7 @@ impl Job<'_> {
 /// report. Returns one report per file, in input order. Errors concern the whole job (options,
 /// the destination); a bad image only fails its own report.
 pub fn convert(
-    files: &[PathBuf],
+    files: &[Input],
     destination: &Destination,
     job: &Job,
 ) -> Result<Vec<ImageReport>, JobError> {
@@ -255,7 +292,7 @@ pub fn convert(
 }
 
 fn convert_to_directory(
-    files: &[PathBuf],
+    files: &[Input],
     dir: &Path,
     job: &Job,
 ) -> Result<Vec<ImageReport>, JobError> {
@@ -267,22 +304,27 @@ fn convert_to_directory(
         let written: Vec<ImageReport> = chunk
             .par_iter()
             .zip(tensors)
-            .map(|(file, tensor)| {
-                let output = output_path(dir, file);
-                let result = tensor.map_err(|e| e.in_file(file)).and_then(|tensor| {
-                    write_whole(&output, |to| npy::write_tensor(to, &tensor))?;
-                    Ok(Written {
-                        output: Output::File(output.clone()),
-                        shape: tensor.shape,
-                    })
-                });
+            .map(|(input, tensor)| {
+                let output = output_path(dir, input);
+                let result = tensor
+                    .map_err(|e| e.in_file(&input.path))
+                    .and_then(|tensor| {
+                        if let Some(parent) = output.parent() {
+                            fs::create_dir_all(parent).map_err(|e| cannot_write(parent, e))?;
+                        }
+                        write_whole(&output, |to| npy::write_tensor(to, &tensor))?;
+                        Ok(Written {
+                            output: Output::File(output.clone()),
+                            shape: tensor.shape,
+                        })
+                    });
                 if result.is_err() {
                     // The folder holds no array that this run's report does not account for:
                     // an earlier run's output for this input goes.
                     let _ = fs::remove_file(&output);
                 }
                 ImageReport {
-                    file: file.clone(),
+                    file: input.path.clone(),
                     result,
                 }
             })
@@ -336,11 +378,7 @@ fn cannot_write(path: &Path, e: std::io::Error) -> Error {
     }
 }
 
-fn convert_to_stack(
-    files: &[PathBuf],
-    path: &Path,
-    job: &Job,
-) -> Result<Vec<ImageReport>, JobError> {
+fn convert_to_stack(files: &[Input], path: &Path, job: &Job) -> Result<Vec<ImageReport>, JobError> {
     let transform = &job.transform;
     // One output size: fixed by the transform, or that of the one input.
     let mut first = None;
@@ -375,7 +413,7 @@ fn convert_to_stack(
 /// The stacked array of `files` written to `partial` (the first file's tensor already made,
 /// when given); returns the writer, to be finished, and the reports.
 fn write_stack(
-    files: &[PathBuf],
+    files: &[Input],
     partial: &Path,
     shape: [usize; 3],
     mut first: Option<Result<Tensor>>,
@@ -392,7 +430,7 @@ fn write_stack(
             Some(tensor) => vec![tensor],
             None => job.load_many(chunk),
         };
-        for (file, tensor) in chunk.iter().zip(tensors) {
+        for (input, tensor) in chunk.iter().zip(tensors) {
             let result = match tensor {
                 Ok(tensor) => {
                     let index = stack.push(&tensor).map_err(write_error)?;
@@ -401,10 +439,10 @@ fn write_stack(
                         shape: tensor.shape,
                     })
                 }
-                Err(e) => Err(e.in_file(file)),
+                Err(e) => Err(e.in_file(&input.path)),
             };
             reports.push(ImageReport {
-                file: file.clone(),
+                file: input.path.clone(),
                 result,
             });
         }
@@ -414,11 +452,9 @@ fn write_stack(
     Ok((to, reports))
 }
 
-/// `<dir>/<file name>.npy`.
-fn output_path(dir: &Path, file: &Path) -> PathBuf {
-    let mut output = dir
-        .join(file.file_name().unwrap_or(file.as_os_str()))
-        .into_os_string();
+/// `<dir>/<input's name>.npy`.
+fn output_path(dir: &Path, input: &Input) -> PathBuf {
+    let mut output = dir.join(&input.name).into_os_string();
     output.push(".npy");
     PathBuf::from(output)
 }

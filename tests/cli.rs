@@ -842,7 +842,9 @@ fn non_utf8_names_round_trip_in_the_report() {
         serde_json::from_str(&std::fs::read_to_string(out.join("report.json")).unwrap()).unwrap();
     let entry = &report["images"][0];
     let unhex = |key: &str| -> Vec<u8> {
-        let hex = entry[key].as_str().unwrap_or_else(|| panic!("no {key}: {entry}"));
+        let hex = entry[key]
+            .as_str()
+            .unwrap_or_else(|| panic!("no {key}: {entry}"));
         (0..hex.len())
             .step_by(2)
             .map(|i| u8::from_str_radix(&hex[i..i + 2], 16).unwrap())
@@ -851,4 +853,66 @@ fn non_utf8_names_round_trip_in_the_report() {
     assert_eq!(unhex("file_hex"), input.as_os_str().as_bytes());
     let output_path = std::path::PathBuf::from(std::ffi::OsStr::from_bytes(&unhex("output_hex")));
     assert!(output_path.is_file(), "{}", output_path.display());
+}
+
+/// An ImageFolder tree: without --recursive only a folder's own files are taken (and a folder
+/// without any is noted); with it, every class folder's files in sorted path order, each output
+/// mirroring its path, so that the same file name in two classes does not clash. No image at
+/// all is an error, not "converted 0 of 0".
+#[test]
+fn recursive_folders_mirror_their_paths() {
+    let base = fresh_dir("image-folder");
+    let root = base.join("train");
+    for class in ["cat", "dog"] {
+        std::fs::create_dir_all(root.join(class)).unwrap();
+        std::fs::copy(
+            data("photos/mpl__grace_hopper.jpg"),
+            root.join(class).join("0001.jpg"),
+        )
+        .unwrap();
+    }
+    let convert = |args: &[&str], out: &Path| {
+        gpuprep()
+            .arg("convert")
+            .arg(&root)
+            .arg("--out")
+            .arg(out)
+            .args(["--backend", "cpu", "--resize", "8x8"])
+            .args(args)
+            .output()
+            .unwrap()
+    };
+    let flat = convert(&[], &base.join("flat"));
+    let stderr = String::from_utf8_lossy(&flat.stderr);
+    assert_eq!(flat.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("holds no image (folders below it are searched with --recursive)")
+            && stderr.contains("no image among the inputs"),
+        "{stderr}"
+    );
+    let out = base.join("deep");
+    let deep = convert(&["--recursive"], &out);
+    assert!(deep.status.success(), "{deep:?}");
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("report.json")).unwrap()).unwrap();
+    let files: Vec<&str> = report["images"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["file"].as_str().unwrap())
+        .collect();
+    let expected: Vec<String> = ["cat", "dog"]
+        .map(|c| root.join(c).join("0001.jpg").display().to_string())
+        .to_vec();
+    assert_eq!(files, expected);
+    for class in ["cat", "dog"] {
+        assert!(out.join(class).join("0001.jpg.npy").is_file(), "{class}");
+    }
+    let help = gpuprep().args(["convert", "--help"]).output().unwrap();
+    let help = String::from_utf8_lossy(&help.stdout);
+    assert!(
+        help.contains("directly inside them only unless --recursive"),
+        "{help}"
+    );
+    assert!(help.contains("[default: 178956970]"), "{help}");
 }

@@ -40,14 +40,14 @@ pub fn run(args: BenchArgs) -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let files = match convert::expand_inputs(&args.inputs) {
+    let files = match super::find_inputs(&args.inputs, args.recursive, args.quiet) {
         Ok(files) => files,
         Err(e) => {
             err!("error: {e}");
             return ExitCode::from(2);
         }
     };
-    let data: Vec<Vec<u8>> = match files.iter().map(std::fs::read).collect() {
+    let data: Vec<Vec<u8>> = match files.iter().map(|f| std::fs::read(&f.path)).collect() {
         Ok(data) => data,
         Err(e) => {
             err!("error: reading the inputs: {e}");
@@ -176,7 +176,7 @@ pub fn run(args: BenchArgs) -> ExitCode {
             "error: up to {failed_most} of {} images failed in a timed pass (img_s counts only \
              the images that converted); the first: {}: {e}",
             images.len(),
-            files[index].display()
+            files[index].path.display()
         );
         return ExitCode::from(1);
     }
@@ -301,7 +301,7 @@ fn timed_pass(
 
 /// `convert` into `out`, untimed.
 fn write_outputs(
-    files: &[std::path::PathBuf],
+    files: &[convert::Input],
     out: std::path::PathBuf,
     transform: Transform,
     limits: Limits,

@@ -52,9 +52,14 @@ struct InfoArgs {
 
 #[derive(clap::Args)]
 struct ConvertArgs {
-    /// Image files, or directories (their JPEG, PNG, BMP, GIF, TIFF and WebP files, in name order).
+    /// Image files, or directories: their JPEG, PNG, BMP, GIF, TIFF and WebP files in name order,
+    /// those directly inside them only unless --recursive.
     #[arg(required = true)]
     inputs: Vec<PathBuf>,
+    /// Also take the images in every folder below the directories given (an ImageFolder tree:
+    /// sorted path order; each output mirrors its path below the directory).
+    #[arg(long, short)]
+    recursive: bool,
     /// A directory (`<file name>.npy` per input and report.json), or a FILE.npy that gets one
     /// stacked (N, …) array of the images that converted, and FILE.report.json.
     #[arg(long)]
@@ -80,9 +85,14 @@ struct ConvertArgs {
 
 #[derive(clap::Args)]
 struct BenchArgs {
-    /// Image files, or directories (their JPEG, PNG, BMP, GIF, TIFF and WebP files, in name order).
+    /// Image files, or directories: their JPEG, PNG, BMP, GIF, TIFF and WebP files in name order,
+    /// those directly inside them only unless --recursive.
     #[arg(required = true)]
     inputs: Vec<PathBuf>,
+    /// Also take the images in every folder below the directories given (an ImageFolder tree:
+    /// sorted path order; each output mirrors its path below the directory).
+    #[arg(long, short)]
+    recursive: bool,
     /// Also write the outputs, as `convert --out` does (not timed).
     #[arg(long)]
     out: Option<PathBuf>,
@@ -155,6 +165,30 @@ fn backend(arg: BackendArg, adapter: Option<&str>, quiet: bool) -> gpuprep::Resu
     }
 }
 
+/// The inputs' image files; a directory that holds none is noted (unless `quiet`), and no image
+/// at all is an error.
+fn find_inputs(
+    inputs: &[PathBuf],
+    recursive: bool,
+    quiet: bool,
+) -> gpuprep::Result<Vec<convert::Input>> {
+    let found = convert::find_inputs(inputs, recursive)?;
+    for dir in inputs.iter().filter(|i| i.is_dir()) {
+        if !quiet && !found.iter().any(|f| f.path.starts_with(dir)) {
+            let hint = if recursive {
+                ""
+            } else {
+                " (folders below it are searched with --recursive)"
+            };
+            err!("note: {} holds no image{hint}", dir.display());
+        }
+    }
+    if found.is_empty() {
+        return Err(gpuprep::Error::Options("no image among the inputs".into()));
+    }
+    Ok(found)
+}
+
 /// Sizes rayon's global pool, which decodes: `threads`, or every core.
 fn set_threads(threads: Option<usize>) -> Result<(), ExitCode> {
     let Some(threads) = threads else {
@@ -199,7 +233,7 @@ fn run(args: ConvertArgs) -> ExitCode {
             .as_ref()
             .map(|_| &report as &(dyn Fn(usize, usize) + Sync)),
     };
-    let result = convert::expand_inputs(&args.inputs)
+    let result = find_inputs(&args.inputs, args.recursive, args.quiet)
         .map_err(convert::JobError::from)
         .and_then(|files| convert::convert(&files, &destination, &job));
     if let Some(line) = &line {
