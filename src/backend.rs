@@ -24,7 +24,7 @@ pub enum Backend {
 }
 
 impl Backend {
-    /// A GPU backend on the device [`create_device`] picks.
+    /// A GPU backend on the device [`crate::gpu::create_device`] picks.
     pub fn gpu() -> Result<Self> {
         Self::gpu_on(None)
     }
