@@ -3,7 +3,7 @@
 tools/goldens.py records and that `gpuprep parity --pillow` runs beside gpuprep.
 
 A spec is a JSON object (the entries of tests/goldens/transforms.json): resize ("short:N" or
-[w, h]), crop ([w, h]), filter (box|bilinear|hamming|bicubic|lanczos), draft, normalize
+[w, h]), crop ([w, h]), filter (nearest|box|bilinear|hamming|bicubic|lanczos), draft, normalize
 ("imagenet" or {"mean": [...], "std": [...]}), dtype (u8|f32|f16), layout (hwc|chw),
 channel_order (rgb|bgr), exif_transpose (ImageOps.exif_transpose before convert('RGB')). Pillow resizes; torchvision's CenterCrop/ToTensor/Normalize arithmetic
 is done in numpy float32 in torchvision's operation order.
@@ -22,7 +22,7 @@ import numpy as np
 import PIL
 from PIL import Image, ImageOps, features
 
-FILTERS = {"box": Image.BOX, "bilinear": Image.BILINEAR, "hamming": Image.HAMMING,
+FILTERS = {"nearest": Image.NEAREST, "box": Image.BOX, "bilinear": Image.BILINEAR, "hamming": Image.HAMMING,
            "bicubic": Image.BICUBIC, "lanczos": Image.LANCZOS}
 IMAGENET = {"mean": [0.485, 0.456, 0.406], "std": [0.229, 0.224, 0.225]}
 

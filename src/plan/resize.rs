@@ -12,6 +12,9 @@ pub const PRECISION_BITS: u32 = 22;
 /// Pillow's resampling filters.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Filter {
+    /// Nearest neighbour. Pillow's `Image.NEAREST`, which it runs as an affine scale
+    /// (`ImagingScaleAffine`), not as a convolution: see [`Taps::nearest`].
+    Nearest,
     /// Box (area average for integer ratios). Pillow's `Image.BOX`.
     Box,
     /// Triangle, antialiased when downscaling. Pillow's `Image.BILINEAR`, torchvision's default.
@@ -28,7 +31,7 @@ impl Filter {
     /// Half-width of the filter at scale 1 (`_filters_support`).
     pub fn support(self) -> f64 {
         match self {
-            Self::Box => 0.5,
+            Self::Nearest | Self::Box => 0.5,
             Self::Bilinear | Self::Hamming => 1.0,
             Self::Bicubic => 2.0,
             Self::Lanczos => 3.0,
@@ -38,7 +41,7 @@ impl Filter {
     /// The filter's weight at distance `x` (Pillow's `*_filter` functions, in f64).
     pub fn weight(self, x: f64) -> f64 {
         match self {
-            Self::Box => f64::from(u8::from(x > -0.5 && x <= 0.5)),
+            Self::Nearest | Self::Box => f64::from(u8::from(x > -0.5 && x <= 0.5)),
             Self::Bilinear => {
                 let x = x.abs();
                 if x < 1.0 {
@@ -106,6 +109,9 @@ impl Taps {
     /// Pillow's `precompute_coeffs` + `normalize_coeffs_8bpc` for resampling the input span
     /// [`in0`, `in1`) of `in_size` samples to `out_size` samples. The span is a C `float` box.
     pub fn new(filter: Filter, in_size: usize, in0: f32, in1: f32, out_size: usize) -> Self {
+        if filter == Filter::Nearest {
+            return Self::nearest(in_size, in0, in1, out_size);
+        }
         // The span is subtracted in float32, as Pillow's box is float32.
         let scale = f64::from(in1 - in0) / out_size as f64;
         let filter_scale = scale.max(1.0);
@@ -134,6 +140,41 @@ impl Taps {
         }
         Self {
             window,
+            bounds,
+            weights,
+        }
+    }
+}
+
+impl Taps {
+    /// Pillow's nearest-neighbour resize as taps: one tap of weight 1.0 per output sample, at
+    /// the input sample `ImagingScaleAffine` picks. Pillow steps a double from
+    /// `in0 + scale / 2` by `scale` (the box's span in float32 over `out_size`, in double) and
+    /// truncates it, so the positions are accumulated here the same way, not multiplied out. A
+    /// position outside the input keeps Pillow's zero fill (no tap). With a weight of exactly
+    /// 1.0 the integer passes copy the sample: (v · 2^22 + 2^21) >> 22 = v.
+    pub fn nearest(in_size: usize, in0: f32, in1: f32, out_size: usize) -> Self {
+        let scale = f64::from(in1 - in0) / out_size as f64;
+        let mut position = f64::from(in0) + scale * 0.5;
+        let mut bounds = Vec::with_capacity(out_size);
+        let mut last = 0;
+        for _ in 0..out_size {
+            // Pillow's COORD: -1 below zero, else truncation.
+            let at = if position < 0.0 { -1 } else { position as i64 };
+            if (0..in_size as i64).contains(&at) {
+                last = at as u32;
+                bounds.push((last, 1));
+            } else {
+                bounds.push((last, 0));
+            }
+            position += scale;
+        }
+        let weights = bounds
+            .iter()
+            .map(|&(_, len)| if len == 1 { 1 << PRECISION_BITS } else { 0 })
+            .collect();
+        Self {
+            window: 1,
             bounds,
             weights,
         }
@@ -173,6 +214,17 @@ mod tests {
             .iter()
             .sum();
         assert!((sum - (1 << 22)).abs() <= 2, "{sum}");
+    }
+
+    #[test]
+    fn nearest_steps_as_pillow_does() {
+        // 5 → 3: scale 5/3; positions 0.833, 2.5, 4.167 → samples 0, 2, 4.
+        let taps = Taps::nearest(5, 0.0, 5.0, 3);
+        assert_eq!(taps.bounds, vec![(0, 1), (2, 1), (4, 1)]);
+        assert!(taps.weights.iter().all(|&w| w == 1 << PRECISION_BITS));
+        // 2 → 5: scale 0.4; positions 0.2, 0.6, 1.0, 1.4, 1.8.
+        let up = Taps::nearest(2, 0.0, 2.0, 5);
+        assert_eq!(up.bounds, vec![(0, 1), (0, 1), (1, 1), (1, 1), (1, 1)]);
     }
 
     #[test]

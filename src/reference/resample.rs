@@ -202,6 +202,7 @@ mod tests {
             data,
         };
         for filter in [
+            Filter::Nearest,
             Filter::Box,
             Filter::Bilinear,
             Filter::Hamming,

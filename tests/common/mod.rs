@@ -218,6 +218,7 @@ pub fn transform_specs() -> BTreeMap<String, gpuprep::Transform> {
                 resize,
                 center_crop: (!s["crop"].is_null()).then(|| pair(&s["crop"])),
                 filter: match s["filter"].as_str().unwrap_or("bilinear") {
+                    "nearest" => Filter::Nearest,
                     "box" => Filter::Box,
                     "bilinear" => Filter::Bilinear,
                     "hamming" => Filter::Hamming,

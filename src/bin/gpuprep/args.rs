@@ -96,6 +96,7 @@ enum Preset {
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
 enum FilterArg {
+    Nearest,
     Bilinear,
     Bicubic,
     Lanczos,
@@ -196,6 +197,7 @@ impl TransformArgs {
         t.draft |= self.draft;
         if let Some(filter) = self.filter {
             t.filter = match filter {
+                FilterArg::Nearest => Filter::Nearest,
                 FilterArg::Bilinear => Filter::Bilinear,
                 FilterArg::Bicubic => Filter::Bicubic,
                 FilterArg::Lanczos => Filter::Lanczos,

@@ -71,6 +71,7 @@ fn spec(t: &Transform) -> Value {
         spec.insert("crop".into(), json!([width, height]));
     }
     let filter = match t.filter {
+        Filter::Nearest => "nearest",
         Filter::Box => "box",
         Filter::Bilinear => "bilinear",
         Filter::Hamming => "hamming",

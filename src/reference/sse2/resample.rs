@@ -127,6 +127,7 @@ mod tests {
         });
         let interleaved: Vec<u8> = (0..width * 3).map(|i| planes[i % 3][i / 3]).collect();
         for filter in [
+            Filter::Nearest,
             Filter::Box,
             Filter::Bilinear,
             Filter::Hamming,
