@@ -11,8 +11,8 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 /// File extensions a directory input contributes (compared without case).
-pub const IMAGE_EXTENSIONS: [&str; 11] = [
-    "jpg", "jpeg", "jpe", "jfif", "jif", "png", "bmp", "gif", "tif", "tiff", "webp",
+pub const IMAGE_EXTENSIONS: [&str; 12] = [
+    "jpg", "jpeg", "jpe", "jfif", "jif", "png", "bmp", "gif", "tif", "tiff", "webp", "ico",
 ];
 
 /// Images read and preprocessed together before their outputs are written (in input order), at

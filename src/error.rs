@@ -53,8 +53,10 @@ pub enum Error {
     /// The file is empty.
     #[error("empty file")]
     EmptyFile,
-    /// The bytes are no format gpuprep reads (JPEG, PNG, BMP, GIF, TIFF, WebP).
-    #[error("not an image gpuprep reads (JPEG, PNG, BMP, GIF, TIFF, WebP): starts with {0:02x?}")]
+    /// The bytes are no format gpuprep reads (JPEG, PNG, BMP, GIF, TIFF, WebP, ICO).
+    #[error(
+        "not an image gpuprep reads (JPEG, PNG, BMP, GIF, TIFF, WebP, ICO): starts with {0:02x?}"
+    )]
     UnknownFormat(Vec<u8>),
     /// A non-JPEG image using a feature its decoder does not handle.
     #[error("unsupported {format} image: {reason}")]

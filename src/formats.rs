@@ -1,5 +1,6 @@
 //! Every input format: JPEG through gpuprep's own decoder (coefficients for the GPU stages), and
-//! PNG, BMP, GIF, TIFF and WebP through the `image` crate, converted to RGB pixels exactly as
+//! PNG, BMP, GIF, TIFF, WebP and ICO (its largest image, as Pillow opens it) through the `image`
+//! crate, converted to RGB pixels exactly as
 //! Pillow's `convert('RGB')` converts them. The pixel path is the slower one on the GPU (the
 //! pixels are uploaded, not coefficients), and every batch report counts its images.
 
@@ -26,8 +27,9 @@ pub struct Pixels {
 }
 
 /// The formats besides JPEG, by the name errors use.
-pub const OTHER_FORMATS: [(ImageFormat, &str); 5] = [
+pub const OTHER_FORMATS: [(ImageFormat, &str); 6] = [
     (ImageFormat::Png, "PNG"),
+    (ImageFormat::Ico, "ICO"),
     (ImageFormat::Bmp, "BMP"),
     (ImageFormat::Gif, "GIF"),
     (ImageFormat::Tiff, "TIFF"),

@@ -46,7 +46,7 @@ pub use tensor::{Tensor, TensorData};
 pub use transform::{ChannelOrder, DType, Layout, Normalize, Resize, Transform};
 pub use wgpu;
 
-/// Decodes an image (JPEG, PNG, BMP, GIF, TIFF or WebP) to RGB on the CPU, bit-identical to
+/// Decodes an image (JPEG, PNG, BMP, GIF, TIFF, WebP or ICO) to RGB on the CPU, bit-identical to
 /// Pillow's `np.asarray(Image.open(f).convert('RGB'))`.
 pub fn decode_rgb(data: &[u8], limits: &Limits) -> Result<RgbImage> {
     match formats::decode(data, limits)? {

@@ -80,6 +80,9 @@ def main():
     rgba.save(out("rgba_lossless.webp"), lossless=True)
     rgb.save(out("lossy.webp"), quality=80)
     rgb.save(out("exif3.webp"), lossless=True, exif=exif_with_orientation(3))
+    # ICO at the image's own size (Pillow opens the largest entry): PNG frames, and BMP frames.
+    rgba.save(out("rgba.ico"), sizes=[rgba.size])
+    rgb.save(out("rgb_bmp.ico"), sizes=[rgb.size], bitmap_format="bmp")
     for name in sorted(os.listdir(OUT)):
         print(name, os.path.getsize(os.path.join(OUT, name)))
 

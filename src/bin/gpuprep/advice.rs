@@ -12,7 +12,7 @@ pub fn advice(error: &Error) -> Option<&'static str> {
             "ask for a smaller --resize or --crop, or raise --max-pixels"
         }
         Error::NotJpeg(_) | Error::UnknownFormat(_) => {
-            "convert it to JPEG, PNG, BMP, GIF, TIFF or WebP, or leave it out"
+            "convert it to JPEG, PNG, BMP, GIF, TIFF, WebP or ICO, or leave it out"
         }
         Error::Truncated(_) => {
             "re-fetch the file, or decode what is there with --load-truncated, as Pillow's \

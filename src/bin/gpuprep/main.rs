@@ -52,7 +52,7 @@ struct InfoArgs {
 
 #[derive(clap::Args)]
 struct ConvertArgs {
-    /// Image files, or directories: their JPEG, PNG, BMP, GIF, TIFF and WebP files in name order,
+    /// Image files, or directories: their JPEG, PNG, BMP, GIF, TIFF, WebP and ICO files in name order,
     /// those directly inside them only unless --recursive.
     #[arg(required = true)]
     inputs: Vec<PathBuf>,
@@ -85,7 +85,7 @@ struct ConvertArgs {
 
 #[derive(clap::Args)]
 struct BenchArgs {
-    /// Image files, or directories: their JPEG, PNG, BMP, GIF, TIFF and WebP files in name order,
+    /// Image files, or directories: their JPEG, PNG, BMP, GIF, TIFF, WebP and ICO files in name order,
     /// those directly inside them only unless --recursive.
     #[arg(required = true)]
     inputs: Vec<PathBuf>,

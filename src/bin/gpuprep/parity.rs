@@ -16,7 +16,7 @@ const CHUNK: usize = 256;
 
 #[derive(clap::Args)]
 pub struct ParityArgs {
-    /// Image files, or directories (their JPEG, PNG, BMP, GIF, TIFF and WebP files, in name order).
+    /// Image files, or directories (their JPEG, PNG, BMP, GIF, TIFF, WebP and ICO files, in name order).
     #[arg(required = true)]
     inputs: Vec<PathBuf>,
     /// Also run Pillow + torchvision's arithmetic (Python with Pillow and numpy) as a third
