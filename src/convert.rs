@@ -11,8 +11,9 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 /// File extensions a directory input contributes (compared without case).
-pub const IMAGE_EXTENSIONS: [&str; 12] = [
-    "jpg", "jpeg", "jpe", "jfif", "jif", "png", "bmp", "gif", "tif", "tiff", "webp", "ico",
+pub const IMAGE_EXTENSIONS: [&str; 18] = [
+    "jpg", "jpeg", "jpe", "jfif", "jif", "png", "bmp", "gif", "tif", "tiff", "webp", "ico", "jp2",
+    "j2k", "jpc", "j2c", "jpf", "jpx",
 ];
 
 /// Images read and preprocessed together before their outputs are written (in input order), at

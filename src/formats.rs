@@ -44,11 +44,82 @@ pub fn decode(data: &[u8], limits: &Limits) -> Result<Decoded> {
     if data.starts_with(&[0xFF, 0xD8]) {
         return jpeg::decode_coefficients(data, limits).map(Decoded::Jpeg);
     }
+    if JPEG_2000_SIGNATURES.iter().any(|s| data.starts_with(s)) {
+        return decode_jpeg_2000(data, limits).map(Decoded::Pixels);
+    }
     let format = image::guess_format(data).ok();
     let Some(&(format, name)) = OTHER_FORMATS.iter().find(|(f, _)| Some(*f) == format) else {
         return Err(Error::UnknownFormat(data.iter().take(4).copied().collect()));
     };
     decode_pixels(data, format, name, limits).map(Decoded::Pixels)
+}
+
+/// The JP2 file signature box and the bare codestream's SOC + SIZ markers.
+const JPEG_2000_SIGNATURES: [&[u8]; 2] = [b"\x00\x00\x00\x0cjP  \r\n\x87\n", b"\xff\x4f\xff\x51"];
+
+/// A JPEG 2000 file (JP2 or a bare codestream) through OpenJPEG, which Pillow decodes it with, and
+/// to RGB as Pillow's `Jpeg2KDecode.c` unpacks 8-bit unsigned samples (copied; grey replicated;
+/// alpha dropped). The header is read and the pixel limit checked before anything is decoded.
+/// Other variants (subsampled, other precisions, sYCC, CMYK) are refused by name.
+fn decode_jpeg_2000(data: &[u8], limits: &Limits) -> Result<Pixels> {
+    const NAME: &str = "JPEG 2000";
+    let unsupported = |reason: String| Error::UnsupportedImage {
+        format: NAME.into(),
+        reason,
+    };
+    let failed = |e: jpeg2k::error::Error| Error::corrupt(format!("{NAME}: {e}"));
+    let file = jpeg2k::DumpImage::from_bytes(data).map_err(failed)?;
+    let (width, height) = (file.img.orig_width(), file.img.orig_height());
+    let components = file.img.num_components();
+    if components > 4 {
+        return Err(unsupported(format!("{components} components")));
+    }
+    if u64::from(width) * u64::from(height) > limits.max_pixels {
+        return Err(Error::TooLarge {
+            width,
+            height,
+            limit: limits.max_pixels,
+        });
+    }
+    file.decode().map_err(failed)?;
+    let planes = file.img.components();
+    let color_space = file.img.color_space();
+    if let Some(c) = planes.iter().find(|c| c.precision() != 8 || c.is_signed()) {
+        let sign = if c.is_signed() { "signed" } else { "unsigned" };
+        return Err(unsupported(format!("{sign} {}-bit samples", c.precision())));
+    }
+    if planes
+        .iter()
+        .any(|c| (c.width(), c.height()) != (width, height))
+    {
+        return Err(unsupported("subsampled components".into()));
+    }
+    let rgb_like = matches!(
+        color_space,
+        jpeg2k::ColorSpace::SRGB | jpeg2k::ColorSpace::Unspecified | jpeg2k::ColorSpace::Unknown
+    );
+    let colour = match planes.len() {
+        1 | 2 => [0, 0, 0],
+        3 | 4 if rgb_like => [0, 1, 2],
+        n => return Err(unsupported(format!("{n} components in {color_space:?}"))),
+    };
+    let samples: [&[i32]; 3] = colour.map(|c| planes[c].data());
+    let pixels = (width as usize) * (height as usize);
+    let mut rgb = vec![0u8; pixels * 3];
+    for (i, pixel) in rgb.chunks_exact_mut(3).enumerate() {
+        for (out, plane) in pixel.iter_mut().zip(&samples) {
+            // OpenJPEG clamps 8-bit unsigned samples to 0..=255 as it decodes them.
+            *out = plane[i] as u8;
+        }
+    }
+    Ok(Pixels {
+        rgb: RgbImage {
+            width: width as usize,
+            height: height as usize,
+            data: rgb,
+        },
+        orientation: 1,
+    })
 }
 
 fn decode_pixels(data: &[u8], format: ImageFormat, name: &str, limits: &Limits) -> Result<Pixels> {

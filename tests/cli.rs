@@ -406,7 +406,7 @@ fn other_formats_convert_and_the_pixel_path_is_counted() {
     let report: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(out.join("report.json")).unwrap()).unwrap();
     let entries = report["images"].as_array().unwrap();
-    assert_eq!(entries.len(), 30);
+    assert_eq!(entries.len(), 34);
     let transform = gpuprep::Transform {
         resize: Some(gpuprep::Resize::Exact {
             width: 40,
@@ -448,12 +448,12 @@ fn other_formats_convert_and_the_pixel_path_is_counted() {
         .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
         .collect();
     let pipeline = lines.iter().find(|l| l["what"] == "pipeline").unwrap();
-    assert_eq!(pipeline["ok"], 30);
-    assert_eq!(pipeline["pixel_path_images"], 29);
+    assert_eq!(pipeline["ok"], 34);
+    assert_eq!(pipeline["pixel_path_images"], 33);
     // The streaming loader's batches, each on its timeline: gathered, submitted, landed.
     let batches: Vec<_> = lines.iter().filter(|l| l["what"] == "batch").collect();
     let images: u64 = batches.iter().map(|b| b["images"].as_u64().unwrap()).sum();
-    assert_eq!(images, 30);
+    assert_eq!(images, 34);
     let bytes_in: u64 = batches
         .iter()
         .map(|b| b["bytes_in"].as_u64().unwrap())

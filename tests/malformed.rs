@@ -66,16 +66,15 @@ fn unknown_formats_are_named_and_the_jpeg_decoder_refuses_others() {
         matches!(decode(b""), Err(Error::EmptyFile)),
         "an empty file says so"
     );
-    for bytes in [
-        &b"GIF"[..],
-        b"\x00\x00\x00\x0cjP  \r\n\x87\n",
-        b"hello, world",
-    ] {
+    for bytes in [&b"GIF"[..], b"hello, world"] {
         assert!(
             matches!(decode(bytes), Err(Error::UnknownFormat(_))),
             "{bytes:?}"
         );
     }
+    // A JPEG 2000 signature alone is a JPEG 2000 file that ends before its header.
+    let jp2 = decode(b"\x00\x00\x00\x0cjP  \r\n\x87\n");
+    assert!(matches!(jp2, Err(Error::Corrupt(_))), "{:?}", jp2.err());
     let png = data("malformed/pillow__hopper.png");
     let err = gpuprep::jpeg::decode_coefficients(&png, &Limits::default()).unwrap_err();
     assert!(matches!(err, Error::NotJpeg(_)), "{err}");
@@ -258,4 +257,21 @@ fn marker_lengths_are_checked_against_the_file() {
         original[dqt + 3]
     ])))
     .is_ok());
+}
+
+/// JPEG 2000 goes through OpenJPEG: every truncation of a file, lossless or not, is an error or
+/// an image, never a panic.
+#[test]
+fn every_truncation_of_a_jpeg_2000_file_is_an_error_or_an_image() {
+    for name in [
+        "formats/made__rgb.jp2",
+        "formats/made__rgb_irreversible.j2k",
+    ] {
+        let bytes = data(name);
+        assert!(decode(&bytes).is_ok(), "{name} whole");
+        for len in (0..bytes.len()).step_by(61) {
+            let result = catch_unwind(AssertUnwindSafe(|| decode(&bytes[..len])));
+            assert!(result.is_ok(), "{name}: panic at length {len}");
+        }
+    }
 }

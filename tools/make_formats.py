@@ -83,6 +83,11 @@ def main():
     # ICO at the image's own size (Pillow opens the largest entry): PNG frames, and BMP frames.
     rgba.save(out("rgba.ico"), sizes=[rgba.size])
     rgb.save(out("rgb_bmp.ico"), sizes=[rgb.size], bitmap_format="bmp")
+    # JPEG 2000 through Pillow's OpenJPEG: lossless JP2 (5/3 wavelet), lossy codestreams (9/7).
+    rgb.save(out("rgb.jp2"))
+    rgb.save(out("rgb_irreversible.j2k"), irreversible=True, quality_mode="rates", quality_layers=[20])
+    grey.save(out("l_irreversible.jp2"), irreversible=True, quality_mode="dB", quality_layers=[38])
+    rgba.save(out("rgba.jp2"))
     for name in sorted(os.listdir(OUT)):
         print(name, os.path.getsize(os.path.join(OUT, name)))
 
