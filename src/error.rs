@@ -175,15 +175,15 @@ pub enum GpuError {
     MappedRange(#[from] wgpu::MapRangeError),
     /// An image needs larger buffers than the device can bind.
     #[error(
-        "a {width}x{height} image needs larger GPU buffers than this device binds ({window} bytes)"
+        "a {width}x{height} image needs larger GPU buffers than this device allows ({limit} bytes)"
     )]
     ImageTooLarge {
         /// Decoded width.
         width: u32,
         /// Decoded height.
         height: u32,
-        /// The device's largest binding, in bytes.
-        window: u64,
+        /// The device's limit it passes (its largest binding, or its largest buffer), in bytes.
+        limit: u64,
     },
     /// An image of the call was never run (a bug, should it happen).
     #[error("image {0} was never run")]

@@ -204,11 +204,11 @@ impl Packing {
         }
     }
 
-    /// Whether `work` could be packed at all on a device whose bindings hold `window` bytes:
-    /// its arenas bind, and its output fits a buffer of two windows (which the device can
-    /// create, see [`super::bindings::binding_window`]).
+    /// Whether `work` could be packed at all on a device whose bindings hold `window` bytes (its
+    /// output is bound a window at a time, so only the batch's output buffer limits it: see
+    /// `GpuPipeline::submit_images`).
     pub fn fits_alone(work: &ImageWork, window: u64) -> bool {
-        Footprint::of(work).binds(window) && work.tensor.words * 4 <= 2 * window
+        Footprint::of(work).binds(window)
     }
 
     /// Whether `work` fits beside the images already packed.

@@ -191,9 +191,21 @@ impl GpuPipeline {
         let mut shapes = Vec::with_capacity(works.len());
         let mut placed = Vec::with_capacity(works.len());
         let mut at = 0;
+        // The batch's tensors share one buffer: no larger than the device's largest (the
+        // streaming loader closes its batches before that; an image that passes it alone
+        // fails alone).
+        let max_output = device.limits().max_buffer_size;
         for (index, work) in works {
             if let Some(e) = too_large(&work, window) {
                 return Err(e);
+            }
+            if work.tensor.words * 4 > max_output {
+                return Err(GpuError::ImageTooLarge {
+                    width: work.color.width,
+                    height: work.color.height,
+                    limit: max_output,
+                }
+                .into());
             }
             shapes.push((index, work.tensor.shape, at));
             let words = work.tensor.words;
@@ -515,7 +527,7 @@ pub(crate) fn too_large(work: &ImageWork, window: u64) -> Option<Error> {
         GpuError::ImageTooLarge {
             width: work.color.width,
             height: work.color.height,
-            window,
+            limit: window,
         }
         .into()
     })
@@ -692,5 +704,47 @@ mod tests {
                 assert!(*tensor == expected, "batch {batch}, image {i}");
             }
         }
+    }
+
+    /// A device whose largest buffer is small: a stream's batches close before their tensors
+    /// pass it (each output here is half of it), so no batch asks for a buffer the device
+    /// cannot create, and every image converts exactly.
+    #[test]
+    fn batches_close_before_their_output_passes_the_largest_buffer() {
+        let Some(adapter) = test_adapter() else {
+            return;
+        };
+        let max_buffer = 4 << 20;
+        let limits = wgpu::Limits {
+            max_buffer_size: max_buffer,
+            ..adapter.limits()
+        };
+        let (device, queue) = pollster::block_on(adapter.request_device(&wgpu::DeviceDescriptor {
+            required_limits: limits,
+            ..Default::default()
+        }))
+        .unwrap();
+        let pipeline = GpuPipeline::new(&device);
+        let path = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/data/photos/mpl__grace_hopper.jpg"
+        );
+        let bytes = std::fs::read(path).unwrap();
+        let inputs: Vec<&[u8]> = vec![&bytes; 5];
+        // 418 x 418 float32 RGB: 2.1 MB each, half the largest buffer.
+        let transform = Transform::exact(418, 418);
+        let limits = crate::Limits::default();
+        let options = super::super::StreamOptions::new(&transform, &limits, 8);
+        let streamed = pipeline.preprocess_many(&device, &queue, &inputs, &options);
+        let expected = crate::preprocess(&bytes, &transform, &limits).unwrap();
+        for (i, result) in streamed.results.iter().enumerate() {
+            let tensor = result.as_ref().unwrap_or_else(|e| panic!("image {i}: {e}"));
+            assert!(*tensor == expected, "image {i}");
+        }
+        assert!(
+            streamed.batches.len() >= 3,
+            "{} batches",
+            streamed.batches.len()
+        );
     }
 }

@@ -494,7 +494,8 @@ struct Budget {
     images: usize,
     /// [`Batching::max_bytes`]: one image alone may pass it.
     upload: u64,
-    /// The device's largest buffer: every image fits it alone (see `Packing::fits_alone`).
+    /// The device's largest buffer: an image whose output passes it alone runs, and fails, in
+    /// a batch of its own.
     output: u64,
 }
 
