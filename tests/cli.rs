@@ -515,6 +515,12 @@ fn impossible_outputs_are_refused_not_attempted() {
                     && !stderr.contains("panicked"),
                 "{option} {value} on {backend}: {stderr}"
             );
+            // What to do, in the command line's own terms (no Rust items).
+            assert!(
+                stderr.contains("what to do (1 file): ask for a smaller --resize or --crop, or raise --max-pixels")
+                    && !stderr.contains("Limits::"),
+                "{stderr}"
+            );
         }
     }
 }
@@ -743,6 +749,12 @@ fn auto_prefers_the_cpu_to_a_software_adapter_and_adapters_can_be_named() {
         .collect();
     let adapters: Vec<_> = lines.iter().filter(|l| l["what"] == "adapter").collect();
     assert!(!adapters.is_empty(), "the GPU tests need an adapter");
+    // Each adapter says whether a device opens on it (one that is listed may not open).
+    assert!(
+        adapters.iter().all(|a| a["opens"].is_boolean()),
+        "{adapters:?}"
+    );
+    assert!(adapters.iter().any(|a| a["opens"] == true), "{adapters:?}");
     let software_only = adapters.iter().all(|a| a["device_type"] == "Cpu");
     let auto = lines.iter().find(|l| l["what"] == "auto").unwrap();
     let backend_of = |args: &[&str]| {
