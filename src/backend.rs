@@ -2,7 +2,7 @@
 //! way.
 
 use crate::error::Result;
-use crate::gpu::{create_device_on, Batching, Gpu, GpuPipeline, StreamOptions};
+use crate::gpu::{find_adapter, open_device, Batching, Gpu, GpuPipeline, StreamOptions};
 use crate::{formats, reference, Limits, Tensor, Transform};
 
 /// A GPU with the pipelines compiled for it.
@@ -29,10 +29,15 @@ impl Backend {
         Self::gpu_on(None)
     }
 
-    /// A GPU backend on the adapter whose name contains `adapter` (see [`create_device_on`]),
+    /// A GPU backend on the adapter whose name contains `adapter` (see [`find_adapter`]),
     /// or the default one.
     pub fn gpu_on(adapter: Option<&str>) -> Result<Self> {
-        let gpu = create_device_on(adapter)?;
+        Self::gpu_with(&find_adapter(adapter)?)
+    }
+
+    /// A GPU backend on `adapter`.
+    fn gpu_with(adapter: &wgpu::Adapter) -> Result<Self> {
+        let gpu = open_device(adapter)?;
         let pipeline = GpuPipeline::new(&gpu.device);
         Ok(Self::Gpu(Box::new(GpuBackend {
             gpu,
@@ -104,17 +109,23 @@ impl Backend {
     /// lavapipe, WARP), which is slower than the CPU backend's own SIMD paths, or there is none.
     /// The CPU backend gives the same bits; the string says why it was chosen.
     pub fn auto(adapter: Option<&str>) -> (Self, Option<String>) {
-        match Self::gpu_on(adapter) {
-            Ok(Self::Gpu(gpu)) if gpu.gpu.info.device_type == wgpu::DeviceType::Cpu => {
-                let why = format!(
-                    "using the CPU backend: the GPU adapter is a software one ({}), slower than \
-                     the CPU backend; --backend gpu uses it anyway",
-                    gpu.gpu.info.name
-                );
-                (Self::Cpu, Some(why))
-            }
+        let cpu = |why: String| (Self::Cpu, Some(format!("using the CPU backend: {why}")));
+        let found = match find_adapter(adapter) {
+            Ok(found) => found,
+            Err(e) => return cpu(e.to_string()),
+        };
+        let info = found.get_info();
+        // Decided before a device is opened and the shaders compiled for it.
+        if info.device_type == wgpu::DeviceType::Cpu {
+            return cpu(format!(
+                "the GPU adapter is a software one ({}), slower than the CPU backend; --backend \
+                 gpu uses it anyway",
+                info.name
+            ));
+        }
+        match Self::gpu_with(&found) {
             Ok(backend) => (backend, None),
-            Err(e) => (Self::Cpu, Some(format!("using the CPU backend: {e}"))),
+            Err(e) => cpu(e.to_string()),
         }
     }
 

@@ -28,7 +28,11 @@ pub fn create_device() -> Result<Gpu> {
 /// `WGPU_BACKEND` allows, with that adapter's real limits rather than wgpu's conservative
 /// defaults.
 pub fn create_device_on(name: Option<&str>) -> Result<Gpu> {
-    let adapter = find_adapter_named(name)?;
+    open_device(&find_adapter(name)?)
+}
+
+/// Creates a device on `adapter`, as [`create_device_on`] does.
+pub fn open_device(adapter: &wgpu::Adapter) -> Result<Gpu> {
     let (device, queue) = pollster::block_on(adapter.request_device(&wgpu::DeviceDescriptor {
         label: Some("gpuprep"),
         required_limits: adapter.limits(),
@@ -58,8 +62,9 @@ fn instance() -> wgpu::Instance {
     wgpu::Instance::new(wgpu::InstanceDescriptor::new_without_display_handle_from_env())
 }
 
-/// The adapter [`create_device_on`] opens.
-fn find_adapter_named(name: Option<&str>) -> Result<wgpu::Adapter> {
+/// The adapter [`create_device_on`] opens: the one whose name contains `name`, or the one
+/// `WGPU_ADAPTER_NAME` names, or the default high-performance one.
+pub fn find_adapter(name: Option<&str>) -> Result<wgpu::Adapter> {
     let wanted = name
         .map(str::to_owned)
         .or_else(|| std::env::var("WGPU_ADAPTER_NAME").ok());
@@ -104,7 +109,7 @@ pub(crate) fn test_adapter() -> Option<wgpu::Adapter> {
         println!("GPUPREP_NO_GPU=1: GPU test NOT run");
         return None;
     }
-    Some(find_adapter_named(None).unwrap_or_else(|e| panic!("{e}")))
+    Some(find_adapter(None).unwrap_or_else(|e| panic!("{e}")))
 }
 
 /// [`test_adapter`]'s device, as [`create_device`] opens it.

@@ -32,7 +32,7 @@ mod stream;
 mod work;
 
 pub use batch::Batch;
-pub use context::{adapters, create_device, create_device_on, Gpu};
+pub use context::{adapters, create_device, create_device_on, find_adapter, open_device, Gpu};
 pub use pipeline::{GpuPipeline, GpuTimings};
 pub use stream::{
     BatchStats, Batching, DeviceBatch, DeviceTensor, StreamOptions, Streamed, DEFAULT_BATCH,

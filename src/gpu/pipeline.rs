@@ -143,12 +143,9 @@ impl GpuPipeline {
         queue: &wgpu::Queue,
         image: &CoefficientImage,
     ) -> Result<RgbImage> {
-        // The decoder checked the image against its limits; decoding makes nothing larger.
-        let no_limit = crate::Limits {
-            max_pixels: u64::MAX,
-            ..crate::Limits::default()
-        };
-        let tensor = self.preprocess(device, queue, image, &Transform::default(), &no_limit)?;
+        // The decoder checked the image against the limits it was given.
+        let limits = crate::Limits::default().without_pixel_limit();
+        let tensor = self.preprocess(device, queue, image, &Transform::default(), &limits)?;
         let TensorData::U8(data) = tensor.data else {
             unreachable!("the default transform gives u8");
         };
@@ -398,10 +395,7 @@ impl GpuPipeline {
         submitted.timings.redone_on_cpu += given_up.len();
         let transform = submitted.transform;
         // Each image passed its plan's checks when it was first prepared, with this transform.
-        let checked_before = crate::Limits {
-            max_pixels: u64::MAX,
-            ..crate::Limits::default()
-        };
+        let checked_before = crate::Limits::default().without_pixel_limit();
         let works: Vec<(usize, ImageWork, u64)> = given_up
             .into_par_iter()
             .map(|(index, at, source)| {
@@ -562,6 +556,19 @@ mod tests {
     use super::*;
     use crate::gpu::context::test_adapter;
 
+    /// A device on the test adapter with its limits changed by `change`, or `None` where the
+    /// run is marked GPU-less (see [`test_adapter`]).
+    fn test_device(change: impl FnOnce(&mut wgpu::Limits)) -> Option<(wgpu::Device, wgpu::Queue)> {
+        let adapter = test_adapter()?;
+        let mut limits = adapter.limits();
+        change(&mut limits);
+        let descriptor = wgpu::DeviceDescriptor {
+            required_limits: limits,
+            ..Default::default()
+        };
+        Some(pollster::block_on(adapter.request_device(&descriptor)).unwrap())
+    }
+
     /// A JPEG whose dense coefficients (stage 0's output) would not bind on the device is
     /// prepared with compact coefficients instead, rather than refused.
     #[test]
@@ -593,21 +600,14 @@ mod tests {
     /// windows, pooled arenas larger than a binding; the tensors stay the CPU reference's.
     #[test]
     fn small_binding_windows_give_the_same_tensors() {
-        let Some(adapter) = test_adapter() else {
-            return;
-        };
         // A device that binds 1 MiB at most: china.jpg (640x427) needs both RGBX windows, and
         // two images never share a packing.
         let window = 1 << 20;
-        let limits = wgpu::Limits {
-            max_storage_buffer_binding_size: window,
-            ..adapter.limits()
+        let Some((device, queue)) =
+            test_device(|limits| limits.max_storage_buffer_binding_size = window)
+        else {
+            return;
         };
-        let (device, queue) = pollster::block_on(adapter.request_device(&wgpu::DeviceDescriptor {
-            required_limits: limits,
-            ..Default::default()
-        }))
-        .unwrap();
         assert_eq!(binding_window(&device), window);
         let pipeline = GpuPipeline::new(&device);
         let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/photos/");
@@ -658,19 +658,12 @@ mod tests {
     /// binding range exceeds max_storage_buffer_binding_size").
     #[test]
     fn a_binding_limit_below_the_pools_rounding_loses_no_image() {
-        let Some(adapter) = test_adapter() else {
+        let max_binding = (2 << 20) - 4;
+        let Some((device, queue)) =
+            test_device(|limits| limits.max_storage_buffer_binding_size = max_binding)
+        else {
             return;
         };
-        let max_binding = (2 << 20) - 4;
-        let limits = wgpu::Limits {
-            max_storage_buffer_binding_size: max_binding,
-            ..adapter.limits()
-        };
-        let (device, queue) = pollster::block_on(adapter.request_device(&wgpu::DeviceDescriptor {
-            required_limits: limits,
-            ..Default::default()
-        }))
-        .unwrap();
         assert!(binding_window(&device) < 2 << 20);
         let pipeline = GpuPipeline::new(&device);
         let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/photos/");
@@ -711,19 +704,11 @@ mod tests {
     /// cannot create, and every image converts exactly.
     #[test]
     fn batches_close_before_their_output_passes_the_largest_buffer() {
-        let Some(adapter) = test_adapter() else {
+        let max_buffer = 4 << 20;
+        let Some((device, queue)) = test_device(|limits| limits.max_buffer_size = max_buffer)
+        else {
             return;
         };
-        let max_buffer = 4 << 20;
-        let limits = wgpu::Limits {
-            max_buffer_size: max_buffer,
-            ..adapter.limits()
-        };
-        let (device, queue) = pollster::block_on(adapter.request_device(&wgpu::DeviceDescriptor {
-            required_limits: limits,
-            ..Default::default()
-        }))
-        .unwrap();
         let pipeline = GpuPipeline::new(&device);
         let path = concat!(
             env!("CARGO_MANIFEST_DIR"),

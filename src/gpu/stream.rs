@@ -244,7 +244,7 @@ impl GpuPipeline {
                 (Some(buffer), tensors)
             }
             Err(e) => {
-                failed.extend(running.into_iter().map(|i| (i, gpu_error(&e))));
+                failed.extend(running.into_iter().map(|i| (i, e.clone())));
                 (None, Vec::new())
             }
         };
@@ -442,7 +442,7 @@ impl GpuPipeline {
             }
             Err(e) => {
                 for i in running {
-                    results[i] = Some(Err(gpu_error(&e)));
+                    results[i] = Some(Err(e.clone()));
                 }
             }
         }
@@ -539,9 +539,4 @@ fn gather(
         }
     }
     pending
-}
-
-/// A batch-wide error as one image's.
-fn gpu_error(e: &Error) -> Error {
-    e.clone()
 }

@@ -59,6 +59,18 @@ impl Default for Limits {
     }
 }
 
+impl Limits {
+    /// These limits without the pixel limit: for planning work on an image that already passed
+    /// it (decoding it again at its own size, or redoing it with the transform it was checked
+    /// with), which makes nothing larger.
+    pub(crate) fn without_pixel_limit(self) -> Self {
+        Self {
+            max_pixels: u64::MAX,
+            ..self
+        }
+    }
+}
+
 /// Entropy-decodes a JPEG file into its quantised DCT coefficients.
 pub fn decode_coefficients(data: &[u8], limits: &Limits) -> Result<CoefficientImage> {
     decode(data, limits, Target::Dense).map(|(image, _)| image)

@@ -38,13 +38,9 @@ pub fn component_samples(image: &CoefficientImage, ci: usize, idct_size: usize) 
 
 /// The whole reference pipeline: coefficients → RGB, equal to Pillow's `convert('RGB')`.
 pub fn decode_rgb(image: &CoefficientImage) -> Result<RgbImage> {
-    // The decoder checked the image against the limits it was given; decoding makes nothing
-    // larger.
-    let no_limit = Limits {
-        max_pixels: u64::MAX,
-        ..Limits::default()
-    };
-    let plan = ImagePlan::for_jpeg(image, &Transform::default(), &no_limit)?;
+    // The decoder checked the image against the limits it was given.
+    let limits = Limits::default().without_pixel_limit();
+    let plan = ImagePlan::for_jpeg(image, &Transform::default(), &limits)?;
     decode_planned(image, &plan)
 }
 
