@@ -98,6 +98,7 @@ fn drift(
         let ours = Tensor {
             shape: theirs.shape,
             data: TensorData::F32(ours.clone()),
+            params: Default::default(),
         };
         total.merge(&Drift::between(&ours, theirs, transform).expect("same shapes"));
     }

@@ -1,9 +1,13 @@
 // Stage 4: Pillow's vertical resampling pass (when the height changes), torchvision's centre crop
-// with zero padding, and ToTensor + Normalize through a 3x256 table, written in the output layout
-// and dtype. One invocation per output word, so that packed u8 and f16 outputs never share a word
-// between invocations. Mirror of `vertical_at` (src/reference/resample.rs) and
-// `cropped_sample` / `to_tensor` (src/reference/tensor.rs). A job is the part of one image's
-// output that falls in this dispatch's window of the output buffer.
+// with zero padding, the flips, and ToTensor + Normalize through a 3x256 table, written in the
+// output layout and dtype. One invocation per output word, so that packed u8 and f16 outputs never
+// share a word between invocations. Mirror of `vertical_at` (src/reference/resample.rs) and
+// `source_position` / `cropped_sample` / `to_tensor` (src/reference/tensor.rs). A job is the part
+// of one image's output that falls in this dispatch's window of the output buffer.
+//
+// With colour adjustments, `pixels_main` writes the cropped, flipped image instead (a word per
+// pixel, RGB), stage 5 (adjust.wgsl) adjusts it, and `main` then reads it as an image of the
+// output's size.
 
 // Mirrored by `TensorJob` in src/gpu/jobs.rs.
 struct Job {
@@ -23,7 +27,8 @@ struct Job {
     chw: u32,
     // Elements per output word: 4 (u8), 2 (f16) or 1 (f32).
     per_word: u32,
-    // 1: the source is the decoded image in `rgbx`; 0: the horizontal pass's output in `hpass`.
+    // 1: the source is the decoded image in `rgbx`; 0: the horizontal pass's output in `hpass`
+    // (or the adjusted pixels, bound there).
     from_rgbx: u32,
     // Where the source image starts in its arena.
     source_base: u32,
@@ -33,6 +38,10 @@ struct Job {
     // The image's first output word that this job computes, and where it goes in `result`.
     first_word: u32,
     out_base: u32,
+    // Words per source row.
+    stride: u32,
+    // Bit 0: mirror left to right; bit 1: top to bottom.
+    flips: u32,
     // Source channel of each output channel (RGB or BGR order).
     channel_map: vec4<u32>,
 }
@@ -62,7 +71,7 @@ fn load_rgbx(i: u32) -> u32 {
 
 // Source pixel (x, row).
 fn source_pixel(x: u32, row: u32) -> u32 {
-    let i = jobs[job].source_base + row * jobs[job].width + x;
+    let i = jobs[job].source_base + row * jobs[job].stride + x;
     if jobs[job].from_rgbx == 1u {
         return load_rgbx(i);
     }
@@ -92,6 +101,29 @@ fn resized(x: u32, y: u32, c: u32) -> u32 {
     return u32(clamp(acc >> PRECISION_BITS, 0, 255));
 }
 
+// The resized image's position under output position (x, y): the flips, then the crop.
+fn source_position(x: u32, y: u32) -> vec2<i32> {
+    let p = jobs[job];
+    var fx = x;
+    var fy = y;
+    if (p.flips & 1u) != 0u {
+        fx = p.out_width - 1u - x;
+    }
+    if (p.flips & 2u) != 0u {
+        fy = p.out_height - 1u - y;
+    }
+    return vec2<i32>(p.crop_x + i32(fx), p.crop_y + i32(fy));
+}
+
+// Sample c of the resized image at `at`; zero in the padding.
+fn cropped(at: vec2<i32>, c: u32) -> u32 {
+    let p = jobs[job];
+    if at.x >= 0 && at.y >= 0 && at.x < i32(p.width) && at.y < i32(p.height) {
+        return resized(u32(at.x), u32(at.y), c);
+    }
+    return 0u;
+}
+
 // The output element with linear index `e`.
 fn element(e: u32) -> u32 {
     let p = jobs[job];
@@ -109,12 +141,7 @@ fn element(e: u32) -> u32 {
         x = e % p.out_width;
     }
     let source_channel = p.channel_map[c];
-    let sx = p.crop_x + i32(x);
-    let sy = p.crop_y + i32(y);
-    var value = 0u;
-    if sx >= 0 && sy >= 0 && sx < i32(p.width) && sy < i32(p.height) {
-        value = resized(u32(sx), u32(sy), source_channel);
-    }
+    let value = cropped(source_position(x, y), source_channel);
     return constants[source_channel * 256u + value];
 }
 
@@ -138,4 +165,17 @@ fn main(@builtin(global_invocation_id) id: vec3<u32>, @builtin(num_workgroups) g
         }
     }
     result[jobs[job].out_base + local] = packed;
+}
+
+// The cropped, flipped image for stage 5: one invocation per pixel, R, G, B in its low bytes.
+@compute @workgroup_size(64)
+fn pixels_main(@builtin(global_invocation_id) id: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
+    let global = invocation(id, groups);
+    job = find_job(global);
+    if job >= arrayLength(&jobs) {
+        return;
+    }
+    let local = global - starts[job];
+    let at = source_position(local % jobs[job].out_width, local / jobs[job].out_width);
+    result[jobs[job].out_base + local] = cropped(at, 0u) | (cropped(at, 1u) << 8u) | (cropped(at, 2u) << 16u);
 }

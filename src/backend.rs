@@ -3,6 +3,7 @@
 
 use crate::error::Result;
 use crate::gpu::{find_adapter, open_device, Batching, Gpu, GpuPipeline, StreamOptions};
+use crate::plan::{Sample, Samples};
 use crate::{formats, reference, Limits, Tensor, Transform};
 
 /// A GPU with the pipelines compiled for it.
@@ -54,19 +55,32 @@ impl Backend {
         self
     }
 
-    /// Decodes `data` and applies `transform`; both backends give the same bits.
+    /// Decodes `data` and applies `transform` (sample 0 of a random one); both backends give
+    /// the same bits.
     pub fn preprocess(
         &self,
         data: &[u8],
         transform: &Transform,
         limits: &Limits,
     ) -> Result<Tensor> {
+        self.preprocess_sample(data, transform, &Sample::default(), limits)
+    }
+
+    /// [`Self::preprocess`] as `sample` of `transform`.
+    pub fn preprocess_sample(
+        &self,
+        data: &[u8],
+        transform: &Transform,
+        sample: &Sample,
+        limits: &Limits,
+    ) -> Result<Tensor> {
         let decoded = formats::decode(data, limits)?;
         match self {
-            Self::Cpu => reference::preprocess_decoded(decoded, transform, limits),
+            Self::Cpu => reference::preprocess_decoded(decoded, transform, sample, limits),
             Self::Gpu(backend) => {
                 let GpuBackend { gpu, pipeline, .. } = &**backend;
-                pipeline.preprocess_decoded(&gpu.device, &gpu.queue, &decoded, transform, limits)
+                let (device, queue) = (&gpu.device, &gpu.queue);
+                pipeline.preprocess_decoded(device, queue, &decoded, transform, sample, limits)
             }
         }
     }
@@ -80,11 +94,23 @@ impl Backend {
         transform: &Transform,
         limits: &Limits,
     ) -> Vec<Result<Tensor>> {
+        self.preprocess_samples(images, transform, Samples::Positions, limits)
+    }
+
+    /// [`Self::preprocess_many`], image `i` being sample `samples.of(i)` of `transform`.
+    pub fn preprocess_samples(
+        &self,
+        images: &[&[u8]],
+        transform: &Transform,
+        samples: Samples,
+        limits: &Limits,
+    ) -> Vec<Result<Tensor>> {
         use rayon::prelude::*;
         match self {
             Self::Cpu => images
                 .par_iter()
-                .map(|data| self.preprocess(data, transform, limits))
+                .enumerate()
+                .map(|(i, data)| self.preprocess_sample(data, transform, &samples.of(i), limits))
                 .collect(),
             Self::Gpu(backend) => {
                 backend
@@ -97,6 +123,7 @@ impl Backend {
                             transform,
                             limits,
                             batching: backend.batching,
+                            samples,
                         },
                     )
                     .results

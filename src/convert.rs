@@ -21,10 +21,12 @@ pub const IMAGE_EXTENSIONS: [&str; 18] = [
 /// on large images.
 const CHUNK: usize = 256;
 
-/// `files` in chunks of 16, 32, 64, … up to [`CHUNK`] files.
-fn chunks(files: &[Input]) -> impl Iterator<Item = &[Input]> {
+/// `files` in chunks of 16, 32, 64, … up to [`CHUNK`] files, each with the index of its first
+/// file (the sample index of a random transform).
+fn chunks(files: &[Input]) -> impl Iterator<Item = (usize, &[Input])> {
     let mut rest = files;
     let mut size = 16;
+    let mut first = 0;
     std::iter::from_fn(move || {
         if rest.is_empty() {
             return None;
@@ -32,7 +34,8 @@ fn chunks(files: &[Input]) -> impl Iterator<Item = &[Input]> {
         let (chunk, after) = rest.split_at(size.min(rest.len()));
         rest = after;
         size = (size * 2).min(CHUNK);
-        Some(chunk)
+        first += chunk.len();
+        Some((first - chunk.len(), chunk))
     })
 }
 
@@ -126,6 +129,8 @@ pub struct Written {
     pub output: Output,
     /// Its array shape.
     pub shape: [usize; 3],
+    /// The random parameters it was made with.
+    pub params: crate::Params,
 }
 
 /// One input file, and the name its output takes in a destination folder: its file name, or,
@@ -256,13 +261,19 @@ impl Job<'_> {
         }
     }
 
-    /// Loads `files` together (one GPU batch when the backend allows), in order.
-    fn load_many(&self, files: &[Input]) -> Vec<Result<Tensor>> {
+    /// Loads `files`, samples `first..` of a random transform, together (one GPU batch when the
+    /// backend allows), in order.
+    fn load_many(&self, first: usize, files: &[Input]) -> Vec<Result<Tensor>> {
         let read: Vec<Result<Vec<u8>>> = files.par_iter().map(|f| Ok(fs::read(&f.path)?)).collect();
-        let good: Vec<&[u8]> = read.iter().filter_map(|r| r.as_deref().ok()).collect();
+        let (good, indices): (Vec<&[u8]>, Vec<u64>) = read
+            .iter()
+            .enumerate()
+            .filter_map(|(i, r)| r.as_deref().ok().map(|b| (b, (first + i) as u64)))
+            .unzip();
+        let samples = crate::Samples::Indices(&indices);
         let mut tensors = self
             .backend
-            .preprocess_many(&good, &self.transform, &self.limits)
+            .preprocess_samples(&good, &self.transform, samples, &self.limits)
             .into_iter();
         read.into_iter()
             .map(|r| r.and_then(|_| tensors.next().expect("one result per readable file")))
@@ -300,8 +311,8 @@ fn convert_to_directory(
     check_unique_names(files)?;
     fs::create_dir_all(dir).map_err(|e| cannot_write(dir, e))?;
     let mut reports = Vec::with_capacity(files.len());
-    for chunk in chunks(files) {
-        let tensors = job.load_many(chunk);
+    for (first, chunk) in chunks(files) {
+        let tensors = job.load_many(first, chunk);
         let written: Vec<ImageReport> = chunk
             .par_iter()
             .zip(tensors)
@@ -317,6 +328,7 @@ fn convert_to_directory(
                         Ok(Written {
                             output: Output::File(output.clone()),
                             shape: tensor.shape,
+                            params: tensor.params,
                         })
                     });
                 if result.is_err() {
@@ -384,9 +396,9 @@ fn convert_to_stack(files: &[Input], path: &Path, job: &Job) -> Result<Vec<Image
     // One output size: fixed by the transform, or that of the one input.
     let mut first = None;
     let shape = match transform.fixed_output_size() {
-        Some(size) => crate::plan::OutputPlan::new(size, transform).shape,
+        Some(size) => crate::plan::OutputPlan::new(size, transform, &Default::default()).shape,
         None if files.len() == 1 => {
-            let tensor = job.load_many(files).remove(0);
+            let tensor = job.load_many(0, files).remove(0);
             let shape = tensor.as_ref().map_or([0, 0, 3], |t| t.shape);
             first = Some(tensor);
             shape
@@ -426,10 +438,10 @@ fn write_stack(
         npy::StackedWriter::new(std::io::BufWriter::new(file), job.transform.dtype, shape)
             .map_err(write_error)?;
     let mut reports = Vec::with_capacity(files.len());
-    for chunk in chunks(files) {
+    for (at, chunk) in chunks(files) {
         let tensors = match first.take() {
             Some(tensor) => vec![tensor],
-            None => job.load_many(chunk),
+            None => job.load_many(at, chunk),
         };
         for (input, tensor) in chunk.iter().zip(tensors) {
             let result = match tensor {
@@ -438,6 +450,7 @@ fn write_stack(
                     Ok(Written {
                         output: Output::Index(index),
                         shape: tensor.shape,
+                        params: tensor.params,
                     })
                 }
                 Err(e) => Err(e.in_file(&input.path)),
@@ -465,6 +478,7 @@ pub fn write_rgb_npy(path: &Path, image: &crate::RgbImage) -> Result<()> {
     let tensor = Tensor {
         shape: [image.height, image.width, 3],
         data: crate::TensorData::U8(image.data.clone()),
+        params: Default::default(),
     };
     npy::write_tensor(std::io::BufWriter::new(fs::File::create(path)?), &tensor)?;
     Ok(())
@@ -484,6 +498,9 @@ pub fn report_json(reports: &[ImageReport], job: &Job) -> String {
                 Ok(w) => {
                     entry["ok"] = true.into();
                     entry["shape"] = w.shape.to_vec().into();
+                    if job.transform.is_random() {
+                        entry["params"] = params_json(&w.params);
+                    }
                     match &w.output {
                         Output::File(path) => path_fields(&mut entry, "output", path),
                         Output::Index(i) => entry["index"] = (*i).into(),
@@ -509,6 +526,37 @@ pub fn report_json(reports: &[ImageReport], job: &Job) -> String {
         "images": images,
     });
     serde_json::to_string_pretty(&report).expect("JSON values serialise") + "\n"
+}
+
+/// One image's random parameters as report.json writes them, to be replayed through Pillow and
+/// torchvision: `{"crop": {"top", "left", "height", "width"}, "flip": bool, "vflip": bool,
+/// "color": {"order": [names], "brightness": factor, …}, "grayscale": bool}`, factors as the
+/// float32 values used, a key only for an operation the transform has.
+pub fn params_json(params: &crate::Params) -> serde_json::Value {
+    let mut json = serde_json::json!({});
+    if let Some(b) = params.crop {
+        json["crop"] = serde_json::json!({
+            "top": b.top, "left": b.left, "height": b.height, "width": b.width
+        });
+    }
+    if let Some(flip) = params.horizontal_flip {
+        json["flip"] = flip.into();
+    }
+    if let Some(flip) = params.vertical_flip {
+        json["vflip"] = flip.into();
+    }
+    if let Some(adjustments) = &params.color {
+        let order: Vec<&str> = adjustments.iter().map(|a| a.name()).collect();
+        let mut color = serde_json::json!({ "order": order });
+        for a in adjustments {
+            color[a.name()] = f64::from(a.factor()).into();
+        }
+        json["color"] = color;
+    }
+    if let Some(grey) = params.grayscale {
+        json["grayscale"] = grey.into();
+    }
+    json
 }
 
 /// `path` as `key` (its text, lossy where it is not UTF-8) and, where it is not UTF-8, as

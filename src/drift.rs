@@ -200,6 +200,7 @@ mod tests {
         let expected = Tensor {
             shape,
             data: TensorData::F32(vec![0.0; 6]),
+            params: Default::default(),
         };
         // One grey level in R at pixel 1, two in B at pixel 0.
         let mut values = vec![0.0f32; 6];
@@ -208,6 +209,7 @@ mod tests {
         let actual = Tensor {
             shape,
             data: TensorData::F32(values),
+            params: Default::default(),
         };
         let drift = Drift::between(&actual, &expected, &transform).unwrap();
         assert!((drift.channels[0].max - 1.0).abs() < 1e-4);
@@ -231,10 +233,12 @@ mod tests {
         let a = Tensor {
             shape: [1, 1, 3],
             data: TensorData::U8(vec![0; 3]),
+            params: Default::default(),
         };
         let b = Tensor {
             shape: [1, 2, 3],
             data: TensorData::U8(vec![0; 6]),
+            params: Default::default(),
         };
         assert!(Drift::between(&a, &b, &Transform::default()).is_err());
     }

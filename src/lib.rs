@@ -41,9 +41,11 @@ pub use backend::{Backend, GpuBackend};
 pub use error::{Error, GpuError, Result, Unsupported};
 pub use image::RgbImage;
 pub use jpeg::Limits;
-pub use plan::{Filter, ImagePlan};
+pub use plan::{Adjustment, CropBox, Filter, ImagePlan, Params, Sample, Samples};
 pub use tensor::{Tensor, TensorData};
-pub use transform::{ChannelOrder, DType, Layout, Normalize, Resize, Transform};
+pub use transform::{
+    ChannelOrder, ColorJitter, DType, Layout, Normalize, RandomResizedCrop, Resize, Transform,
+};
 pub use wgpu;
 
 /// Decodes an image (JPEG, PNG, BMP, GIF, TIFF, WebP or ICO) to RGB on the CPU, bit-identical to

@@ -154,7 +154,11 @@ pub fn read_tensor(bytes: &[u8]) -> Result<Tensor, String> {
             descr.split(',').next().unwrap_or("")
         ));
     };
-    Ok(Tensor { shape, data })
+    Ok(Tensor {
+        shape,
+        data,
+        params: Default::default(),
+    })
 }
 
 /// The header dictionary and the data of a `.npy` file (versions 1 to 3).
@@ -196,6 +200,7 @@ mod tests {
         let tensor = Tensor {
             shape: [1, 1, 3],
             data: TensorData::U8(vec![1, 2, 3]),
+            params: Default::default(),
         };
         let mut file = io::Cursor::new(Vec::new());
         let mut stack = StackedWriter::new(&mut file, DType::U8, [1, 1, 3]).unwrap();
@@ -213,10 +218,12 @@ mod tests {
             Tensor {
                 shape: [2, 3, 3],
                 data: TensorData::U8((0..18).collect()),
+                params: Default::default(),
             },
             Tensor {
                 shape: [3, 1, 2],
                 data: TensorData::F32(vec![0.5, -1.25, 3.0, 1e-7, -0.0, 7.5]),
+                params: Default::default(),
             },
             Tensor {
                 shape: [3, 2, 1],
@@ -225,6 +232,7 @@ mod tests {
                         .map(|v| half::f16::from_f32(v as f32 / 3.0))
                         .collect(),
                 ),
+                params: Default::default(),
             },
         ];
         for tensor in tensors {

@@ -1,5 +1,6 @@
 //! Output tensors: shape, element type and data of one preprocessed image.
 
+use crate::plan::Params;
 use crate::transform::DType;
 
 /// The elements of a tensor.
@@ -20,6 +21,9 @@ pub struct Tensor {
     pub shape: [usize; 3],
     /// The elements, C order.
     pub data: TensorData,
+    /// The random parameters the image was transformed with (all `None` for a transform
+    /// without random operations).
+    pub params: Params,
 }
 
 impl Tensor {

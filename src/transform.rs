@@ -1,8 +1,11 @@
 //! What the user asks for between the decoded image and the tensor, in torchvision's terms.
 //!
 //! A [`Transform`] is applied as torchvision applies it to a PIL image: optional draft decoding
-//! (Pillow's `Image.draft`), `Resize`, `CenterCrop`, then `ToTensor` + `Normalize`, with the
-//! output layout, dtype and channel order chosen here (PARITY §3–5).
+//! (Pillow's `Image.draft`), `Resize` or `RandomResizedCrop`, `CenterCrop`, the random flips,
+//! `ColorJitter` and `RandomGrayscale`, then `ToTensor` + `Normalize`, with the output layout,
+//! dtype and channel order chosen here (PARITY §3–5). Random operations draw each sample's
+//! parameters from `seed`, `epoch` and the sample's index (see [`crate::plan::random`]), or take
+//! them as given ([`crate::Sample`]).
 
 use crate::plan::Filter;
 
@@ -36,6 +39,59 @@ impl Resize {
                     (new_long, n)
                 }
             }
+        }
+    }
+}
+
+/// torchvision `RandomResizedCrop(size, scale, ratio)`: a box of random area and aspect cut out
+/// of the (oriented) image, then resized to `size` with the transform's filter, as
+/// `F.resized_crop` does on a PIL image (`img.crop(box).resize(size)`).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct RandomResizedCrop {
+    /// Output (width, height).
+    pub size: (usize, usize),
+    /// Bounds of the box's area as a share of the image's; torchvision's default (0.08, 1.0).
+    pub scale: (f64, f64),
+    /// Bounds of the box's aspect ratio (width / height); default (3/4, 4/3).
+    pub ratio: (f64, f64),
+}
+
+impl RandomResizedCrop {
+    /// torchvision's defaults for a square output of `size`.
+    pub fn new(size: usize) -> Self {
+        Self {
+            size: (size, size),
+            scale: (0.08, 1.0),
+            ratio: (3.0 / 4.0, 4.0 / 3.0),
+        }
+    }
+}
+
+/// torchvision `ColorJitter(brightness, contrast, saturation, hue)` as ranges of factors (what
+/// its `_check_input` makes of the arguments); `None` leaves that adjustment out. The four run
+/// in a random order per sample.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct ColorJitter {
+    /// Brightness factor range, e.g. (0.6, 1.4) for `brightness=0.4`.
+    pub brightness: Option<(f32, f32)>,
+    /// Contrast factor range.
+    pub contrast: Option<(f32, f32)>,
+    /// Saturation factor range.
+    pub saturation: Option<(f32, f32)>,
+    /// Hue shift range, within [−0.5, 0.5].
+    pub hue: Option<(f32, f32)>,
+}
+
+impl ColorJitter {
+    /// As `ColorJitter(brightness, contrast, saturation, hue)` with single numbers: factors in
+    /// [max(0, 1 − v), 1 + v] and hue in [−h, h]; zero leaves the adjustment out.
+    pub fn new(brightness: f64, contrast: f64, saturation: f64, hue: f64) -> Self {
+        let factor = |v: f64| (v != 0.0).then(|| ((1.0 - v).max(0.0) as f32, (1.0 + v) as f32));
+        Self {
+            brightness: factor(brightness),
+            contrast: factor(contrast),
+            saturation: factor(saturation),
+            hue: (hue != 0.0).then(|| (-hue as f32, hue as f32)),
         }
     }
 }
@@ -120,6 +176,20 @@ pub struct Transform {
     /// Turn the image upright by its EXIF orientation first, as `ImageOps.exif_transpose`
     /// does; default off, because `Image.open` and torchvision leave it as stored.
     pub exif_transpose: bool,
+    /// `RandomResizedCrop` in place of `resize`; default none.
+    pub random_resized_crop: Option<RandomResizedCrop>,
+    /// `RandomHorizontalFlip(p)`; default none.
+    pub horizontal_flip: Option<f64>,
+    /// `RandomVerticalFlip(p)`; default none.
+    pub vertical_flip: Option<f64>,
+    /// `ColorJitter`; default none.
+    pub color_jitter: Option<ColorJitter>,
+    /// `RandomGrayscale(p)` (three equal channels); default none.
+    pub grayscale: Option<f64>,
+    /// The seed the random operations' parameters are drawn from; default 0.
+    pub seed: u64,
+    /// The epoch they are drawn for; default 0.
+    pub epoch: u64,
 }
 
 impl Default for Transform {
@@ -134,6 +204,13 @@ impl Default for Transform {
             dtype: DType::U8,
             channel_order: ChannelOrder::Rgb,
             exif_transpose: false,
+            random_resized_crop: None,
+            horizontal_flip: None,
+            vertical_flip: None,
+            color_jitter: None,
+            grayscale: None,
+            seed: 0,
+            epoch: 0,
         }
     }
 }
@@ -171,6 +248,26 @@ impl Transform {
         }
     }
 
+    /// torchvision's ImageNet training preset (`ClassificationPresetTrain`'s defaults):
+    /// `RandomResizedCrop(224)` bilinear, `RandomHorizontalFlip(0.5)`, `ToTensor()`,
+    /// `Normalize(IMAGENET)`, float32 C×H×W.
+    pub fn imagenet_train() -> Self {
+        Self {
+            random_resized_crop: Some(RandomResizedCrop::new(224)),
+            horizontal_flip: Some(0.5),
+            ..Self::tensor(Normalize::IMAGENET)
+        }
+    }
+
+    /// Whether any operation draws random parameters.
+    pub fn is_random(&self) -> bool {
+        self.random_resized_crop.is_some()
+            || self.horizontal_flip.is_some()
+            || self.vertical_flip.is_some()
+            || self.color_jitter.is_some()
+            || self.grayscale.is_some()
+    }
+
     /// No geometry change; `ToTensor` + `normalize`, float32 C×H×W.
     pub fn tensor(normalize: Normalize) -> Self {
         Self {
@@ -184,9 +281,10 @@ impl Transform {
     /// The output (width, height) when it does not depend on the image: a crop or an exact
     /// resize fixes it.
     pub fn fixed_output_size(&self) -> Option<(usize, usize)> {
-        match (self.center_crop, self.resize) {
-            (Some(crop), _) => Some(crop),
-            (None, Some(Resize::Exact { width, height })) => Some((width, height)),
+        match (self.center_crop, self.resize, self.random_resized_crop) {
+            (Some(crop), _, _) => Some(crop),
+            (None, Some(Resize::Exact { width, height }), _) => Some((width, height)),
+            (None, _, Some(crop)) => Some(crop.size),
             _ => None,
         }
     }
@@ -211,12 +309,67 @@ impl Transform {
                 return Err(format!("normalize's mean must be finite, got {:?}", n.mean));
             }
         }
+        self.validate_random()?;
         let zero = |(w, h): (usize, usize)| w == 0 || h == 0;
         if self.center_crop.is_some_and(zero)
             || matches!(self.resize, Some(Resize::Exact { width, height }) if zero((width, height)))
             || matches!(self.resize, Some(Resize::ShorterSide(0)))
+            || self.random_resized_crop.is_some_and(|c| zero(c.size))
         {
             return Err("sizes must be at least 1".into());
+        }
+        Ok(())
+    }
+}
+
+impl Transform {
+    /// Checks the random operations' arguments as torchvision's constructors do.
+    fn validate_random(&self) -> Result<(), String> {
+        if let Some(crop) = self.random_resized_crop {
+            if self.resize.is_some() || self.draft {
+                return Err("random_resized_crop replaces resize (and draft decoding)".into());
+            }
+            let (s0, s1) = crop.scale;
+            let (r0, r1) = crop.ratio;
+            let positive = |v: f64| v.is_finite() && v > 0.0;
+            if !(positive(s0) && positive(s1) && s0 <= s1 && positive(r0) && positive(r1))
+                || r0 > r1
+            {
+                return Err(format!(
+                    "random_resized_crop needs 0 < scale.0 <= scale.1 and 0 < ratio.0 <= ratio.1, \
+                     got scale {:?}, ratio {:?}",
+                    crop.scale, crop.ratio
+                ));
+            }
+        }
+        for (name, p) in [
+            ("horizontal_flip", self.horizontal_flip),
+            ("vertical_flip", self.vertical_flip),
+            ("grayscale", self.grayscale),
+        ] {
+            if p.is_some_and(|p| !(0.0..=1.0).contains(&p)) {
+                return Err(format!(
+                    "{name}'s probability must lie in [0, 1], got {p:?}"
+                ));
+            }
+        }
+        if let Some(jitter) = self.color_jitter {
+            let factors = [jitter.brightness, jitter.contrast, jitter.saturation];
+            for (low, high) in factors.into_iter().flatten() {
+                if !(low.is_finite() && high.is_finite() && 0.0 <= low && low <= high) {
+                    return Err(format!(
+                        "color_jitter's factor ranges must satisfy 0 <= low <= high, got \
+                         ({low}, {high})"
+                    ));
+                }
+            }
+            if let Some((low, high)) = jitter.hue {
+                if !(-0.5 <= low && low <= high && high <= 0.5) {
+                    return Err(format!(
+                        "color_jitter's hue range must lie in [-0.5, 0.5], got ({low}, {high})"
+                    ));
+                }
+            }
         }
         Ok(())
     }

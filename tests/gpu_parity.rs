@@ -108,13 +108,17 @@ fn check_transforms(gpu: &Gpu, root: &Path) {
         let path = root.join(&golden.file);
         if path.is_file() {
             by_transform
-                .entry(&golden.transform)
+                .entry(golden.spec_and_sample().0)
                 .or_default()
                 .push(golden);
         }
     }
     for (name, goldens) in by_transform {
         let transform = &specs[name];
+        if transform.color_jitter.is_some_and(|j| j.hue.is_some()) {
+            // The hue adjustment runs on the CPU only (see gpu_refuses_hue).
+            continue;
+        }
         let bytes: Vec<Vec<u8>> = goldens
             .iter()
             .map(|g| std::fs::read(root.join(&g.file)).unwrap())
@@ -126,17 +130,35 @@ fn check_transforms(gpu: &Gpu, root: &Path) {
             .filter(|(_, b)| gpuprep::formats::decode(b, &Limits::default()).is_ok())
             .map(|(g, b)| (*g, b.as_slice()))
             .unzip();
+        // Each random sample as its golden names it, all of a spec's samples in one stream.
+        let indices: Vec<u64> = goldens
+            .iter()
+            .map(|g| match g.spec_and_sample().1 {
+                gpuprep::Sample::Index(i) => i,
+                gpuprep::Sample::Given(_) => unreachable!("goldens name sample indices"),
+            })
+            .collect();
         let streamed = pipeline.preprocess_many(
             &gpu.device,
             &gpu.queue,
             &inputs,
-            &StreamOptions::new(transform, &Limits::default(), 16),
+            &StreamOptions {
+                samples: gpuprep::Samples::Indices(&indices),
+                ..StreamOptions::new(transform, &Limits::default(), 16)
+            },
         );
         for (golden, result) in goldens.iter().zip(&streamed.results) {
             checked += 1;
+            let params_match = |t: &gpuprep::Tensor| {
+                golden
+                    .params
+                    .as_ref()
+                    .is_none_or(|p| *p == common::params_json(&t.params))
+            };
             match result {
                 Ok(tensor)
                     if tensor.shape.to_vec() == golden.shape
+                        && params_match(tensor)
                         && common::sha256_hex(&tensor.to_le_bytes()) == golden.sha256 => {}
                 Ok(_) => failures.push(format!(
                     "{} {}: GPU tensor differs from Pillow + torchvision",
@@ -633,4 +655,32 @@ fn read_whole_buffer(gpu: &Gpu, buffer: &wgpu::Buffer) -> Vec<u8> {
         .unwrap();
     let bytes = readback.slice(..).get_mapped_range().unwrap().to_vec();
     bytes
+}
+
+/// The hue adjustment runs on the CPU only: the GPU refuses it by name, image by image, and the
+/// CPU backend computes it (its goldens are in transform_parity).
+#[test]
+fn gpu_refuses_hue_by_name() {
+    let Some(gpu) = common::gpu() else { return };
+    let pipeline = gpuprep::gpu::GpuPipeline::new(&gpu.device);
+    let bytes =
+        std::fs::read(common::manifest_dir().join("tests/data/photos/mpl__grace_hopper.jpg"))
+            .unwrap();
+    let transform = gpuprep::Transform {
+        color_jitter: Some(gpuprep::ColorJitter::new(0.4, 0.4, 0.4, 0.1)),
+        ..gpuprep::Transform::imagenet_train()
+    };
+    let streamed = pipeline.preprocess_many(
+        &gpu.device,
+        &gpu.queue,
+        &[&bytes],
+        &StreamOptions::new(&transform, &Limits::default(), 4),
+    );
+    match &streamed.results[0] {
+        Err(gpuprep::Error::Options(message)) => assert!(message.contains("hue"), "{message}"),
+        other => panic!("expected the hue refusal, got {other:?}"),
+    }
+    assert!(gpuprep::Backend::Cpu
+        .preprocess(&bytes, &transform, &Limits::default())
+        .is_ok());
 }

@@ -24,8 +24,11 @@ fn check_file(root: &Path, file: &str, goldens: &[&TransformGolden]) -> Vec<Stri
     goldens
         .iter()
         .filter_map(|g| {
-            let transform = &specs[&g.transform];
-            let tensor = match gpuprep::preprocess(&bytes, transform, &Limits::default()) {
+            let (name, sample) = g.spec_and_sample();
+            let transform = &specs[name];
+            let cpu = gpuprep::Backend::Cpu;
+            let tensor = match cpu.preprocess_sample(&bytes, transform, &sample, &Limits::default())
+            {
                 Ok(t) => t,
                 // Formats (or variants) that gpuprep names as unsupported: decode_parity counts.
                 Err(gpuprep::Error::UnknownFormat(_) | gpuprep::Error::UnsupportedImage { .. }) => {
@@ -42,6 +45,15 @@ fn check_file(root: &Path, file: &str, goldens: &[&TransformGolden]) -> Vec<Stri
                     g.shape,
                     g.dtype
                 ));
+            }
+            if let Some(params) = &g.params {
+                let ours = common::params_json(&tensor.params);
+                if ours != *params {
+                    return Some(format!(
+                        "{file} {}: drew {ours}, Python drew {params}",
+                        g.transform
+                    ));
+                }
             }
             (common::sha256_hex(&tensor.to_le_bytes()) != g.sha256).then(|| {
                 format!(

@@ -34,7 +34,7 @@ import PIL
 from PIL import Image, ImageFile, features
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from pillow_reference import transformed  # noqa: E402  (the reference gpuprep parity runs too)
+from pillow_reference import draw, is_random, transformed  # noqa: E402  (the reference gpuprep parity runs too)
 
 PINNED_PILLOW = "12.0.0"
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -137,14 +137,20 @@ def build_transforms(roots):
             except Exception:
                 continue  # Pillow refuses the file: no transform goldens
             for spec in specs:
-                a = transformed(path, spec, decoded)
-                sha = hashlib.sha256(a.astype(a.dtype.newbyteorder("<")).tobytes()).hexdigest()
-                shape = "x".join(map(str, a.shape))
-                rows[(rel, spec["name"])] = [rel, spec["name"], shape, str(a.dtype), sha]
+                # A random spec: `draws` samples of it, named name#index, with their parameters.
+                draws = range(spec.get("draws", 1)) if is_random(spec) else [None]
+                for index in draws:
+                    a = transformed(path, spec, decoded, index or 0)
+                    sha = hashlib.sha256(a.astype(a.dtype.newbyteorder("<")).tobytes()).hexdigest()
+                    shape = "x".join(map(str, a.shape))
+                    name = spec["name"] if index is None else f"{spec['name']}#{index}"
+                    params = "" if index is None else json.dumps(
+                        draw(spec, decoded.size, index), separators=(",", ":"))
+                    rows[(rel, name)] = [rel, name, shape, str(a.dtype), sha, params]
     header = [
         f"# Pillow {PIL.__version__}, libjpeg-turbo {features.version('libjpeg_turbo')}, numpy {np.__version__}",
         "# made by: python3 tools/goldens.py  (sha256 of the little-endian array bytes, C order)",
-        "file\ttransform\tshape\tdtype\tsha256",
+        "file\ttransform\tshape\tdtype\tsha256\tparams",
     ]
     return "\n".join(header + ["\t".join(rows[k]) for k in sorted(rows)]) + "\n"
 

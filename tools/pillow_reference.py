@@ -6,7 +6,10 @@ A spec is a JSON object (the entries of tests/goldens/transforms.json): resize (
 [w, h]), crop ([w, h]), filter (nearest|box|bilinear|hamming|bicubic|lanczos), draft, normalize
 ("imagenet" or {"mean": [...], "std": [...]}), dtype (u8|f32|f16), layout (hwc|chw),
 channel_order (rgb|bgr), exif_transpose (ImageOps.exif_transpose before convert('RGB')). Pillow resizes; torchvision's CenterCrop/ToTensor/Normalize arithmetic
-is done in numpy float32 in torchvision's operation order.
+is done in numpy float32 in torchvision's operation order. The random operations
+(random_resized_crop {size, scale, ratio}, hflip P, vflip P, color_jitter [b, c, s, h],
+grayscale P, with seed and epoch; first_index: the sample index of the first file) draw each
+sample's parameters as gpuprep does and apply them as torchvision's PIL functions do.
 
 usage: pillow_reference.py SPEC_JSON OUT_DIR FILE...
   writes OUT_DIR/<i>.npy for the i-th file, or OUT_DIR/<i>.err with Pillow's error, and prints
@@ -14,17 +17,172 @@ usage: pillow_reference.py SPEC_JSON OUT_DIR FILE...
 """
 import io
 import json
+import math
 import re
 import os
 import sys
 
 import numpy as np
 import PIL
-from PIL import Image, ImageOps, features
+from PIL import Image, ImageEnhance, ImageOps, features
 
 FILTERS = {"nearest": Image.NEAREST, "box": Image.BOX, "bilinear": Image.BILINEAR, "hamming": Image.HAMMING,
            "bicubic": Image.BICUBIC, "lanczos": Image.LANCZOS}
 IMAGENET = {"mean": [0.485, 0.456, 0.406], "std": [0.229, 0.224, 0.225]}
+
+
+# gpuprep's random operations: each sample's parameters drawn as gpuprep draws them
+# (src/plan/random.rs and src/plan/augment.rs, over numpy's own Philox), and applied with Pillow
+# as torchvision's PIL functions (_functional_pil) apply them. tools/check_torchvision.py holds
+# the application to real torchvision.
+
+# The counter's fourth word per operation (src/plan/random.rs, `Op`).
+OP_CROP, OP_HFLIP, OP_VFLIP, OP_JITTER, OP_GRAY = 1, 2, 3, 4, 5
+ADJUSTMENTS = ("brightness", "contrast", "saturation", "hue")
+
+
+class Stream:
+    """One operation's stream of 64-bit words for one sample."""
+
+    def __init__(self, seed, epoch, index, op):
+        self.bits = np.random.Philox(key=[seed, 0], counter=[0, index, epoch, op])
+
+    def word(self):
+        return int(self.bits.random_raw())
+
+    def uniform(self):
+        return (self.word() >> 11) * (1.0 / (1 << 53))
+
+    def uniform_f32(self, low, high):
+        u = np.float32((self.word() >> 40) * (1.0 / (1 << 24)))
+        return np.float32(low) + (np.float32(high) - np.float32(low)) * u
+
+    def below(self, n):
+        return (self.word() * n) >> 64
+
+    def permutation(self, n):
+        order = list(range(n))
+        for i in range(n - 1, 0, -1):
+            j = self.below(i + 1)
+            order[i], order[j] = order[j], order[i]
+        return order
+
+
+def jitter_ranges(values):
+    """ColorJitter(b, c, s[, h]) as float32 factor ranges (None where zero); entries that are
+    already [low, high] ranges (or null) are taken as they are."""
+    b, c, s, h = (list(values) + [0, 0, 0, 0])[:4]
+    def factor(v, hue=False):
+        if v is None or v == 0:
+            return None
+        if isinstance(v, list):
+            return (np.float32(v[0]), np.float32(v[1]))
+        return (np.float32(-v), np.float32(v)) if hue else (np.float32(max(0.0, 1 - v)), np.float32(1 + v))
+    return [factor(b), factor(c), factor(s), factor(h, hue=True)]
+
+
+def crop_box(spec, width, height, s):
+    """torchvision's RandomResizedCrop.get_params over the stream `s`."""
+    scale = spec.get("scale", [0.08, 1.0])
+    ratio = spec.get("ratio", [3 / 4, 4 / 3])
+    area = float(width * height)
+    log_low, log_high = math.log(ratio[0]), math.log(ratio[1])
+    for _ in range(10):
+        target_area = area * (scale[0] + (scale[1] - scale[0]) * s.uniform())
+        aspect = math.exp(log_low + (log_high - log_low) * s.uniform())
+        w = int(round(math.sqrt(target_area * aspect)))
+        h = int(round(math.sqrt(target_area / aspect)))
+        if 0 < w <= width and 0 < h <= height:
+            top = s.below(height - h + 1)
+            left = s.below(width - w + 1)
+            return {"top": top, "left": left, "height": h, "width": w}
+    in_ratio = width / height
+    if in_ratio < ratio[0]:
+        w, h = width, int(round(width / ratio[0]))
+    elif in_ratio > ratio[1]:
+        w, h = int(round(height * ratio[1])), height
+    else:
+        w, h = width, height
+    return {"top": (height - h) // 2, "left": (width - w) // 2, "height": h, "width": w}
+
+
+def draw(spec, size, index):
+    """The parameters of the spec's random operations for sample `index` of an image of `size`
+    (width, height), in report.json's form."""
+    seed, epoch = spec.get("seed", 0), spec.get("epoch", 0)
+    stream = lambda op: Stream(seed, epoch, index, op)
+    params = {}
+    if "random_resized_crop" in spec:
+        params["crop"] = crop_box(spec["random_resized_crop"], size[0], size[1], stream(OP_CROP))
+    for key, op in (("hflip", OP_HFLIP), ("vflip", OP_VFLIP)):
+        if key in spec:
+            params["flip" if key == "hflip" else "vflip"] = stream(op).uniform() < spec[key]
+    if "color_jitter" in spec:
+        s = stream(OP_JITTER)
+        order = s.permutation(4)
+        drawn = [None if r is None else s.uniform_f32(*r) for r in jitter_ranges(spec["color_jitter"])]
+        color = {"order": [ADJUSTMENTS[i] for i in order if drawn[i] is not None]}
+        for name, value in zip(ADJUSTMENTS, drawn):
+            if value is not None:
+                color[name] = float(value)
+        params["color"] = color
+    if "grayscale" in spec:
+        params["grayscale"] = stream(OP_GRAY).uniform() < spec["grayscale"]
+    return params
+
+
+# torchvision's _functional_pil, for an RGB image.
+def adjust_brightness(img, factor):
+    return ImageEnhance.Brightness(img).enhance(factor)
+
+
+def adjust_contrast(img, factor):
+    return ImageEnhance.Contrast(img).enhance(factor)
+
+
+def adjust_saturation(img, factor):
+    return ImageEnhance.Color(img).enhance(factor)
+
+
+def adjust_hue(img, factor):
+    h, s, v = img.convert("HSV").split()
+    np_h = np.array(h, dtype=np.uint8)
+    np_h += np.int32(factor * 255).astype(np.uint8)
+    return Image.merge("HSV", (Image.fromarray(np_h, "L"), s, v)).convert("RGB")
+
+
+def to_grayscale(img):
+    grey = np.array(img.convert("L"))
+    return Image.fromarray(np.dstack([grey, grey, grey]), "RGB")
+
+
+ADJUST = {"brightness": adjust_brightness, "contrast": adjust_contrast,
+          "saturation": adjust_saturation, "hue": adjust_hue}
+
+
+def cut(im, params, size, resample):
+    """F.resized_crop on a PIL image: crop, then resize unless the box already has the size."""
+    box = params["crop"]
+    im = im.crop((box["left"], box["top"], box["left"] + box["width"], box["top"] + box["height"]))
+    return im if im.size == tuple(size) else im.resize(tuple(size), resample)
+
+
+def finish(a, params):
+    """The flips, colour adjustments and grey conversion of an H x W x 3 uint8 array."""
+    if params.get("flip"):
+        a = a[:, ::-1]
+    if params.get("vflip"):
+        a = a[::-1]
+    color, grey = params.get("color"), params.get("grayscale")
+    if color or grey:
+        im = Image.fromarray(np.ascontiguousarray(a), "RGB")
+        for name in (color or {}).get("order", []):
+            im = ADJUST[name](im, float(np.float32(color[name])))
+        if grey:
+            im = to_grayscale(im)
+        a = np.asarray(im)
+    return a
+
 
 
 def resize_target(spec, size):
@@ -54,9 +212,17 @@ def center_crop(a, crop):
     return a[top:top + ch, left:left + cw]
 
 
-def transformed(path, spec, decoded=None):
-    """What Pillow + torchvision make of the file under `spec`, as a NumPy array; `decoded` is
-    its `Image.open(f).convert('RGB')` when the caller has it already."""
+RANDOM = ("random_resized_crop", "hflip", "vflip", "color_jitter", "grayscale")
+
+
+def is_random(spec):
+    return any(key in spec for key in RANDOM)
+
+
+def transformed(path, spec, decoded=None, index=0):
+    """What Pillow + torchvision make of the file under `spec` (as sample `index` of a random
+    one), as a NumPy array; `decoded` is its `Image.open(f).convert('RGB')` when the caller has
+    it already."""
     if spec.get("draft"):
         with open(path, "rb") as f:
             im = Image.open(io.BytesIO(f.read()))
@@ -70,12 +236,18 @@ def transformed(path, spec, decoded=None):
             with open(path, "rb") as f:
                 decoded = Image.open(io.BytesIO(f.read())).convert("RGB")
         im = decoded
-    target = resize_target(spec, im.size)
-    if target != im.size:
-        im = im.resize(target, FILTERS[spec.get("filter", "bilinear")])
+    params = draw(spec, im.size, index)
+    resample = FILTERS[spec.get("filter", "bilinear")]
+    if "crop" in params:
+        im = cut(im, params, spec["random_resized_crop"]["size"], resample)
+    else:
+        target = resize_target(spec, im.size)
+        if target != im.size:
+            im = im.resize(target, resample)
     a = np.asarray(im)
     if "crop" in spec:
         a = center_crop(a, spec["crop"])
+    a = finish(a, params)
     dtype = spec.get("dtype", "u8")
     if dtype != "u8":
         t = a.astype(np.float32) / np.float32(255)
@@ -99,9 +271,11 @@ def readable(error, path):
 
 def main():
     spec, out_dir, files = json.loads(sys.argv[1]), sys.argv[2], sys.argv[3:]
+    # The i-th file is sample first_index + i of a random spec.
+    first = spec.get("first_index", 0)
     for i, path in enumerate(files):
         try:
-            np.save(os.path.join(out_dir, f"{i}.npy"), transformed(path, spec))
+            np.save(os.path.join(out_dir, f"{i}.npy"), transformed(path, spec, index=first + i))
         except Exception as e:  # Pillow's verdict is the reference, whatever it raises
             with open(os.path.join(out_dir, f"{i}.err"), "w") as f:
                 f.write(f"{type(e).__name__}: {readable(e, path)}")

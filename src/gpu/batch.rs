@@ -26,7 +26,7 @@ pub struct Batch {
     /// Bytes from one image to the next.
     pub image_stride: u64,
     /// Per input image, in order: its slot holds its tensor, or why not (slot zero-filled).
-    pub outcomes: Vec<Result<()>>,
+    pub outcomes: Vec<Result<crate::plan::Params>>,
 }
 
 impl Batch {
@@ -53,7 +53,8 @@ impl Batch {
                     .iter()
                     .enumerate()
                     .map(|(i, outcome)| {
-                        outcome.as_ref().ok().map(|()| Tensor {
+                        outcome.as_ref().ok().map(|params| Tensor {
+                            params: params.clone(),
                             shape: self.image_shape,
                             data: tensor_data(
                                 &bytes[i * self.image_stride as usize..],
@@ -87,7 +88,7 @@ impl GpuPipeline {
         let (width, height) = transform.fixed_output_size().ok_or_else(|| {
             Error::Options("a batch needs one output size: an exact resize or a crop".into())
         })?;
-        let output = OutputPlan::new((width, height), transform);
+        let output = OutputPlan::new((width, height), transform, &crate::plan::Params::default());
         let image_shape = output.shape;
         let image_stride = output.bytes().next_multiple_of(4) as u64;
         let size = image_stride * images.len() as u64;
@@ -103,12 +104,20 @@ impl GpuPipeline {
         let window = binding_window(device);
         let works: Vec<Result<ImageWork>> = images
             .par_iter()
-            .map(|bytes| prepare_image(bytes, transform, limits, window, false))
+            .enumerate()
+            .map(|(i, bytes)| {
+                let sample = crate::plan::Sample::Index(i as u64);
+                prepare_image(bytes, transform, &sample, limits, window, false)
+            })
             .collect();
         let mut outcomes = Vec::with_capacity(images.len());
         let mut placed = Vec::with_capacity(images.len());
         for (i, work) in works.into_iter().enumerate() {
-            outcomes.push(work.map(|work| placed.push((i, work, i as u64 * image_stride / 4))));
+            outcomes.push(work.map(|work| {
+                let params = work.params.clone();
+                placed.push((i, work, i as u64 * image_stride / 4));
+                params
+            }));
         }
         let packings = pack(placed, transform, window);
         let buffer = output_buffer(

@@ -172,8 +172,35 @@ pub(crate) struct TensorJob {
     pub first_word: u32,
     /// Where that word goes in the dispatch's output window.
     pub out_base: u32,
+    /// Words per source row.
+    pub stride: u32,
+    /// Bit 0: mirror left to right; bit 1: top to bottom (the output position before the crop).
+    pub flips: u32,
+    /// The WGSL struct aligns `channel_map` (a vector) to 16 bytes.
+    pub padding: [u32; 2],
     /// Source channel of each output channel (the fourth unused: the WGSL field is a `vec4`).
     pub channel_map: [u32; 4],
+}
+
+/// `Job` of shaders/adjust.wgsl: one image's colour adjustments.
+#[repr(C)]
+#[derive(Clone, Copy, Default, Pod, Zeroable)]
+pub(crate) struct AdjustJob {
+    /// Where the image's RGBX pixels start in the pixel arena, and how many there are.
+    pub pixels_base: u32,
+    pub pixels: u32,
+    /// Adjustments in `kinds`/`factors` (at most four), and 1 to turn grey after them.
+    pub adjustments: u32,
+    pub grayscale: u32,
+    /// Each adjustment: 0 brightness, 1 contrast, 2 saturation.
+    pub kinds: [u32; 4],
+    /// Their factors, as the float32 values Pillow is given.
+    pub factors: [f32; 4],
+    /// Always 0, read at run time: XOR-ed into a product's bits so that the shader compiler
+    /// cannot fuse the product into the sum after it (Pillow rounds both).
+    pub zero: u32,
+    /// The WGSL struct's size is a multiple of its 16-byte alignment.
+    pub padding: [u32; 3],
 }
 
 /// A job record as the words the upload holds.
@@ -205,6 +232,7 @@ mod tests {
             "color.wgsl",
             "resample_h.wgsl",
             "tensor.wgsl",
+            "adjust.wgsl",
         ] {
             let module = stage(file);
             for entry_point in &module.entry_points {
@@ -225,6 +253,7 @@ mod tests {
             ("color.wgsl", word_count::<ColorJob>()),
             ("resample_h.wgsl", word_count::<HorizontalJob>()),
             ("tensor.wgsl", word_count::<TensorJob>()),
+            ("adjust.wgsl", word_count::<AdjustJob>()),
         ] {
             let module = stage(file);
             let job = module

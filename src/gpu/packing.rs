@@ -116,6 +116,12 @@ pub(crate) struct Packing {
     taps: Vec<u32>,
     pub hpass_words: u64,
     outputs: Vec<Output>,
+    /// With colour adjustments (every image of the batch, when the transform has them): stage
+    /// 4's jobs writing each image's cropped, flipped pixels, and stage 5's adjusting them; the
+    /// outputs then read the pixels.
+    pixels: StageJobs,
+    adjust: StageJobs,
+    pub pixel_words: u64,
     /// The value table, then every image's vertical taps.
     constants: Vec<u32>,
     /// The images' indices in the caller's list.
@@ -130,6 +136,7 @@ struct Footprint {
     samples: u64,
     rgbx: u64,
     hpass: u64,
+    pixels: u64,
     small: u64,
 }
 
@@ -163,6 +170,12 @@ impl Footprint {
             samples: work.sample_words * 4,
             rgbx: work.rgbx_words * 4,
             hpass: work.horizontal.as_ref().map_or(0, |h| h.result_words) * 4,
+            pixels: work
+                .tensor
+                .adjusted
+                .as_ref()
+                .map_or(0, |a| u64::from(a.job.pixels))
+                * 4,
             small: (taps + work.tensor.taps.len()) as u64 * 4,
         }
     }
@@ -175,6 +188,7 @@ impl Footprint {
             && self.samples <= window
             && self.rgbx <= 2 * window
             && self.hpass <= window
+            && self.pixels <= window
             && self.small + 4 * 768 <= window
     }
 }
@@ -199,6 +213,9 @@ impl Packing {
             taps: Vec::new(),
             hpass_words: 0,
             outputs: Vec::new(),
+            pixels: StageJobs::default(),
+            adjust: StageJobs::default(),
+            pixel_words: 0,
             constants: table_bits(transform),
             images: Vec::new(),
         }
@@ -221,6 +238,7 @@ impl Packing {
             samples: self.sample_words * 4 + more.samples,
             rgbx: self.rgbx_words * 4 + more.rgbx,
             hpass: self.hpass_words * 4 + more.hpass,
+            pixels: self.pixel_words * 4 + more.pixels,
             small: (self.taps.len() + self.constants.len()) as u64 * 4 + more.small,
         }
         .binds(window)
@@ -283,7 +301,7 @@ impl Packing {
         match work.horizontal {
             Some(h) => {
                 let mut job = h.job;
-                job.source_base = color.rgbx_base;
+                job.source_base += color.rgbx_base;
                 job.result_base = self.hpass_words as u32;
                 job.bounds_base = self.taps.len() as u32;
                 job.weights_base += job.bounds_base;
@@ -292,18 +310,44 @@ impl Packing {
                 tensor.source_base = job.result_base;
                 self.hpass_words += h.result_words;
             }
-            None => tensor.source_base = color.rgbx_base,
+            None => tensor.source_base += color.rgbx_base,
         }
         self.rgbx_words += work.rgbx_words;
         tensor.bounds_base = self.constants.len() as u32;
         tensor.weights_base += tensor.bounds_base;
         self.constants.extend_from_slice(&work.tensor.taps);
+        let output = match work.tensor.adjusted {
+            Some(adjusted) => {
+                let base = self.pixel_words as u32;
+                let pixels = u64::from(adjusted.job.pixels);
+                // Stage 4 writes the pixels (one word each) where stage 5 adjusts them.
+                tensor.out_base = base;
+                self.pixels.push(&tensor, pixels);
+                let mut job = adjusted.job;
+                job.pixels_base = base;
+                // One workgroup an image: its lanes sum the contrast's luma together.
+                self.adjust
+                    .push(&job, u64::from(super::dispatch::WORKGROUP));
+                self.pixel_words += pixels;
+                TensorJob {
+                    source_base: base,
+                    ..adjusted.tensor
+                }
+            }
+            None => tensor,
+        };
         self.outputs.push(Output {
-            job: tensor,
+            job: output,
             words: work.tensor.words,
             at: at_output,
         });
         self.images.push(index);
+    }
+
+    /// Whether the outputs read adjusted pixels (from the pixel arena, bound where the
+    /// horizontal pass's output is otherwise).
+    pub fn adjusts(&self) -> bool {
+        self.adjust.total > 0
     }
 }
 
@@ -366,6 +410,9 @@ pub(super) struct StageTableSet {
     pub idct_8x8: Option<StageTables>,
     pub color: Option<StageTables>,
     pub horizontal: Option<StageTables>,
+    /// Stage 4 writing pixels for stage 5, and stage 5.
+    pub pixels: Option<StageTables>,
+    pub adjust: Option<StageTables>,
     /// One per window of the output.
     pub tensor: Vec<Option<StageTables>>,
     pub taps: Range<u64>,
@@ -393,6 +440,8 @@ impl Packing {
             idct_8x8: self.idct_8x8.upload(&mut upload),
             color: self.color.upload(&mut upload),
             horizontal: self.horizontal.upload(&mut upload),
+            pixels: self.pixels.upload(&mut upload),
+            adjust: self.adjust.upload(&mut upload),
             tensor: self
                 .tensor_windows(window)
                 .iter()
@@ -439,7 +488,7 @@ pub(crate) fn pack(
 /// CPU-built float32 table (so the GPU does no float arithmetic at all).
 fn table_bits(transform: &Transform) -> Vec<u32> {
     // The table depends on the transform alone, not on an image's size.
-    let table = OutputPlan::new((1, 1), transform).value_table();
+    let table = OutputPlan::new((1, 1), transform, &crate::plan::Params::default()).value_table();
     table
         .iter()
         .flat_map(|channel| {

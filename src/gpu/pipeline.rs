@@ -11,6 +11,7 @@ use super::work::ImageWork;
 use crate::error::{Error, GpuError, Result};
 use crate::jpeg::CoefficientImage;
 use crate::jpeg::Coefficients;
+use crate::plan::{Params, Sample};
 use crate::tensor::{Tensor, TensorData};
 use crate::transform::DType;
 use crate::{RgbImage, Transform};
@@ -117,21 +118,23 @@ impl GpuPipeline {
         transform: &Transform,
         limits: &crate::Limits,
     ) -> Result<Tensor> {
-        let work = ImageWork::new(image, transform, limits)?;
+        let work = ImageWork::new(image, transform, &Sample::default(), limits)?;
         let (mut results, _) = self.run_images(device, queue, vec![(0, work)], transform)?;
         Ok(results.remove(0).1)
     }
 
-    /// [`GpuPipeline::preprocess`] for an input of any format (see [`crate::formats`]).
+    /// [`GpuPipeline::preprocess`] for an input of any format (see [`crate::formats`]), as
+    /// `sample` of `transform`.
     pub fn preprocess_decoded(
         &self,
         device: &wgpu::Device,
         queue: &wgpu::Queue,
         image: &crate::formats::Decoded,
         transform: &Transform,
+        sample: &Sample,
         limits: &crate::Limits,
     ) -> Result<Tensor> {
-        let work = ImageWork::prepare(image, transform, limits)?;
+        let work = ImageWork::prepare(image, transform, sample, limits)?;
         let (mut results, _) = self.run_images(device, queue, vec![(0, work)], transform)?;
         Ok(results.remove(0).1)
     }
@@ -204,7 +207,7 @@ impl GpuPipeline {
                 }
                 .into());
             }
-            shapes.push((index, work.tensor.shape, at));
+            shapes.push((index, work.tensor.shape, at, work.params.clone()));
             let words = work.tensor.words;
             placed.push((index, work, at));
             at += words;
@@ -316,10 +319,17 @@ impl GpuPipeline {
                 // fresh tensors' page faults spread over every core.
                 shapes
                     .into_par_iter()
-                    .map(|(index, shape, at)| {
+                    .map(|(index, shape, at, params)| {
                         let elements = shape.iter().product();
                         let data = tensor_data(&bytes[at as usize * 4..], dtype, elements);
-                        (index, Tensor { shape, data })
+                        (
+                            index,
+                            Tensor {
+                                shape,
+                                data,
+                                params,
+                            },
+                        )
                     })
                     .collect()
             });
@@ -399,7 +409,10 @@ impl GpuPipeline {
         let works: Vec<(usize, ImageWork, u64)> = given_up
             .into_par_iter()
             .map(|(index, at, source)| {
-                let work = ImageWork::new(&source.decoded_on_cpu(), &transform, &checked_before)?;
+                // With the parameters it drew before, whatever its sample was.
+                let sample = Sample::Given(source.params.clone());
+                let image = source.decoded_on_cpu();
+                let work = ImageWork::new(&image, &transform, &sample, &checked_before)?;
                 Ok((index, work, at))
             })
             .collect::<Result<_>>()?;
@@ -436,8 +449,9 @@ pub(crate) struct EntropyCheck {
     images: Vec<(usize, u64, std::sync::Arc<super::work::SegmentImage>)>,
 }
 
-/// One image's tensor in a batch's output: the caller's index, its shape, its first word.
-pub(crate) type Placed = (usize, [usize; 3], u64);
+/// One image's tensor in a batch's output: the caller's index, its shape, its first word, and
+/// the random parameters it was made with.
+pub(crate) type Placed = (usize, [usize; 3], u64, Params);
 
 /// A batch submitted to the GPU whose tensors are still to be read back.
 pub(crate) struct Submitted {
@@ -475,14 +489,15 @@ fn lap(clock: &mut Instant) -> std::time::Duration {
     elapsed
 }
 
-/// What a CPU thread does for each image of a batch: decodes `bytes` and prepares it for
-/// `transform`, refusing an image too large for bindings of `window` bytes. With
+/// What a CPU thread does for each image of a batch: decodes `bytes` and prepares it as `sample`
+/// of `transform`, refusing an image too large for bindings of `window` bytes. With
 /// `huffman_on_gpu`, a JPEG that stage 0 can decode is left entropy-coded for it (the caller
 /// must then finish its batch with [`GpuPipeline::finish`] or
 /// [`GpuPipeline::finish_on_device`], which redo what the GPU gives up on).
 pub(crate) fn prepare_image(
     bytes: &[u8],
     transform: &Transform,
+    sample: &Sample,
     limits: &crate::Limits,
     window: u64,
     huffman_on_gpu: bool,
@@ -496,21 +511,22 @@ pub(crate) fn prepare_image(
         };
         match coefficients {
             Coefficients::Segment(segment) => {
-                let work = ImageWork::from_segment(image, segment, transform, limits)?;
+                let work = ImageWork::from_segment(image, segment, transform, sample, limits)?;
                 if Packing::fits_alone(&work, window) {
                     work
                 } else {
                     // Its dense coefficients would not bind on this device; compact ones may.
-                    return prepare_image(bytes, transform, limits, window, false);
+                    return prepare_image(bytes, transform, sample, limits, window, false);
                 }
             }
             Coefficients::Compact(planes) => {
-                ImageWork::with_planes(&image, planes, transform, limits)?
+                ImageWork::with_planes(&image, planes, transform, sample, limits)?
             }
-            Coefficients::Dense => ImageWork::new(&image, transform, limits)?,
+            Coefficients::Dense => ImageWork::new(&image, transform, sample, limits)?,
         }
     } else {
-        ImageWork::prepare(&crate::formats::decode(bytes, limits)?, transform, limits)?
+        let decoded = crate::formats::decode(bytes, limits)?;
+        ImageWork::prepare(&decoded, transform, sample, limits)?
     };
     too_large(&work, window).map_or(Ok(work), Err)
 }
@@ -585,10 +601,26 @@ mod tests {
             ..Transform::default()
         };
         let limits = crate::Limits::default();
-        let roomy = prepare_image(&bytes, &transform, &limits, 1 << 30, true).unwrap();
+        let roomy = prepare_image(
+            &bytes,
+            &transform,
+            &Sample::default(),
+            &limits,
+            1 << 30,
+            true,
+        )
+        .unwrap();
         assert!(roomy.entropy.is_some(), "stage 0 takes it where it binds");
         // Its dense coefficients take 1.7 MB, its compact ones 0.7 MB.
-        let tight = prepare_image(&bytes, &transform, &limits, 768 << 10, true).unwrap();
+        let tight = prepare_image(
+            &bytes,
+            &transform,
+            &Sample::default(),
+            &limits,
+            768 << 10,
+            true,
+        )
+        .unwrap();
         assert!(tight.entropy.is_none(), "compact where it does not");
         assert!(tight
             .planes
@@ -624,7 +656,12 @@ mod tests {
             .chain(&images)
             .enumerate()
             .map(|(i, image)| {
-                let work = ImageWork::new(image, &transform, &crate::Limits::default());
+                let work = ImageWork::new(
+                    image,
+                    &transform,
+                    &Sample::default(),
+                    &crate::Limits::default(),
+                );
                 (i, work.unwrap())
             })
             .collect();

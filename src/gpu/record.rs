@@ -193,6 +193,8 @@ impl Recorder<'_> {
             idct_8x8,
             color,
             horizontal,
+            pixels: pixel_jobs,
+            adjust,
             tensor,
             taps,
             constants,
@@ -276,6 +278,33 @@ impl Recorder<'_> {
             );
         }
         after_stage("horizontal", encoder);
+        // With colour adjustments, stage 4 writes pixels, stage 5 adjusts them, and the tensor
+        // reads them where it would read the horizontal pass's output.
+        let pixels = arena("pixels", packing.pixel_words);
+        if let (Some(pixel_jobs), Some(adjust)) = (pixel_jobs, adjust) {
+            self.dispatch(
+                encoder,
+                &stages.pixels,
+                upload,
+                pixel_jobs,
+                &[
+                    rgbx_windows[0].clone(),
+                    rgbx_windows[1].clone(),
+                    first_window(&hpass, window),
+                    table(constants),
+                    first_window(&pixels, window),
+                ],
+            );
+            self.dispatch(
+                encoder,
+                &stages.adjust,
+                upload,
+                adjust,
+                &[first_window(&pixels, window)],
+            );
+        }
+        after_stage("adjust", encoder);
+        let tensor_source = if packing.adjusts() { &pixels } else { &hpass };
         for (k, jobs) in tensor.iter().enumerate() {
             let Some(jobs) = jobs else { continue };
             let offset = k as u64 * window;
@@ -288,14 +317,14 @@ impl Recorder<'_> {
                 &[
                     rgbx_windows[0].clone(),
                     rgbx_windows[1].clone(),
-                    first_window(&hpass, window),
+                    first_window(tensor_source, window),
                     table(constants),
                     binding(output, offset, size),
                 ],
             );
         }
         after_stage("tensor", encoder);
-        for buffer in [decoded, samples, rgbx, hpass] {
+        for buffer in [decoded, samples, rgbx, hpass, pixels] {
             pool.put(buffer);
         }
         Ok(status)

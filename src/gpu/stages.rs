@@ -12,6 +12,9 @@ pub(crate) struct Stages {
     pub color: wgpu::ComputePipeline,
     pub horizontal: wgpu::ComputePipeline,
     pub tensor: wgpu::ComputePipeline,
+    /// Stage 4 writing pixels for stage 5 (tensor.wgsl's `pixels_main`).
+    pub pixels: wgpu::ComputePipeline,
+    pub adjust: wgpu::ComputePipeline,
 }
 
 impl Stages {
@@ -28,18 +31,15 @@ impl Stages {
                 "main",
                 TAPS,
             ),
-            tensor: stage_entry(
-                device,
-                "tensor",
-                include_str!("../../shaders/tensor.wgsl"),
-                "main",
-                TAPS,
-            ),
+            tensor: stage_entry(device, "tensor", TENSOR, "main", TAPS),
+            pixels: stage_entry(device, "tensor pixels", TENSOR, "pixels_main", TAPS),
+            adjust: stage(device, "adjust", include_str!("../../shaders/adjust.wgsl")),
         }
     }
 }
 
 const IDCT: &str = include_str!("../../shaders/idct.wgsl");
+const TENSOR: &str = include_str!("../../shaders/tensor.wgsl");
 
 /// The overrides of the resampling shaders: the taps' fixed-point precision.
 const TAPS: &[(&str, f64)] = &[("PRECISION_BITS", PRECISION_BITS as f64)];

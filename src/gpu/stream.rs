@@ -5,6 +5,7 @@ use super::bindings::binding_window;
 use super::pipeline::{prepare_image, GpuPipeline, GpuTimings, Submitted};
 use super::work::ImageWork;
 use crate::error::{Error, GpuError, Result};
+use crate::plan::{Params, Samples};
 use crate::transform::DType;
 use crate::{Limits, Tensor, Transform};
 use std::sync::mpsc::Receiver;
@@ -74,7 +75,7 @@ pub struct DeviceBatch<'a> {
 }
 
 /// One tensor of a [`DeviceBatch`].
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct DeviceTensor {
     /// The input image's index.
     pub index: usize,
@@ -82,6 +83,8 @@ pub struct DeviceTensor {
     pub shape: [usize; 3],
     /// Its first byte in the buffer (a multiple of 4).
     pub offset: u64,
+    /// The random parameters it was made with.
+    pub params: Params,
 }
 
 /// One image decoded and prepared on a CPU thread.
@@ -136,6 +139,8 @@ pub struct StreamOptions<'a> {
     pub limits: &'a Limits,
     /// The batches.
     pub batching: Batching,
+    /// Which sample of a random transform each image is.
+    pub samples: Samples<'a>,
 }
 
 impl<'a> StreamOptions<'a> {
@@ -145,6 +150,7 @@ impl<'a> StreamOptions<'a> {
             transform,
             limits,
             batching: Batching::of(images),
+            samples: Samples::Positions,
         }
     }
 }
@@ -235,10 +241,11 @@ impl GpuPipeline {
                 stats.gpu_timings = timings;
                 let tensors = placed
                     .into_iter()
-                    .map(|(index, shape, at)| DeviceTensor {
+                    .map(|(index, shape, at, params)| DeviceTensor {
                         index,
                         shape,
                         offset: at * 4,
+                        params,
                     })
                     .collect();
                 (Some(buffer), tensors)
@@ -282,13 +289,14 @@ impl GpuPipeline {
             transform,
             limits,
             batching,
+            samples,
         } = *options;
         let batch = batching.images.max(1);
         // One output buffer holds the whole batch's tensors.
         let max_output = device.limits().max_buffer_size;
         let prepare = |i: usize| -> Decoded {
             let started = Instant::now();
-            let work = prepare_image(images[i], transform, limits, window, true);
+            let work = prepare_image(images[i], transform, &samples.of(i), limits, window, true);
             Decoded {
                 index: i,
                 bytes: images[i].len(),

@@ -3,7 +3,8 @@
 //! each arena (the batch adds its bases when it packs images together).
 
 use super::jobs::{
-    word_count, ColorJob, HorizontalJob, IdctJob, PlaneGeometry, PlaneUpsampling, TensorJob,
+    word_count, AdjustJob, ColorJob, HorizontalJob, IdctJob, PlaneGeometry, PlaneUpsampling,
+    TensorJob,
 };
 use crate::error::Result;
 use crate::formats::{Decoded, Pixels};
@@ -11,7 +12,7 @@ use crate::jpeg::compact::{compact_dense, CompactPlane};
 use crate::jpeg::segment::EntropySegment;
 use crate::jpeg::{single_scan_order, CoefficientImage, ColorSpace, Component};
 use crate::plan::output::element_bytes;
-use crate::plan::{ImagePlan, Taps, Upsampling};
+use crate::plan::{Adjustment, ImagePlan, OutputPlan, Params, Sample, Taps, Upsampling};
 use crate::transform::Layout;
 use crate::{Limits, RgbImage, Transform};
 use std::sync::Arc;
@@ -46,6 +47,17 @@ pub(crate) struct TensorWork {
     pub words: u64,
     /// Output dimensions in the transform's layout.
     pub shape: [usize; 3],
+    /// With colour adjustments: `job` writes the cropped, flipped pixels (RGBX, a word each)
+    /// instead, stage 5 adjusts them, and this reads them into the tensor.
+    pub adjusted: Option<Adjusted>,
+}
+
+/// The colour-adjustment path of one image's stage 4.
+pub(crate) struct Adjusted {
+    /// Stage 5's job, `pixels_base` relative to the image's pixels.
+    pub job: AdjustJob,
+    /// The tensor from the adjusted pixels (`source_base` relative to them).
+    pub tensor: TensorJob,
 }
 
 /// Everything the GPU needs for one image.
@@ -65,6 +77,8 @@ pub(crate) struct ImageWork {
     /// A JPEG whose Huffman decoding is left to the GPU (stage 0): its entropy-coded segment;
     /// its planes' coefficients are then dense in the decoded arena.
     pub entropy: Option<Arc<SegmentImage>>,
+    /// The random parameters of the image's plan.
+    pub params: Params,
 }
 
 /// A single-scan JPEG left entropy-coded for the GPU, kept until its batch is done: should the
@@ -73,6 +87,8 @@ pub(crate) struct SegmentImage {
     /// The image, without coefficients.
     pub image: CoefficientImage,
     pub segment: EntropySegment,
+    /// The random parameters its plan drew, to redo it with.
+    pub params: Params,
 }
 
 impl SegmentImage {
@@ -99,23 +115,30 @@ impl SegmentImage {
 }
 
 impl ImageWork {
-    /// Prepares `image` for `transform`, what it makes held to `limits`.
-    pub fn new(image: &CoefficientImage, transform: &Transform, limits: &Limits) -> Result<Self> {
+    /// Prepares `image` as `sample` of `transform`, what it makes held to `limits`.
+    pub fn new(
+        image: &CoefficientImage,
+        transform: &Transform,
+        sample: &Sample,
+        limits: &Limits,
+    ) -> Result<Self> {
         let planes = (0..image.components.len())
             .map(|ci| compact_coefficients(image, ci))
             .collect();
-        Self::with_planes(image, planes, transform, limits)
+        Self::with_planes(image, planes, transform, sample, limits)
     }
 
-    /// Prepares `image`, whose coefficients are already compact (one plane per component), for
-    /// `transform`.
+    /// Prepares `image`, whose coefficients are already compact (one plane per component), as
+    /// `sample` of `transform`.
     pub fn with_planes(
         image: &CoefficientImage,
         coefficients: Vec<CompactPlane>,
         transform: &Transform,
+        sample: &Sample,
         limits: &Limits,
     ) -> Result<Self> {
-        let plan = ImagePlan::for_jpeg(image, transform, limits)?;
+        refuse_cpu_only(transform)?;
+        let plan = ImagePlan::for_jpeg(image, transform, sample, limits)?;
         let mut planes = Vec::with_capacity(image.components.len());
         let mut geometry = [PlaneGeometry::default(); 4];
         let mut methods = [PlaneUpsampling::default(); 4];
@@ -176,7 +199,7 @@ impl ImageWork {
             orientation: u32::from(plan.orientation),
             padding: [0; 3],
         };
-        let (horizontal, tensor) = resize_and_tensor(&plan);
+        let (horizontal, tensor) = resize_and_tensor(&plan, transform);
         let dense_coefficient_bytes = image
             .components
             .iter()
@@ -192,15 +215,17 @@ impl ImageWork {
             rgbx_words: (width * height) as u64,
             horizontal,
             tensor,
+            params: plan.params,
         })
     }
 
-    /// Prepares `image`, whose coefficients stage 0 is to decode from `segment`, for
+    /// Prepares `image`, whose coefficients stage 0 is to decode from `segment`, as `sample` of
     /// `transform`.
     pub fn from_segment(
         image: CoefficientImage,
         segment: EntropySegment,
         transform: &Transform,
+        sample: &Sample,
         limits: &Limits,
     ) -> Result<Self> {
         let planes = (0..image.components.len())
@@ -209,25 +234,37 @@ impl ImageWork {
                 order: single_scan_order(&image, ci),
             })
             .collect();
-        let mut work = Self::with_planes(&image, planes, transform, limits)?;
+        let mut work = Self::with_planes(&image, planes, transform, sample, limits)?;
         for plane in &mut work.planes {
             plane.job.dense = 1;
         }
-        work.entropy = Some(Arc::new(SegmentImage { image, segment }));
+        let params = work.params.clone();
+        work.entropy = Some(Arc::new(SegmentImage {
+            image,
+            segment,
+            params,
+        }));
         Ok(work)
     }
 
     /// Prepares a non-JPEG image for `transform`: its pixels go up as R, G and B sample planes
     /// (rows padded to whole words) that the colour stage reads as an RGB image at full
     /// resolution, so that it also orients them; no IDCT.
-    pub fn from_pixels(pixels: &Pixels, transform: &Transform, limits: &Limits) -> Result<Self> {
+    pub fn from_pixels(
+        pixels: &Pixels,
+        transform: &Transform,
+        sample: &Sample,
+        limits: &Limits,
+    ) -> Result<Self> {
         let RgbImage {
             width,
             height,
             ref data,
         } = pixels.rgb;
         // Refused before anything is allocated for it.
-        let plan = ImagePlan::for_pixels((width, height), pixels.orientation, transform, limits)?;
+        refuse_cpu_only(transform)?;
+        let size = (width, height);
+        let plan = ImagePlan::for_pixels(size, pixels.orientation, transform, sample, limits)?;
         let row_words = width.div_ceil(4);
         let plane_words = row_words * height;
         let mut raw_samples = vec![0u32; 3 * plane_words];
@@ -259,7 +296,7 @@ impl ImageWork {
             orientation: u32::from(plan.orientation),
             padding: [0; 3],
         };
-        let (horizontal, tensor) = resize_and_tensor(&plan);
+        let (horizontal, tensor) = resize_and_tensor(&plan, transform);
         Ok(Self {
             dense_coefficient_bytes: 0,
             entropy: None,
@@ -270,14 +307,20 @@ impl ImageWork {
             rgbx_words: (width * height) as u64,
             horizontal,
             tensor,
+            params: plan.params,
         })
     }
 
-    /// Prepares any decoded input for `transform`, what it makes held to `limits`.
-    pub fn prepare(decoded: &Decoded, transform: &Transform, limits: &Limits) -> Result<Self> {
+    /// Prepares any decoded input as `sample` of `transform`, what it makes held to `limits`.
+    pub fn prepare(
+        decoded: &Decoded,
+        transform: &Transform,
+        sample: &Sample,
+        limits: &Limits,
+    ) -> Result<Self> {
         match decoded {
-            Decoded::Jpeg(image) => Self::new(image, transform, limits),
-            Decoded::Pixels(pixels) => Self::from_pixels(pixels, transform, limits),
+            Decoded::Jpeg(image) => Self::new(image, transform, sample, limits),
+            Decoded::Pixels(pixels) => Self::from_pixels(pixels, transform, sample, limits),
         }
     }
 
@@ -288,9 +331,14 @@ impl ImageWork {
 }
 
 /// The resize (horizontal pass and vertical taps) and tensor jobs of `plan`, whose image the
-/// colour stage has decoded and oriented.
-fn resize_and_tensor(plan: &ImagePlan) -> (Option<HorizontalWork>, TensorWork) {
+/// colour stage has decoded and oriented. Source offsets are relative to the image's first
+/// pixel: both passes start reading at the plan's region.
+fn resize_and_tensor(
+    plan: &ImagePlan,
+    transform: &Transform,
+) -> (Option<HorizontalWork>, TensorWork) {
     let in_width = plan.oriented.0;
+    let region_start = (plan.region.top * in_width + plan.region.left) as u32;
     let horizontal = plan.resize.as_ref().and_then(|resize| {
         resize.horizontal.as_ref().map(|taps| {
             let out_width = taps.bounds.len();
@@ -302,7 +350,7 @@ fn resize_and_tensor(plan: &ImagePlan) -> (Option<HorizontalWork>, TensorWork) {
                     in_width: in_width as u32,
                     window: taps.window as u32,
                     first_row: resize.first_row as u32,
-                    source_base: 0,
+                    source_base: region_start,
                     result_base: 0,
                     bounds_base: 0,
                     weights_base,
@@ -317,38 +365,91 @@ fn resize_and_tensor(plan: &ImagePlan) -> (Option<HorizontalWork>, TensorWork) {
     let output = &plan.output;
     let crop = output.crop;
     let per_word = (4 / element_bytes(output.dtype)) as u32;
-    let tensor = TensorWork {
-        job: TensorJob {
-            out_width: crop.width as u32,
-            out_height: crop.height as u32,
-            width: plan.resized.0 as u32,
-            height: plan.resized.1 as u32,
-            crop_x: crop.x as i32,
-            crop_y: crop.y as i32,
-            vertical: u32::from(vertical.is_some()),
-            window: vertical.map_or(0, |t| t.window as u32),
-            chw: u32::from(output.layout == Layout::Chw),
-            per_word,
-            from_rgbx: u32::from(horizontal.is_none()),
-            // Either source starts at the first row the vertical taps count from.
-            source_base: 0,
-            bounds_base: 0,
-            weights_base,
-            first_word: 0,
-            out_base: 0,
-            channel_map: [0, 1, 2, 3].map(|c| {
-                if c < 3 {
-                    output.source_channel(c) as u32
-                } else {
-                    0
-                }
-            }),
+    let job = TensorJob {
+        out_width: crop.width as u32,
+        out_height: crop.height as u32,
+        width: plan.resized.0 as u32,
+        height: plan.resized.1 as u32,
+        crop_x: crop.x as i32,
+        crop_y: crop.y as i32,
+        vertical: u32::from(vertical.is_some()),
+        window: vertical.map_or(0, |t| t.window as u32),
+        chw: u32::from(output.layout == Layout::Chw),
+        per_word,
+        from_rgbx: u32::from(horizontal.is_none()),
+        // Either source starts at the first row the vertical taps count from: the
+        // horizontal pass's output, or the region of the decoded image.
+        source_base: if horizontal.is_none() {
+            region_start
+        } else {
+            0
         },
+        bounds_base: 0,
+        weights_base,
+        first_word: 0,
+        out_base: 0,
+        stride: if horizontal.is_none() {
+            in_width as u32
+        } else {
+            plan.resized.0 as u32
+        },
+        flips: u32::from(output.horizontal_flip) | u32::from(output.vertical_flip) << 1,
+        padding: [0; 2],
+        channel_map: [0, 1, 2, 3].map(|c| {
+            if c < 3 {
+                output.source_channel(c) as u32
+            } else {
+                0
+            }
+        }),
+    };
+    // Every image of a batch reads its tensor from the same source: with a transform that
+    // adjusts colours, the adjusted pixels, even where this image drew no adjustment.
+    let adjusted = OutputPlan::adjusts_color(transform).then(|| adjusted(&job, plan));
+    let tensor = TensorWork {
+        job,
         taps,
         words: (crop.width * crop.height * 3).div_ceil(per_word as usize) as u64,
         shape: output.shape,
+        adjusted,
     };
     (horizontal, tensor)
+}
+
+/// The colour-adjustment path for `plan`, whose stage 4 job `pixels` writes the cropped, flipped
+/// image as pixels: stage 5's job, and the tensor job reading the adjusted pixels as they are.
+fn adjusted(pixels: &TensorJob, plan: &ImagePlan) -> Adjusted {
+    let output = &plan.output;
+    let (width, height) = (output.crop.width as u32, output.crop.height as u32);
+    let mut job = AdjustJob {
+        pixels: width * height,
+        adjustments: output.color.len() as u32,
+        grayscale: u32::from(output.grayscale),
+        ..AdjustJob::default()
+    };
+    for (k, adjustment) in output.color.iter().enumerate() {
+        job.kinds[k] = match adjustment {
+            Adjustment::Brightness(_) => 0,
+            Adjustment::Contrast(_) => 1,
+            Adjustment::Saturation(_) => 2,
+            Adjustment::Hue(_) => unreachable!("hue is refused on the GPU before planning"),
+        };
+        job.factors[k] = adjustment.factor();
+    }
+    let tensor = TensorJob {
+        width,
+        height,
+        crop_x: 0,
+        crop_y: 0,
+        vertical: 0,
+        window: 0,
+        from_rgbx: 0,
+        source_base: 0,
+        stride: width,
+        flips: 0,
+        ..*pixels
+    };
+    Adjusted { job, tensor }
 }
 
 impl ImageWork {
@@ -375,9 +476,23 @@ impl ImageWork {
             + horizontal
             + self.tensor.taps.len()
             + word_count::<TensorJob>()
-            + 1;
+            + 1
+            + self.tensor.adjusted.as_ref().map_or(0, |_| {
+                word_count::<AdjustJob>() + word_count::<TensorJob>() + 2
+            });
         words as u64 * 4
     }
+}
+
+/// Refuses what only the CPU backend computes: the hue adjustment (Pillow's HSV conversion mixes
+/// float and double arithmetic, and WGSL has no double).
+fn refuse_cpu_only(transform: &Transform) -> Result<()> {
+    if transform.color_jitter.is_some_and(|j| j.hue.is_some()) {
+        return Err(crate::Error::Options(
+            "ColorJitter's hue runs on the CPU backend only".into(),
+        ));
+    }
+    Ok(())
 }
 
 /// `taps` as the shaders read them: (start, count) pairs, then the weights; and where the

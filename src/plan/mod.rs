@@ -12,20 +12,26 @@
 //! 1. decoding at scale 1/`draft_denominator` ([`scaling`]: per component, the IDCT size and the
 //!    upsampling libjpeg picks);
 //! 2. the EXIF orientation, when the transform asks for it;
-//! 3. `Resize` ([`resize`]: Pillow's tap tables), skipped when the size does not change;
-//! 4. `CenterCrop` and the tensor ([`output`]: crop offsets, shape, element type, value table).
+//! 3. the region `Resize` sees: the whole image, or `RandomResizedCrop`'s box ([`augment`]: each
+//!    sample's random parameters, drawn from [`random`]'s counter-based streams or given);
+//! 4. `Resize` ([`resize`]: Pillow's tap tables), skipped when the size does not change;
+//! 5. `CenterCrop`, the flips, `ColorJitter` and `RandomGrayscale`, and the tensor ([`output`]:
+//!    crop offsets, flips, the colour adjustments in order, shape, element type, value table).
 //!
 //! A new transform option goes here once (a field of the plan that both backends read), then
 //! into each backend's arithmetic: src/reference/ for the CPU, shaders/ and src/gpu/work.rs for
 //! the GPU.
 
+pub mod augment;
 pub mod output;
+pub mod random;
 pub mod resize;
 pub mod scaling;
 
 use crate::error::{Error, Result};
 use crate::jpeg::{CoefficientImage, Limits};
 use crate::Transform;
+pub use augment::{Adjustment, CropBox, Params, Sample, Samples};
 pub use output::{Crop, OutputPlan};
 pub use resize::{Filter, ResizePlan, Taps, PRECISION_BITS};
 pub use scaling::{ComponentScaling, Upsampling};
@@ -43,23 +49,30 @@ pub struct ImagePlan {
     pub decoded: (usize, usize),
     /// The EXIF orientation applied (1: as stored).
     pub orientation: u8,
-    /// (width, height) after orientation: what `Resize` sees.
+    /// (width, height) after orientation.
     pub oriented: (usize, usize),
-    /// Pillow's resize from `oriented` to the resize target; `None` when the size stays (then
+    /// The part of the oriented image `Resize` sees: all of it, or `RandomResizedCrop`'s box
+    /// (Pillow's `crop`, so the filter never reaches outside it).
+    pub region: CropBox,
+    /// Pillow's resize from the region to the resize target; `None` when the size stays (then
     /// torchvision returns the image untouched).
     pub resize: Option<ResizePlan>,
     /// (width, height) after the resize.
     pub resized: (usize, usize),
-    /// The centre crop and the tensor.
+    /// The centre crop, flips, colour adjustments and the tensor.
     pub output: OutputPlan,
+    /// The random operations' parameters for this image (all `None` without any).
+    pub params: Params,
 }
 
 impl ImagePlan {
-    /// The plan for a JPEG with this header (its coefficients are not read), refused when what
-    /// the transform makes of it passes `limits` (see [`ImagePlan::check`]).
+    /// The plan for a JPEG with this header (its coefficients are not read) as `sample` of
+    /// `transform`, refused when what the transform makes of it passes `limits` (see
+    /// [`ImagePlan::check`]).
     pub fn for_jpeg(
         image: &CoefficientImage,
         transform: &Transform,
+        sample: &Sample,
         limits: &Limits,
     ) -> Result<Self> {
         transform.validate().map_err(Error::Options)?;
@@ -74,21 +87,25 @@ impl ImagePlan {
             decoded,
             image.orientation,
             transform,
-        )
+            sample,
+        )?
         .check(limits)
     }
 
     /// The plan for an image decoded to `width`×`height` RGB pixels (a non-JPEG input, or a
     /// decoded image given to [`crate::reference::apply_transform`]) whose metadata records
-    /// `orientation`, refused when what the transform makes of it passes `limits`.
+    /// `orientation`, as `sample` of `transform`, refused when what the transform makes of it
+    /// passes `limits`.
     pub fn for_pixels(
         (width, height): (usize, usize),
         orientation: u8,
         transform: &Transform,
+        sample: &Sample,
         limits: &Limits,
     ) -> Result<Self> {
         transform.validate().map_err(Error::Options)?;
-        Self::after_decoding(1, Vec::new(), (width, height), orientation, transform).check(limits)
+        let size = (width, height);
+        Self::after_decoding(1, Vec::new(), size, orientation, transform, sample)?.check(limits)
     }
 
     /// The plan, unless an image it makes (the horizontal pass's output, the resized image or
@@ -111,6 +128,15 @@ impl ImagePlan {
                 });
             }
         }
+        // The contrast adjustment's mean is summed in 32 bits on the GPU.
+        let colored = !self.output.color.is_empty() || self.output.grayscale;
+        if colored && (crop.width * crop.height) as u64 > MAX_ADJUSTED_PIXELS {
+            return Err(Error::OutputTooLarge {
+                width: crop.width as u64,
+                height: crop.height as u64,
+                limit: MAX_ADJUSTED_PIXELS,
+            });
+        }
         Ok(self)
     }
 
@@ -120,30 +146,46 @@ impl ImagePlan {
         decoded: (usize, usize),
         stored_orientation: u8,
         transform: &Transform,
-    ) -> Self {
+        sample: &Sample,
+    ) -> Result<Self> {
         let orientation = if transform.exif_transpose {
             stored_orientation
         } else {
             1
         };
         let oriented = oriented_size(decoded, orientation);
-        let resized = transform
-            .resize
-            .map_or(oriented, |r| r.target(oriented.0, oriented.1));
-        let resize =
-            (resized != oriented).then(|| ResizePlan::new(transform.filter, oriented, resized));
-        Self {
+        let params = Params::of(transform, sample, oriented).map_err(Error::Options)?;
+        let region = params.crop.unwrap_or(CropBox {
+            top: 0,
+            left: 0,
+            height: oriented.1,
+            width: oriented.0,
+        });
+        let seen = (region.width, region.height);
+        let resized = match (transform.random_resized_crop, transform.resize) {
+            (Some(crop), _) => crop.size,
+            (None, Some(resize)) => resize.target(seen.0, seen.1),
+            (None, None) => seen,
+        };
+        let resize = (resized != seen).then(|| ResizePlan::new(transform.filter, seen, resized));
+        Ok(Self {
             draft_denominator,
             components,
             decoded,
             orientation,
             oriented,
+            region,
             resize,
             resized,
-            output: OutputPlan::new(resized, transform),
-        }
+            output: OutputPlan::new(resized, transform, &params),
+            params,
+        })
     }
 }
+
+/// Most output pixels of an image with colour adjustments: their sum over the image must fit
+/// 32 bits (255 · 2²⁴ < 2³²).
+pub const MAX_ADJUSTED_PIXELS: u64 = 1 << 24;
 
 /// The DCT scaling draft decoding picks for a `width`×`height` JPEG: 1, 2, 4 or 8, as Pillow's
 /// `draft('RGB', target)` does (the largest of 8, 4, 2, 1 not above
@@ -187,7 +229,7 @@ mod tests {
         };
         let refused = |t: Transform, size| {
             matches!(
-                ImagePlan::for_pixels(size, 1, &t, &LIMITS),
+                ImagePlan::for_pixels(size, 1, &t, &Sample::default(), &LIMITS),
                 Err(Error::OutputTooLarge { .. })
             )
         };
@@ -214,8 +256,14 @@ mod tests {
 
     #[test]
     fn eval_plan_resizes_the_shorter_side_then_crops_the_centre() {
-        let plan =
-            ImagePlan::for_pixels((500, 375), 1, &Transform::imagenet_eval(), &LIMITS).unwrap();
+        let plan = ImagePlan::for_pixels(
+            (500, 375),
+            1,
+            &Transform::imagenet_eval(),
+            &Sample::default(),
+            &LIMITS,
+        )
+        .unwrap();
         assert_eq!(plan.resized, (341, 256));
         assert_eq!(
             plan.output.crop,
@@ -235,7 +283,8 @@ mod tests {
             resize: Some(Resize::ShorterSide(100)),
             ..Transform::default()
         };
-        let as_stored = ImagePlan::for_pixels((400, 200), 6, &transform, &LIMITS).unwrap();
+        let as_stored =
+            ImagePlan::for_pixels((400, 200), 6, &transform, &Sample::default(), &LIMITS).unwrap();
         assert_eq!((as_stored.orientation, as_stored.resized), (1, (200, 100)));
         let upright = ImagePlan::for_pixels(
             (400, 200),
@@ -244,6 +293,7 @@ mod tests {
                 exif_transpose: true,
                 ..transform
             },
+            &Sample::default(),
             &LIMITS,
         )
         .unwrap();
@@ -257,7 +307,8 @@ mod tests {
             resize: Some(Resize::ShorterSide(256)),
             ..Transform::default()
         };
-        let plan = |size| ImagePlan::for_pixels(size, 1, &transform, &LIMITS).unwrap();
+        let plan =
+            |size| ImagePlan::for_pixels(size, 1, &transform, &Sample::default(), &LIMITS).unwrap();
         assert!(plan((256, 300)).resize.is_none());
         assert!(plan((257, 300)).resize.is_some());
     }

@@ -1,7 +1,8 @@
 //! The last step's geometry and constants: `CenterCrop` (torchvision's zero padding included),
-//! then `ToTensor` + `Normalize` through a 3×256 float32 table, in the chosen layout, dtype and
-//! channel order (PARITY §4–5).
+//! the flips, the colour adjustments in the order they run, then `ToTensor` + `Normalize`
+//! through a 3×256 float32 table, in the chosen layout, dtype and channel order (PARITY §4–5).
 
+use super::augment::{Adjustment, Params};
 use crate::transform::{ChannelOrder, DType, Layout, Normalize, Transform};
 
 /// A `CenterCrop` of a resized image: the output's size and where its first sample lies in the
@@ -19,10 +20,18 @@ pub struct Crop {
 }
 
 /// How the resized image becomes the output tensor.
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct OutputPlan {
     /// The centre crop (the whole image when the transform has none).
     pub crop: Crop,
+    /// Whether the cropped image is mirrored left to right (`RandomHorizontalFlip` flipped).
+    pub horizontal_flip: bool,
+    /// Whether it is mirrored top to bottom.
+    pub vertical_flip: bool,
+    /// `ColorJitter`'s adjustments of the flipped image, in order.
+    pub color: Vec<Adjustment>,
+    /// Whether the adjusted image then turns grey (`RandomGrayscale` drew it).
+    pub grayscale: bool,
     /// Dimensions in the chosen layout: `[h, w, 3]` or `[3, h, w]`.
     pub shape: [usize; 3],
     /// Memory layout.
@@ -36,8 +45,9 @@ pub struct OutputPlan {
 }
 
 impl OutputPlan {
-    /// The output of `transform` for an image resized to `resized` (width, height).
-    pub fn new((width, height): (usize, usize), transform: &Transform) -> Self {
+    /// The output of `transform` with the random parameters `params` for an image resized to
+    /// `resized` (width, height).
+    pub fn new((width, height): (usize, usize), transform: &Transform, params: &Params) -> Self {
         let (crop_w, crop_h) = transform.center_crop.unwrap_or((width, height));
         let shape = match transform.layout {
             Layout::Hwc => [crop_h, crop_w, 3],
@@ -50,12 +60,22 @@ impl OutputPlan {
                 x: crop_offset(width, crop_w),
                 y: crop_offset(height, crop_h),
             },
+            horizontal_flip: params.horizontal_flip == Some(true),
+            vertical_flip: params.vertical_flip == Some(true),
+            color: params.color.clone().unwrap_or_default(),
+            grayscale: params.grayscale == Some(true),
             shape,
             layout: transform.layout,
             dtype: transform.dtype,
             channel_order: transform.channel_order,
             normalize: transform.normalize,
         }
+    }
+
+    /// Whether the transform adjusts colours at all (then every image of a GPU batch goes
+    /// through the adjustment stage, whatever its own parameters drew).
+    pub fn adjusts_color(transform: &Transform) -> bool {
+        transform.color_jitter.is_some() || transform.grayscale.is_some()
     }
 
     /// Elements of the tensor.
@@ -135,7 +155,7 @@ mod tests {
 
     #[test]
     fn imagenet_table_matches_torchvision_order() {
-        let plan = OutputPlan::new((224, 224), &Transform::imagenet_eval());
+        let plan = OutputPlan::new((224, 224), &Transform::imagenet_eval(), &Params::default());
         let expected = ((255.0f32 / 255.0) - 0.485f32) / 0.229f32;
         assert_eq!(plan.value_table()[0][255].to_bits(), expected.to_bits());
     }

@@ -4,6 +4,7 @@
 //! GPU stages are checked against it. Every size, tap and table comes from the image's
 //! [`ImagePlan`]; this module only computes pixels.
 
+pub mod adjust;
 pub mod color;
 pub mod idct;
 pub mod orient;
@@ -16,7 +17,7 @@ pub mod upsample;
 use crate::error::Result;
 use crate::image::RgbImage;
 use crate::jpeg::{CoefficientImage, ColorSpace, Limits};
-use crate::plan::{ComponentScaling, ImagePlan};
+use crate::plan::{ComponentScaling, CropBox, ImagePlan, Sample};
 use crate::{Tensor, Transform};
 use upsample::Plane;
 
@@ -40,7 +41,7 @@ pub fn component_samples(image: &CoefficientImage, ci: usize, idct_size: usize) 
 pub fn decode_rgb(image: &CoefficientImage) -> Result<RgbImage> {
     // The decoder checked the image against the limits it was given.
     let limits = Limits::default().without_pixel_limit();
-    let plan = ImagePlan::for_jpeg(image, &Transform::default(), &limits)?;
+    let plan = ImagePlan::for_jpeg(image, &Transform::default(), &Sample::default(), &limits)?;
     decode_planned(image, &plan)
 }
 
@@ -114,17 +115,24 @@ fn for_each_rgb_row(
     Ok(())
 }
 
-/// Stages 1–4 on the CPU: the tensor of `transform` for `image`, as [`preprocess_planned`]
-/// computes it, under the default [`Limits`].
+/// Stages 1–4 on the CPU: the tensor of `transform` for `image` (sample 0 of a random
+/// transform), as [`preprocess_planned`] computes it, under the default [`Limits`].
 pub fn preprocess(image: &CoefficientImage, transform: &Transform) -> Result<Tensor> {
-    let plan = ImagePlan::for_jpeg(image, transform, &Limits::default())?;
+    let plan = ImagePlan::for_jpeg(image, transform, &Sample::default(), &Limits::default())?;
     preprocess_planned(image, &plan)
 }
 
-/// Stages 1–4 on the CPU as `plan` says. When the width changes, each decoded row goes straight
-/// through Pillow's horizontal pass, so the full-size RGB image is never stored; the result is
-/// the same as decoding the whole image, then [`apply_plan`].
+/// Stages 1–4 on the CPU as `plan` says, the tensor carrying the plan's random parameters.
 pub fn preprocess_planned(image: &CoefficientImage, plan: &ImagePlan) -> Result<Tensor> {
+    let mut tensor = transform_planned(image, plan)?;
+    tensor.params = plan.params.clone();
+    Ok(tensor)
+}
+
+/// [`preprocess_planned`]'s pixels. When the width changes, each decoded row of the region goes
+/// straight through Pillow's horizontal pass, so the full-size RGB image is never stored; the
+/// result is the same as decoding the whole image, then [`apply_plan`].
+fn transform_planned(image: &CoefficientImage, plan: &ImagePlan) -> Result<Tensor> {
     let streamed = plan
         .resize
         .as_ref()
@@ -142,10 +150,10 @@ pub fn preprocess_planned(image: &CoefficientImage, plan: &ImagePlan) -> Result<
         data: vec![0u8; row_bytes * resize.rows],
     };
     let horizontal = resample::PlanarHorizontal::new(taps);
-    let first = resize.first_row;
+    let (first, left) = (plan.region.top + resize.first_row, plan.region.left);
     for_each_rgb_row(image, plan, first..first + resize.rows, |y, rgb| {
         let out = &mut intermediate.data[(y - first) * row_bytes..][..row_bytes];
-        horizontal.row(rgb, out);
+        horizontal.row(rgb.map(|plane| &plane[left..]), out);
     })?;
     let resized = match &resize.vertical {
         Some(taps) => resample::vertical(&intermediate, taps),
@@ -159,16 +167,18 @@ pub fn preprocess_planned(image: &CoefficientImage, plan: &ImagePlan) -> Result<
 pub fn preprocess_decoded(
     decoded: crate::formats::Decoded,
     transform: &Transform,
+    sample: &Sample,
     limits: &Limits,
 ) -> Result<Tensor> {
     match decoded {
         crate::formats::Decoded::Jpeg(image) => {
-            preprocess_planned(&image, &ImagePlan::for_jpeg(&image, transform, limits)?)
+            let plan = ImagePlan::for_jpeg(&image, transform, sample, limits)?;
+            preprocess_planned(&image, &plan)
         }
         crate::formats::Decoded::Pixels(pixels) => {
             let rgb = pixels.rgb;
             let size = (rgb.width, rgb.height);
-            let plan = ImagePlan::for_pixels(size, pixels.orientation, transform, limits)?;
+            let plan = ImagePlan::for_pixels(size, pixels.orientation, transform, sample, limits)?;
             Ok(apply_plan(orient::orient(rgb, plan.orientation), &plan))
         }
     }
@@ -204,26 +214,56 @@ pub fn pixel_rgb(color_space: ColorSpace, components: &[&[u8]], i: usize) -> [u8
     }
 }
 
-/// Stages 3–4: `transform` applied to a decoded, upright image (resize, centre crop, tensor),
-/// under the default [`Limits`].
+/// Stages 3–4: `transform` applied to a decoded, upright image (resize, centre crop, tensor;
+/// sample 0 of a random transform), under the default [`Limits`].
 pub fn apply_transform(rgb: RgbImage, transform: &Transform) -> Result<Tensor> {
-    let plan = ImagePlan::for_pixels((rgb.width, rgb.height), 1, transform, &Limits::default())?;
+    let size = (rgb.width, rgb.height);
+    let plan = ImagePlan::for_pixels(size, 1, transform, &Sample::default(), &Limits::default())?;
     Ok(apply_plan(rgb, &plan))
 }
 
-/// Stages 3–4 as `plan` says, for an image already decoded and oriented (`plan.oriented`).
+/// Stages 3–4 as `plan` says, for an image already decoded and oriented (`plan.oriented`): its
+/// region cut out (Pillow's `crop`), resized, then the output; the tensor carries the plan's
+/// random parameters.
 pub fn apply_plan(rgb: RgbImage, plan: &ImagePlan) -> Tensor {
     debug_assert_eq!((rgb.width, rgb.height), plan.oriented);
-    let image = resample::Image8 {
-        width: rgb.width,
-        height: rgb.height,
-        channels: 3,
-        data: rgb.data,
-    };
+    let image = crop(
+        resample::Image8 {
+            width: rgb.width,
+            height: rgb.height,
+            channels: 3,
+            data: rgb.data,
+        },
+        plan.region,
+    );
     // Without a resize plan the size stays: torchvision returns the image untouched.
     let resized = match &plan.resize {
         Some(resize) => resample::resize(&image, resize),
         None => image,
     };
-    tensor::to_tensor(&resized, &plan.output)
+    let mut tensor = tensor::to_tensor(&resized, &plan.output);
+    tensor.params = plan.params.clone();
+    tensor
+}
+
+/// Pillow's `img.crop((left, top, left + width, top + height))` of a box inside the image.
+fn crop(image: resample::Image8, region: CropBox) -> resample::Image8 {
+    if (region.width, region.height) == (image.width, image.height) {
+        return image;
+    }
+    let row = image.width * image.channels;
+    let data = image
+        .data
+        .chunks_exact(row)
+        .skip(region.top)
+        .take(region.height)
+        .flat_map(|r| &r[region.left * image.channels..][..region.width * image.channels])
+        .copied()
+        .collect();
+    resample::Image8 {
+        width: region.width,
+        height: region.height,
+        channels: image.channels,
+        data,
+    }
 }

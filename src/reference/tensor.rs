@@ -1,9 +1,10 @@
-//! The last stage: the centre crop, `ToTensor` + `Normalize` through the plan's value table,
-//! layout, dtype and channel order (PARITY §4–5), as shaders/tensor.wgsl computes it. The
-//! geometry and the table come from [`crate::plan::OutputPlan`].
+//! The last stage: the centre crop, the flips, `ToTensor` + `Normalize` through the plan's value
+//! table, layout, dtype and channel order (PARITY §4–5), as shaders/tensor.wgsl computes it;
+//! with colour adjustments, the cropped image goes through [`super::adjust`] first. The geometry
+//! and the table come from [`crate::plan::OutputPlan`].
 
 use super::resample::Image8;
-use crate::plan::{Crop, OutputPlan};
+use crate::plan::{Crop, OutputPlan, Params};
 use crate::tensor::{Tensor, TensorData};
 use crate::transform::{DType, Layout};
 
@@ -19,8 +20,48 @@ pub fn cropped_sample(image: &Image8, crop: &Crop, x: usize, y: usize, c: usize)
     image.data[(sy as usize * image.width + sx as usize) * image.channels + c]
 }
 
-/// Crops the resized `image` as `plan` says and turns it into the output tensor.
+/// The image column and row under output position (`x`, `y`): the flips, then the crop.
+#[inline]
+pub fn source_position(plan: &OutputPlan, x: usize, y: usize) -> (isize, isize) {
+    let x = if plan.horizontal_flip {
+        plan.crop.width - 1 - x
+    } else {
+        x
+    };
+    let y = if plan.vertical_flip {
+        plan.crop.height - 1 - y
+    } else {
+        y
+    };
+    (plan.crop.x + x as isize, plan.crop.y + y as isize)
+}
+
+/// Crops and flips the resized `image` as `plan` says, adjusts its colours, and turns it into
+/// the output tensor (its `params` left empty for the caller).
 pub fn to_tensor(image: &Image8, plan: &OutputPlan) -> Tensor {
+    if !plan.color.is_empty() || plan.grayscale {
+        // Adjusted as an RGB image of the output's size, which then goes out as it is.
+        let mut rgb = Image8 {
+            width: plan.crop.width,
+            height: plan.crop.height,
+            channels: 3,
+            data: cropped_samples(image, &rgb_plan(plan)),
+        };
+        super::adjust::adjust(&mut rgb, &plan.color, plan.grayscale);
+        let whole = OutputPlan {
+            crop: Crop {
+                x: 0,
+                y: 0,
+                ..plan.crop
+            },
+            horizontal_flip: false,
+            vertical_flip: false,
+            color: Vec::new(),
+            grayscale: false,
+            ..plan.clone()
+        };
+        return to_tensor(&rgb, &whole);
+    }
     let samples = cropped_samples(image, plan);
     let table = plan.value_table();
     let data = match plan.dtype {
@@ -34,11 +75,22 @@ pub fn to_tensor(image: &Image8, plan: &OutputPlan) -> Tensor {
     Tensor {
         shape: plan.shape,
         data,
+        params: Params::default(),
     }
 }
 
-/// The 8-bit samples of the output, in its layout and channel order: [`cropped_sample`] for
-/// every element, a row at a time.
+/// `plan` writing H×W×3 RGB samples: the cropped, flipped image the adjustments work on.
+fn rgb_plan(plan: &OutputPlan) -> OutputPlan {
+    OutputPlan {
+        layout: crate::transform::Layout::Hwc,
+        channel_order: crate::transform::ChannelOrder::Rgb,
+        shape: [plan.crop.height, plan.crop.width, 3],
+        ..plan.clone()
+    }
+}
+
+/// The 8-bit samples of the output, in its layout and channel order: [`cropped_sample`] at
+/// [`source_position`] for every element, a row at a time.
 fn cropped_samples(image: &Image8, plan: &OutputPlan) -> Vec<u8> {
     let Crop {
         width: w,
@@ -52,14 +104,17 @@ fn cropped_samples(image: &Image8, plan: &OutputPlan) -> Vec<u8> {
     let x0 = (-ox).clamp(0, w as isize) as usize;
     let x1 = (image.width as isize - ox).clamp(x0 as isize, w as isize) as usize;
     let row_len = image.width * image.channels;
+    // Walked in the crop's own order; the flips pick where each sample lands.
     for y in 0..h {
         let sy = oy + y as isize;
         if sy < 0 || sy >= image.height as isize {
             continue;
         }
         let row = &image.data[sy as usize * row_len..][..row_len];
+        let y = if plan.vertical_flip { h - 1 - y } else { y };
         for x in x0..x1 {
             let pixel = &row[(ox + x as isize) as usize * image.channels..];
+            let x = if plan.horizontal_flip { w - 1 - x } else { x };
             for (c, &src) in sources.iter().enumerate() {
                 let at = match plan.layout {
                     Layout::Hwc => (y * w + x) * 3 + c,
@@ -122,7 +177,12 @@ mod tests {
                         dtype: DType::F32,
                         ..Transform::tensor(crate::transform::Normalize::IMAGENET)
                     };
-                    let plan = OutputPlan::new((7, 5), &transform);
+                    let flips = Params {
+                        horizontal_flip: Some(crop.is_some()),
+                        vertical_flip: Some(layout == Layout::Chw),
+                        ..Params::default()
+                    };
+                    let plan = OutputPlan::new((7, 5), &transform, &flips);
                     let (w, h) = crop.unwrap_or((7, 5));
                     let table = plan.value_table();
                     let TensorData::F32(values) = to_tensor(&image, &plan).data else {
@@ -136,7 +196,13 @@ mod tests {
                                     Layout::Hwc => (y * w + x) * 3 + c,
                                     Layout::Chw => (c * h + y) * w + x,
                                 };
-                                let v = cropped_sample(&image, &plan.crop, x, y, src);
+                                let (sx, sy) = source_position(&plan, x, y);
+                                let at_source = Crop {
+                                    x: sx,
+                                    y: sy,
+                                    ..plan.crop
+                                };
+                                let v = cropped_sample(&image, &at_source, 0, 0, src);
                                 assert_eq!(
                                     values[at].to_bits(),
                                     table[src][usize::from(v)].to_bits()

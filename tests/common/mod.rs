@@ -156,6 +156,24 @@ pub struct TransformGolden {
     pub shape: Vec<usize>,
     pub dtype: String,
     pub sha256: String,
+    /// For a sample of a random transform (`name#index`): the parameters Python drew, as JSON.
+    pub params: Option<serde_json::Value>,
+}
+
+impl TransformGolden {
+    /// The spec's name and, for a random transform's sample, its index.
+    pub fn spec_and_sample(&self) -> (&str, gpuprep::Sample) {
+        match self.transform.split_once('#') {
+            Some((name, index)) => (name, gpuprep::Sample::Index(index.parse().unwrap())),
+            None => (&self.transform, gpuprep::Sample::default()),
+        }
+    }
+}
+
+/// The parameters in report.json's form: `{"crop": {...}, "flip": b, "vflip": b, "color":
+/// {"order": [...], name: factor}, "grayscale": b}`, absent keys for absent operations.
+pub fn params_json(params: &gpuprep::Params) -> serde_json::Value {
+    gpuprep::convert::params_json(params)
 }
 
 pub fn transform_goldens() -> Vec<TransformGolden> {
@@ -171,6 +189,10 @@ pub fn transform_goldens() -> Vec<TransformGolden> {
                 shape: f[2].split('x').map(|d| d.parse().unwrap()).collect(),
                 dtype: f[3].to_string(),
                 sha256: f[4].to_string(),
+                params: f
+                    .get(5)
+                    .filter(|p| !p.is_empty())
+                    .map(|p| serde_json::from_str(p).unwrap()),
             }
         })
         .collect()
@@ -242,6 +264,27 @@ pub fn transform_specs() -> BTreeMap<String, gpuprep::Transform> {
                     _ => ChannelOrder::Rgb,
                 },
                 exif_transpose: s["exif_transpose"].as_bool().unwrap_or(false),
+                random_resized_crop: s.get("random_resized_crop").map(|c| {
+                    let range = |key: &str, default: (f64, f64)| {
+                        c.get(key).map_or(default, |r| {
+                            (r[0].as_f64().unwrap(), r[1].as_f64().unwrap())
+                        })
+                    };
+                    gpuprep::RandomResizedCrop {
+                        size: pair(&c["size"]),
+                        scale: range("scale", (0.08, 1.0)),
+                        ratio: range("ratio", (3.0 / 4.0, 4.0 / 3.0)),
+                    }
+                }),
+                horizontal_flip: s["hflip"].as_f64(),
+                vertical_flip: s["vflip"].as_f64(),
+                color_jitter: s.get("color_jitter").map(|j| {
+                    let v = |i: usize| j.get(i).and_then(|v| v.as_f64()).unwrap_or(0.0);
+                    gpuprep::ColorJitter::new(v(0), v(1), v(2), v(3))
+                }),
+                grayscale: s["grayscale"].as_f64(),
+                seed: s["seed"].as_u64().unwrap_or(0),
+                epoch: s["epoch"].as_u64().unwrap_or(0),
             };
             (s["name"].as_str().unwrap().to_string(), transform)
         })

@@ -84,6 +84,36 @@ pub struct TransformArgs {
     /// without it images stay as stored, as `Image.open` and torchvision leave them.
     #[arg(long)]
     exif_transpose: bool,
+    /// torchvision's RandomResizedCrop to S×S or WxH, in place of --resize: a random box of
+    /// the image, cut out, then resized with --filter.
+    #[arg(long, value_parser = parse_size)]
+    random_resized_crop: Option<(usize, usize)>,
+    /// RandomResizedCrop's bounds of the box's share of the image's area, `A,B`.
+    #[arg(long, value_parser = parse_range, default_value = "0.08,1.0")]
+    crop_scale: (f64, f64),
+    /// RandomResizedCrop's bounds of the box's aspect ratio (width / height), `A,B`.
+    #[arg(long, value_parser = parse_range, default_value = "0.75,1.3333333333333333")]
+    crop_ratio: (f64, f64),
+    /// RandomHorizontalFlip(P).
+    #[arg(long, value_name = "P")]
+    hflip: Option<f64>,
+    /// RandomVerticalFlip(P).
+    #[arg(long, value_name = "P")]
+    vflip: Option<f64>,
+    /// ColorJitter(brightness, contrast, saturation[, hue]) as `B,C,S[,H]` (hue: CPU backend
+    /// only).
+    #[arg(long, value_parser = parse_jitter, value_name = "B,C,S[,H]")]
+    color_jitter: Option<gpuprep::ColorJitter>,
+    /// RandomGrayscale(P), after the colour jitter.
+    #[arg(long, value_name = "P")]
+    grayscale: Option<f64>,
+    /// The seed each sample's random parameters are drawn from (with --epoch and the file's
+    /// place among the inputs).
+    #[arg(long, default_value_t = 0)]
+    seed: u64,
+    /// The epoch the random parameters are drawn for.
+    #[arg(long, default_value_t = 0)]
+    epoch: u64,
 }
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
@@ -92,6 +122,9 @@ enum Preset {
     ImagenetEval,
     /// timm eval: Resize(256) bicubic (crop_pct 0.875), CenterCrop(224), ImageNet, float32.
     TimmEval,
+    /// torchvision's ImageNet training preset: RandomResizedCrop(224) bilinear,
+    /// RandomHorizontalFlip(0.5), ImageNet normalisation, float32 C×H×W.
+    ImagenetTrain,
 }
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
@@ -157,6 +190,39 @@ fn parse_resize(text: &str) -> Result<Resize, String> {
     Ok(Resize::Exact { width, height })
 }
 
+fn parse_numbers(text: &str, count: std::ops::RangeInclusive<usize>) -> Result<Vec<f64>, String> {
+    let values: Vec<f64> = text
+        .split(',')
+        .map(|v| {
+            v.trim()
+                .parse()
+                .map_err(|_| format!("not a number list: {text:?}"))
+        })
+        .collect::<Result<_, _>>()?;
+    if !count.contains(&values.len()) {
+        return Err(format!("{text:?} needs {count:?} numbers"));
+    }
+    Ok(values)
+}
+
+fn parse_range(text: &str) -> Result<(f64, f64), String> {
+    let v = parse_numbers(text, 2..=2)?;
+    Ok((v[0], v[1]))
+}
+
+fn parse_jitter(text: &str) -> Result<gpuprep::ColorJitter, String> {
+    let v = parse_numbers(text, 3..=4)?;
+    if v.iter().any(|x| !x.is_finite() || *x < 0.0) {
+        return Err(format!("jitter amounts are numbers >= 0, not {text:?}"));
+    }
+    Ok(gpuprep::ColorJitter::new(
+        v[0],
+        v[1],
+        v[2],
+        v.get(3).copied().unwrap_or(0.0),
+    ))
+}
+
 fn parse_normalize(text: &str) -> Result<NormalizeArg, String> {
     match text {
         "none" => return Ok(NormalizeArg::None),
@@ -181,6 +247,13 @@ impl TransformArgs {
     /// A note on options that do nothing as given, for stderr.
     pub fn notes(&self) -> Option<&'static str> {
         let resized = self.resize.is_some() || self.preset.is_some();
+        let cropped = self.random_resized_crop.is_some()
+            || matches!(self.preset, Some(Preset::ImagenetTrain));
+        if !cropped && (self.crop_scale != (0.08, 1.0) || self.crop_ratio.0 != 0.75) {
+            return Some(
+                "note: --crop-scale and --crop-ratio do nothing without --random-resized-crop",
+            );
+        }
         (self.draft && !resized)
             .then_some("note: --draft does nothing without --resize or a preset")
     }
@@ -190,8 +263,21 @@ impl TransformArgs {
         let mut t = match self.preset {
             Some(Preset::ImagenetEval) => Transform::imagenet_eval(),
             Some(Preset::TimmEval) => Transform::timm_eval(224, 0.875),
+            Some(Preset::ImagenetTrain) => Transform::imagenet_train(),
             None => Transform::default(),
         };
+        if let Some(size) = self.random_resized_crop {
+            t.random_resized_crop = Some(gpuprep::RandomResizedCrop {
+                size,
+                scale: self.crop_scale,
+                ratio: self.crop_ratio,
+            });
+        }
+        t.horizontal_flip = self.hflip.or(t.horizontal_flip);
+        t.vertical_flip = self.vflip.or(t.vertical_flip);
+        t.color_jitter = self.color_jitter.or(t.color_jitter);
+        t.grayscale = self.grayscale.or(t.grayscale);
+        (t.seed, t.epoch) = (self.seed, self.epoch);
         t.resize = self.resize.or(t.resize);
         t.center_crop = self.crop.or(t.center_crop);
         t.draft |= self.draft;

@@ -65,6 +65,7 @@ pub fn run(args: BenchArgs) -> ExitCode {
         transform: &transform,
         limits: &limits,
         batching: args.limits.batching(args.batch),
+        samples: gpuprep::Samples::Positions,
     };
     let megabytes = images.iter().map(|b| b.len()).sum::<usize>() as f64 / 1e6;
     let n = images.len() as f64;
@@ -224,6 +225,7 @@ fn timed_pass(
         transform,
         limits,
         batching,
+        samples,
     } = *options;
     let batch = batching.images;
     let start = Instant::now();
@@ -269,9 +271,14 @@ fn timed_pass(
                 .enumerate()
                 .map(|(k, chunk)| {
                     let started = Instant::now();
+                    let first = k * batch.max(1);
                     let results: Vec<_> = chunk
                         .par_iter()
-                        .map(|bytes| gpuprep::preprocess(bytes, transform, limits))
+                        .enumerate()
+                        .map(|(i, bytes)| {
+                            let sample = samples.of(first + i);
+                            Backend::Cpu.preprocess_sample(bytes, transform, &sample, limits)
+                        })
                         .collect();
                     for (i, result) in results.iter().enumerate() {
                         match result {

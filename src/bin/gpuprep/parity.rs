@@ -170,17 +170,20 @@ fn compare_all(args: &ParityArgs) -> Result<Vec<Comparison>, String> {
             .collect();
         let images: Vec<&[u8]> = bytes.iter().map(Vec::as_slice).collect();
         let pillow = if args.pillow {
-            let (results, version) = pillow::outputs(chunk, &transform, &scratch)?;
+            let (results, version) = pillow::outputs(chunk, &transform, c * CHUNK, &scratch)?;
             pillow_version = version;
             Some(results)
         } else {
             None
         };
+        // File k of all is sample k of a random transform, as in convert.
+        let indices: Vec<u64> = (0..chunk.len()).map(|i| (c * CHUNK + i) as u64).collect();
+        let samples = gpuprep::Samples::Indices(&indices);
         let outputs = Outputs {
             gpu: gpu
                 .as_ref()
-                .map(|g| g.preprocess_many(&images, &transform, &limits)),
-            cpu: Backend::Cpu.preprocess_many(&images, &transform, &limits),
+                .map(|g| g.preprocess_samples(&images, &transform, samples, &limits)),
+            cpu: Backend::Cpu.preprocess_samples(&images, &transform, samples, &limits),
             pillow,
         };
         for (i, file) in chunk.iter().enumerate() {

@@ -15,18 +15,21 @@ fn python() -> String {
     std::env::var("GPUPREP_PYTHON").unwrap_or_else(|_| "python3".into())
 }
 
-/// Pillow's outputs for `files` under `transform`: one tensor or Pillow's error per file, and
-/// the versions that made them.
+/// Pillow's outputs for `files` under `transform`, the first being sample `first` of a random
+/// one: one tensor or Pillow's error per file, and the versions that made them.
 pub fn outputs(
     files: &[PathBuf],
     transform: &Transform,
+    first: usize,
     scratch: &Path,
 ) -> Result<(Vec<Result<Tensor, String>>, String), String> {
     std::fs::create_dir_all(scratch).map_err(|e| format!("{}: {e}", scratch.display()))?;
+    let mut spec = spec(transform);
+    spec["first_index"] = first.into();
     let output = Command::new(python())
         .arg("-c")
         .arg(SCRIPT)
-        .arg(spec(transform).to_string())
+        .arg(spec.to_string())
         .arg(scratch)
         .args(files)
         .output()
@@ -104,5 +107,35 @@ fn spec(t: &Transform) -> Value {
     };
     spec.insert("channel_order".into(), json!(order));
     spec.insert("exif_transpose".into(), json!(t.exif_transpose));
+    if let Some(c) = t.random_resized_crop {
+        spec.insert(
+            "random_resized_crop".into(),
+            json!({"size": [c.size.0, c.size.1], "scale": [c.scale.0, c.scale.1],
+                   "ratio": [c.ratio.0, c.ratio.1]}),
+        );
+    }
+    for (key, p) in [
+        ("hflip", t.horizontal_flip),
+        ("vflip", t.vertical_flip),
+        ("grayscale", t.grayscale),
+    ] {
+        if let Some(p) = p {
+            spec.insert(key.into(), json!(p));
+        }
+    }
+    if let Some(j) = t.color_jitter {
+        let range = |r: Option<(f32, f32)>| r.map(|(lo, hi)| [f64::from(lo), f64::from(hi)]);
+        spec.insert(
+            "color_jitter".into(),
+            json!([
+                range(j.brightness),
+                range(j.contrast),
+                range(j.saturation),
+                range(j.hue)
+            ]),
+        );
+    }
+    spec.insert("seed".into(), json!(t.seed));
+    spec.insert("epoch".into(), json!(t.epoch));
     Value::Object(spec)
 }

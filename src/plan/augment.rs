@@ -1,0 +1,374 @@
+//! One sample's random parameters: drawn with torchvision's distributions from the
+//! counter-based streams of [`super::random`], or given by the caller (for instance drawn with
+//! torchvision's own `get_params` and the torch generator).
+
+use super::random::{Op, SampleKey, Stream};
+use crate::transform::{ColorJitter, RandomResizedCrop, Transform};
+
+/// Where one image's random parameters come from.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Sample {
+    /// Drawn for this sample index, with the transform's seed and epoch.
+    Index(u64),
+    /// Given: every random operation of the transform must have its parameter.
+    Given(Params),
+}
+
+impl Default for Sample {
+    fn default() -> Self {
+        Self::Index(0)
+    }
+}
+
+/// Which sample each image of a call is.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub enum Samples<'a> {
+    /// Image `i` of the call is sample `i`.
+    #[default]
+    Positions,
+    /// Image `i` is sample `indices[i]` (a loader's dataset indices).
+    Indices(&'a [u64]),
+    /// Image `i` has the parameters `given[i]`.
+    Given(&'a [Params]),
+}
+
+impl Samples<'_> {
+    /// Image `i`'s sample (sample `i` past the end of a list).
+    pub fn of(&self, i: usize) -> Sample {
+        match self {
+            Self::Positions => Sample::Index(i as u64),
+            Self::Indices(indices) => Sample::Index(indices.get(i).copied().unwrap_or(i as u64)),
+            Self::Given(given) => given
+                .get(i)
+                .map_or(Sample::Index(i as u64), |p| Sample::Given(p.clone())),
+        }
+    }
+}
+
+/// A box of the oriented image, as torchvision's `get_params` returns it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CropBox {
+    /// First row.
+    pub top: usize,
+    /// First column.
+    pub left: usize,
+    /// Rows.
+    pub height: usize,
+    /// Columns.
+    pub width: usize,
+}
+
+/// One of `ColorJitter`'s adjustments with its factor (the float32 value Pillow is given).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Adjustment {
+    /// `ImageEnhance.Brightness(img).enhance(factor)`.
+    Brightness(f32),
+    /// `ImageEnhance.Contrast(img).enhance(factor)`.
+    Contrast(f32),
+    /// `ImageEnhance.Color(img).enhance(factor)`.
+    Saturation(f32),
+    /// torchvision's `adjust_hue(img, factor)`.
+    Hue(f32),
+}
+
+impl Adjustment {
+    /// torchvision's name of the adjustment.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Self::Brightness(_) => "brightness",
+            Self::Contrast(_) => "contrast",
+            Self::Saturation(_) => "saturation",
+            Self::Hue(_) => "hue",
+        }
+    }
+
+    /// The factor.
+    pub fn factor(&self) -> f32 {
+        match *self {
+            Self::Brightness(f) | Self::Contrast(f) | Self::Saturation(f) | Self::Hue(f) => f,
+        }
+    }
+}
+
+/// The parameters of every random operation of a transform for one sample; `None` for the
+/// operations it does not have.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Params {
+    /// `RandomResizedCrop`'s box.
+    pub crop: Option<CropBox>,
+    /// Whether `RandomHorizontalFlip` flips.
+    pub horizontal_flip: Option<bool>,
+    /// Whether `RandomVerticalFlip` flips.
+    pub vertical_flip: Option<bool>,
+    /// `ColorJitter`'s adjustments, in the order they run.
+    pub color: Option<Vec<Adjustment>>,
+    /// Whether `RandomGrayscale` turns the image grey.
+    pub grayscale: Option<bool>,
+}
+
+impl Params {
+    /// The parameters of `transform`'s random operations for `sample`, on an image of
+    /// (`width`, `height`) as oriented. Given parameters are checked against the transform and
+    /// the image.
+    pub fn of(
+        transform: &Transform,
+        sample: &Sample,
+        size: (usize, usize),
+    ) -> Result<Self, String> {
+        match sample {
+            Sample::Index(index) => Ok(Self::draw(
+                transform,
+                SampleKey {
+                    seed: transform.seed,
+                    epoch: transform.epoch,
+                    index: *index,
+                },
+                size,
+            )),
+            Sample::Given(params) => params.check(transform, size).map(|()| params.clone()),
+        }
+    }
+
+    /// Draws the parameters for `key`, each operation from its own stream.
+    pub fn draw(transform: &Transform, key: SampleKey, size: (usize, usize)) -> Self {
+        let coin = |p: Option<f64>, op| p.map(|p| Stream::new(key, op).uniform() < p);
+        Self {
+            crop: transform
+                .random_resized_crop
+                .map(|c| crop_box(&c, size, &mut Stream::new(key, Op::Crop))),
+            horizontal_flip: coin(transform.horizontal_flip, Op::HorizontalFlip),
+            vertical_flip: coin(transform.vertical_flip, Op::VerticalFlip),
+            color: transform
+                .color_jitter
+                .map(|j| adjustments(&j, &mut Stream::new(key, Op::ColorJitter))),
+            grayscale: coin(transform.grayscale, Op::Grayscale),
+        }
+    }
+
+    /// Checks given parameters: one for each random operation of `transform` and none for
+    /// another, a crop box inside the image, factors as `ColorJitter` allows.
+    fn check(&self, transform: &Transform, (width, height): (usize, usize)) -> Result<(), String> {
+        let pairs = [
+            (
+                "crop",
+                transform.random_resized_crop.is_some(),
+                self.crop.is_some(),
+            ),
+            (
+                "horizontal_flip",
+                transform.horizontal_flip.is_some(),
+                self.horizontal_flip.is_some(),
+            ),
+            (
+                "vertical_flip",
+                transform.vertical_flip.is_some(),
+                self.vertical_flip.is_some(),
+            ),
+            (
+                "color",
+                transform.color_jitter.is_some(),
+                self.color.is_some(),
+            ),
+            (
+                "grayscale",
+                transform.grayscale.is_some(),
+                self.grayscale.is_some(),
+            ),
+        ];
+        for (name, wanted, given) in pairs {
+            if wanted != given {
+                let verb = if wanted { "lack" } else { "have" };
+                return Err(format!(
+                    "the given parameters {verb} `{name}`, and the transform does not match"
+                ));
+            }
+        }
+        if let Some(b) = self.crop {
+            if b.width == 0
+                || b.height == 0
+                || b.left + b.width > width
+                || b.top + b.height > height
+            {
+                return Err(format!(
+                    "the crop box {b:?} does not lie inside the {width}x{height} image"
+                ));
+            }
+        }
+        for a in self.color.iter().flatten() {
+            let f = a.factor();
+            let fits = match a {
+                Adjustment::Hue(_) => (-0.5..=0.5).contains(&f),
+                _ => f.is_finite() && f >= 0.0,
+            };
+            if !fits {
+                return Err(format!("{} factor {f} is out of range", a.name()));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// torchvision's `RandomResizedCrop.get_params`: ten tries at a box of random area and aspect
+/// ratio (log-uniform) that fits, then the centre crop clamped to the ratio bounds. Python's
+/// `round` (half to even) makes the sides.
+fn crop_box(crop: &RandomResizedCrop, (width, height): (usize, usize), s: &mut Stream) -> CropBox {
+    let area = (width * height) as f64;
+    let (log_low, log_high) = (crop.ratio.0.ln(), crop.ratio.1.ln());
+    for _ in 0..10 {
+        let target_area = area * (crop.scale.0 + (crop.scale.1 - crop.scale.0) * s.uniform());
+        let aspect = (log_low + (log_high - log_low) * s.uniform()).exp();
+        let w = (target_area * aspect).sqrt().round_ties_even() as usize;
+        let h = (target_area / aspect).sqrt().round_ties_even() as usize;
+        if 0 < w && w <= width && 0 < h && h <= height {
+            let top = s.below((height - h + 1) as u64) as usize;
+            let left = s.below((width - w + 1) as u64) as usize;
+            return CropBox {
+                top,
+                left,
+                height: h,
+                width: w,
+            };
+        }
+    }
+    let in_ratio = width as f64 / height as f64;
+    let (w, h) = if in_ratio < crop.ratio.0 {
+        (
+            width,
+            (width as f64 / crop.ratio.0).round_ties_even() as usize,
+        )
+    } else if in_ratio > crop.ratio.1 {
+        (
+            (height as f64 * crop.ratio.1).round_ties_even() as usize,
+            height,
+        )
+    } else {
+        (width, height)
+    };
+    CropBox {
+        top: (height - h) / 2,
+        left: (width - w) / 2,
+        height: h,
+        width: w,
+    }
+}
+
+/// torchvision's `ColorJitter.get_params`: a random order of the four adjustments, then each
+/// present factor uniform in its range (float32).
+fn adjustments(jitter: &ColorJitter, s: &mut Stream) -> Vec<Adjustment> {
+    let order = s.permutation::<4>();
+    let mut factor = |range: Option<(f32, f32)>| range.map(|(low, high)| s.uniform_f32(low, high));
+    let drawn = [
+        factor(jitter.brightness).map(Adjustment::Brightness),
+        factor(jitter.contrast).map(Adjustment::Contrast),
+        factor(jitter.saturation).map(Adjustment::Saturation),
+        factor(jitter.hue).map(Adjustment::Hue),
+    ];
+    order.iter().filter_map(|&i| drawn[i]).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn key(index: u64) -> SampleKey {
+        SampleKey {
+            seed: 3,
+            epoch: 1,
+            index,
+        }
+    }
+
+    #[test]
+    fn crop_boxes_lie_inside_and_respect_the_bounds() {
+        let crop = RandomResizedCrop::new(224);
+        for (index, size) in [(500, 375), (64, 2000), (1, 1), (3000, 40)]
+            .iter()
+            .cycle()
+            .take(400)
+            .enumerate()
+        {
+            let b = crop_box(&crop, *size, &mut Stream::new(key(index as u64), Op::Crop));
+            assert!(b.width >= 1 && b.height >= 1);
+            assert!(
+                b.left + b.width <= size.0 && b.top + b.height <= size.1,
+                "{b:?} {size:?}"
+            );
+        }
+    }
+
+    /// A 64 × 2000 image: no random box of ratio ≥ 3/4 fits often, and the fallback is the
+    /// ratio-clamped centre crop, 64 × round(64 / 0.75) = 64 × 85.
+    #[test]
+    fn the_fallback_is_the_clamped_centre_crop() {
+        let crop = RandomResizedCrop {
+            scale: (0.9, 1.0),
+            ..RandomResizedCrop::new(224)
+        };
+        let b = crop_box(&crop, (64, 2000), &mut Stream::new(key(0), Op::Crop));
+        assert_eq!(
+            b,
+            CropBox {
+                top: (2000 - 85) / 2,
+                left: 0,
+                height: 85,
+                width: 64
+            }
+        );
+    }
+
+    #[test]
+    fn draws_depend_on_the_key_alone() {
+        let transform = Transform {
+            color_jitter: Some(ColorJitter::new(0.4, 0.4, 0.4, 0.1)),
+            ..Transform::imagenet_train()
+        };
+        let a = Params::draw(&transform, key(9), (640, 480));
+        assert_eq!(a, Params::draw(&transform, key(9), (640, 480)));
+        assert_ne!(a, Params::draw(&transform, key(10), (640, 480)));
+        let color = a.color.unwrap();
+        assert_eq!(color.len(), 4);
+        assert!(a.vertical_flip.is_none() && a.grayscale.is_none());
+        // Adding an operation leaves the others' draws alone.
+        let more = Transform {
+            grayscale: Some(0.2),
+            ..transform
+        };
+        let b = Params::draw(&more, key(9), (640, 480));
+        assert_eq!((b.crop, b.horizontal_flip), (a.crop, a.horizontal_flip));
+    }
+
+    #[test]
+    fn given_parameters_must_match_the_transform_and_the_image() {
+        let transform = Transform::imagenet_train();
+        let good = Params {
+            crop: Some(CropBox {
+                top: 0,
+                left: 10,
+                height: 100,
+                width: 90,
+            }),
+            horizontal_flip: Some(true),
+            ..Params::default()
+        };
+        let given = |p: &Params| Params::of(&transform, &Sample::Given(p.clone()), (100, 100));
+        assert_eq!(given(&good), Ok(good.clone()));
+        let outside = Params {
+            crop: Some(CropBox {
+                left: 11,
+                ..good.crop.unwrap()
+            }),
+            ..good.clone()
+        };
+        assert!(given(&outside).unwrap_err().contains("inside"));
+        let lacking = Params {
+            horizontal_flip: None,
+            ..good.clone()
+        };
+        assert!(given(&lacking).unwrap_err().contains("horizontal_flip"));
+        let extra = Params {
+            grayscale: Some(false),
+            ..good
+        };
+        assert!(given(&extra).unwrap_err().contains("grayscale"));
+    }
+}
