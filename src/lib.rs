@@ -31,6 +31,7 @@ pub mod formats;
 pub mod gpu;
 mod image;
 pub mod jpeg;
+pub mod loader;
 pub mod npy;
 pub mod plan;
 pub mod reference;

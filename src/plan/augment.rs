@@ -46,7 +46,7 @@ impl Samples<'_> {
 }
 
 /// A box of the oriented image, as torchvision's `get_params` returns it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct CropBox {
     /// First row.
     pub top: usize,

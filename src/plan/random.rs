@@ -25,6 +25,9 @@ pub enum Op {
     ColorJitter = 4,
     /// `RandomGrayscale`.
     Grayscale = 5,
+    /// A loader's order of an epoch (drawn for sample index 0: one permutation for all ranks),
+    /// or of a rank's shuffle buffer (drawn for the rank).
+    Shuffle = 6,
 }
 
 /// Which sample a stream belongs to.

@@ -1,0 +1,117 @@
+//! Datasets whose samples are known up front: a list of files, or a folder in torchvision's
+//! `ImageFolder` layout.
+
+use crate::error::{Error, Result};
+use std::path::{Path, PathBuf};
+
+/// torchvision's `IMG_EXTENSIONS`, which `ImageFolder` keeps (compared in lower case).
+pub const IMAGE_FOLDER_EXTENSIONS: &[&str] = &[
+    "jpg", "jpeg", "png", "ppm", "bmp", "pgm", "tif", "tiff", "webp",
+];
+
+/// One sample of a dataset: its file and its label (−1 for none).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Item {
+    /// The image file.
+    pub path: PathBuf,
+    /// Its class index; −1 for a list of files.
+    pub label: i64,
+}
+
+/// Files in the given order, unlabelled.
+pub fn files(paths: &[PathBuf]) -> Vec<Item> {
+    paths
+        .iter()
+        .map(|path| Item {
+            path: path.clone(),
+            label: -1,
+        })
+        .collect()
+}
+
+/// torchvision's `ImageFolder(root)`: each folder directly under `root` is a class, numbered in
+/// sorted name order; its samples are the files with an image extension anywhere below it (links
+/// followed), folders in sorted path order and files in sorted name order within each, as
+/// `sorted(os.walk(...))` lists them. Returns the class names too.
+pub fn image_folder(root: &Path) -> Result<(Vec<Item>, Vec<String>)> {
+    let in_root = |e: std::io::Error| Error::from(e).in_file(root);
+    let mut classes: Vec<PathBuf> = std::fs::read_dir(root)
+        .map_err(in_root)?
+        .filter_map(|entry| entry.ok().map(|e| e.path()))
+        .filter(|path| path.is_dir())
+        .collect();
+    sort_paths(&mut classes);
+    let mut items = Vec::new();
+    for (label, class) in classes.iter().enumerate() {
+        let mut folders = vec![class.clone()];
+        collect_folders(class, &mut folders);
+        sort_paths(&mut folders);
+        for folder in folders {
+            let mut names: Vec<PathBuf> = std::fs::read_dir(&folder)
+                .map_err(in_root)?
+                .filter_map(|entry| entry.ok().map(|e| e.path()))
+                .filter(|path| !path.is_dir() && has_image_extension(path))
+                .collect();
+            sort_paths(&mut names);
+            items.extend(names.into_iter().map(|path| Item {
+                path,
+                label: label as i64,
+            }));
+        }
+    }
+    if classes.is_empty() {
+        return Err(Error::Options(format!(
+            "{}: no class folders (ImageFolder needs root/<class>/<image>)",
+            root.display()
+        )));
+    }
+    let names = classes
+        .iter()
+        .map(|c| {
+            c.file_name()
+                .unwrap_or_default()
+                .to_string_lossy()
+                .into_owned()
+        })
+        .collect();
+    Ok((items, names))
+}
+
+/// Every folder below `folder` (links followed; a link back up is not entered twice).
+fn collect_folders(folder: &Path, into: &mut Vec<PathBuf>) {
+    let Ok(entries) = std::fs::read_dir(folder) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let path = entry.path();
+        if path.is_dir() && !into.contains(&path) && !loops_back(&path) {
+            into.push(path.clone());
+            collect_folders(&path, into);
+        }
+    }
+}
+
+/// Whether the folder `path` is (through links) one of its own ancestors.
+fn loops_back(path: &Path) -> bool {
+    let Ok(real) = path.canonicalize() else {
+        return true;
+    };
+    path.parent()
+        .and_then(|p| p.canonicalize().ok())
+        .is_some_and(|parent| parent.starts_with(&real))
+}
+
+/// Sorted as Python sorts `str` paths: by code point, which is UTF-8's byte order.
+fn sort_paths(paths: &mut [PathBuf]) {
+    paths.sort_by(|a, b| {
+        a.as_os_str()
+            .as_encoded_bytes()
+            .cmp(b.as_os_str().as_encoded_bytes())
+    });
+}
+
+fn has_image_extension(path: &Path) -> bool {
+    path.extension()
+        .and_then(|e| e.to_str())
+        .is_some_and(|e| IMAGE_FOLDER_EXTENSIONS.contains(&e.to_ascii_lowercase().as_str()))
+}

@@ -1,0 +1,598 @@
+//! A training loader on the streaming pipeline: batches of a dataset's samples (a list of files,
+//! an `ImageFolder` tree, or WebDataset tar shards), each epoch in its own order, split between
+//! ranks as torch's `DistributedSampler` splits them, with labels, sample indices and each
+//! sample's random parameters beside the tensors.
+//!
+//! Work runs ahead of the consumer: a feeder thread reads the samples (files in parallel, shards
+//! as streams) and `prefetch` worker threads each run whole batches through the backend (on the
+//! GPU, one submission a batch), so that one batch decodes on the CPU threads while another runs
+//! on the GPU; batches are handed over in order. Each step's stats say how long the consumer
+//! waited for it and carry a warning when that passes a share of the step.
+
+pub mod dataset;
+pub mod order;
+pub mod webdataset;
+
+use crate::error::{Error, Result};
+use crate::gpu::Batching;
+use crate::plan::{Params, Samples};
+use crate::tensor::TensorData;
+use crate::{Backend, Limits, Transform};
+use order::Split;
+use std::collections::BTreeMap;
+use std::ops::ControlFlow;
+use std::path::PathBuf;
+use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// Where a loader's samples come from.
+#[derive(Clone, Debug)]
+pub enum Source {
+    /// These files, in this order, unlabelled (label −1).
+    Files(Vec<PathBuf>),
+    /// torchvision's `ImageFolder` layout under this folder: class folders in sorted order
+    /// give the labels.
+    ImageFolder(PathBuf),
+    /// WebDataset tar shards: samples are members grouped by key, the image from a `.jpg`,
+    /// `.png`, … member and the label from `.cls` or `.json` (−1 without).
+    Shards(Vec<PathBuf>),
+}
+
+/// How a loader batches, orders and splits its samples.
+#[derive(Clone, Copy, Debug)]
+pub struct LoaderOptions {
+    /// Samples per batch.
+    pub batch_size: usize,
+    /// Order and split: shuffle, seed, rank, world size, and `drop_last`, which also drops an
+    /// epoch's last batch when it is short (DataLoader's `drop_last`).
+    pub split: Split,
+    /// Batches prepared at once ahead of the consumer (at least 1).
+    pub prefetch: usize,
+    /// Shards: samples held in the shuffle buffer (webdataset's `shuffle(n)`); 0 keeps the
+    /// stream's order.
+    pub shuffle_buffer: usize,
+    /// Warn when the consumer waited more than this share of a step.
+    pub wait_warning: f64,
+    /// Shards: the largest member read, in bytes (a larger one fails its sample alone).
+    pub max_member: u64,
+}
+
+impl LoaderOptions {
+    /// Batches of `batch_size`, in the dataset's order on one process, two batches ahead.
+    pub fn new(batch_size: usize) -> Self {
+        Self {
+            batch_size,
+            split: Split::single(false, 0),
+            prefetch: 2,
+            shuffle_buffer: 1000,
+            wait_warning: 0.1,
+            max_member: 256 << 20,
+        }
+    }
+}
+
+/// One step's batch: the images that converted, stacked in sample order, and the rest.
+#[derive(Debug)]
+pub struct Batch {
+    /// (images, then each image's shape in the transform's layout).
+    pub shape: [usize; 4],
+    /// The stacked elements, C order.
+    pub data: TensorData,
+    /// Each image's label (−1 for none).
+    pub labels: Vec<i64>,
+    /// Each image's sample index (the dataset index; for shards, shard · 2³² + place in shard),
+    /// the key of its random parameters.
+    pub indices: Vec<u64>,
+    /// Each image's random parameters.
+    pub params: Vec<Params>,
+    /// The samples that failed, by sample index, with why (each alone).
+    pub failed: Vec<(u64, Error)>,
+    /// What the step cost.
+    pub stats: StepStats,
+}
+
+/// What one step cost.
+#[derive(Clone, Debug, Default)]
+pub struct StepStats {
+    /// The step's number in the epoch.
+    pub step: usize,
+    /// Reading the batch's samples (the feeder thread).
+    pub read: Duration,
+    /// Decoding and transforming them (a worker thread, the backend's call).
+    pub prepared: Duration,
+    /// How long the consumer waited for the batch.
+    pub waited: Duration,
+    /// Since the previous batch was handed over (the consumer's step: its own work and the
+    /// wait); from the epoch's start for the first.
+    pub step_time: Duration,
+    /// `waited / step_time`.
+    pub data_wait_share: f64,
+    /// Set when the share passed the loader's `wait_warning` (not for the first step, which
+    /// always waits).
+    pub warning: Option<String>,
+}
+
+/// A sample read, before decoding.
+struct RawSample {
+    index: u64,
+    label: i64,
+    /// Its file, or its shard joined with its key: what its errors name.
+    name: PathBuf,
+    bytes: Result<Vec<u8>>,
+}
+
+/// A batch read, before decoding.
+struct RawBatch {
+    step: usize,
+    samples: Vec<RawSample>,
+    read: Duration,
+}
+
+enum Dataset {
+    Items(Vec<dataset::Item>),
+    Shards(Vec<PathBuf>),
+}
+
+/// A loader over one dataset with one transform.
+pub struct Loader {
+    backend: Arc<Backend>,
+    transform: Transform,
+    limits: Limits,
+    options: LoaderOptions,
+    dataset: Arc<Dataset>,
+    classes: Vec<String>,
+}
+
+impl Loader {
+    /// A loader of `source` through `transform` on `backend` (its batches set to the batch
+    /// size), each image held to `limits`. The transform needs one output size (an exact
+    /// resize, a crop or `RandomResizedCrop`); the loader's seed keys the random parameters
+    /// too.
+    pub fn new(
+        source: Source,
+        transform: &Transform,
+        backend: Backend,
+        limits: &Limits,
+        options: LoaderOptions,
+    ) -> Result<Self> {
+        transform.validate().map_err(Error::Options)?;
+        if transform.fixed_output_size().is_none() {
+            return Err(Error::Options(
+                "a loader stacks its batches: the transform needs one output size (an exact \
+                 resize, a crop or a random resized crop)"
+                    .into(),
+            ));
+        }
+        let split = options.split;
+        if options.batch_size == 0 || split.world_size == 0 || split.rank >= split.world_size {
+            return Err(Error::Options(format!(
+                "a loader needs batch_size >= 1 and rank < world_size, got batch_size {}, rank \
+                 {}, world_size {}",
+                options.batch_size, split.rank, split.world_size
+            )));
+        }
+        let (dataset, classes) = match source {
+            Source::Files(paths) => (Dataset::Items(dataset::files(&paths)), Vec::new()),
+            Source::ImageFolder(root) => {
+                let (items, classes) = dataset::image_folder(&root)?;
+                (Dataset::Items(items), classes)
+            }
+            Source::Shards(shards) => (Dataset::Shards(shards), Vec::new()),
+        };
+        let batching = Batching {
+            images: options.batch_size,
+            ..Batching::default()
+        };
+        Ok(Self {
+            backend: Arc::new(backend.with_batching(batching)),
+            transform: Transform {
+                seed: split.seed,
+                ..*transform
+            },
+            limits: *limits,
+            options,
+            dataset: Arc::new(dataset),
+            classes,
+        })
+    }
+
+    /// The class names of an `ImageFolder` source, in label order (empty otherwise).
+    pub fn classes(&self) -> &[String] {
+        &self.classes
+    }
+
+    /// Samples this rank reads per epoch; `None` for shards, whose length is known only once
+    /// read.
+    pub fn samples_per_epoch(&self) -> Option<usize> {
+        match &*self.dataset {
+            Dataset::Items(items) => Some(self.options.split.per_rank(items.len())),
+            Dataset::Shards(_) => None,
+        }
+    }
+
+    /// Batches this rank gets per epoch (`len(DataLoader)`); `None` for shards.
+    pub fn len(&self) -> Option<usize> {
+        let samples = self.samples_per_epoch()?;
+        let size = self.options.batch_size;
+        Some(if self.options.split.drop_last {
+            samples / size
+        } else {
+            samples.div_ceil(size)
+        })
+    }
+
+    /// Whether an epoch has no batch (`None` for shards).
+    pub fn is_empty(&self) -> Option<bool> {
+        self.len().map(|n| n == 0)
+    }
+
+    /// Epoch `epoch`'s batches, in order; work starts at once.
+    pub fn epoch(&self, epoch: u64) -> Epoch {
+        let prefetch = self.options.prefetch.max(1);
+        let (raw_tx, raw_rx) = sync_channel::<RawBatch>(prefetch);
+        let (done_tx, done_rx) = sync_channel(prefetch);
+        let feeder = Feeder {
+            dataset: Arc::clone(&self.dataset),
+            options: self.options,
+            epoch,
+        };
+        std::thread::spawn(move || feeder.run(&raw_tx));
+        let raw_rx = Arc::new(Mutex::new(raw_rx));
+        let transform = Transform {
+            epoch,
+            ..self.transform
+        };
+        for _ in 0..prefetch {
+            let (raw_rx, done_tx) = (Arc::clone(&raw_rx), done_tx.clone());
+            let backend = Arc::clone(&self.backend);
+            let limits = self.limits;
+            std::thread::spawn(move || loop {
+                let raw = match raw_rx.lock() {
+                    Ok(receiver) => receiver.recv(),
+                    Err(_) => return,
+                };
+                let Ok(raw) = raw else { return };
+                let step = raw.step;
+                let batch = prepare(&backend, &transform, &limits, raw);
+                if done_tx.send((step, batch)).is_err() {
+                    return;
+                }
+            });
+        }
+        let now = Instant::now();
+        Epoch {
+            done: done_rx,
+            waiting: BTreeMap::new(),
+            next: 0,
+            handed: now,
+            started: now,
+            images: 0,
+            waited: Duration::ZERO,
+            wait_warning: self.options.wait_warning,
+        }
+    }
+}
+
+/// Reads an epoch's samples in order and sends them as raw batches.
+struct Feeder {
+    dataset: Arc<Dataset>,
+    options: LoaderOptions,
+    epoch: u64,
+}
+
+impl Feeder {
+    fn run(self, out: &SyncSender<RawBatch>) {
+        let mut batcher = Batcher {
+            out,
+            size: self.options.batch_size,
+            drop_last: self.options.split.drop_last,
+            pending: Vec::new(),
+            step: 0,
+            started: Instant::now(),
+        };
+        match &*self.dataset {
+            Dataset::Items(items) => self.read_items(items, &mut batcher),
+            Dataset::Shards(shards) => self.read_shards(shards, &mut batcher),
+        }
+        batcher.finish();
+    }
+
+    /// The rank's indices of the epoch, read a batch at a time, files in parallel.
+    fn read_items(&self, items: &[dataset::Item], batcher: &mut Batcher) {
+        use rayon::prelude::*;
+        let indices = self.options.split.indices(items.len(), self.epoch);
+        for chunk in indices.chunks(self.options.batch_size) {
+            let samples: Vec<RawSample> = chunk
+                .par_iter()
+                .map(|&index| {
+                    let item = &items[index as usize];
+                    RawSample {
+                        index,
+                        label: item.label,
+                        name: item.path.clone(),
+                        bytes: std::fs::read(&item.path)
+                            .map_err(|e| Error::from(e).in_file(&item.path)),
+                    }
+                })
+                .collect();
+            for sample in samples {
+                if batcher.push(sample).is_break() {
+                    return;
+                }
+            }
+        }
+    }
+
+    /// The epoch's shard order (shuffled when asked, then every `world_size`-th shard from the
+    /// rank's, as webdataset's `split_by_node`), samples through the shuffle buffer.
+    fn read_shards(&self, shards: &[PathBuf], batcher: &mut Batcher) {
+        let split = self.options.split;
+        let mut order: Vec<usize> = (0..shards.len()).collect();
+        if split.shuffle {
+            order::shuffle(&mut order, &mut split.stream(self.epoch));
+        }
+        let mut buffer = ShuffleBuffer {
+            held: Vec::new(),
+            capacity: if split.shuffle {
+                self.options.shuffle_buffer
+            } else {
+                0
+            },
+            stream: split.buffer_stream(self.epoch),
+        };
+        for &shard in order
+            .iter()
+            .skip(split.rank)
+            .step_by(split.world_size.max(1))
+        {
+            let mut stopped = false;
+            webdataset::for_each_sample(&shards[shard], self.options.max_member, |sample| {
+                let sample = match sample {
+                    Ok(s) => RawSample {
+                        index: (shard as u64) << 32 | s.position,
+                        label: s.label,
+                        name: shards[shard].join(&s.key),
+                        bytes: s.image,
+                    },
+                    // A shard that breaks off: its error stands for the rest of it.
+                    Err(e) => RawSample {
+                        index: (shard as u64) << 32 | u64::from(u32::MAX),
+                        label: -1,
+                        name: shards[shard].clone(),
+                        bytes: Err(e),
+                    },
+                };
+                let flow = match buffer.push(sample) {
+                    Some(out) => batcher.push(out),
+                    None => ControlFlow::Continue(()),
+                };
+                stopped = flow.is_break();
+                flow
+            });
+            if stopped {
+                return;
+            }
+        }
+        while let Some(sample) = buffer.pop() {
+            if batcher.push(sample).is_break() {
+                return;
+            }
+        }
+    }
+}
+
+/// webdataset's `shuffle(n)`: samples held up to `capacity`; once full, each new one sends a
+/// random held one out.
+struct ShuffleBuffer {
+    held: Vec<RawSample>,
+    capacity: usize,
+    stream: crate::plan::random::Stream,
+}
+
+impl ShuffleBuffer {
+    fn push(&mut self, sample: RawSample) -> Option<RawSample> {
+        if self.capacity == 0 {
+            return Some(sample);
+        }
+        self.held.push(sample);
+        (self.held.len() > self.capacity)
+            .then(|| self.pop())
+            .flatten()
+    }
+
+    fn pop(&mut self) -> Option<RawSample> {
+        if self.held.is_empty() {
+            return None;
+        }
+        let i = self.stream.below(self.held.len() as u64) as usize;
+        Some(self.held.swap_remove(i))
+    }
+}
+
+/// Cuts the stream of samples into numbered batches.
+struct Batcher<'a> {
+    out: &'a SyncSender<RawBatch>,
+    size: usize,
+    drop_last: bool,
+    pending: Vec<RawSample>,
+    step: usize,
+    started: Instant,
+}
+
+impl Batcher<'_> {
+    /// Adds a sample; `Break` once the consumer is gone.
+    fn push(&mut self, sample: RawSample) -> ControlFlow<()> {
+        self.pending.push(sample);
+        if self.pending.len() < self.size {
+            return ControlFlow::Continue(());
+        }
+        self.send()
+    }
+
+    fn send(&mut self) -> ControlFlow<()> {
+        let batch = RawBatch {
+            step: self.step,
+            samples: std::mem::take(&mut self.pending),
+            read: self.started.elapsed(),
+        };
+        self.step += 1;
+        self.started = Instant::now();
+        match self.out.send(batch) {
+            Ok(()) => ControlFlow::Continue(()),
+            Err(_) => ControlFlow::Break(()),
+        }
+    }
+
+    /// Sends the short last batch, unless dropped.
+    fn finish(mut self) {
+        if !self.pending.is_empty() && !self.drop_last {
+            let _ = self.send();
+        }
+    }
+}
+
+/// Decodes and transforms a raw batch through the backend and stacks what converted.
+fn prepare(
+    backend: &Backend,
+    transform: &Transform,
+    limits: &Limits,
+    raw: RawBatch,
+) -> Result<Batch> {
+    let started = Instant::now();
+    let mut failed = Vec::new();
+    let mut good = Vec::with_capacity(raw.samples.len());
+    let mut names = Vec::with_capacity(raw.samples.len());
+    for sample in raw.samples {
+        match sample.bytes {
+            Ok(bytes) => {
+                good.push((sample.index, sample.label, bytes));
+                names.push(sample.name);
+            }
+            Err(e) => failed.push((sample.index, e)),
+        }
+    }
+    let images: Vec<&[u8]> = good.iter().map(|(_, _, b)| b.as_slice()).collect();
+    let indices: Vec<u64> = good.iter().map(|(i, _, _)| *i).collect();
+    let results =
+        backend.preprocess_samples(&images, transform, Samples::Indices(&indices), limits);
+    let mut batch = Batch {
+        shape: [0; 4],
+        data: match transform.dtype {
+            crate::DType::U8 => TensorData::U8(Vec::new()),
+            crate::DType::F32 => TensorData::F32(Vec::new()),
+            crate::DType::F16 => TensorData::F16(Vec::new()),
+        },
+        labels: Vec::new(),
+        indices: Vec::new(),
+        params: Vec::new(),
+        failed,
+        stats: StepStats {
+            step: raw.step,
+            read: raw.read,
+            ..StepStats::default()
+        },
+    };
+    for (((index, label, _), result), name) in good.iter().zip(results).zip(names) {
+        match result {
+            Ok(tensor) => {
+                let [a, b, c] = tensor.shape;
+                batch.shape = [batch.shape[0] + 1, a, b, c];
+                match (&mut batch.data, tensor.data) {
+                    (TensorData::U8(all), TensorData::U8(v)) => all.extend_from_slice(&v),
+                    (TensorData::F32(all), TensorData::F32(v)) => all.extend_from_slice(&v),
+                    (TensorData::F16(all), TensorData::F16(v)) => all.extend_from_slice(&v),
+                    _ => return Err(Error::Options("mixed element types in a batch".into())),
+                }
+                batch.labels.push(*label);
+                batch.indices.push(*index);
+                batch.params.push(tensor.params);
+            }
+            Err(e) => batch.failed.push((*index, e.in_file(name))),
+        }
+    }
+    batch.stats.prepared = started.elapsed();
+    Ok(batch)
+}
+
+/// One epoch's batches, in order (an iterator); dropping it stops the work.
+pub struct Epoch {
+    done: Receiver<(usize, Result<Batch>)>,
+    waiting: BTreeMap<usize, Result<Batch>>,
+    next: usize,
+    handed: Instant,
+    started: Instant,
+    images: usize,
+    waited: Duration,
+    wait_warning: f64,
+}
+
+/// An epoch so far.
+#[derive(Clone, Copy, Debug)]
+pub struct EpochStats {
+    /// Images handed over.
+    pub images: usize,
+    /// Since the epoch began.
+    pub elapsed: Duration,
+    /// Images per second.
+    pub images_per_second: f64,
+    /// The share of the time the consumer spent waiting for batches.
+    pub data_wait_share: f64,
+}
+
+impl Epoch {
+    /// The epoch so far.
+    pub fn stats(&self) -> EpochStats {
+        let elapsed = self.started.elapsed();
+        let seconds = elapsed.as_secs_f64().max(1e-9);
+        EpochStats {
+            images: self.images,
+            elapsed,
+            images_per_second: self.images as f64 / seconds,
+            data_wait_share: self.waited.as_secs_f64() / seconds,
+        }
+    }
+}
+
+impl Iterator for Epoch {
+    type Item = Result<Batch>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        let asked = Instant::now();
+        let batch = loop {
+            if let Some(batch) = self.waiting.remove(&self.next) {
+                break batch;
+            }
+            match self.done.recv() {
+                Ok((step, batch)) => {
+                    self.waiting.insert(step, batch);
+                }
+                // Every worker has ended: the epoch is over.
+                Err(_) => return None,
+            }
+        };
+        let now = Instant::now();
+        let (waited, step_time) = (now - asked, now - self.handed);
+        self.handed = now;
+        self.waited += waited;
+        self.next += 1;
+        Some(batch.map(|mut batch| {
+            self.images += batch.indices.len();
+            let share = waited.as_secs_f64() / step_time.as_secs_f64().max(1e-9);
+            let stats = &mut batch.stats;
+            stats.waited = waited;
+            stats.step_time = step_time;
+            stats.data_wait_share = share;
+            if stats.step > 0 && share > self.wait_warning {
+                stats.warning = Some(format!(
+                    "step {}: the consumer waited {:.0}% of the step for data (more than {:.0}%): \
+                     more prefetch, more decoding threads or a larger batch may help",
+                    stats.step,
+                    share * 100.0,
+                    self.wait_warning * 100.0
+                ));
+            }
+            batch
+        }))
+    }
+}

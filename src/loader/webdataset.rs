@@ -1,0 +1,195 @@
+//! WebDataset shards: tar files read as streams (nothing extracted), their members grouped into
+//! samples by key as webdataset's `tariterators` group them.
+
+use crate::error::{Error, Result};
+use std::io::Read;
+use std::ops::ControlFlow;
+use std::path::{Path, PathBuf};
+
+/// Extensions of the member that is a sample's image (lower case).
+pub const IMAGE_EXTENSIONS: &[&str] = &["jpg", "jpeg", "png", "ppm", "bmp", "tif", "tiff", "webp"];
+
+/// One sample of a shard: its key, its image's bytes (or why there are none) and its label
+/// (−1 without a `.cls` or `.json` label).
+#[derive(Debug)]
+pub struct TarSample {
+    /// The members' shared prefix: the path up to the first dot of the file name.
+    pub key: String,
+    /// The image member's bytes.
+    pub image: Result<Vec<u8>>,
+    /// The class index.
+    pub label: i64,
+    /// Its place in the shard (0, 1, …).
+    pub position: u64,
+}
+
+/// webdataset's `base_plus_ext`: the path split at the first dot of its file name.
+pub fn key_and_extension(path: &str) -> Option<(&str, &str)> {
+    let name_start = path.rfind('/').map_or(0, |i| i + 1);
+    let dot = path[name_start..].find('.')? + name_start;
+    (dot > name_start).then(|| (&path[..dot], &path[dot + 1..]))
+}
+
+/// Calls `each` with the samples of the shard at `path`, in order, read as the stream goes,
+/// until it returns `Break`; members larger than `max_member` bytes are refused (that sample
+/// fails alone). A shard that cannot be opened or breaks off gives one error and ends.
+pub fn for_each_sample(
+    path: &Path,
+    max_member: u64,
+    mut each: impl FnMut(Result<TarSample>) -> ControlFlow<()>,
+) {
+    let in_shard = |e: std::io::Error| Error::from(e).in_file(path);
+    let file = match std::fs::File::open(path) {
+        Ok(file) => file,
+        Err(e) => {
+            let _ = each(Err(in_shard(e)));
+            return;
+        }
+    };
+    let mut archive = tar::Archive::new(std::io::BufReader::new(file));
+    let members = match archive.entries() {
+        Ok(members) => members,
+        Err(e) => {
+            let _ = each(Err(in_shard(e)));
+            return;
+        }
+    };
+    let mut grouper = Grouper::new(path);
+    for member in members {
+        let member = match member
+            .map_err(in_shard)
+            .and_then(|m| read_member(m, max_member))
+        {
+            Ok(Some(member)) => member,
+            Ok(None) => continue,
+            Err(e) => {
+                if let Some(sample) = grouper.finish() {
+                    if each(Ok(sample)).is_break() {
+                        return;
+                    }
+                }
+                let _ = each(Err(e));
+                return;
+            }
+        };
+        if let Some(sample) = grouper.add(member) {
+            if each(Ok(sample)).is_break() {
+                return;
+            }
+        }
+    }
+    if let Some(sample) = grouper.finish() {
+        let _ = each(Ok(sample));
+    }
+}
+
+/// A regular member with a key: (key, extension in lower case, its bytes or why not); `None`
+/// for other members.
+type Member = (String, String, Result<Vec<u8>>);
+
+fn read_member(mut entry: tar::Entry<impl Read>, max_member: u64) -> Result<Option<Member>> {
+    if !entry.header().entry_type().is_file() {
+        return Ok(None);
+    }
+    let name = String::from_utf8_lossy(&entry.path_bytes()).into_owned();
+    let Some((key, extension)) = key_and_extension(&name) else {
+        return Ok(None);
+    };
+    let (key, extension) = (key.to_string(), extension.to_ascii_lowercase());
+    let size = entry.header().size().unwrap_or(u64::MAX);
+    if size > max_member {
+        let refused = Error::Options(format!(
+            "{name}: a member of {size} bytes, above the limit of {max_member} bytes"
+        ));
+        return Ok(Some((key, extension, Err(refused))));
+    }
+    let mut bytes = Vec::with_capacity(size as usize);
+    entry.read_to_end(&mut bytes)?;
+    Ok(Some((key, extension, Ok(bytes))))
+}
+
+/// Consecutive members of one key made into a sample.
+struct Grouper {
+    shard: PathBuf,
+    key: Option<String>,
+    image: Option<Result<Vec<u8>>>,
+    label: i64,
+    position: u64,
+}
+
+impl Grouper {
+    fn new(shard: &Path) -> Self {
+        Self {
+            shard: shard.to_path_buf(),
+            key: None,
+            image: None,
+            label: -1,
+            position: 0,
+        }
+    }
+
+    /// Adds a member; returns the sample before it when its key starts a new one.
+    fn add(&mut self, (key, extension, bytes): Member) -> Option<TarSample> {
+        let done = match &self.key {
+            Some(current) if *current != key => self.finish(),
+            _ => None,
+        };
+        self.key = Some(key);
+        if IMAGE_EXTENSIONS.contains(&extension.as_str()) && self.image.is_none() {
+            self.image = Some(bytes);
+        } else if extension == "cls" || extension == "json" {
+            self.label = bytes
+                .ok()
+                .and_then(|b| parse_label(&extension, &b))
+                .unwrap_or(-1);
+        }
+        done
+    }
+
+    /// The sample being grouped, if any.
+    fn finish(&mut self) -> Option<TarSample> {
+        let key = self.key.take()?;
+        let image = self
+            .image
+            .take()
+            .unwrap_or_else(|| Err(Error::Options("the sample has no image member".into())));
+        let sample = TarSample {
+            image: image.map_err(|e| e.in_file(self.shard.join(&key))),
+            key,
+            label: std::mem::replace(&mut self.label, -1),
+            position: self.position,
+        };
+        self.position += 1;
+        Some(sample)
+    }
+}
+
+/// A `.cls` member's integer, or a `.json` member's number or `"label"` / `"cls"` field.
+fn parse_label(extension: &str, bytes: &[u8]) -> Option<i64> {
+    let text = std::str::from_utf8(bytes).ok()?.trim();
+    if extension == "cls" {
+        return text.parse().ok();
+    }
+    let value: serde_json::Value = serde_json::from_str(text).ok()?;
+    value
+        .as_i64()
+        .or_else(|| value.get("label").and_then(serde_json::Value::as_i64))
+        .or_else(|| value.get("cls").and_then(serde_json::Value::as_i64))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// webdataset's `base_plus_ext`: `^((?:.*/|)[^.]+)[.]([^/]*)$`.
+    #[test]
+    fn keys_stop_at_the_first_dot_of_the_file_name() {
+        assert_eq!(
+            key_and_extension("a/b.c/d.seg.png"),
+            Some(("a/b.c/d", "seg.png"))
+        );
+        assert_eq!(key_and_extension("000.jpg"), Some(("000", "jpg")));
+        assert_eq!(key_and_extension("dir/noext"), None);
+        assert_eq!(key_and_extension("dir/.hidden"), None);
+    }
+}

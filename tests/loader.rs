@@ -1,0 +1,327 @@
+//! The training loader: torch's DistributedSampler split, torchvision's ImageFolder order and
+//! labels, WebDataset shards written by the webdataset package, and batches equal to the images
+//! preprocessed one by one, on the CPU and on the GPU.
+
+mod common;
+
+use gpuprep::loader::order::Split;
+use gpuprep::loader::{Batch, Loader, LoaderOptions, Source};
+use gpuprep::{Backend, Limits, Sample, Tensor, TensorData, Transform};
+use std::path::{Path, PathBuf};
+
+/// torch 2.11's `DistributedSampler(range(n), num_replicas=w, rank=r, shuffle=False,
+/// drop_last=d)` lists, recorded by tools/distributed_sampler.py: 96 cases, every rank.
+#[test]
+fn splits_equal_distributed_samplers_recorded_lists() {
+    let text = std::fs::read_to_string(
+        common::manifest_dir().join("tests/goldens/distributed_sampler.json"),
+    )
+    .unwrap();
+    let goldens: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let cases = goldens["cases"].as_array().unwrap();
+    assert_eq!(cases.len(), 96);
+    for case in cases {
+        let n = case["n"].as_u64().unwrap() as usize;
+        let world_size = case["world_size"].as_u64().unwrap() as usize;
+        let drop_last = case["drop_last"].as_bool().unwrap();
+        for (rank, expected) in case["ranks"].as_array().unwrap().iter().enumerate() {
+            let expected: Vec<u64> = expected
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|v| v.as_u64().unwrap())
+                .collect();
+            let split = Split {
+                shuffle: false,
+                seed: 0,
+                rank,
+                world_size,
+                drop_last,
+            };
+            assert_eq!(split.indices(n, 0), expected, "{case}");
+            assert_eq!(split.per_rank(n), expected.len());
+        }
+    }
+}
+
+/// A fresh folder under the target directory.
+fn scratch(name: &str) -> PathBuf {
+    let dir = common::manifest_dir()
+        .join("target/loader-tests")
+        .join(name);
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+fn photo(name: &str) -> PathBuf {
+    common::manifest_dir().join("tests/data/photos").join(name)
+}
+
+fn put(root: &Path, at: &str, from: &Path) {
+    let to = root.join(at);
+    std::fs::create_dir_all(to.parent().unwrap()).unwrap();
+    std::fs::copy(from, to).unwrap();
+}
+
+/// torchvision's ImageFolder: classes in sorted order, files with an image extension in
+/// `sorted(os.walk(class))` order (a class's own files, then its subfolders'), other files and
+/// loose files in the root left out.
+#[test]
+fn image_folder_orders_and_labels_as_torchvision() {
+    let root = scratch("image-folder-order");
+    let hopper = photo("mpl__grace_hopper.jpg");
+    for at in [
+        "b_class/z.jpg",
+        "b_class/A.JPG",
+        "b_class/notes.txt",
+        "b_class/sub/c.png",
+        "a_class/x.jpeg",
+        "loose.jpg",
+    ] {
+        put(&root, at, &hopper);
+    }
+    let (items, classes) = gpuprep::loader::dataset::image_folder(&root).unwrap();
+    assert_eq!(classes, ["a_class", "b_class"]);
+    let listed: Vec<(String, i64)> = items
+        .iter()
+        .map(|i| {
+            let rel = i.path.strip_prefix(&root).unwrap();
+            (rel.to_string_lossy().into_owned(), i.label)
+        })
+        .collect();
+    let expected = [
+        ("a_class/x.jpeg", 0),
+        ("b_class/A.JPG", 1),
+        ("b_class/z.jpg", 1),
+        ("b_class/sub/c.png", 1),
+    ];
+    assert_eq!(listed, expected.map(|(p, l)| (p.to_string(), l)).to_vec());
+}
+
+/// An ImageFolder tree of the test photos, three classes.
+fn photo_tree() -> (PathBuf, usize) {
+    let root = scratch("photos");
+    let photos: Vec<PathBuf> = std::fs::read_dir(common::manifest_dir().join("tests/data/photos"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    let mut n = 0;
+    for (i, path) in photos.iter().enumerate() {
+        for copy in 0..2 {
+            let class = ["cat", "dog", "emu"][(i + copy) % 3];
+            put(&root, &format!("{class}/{copy}-{i}.jpg"), path);
+            n += 1;
+        }
+    }
+    (root, n)
+}
+
+fn train() -> Transform {
+    Transform {
+        color_jitter: Some(gpuprep::ColorJitter::new(0.4, 0.4, 0.4, 0.0)),
+        grayscale: Some(0.2),
+        ..Transform::imagenet_train()
+    }
+}
+
+/// Image `k` of a batch as a tensor.
+fn image(batch: &Batch, k: usize) -> Tensor {
+    let [_, a, b, c] = batch.shape;
+    let per = a * b * c;
+    let TensorData::F32(data) = &batch.data else {
+        panic!("f32 asked for")
+    };
+    Tensor {
+        shape: [a, b, c],
+        data: TensorData::F32(data[k * per..(k + 1) * per].to_vec()),
+        params: batch.params[k].clone(),
+    }
+}
+
+/// Every batch's images equal the CPU backend's for the same sample, epoch and seed; labels
+/// follow the folders; two ranks cover each sample exactly once an epoch; epochs differ.
+fn check_loader(backend: impl Fn() -> Backend, what: &str) {
+    let (root, n) = photo_tree();
+    let (items, _) = gpuprep::loader::dataset::image_folder(&root).unwrap();
+    let transform = train();
+    let mut seen = Vec::new();
+    let mut orders = Vec::new();
+    for epoch in 0..2 {
+        let mut all = Vec::new();
+        for rank in 0..2 {
+            let options = LoaderOptions {
+                split: Split {
+                    shuffle: true,
+                    seed: 17,
+                    rank,
+                    world_size: 2,
+                    drop_last: false,
+                },
+                ..LoaderOptions::new(4)
+            };
+            let source = Source::ImageFolder(root.clone());
+            let limits = Limits::default();
+            let loader = Loader::new(source, &transform, backend(), &limits, options).unwrap();
+            assert_eq!(loader.len(), Some(n.div_ceil(2).div_ceil(4)));
+            let mut batches = 0;
+            for batch in loader.epoch(epoch) {
+                let batch = batch.unwrap();
+                batches += 1;
+                assert!(batch.failed.is_empty(), "{:?}", batch.failed);
+                for (k, &index) in batch.indices.iter().enumerate() {
+                    let item = &items[index as usize];
+                    assert_eq!(batch.labels[k], item.label);
+                    let bytes = std::fs::read(&item.path).unwrap();
+                    let one = Transform {
+                        seed: 17,
+                        epoch,
+                        ..transform
+                    };
+                    let expected = Backend::Cpu
+                        .preprocess_sample(&bytes, &one, &Sample::Index(index), &limits)
+                        .unwrap();
+                    assert!(
+                        image(&batch, k) == expected,
+                        "{what}: sample {index}, epoch {epoch}"
+                    );
+                    seen.push(batch.params[k].clone());
+                }
+                all.extend_from_slice(&batch.indices);
+            }
+            assert_eq!(Some(batches), loader.len());
+        }
+        orders.push(all.clone());
+        all.sort_unstable();
+        assert_eq!(
+            all,
+            (0..n as u64).collect::<Vec<_>>(),
+            "{what}: each sample once"
+        );
+    }
+    assert_ne!(orders[0], orders[1], "a new order each epoch");
+    let crops: std::collections::HashSet<_> = seen.iter().map(|p| p.crop).collect();
+    assert!(crops.len() > n, "each sample and epoch its own crop");
+}
+
+#[test]
+fn cpu_loader_batches_equal_single_images() {
+    check_loader(|| Backend::Cpu, "cpu");
+}
+
+#[test]
+fn gpu_loader_batches_equal_the_cpu_backends() {
+    if common::gpu().is_none() {
+        return;
+    }
+    check_loader(|| Backend::gpu().unwrap(), "gpu");
+}
+
+/// Shards written by webdataset's TarWriter read back in order, with their labels (`.cls` and
+/// `.json`); the corrupt image fails alone.
+#[test]
+fn webdataset_shards_read_back_in_order_with_labels() {
+    let dir = common::manifest_dir().join("tests/data/webdataset");
+    let expected: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("expected.json")).unwrap()).unwrap();
+    let shards = vec![dir.join("shard-000000.tar"), dir.join("shard-000001.tar")];
+    let transform = Transform {
+        resize: Some(gpuprep::Resize::Exact {
+            width: 24,
+            height: 16,
+        }),
+        ..Transform::default()
+    };
+    let options = LoaderOptions {
+        split: Split::single(false, 0),
+        ..LoaderOptions::new(3)
+    };
+    let loader = Loader::new(
+        Source::Shards(shards),
+        &transform,
+        Backend::Cpu,
+        &Limits::default(),
+        options,
+    )
+    .unwrap();
+    let mut got = Vec::new();
+    let mut failed = Vec::new();
+    for batch in loader.epoch(0) {
+        let batch = batch.unwrap();
+        assert_eq!(batch.shape[1..], [16, 24, 3]);
+        got.extend(
+            batch
+                .indices
+                .iter()
+                .zip(&batch.labels)
+                .map(|(&i, &l)| (i, l)),
+        );
+        failed.extend(batch.failed.into_iter().map(|(i, e)| (i, e.to_string())));
+    }
+    let samples = expected["samples"].as_array().unwrap();
+    let mut position = [0u64; 2];
+    let mut want = Vec::new();
+    let mut want_failed = Vec::new();
+    for s in samples {
+        let shard = s["shard"].as_u64().unwrap() as usize;
+        let index = (shard as u64) << 32 | position[shard];
+        position[shard] += 1;
+        match s["image"].as_str() {
+            Some(_) => want.push((index, s["label"].as_i64().unwrap())),
+            None => want_failed.push(index),
+        }
+    }
+    assert_eq!(got, want);
+    assert_eq!(failed.iter().map(|f| f.0).collect::<Vec<_>>(), want_failed);
+    assert!(failed[0].1.contains("sample1002"), "{}", failed[0].1);
+}
+
+/// With shuffling, shards and the buffer reorder an epoch, each sample still once.
+#[test]
+fn shuffled_shards_keep_every_sample_once() {
+    let dir = common::manifest_dir().join("tests/data/webdataset");
+    let shards = vec![dir.join("shard-000000.tar"), dir.join("shard-000001.tar")];
+    let transform = Transform {
+        center_crop: Some((8, 8)),
+        ..Transform::default()
+    };
+    let options = LoaderOptions {
+        split: Split::single(true, 5),
+        shuffle_buffer: 4,
+        ..LoaderOptions::new(2)
+    };
+    let loader = Loader::new(
+        Source::Shards(shards),
+        &transform,
+        Backend::Cpu,
+        &Limits::default(),
+        options,
+    )
+    .unwrap();
+    let mut indices: Vec<u64> = loader
+        .epoch(0)
+        .flat_map(|b| {
+            let b = b.unwrap();
+            let failed: Vec<u64> = b.failed.iter().map(|f| f.0).collect();
+            b.indices.into_iter().chain(failed)
+        })
+        .collect();
+    let in_order: Vec<u64> = (0..5).chain((0..4).map(|p| 1 << 32 | p)).collect();
+    assert_ne!(indices, in_order);
+    indices.sort_unstable();
+    assert_eq!(indices, in_order);
+}
+
+#[test]
+fn a_loader_needs_one_output_size() {
+    let e = Loader::new(
+        Source::Files(vec![photo("mpl__grace_hopper.jpg")]),
+        &Transform::default(),
+        Backend::Cpu,
+        &Limits::default(),
+        LoaderOptions::new(2),
+    )
+    .err()
+    .unwrap();
+    assert!(e.to_string().contains("one output size"), "{e}");
+}
