@@ -1,8 +1,10 @@
-// Stage 5: ColorJitter's brightness, contrast and saturation in the drawn order, then
+// Stage 5: ColorJitter's brightness, contrast, saturation and hue in the drawn order, then
 // RandomGrayscale, on the cropped, flipped pixels stage 4 wrote (RGB in a word's low bytes), in
 // place. Mirror of src/reference/adjust.rs: Pillow's ImageEnhance blends with a degenerate image
-// in ImagingBlend's float32 arithmetic. One workgroup per image, so that its lanes can sum the
-// luma that contrast's grey is the mean of; each lane keeps to the same pixels throughout.
+// in ImagingBlend's float32 arithmetic, and the hue goes through Pillow's HSV conversions, looked
+// up in tables of every input (src/plan/hsv.rs: their float and double arithmetic runs on the
+// CPU). One workgroup per image, so that its lanes can sum the luma that contrast's grey is the
+// mean of; each lane keeps to the same pixels throughout.
 
 // Mirrored by `AdjustJob` in src/gpu/jobs.rs.
 struct Job {
@@ -12,8 +14,9 @@ struct Job {
     // Adjustments in `kinds` / `factors`, and 1 to turn grey after them.
     adjustments: u32,
     grayscale: u32,
-    // 0 brightness, 1 contrast, 2 saturation.
+    // 0 brightness, 1 contrast, 2 saturation, 3 hue.
     kinds: vec4<u32>,
+    // The factors; for the hue, the H channel's shift (an integer 0..=255).
     factors: vec4<f32>,
     // Always 0 (see `blend`).
     zero: u32,
@@ -21,6 +24,10 @@ struct Job {
 
 @group(0) @binding(1) var<storage, read> jobs: array<Job>;
 @group(0) @binding(2) var<storage, read_write> pixels: array<u32>;
+// `HsvTables`: H | S << 8 for RGB i = r << 16 | g << 8 | b, two to a word; R | G << 8 | B << 16
+// for HSV i = h << 16 | s << 8 | v.
+@group(0) @binding(3) var<storage, read> to_hsv: array<u32>;
+@group(0) @binding(4) var<storage, read> to_rgb: array<u32>;
 
 const LANES: u32 = 64u;
 var<workgroup> partial: array<u32, LANES>;
@@ -48,6 +55,18 @@ fn blend_pixel(pixel: u32, grey: vec3<u32>, alpha: f32, zero: u32) -> u32 {
     let g = blend(grey.y, (pixel >> 8u) & 255u, alpha, zero);
     let b = blend(grey.z, (pixel >> 16u) & 255u, alpha, zero);
     return r | (g << 8u) | (b << 16u);
+}
+
+// torchvision's adjust_hue: to HSV, the H channel shifted (wrapping), back to RGB.
+fn shift_hue(pixel: u32, shift: u32) -> u32 {
+    let r = pixel & 255u;
+    let g = (pixel >> 8u) & 255u;
+    let b = (pixel >> 16u) & 255u;
+    let rgb = (r << 16u) | (g << 8u) | b;
+    let hs = (to_hsv[rgb >> 1u] >> (16u * (rgb & 1u))) & 0xFFFFu;
+    let h = ((hs & 255u) + shift) & 255u;
+    let s = hs >> 8u;
+    return to_rgb[(h << 16u) | (s << 8u) | max(r, max(g, b))];
 }
 
 // ImageEnhance.Contrast's grey: int(mean + 0.5) of the image's luma, as (2 sum + n) / (2 n) in
@@ -92,6 +111,10 @@ fn main(@builtin(local_invocation_index) lane: u32, @builtin(workgroup_id) group
         for (var i = lane; i < p.pixels; i += LANES) {
             let at = p.pixels_base + i;
             let pixel = pixels[at];
+            if kind == 3u {
+                pixels[at] = shift_hue(pixel, u32(alpha));
+                continue;
+            }
             var grey = vec3<u32>(0u);
             if kind == 1u {
                 grey = vec3<u32>(mean);

@@ -42,8 +42,12 @@ struct Job {
     stride: u32,
     // Bit 0: mirror left to right; bit 1: top to bottom.
     flips: u32,
+    // RandomErasing's box of the output: x0, y0, x1, y1 (empty without).
+    erase: vec4<u32>,
     // Source channel of each output channel (RGB or BGR order).
     channel_map: vec4<u32>,
+    // The erased elements' bits per output channel.
+    erase_bits: vec4<u32>,
 }
 
 @group(0) @binding(1) var<storage, read> jobs: array<Job>;
@@ -139,6 +143,9 @@ fn element(e: u32) -> u32 {
         c = e / plane;
         y = (e % plane) / p.out_width;
         x = e % p.out_width;
+    }
+    if x >= p.erase.x && y >= p.erase.y && x < p.erase.z && y < p.erase.w {
+        return p.erase_bits[c];
     }
     let source_channel = p.channel_map[c];
     let value = cropped(source_position(x, y), source_channel);

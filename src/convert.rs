@@ -529,8 +529,10 @@ pub fn report_json(reports: &[ImageReport], job: &Job) -> String {
 }
 
 /// One image's random parameters as report.json writes them, to be replayed through Pillow and
-/// torchvision: `{"crop": {"top", "left", "height", "width"}, "flip": bool, "vflip": bool,
-/// "color": {"order": [names], "brightness": factor, …}, "grayscale": bool}`, factors as the
+/// torchvision: `{"crop": {"top", "left", "height", "width"}, "interpolation": filter, "flip":
+/// bool, "vflip": bool,
+/// "color": {"order": [names], "brightness": factor, …}, "grayscale": bool, "erase": box or
+/// null}`, factors as the
 /// float32 values used, a key only for an operation the transform has.
 pub fn params_json(params: &crate::Params) -> serde_json::Value {
     let mut json = serde_json::json!({});
@@ -538,6 +540,9 @@ pub fn params_json(params: &crate::Params) -> serde_json::Value {
         json["crop"] = serde_json::json!({
             "top": b.top, "left": b.left, "height": b.height, "width": b.width
         });
+    }
+    if let Some(filter) = params.interpolation {
+        json["interpolation"] = format!("{filter:?}").to_lowercase().into();
     }
     if let Some(flip) = params.horizontal_flip {
         json["flip"] = flip.into();
@@ -555,6 +560,11 @@ pub fn params_json(params: &crate::Params) -> serde_json::Value {
     }
     if let Some(grey) = params.grayscale {
         json["grayscale"] = grey.into();
+    }
+    if let Some(erased) = params.erase {
+        json["erase"] = erased.map_or(serde_json::Value::Null, |b| {
+            serde_json::json!({"top": b.top, "left": b.left, "height": b.height, "width": b.width})
+        });
     }
     json
 }

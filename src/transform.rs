@@ -54,6 +54,9 @@ pub struct RandomResizedCrop {
     pub scale: (f64, f64),
     /// Bounds of the box's aspect ratio (width / height); default (3/4, 4/3).
     pub ratio: (f64, f64),
+    /// Two filters to draw one of per sample (timm's `interpolation='random'`: bilinear or
+    /// bicubic); `None` resizes with the transform's filter.
+    pub filters: Option<[Filter; 2]>,
 }
 
 impl RandomResizedCrop {
@@ -63,6 +66,7 @@ impl RandomResizedCrop {
             size: (size, size),
             scale: (0.08, 1.0),
             ratio: (3.0 / 4.0, 4.0 / 3.0),
+            filters: None,
         }
     }
 }
@@ -92,6 +96,32 @@ impl ColorJitter {
             contrast: factor(contrast),
             saturation: factor(saturation),
             hue: (hue != 0.0).then(|| (-hue as f32, hue as f32)),
+        }
+    }
+}
+
+/// torchvision `RandomErasing(p, scale, ratio, value)` on the output tensor: with probability
+/// `p`, a random box of it is set to `value` (per output channel; in the tensor's element type).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct RandomErasing {
+    /// Probability of erasing.
+    pub p: f64,
+    /// Bounds of the box's share of the image's area; torchvision's default (0.02, 0.33).
+    pub scale: (f64, f64),
+    /// Bounds of the box's aspect ratio (height / width); default (0.3, 3.3).
+    pub ratio: (f64, f64),
+    /// The value written, per output channel; default 0.
+    pub value: [f32; 3],
+}
+
+impl RandomErasing {
+    /// torchvision's defaults with probability `p`.
+    pub fn new(p: f64) -> Self {
+        Self {
+            p,
+            scale: (0.02, 0.33),
+            ratio: (0.3, 3.3),
+            value: [0.0; 3],
         }
     }
 }
@@ -186,6 +216,8 @@ pub struct Transform {
     pub color_jitter: Option<ColorJitter>,
     /// `RandomGrayscale(p)` (three equal channels); default none.
     pub grayscale: Option<f64>,
+    /// `RandomErasing` of the output tensor, last; default none.
+    pub random_erasing: Option<RandomErasing>,
     /// The seed the random operations' parameters are drawn from; default 0.
     pub seed: u64,
     /// The epoch they are drawn for; default 0.
@@ -209,6 +241,7 @@ impl Default for Transform {
             vertical_flip: None,
             color_jitter: None,
             grayscale: None,
+            random_erasing: None,
             seed: 0,
             epoch: 0,
         }
@@ -259,6 +292,22 @@ impl Transform {
         }
     }
 
+    /// timm's training transform (`create_transform(224, is_training=True)`'s defaults):
+    /// `RandomResizedCropAndInterpolation(224, interpolation='random')` (bilinear or bicubic per
+    /// sample), `RandomHorizontalFlip(0.5)`, `ColorJitter(0.4, 0.4, 0.4)`, `ToTensor()`,
+    /// `Normalize(IMAGENET)`, float32 C×H×W.
+    pub fn timm_train() -> Self {
+        Self {
+            random_resized_crop: Some(RandomResizedCrop {
+                filters: Some([Filter::Bilinear, Filter::Bicubic]),
+                ..RandomResizedCrop::new(224)
+            }),
+            horizontal_flip: Some(0.5),
+            color_jitter: Some(ColorJitter::new(0.4, 0.4, 0.4, 0.0)),
+            ..Self::tensor(Normalize::IMAGENET)
+        }
+    }
+
     /// Whether any operation draws random parameters.
     pub fn is_random(&self) -> bool {
         self.random_resized_crop.is_some()
@@ -266,6 +315,7 @@ impl Transform {
             || self.vertical_flip.is_some()
             || self.color_jitter.is_some()
             || self.grayscale.is_some()
+            || self.random_erasing.is_some()
     }
 
     /// No geometry change; `ToTensor` + `normalize`, float32 C×H×W.
@@ -342,10 +392,29 @@ impl Transform {
                 ));
             }
         }
+        if let Some(e) = self.random_erasing {
+            let (s0, s1) = e.scale;
+            let (r0, r1) = e.ratio;
+            if !(0.0 <= s0 && s0 <= s1 && s1 <= 1.0 && r0 > 0.0 && r0 <= r1 && r1.is_finite())
+                || e.value.iter().any(|v| !v.is_finite())
+            {
+                return Err(format!(
+                    "random_erasing needs 0 <= scale.0 <= scale.1 <= 1, 0 < ratio.0 <= ratio.1 and \
+                     finite values, got scale {:?}, ratio {:?}, value {:?}",
+                    e.scale, e.ratio, e.value
+                ));
+            }
+            if self.dtype == DType::U8 && e.value.iter().any(|v| v.fract() != 0.0 || *v > 255.0) {
+                return Err(
+                    "random_erasing's values must be integers 0..=255 for u8 outputs".into(),
+                );
+            }
+        }
         for (name, p) in [
             ("horizontal_flip", self.horizontal_flip),
             ("vertical_flip", self.vertical_flip),
             ("grayscale", self.grayscale),
+            ("random_erasing", self.random_erasing.map(|e| e.p)),
         ] {
             if p.is_some_and(|p| !(0.0..=1.0).contains(&p)) {
                 return Err(format!(

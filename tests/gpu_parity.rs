@@ -115,10 +115,6 @@ fn check_transforms(gpu: &Gpu, root: &Path) {
     }
     for (name, goldens) in by_transform {
         let transform = &specs[name];
-        if transform.color_jitter.is_some_and(|j| j.hue.is_some()) {
-            // The hue adjustment runs on the CPU only (see gpu_refuses_hue).
-            continue;
-        }
         let bytes: Vec<Vec<u8>> = goldens
             .iter()
             .map(|g| std::fs::read(root.join(&g.file)).unwrap())
@@ -655,32 +651,4 @@ fn read_whole_buffer(gpu: &Gpu, buffer: &wgpu::Buffer) -> Vec<u8> {
         .unwrap();
     let bytes = readback.slice(..).get_mapped_range().unwrap().to_vec();
     bytes
-}
-
-/// The hue adjustment runs on the CPU only: the GPU refuses it by name, image by image, and the
-/// CPU backend computes it (its goldens are in transform_parity).
-#[test]
-fn gpu_refuses_hue_by_name() {
-    let Some(gpu) = common::gpu() else { return };
-    let pipeline = gpuprep::gpu::GpuPipeline::new(&gpu.device);
-    let bytes =
-        std::fs::read(common::manifest_dir().join("tests/data/photos/mpl__grace_hopper.jpg"))
-            .unwrap();
-    let transform = gpuprep::Transform {
-        color_jitter: Some(gpuprep::ColorJitter::new(0.4, 0.4, 0.4, 0.1)),
-        ..gpuprep::Transform::imagenet_train()
-    };
-    let streamed = pipeline.preprocess_many(
-        &gpu.device,
-        &gpu.queue,
-        &[&bytes],
-        &StreamOptions::new(&transform, &Limits::default(), 4),
-    );
-    match &streamed.results[0] {
-        Err(gpuprep::Error::Options(message)) => assert!(message.contains("hue"), "{message}"),
-        other => panic!("expected the hue refusal, got {other:?}"),
-    }
-    assert!(gpuprep::Backend::Cpu
-        .preprocess(&bytes, &transform, &Limits::default())
-        .is_ok());
 }

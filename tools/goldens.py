@@ -42,6 +42,7 @@ GOLDENS = os.path.join(ROOT, "tests", "goldens", "decode.tsv")
 TRANSFORM_GOLDENS = os.path.join(ROOT, "tests", "goldens", "transforms.tsv")
 TRANSFORMS = os.path.join(ROOT, "tests", "goldens", "transforms.json")
 TRUNCATED_GOLDENS = os.path.join(ROOT, "tests", "goldens", "truncated.tsv")
+HSV_GOLDENS = os.path.join(ROOT, "tests", "goldens", "hsv.tsv")
 TRUNCATION_FRACTIONS = (0.1, 0.35, 0.6, 0.85, 0.99)
 DEFAULT_ROOTS = [os.path.join(ROOT, "tests", "data"), os.path.join(ROOT, "..", "shared", "corpus")]
 FOLDERS = ("conformance", "photos", "malformed", "formats")
@@ -225,6 +226,26 @@ def dump_ppm(image, out):
         f.write(np.ascontiguousarray(rgb).tobytes())
 
 
+def build_hsv():
+    """Pillow's HSV conversions over every input: convert('HSV') of a 4096 x 4096 RGB image
+    holding each of the 2^24 colours once (pixel i = (i >> 16, i >> 8 & 255, i & 255)), and
+    convert('RGB') of the HSV image holding each (h, s, v) once in the same order; the SHA-256
+    of each result's bytes (H x W x 3). torchvision's adjust_hue is these two conversions around
+    a shift of the H channel, so matching both is the hue adjustment, exhaustively."""
+    every = np.arange(1 << 24, dtype=np.uint32)
+    planes = np.stack([every >> 16, (every >> 8) & 255, every & 255], axis=-1).astype(np.uint8)
+    planes = planes.reshape(4096, 4096, 3)
+    to_hsv = np.asarray(Image.fromarray(planes, "RGB").convert("HSV"))
+    to_rgb = np.asarray(Image.frombytes("HSV", (4096, 4096), planes.tobytes()).convert("RGB"))
+    sha = lambda a: hashlib.sha256(np.ascontiguousarray(a).tobytes()).hexdigest()
+    header = [
+        f"# Pillow {PIL.__version__}",
+        "# made by: python3 tools/goldens.py  (sha256 of the H x W x 3 bytes of each conversion of all 2^24 inputs)",
+        "conversion\tsha256",
+    ]
+    return "\n".join(header + [f"rgb_to_hsv\t{sha(to_hsv)}", f"hsv_to_rgb\t{sha(to_rgb)}"]) + "\n"
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--check", action="store_true")
@@ -240,6 +261,7 @@ def main():
         (GOLDENS, build(args.roots), 1),
         (TRANSFORM_GOLDENS, build_transforms(args.roots), 2),
         (TRUNCATED_GOLDENS, build_truncated(), 2),
+        (HSV_GOLDENS, build_hsv(), 1),
     ]
     for path, text, key_columns in outputs:
         name = os.path.relpath(path, ROOT)

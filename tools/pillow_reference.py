@@ -8,7 +8,7 @@ A spec is a JSON object (the entries of tests/goldens/transforms.json): resize (
 channel_order (rgb|bgr), exif_transpose (ImageOps.exif_transpose before convert('RGB')). Pillow resizes; torchvision's CenterCrop/ToTensor/Normalize arithmetic
 is done in numpy float32 in torchvision's operation order. The random operations
 (random_resized_crop {size, scale, ratio}, hflip P, vflip P, color_jitter [b, c, s, h],
-grayscale P, with seed and epoch; first_index: the sample index of the first file) draw each
+grayscale P, random_erasing {p, scale, ratio, value}, with seed and epoch; first_index: the sample index of the first file) draw each
 sample's parameters as gpuprep does and apply them as torchvision's PIL functions do.
 
 usage: pillow_reference.py SPEC_JSON OUT_DIR FILE...
@@ -37,7 +37,7 @@ IMAGENET = {"mean": [0.485, 0.456, 0.406], "std": [0.229, 0.224, 0.225]}
 # the application to real torchvision.
 
 # The counter's fourth word per operation (src/plan/random.rs, `Op`).
-OP_CROP, OP_HFLIP, OP_VFLIP, OP_JITTER, OP_GRAY = 1, 2, 3, 4, 5
+OP_CROP, OP_HFLIP, OP_VFLIP, OP_JITTER, OP_GRAY, OP_ERASE, OP_FILTER = 1, 2, 3, 4, 5, 7, 8
 ADJUSTMENTS = ("brightness", "contrast", "saturation", "hue")
 
 
@@ -106,6 +106,36 @@ def crop_box(spec, width, height, s):
     return {"top": (height - h) // 2, "left": (width - w) // 2, "height": h, "width": w}
 
 
+def erase_box(spec, width, height, s):
+    """torchvision's RandomErasing: erase with probability p, then get_params (the box's aspect
+    is height / width), over the stream `s`; None when nothing is erased."""
+    if s.uniform() >= spec.get("p", 0.5):
+        return None
+    scale = spec.get("scale", [0.02, 0.33])
+    ratio = spec.get("ratio", [0.3, 3.3])
+    area = float(width * height)
+    log_low, log_high = math.log(ratio[0]), math.log(ratio[1])
+    for _ in range(10):
+        erase_area = area * (scale[0] + (scale[1] - scale[0]) * s.uniform())
+        aspect = math.exp(log_low + (log_high - log_low) * s.uniform())
+        h = int(round(math.sqrt(erase_area * aspect)))
+        w = int(round(math.sqrt(erase_area / aspect)))
+        if h < height and w < width:
+            top = s.below(height - h + 1)
+            left = s.below(width - w + 1)
+            return {"top": top, "left": left, "height": h, "width": w}
+    return None
+
+
+def output_size(spec, size):
+    """The (width, height) the spec makes of an image of `size`: RandomErasing's canvas."""
+    if "crop" in spec:
+        return tuple(spec["crop"])
+    if "random_resized_crop" in spec:
+        return tuple(spec["random_resized_crop"]["size"])
+    return resize_target(spec, size)
+
+
 def draw(spec, size, index):
     """The parameters of the spec's random operations for sample `index` of an image of `size`
     (width, height), in report.json's form."""
@@ -114,6 +144,8 @@ def draw(spec, size, index):
     params = {}
     if "random_resized_crop" in spec:
         params["crop"] = crop_box(spec["random_resized_crop"], size[0], size[1], stream(OP_CROP))
+        if spec.get("filter") == "random":  # timm's interpolation='random'
+            params["interpolation"] = ("bilinear", "bicubic")[stream(OP_FILTER).below(2)]
     for key, op in (("hflip", OP_HFLIP), ("vflip", OP_VFLIP)):
         if key in spec:
             params["flip" if key == "hflip" else "vflip"] = stream(op).uniform() < spec[key]
@@ -128,6 +160,9 @@ def draw(spec, size, index):
         params["color"] = color
     if "grayscale" in spec:
         params["grayscale"] = stream(OP_GRAY).uniform() < spec["grayscale"]
+    if "random_erasing" in spec:
+        width, height = output_size(spec, size)
+        params["erase"] = erase_box(spec["random_erasing"], width, height, stream(OP_ERASE))
     return params
 
 
@@ -212,7 +247,7 @@ def center_crop(a, crop):
     return a[top:top + ch, left:left + cw]
 
 
-RANDOM = ("random_resized_crop", "hflip", "vflip", "color_jitter", "grayscale")
+RANDOM = ("random_resized_crop", "hflip", "vflip", "color_jitter", "grayscale", "random_erasing")
 
 
 def is_random(spec):
@@ -237,7 +272,7 @@ def transformed(path, spec, decoded=None, index=0):
                 decoded = Image.open(io.BytesIO(f.read())).convert("RGB")
         im = decoded
     params = draw(spec, im.size, index)
-    resample = FILTERS[spec.get("filter", "bilinear")]
+    resample = FILTERS[params.get("interpolation", spec.get("filter", "bilinear"))]
     if "crop" in params:
         im = cut(im, params, spec["random_resized_crop"]["size"], resample)
     else:
@@ -258,6 +293,12 @@ def transformed(path, spec, decoded=None, index=0):
         a = t.astype(np.float16) if dtype == "f16" else t
     if spec.get("channel_order") == "bgr":
         a = a[:, :, ::-1]
+    box = params.get("erase")
+    if box is not None:  # F.erase on the tensor: the box set to each channel's value
+        a = a.copy()
+        value = spec["random_erasing"].get("value", [0, 0, 0])
+        for c in range(3):
+            a[box["top"]:box["top"] + box["height"], box["left"]:box["left"] + box["width"], c] = value[c]
     if spec.get("layout", "hwc") == "chw":
         a = a.transpose(2, 0, 1)
     return np.ascontiguousarray(a)

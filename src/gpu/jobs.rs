@@ -176,10 +176,15 @@ pub(crate) struct TensorJob {
     pub stride: u32,
     /// Bit 0: mirror left to right; bit 1: top to bottom (the output position before the crop).
     pub flips: u32,
-    /// The WGSL struct aligns `channel_map` (a vector) to 16 bytes.
+    /// The WGSL struct aligns `erase` (a vector) to 16 bytes.
     pub padding: [u32; 2],
+    /// `RandomErasing`'s box of the output: columns `erase[0]..erase[2]`, rows
+    /// `erase[1]..erase[3]` (empty without).
+    pub erase: [u32; 4],
     /// Source channel of each output channel (the fourth unused: the WGSL field is a `vec4`).
     pub channel_map: [u32; 4],
+    /// The erased elements' bits per output channel, in the output's element type.
+    pub erase_bits: [u32; 4],
 }
 
 /// `Job` of shaders/adjust.wgsl: one image's colour adjustments.
@@ -192,9 +197,10 @@ pub(crate) struct AdjustJob {
     /// Adjustments in `kinds`/`factors` (at most four), and 1 to turn grey after them.
     pub adjustments: u32,
     pub grayscale: u32,
-    /// Each adjustment: 0 brightness, 1 contrast, 2 saturation.
+    /// Each adjustment: 0 brightness, 1 contrast, 2 saturation, [`HUE`].
     pub kinds: [u32; 4],
-    /// Their factors, as the float32 values Pillow is given.
+    /// Their factors, as the float32 values Pillow is given; for the hue, the shift of the H
+    /// channel (0..=255, exact in a float).
     pub factors: [f32; 4],
     /// Always 0, read at run time: XOR-ed into a product's bits so that the shader compiler
     /// cannot fuse the product into the sum after it (Pillow rounds both).
@@ -202,6 +208,9 @@ pub(crate) struct AdjustJob {
     /// The WGSL struct's size is a multiple of its 16-byte alignment.
     pub padding: [u32; 3],
 }
+
+/// `AdjustJob::kinds` of the hue shift.
+pub(crate) const HUE: u32 = 3;
 
 /// A job record as the words the upload holds.
 pub(crate) fn words<J: Pod>(job: &J) -> &[u32] {
@@ -241,6 +250,56 @@ mod tests {
                     [super::super::dispatch::WORKGROUP, 1, 1],
                     "{file}"
                 );
+            }
+        }
+    }
+
+    /// Where each member of a shader's `Job` lies, as naga lays it out.
+    fn member_offsets(file: &str) -> Vec<(String, u32)> {
+        let module = stage(file);
+        let job = module
+            .types
+            .iter()
+            .find(|(_, t)| t.name.as_deref() == Some("Job"))
+            .unwrap()
+            .1;
+        let naga::TypeInner::Struct { members, .. } = &job.inner else {
+            panic!("Job is a struct");
+        };
+        members
+            .iter()
+            .map(|m| (m.name.clone().unwrap_or_default(), m.offset))
+            .collect()
+    }
+
+    /// The members after which WGSL aligns a vector: their offsets must agree too.
+    #[test]
+    fn vector_members_lie_where_the_shaders_read_them() {
+        use std::mem::offset_of;
+        let cases: [(&str, &[(&str, usize)]); 3] = [
+            (
+                "tensor.wgsl",
+                &[
+                    ("erase", offset_of!(TensorJob, erase)),
+                    ("channel_map", offset_of!(TensorJob, channel_map)),
+                    ("erase_bits", offset_of!(TensorJob, erase_bits)),
+                ],
+            ),
+            (
+                "adjust.wgsl",
+                &[
+                    ("kinds", offset_of!(AdjustJob, kinds)),
+                    ("factors", offset_of!(AdjustJob, factors)),
+                    ("zero", offset_of!(AdjustJob, zero)),
+                ],
+            ),
+            ("idct.wgsl", &[("quant", offset_of!(IdctJob, quant))]),
+        ];
+        for (file, members) in cases {
+            let offsets = member_offsets(file);
+            for &(name, rust) in members {
+                let wgsl = offsets.iter().find(|(n, _)| n == name).unwrap().1;
+                assert_eq!(wgsl as usize, rust, "{file}: {name}");
             }
         }
     }

@@ -5,7 +5,7 @@
 //! alone (offsets, job tables, the upload's words); src/gpu/record.rs records it with wgpu.
 
 use super::entropy::{span_words, upload_words, EntropyPacking};
-use super::jobs::{words, TensorJob};
+use super::jobs::{words, TensorJob, HUE};
 use super::work::{ImageWork, SegmentImage};
 use crate::plan::OutputPlan;
 use crate::transform::DType;
@@ -122,6 +122,8 @@ pub(crate) struct Packing {
     pixels: StageJobs,
     adjust: StageJobs,
     pub pixel_words: u64,
+    /// Whether an image's adjustments shift the hue (stage 5 then reads the HSV tables).
+    hue: bool,
     /// The value table, then every image's vertical taps.
     constants: Vec<u32>,
     /// The images' indices in the caller's list.
@@ -216,6 +218,7 @@ impl Packing {
             pixels: StageJobs::default(),
             adjust: StageJobs::default(),
             pixel_words: 0,
+            hue: false,
             constants: table_bits(transform),
             images: Vec::new(),
         }
@@ -325,6 +328,7 @@ impl Packing {
                 self.pixels.push(&tensor, pixels);
                 let mut job = adjusted.job;
                 job.pixels_base = base;
+                self.hue |= job.kinds[..job.adjustments as usize].contains(&HUE);
                 // One workgroup an image: its lanes sum the contrast's luma together.
                 self.adjust
                     .push(&job, u64::from(super::dispatch::WORKGROUP));
@@ -342,6 +346,11 @@ impl Packing {
             at: at_output,
         });
         self.images.push(index);
+    }
+
+    /// Whether stage 5 shifts a hue in this packing.
+    pub fn shifts_hue(&self) -> bool {
+        self.hue
     }
 
     /// Whether the outputs read adjusted pixels (from the pixel arena, bound where the

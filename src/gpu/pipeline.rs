@@ -33,6 +33,9 @@ pub struct GpuPipeline {
     pub(crate) copiers: rayon::ThreadPool,
     /// Whether each stage is submitted and waited for on its own, to time it.
     time_stages: bool,
+    /// Pillow's HSV conversions as tables for the hue adjustment (96 MiB), made on the first
+    /// batch that needs them.
+    pub(crate) hsv: std::sync::OnceLock<super::record::HsvBuffers>,
 }
 
 /// Where the GPU side of one call spent its time.
@@ -78,6 +81,7 @@ impl GpuPipeline {
             }),
             copiers: copy_threads(),
             time_stages: false,
+            hsv: std::sync::OnceLock::new(),
         }
     }
 
@@ -98,6 +102,7 @@ impl GpuPipeline {
             placeholder: &self.placeholder,
             copiers: &self.copiers,
             upload_first: self.time_stages,
+            hsv: &self.hsv,
         }
     }
 
@@ -105,7 +110,11 @@ impl GpuPipeline {
     /// upload staging buffers), in bytes: bounded by a few buffers, whatever the number of
     /// images streamed.
     pub fn pooled_bytes(&self) -> u64 {
-        self.pool.bytes() + self.staging.bytes()
+        let hsv = self
+            .hsv
+            .get()
+            .map_or(0, |t| t.to_hsv.size() + t.to_rgb.size());
+        self.pool.bytes() + self.staging.bytes() + hsv
     }
 
     /// Runs stages 1–4 on the GPU: the same tensor as [`crate::preprocess`], bit for bit; what

@@ -25,6 +25,37 @@ pub(crate) struct Recorder<'a> {
     /// Whether the whole upload is written before the stages are recorded (stage timing
     /// submits each stage on its own, the upload's copy first).
     pub upload_first: bool,
+    /// The pipeline's HSV tables, once made.
+    pub hsv: &'a std::sync::OnceLock<HsvBuffers>,
+}
+
+/// [`crate::plan::hsv::HsvTables`] on the device, for stage 5's hue adjustment.
+pub(crate) struct HsvBuffers {
+    pub to_hsv: wgpu::Buffer,
+    pub to_rgb: wgpu::Buffer,
+}
+
+impl HsvBuffers {
+    fn new(device: &wgpu::Device) -> Self {
+        let tables = crate::plan::hsv::HsvTables::new();
+        let buffer = |label, words: &[u32]| {
+            let buffer = device.create_buffer(&wgpu::BufferDescriptor {
+                label: Some(label),
+                size: words.len() as u64 * 4,
+                usage: wgpu::BufferUsages::STORAGE,
+                mapped_at_creation: true,
+            });
+            if let Ok(mut range) = buffer.slice(..).get_mapped_range_mut() {
+                range.copy_from_slice(bytemuck::cast_slice(words));
+            }
+            buffer.unmap();
+            buffer
+        };
+        Self {
+            to_hsv: buffer("rgb to hsv", &tables.to_hsv),
+            to_rgb: buffer("hsv to rgb", &tables.to_rgb),
+        }
+    }
 }
 
 /// What [`Recorder::record_stages`] binds: the tables and the upload holding them, the
@@ -295,12 +326,23 @@ impl Recorder<'_> {
                     first_window(&pixels, window),
                 ],
             );
+            // The hue tables where a batch has a hue adjustment, else a word standing in.
+            let (to_hsv, to_rgb) = if packing.shifts_hue() {
+                let hsv = self.hsv.get_or_init(|| HsvBuffers::new(device));
+                (&hsv.to_hsv, &hsv.to_rgb)
+            } else {
+                (self.placeholder, self.placeholder)
+            };
             self.dispatch(
                 encoder,
                 &stages.adjust,
                 upload,
                 adjust,
-                &[first_window(&pixels, window)],
+                &[
+                    first_window(&pixels, window),
+                    to_hsv.as_entire_binding(),
+                    to_rgb.as_entire_binding(),
+                ],
             );
         }
         after_stage("adjust", encoder);

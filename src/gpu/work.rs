@@ -4,7 +4,7 @@
 
 use super::jobs::{
     word_count, AdjustJob, ColorJob, HorizontalJob, IdctJob, PlaneGeometry, PlaneUpsampling,
-    TensorJob,
+    TensorJob, HUE,
 };
 use crate::error::Result;
 use crate::formats::{Decoded, Pixels};
@@ -137,7 +137,6 @@ impl ImageWork {
         sample: &Sample,
         limits: &Limits,
     ) -> Result<Self> {
-        refuse_cpu_only(transform)?;
         let plan = ImagePlan::for_jpeg(image, transform, sample, limits)?;
         let mut planes = Vec::with_capacity(image.components.len());
         let mut geometry = [PlaneGeometry::default(); 4];
@@ -262,7 +261,6 @@ impl ImageWork {
             ref data,
         } = pixels.rgb;
         // Refused before anything is allocated for it.
-        refuse_cpu_only(transform)?;
         let size = (width, height);
         let plan = ImagePlan::for_pixels(size, pixels.orientation, transform, sample, limits)?;
         let row_words = width.div_ceil(4);
@@ -394,6 +392,10 @@ fn resize_and_tensor(
             plan.resized.0 as u32
         },
         flips: u32::from(output.horizontal_flip) | u32::from(output.vertical_flip) << 1,
+        erase: output.erase.map_or([0; 4], |(b, _)| {
+            let (x, y) = (b.left as u32, b.top as u32);
+            [x, y, x + b.width as u32, y + b.height as u32]
+        }),
         padding: [0; 2],
         channel_map: [0, 1, 2, 3].map(|c| {
             if c < 3 {
@@ -401,6 +403,14 @@ fn resize_and_tensor(
             } else {
                 0
             }
+        }),
+        erase_bits: output.erase.map_or([0; 4], |(_, value)| {
+            let bits = |v: f32| match output.dtype {
+                crate::DType::U8 => v as u32,
+                crate::DType::F16 => u32::from(half::f16::from_f32(v).to_bits()),
+                crate::DType::F32 => v.to_bits(),
+            };
+            [bits(value[0]), bits(value[1]), bits(value[2]), 0]
         }),
     };
     // Every image of a batch reads its tensor from the same source: with a transform that
@@ -428,13 +438,12 @@ fn adjusted(pixels: &TensorJob, plan: &ImagePlan) -> Adjusted {
         ..AdjustJob::default()
     };
     for (k, adjustment) in output.color.iter().enumerate() {
-        job.kinds[k] = match adjustment {
-            Adjustment::Brightness(_) => 0,
-            Adjustment::Contrast(_) => 1,
-            Adjustment::Saturation(_) => 2,
-            Adjustment::Hue(_) => unreachable!("hue is refused on the GPU before planning"),
+        (job.kinds[k], job.factors[k]) = match *adjustment {
+            Adjustment::Brightness(f) => (0, f),
+            Adjustment::Contrast(f) => (1, f),
+            Adjustment::Saturation(f) => (2, f),
+            Adjustment::Hue(f) => (HUE, f32::from(crate::plan::hsv::hue_shift(f))),
         };
-        job.factors[k] = adjustment.factor();
     }
     let tensor = TensorJob {
         width,
@@ -482,17 +491,6 @@ impl ImageWork {
             });
         words as u64 * 4
     }
-}
-
-/// Refuses what only the CPU backend computes: the hue adjustment (Pillow's HSV conversion mixes
-/// float and double arithmetic, and WGSL has no double).
-fn refuse_cpu_only(transform: &Transform) -> Result<()> {
-    if transform.color_jitter.is_some_and(|j| j.hue.is_some()) {
-        return Err(crate::Error::Options(
-            "ColorJitter's hue runs on the CPU backend only".into(),
-        ));
-    }
-    Ok(())
 }
 
 /// `taps` as the shaders read them: (start, count) pairs, then the weights; and where the

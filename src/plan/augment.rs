@@ -3,7 +3,8 @@
 //! torchvision's own `get_params` and the torch generator).
 
 use super::random::{Op, SampleKey, Stream};
-use crate::transform::{ColorJitter, RandomResizedCrop, Transform};
+use super::resize::Filter;
+use crate::transform::{ColorJitter, RandomErasing, RandomResizedCrop, Transform};
 
 /// Where one image's random parameters come from.
 #[derive(Clone, Debug, PartialEq)]
@@ -96,6 +97,8 @@ impl Adjustment {
 pub struct Params {
     /// `RandomResizedCrop`'s box.
     pub crop: Option<CropBox>,
+    /// `RandomResizedCrop`'s filter, when it draws one.
+    pub interpolation: Option<Filter>,
     /// Whether `RandomHorizontalFlip` flips.
     pub horizontal_flip: Option<bool>,
     /// Whether `RandomVerticalFlip` flips.
@@ -104,6 +107,9 @@ pub struct Params {
     pub color: Option<Vec<Adjustment>>,
     /// Whether `RandomGrayscale` turns the image grey.
     pub grayscale: Option<bool>,
+    /// `RandomErasing`'s box of the output (`Some(None)`: the transform has it, and it did not
+    /// erase).
+    pub erase: Option<Option<CropBox>>,
 }
 
 impl Params {
@@ -129,19 +135,28 @@ impl Params {
         }
     }
 
-    /// Draws the parameters for `key`, each operation from its own stream.
+    /// Draws the parameters for `key`, each operation from its own stream. `RandomErasing`'s
+    /// box is drawn on the output's size, which the crop or resize fixes.
     pub fn draw(transform: &Transform, key: SampleKey, size: (usize, usize)) -> Self {
         let coin = |p: Option<f64>, op| p.map(|p| Stream::new(key, op).uniform() < p);
         Self {
             crop: transform
                 .random_resized_crop
                 .map(|c| crop_box(&c, size, &mut Stream::new(key, Op::Crop))),
+            interpolation: transform
+                .random_resized_crop
+                .and_then(|c| c.filters)
+                .map(|f| f[Stream::new(key, Op::Interpolation).below(2) as usize]),
             horizontal_flip: coin(transform.horizontal_flip, Op::HorizontalFlip),
             vertical_flip: coin(transform.vertical_flip, Op::VerticalFlip),
             color: transform
                 .color_jitter
                 .map(|j| adjustments(&j, &mut Stream::new(key, Op::ColorJitter))),
             grayscale: coin(transform.grayscale, Op::Grayscale),
+            erase: transform.random_erasing.map(|e| {
+                let output = super::output_size(transform, size);
+                erase_box(&e, output, &mut Stream::new(key, Op::Erase))
+            }),
         }
     }
 
@@ -191,6 +206,14 @@ impl Params {
             {
                 return Err(format!(
                     "the crop box {b:?} does not lie inside the {width}x{height} image"
+                ));
+            }
+        }
+        if let Some(Some(b)) = self.erase {
+            let (w, h) = super::output_size(transform, (width, height));
+            if b.left + b.width > w || b.top + b.height > h {
+                return Err(format!(
+                    "the erased box {b:?} does not lie inside the {w}x{h} output"
                 ));
             }
         }
@@ -250,6 +273,39 @@ fn crop_box(crop: &RandomResizedCrop, (width, height): (usize, usize), s: &mut S
         height: h,
         width: w,
     }
+}
+
+/// torchvision's `RandomErasing`: erase with probability `p`, then `get_params`: ten tries at a
+/// box of random area and aspect ratio (height / width, log-uniform) strictly smaller than the
+/// (`width`, `height`) output, else nothing erased.
+fn erase_box(
+    erasing: &RandomErasing,
+    (width, height): (usize, usize),
+    s: &mut Stream,
+) -> Option<CropBox> {
+    if s.uniform() >= erasing.p {
+        return None;
+    }
+    let area = (width * height) as f64;
+    let (log_low, log_high) = (erasing.ratio.0.ln(), erasing.ratio.1.ln());
+    let (s0, s1) = erasing.scale;
+    for _ in 0..10 {
+        let erase_area = area * (s0 + (s1 - s0) * s.uniform());
+        let aspect = (log_low + (log_high - log_low) * s.uniform()).exp();
+        let h = (erase_area * aspect).sqrt().round_ties_even() as usize;
+        let w = (erase_area / aspect).sqrt().round_ties_even() as usize;
+        if h < height && w < width {
+            let top = s.below((height - h + 1) as u64) as usize;
+            let left = s.below((width - w + 1) as u64) as usize;
+            return Some(CropBox {
+                top,
+                left,
+                height: h,
+                width: w,
+            });
+        }
+    }
+    None
 }
 
 /// torchvision's `ColorJitter.get_params`: a random order of the four adjustments, then each

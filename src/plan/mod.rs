@@ -23,6 +23,7 @@
 //! the GPU.
 
 pub mod augment;
+pub mod hsv;
 pub mod output;
 pub mod random;
 pub mod resize;
@@ -167,7 +168,8 @@ impl ImagePlan {
             (None, Some(resize)) => resize.target(seen.0, seen.1),
             (None, None) => seen,
         };
-        let resize = (resized != seen).then(|| ResizePlan::new(transform.filter, seen, resized));
+        let filter = params.interpolation.unwrap_or(transform.filter);
+        let resize = (resized != seen).then(|| ResizePlan::new(filter, seen, resized));
         Ok(Self {
             draft_denominator,
             components,
@@ -180,6 +182,19 @@ impl ImagePlan {
             output: OutputPlan::new(resized, transform, &params),
             params,
         })
+    }
+}
+
+/// The output (width, height) of `transform` for an image of `oriented` size: what
+/// `RandomErasing` draws its box on.
+pub(crate) fn output_size(transform: &Transform, oriented: (usize, usize)) -> (usize, usize) {
+    if let Some(crop) = transform.center_crop {
+        return crop;
+    }
+    match (transform.random_resized_crop, transform.resize) {
+        (Some(crop), _) => crop.size,
+        (None, Some(resize)) => resize.target(oriented.0, oriented.1),
+        (None, None) => oriented,
     }
 }
 

@@ -32,6 +32,8 @@ pub struct OutputPlan {
     pub color: Vec<Adjustment>,
     /// Whether the adjusted image then turns grey (`RandomGrayscale` drew it).
     pub grayscale: bool,
+    /// `RandomErasing`'s box of the output, and the value per output channel written there.
+    pub erase: Option<(super::CropBox, [f32; 3])>,
     /// Dimensions in the chosen layout: `[h, w, 3]` or `[3, h, w]`.
     pub shape: [usize; 3],
     /// Memory layout.
@@ -64,6 +66,10 @@ impl OutputPlan {
             vertical_flip: params.vertical_flip == Some(true),
             color: params.color.clone().unwrap_or_default(),
             grayscale: params.grayscale == Some(true),
+            erase: params
+                .erase
+                .flatten()
+                .zip(transform.random_erasing.map(|e| e.value)),
             shape,
             layout: transform.layout,
             dtype: transform.dtype,

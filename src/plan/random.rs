@@ -28,6 +28,10 @@ pub enum Op {
     /// A loader's order of an epoch (drawn for sample index 0: one permutation for all ranks),
     /// or of a rank's shuffle buffer (drawn for the rank).
     Shuffle = 6,
+    /// `RandomErasing`.
+    Erase = 7,
+    /// `RandomResizedCrop`'s filter, when it draws one.
+    Interpolation = 8,
 }
 
 /// Which sample a stream belongs to.

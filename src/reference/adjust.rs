@@ -1,10 +1,11 @@
 //! `ColorJitter`'s adjustments and `RandomGrayscale` on an 8-bit RGB image, as torchvision's
 //! PIL functions compute them (`_functional_pil.adjust_*`, `to_grayscale`): Pillow's
 //! `ImageEnhance` blends with a degenerate image in `ImagingBlend`'s float32 arithmetic, and the
-//! hue shift goes through Pillow's HSV conversion. Mirror of shaders/adjust.wgsl (all but hue,
-//! which runs on the CPU only).
+//! hue shift goes through Pillow's HSV conversion ([`crate::plan::hsv`]). Mirror of
+//! shaders/adjust.wgsl.
 
 use super::resample::Image8;
+use crate::plan::hsv::{hsv_to_rgb, hue_shift, rgb_to_hsv};
 use crate::plan::Adjustment;
 
 /// Applies `adjustments` in order, then the grey conversion when `grayscale`.
@@ -67,66 +68,6 @@ pub fn mean_luma(image: &Image8) -> u8 {
     ((2 * sum + n) / (2 * n)) as u8
 }
 
-/// The hue channel's shift for `factor`: `np.int32(factor * 255).astype(np.uint8)`, the
-/// product in double.
-pub fn hue_shift(factor: f32) -> u8 {
-    (f64::from(factor) * 255.0) as i32 as u8
-}
-
-/// Pillow's `rgb2hsv_row` for one pixel, float and double where Pillow's C has them.
-pub fn rgb_to_hsv(pixel: &[u8]) -> [u8; 3] {
-    let (r, g, b) = (pixel[0], pixel[1], pixel[2]);
-    let max = r.max(g).max(b);
-    let min = r.min(g).min(b);
-    if max == min {
-        return [0, 0, max];
-    }
-    let cr = f32::from(max - min);
-    let s = cr / f32::from(max);
-    let rc = f32::from(max - r) / cr;
-    let gc = f32::from(max - g) / cr;
-    let bc = f32::from(max - b) / cr;
-    // `2.0 + rc - bc` is double arithmetic stored in a float.
-    let h: f32 = if r == max {
-        bc - gc
-    } else if g == max {
-        (2.0 + f64::from(rc) - f64::from(bc)) as f32
-    } else {
-        (4.0 + f64::from(gc) - f64::from(rc)) as f32
-    };
-    let h = ((f64::from(h) / 6.0 + 1.0) % 1.0) as f32;
-    let clip8 = |v: f64| (v as i32).clamp(0, 255) as u8;
-    [
-        clip8(f64::from(h) * 255.0),
-        clip8(f64::from(s) * 255.0),
-        max,
-    ]
-}
-
-/// Pillow's `hsv2rgb` for one pixel.
-pub fn hsv_to_rgb([h, s, v]: [u8; 3]) -> [u8; 3] {
-    if s == 0 {
-        return [v; 3];
-    }
-    let sector = (f64::from(h) * 6.0 / 255.0).floor() as i32;
-    let f = (f64::from(h) * 6.0 / 255.0 - f64::from(sector as f32)) as f32;
-    let fs = (f64::from(s) / 255.0) as f32;
-    let v64 = f64::from(v);
-    // C's round: halves away from zero, as Rust's.
-    let clip8 = |x: f64| (x.round() as i32).clamp(0, 255) as u8;
-    let p = clip8(v64 * (1.0 - f64::from(fs)));
-    let q = clip8(v64 * (1.0 - f64::from(fs * f)));
-    let t = clip8(v64 * (1.0 - f64::from(fs) * (1.0 - f64::from(f))));
-    match sector % 6 {
-        0 => [v, t, p],
-        1 => [q, v, p],
-        2 => [p, v, t],
-        3 => [p, q, v],
-        4 => [t, p, v],
-        _ => [v, p, q],
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -142,12 +83,8 @@ mod tests {
     }
 
     #[test]
-    fn greys_keep_their_value_through_hsv() {
-        for v in 0..=255u8 {
-            assert_eq!(rgb_to_hsv(&[v, v, v]), [0, 0, v]);
-            assert_eq!(hsv_to_rgb([17, 0, v]), [v; 3]);
-        }
+    fn white_is_full_luma() {
         assert_eq!(luma(&[255, 255, 255]), 255);
-        assert_eq!(hue_shift(-0.1), (-25i32) as u8);
+        assert_eq!(luma(&[0, 0, 0]), 0);
     }
 }

@@ -58,10 +58,45 @@ pub fn to_tensor(image: &Image8, plan: &OutputPlan) -> Tensor {
             vertical_flip: false,
             color: Vec::new(),
             grayscale: false,
+            erase: plan.erase,
             ..plan.clone()
         };
         return to_tensor(&rgb, &whole);
     }
+    let mut tensor = to_tensor_unerased(image, plan);
+    if let Some((b, value)) = plan.erase {
+        erase(&mut tensor, plan.layout, b, value);
+    }
+    tensor
+}
+
+/// `F.erase(tensor, top, left, height, width, value)`: the box set to `value[c]` in channel `c`
+/// (rounded to f16, or the integer for u8).
+fn erase(tensor: &mut Tensor, layout: Layout, b: crate::plan::CropBox, value: [f32; 3]) {
+    let [h, w] = match layout {
+        Layout::Hwc => [tensor.shape[0], tensor.shape[1]],
+        Layout::Chw => [tensor.shape[1], tensor.shape[2]],
+    };
+    let at = |c: usize, y: usize, x: usize| match layout {
+        Layout::Hwc => (y * w + x) * 3 + c,
+        Layout::Chw => (c * h + y) * w + x,
+    };
+    for (c, &value) in value.iter().enumerate() {
+        for y in b.top..b.top + b.height {
+            for x in b.left..b.left + b.width {
+                let i = at(c, y, x);
+                match &mut tensor.data {
+                    TensorData::U8(v) => v[i] = value as u8,
+                    TensorData::F32(v) => v[i] = value,
+                    TensorData::F16(v) => v[i] = half::f16::from_f32(value),
+                }
+            }
+        }
+    }
+}
+
+/// [`to_tensor`] without the colour adjustments and the erasing.
+fn to_tensor_unerased(image: &Image8, plan: &OutputPlan) -> Tensor {
     let samples = cropped_samples(image, plan);
     let table = plan.value_table();
     let data = match plan.dtype {

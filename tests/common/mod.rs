@@ -240,6 +240,7 @@ pub fn transform_specs() -> BTreeMap<String, gpuprep::Transform> {
                 resize,
                 center_crop: (!s["crop"].is_null()).then(|| pair(&s["crop"])),
                 filter: match s["filter"].as_str().unwrap_or("bilinear") {
+                    "random" => Filter::Bilinear,
                     "nearest" => Filter::Nearest,
                     "box" => Filter::Box,
                     "bilinear" => Filter::Bilinear,
@@ -274,6 +275,9 @@ pub fn transform_specs() -> BTreeMap<String, gpuprep::Transform> {
                         size: pair(&c["size"]),
                         scale: range("scale", (0.08, 1.0)),
                         ratio: range("ratio", (3.0 / 4.0, 4.0 / 3.0)),
+                        // timm's interpolation='random'.
+                        filters: (s["filter"] == "random")
+                            .then_some([Filter::Bilinear, Filter::Bicubic]),
                     }
                 }),
                 horizontal_flip: s["hflip"].as_f64(),
@@ -283,6 +287,21 @@ pub fn transform_specs() -> BTreeMap<String, gpuprep::Transform> {
                     gpuprep::ColorJitter::new(v(0), v(1), v(2), v(3))
                 }),
                 grayscale: s["grayscale"].as_f64(),
+                random_erasing: s.get("random_erasing").map(|e| {
+                    let range = |key: &str, default: (f64, f64)| {
+                        e.get(key).map_or(default, |r| {
+                            (r[0].as_f64().unwrap(), r[1].as_f64().unwrap())
+                        })
+                    };
+                    gpuprep::RandomErasing {
+                        p: e["p"].as_f64().unwrap_or(0.5),
+                        scale: range("scale", (0.02, 0.33)),
+                        ratio: range("ratio", (0.3, 3.3)),
+                        value: e.get("value").map_or([0.0; 3], |v| {
+                            std::array::from_fn(|i| v[i].as_f64().unwrap() as f32)
+                        }),
+                    }
+                }),
                 seed: s["seed"].as_u64().unwrap_or(0),
                 epoch: s["epoch"].as_u64().unwrap_or(0),
             };

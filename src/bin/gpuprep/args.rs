@@ -60,7 +60,8 @@ pub struct TransformArgs {
     /// Centre crop to S×S or WxH, zero-padding smaller images (torchvision's CenterCrop).
     #[arg(long, value_parser = parse_size)]
     crop: Option<(usize, usize)>,
-    /// Resampling filter (Pillow's), default bilinear.
+    /// Resampling filter (Pillow's), default bilinear; `random`: bilinear or bicubic per sample
+    /// (timm's interpolation='random', with a random resized crop).
     #[arg(long, value_enum)]
     filter: Option<FilterArg>,
     /// Decode with Pillow's draft() towards the resize target: faster, different pixels (does
@@ -100,13 +101,16 @@ pub struct TransformArgs {
     /// RandomVerticalFlip(P).
     #[arg(long, value_name = "P")]
     vflip: Option<f64>,
-    /// ColorJitter(brightness, contrast, saturation[, hue]) as `B,C,S[,H]` (hue: CPU backend
-    /// only).
+    /// ColorJitter(brightness, contrast, saturation[, hue]) as `B,C,S[,H]`.
     #[arg(long, value_parser = parse_jitter, value_name = "B,C,S[,H]")]
     color_jitter: Option<gpuprep::ColorJitter>,
     /// RandomGrayscale(P), after the colour jitter.
     #[arg(long, value_name = "P")]
     grayscale: Option<f64>,
+    /// RandomErasing(P) of the output tensor (torchvision's scale and ratio), writing `V` or
+    /// `V1,V2,V3` per channel (default 0).
+    #[arg(long, value_parser = parse_erasing, value_name = "P[:V[,V,V]]")]
+    random_erasing: Option<gpuprep::RandomErasing>,
     /// The seed each sample's random parameters are drawn from (with --epoch and the file's
     /// place among the inputs).
     #[arg(long, default_value_t = 0)]
@@ -125,10 +129,14 @@ enum Preset {
     /// torchvision's ImageNet training preset: RandomResizedCrop(224) bilinear,
     /// RandomHorizontalFlip(0.5), ImageNet normalisation, float32 C×H×W.
     ImagenetTrain,
+    /// timm's training defaults: RandomResizedCrop(224) bilinear or bicubic per sample,
+    /// RandomHorizontalFlip(0.5), ColorJitter(0.4, 0.4, 0.4), ImageNet, float32 C×H×W.
+    TimmTrain,
 }
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
 enum FilterArg {
+    Random,
     Nearest,
     Bilinear,
     Bicubic,
@@ -223,6 +231,31 @@ fn parse_jitter(text: &str) -> Result<gpuprep::ColorJitter, String> {
     ))
 }
 
+fn parse_erasing(text: &str) -> Result<gpuprep::RandomErasing, String> {
+    let (p, value) = text.split_once(':').unwrap_or((text, "0"));
+    let p: f64 = p
+        .trim()
+        .parse()
+        .map_err(|_| format!("not a probability: {p:?}"))?;
+    let v = parse_numbers(value, 1..=3)?;
+    let value = if v.len() == 1 {
+        [v[0]; 3]
+    } else {
+        [
+            v[0],
+            v.get(1).copied().unwrap_or(0.0),
+            v.get(2).copied().unwrap_or(0.0),
+        ]
+    };
+    if v.len() == 2 {
+        return Err(format!("give one value or three, not {value:?}"));
+    }
+    Ok(gpuprep::RandomErasing {
+        value: value.map(|x| x as f32),
+        ..gpuprep::RandomErasing::new(p)
+    })
+}
+
 fn parse_normalize(text: &str) -> Result<NormalizeArg, String> {
     match text {
         "none" => return Ok(NormalizeArg::None),
@@ -248,7 +281,10 @@ impl TransformArgs {
     pub fn notes(&self) -> Option<&'static str> {
         let resized = self.resize.is_some() || self.preset.is_some();
         let cropped = self.random_resized_crop.is_some()
-            || matches!(self.preset, Some(Preset::ImagenetTrain));
+            || matches!(self.preset, Some(Preset::ImagenetTrain | Preset::TimmTrain));
+        if matches!(self.filter, Some(FilterArg::Random)) && !cropped {
+            return Some("note: --filter random needs --random-resized-crop; bilinear is used");
+        }
         if !cropped && (self.crop_scale != (0.08, 1.0) || self.crop_ratio.0 != 0.75) {
             return Some(
                 "note: --crop-scale and --crop-ratio do nothing without --random-resized-crop",
@@ -264,6 +300,7 @@ impl TransformArgs {
             Some(Preset::ImagenetEval) => Transform::imagenet_eval(),
             Some(Preset::TimmEval) => Transform::timm_eval(224, 0.875),
             Some(Preset::ImagenetTrain) => Transform::imagenet_train(),
+            Some(Preset::TimmTrain) => Transform::timm_train(),
             None => Transform::default(),
         };
         if let Some(size) = self.random_resized_crop {
@@ -271,18 +308,24 @@ impl TransformArgs {
                 size,
                 scale: self.crop_scale,
                 ratio: self.crop_ratio,
+                filters: None,
             });
+        }
+        if let (Some(FilterArg::Random), Some(crop)) = (self.filter, &mut t.random_resized_crop) {
+            crop.filters = Some([Filter::Bilinear, Filter::Bicubic]);
         }
         t.horizontal_flip = self.hflip.or(t.horizontal_flip);
         t.vertical_flip = self.vflip.or(t.vertical_flip);
         t.color_jitter = self.color_jitter.or(t.color_jitter);
         t.grayscale = self.grayscale.or(t.grayscale);
+        t.random_erasing = self.random_erasing.or(t.random_erasing);
         (t.seed, t.epoch) = (self.seed, self.epoch);
         t.resize = self.resize.or(t.resize);
         t.center_crop = self.crop.or(t.center_crop);
         t.draft |= self.draft;
         if let Some(filter) = self.filter {
             t.filter = match filter {
+                FilterArg::Random => t.filter,
                 FilterArg::Nearest => Filter::Nearest,
                 FilterArg::Bilinear => Filter::Bilinear,
                 FilterArg::Bicubic => Filter::Bicubic,

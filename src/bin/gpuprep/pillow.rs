@@ -113,6 +113,9 @@ fn spec(t: &Transform) -> Value {
             json!({"size": [c.size.0, c.size.1], "scale": [c.scale.0, c.scale.1],
                    "ratio": [c.ratio.0, c.ratio.1]}),
         );
+        if c.filters == Some([Filter::Bilinear, Filter::Bicubic]) {
+            spec.insert("filter".into(), json!("random"));
+        }
     }
     for (key, p) in [
         ("hflip", t.horizontal_flip),
@@ -133,6 +136,13 @@ fn spec(t: &Transform) -> Value {
                 range(j.saturation),
                 range(j.hue)
             ]),
+        );
+    }
+    if let Some(e) = t.random_erasing {
+        spec.insert(
+            "random_erasing".into(),
+            json!({"p": e.p, "scale": [e.scale.0, e.scale.1], "ratio": [e.ratio.0, e.ratio.1],
+                   "value": e.value.map(f64::from)}),
         );
     }
     spec.insert("seed".into(), json!(t.seed));
