@@ -4,7 +4,8 @@
 // in ImagingBlend's float32 arithmetic, and the hue goes through Pillow's HSV conversions, looked
 // up in tables of every input (src/plan/hsv.rs: their float and double arithmetic runs on the
 // CPU). One workgroup per image, so that its lanes can sum the luma that contrast's grey is the
-// mean of; each lane keeps to the same pixels throughout.
+// mean of; each lane keeps to the same pixels throughout. Its workgroups are four times the other
+// stages' (a dispatch still counts 64 invocations a job): an image's 50,176 pixels in 256 lanes.
 
 // Mirrored by `AdjustJob` in src/gpu/jobs.rs.
 struct Job {
@@ -29,7 +30,7 @@ struct Job {
 @group(0) @binding(3) var<storage, read> to_hsv: array<u32>;
 @group(0) @binding(4) var<storage, read> to_rgb: array<u32>;
 
-const LANES: u32 = 64u;
+const LANES: u32 = 256u;
 var<workgroup> partial: array<u32, LANES>;
 
 // Pillow's convert('L'): ITU-R 601-2 luma in 16-bit fixed point.
@@ -93,7 +94,7 @@ fn mean_luma(job: u32, lane: u32) -> u32 {
     return total / n + select(0u, 1u, 2u * (total % n) >= n);
 }
 
-@compute @workgroup_size(64)
+@compute @workgroup_size(256)
 fn main(@builtin(local_invocation_index) lane: u32, @builtin(workgroup_id) group: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
     // A workgroup per job: the index is the same for every lane, as the barriers need.
     let job = group.x + group.y * groups.x;
