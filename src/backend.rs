@@ -74,7 +74,28 @@ impl Backend {
         sample: &Sample,
         limits: &Limits,
     ) -> Result<Tensor> {
-        let decoded = formats::decode(data, limits)?;
+        self.preprocess_decoded(formats::decode(data, limits)?, transform, sample, limits)
+    }
+
+    /// [`Self::preprocess_sample`] for an image already decoded: a JPEG's coefficients, or RGB
+    /// pixels (`formats::Decoded::Pixels`, say from an array a caller holds).
+    pub fn preprocess_decoded(
+        &self,
+        decoded: formats::Decoded,
+        transform: &Transform,
+        sample: &Sample,
+        limits: &Limits,
+    ) -> Result<Tensor> {
+        if let formats::Decoded::Pixels(pixels) = &decoded {
+            let (w, h) = (pixels.rgb.width as u64, pixels.rgb.height as u64);
+            if w * h > limits.max_pixels {
+                return Err(crate::Error::TooLarge {
+                    width: w as u32,
+                    height: h as u32,
+                    limit: limits.max_pixels,
+                });
+            }
+        }
         match self {
             Self::Cpu => reference::preprocess_decoded(decoded, transform, sample, limits),
             Self::Gpu(backend) => {

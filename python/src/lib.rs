@@ -1,0 +1,708 @@
+//! `gpuprep._gpuprep`: the Rust crate's transforms, backends and training loader for Python. The
+//! package's `__init__.py` puts torchvision's names and torch's tensors on top; the arithmetic is
+//! all the crate's. Every call that works releases the GIL while Rust works.
+
+use gpuprep::loader::order::Split;
+use gpuprep::loader::{self, LoaderOptions, Source};
+use gpuprep::{
+    Backend, ColorJitter, DType, Filter, Layout, Limits, Normalize, Params, RandomErasing,
+    RandomResizedCrop, Resize, Sample, Samples, Tensor, TensorData,
+};
+use numpy::{PyArray1, PyReadonlyArrayDyn, PyUntypedArrayMethods};
+use pyo3::create_exception;
+use pyo3::exceptions::PyException;
+use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyList};
+use std::sync::Arc;
+
+create_exception!(
+    _gpuprep,
+    GpuprepError,
+    PyException,
+    "Every error gpuprep raises."
+);
+create_exception!(
+    _gpuprep,
+    DecodeError,
+    GpuprepError,
+    "An image that could not be turned into a tensor."
+);
+create_exception!(
+    _gpuprep,
+    TruncatedError,
+    DecodeError,
+    "The file ends early."
+);
+create_exception!(
+    _gpuprep,
+    CorruptError,
+    DecodeError,
+    "The file's data is invalid."
+);
+create_exception!(
+    _gpuprep,
+    UnsupportedError,
+    DecodeError,
+    "A format or variant gpuprep does not decode."
+);
+create_exception!(
+    _gpuprep,
+    TooLargeError,
+    DecodeError,
+    "The image, or what the transform makes of it, passes a limit."
+);
+create_exception!(
+    _gpuprep,
+    OptionsError,
+    GpuprepError,
+    "Options that do not fit together."
+);
+create_exception!(
+    _gpuprep,
+    GpuError,
+    GpuprepError,
+    "No GPU, or the GPU failed."
+);
+create_exception!(
+    _gpuprep,
+    ReadError,
+    GpuprepError,
+    "A file that could not be read."
+);
+
+/// The Python exception of `e`, by its kind (the file it names, if any, in the message).
+fn error(e: &gpuprep::Error) -> PyErr {
+    use gpuprep::Error as E;
+    let message = e.to_string();
+    let mut kind = e;
+    while let E::InFile { source, .. } = kind {
+        kind = source;
+    }
+    match kind {
+        E::Truncated(_) => TruncatedError::new_err(message),
+        E::Corrupt(_) | E::NotJpeg(_) | E::EmptyFile => CorruptError::new_err(message),
+        E::UnknownFormat(_) | E::UnsupportedImage { .. } | E::Unsupported(_) => {
+            UnsupportedError::new_err(message)
+        }
+        E::TooLarge { .. } | E::OutputTooLarge { .. } | E::TooManyScans { .. } => {
+            TooLargeError::new_err(message)
+        }
+        E::Options(_) => OptionsError::new_err(message),
+        E::NoGpu(_) | E::Gpu(_) => GpuError::new_err(message),
+        _ => ReadError::new_err(message),
+    }
+}
+
+fn filter(name: &str) -> PyResult<Filter> {
+    Ok(match name.to_ascii_lowercase().as_str() {
+        "nearest" => Filter::Nearest,
+        "box" => Filter::Box,
+        "bilinear" => Filter::Bilinear,
+        "hamming" => Filter::Hamming,
+        "bicubic" => Filter::Bicubic,
+        "lanczos" => Filter::Lanczos,
+        other => {
+            return Err(OptionsError::new_err(format!(
+                "unknown interpolation {other:?}: nearest, box, bilinear, hamming, bicubic, lanczos"
+            )))
+        }
+    })
+}
+
+/// What Pillow + torchvision do between the decoded image and the tensor. Made from a preset or
+/// `Transform()` (the decoded image itself, uint8 H×W×3), then changed by methods named as
+/// torchvision's transforms, each returning a new Transform.
+#[pyclass(module = "gpuprep._gpuprep", frozen)]
+#[derive(Clone)]
+struct Transform(gpuprep::Transform);
+
+#[pymethods]
+impl Transform {
+    #[new]
+    fn new() -> Self {
+        Self(gpuprep::Transform::default())
+    }
+
+    /// torchvision's ImageNet evaluation: Resize(256), CenterCrop(224), ToTensor, Normalize.
+    #[staticmethod]
+    fn imagenet_eval() -> Self {
+        Self(gpuprep::Transform::imagenet_eval())
+    }
+
+    /// torchvision's ClassificationPresetTrain defaults: RandomResizedCrop(224),
+    /// RandomHorizontalFlip(0.5), ToTensor, Normalize.
+    #[staticmethod]
+    fn imagenet_train() -> Self {
+        Self(gpuprep::Transform::imagenet_train())
+    }
+
+    /// timm's evaluation transform (bicubic, crop_pct).
+    #[staticmethod]
+    #[pyo3(signature = (size=224, crop_pct=0.875))]
+    fn timm_eval(size: usize, crop_pct: f64) -> Self {
+        Self(gpuprep::Transform::timm_eval(size, crop_pct))
+    }
+
+    /// timm's create_transform(224, is_training=True) defaults.
+    #[staticmethod]
+    fn timm_train() -> Self {
+        Self(gpuprep::Transform::timm_train())
+    }
+
+    /// Resize(size): an int resizes the shorter side; (h, w) resizes to exactly that.
+    fn resize(&self, size: Bound<'_, PyAny>) -> PyResult<Self> {
+        let resize = match size.extract::<usize>() {
+            Ok(n) => Resize::ShorterSide(n),
+            Err(_) => {
+                let (height, width) = size.extract::<(usize, usize)>()?;
+                Resize::Exact { width, height }
+            }
+        };
+        Ok(Self(gpuprep::Transform {
+            resize: Some(resize),
+            ..self.0
+        }))
+    }
+
+    /// CenterCrop(size): an int or (h, w).
+    fn center_crop(&self, size: Bound<'_, PyAny>) -> PyResult<Self> {
+        let (h, w) = size
+            .extract::<usize>()
+            .map(|s| (s, s))
+            .or_else(|_| size.extract::<(usize, usize)>())?;
+        Ok(Self(gpuprep::Transform {
+            center_crop: Some((w, h)),
+            ..self.0
+        }))
+    }
+
+    /// RandomResizedCrop(size, scale, ratio): size an int or (h, w).
+    #[pyo3(signature = (size, scale=(0.08, 1.0), ratio=(3.0 / 4.0, 4.0 / 3.0)))]
+    fn random_resized_crop(
+        &self,
+        size: Bound<'_, PyAny>,
+        scale: (f64, f64),
+        ratio: (f64, f64),
+    ) -> PyResult<Self> {
+        let (h, w) = size
+            .extract::<usize>()
+            .map(|s| (s, s))
+            .or_else(|_| size.extract::<(usize, usize)>())?;
+        Ok(Self(gpuprep::Transform {
+            random_resized_crop: Some(RandomResizedCrop {
+                size: (w, h),
+                scale,
+                ratio,
+                filters: None,
+            }),
+            ..self.0
+        }))
+    }
+
+    /// The resampling filter: nearest, box, bilinear, hamming, bicubic or lanczos.
+    fn interpolation(&self, name: &str) -> PyResult<Self> {
+        Ok(Self(gpuprep::Transform {
+            filter: filter(name)?,
+            ..self.0
+        }))
+    }
+
+    /// RandomHorizontalFlip(p).
+    #[pyo3(signature = (p=0.5))]
+    fn horizontal_flip(&self, p: f64) -> Self {
+        Self(gpuprep::Transform {
+            horizontal_flip: Some(p),
+            ..self.0
+        })
+    }
+
+    /// RandomVerticalFlip(p).
+    #[pyo3(signature = (p=0.5))]
+    fn vertical_flip(&self, p: f64) -> Self {
+        Self(gpuprep::Transform {
+            vertical_flip: Some(p),
+            ..self.0
+        })
+    }
+
+    /// ColorJitter(brightness, contrast, saturation, hue), single numbers as torchvision takes.
+    #[pyo3(signature = (brightness=0.0, contrast=0.0, saturation=0.0, hue=0.0))]
+    fn color_jitter(&self, brightness: f64, contrast: f64, saturation: f64, hue: f64) -> Self {
+        Self(gpuprep::Transform {
+            color_jitter: Some(ColorJitter::new(brightness, contrast, saturation, hue)),
+            ..self.0
+        })
+    }
+
+    /// RandomGrayscale(p).
+    #[pyo3(signature = (p=0.1))]
+    fn grayscale(&self, p: f64) -> Self {
+        Self(gpuprep::Transform {
+            grayscale: Some(p),
+            ..self.0
+        })
+    }
+
+    /// RandomErasing(p, scale, ratio, value): value a number or one per channel.
+    #[pyo3(signature = (p=0.5, scale=(0.02, 0.33), ratio=(0.3, 3.3), value=None))]
+    fn random_erasing(
+        &self,
+        p: f64,
+        scale: (f64, f64),
+        ratio: (f64, f64),
+        value: Option<Bound<'_, PyAny>>,
+    ) -> PyResult<Self> {
+        let value = match value {
+            None => [0.0; 3],
+            Some(v) => v
+                .extract::<f32>()
+                .map(|x| [x; 3])
+                .or_else(|_| v.extract::<[f32; 3]>())?,
+        };
+        Ok(Self(gpuprep::Transform {
+            random_erasing: Some(RandomErasing {
+                p,
+                scale,
+                ratio,
+                value,
+            }),
+            ..self.0
+        }))
+    }
+
+    /// ToTensor() then Normalize(mean, std): float32 C×H×W.
+    fn normalize(&self, mean: [f64; 3], std: [f64; 3]) -> Self {
+        Self(gpuprep::Transform {
+            normalize: Some(Normalize::from_f64(mean, std)),
+            dtype: DType::F32,
+            layout: Layout::Chw,
+            ..self.0
+        })
+    }
+
+    /// ToTensor() alone: float32 C×H×W in [0, 1].
+    fn to_tensor(&self) -> Self {
+        Self(gpuprep::Transform {
+            normalize: None,
+            dtype: DType::F32,
+            layout: Layout::Chw,
+            ..self.0
+        })
+    }
+
+    /// The element type: "uint8", "float32" or "float16"; and the layout, "chw" or "hwc".
+    #[pyo3(signature = (dtype, layout=None))]
+    fn to(&self, dtype: &str, layout: Option<&str>) -> PyResult<Self> {
+        let dtype = match dtype {
+            "uint8" | "u8" => DType::U8,
+            "float32" | "f32" => DType::F32,
+            "float16" | "f16" => DType::F16,
+            other => return Err(OptionsError::new_err(format!("unknown dtype {other:?}"))),
+        };
+        let layout = match layout {
+            None => self.0.layout,
+            Some("chw") => Layout::Chw,
+            Some("hwc") => Layout::Hwc,
+            Some(other) => return Err(OptionsError::new_err(format!("unknown layout {other:?}"))),
+        };
+        Ok(Self(gpuprep::Transform {
+            dtype,
+            layout,
+            ..self.0
+        }))
+    }
+
+    /// The seed the random parameters are drawn from.
+    fn with_seed(&self, seed: u64) -> Self {
+        Self(gpuprep::Transform { seed, ..self.0 })
+    }
+
+    /// Whether any operation draws random parameters.
+    #[getter]
+    fn is_random(&self) -> bool {
+        self.0.is_random()
+    }
+
+    /// The output (height, width) when the transform fixes it, else None.
+    #[getter]
+    fn output_size(&self) -> Option<(usize, usize)> {
+        self.0.fixed_output_size().map(|(w, h)| (h, w))
+    }
+
+    /// "float32", "float16" or "uint8".
+    #[getter]
+    fn dtype(&self) -> &'static str {
+        match self.0.dtype {
+            DType::U8 => "uint8",
+            DType::F32 => "float32",
+            DType::F16 => "float16",
+        }
+    }
+
+    fn __repr__(&self) -> String {
+        format!("Transform({:?})", self.0)
+    }
+}
+
+/// A backend by name: "auto" (a hardware GPU, else the CPU), "gpu" or "cpu".
+fn backend(name: &str, adapter: Option<&str>) -> PyResult<Backend> {
+    match name {
+        "auto" => Ok(Backend::auto(adapter).0),
+        "gpu" => Backend::gpu_on(adapter).map_err(|e| error(&e)),
+        "cpu" => Ok(Backend::Cpu),
+        other => Err(OptionsError::new_err(format!(
+            "unknown backend {other:?}: auto, gpu or cpu"
+        ))),
+    }
+}
+
+/// A numpy array owning `tensor`'s buffer (no copy), of shape `shape`.
+fn array<'py>(py: Python<'py>, data: TensorData, shape: &[usize]) -> PyResult<Bound<'py, PyAny>> {
+    let flat = match data {
+        TensorData::U8(v) => PyArray1::from_vec(py, v).into_any(),
+        TensorData::F32(v) => PyArray1::from_vec(py, v).into_any(),
+        TensorData::F16(v) => PyArray1::from_vec(py, v).into_any(),
+    };
+    flat.call_method1("reshape", (shape.to_vec(),))
+}
+
+/// `params` as report.json writes them, as a Python dict.
+fn params<'py>(py: Python<'py>, params: &Params) -> PyResult<Bound<'py, PyAny>> {
+    let text = gpuprep::convert::params_json(params).to_string();
+    py.import("json")?.call_method1("loads", (text,))
+}
+
+/// One input as gpuprep decodes it: bytes or a path are files; an array is uint8 RGB pixels
+/// (H×W×3, or H×W grey).
+enum Input {
+    Encoded(Vec<u8>),
+    Pixels(gpuprep::RgbImage),
+}
+
+fn input(item: &Bound<'_, PyAny>) -> PyResult<Input> {
+    if let Ok(bytes) = item.cast::<PyBytes>() {
+        return Ok(Input::Encoded(bytes.as_bytes().to_vec()));
+    }
+    if let Ok(array) = item.extract::<PyReadonlyArrayDyn<'_, u8>>() {
+        let shape = array.shape().to_vec();
+        let data: Vec<u8> = array.as_array().iter().copied().collect();
+        let (height, width, data) = match shape[..] {
+            [h, w, 3] => (h, w, data),
+            [h, w] => (h, w, data.iter().flat_map(|&v| [v; 3]).collect()),
+            _ => {
+                return Err(OptionsError::new_err(format!(
+                    "an image array is uint8 (H, W, 3) or (H, W), not {shape:?}"
+                )))
+            }
+        };
+        return Ok(Input::Pixels(gpuprep::RgbImage {
+            width,
+            height,
+            data,
+        }));
+    }
+    let path: std::path::PathBuf = item.extract()?;
+    std::fs::read(&path)
+        .map(Input::Encoded)
+        .map_err(|e| error(&gpuprep::Error::from(e).in_file(path)))
+}
+
+/// Decodes and transforms images on a backend. `preprocess` returns the stacked array of the
+/// images that converted and one outcome per input.
+#[pyclass(module = "gpuprep._gpuprep", frozen)]
+struct Pipeline {
+    backend: Arc<Backend>,
+}
+
+#[pymethods]
+impl Pipeline {
+    #[new]
+    #[pyo3(signature = (backend="auto", adapter=None))]
+    fn new(backend: &str, adapter: Option<&str>) -> PyResult<Self> {
+        Ok(Self {
+            backend: Arc::new(self::backend(backend, adapter)?),
+        })
+    }
+
+    /// "cpu" or the GPU adapter's description.
+    #[getter]
+    fn backend(&self) -> String {
+        self.backend.describe()
+    }
+
+    /// `images` (bytes, paths, or uint8 arrays) through `transform`, image i being sample
+    /// `indices[i]` (default i) of a random one. Returns (array (N, ...) of the images that
+    /// converted, in order; a list with each input's outcome: a dict with "ok", "error",
+    /// "kind" and "params"). With errors="raise" the first failure raises its DecodeError
+    /// subclass instead.
+    #[pyo3(signature = (images, transform, indices=None, errors="raise"))]
+    fn preprocess<'py>(
+        &self,
+        py: Python<'py>,
+        images: Bound<'py, PyList>,
+        transform: &Transform,
+        indices: Option<Vec<u64>>,
+        errors: &str,
+    ) -> PyResult<(Bound<'py, PyAny>, Bound<'py, PyList>)> {
+        if errors != "raise" && errors != "skip" {
+            return Err(OptionsError::new_err("errors is \"raise\" or \"skip\""));
+        }
+        let inputs: Vec<Input> = images.iter().map(|i| input(&i)).collect::<PyResult<_>>()?;
+        let indices = indices.unwrap_or_else(|| (0..inputs.len() as u64).collect());
+        if indices.len() != inputs.len() {
+            return Err(OptionsError::new_err("one index per image"));
+        }
+        let t = transform.0;
+        let limits = Limits::default();
+        let backend = Arc::clone(&self.backend);
+        let results: Vec<gpuprep::Result<Tensor>> = py.detach(move || {
+            let encoded: Vec<&[u8]> = inputs
+                .iter()
+                .filter_map(|i| match i {
+                    Input::Encoded(b) => Some(b.as_slice()),
+                    Input::Pixels(_) => None,
+                })
+                .collect();
+            let encoded_indices: Vec<u64> = inputs
+                .iter()
+                .zip(&indices)
+                .filter(|(i, _)| matches!(i, Input::Encoded(_)))
+                .map(|(_, &k)| k)
+                .collect();
+            let mut from_bytes = backend
+                .preprocess_samples(&encoded, &t, Samples::Indices(&encoded_indices), &limits)
+                .into_iter();
+            inputs
+                .into_iter()
+                .zip(&indices)
+                .map(|(input, &k)| match input {
+                    Input::Encoded(_) => from_bytes.next().expect("one result per input"),
+                    Input::Pixels(rgb) => {
+                        let decoded = gpuprep::formats::Decoded::Pixels(gpuprep::formats::Pixels {
+                            rgb,
+                            orientation: 1,
+                        });
+                        backend.preprocess_decoded(decoded, &t, &Sample::Index(k), &limits)
+                    }
+                })
+                .collect()
+        });
+        let outcomes = PyList::empty(py);
+        let mut shape: Option<[usize; 3]> = None;
+        let mut stacked: Option<TensorData> = None;
+        let mut count = 0;
+        for result in results {
+            let outcome = pyo3::types::PyDict::new(py);
+            match result {
+                Ok(tensor) => {
+                    if shape.is_some_and(|s| s != tensor.shape) {
+                        return Err(OptionsError::new_err(
+                            "the images' outputs differ in size: give the transform a crop or \
+                             an exact resize",
+                        ));
+                    }
+                    shape = Some(tensor.shape);
+                    outcome.set_item("ok", true)?;
+                    outcome.set_item("error", py.None())?;
+                    outcome.set_item("kind", py.None())?;
+                    outcome.set_item("params", params(py, &tensor.params)?)?;
+                    stacked = Some(match (stacked, tensor.data) {
+                        (None, d) => d,
+                        (Some(TensorData::U8(mut a)), TensorData::U8(b)) => {
+                            a.extend_from_slice(&b);
+                            TensorData::U8(a)
+                        }
+                        (Some(TensorData::F32(mut a)), TensorData::F32(b)) => {
+                            a.extend_from_slice(&b);
+                            TensorData::F32(a)
+                        }
+                        (Some(TensorData::F16(mut a)), TensorData::F16(b)) => {
+                            a.extend_from_slice(&b);
+                            TensorData::F16(a)
+                        }
+                        _ => unreachable!("one transform, one dtype"),
+                    });
+                    count += 1;
+                }
+                Err(e) => {
+                    let err = error(&e);
+                    if errors == "raise" {
+                        return Err(err);
+                    }
+                    outcome.set_item("ok", false)?;
+                    outcome.set_item("error", e.to_string())?;
+                    outcome.set_item("kind", err.get_type(py).name()?)?;
+                    outcome.set_item("params", py.None())?;
+                }
+            }
+            outcomes.append(outcome)?;
+        }
+        let [a, b, c] = shape.unwrap_or(match t.layout {
+            Layout::Chw => [3, 0, 0],
+            Layout::Hwc => [0, 0, 3],
+        });
+        let data = stacked.unwrap_or(match t.dtype {
+            DType::U8 => TensorData::U8(Vec::new()),
+            DType::F32 => TensorData::F32(Vec::new()),
+            DType::F16 => TensorData::F16(Vec::new()),
+        });
+        Ok((array(py, data, &[count, a, b, c])?, outcomes))
+    }
+}
+
+/// The training loader over `kind` ("folder", "files" or "shards") `paths`; the package's
+/// `gpuprep.Loader` is the documented front.
+#[pyclass(module = "gpuprep._gpuprep", frozen)]
+struct Loader {
+    inner: Arc<loader::Loader>,
+}
+
+#[pymethods]
+impl Loader {
+    #[new]
+    #[pyo3(signature = (kind, paths, transform, batch_size, shuffle, seed, rank, world_size,
+                        drop_last, backend, adapter, prefetch, shuffle_buffer, wait_warning))]
+    #[allow(clippy::too_many_arguments)]
+    fn new(
+        kind: &str,
+        paths: Vec<std::path::PathBuf>,
+        transform: &Transform,
+        batch_size: usize,
+        shuffle: bool,
+        seed: u64,
+        rank: usize,
+        world_size: usize,
+        drop_last: bool,
+        backend: &str,
+        adapter: Option<&str>,
+        prefetch: usize,
+        shuffle_buffer: usize,
+        wait_warning: f64,
+    ) -> PyResult<Self> {
+        let source = match kind {
+            "folder" => Source::ImageFolder(paths.into_iter().next().unwrap_or_default()),
+            "files" => Source::Files(paths),
+            "shards" => Source::Shards(paths),
+            other => {
+                return Err(OptionsError::new_err(format!(
+                    "unknown source kind {other:?}"
+                )))
+            }
+        };
+        let options = LoaderOptions {
+            batch_size,
+            split: Split {
+                shuffle,
+                seed,
+                rank,
+                world_size,
+                drop_last,
+            },
+            prefetch,
+            shuffle_buffer,
+            wait_warning,
+            ..LoaderOptions::new(batch_size)
+        };
+        let backend = self::backend(backend, adapter)?;
+        let inner = loader::Loader::new(source, &transform.0, backend, &Limits::default(), options)
+            .map_err(|e| error(&e))?;
+        Ok(Self {
+            inner: Arc::new(inner),
+        })
+    }
+
+    /// Batches per epoch, or None for shards.
+    fn batches(&self) -> Option<usize> {
+        self.inner.len()
+    }
+
+    /// Samples this rank reads per epoch, or None for shards.
+    fn samples(&self) -> Option<usize> {
+        self.inner.samples_per_epoch()
+    }
+
+    /// The class names of a folder source, in label order.
+    fn classes(&self) -> Vec<String> {
+        self.inner.classes().to_vec()
+    }
+
+    /// Epoch `epoch`'s batches (work starts at once).
+    fn epoch(&self, epoch: u64) -> Epoch {
+        Epoch {
+            inner: std::sync::Mutex::new(self.inner.epoch(epoch)),
+        }
+    }
+}
+
+/// One epoch's batches: each a tuple (images, labels, indices, params, failed, stats).
+#[pyclass(module = "gpuprep._gpuprep", frozen)]
+struct Epoch {
+    inner: std::sync::Mutex<loader::Epoch>,
+}
+
+#[pymethods]
+impl Epoch {
+    fn __iter__(slf: PyRef<'_, Self>) -> PyRef<'_, Self> {
+        slf
+    }
+
+    #[allow(clippy::type_complexity)]
+    fn __next__<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyAny>>> {
+        let next = py.detach(|| {
+            let mut epoch = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+            epoch.next()
+        });
+        let Some(batch) = next else {
+            return Ok(None);
+        };
+        let batch = batch.map_err(|e| error(&e))?;
+        let images = array(py, batch.data, &batch.shape)?;
+        let labels = PyArray1::from_vec(py, batch.labels).into_any();
+        let indices = PyArray1::from_vec(py, batch.indices).into_any();
+        let drawn = PyList::empty(py);
+        for p in &batch.params {
+            drawn.append(params(py, p)?)?;
+        }
+        let failed = PyList::empty(py);
+        for (index, e) in &batch.failed {
+            failed.append((index, error(e).get_type(py).name()?, e.to_string()))?;
+        }
+        let s = &batch.stats;
+        let stats = pyo3::types::PyDict::new(py);
+        stats.set_item("step", s.step)?;
+        stats.set_item("read_s", s.read.as_secs_f64())?;
+        stats.set_item("prepared_s", s.prepared.as_secs_f64())?;
+        stats.set_item("waited_s", s.waited.as_secs_f64())?;
+        stats.set_item("step_s", s.step_time.as_secs_f64())?;
+        stats.set_item("data_wait_share", s.data_wait_share)?;
+        stats.set_item("warning", s.warning.clone())?;
+        let epoch = self.inner.lock().unwrap_or_else(|e| e.into_inner()).stats();
+        stats.set_item("images_per_second", epoch.images_per_second)?;
+        stats.set_item("epoch_data_wait_share", epoch.data_wait_share)?;
+        let tuple = (images, labels, indices, drawn, failed, stats);
+        Ok(Some(tuple.into_pyobject(py)?.into_any()))
+    }
+}
+
+#[pymodule]
+fn _gpuprep(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    let py = m.py();
+    m.add_class::<Transform>()?;
+    m.add_class::<Pipeline>()?;
+    m.add_class::<Loader>()?;
+    m.add_class::<Epoch>()?;
+    for (name, class) in [
+        ("GpuprepError", py.get_type::<GpuprepError>()),
+        ("DecodeError", py.get_type::<DecodeError>()),
+        ("TruncatedError", py.get_type::<TruncatedError>()),
+        ("CorruptError", py.get_type::<CorruptError>()),
+        ("UnsupportedError", py.get_type::<UnsupportedError>()),
+        ("TooLargeError", py.get_type::<TooLargeError>()),
+        ("OptionsError", py.get_type::<OptionsError>()),
+        ("GpuError", py.get_type::<GpuError>()),
+        ("ReadError", py.get_type::<ReadError>()),
+    ] {
+        m.add(name, class)?;
+    }
+    Ok(())
+}

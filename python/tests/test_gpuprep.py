@@ -1,0 +1,151 @@
+"""The Python package against Pillow + torchvision's arithmetic (tools/pillow_reference.py, the
+script the Rust goldens come from) and the loader's contract, on the CPU backend and, where a GPU
+adapter opens (lavapipe in CI), on the GPU."""
+import json
+import os
+import sys
+
+import numpy as np
+import pytest
+
+import gpuprep
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.join(ROOT, "tools"))
+import pillow_reference  # noqa: E402
+
+PHOTOS = sorted(os.path.join(ROOT, "tests", "data", "photos", f)
+                for f in os.listdir(os.path.join(ROOT, "tests", "data", "photos")))
+BACKENDS = ["cpu", "gpu"]
+
+
+def pipeline(backend):
+    try:
+        return gpuprep.Pipeline(backend)
+    except gpuprep.GpuError as e:
+        if os.environ.get("GPUPREP_NO_GPU") == "1":
+            pytest.skip(f"GPUPREP_NO_GPU=1: {e}")
+        raise
+
+
+TRAIN_SPEC = {"random_resized_crop": {"size": [224, 224]}, "hflip": 0.5,
+              "color_jitter": [0.4, 0.4, 0.4, 0.1], "grayscale": 0.2,
+              "normalize": "imagenet", "dtype": "f32", "layout": "chw", "seed": 3}
+
+
+def train_transform():
+    return (gpuprep.Transform.imagenet_train().color_jitter(0.4, 0.4, 0.4, 0.1).grayscale(0.2)
+            .with_seed(3))
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_eval_preset_equals_pillow_and_torchvision(backend):
+    batch, outcomes = pipeline(backend).preprocess(PHOTOS, gpuprep.Transform.imagenet_eval())
+    assert batch.shape == (len(PHOTOS), 3, 224, 224) and batch.dtype == np.float32
+    spec = {"resize": "short:256", "crop": [224, 224], "normalize": "imagenet", "dtype": "f32",
+            "layout": "chw"}
+    for image, path in zip(batch, PHOTOS):
+        assert np.array_equal(image, pillow_reference.transformed(path, spec))
+    assert all(o["ok"] for o in outcomes)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_training_samples_equal_pillow_with_their_parameters(backend):
+    indices = [5, 0, 17, 2, 9, 11]
+    batch, outcomes = pipeline(backend).preprocess(PHOTOS, train_transform(), indices=indices)
+    for image, path, index, outcome in zip(batch, PHOTOS, indices, outcomes):
+        expected = pillow_reference.transformed(path, TRAIN_SPEC, index=index)
+        assert np.array_equal(image, expected), path
+        size = pillow_reference.Image.open(path).size
+        assert outcome["params"] == json.loads(json.dumps(pillow_reference.draw(TRAIN_SPEC, size, index)))
+
+
+def test_bytes_paths_and_arrays_give_the_same_tensor():
+    p = gpuprep.Pipeline("cpu")
+    t = gpuprep.Transform().resize((48, 64))
+    with open(PHOTOS[0], "rb") as f:
+        blob = f.read()
+    pixels = np.asarray(pillow_reference.Image.open(PHOTOS[0]).convert("RGB"))
+    batch, _ = p.preprocess([blob, PHOTOS[0], pixels], t)
+    assert batch.shape == (3, 48, 64, 3)
+    assert np.array_equal(batch[0], batch[1]) and np.array_equal(batch[0], batch[2])
+
+
+def test_bad_images_raise_their_kind_or_are_left_out():
+    p = gpuprep.Pipeline("cpu")
+    with open(PHOTOS[0], "rb") as f:
+        cut = f.read()[:2000]
+    with pytest.raises(gpuprep.TruncatedError):
+        p.preprocess([cut], gpuprep.Transform.imagenet_eval())
+    with pytest.raises(gpuprep.DecodeError):
+        p.preprocess([b"not an image at all"], gpuprep.Transform.imagenet_eval())
+    batch, outcomes = p.preprocess([PHOTOS[0], cut], gpuprep.Transform.imagenet_eval(),
+                                   errors="skip")
+    assert batch.shape[0] == 1
+    assert [o["ok"] for o in outcomes] == [True, False]
+    assert outcomes[1]["kind"] == "TruncatedError"
+    with pytest.raises(gpuprep.OptionsError):
+        gpuprep.Transform().interpolation("sharpest")
+
+
+def image_folder(tmp_path):
+    for i, path in enumerate(PHOTOS):
+        for copy in range(2):
+            cls = ["cat", "dog", "emu"][(i + copy) % 3]
+            os.makedirs(tmp_path / cls, exist_ok=True)
+            with open(path, "rb") as f, open(tmp_path / cls / f"{copy}-{i}.jpg", "wb") as out:
+                out.write(f.read())
+    return tmp_path
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_loader_splits_epochs_and_equals_single_images(tmp_path, backend):
+    pipeline(backend)  # skips where no GPU opens and that is allowed
+    root = image_folder(tmp_path)
+    n = 2 * len(PHOTOS)
+    seen = {}
+    for epoch in range(2):
+        everything = []
+        for rank in range(2):
+            loader = gpuprep.Loader(str(root), train_transform(), batch_size=4, shuffle=True,
+                                    seed=3, rank=rank, world_size=2, backend=backend)
+            loader.set_epoch(epoch)
+            assert len(loader) == -(-n // 2 // 4)
+            assert loader.classes == ["cat", "dog", "emu"]
+            for batch in loader.batches():
+                assert batch["images"].shape[1:] == (3, 224, 224)
+                everything.extend(batch["indices"].tolist())
+                seen[(epoch, rank)] = batch
+        assert sorted(everything) == list(range(n))
+    # Sample k of epoch e is exactly the transform's sample k with epoch e.
+    batch = seen[(1, 0)]
+    files = sorted((str(p) for p in root.rglob("*.jpg")))
+    p = gpuprep.Pipeline("cpu")
+    for image, index, params in zip(batch["images"], batch["indices"], batch["params"]):
+        cls_sorted = sorted(files, key=lambda f: (os.path.basename(os.path.dirname(f)), f))
+        path = cls_sorted[index]
+        spec = dict(TRAIN_SPEC, epoch=1)
+        assert np.array_equal(image, pillow_reference.transformed(path, spec, index=int(index)))
+
+
+def test_loader_reads_webdataset_shards_with_labels():
+    shards = os.path.join(ROOT, "tests", "data", "webdataset", "shard-*.tar")
+    t = gpuprep.Transform().resize((16, 24))
+    loader = gpuprep.Loader(shards, t, batch_size=3, backend="cpu")
+    labels, failed = [], []
+    for batch in loader.batches():
+        labels.extend(batch["labels"].tolist())
+        failed.extend(batch["failed"])
+    with open(os.path.join(ROOT, "tests", "data", "webdataset", "expected.json")) as f:
+        expected = json.load(f)["samples"]
+    assert labels == [s["label"] for s in expected if s["image"] is not None]
+    assert [f[1] for f in failed] == ["TruncatedError"]
+
+
+def test_loader_yields_torch_tensors_when_torch_is_there(tmp_path):
+    torch = pytest.importorskip("torch")
+    loader = gpuprep.Loader(str(image_folder(tmp_path)), gpuprep.Transform.imagenet_train(),
+                            batch_size=4, backend="cpu")
+    images, labels = next(iter(loader))
+    assert isinstance(images, torch.Tensor) and images.shape == (4, 3, 224, 224)
+    assert labels.dtype == torch.int64
