@@ -34,7 +34,7 @@ from ._gpuprep import (  # noqa: F401  (the package's public names)
 from . import _gpuprep
 
 __all__ = [
-    "Transform", "Pipeline", "Loader", "GpuprepError", "DecodeError", "TruncatedError",
+    "Transform", "Pipeline", "Loader", "from_torchvision", "GpuprepError", "DecodeError", "TruncatedError",
     "CorruptError", "UnsupportedError", "TooLargeError", "OptionsError", "GpuError", "ReadError",
 ]
 
@@ -66,6 +66,95 @@ def _resolve(source):
     if paths and all(p.endswith(".tar") for p in paths):
         return "shards", paths
     return "files", paths
+
+
+# Where each torchvision transform may stand: gpuprep applies them in this order, so a Compose
+# whose order differs (a crop after a colour jitter, say) would compute something else.
+_STAGE = {"Resize": 0, "RandomResizedCrop": 0, "CenterCrop": 1, "RandomHorizontalFlip": 2,
+          "RandomVerticalFlip": 2, "ColorJitter": 2, "RandomGrayscale": 3, "ToTensor": 4,
+          "PILToTensor": 4, "ToImage": 4, "ToDtype": 5, "ConvertImageDtype": 5, "Normalize": 6,
+          "RandomErasing": 7}
+_INTERPOLATIONS = {"NEAREST": "nearest", "BOX": "box", "BILINEAR": "bilinear",
+                   "HAMMING": "hamming", "BICUBIC": "bicubic", "LANCZOS": "lanczos"}
+
+
+def _size(size):
+    """torchvision's size argument as an int or (h, w)."""
+    if isinstance(size, int):
+        return size
+    size = list(size)
+    return size[0] if len(size) == 1 else (int(size[0]), int(size[1]))
+
+
+def _amount(name, value, centre):
+    """ColorJitter's stored [low, high] as the single number gpuprep takes, when it is one."""
+    if value is None:
+        return 0.0
+    low, high = float(value[0]), float(value[1])
+    v = high - centre
+    expected = (-v, v) if centre == 0 else (max(0.0, 1 - v), 1 + v)
+    if abs(low - expected[0]) > 1e-12:
+        raise OptionsError(f"ColorJitter {name}={value}: only symmetric ranges are supported")
+    return v
+
+
+def from_torchvision(compose):
+    """The Transform that computes what `compose` (a torchvision Compose of Resize, CenterCrop,
+    RandomResizedCrop, RandomHorizontalFlip, RandomVerticalFlip, ColorJitter, RandomGrayscale,
+    ToTensor / PILToTensor + ToDtype, Normalize, RandomErasing, in that order) computes on a PIL
+    image; anything else is refused by name (OptionsError)."""
+    steps = list(getattr(compose, "transforms", [compose]))
+    t = Transform()
+    last = -1
+    for step in steps:
+        name = type(step).__name__
+        if name not in _STAGE:
+            raise OptionsError(f"{name} is not supported by gpuprep (supported: {sorted(_STAGE)})")
+        if _STAGE[name] < last:
+            raise OptionsError(f"{name} after a later step: gpuprep applies them in torchvision's "
+                               "usual order (resize or crop, flips and colour, tensor, normalise, erase)")
+        last = _STAGE[name]
+        interpolation = getattr(step, "interpolation", None)
+        if interpolation is not None:
+            t = t.interpolation(_INTERPOLATIONS[getattr(interpolation, "name", str(interpolation)).upper()])
+        if name == "Resize":
+            if getattr(step, "max_size", None) is not None:
+                raise OptionsError("Resize(max_size=...) is not supported")
+            t = t.resize(_size(step.size))
+        elif name == "RandomResizedCrop":
+            t = t.random_resized_crop(_size(step.size), tuple(step.scale), tuple(step.ratio))
+        elif name == "CenterCrop":
+            t = t.center_crop(_size(step.size))
+        elif name == "RandomHorizontalFlip":
+            t = t.horizontal_flip(float(step.p))
+        elif name == "RandomVerticalFlip":
+            t = t.vertical_flip(float(step.p))
+        elif name == "ColorJitter":
+            t = t.color_jitter(_amount("brightness", step.brightness, 1),
+                               _amount("contrast", step.contrast, 1),
+                               _amount("saturation", step.saturation, 1),
+                               _amount("hue", step.hue, 0))
+        elif name == "RandomGrayscale":
+            t = t.grayscale(float(step.p))
+        elif name == "ToTensor":
+            t = t.to_tensor()
+        elif name in ("PILToTensor", "ToImage"):
+            t = t.to("uint8", "chw")
+        elif name in ("ToDtype", "ConvertImageDtype"):
+            dtype = str(getattr(step, "dtype", "")).replace("torch.", "")
+            if isinstance(getattr(step, "dtype", None), dict):
+                raise OptionsError("ToDtype with a dict of dtypes is not supported")
+            if name == "ToDtype" and dtype.startswith("float") and not getattr(step, "scale", False):
+                raise OptionsError("ToDtype(float, scale=False) is not supported: use scale=True")
+            t = t.to_tensor() if dtype == "float32" else t.to_tensor().to(dtype)
+        elif name == "Normalize":
+            t = t.normalize([float(m) for m in step.mean], [float(s) for s in step.std])
+        elif name == "RandomErasing":
+            if isinstance(step.value, str):
+                raise OptionsError("RandomErasing(value='random') is not supported")
+            t = t.random_erasing(float(step.p), tuple(step.scale), tuple(step.ratio),
+                                 step.value if isinstance(step.value, (int, float)) else list(step.value))
+    return t
 
 
 class Loader:

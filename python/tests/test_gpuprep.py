@@ -149,3 +149,16 @@ def test_loader_yields_torch_tensors_when_torch_is_there(tmp_path):
     images, labels = next(iter(loader))
     assert isinstance(images, torch.Tensor) and images.shape == (4, 3, 224, 224)
     assert labels.dtype == torch.int64
+
+
+def test_from_torchvision_translates_a_compose_and_refuses_others():
+    T = pytest.importorskip("torchvision.transforms")
+    compose = T.Compose([T.RandomResizedCrop(224), T.RandomHorizontalFlip(),
+                         T.ColorJitter(0.4, 0.4, 0.4, 0.1), T.ToTensor(),
+                         T.Normalize((0.485, 0.456, 0.406), (0.229, 0.224, 0.225))])
+    t = gpuprep.from_torchvision(compose)
+    assert t.output_size == (224, 224) and t.dtype == "float32" and t.is_random
+    with pytest.raises(gpuprep.OptionsError, match="GaussianBlur"):
+        gpuprep.from_torchvision(T.Compose([T.GaussianBlur(3)]))
+    with pytest.raises(gpuprep.OptionsError, match="after"):
+        gpuprep.from_torchvision(T.Compose([T.ColorJitter(0.4), T.RandomResizedCrop(224)]))
