@@ -569,6 +569,103 @@ pub fn params_json(params: &crate::Params) -> serde_json::Value {
     json
 }
 
+/// [`params_json`]'s form read back: the parameters to give a transform (`Sample::Given`), for
+/// instance drawn by torchvision's own `get_params` and written in this form.
+pub fn params_from_json(json: &serde_json::Value) -> Result<crate::Params, String> {
+    use crate::plan::{Adjustment, CropBox};
+    let object = json.as_object().ok_or("the parameters are a JSON object")?;
+    let int = |v: &serde_json::Value, key: &str| {
+        v.get(key)
+            .and_then(serde_json::Value::as_u64)
+            .map(|n| n as usize)
+            .ok_or_else(|| format!("`{key}` must be a non-negative integer"))
+    };
+    let get_box = |v: &serde_json::Value| -> Result<CropBox, String> {
+        Ok(CropBox {
+            top: int(v, "top")?,
+            left: int(v, "left")?,
+            height: int(v, "height")?,
+            width: int(v, "width")?,
+        })
+    };
+    let flag = |key: &str| -> Result<Option<bool>, String> {
+        object
+            .get(key)
+            .map(|v| v.as_bool().ok_or(format!("`{key}` must be true or false")))
+            .transpose()
+    };
+    for key in object.keys() {
+        let known = [
+            "crop",
+            "interpolation",
+            "flip",
+            "vflip",
+            "color",
+            "grayscale",
+            "erase",
+        ];
+        if !known.contains(&key.as_str()) {
+            return Err(format!("unknown parameter `{key}`"));
+        }
+    }
+    let interpolation = match object.get("interpolation") {
+        None => None,
+        Some(v) => Some(match v.as_str().unwrap_or("") {
+            "nearest" => crate::Filter::Nearest,
+            "box" => crate::Filter::Box,
+            "bilinear" => crate::Filter::Bilinear,
+            "hamming" => crate::Filter::Hamming,
+            "bicubic" => crate::Filter::Bicubic,
+            "lanczos" => crate::Filter::Lanczos,
+            other => return Err(format!("unknown interpolation {other:?}")),
+        }),
+    };
+    let color = match object.get("color") {
+        None => None,
+        Some(c) => {
+            let order = c
+                .get("order")
+                .and_then(serde_json::Value::as_array)
+                .ok_or("`color` needs an `order` list")?;
+            let mut adjustments = Vec::new();
+            for name in order {
+                let name = name.as_str().unwrap_or("");
+                let factor = c
+                    .get(name)
+                    .and_then(serde_json::Value::as_f64)
+                    .ok_or(format!("`color` lacks the factor of {name:?}"))?
+                    as f32;
+                adjustments.push(match name {
+                    "brightness" => Adjustment::Brightness(factor),
+                    "contrast" => Adjustment::Contrast(factor),
+                    "saturation" => Adjustment::Saturation(factor),
+                    "hue" => Adjustment::Hue(factor),
+                    other => return Err(format!("unknown colour adjustment {other:?}")),
+                });
+            }
+            Some(adjustments)
+        }
+    };
+    Ok(crate::Params {
+        crop: object.get("crop").map(get_box).transpose()?,
+        interpolation,
+        horizontal_flip: flag("flip")?,
+        vertical_flip: flag("vflip")?,
+        color,
+        grayscale: flag("grayscale")?,
+        erase: object
+            .get("erase")
+            .map(|v| {
+                if v.is_null() {
+                    Ok(None)
+                } else {
+                    get_box(v).map(Some)
+                }
+            })
+            .transpose()?,
+    })
+}
+
 /// `path` as `key` (its text, lossy where it is not UTF-8) and, where it is not UTF-8, as
 /// `key_hex` (its bytes).
 fn path_fields(entry: &mut serde_json::Value, key: &str, path: &Path) {
@@ -600,4 +697,36 @@ fn transform_json(t: &Transform) -> serde_json::Value {
         "dtype": format!("{:?}", t.dtype).to_lowercase(),
         "channels": format!("{:?}", t.channel_order).to_lowercase(),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::plan::random::SampleKey;
+
+    /// What report.json writes reads back as the same parameters, for every operation.
+    #[test]
+    fn parameters_read_back_from_their_json() {
+        let transform = Transform {
+            color_jitter: Some(crate::ColorJitter::new(0.4, 0.4, 0.4, 0.1)),
+            vertical_flip: Some(0.5),
+            grayscale: Some(0.5),
+            random_erasing: Some(crate::RandomErasing::new(1.0)),
+            ..Transform::timm_train()
+        };
+        for index in 0..20 {
+            let key = SampleKey {
+                seed: 1,
+                epoch: 2,
+                index,
+            };
+            let params = crate::Params::draw(&transform, key, (640, 480));
+            let json = params_json(&params);
+            let text = json.to_string();
+            let parsed: serde_json::Value = serde_json::from_str(&text).unwrap();
+            assert_eq!(params_from_json(&parsed), Ok(params), "{text}");
+        }
+        let unknown = serde_json::json!({"rotate": 3});
+        assert!(params_from_json(&unknown).unwrap_err().contains("rotate"));
+    }
 }

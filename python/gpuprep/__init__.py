@@ -34,7 +34,7 @@ from ._gpuprep import (  # noqa: F401  (the package's public names)
 from . import _gpuprep
 
 __all__ = [
-    "Transform", "Pipeline", "Loader", "from_torchvision", "GpuprepError", "DecodeError", "TruncatedError",
+    "Transform", "Pipeline", "Loader", "from_torchvision", "torchvision_params", "GpuprepError", "DecodeError", "TruncatedError",
     "CorruptError", "UnsupportedError", "TooLargeError", "OptionsError", "GpuError", "ReadError",
 ]
 
@@ -155,6 +155,67 @@ def from_torchvision(compose):
             t = t.random_erasing(float(step.p), tuple(step.scale), tuple(step.ratio),
                                  step.value if isinstance(step.value, (int, float)) else list(step.value))
     return t
+
+
+_ADJUSTMENTS = ("brightness", "contrast", "saturation", "hue")
+
+
+def torchvision_params(compose, size):
+    """The random parameters `compose` draws for an image of `size` (width, height), drawn by
+    torchvision's own get_params and the torch RNG in the order its forward draws them: after
+    `torch.manual_seed(s)`, `Pipeline.preprocess([image], from_torchvision(compose),
+    params=[torchvision_params(compose, size)])` equals `compose(pil_image)` after the same seed,
+    bit for bit. The dict has report.json's form."""
+    import torch
+
+    width, height = size
+    params = {}
+    for step in getattr(compose, "transforms", [compose]):
+        name = type(step).__name__
+        if name == "Resize":
+            n = _size(step.size)
+            if isinstance(n, int):
+                short, long_ = min(width, height), max(width, height)
+                new = (n, int(n * long_ / short))
+                width, height = new if width <= height else new[::-1]
+            else:
+                height, width = n
+        elif name == "CenterCrop":
+            n = _size(step.size)
+            height, width = (n, n) if isinstance(n, int) else n
+        elif name == "RandomResizedCrop":
+            # get_params reads the image's size alone: a view of one element stands in.
+            stand_in = torch.empty(1, 1, 1).expand(1, height, width)
+            i, j, h, w = step.get_params(stand_in, step.scale, step.ratio)
+            params["crop"] = {"top": int(i), "left": int(j), "height": int(h), "width": int(w)}
+            n = _size(step.size)
+            height, width = (n, n) if isinstance(n, int) else n
+        elif name == "RandomHorizontalFlip":
+            params["flip"] = bool(torch.rand(1) < step.p)
+        elif name == "RandomVerticalFlip":
+            params["vflip"] = bool(torch.rand(1) < step.p)
+        elif name == "ColorJitter":
+            order, *factors = step.get_params(step.brightness, step.contrast, step.saturation,
+                                              step.hue)
+            color = {"order": [_ADJUSTMENTS[k] for k in order.tolist() if factors[k] is not None]}
+            for adjustment, factor in zip(_ADJUSTMENTS, factors):
+                if factor is not None:
+                    color[adjustment] = float(factor)
+            params["color"] = color
+        elif name == "RandomGrayscale":
+            params["grayscale"] = bool(torch.rand(1) < step.p)
+        elif name == "RandomErasing":
+            params["erase"] = None
+            if torch.rand(1) < step.p:
+                value = step.value
+                value = [float(value)] if isinstance(value, (int, float)) else [float(v) for v in value]
+                stand_in = torch.empty(1, 1, 1).expand(3, height, width)
+                x, y, h, w, _ = step.get_params(stand_in, scale=step.scale, ratio=step.ratio,
+                                                value=value)
+                if (h, w) != (height, width):  # torchvision's fallback erases nothing
+                    params["erase"] = {"top": int(x), "left": int(y), "height": int(h),
+                                       "width": int(w)}
+    return params
 
 
 class Loader:

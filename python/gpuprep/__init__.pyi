@@ -58,6 +58,7 @@ class Pipeline:
     def backend(self) -> str: ...
     def preprocess(self, images: Sequence[Image], transform: Transform,
                    indices: Optional[Sequence[int]] = None,
+                   params: Optional[Sequence[dict[str, Any]]] = None,
                    errors: Literal["raise", "skip"] = "raise") -> tuple[np.ndarray, list[dict[str, Any]]]: ...
 
 class Loader:
@@ -78,4 +79,9 @@ class Loader:
 
 def from_torchvision(compose: Any) -> Transform:
     """The Transform that computes what a torchvision Compose of supported transforms computes."""
+    ...
+
+def torchvision_params(compose: Any, size: tuple[int, int]) -> dict[str, Any]:
+    """The random parameters a torchvision Compose draws for an image of (width, height), with
+    torchvision's get_params and the torch RNG."""
     ...

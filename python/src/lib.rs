@@ -367,9 +367,20 @@ fn array<'py>(py: Python<'py>, data: TensorData, shape: &[usize]) -> PyResult<Bo
 }
 
 /// `params` as report.json writes them, as a Python dict.
-fn params<'py>(py: Python<'py>, params: &Params) -> PyResult<Bound<'py, PyAny>> {
+fn params_dict<'py>(py: Python<'py>, params: &Params) -> PyResult<Bound<'py, PyAny>> {
     let text = gpuprep::convert::params_json(params).to_string();
     py.import("json")?.call_method1("loads", (text,))
+}
+
+/// A parameter dict (report.json's form) as the crate's parameters.
+fn given_params(py: Python<'_>, dict: &Bound<'_, PyAny>) -> PyResult<Params> {
+    let text: String = py
+        .import("json")?
+        .call_method1("dumps", (dict,))?
+        .extract()?;
+    let value: serde_json::Value =
+        serde_json::from_str(&text).map_err(|e| OptionsError::new_err(e.to_string()))?;
+    gpuprep::convert::params_from_json(&value).map_err(OptionsError::new_err)
 }
 
 /// One input as gpuprep decodes it: bytes or a path are files; an array is uint8 RGB pixels
@@ -431,17 +442,19 @@ impl Pipeline {
     }
 
     /// `images` (bytes, paths, or uint8 arrays) through `transform`, image i being sample
-    /// `indices[i]` (default i) of a random one. Returns (array (N, ...) of the images that
-    /// converted, in order; a list with each input's outcome: a dict with "ok", "error",
-    /// "kind" and "params"). With errors="raise" the first failure raises its DecodeError
-    /// subclass instead.
-    #[pyo3(signature = (images, transform, indices=None, errors="raise"))]
+    /// `indices[i]` (default i) of a random one, or with the random parameters `params[i]`
+    /// (dicts in report.json's form, e.g. from `gpuprep.torchvision_params`). Returns (array
+    /// (N, ...) of the images that converted, in order; a list with each input's outcome: a
+    /// dict with "ok", "error", "kind" and "params"). With errors="raise" the first failure
+    /// raises its DecodeError subclass instead.
+    #[pyo3(signature = (images, transform, indices=None, params=None, errors="raise"))]
     fn preprocess<'py>(
         &self,
         py: Python<'py>,
         images: Bound<'py, PyList>,
         transform: &Transform,
         indices: Option<Vec<u64>>,
+        params: Option<Bound<'py, PyList>>,
         errors: &str,
     ) -> PyResult<(Bound<'py, PyAny>, Bound<'py, PyList>)> {
         if errors != "raise" && errors != "skip" {
@@ -451,6 +464,12 @@ impl Pipeline {
         let indices = indices.unwrap_or_else(|| (0..inputs.len() as u64).collect());
         if indices.len() != inputs.len() {
             return Err(OptionsError::new_err("one index per image"));
+        }
+        let given: Option<Vec<Params>> = params
+            .map(|list| list.iter().map(|p| given_params(py, &p)).collect())
+            .transpose()?;
+        if given.as_ref().is_some_and(|g| g.len() != inputs.len()) {
+            return Err(OptionsError::new_err("one parameter dict per image"));
         }
         let t = transform.0;
         let limits = Limits::default();
@@ -469,20 +488,36 @@ impl Pipeline {
                 .filter(|(i, _)| matches!(i, Input::Encoded(_)))
                 .map(|(_, &k)| k)
                 .collect();
+            let encoded_given: Option<Vec<Params>> = given.as_ref().map(|g| {
+                inputs
+                    .iter()
+                    .zip(g)
+                    .filter(|(i, _)| matches!(i, Input::Encoded(_)))
+                    .map(|(_, p)| p.clone())
+                    .collect()
+            });
+            let samples = match &encoded_given {
+                Some(g) => Samples::Given(g),
+                None => Samples::Indices(&encoded_indices),
+            };
             let mut from_bytes = backend
-                .preprocess_samples(&encoded, &t, Samples::Indices(&encoded_indices), &limits)
+                .preprocess_samples(&encoded, &t, samples, &limits)
                 .into_iter();
             inputs
                 .into_iter()
-                .zip(&indices)
-                .map(|(input, &k)| match input {
+                .enumerate()
+                .map(|(i, input)| match input {
                     Input::Encoded(_) => from_bytes.next().expect("one result per input"),
                     Input::Pixels(rgb) => {
                         let decoded = gpuprep::formats::Decoded::Pixels(gpuprep::formats::Pixels {
                             rgb,
                             orientation: 1,
                         });
-                        backend.preprocess_decoded(decoded, &t, &Sample::Index(k), &limits)
+                        let sample = match &given {
+                            Some(g) => Sample::Given(g[i].clone()),
+                            None => Sample::Index(indices[i]),
+                        };
+                        backend.preprocess_decoded(decoded, &t, &sample, &limits)
                     }
                 })
                 .collect()
@@ -505,7 +540,7 @@ impl Pipeline {
                     outcome.set_item("ok", true)?;
                     outcome.set_item("error", py.None())?;
                     outcome.set_item("kind", py.None())?;
-                    outcome.set_item("params", params(py, &tensor.params)?)?;
+                    outcome.set_item("params", params_dict(py, &tensor.params)?)?;
                     stacked = Some(match (stacked, tensor.data) {
                         (None, d) => d,
                         (Some(TensorData::U8(mut a)), TensorData::U8(b)) => {
@@ -661,7 +696,7 @@ impl Epoch {
         let indices = PyArray1::from_vec(py, batch.indices).into_any();
         let drawn = PyList::empty(py);
         for p in &batch.params {
-            drawn.append(params(py, p)?)?;
+            drawn.append(params_dict(py, p)?)?;
         }
         let failed = PyList::empty(py);
         for (index, e) in &batch.failed {

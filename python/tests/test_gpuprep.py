@@ -162,3 +162,44 @@ def test_from_torchvision_translates_a_compose_and_refuses_others():
         gpuprep.from_torchvision(T.Compose([T.GaussianBlur(3)]))
     with pytest.raises(gpuprep.OptionsError, match="after"):
         gpuprep.from_torchvision(T.Compose([T.ColorJitter(0.4), T.RandomResizedCrop(224)]))
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_with_torchs_seed_the_batches_are_torchvisions(backend):
+    """torchvision's own pipeline on PIL images, after torch.manual_seed, against gpuprep given
+    the parameters torchvision_params draws after the same seed."""
+    torch = pytest.importorskip("torch")
+    T = pytest.importorskip("torchvision.transforms")
+    compose = T.Compose([T.RandomResizedCrop(160), T.RandomHorizontalFlip(), T.RandomVerticalFlip(),
+                         T.ColorJitter(0.4, 0.4, 0.4, 0.1), T.RandomGrayscale(0.3), T.ToTensor(),
+                         T.Normalize((0.485, 0.456, 0.406), (0.229, 0.224, 0.225)),
+                         T.RandomErasing(0.7, value=0.5)])
+    transform = gpuprep.from_torchvision(compose)
+    p = pipeline(backend)
+    for seed, path in enumerate(PHOTOS * 2):
+        image = pillow_reference.Image.open(path).convert("RGB")
+        torch.manual_seed(seed)
+        expected = compose(image).numpy()
+        torch.manual_seed(seed)
+        params = gpuprep.torchvision_params(compose, image.size)
+        batch, _ = p.preprocess([path], transform, params=[params])
+        assert np.array_equal(batch[0], expected), (path, seed, params)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_given_parameters_are_used_as_given(backend):
+    path = PHOTOS[0]
+    image = pillow_reference.Image.open(path).convert("RGB")
+    given = {"crop": {"top": 98, "left": 42, "height": 376, "width": 439}, "flip": True}
+    t = gpuprep.Transform().random_resized_crop(160).horizontal_flip().to("uint8", "chw")
+    batch, outcomes = pipeline(backend).preprocess([path, np.asarray(image)], t,
+                                                   params=[given, given])
+    spec = {"random_resized_crop": {"size": [160, 160]}}
+    expected = pillow_reference.finish(
+        np.asarray(pillow_reference.cut(image, given, (160, 160), pillow_reference.Image.BILINEAR)),
+        given).transpose(2, 0, 1)
+    assert np.array_equal(batch[0], expected) and np.array_equal(batch[1], expected)
+    assert outcomes[0]["params"] == given
+    with pytest.raises(gpuprep.OptionsError, match="inside"):
+        pipeline(backend).preprocess([path], t, params=[{"crop": dict(given["crop"], left=400),
+                                                        "flip": False}])
