@@ -15,7 +15,7 @@ struct Job {
     // Adjustments in `kinds` / `factors`, and 1 to turn grey after them.
     adjustments: u32,
     grayscale: u32,
-    // 0 brightness, 1 contrast, 2 saturation, 3 hue.
+    // BRIGHTNESS (blended with black), CONTRAST, SATURATION or HUE.
     kinds: vec4<u32>,
     // The factors; for the hue, the H channel's shift (an integer 0..=255).
     factors: vec4<f32>,
@@ -31,6 +31,11 @@ struct Job {
 @group(0) @binding(4) var<storage, read> to_rgb: array<u32>;
 
 const LANES: u32 = 256u;
+// `Job::kinds`, as src/gpu/jobs.rs names them.
+const BRIGHTNESS: u32 = 0u;
+const CONTRAST: u32 = 1u;
+const SATURATION: u32 = 2u;
+const HUE: u32 = 3u;
 var<workgroup> partial: array<u32, LANES>;
 
 // Pillow's convert('L'): ITU-R 601-2 luma in 16-bit fixed point.
@@ -106,20 +111,20 @@ fn main(@builtin(local_invocation_index) lane: u32, @builtin(workgroup_id) group
         let kind = p.kinds[k];
         let alpha = p.factors[k];
         var mean = 0u;
-        if kind == 1u {
+        if kind == CONTRAST {
             mean = mean_luma(job, lane);
         }
         for (var i = lane; i < p.pixels; i += LANES) {
             let at = p.pixels_base + i;
             let pixel = pixels[at];
-            if kind == 3u {
+            if kind == HUE {
                 pixels[at] = shift_hue(pixel, u32(alpha));
                 continue;
             }
             var grey = vec3<u32>(0u);
-            if kind == 1u {
+            if kind == CONTRAST {
                 grey = vec3<u32>(mean);
-            } else if kind == 2u {
+            } else if kind == SATURATION {
                 grey = vec3<u32>(luma(pixel));
             }
             pixels[at] = blend_pixel(pixel, grey, alpha, p.zero);

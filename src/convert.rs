@@ -535,14 +535,13 @@ pub fn report_json(reports: &[ImageReport], job: &Job) -> String {
 /// null}`, factors as the
 /// float32 values used, a key only for an operation the transform has.
 pub fn params_json(params: &crate::Params) -> serde_json::Value {
+    let box_json = |b: crate::CropBox| serde_json::json!({"top": b.top, "left": b.left, "height": b.height, "width": b.width});
     let mut json = serde_json::json!({});
     if let Some(b) = params.crop {
-        json["crop"] = serde_json::json!({
-            "top": b.top, "left": b.left, "height": b.height, "width": b.width
-        });
+        json["crop"] = box_json(b);
     }
     if let Some(filter) = params.interpolation {
-        json["interpolation"] = format!("{filter:?}").to_lowercase().into();
+        json["interpolation"] = filter.name().into();
     }
     if let Some(flip) = params.horizontal_flip {
         json["flip"] = flip.into();
@@ -562,9 +561,7 @@ pub fn params_json(params: &crate::Params) -> serde_json::Value {
         json["grayscale"] = grey.into();
     }
     if let Some(erased) = params.erase {
-        json["erase"] = erased.map_or(serde_json::Value::Null, |b| {
-            serde_json::json!({"top": b.top, "left": b.left, "height": b.height, "width": b.width})
-        });
+        json["erase"] = erased.map_or(serde_json::Value::Null, box_json);
     }
     json
 }
@@ -608,18 +605,13 @@ pub fn params_from_json(json: &serde_json::Value) -> Result<crate::Params, Strin
             return Err(format!("unknown parameter `{key}`"));
         }
     }
-    let interpolation = match object.get("interpolation") {
-        None => None,
-        Some(v) => Some(match v.as_str().unwrap_or("") {
-            "nearest" => crate::Filter::Nearest,
-            "box" => crate::Filter::Box,
-            "bilinear" => crate::Filter::Bilinear,
-            "hamming" => crate::Filter::Hamming,
-            "bicubic" => crate::Filter::Bicubic,
-            "lanczos" => crate::Filter::Lanczos,
-            other => return Err(format!("unknown interpolation {other:?}")),
-        }),
-    };
+    let interpolation = object
+        .get("interpolation")
+        .map(|v| {
+            let name = v.as_str().unwrap_or("");
+            crate::Filter::from_name(name).ok_or(format!("unknown interpolation {name:?}"))
+        })
+        .transpose()?;
     let color = match object.get("color") {
         None => None,
         Some(c) => {
@@ -689,7 +681,7 @@ fn transform_json(t: &Transform) -> serde_json::Value {
     serde_json::json!({
         "resize": resize,
         "center_crop": t.center_crop.map(|(w, h)| serde_json::json!({ "width": w, "height": h })),
-        "filter": format!("{:?}", t.filter).to_lowercase(),
+        "filter": t.filter.name(),
         "draft": t.draft,
         "exif_transpose": t.exif_transpose,
         "normalize": t.normalize.map(|n| serde_json::json!({ "mean": n.mean, "std": n.std })),

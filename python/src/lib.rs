@@ -94,18 +94,10 @@ fn error(e: &gpuprep::Error) -> PyErr {
 }
 
 fn filter(name: &str) -> PyResult<Filter> {
-    Ok(match name.to_ascii_lowercase().as_str() {
-        "nearest" => Filter::Nearest,
-        "box" => Filter::Box,
-        "bilinear" => Filter::Bilinear,
-        "hamming" => Filter::Hamming,
-        "bicubic" => Filter::Bicubic,
-        "lanczos" => Filter::Lanczos,
-        other => {
-            return Err(OptionsError::new_err(format!(
-                "unknown interpolation {other:?}: nearest, box, bilinear, hamming, bicubic, lanczos"
-            )))
-        }
+    Filter::from_name(name).ok_or_else(|| {
+        OptionsError::new_err(format!(
+            "unknown interpolation {name:?}: nearest, box, bilinear, hamming, bicubic, lanczos"
+        ))
     })
 }
 

@@ -197,7 +197,7 @@ pub(crate) struct AdjustJob {
     /// Adjustments in `kinds`/`factors` (at most four), and 1 to turn grey after them.
     pub adjustments: u32,
     pub grayscale: u32,
-    /// Each adjustment: 0 brightness, 1 contrast, 2 saturation, [`HUE`].
+    /// Each adjustment: [`BRIGHTNESS`], [`CONTRAST`], [`SATURATION`] or [`HUE`].
     pub kinds: [u32; 4],
     /// Their factors, as the float32 values Pillow is given; for the hue, the shift of the H
     /// channel (0..=255, exact in a float).
@@ -209,7 +209,10 @@ pub(crate) struct AdjustJob {
     pub padding: [u32; 3],
 }
 
-/// `AdjustJob::kinds` of the hue shift.
+/// `AdjustJob::kinds`, as shaders/adjust.wgsl numbers them.
+pub(crate) const BRIGHTNESS: u32 = 0;
+pub(crate) const CONTRAST: u32 = 1;
+pub(crate) const SATURATION: u32 = 2;
 pub(crate) const HUE: u32 = 3;
 
 /// A job record as the words the upload holds.

@@ -4,7 +4,7 @@
 
 use super::jobs::{
     word_count, AdjustJob, ColorJob, HorizontalJob, IdctJob, PlaneGeometry, PlaneUpsampling,
-    TensorJob, HUE,
+    TensorJob, BRIGHTNESS, CONTRAST, HUE, SATURATION,
 };
 use crate::error::Result;
 use crate::formats::{Decoded, Pixels};
@@ -439,9 +439,9 @@ fn adjusted(pixels: &TensorJob, plan: &ImagePlan) -> Adjusted {
     };
     for (k, adjustment) in output.color.iter().enumerate() {
         (job.kinds[k], job.factors[k]) = match *adjustment {
-            Adjustment::Brightness(f) => (0, f),
-            Adjustment::Contrast(f) => (1, f),
-            Adjustment::Saturation(f) => (2, f),
+            Adjustment::Brightness(f) => (BRIGHTNESS, f),
+            Adjustment::Contrast(f) => (CONTRAST, f),
+            Adjustment::Saturation(f) => (SATURATION, f),
             Adjustment::Hue(f) => (HUE, f32::from(crate::plan::hsv::hue_shift(f))),
         };
     }

@@ -236,10 +236,8 @@ impl Params {
 /// `round` (half to even) makes the sides.
 fn crop_box(crop: &RandomResizedCrop, (width, height): (usize, usize), s: &mut Stream) -> CropBox {
     let area = (width * height) as f64;
-    let (log_low, log_high) = (crop.ratio.0.ln(), crop.ratio.1.ln());
     for _ in 0..10 {
-        let target_area = area * (crop.scale.0 + (crop.scale.1 - crop.scale.0) * s.uniform());
-        let aspect = (log_low + (log_high - log_low) * s.uniform()).exp();
+        let (target_area, aspect) = area_and_aspect(area, crop.scale, crop.ratio, s);
         let w = (target_area * aspect).sqrt().round_ties_even() as usize;
         let h = (target_area / aspect).sqrt().round_ties_even() as usize;
         if 0 < w && w <= width && 0 < h && h <= height {
@@ -275,6 +273,15 @@ fn crop_box(crop: &RandomResizedCrop, (width, height): (usize, usize), s: &mut S
     }
 }
 
+/// One try of torchvision's box `get_params` (RandomResizedCrop's and RandomErasing's): an area,
+/// `area` times a share uniform in `scale`, and an aspect ratio log-uniform in `ratio`.
+fn area_and_aspect(area: f64, scale: (f64, f64), ratio: (f64, f64), s: &mut Stream) -> (f64, f64) {
+    let (log_low, log_high) = (ratio.0.ln(), ratio.1.ln());
+    let target = area * (scale.0 + (scale.1 - scale.0) * s.uniform());
+    let aspect = (log_low + (log_high - log_low) * s.uniform()).exp();
+    (target, aspect)
+}
+
 /// torchvision's `RandomErasing`: erase with probability `p`, then `get_params`: ten tries at a
 /// box of random area and aspect ratio (height / width, log-uniform) strictly smaller than the
 /// (`width`, `height`) output, else nothing erased.
@@ -287,11 +294,8 @@ fn erase_box(
         return None;
     }
     let area = (width * height) as f64;
-    let (log_low, log_high) = (erasing.ratio.0.ln(), erasing.ratio.1.ln());
-    let (s0, s1) = erasing.scale;
     for _ in 0..10 {
-        let erase_area = area * (s0 + (s1 - s0) * s.uniform());
-        let aspect = (log_low + (log_high - log_low) * s.uniform()).exp();
+        let (erase_area, aspect) = area_and_aspect(area, erasing.scale, erasing.ratio, s);
         let h = (erase_area * aspect).sqrt().round_ties_even() as usize;
         let w = (erase_area / aspect).sqrt().round_ties_even() as usize;
         if h < height && w < width {

@@ -28,6 +28,35 @@ pub enum Filter {
 }
 
 impl Filter {
+    /// Every filter, by [`Filter::name`].
+    pub const ALL: [Self; 6] = [
+        Self::Nearest,
+        Self::Box,
+        Self::Bilinear,
+        Self::Hamming,
+        Self::Bicubic,
+        Self::Lanczos,
+    ];
+
+    /// Pillow's name of the filter, in lower case (`"bilinear"`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Nearest => "nearest",
+            Self::Box => "box",
+            Self::Bilinear => "bilinear",
+            Self::Hamming => "hamming",
+            Self::Bicubic => "bicubic",
+            Self::Lanczos => "lanczos",
+        }
+    }
+
+    /// The filter of [`Filter::name`] `name`, in any case.
+    pub fn from_name(name: &str) -> Option<Self> {
+        Self::ALL
+            .into_iter()
+            .find(|f| f.name().eq_ignore_ascii_case(name))
+    }
+
     /// Half-width of the filter at scale 1 (`_filters_support`).
     pub fn support(self) -> f64 {
         match self {

@@ -73,15 +73,7 @@ fn spec(t: &Transform) -> Value {
     if let Some((width, height)) = t.center_crop {
         spec.insert("crop".into(), json!([width, height]));
     }
-    let filter = match t.filter {
-        Filter::Nearest => "nearest",
-        Filter::Box => "box",
-        Filter::Bilinear => "bilinear",
-        Filter::Hamming => "hamming",
-        Filter::Bicubic => "bicubic",
-        Filter::Lanczos => "lanczos",
-    };
-    spec.insert("filter".into(), json!(filter));
+    spec.insert("filter".into(), json!(t.filter.name()));
     spec.insert("draft".into(), json!(t.draft));
     if let Some(n) = t.normalize {
         let values = |v: [f32; 3]| v.map(f64::from);
