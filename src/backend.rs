@@ -1,9 +1,10 @@
 //! Where the pixel stages run: the CPU reference or a GPU. Entropy decoding is on the CPU either
 //! way.
 
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::gpu::{find_adapter, open_device, Batching, Gpu, GpuPipeline, StreamOptions};
 use crate::plan::{Sample, Samples};
+use crate::tensor::Stacked;
 use crate::{formats, reference, Limits, Tensor, Transform};
 
 /// A GPU with the pipelines compiled for it.
@@ -150,6 +151,43 @@ impl Backend {
                     .results
             }
         }
+    }
+
+    /// [`Self::preprocess_samples`] for a transform whose outputs all have one shape (see
+    /// [`Transform::fixed_output_shape`]), stacked in one array as they are made: on the GPU,
+    /// each tensor goes from the read-back buffer straight to its place in the batch.
+    pub fn preprocess_stacked(
+        &self,
+        images: &[&[u8]],
+        transform: &Transform,
+        samples: Samples,
+        limits: &Limits,
+    ) -> Result<Stacked> {
+        let shape = transform.fixed_output_shape().ok_or_else(|| {
+            Error::Options(
+                "a stacked batch needs one output size (an exact resize, a crop or a random \
+                 resized crop)"
+                    .into(),
+            )
+        })?;
+        Ok(match self {
+            Self::Cpu => {
+                let tensors = self.preprocess_samples(images, transform, samples, limits);
+                Stacked::from_tensors(shape, transform.dtype, tensors)
+            }
+            Self::Gpu(backend) => backend.pipeline.preprocess_stacked(
+                &backend.gpu.device,
+                &backend.gpu.queue,
+                images,
+                &StreamOptions {
+                    transform,
+                    limits,
+                    batching: backend.batching,
+                    samples,
+                },
+                shape,
+            ),
+        })
     }
 
     /// The backend to use when the caller does not choose: the GPU, unless the only adapter

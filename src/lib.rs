@@ -43,7 +43,7 @@ pub use error::{Error, GpuError, Result, Unsupported};
 pub use image::RgbImage;
 pub use jpeg::Limits;
 pub use plan::{Adjustment, CropBox, Filter, ImagePlan, Params, Sample, Samples};
-pub use tensor::{Tensor, TensorData};
+pub use tensor::{Stacked, Tensor, TensorData};
 pub use transform::{
     ChannelOrder, ColorJitter, DType, Layout, Normalize, RandomErasing, RandomResizedCrop, Resize,
     Transform,

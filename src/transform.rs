@@ -172,6 +172,17 @@ pub enum DType {
     F16,
 }
 
+impl DType {
+    /// Bytes per element.
+    pub fn size(self) -> usize {
+        match self {
+            Self::U8 => 1,
+            Self::F16 => 2,
+            Self::F32 => 4,
+        }
+    }
+}
+
 /// Order of the output channels.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ChannelOrder {
@@ -337,6 +348,16 @@ impl Transform {
             (None, _, Some(crop)) => Some(crop.size),
             _ => None,
         }
+    }
+
+    /// Every output's dimensions in the transform's layout, when they do not depend on the
+    /// image (see [`Self::fixed_output_size`]).
+    pub fn fixed_output_shape(&self) -> Option<[usize; 3]> {
+        let (width, height) = self.fixed_output_size()?;
+        Some(match self.layout {
+            Layout::Hwc => [height, width, 3],
+            Layout::Chw => [3, height, width],
+        })
     }
 
     /// Checks that the options fit together.

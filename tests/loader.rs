@@ -325,3 +325,74 @@ fn a_loader_needs_one_output_size() {
     .unwrap();
     assert!(e.to_string().contains("one output size"), "{e}");
 }
+
+/// A stacked batch holds, in input order, exactly the tensors the images give one by one; the
+/// images that fail (a truncated file, bytes that are no image) leave no slot behind.
+fn check_stacked(backend: &Backend, what: &str) {
+    let photos: Vec<Vec<u8>> = [
+        "mpl__grace_hopper.jpg",
+        "sklearn__china.jpg",
+        "mate__FreshFlower.jpg",
+    ]
+    .iter()
+    .map(|name| std::fs::read(photo(name)).unwrap())
+    .collect();
+    let truncated = photos[1][..photos[1].len() / 3].to_vec();
+    let images: Vec<&[u8]> = vec![&photos[0], b"no image", &photos[1], &truncated, &photos[2]];
+    let indices = [7, 8, 9, 10, 11];
+    let transform = train();
+    let limits = Limits::default();
+    let samples = gpuprep::Samples::Indices(&indices);
+    let stacked = backend
+        .preprocess_stacked(&images, &transform, samples, &limits)
+        .unwrap();
+    assert_eq!(stacked.count(), 3, "{what}");
+    let mut k = 0;
+    for (i, outcome) in stacked.outcomes.iter().enumerate() {
+        let one = Backend::Cpu.preprocess_sample(
+            images[i],
+            &transform,
+            &Sample::Index(indices[i]),
+            &limits,
+        );
+        match (outcome, one) {
+            (Ok(params), Ok(expected)) => {
+                let per: usize = stacked.shape.iter().product();
+                let TensorData::F32(data) = &stacked.data else {
+                    panic!("f32 asked for")
+                };
+                assert!(
+                    data[k * per..(k + 1) * per] == *expected_f32(&expected),
+                    "{what}: image {i}"
+                );
+                assert_eq!(*params, expected.params, "{what}: image {i}");
+                k += 1;
+            }
+            (Err(a), Err(b)) => assert_eq!(a.to_string(), b.to_string(), "{what}: image {i}"),
+            (a, b) => panic!("{what}: image {i}: stacked {a:?}, alone {b:?}"),
+        }
+    }
+    let TensorData::F32(data) = &stacked.data else {
+        panic!("f32 asked for")
+    };
+    assert_eq!(
+        data.len(),
+        3 * stacked.shape.iter().product::<usize>(),
+        "{what}"
+    );
+}
+
+fn expected_f32(tensor: &Tensor) -> &[f32] {
+    match &tensor.data {
+        TensorData::F32(v) => v,
+        _ => panic!("f32 asked for"),
+    }
+}
+
+#[test]
+fn stacked_batches_close_up_failed_images() {
+    check_stacked(&Backend::Cpu, "cpu");
+    if common::gpu().is_some() {
+        check_stacked(&Backend::gpu().unwrap(), "gpu");
+    }
+}

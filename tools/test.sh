@@ -16,4 +16,4 @@ python3 tools/goldens.py --check
 cargo test --release
 # The package builds in the same target directory, reusing the crate's release build.
 CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$PWD/target}" python3 -m pip install --quiet --disable-pip-version-check ./python
-python3 -m pytest -q python/tests
+python3 -m pytest -q -rs python/tests

@@ -224,8 +224,10 @@ class Loader:
 
     source: a folder in ImageFolder layout (class folders, sorted, give the labels), a list of
     image files (labels -1), or WebDataset shards (paths, a glob, or a .tar; labels from .cls or
-    .json members). Iterating yields (images, labels): torch tensors when torch is importable
-    (pinned host memory when it has CUDA), numpy arrays otherwise. Epochs are shuffled from
+    .json members). Iterating yields (images, labels): torch tensors when torch is importable,
+    numpy arrays otherwise. The tensors share the batch's memory with Rust's array (DLPack, no
+    copy); `pin_memory` (default: whether torch has CUDA) copies them into page-locked memory, as
+    DataLoader's `pin_memory=True` does, so that `.to("cuda", non_blocking=True)` overlaps. Epochs are shuffled from
     `seed` (`set_epoch` as DistributedSampler); rank/world_size split them as DistributedSampler
     does; drop_last drops the uneven tail and the short last batch. Decoding runs ahead in Rust
     threads (`prefetch` batches at once), with the GIL released. `stats` holds the last step's
@@ -235,8 +237,9 @@ class Loader:
 
     def __init__(self, source, transform, batch_size, shuffle=False, seed=0, rank=0,
                  world_size=1, drop_last=False, threads=None, backend="auto", prefetch=2,
-                 adapter=None, shuffle_buffer=1000, wait_warning=0.1):
+                 adapter=None, shuffle_buffer=1000, wait_warning=0.1, pin_memory=None):
         kind, paths = _resolve(source)
+        self.pin_memory = pin_memory
         self._loader = _gpuprep.Loader(kind, paths, transform, batch_size, shuffle, seed, rank,
                                        world_size, drop_last, backend, adapter, prefetch,
                                        shuffle_buffer, wait_warning)
@@ -267,12 +270,14 @@ class Loader:
 
     def __iter__(self):
         torch = _torch()
-        pin = torch is not None and torch.cuda.is_available()
+        pin = self.pin_memory
+        if pin is None:
+            pin = torch is not None and torch.cuda.is_available()
         for batch in self.batches():
             self.last = batch
             images, labels = batch["images"], batch["labels"]
             if torch is not None:
-                images, labels = torch.from_numpy(images), torch.from_numpy(labels)
+                images, labels = torch.from_dlpack(images), torch.from_dlpack(labels)
                 if pin:
                     images, labels = images.pin_memory(), labels.pin_memory()
             yield images, labels

@@ -6,7 +6,7 @@ use gpuprep::loader::order::Split;
 use gpuprep::loader::{self, LoaderOptions, Source};
 use gpuprep::{
     Backend, ColorJitter, DType, Filter, Layout, Limits, Normalize, Params, RandomErasing,
-    RandomResizedCrop, Resize, Sample, Samples, Tensor, TensorData,
+    RandomResizedCrop, Resize, Sample, Samples, Stacked, Tensor, TensorData,
 };
 use numpy::{PyArray1, PyReadonlyArrayDyn, PyUntypedArrayMethods};
 use pyo3::create_exception;
@@ -358,10 +358,15 @@ fn array<'py>(py: Python<'py>, data: TensorData, shape: &[usize]) -> PyResult<Bo
     flat.call_method1("reshape", (shape.to_vec(),))
 }
 
-/// `params` as report.json writes them, as a Python dict.
-fn params_dict<'py>(py: Python<'py>, params: &Params) -> PyResult<Bound<'py, PyAny>> {
-    let text = gpuprep::convert::params_json(params).to_string();
-    py.import("json")?.call_method1("loads", (text,))
+/// Each of `params` as report.json writes them, as Python dicts (parsed as one JSON text: a
+/// batch's worth costs one call).
+fn params_list<'py, 'a>(
+    py: Python<'py>,
+    params: impl Iterator<Item = &'a Params>,
+) -> PyResult<Vec<Bound<'py, PyAny>>> {
+    let all: Vec<_> = params.map(gpuprep::convert::params_json).collect();
+    let text = serde_json::Value::Array(all).to_string();
+    py.import("json")?.call_method1("loads", (text,))?.extract()
 }
 
 /// A parameter dict (report.json's form) as the crate's parameters.
@@ -380,6 +385,15 @@ fn given_params(py: Python<'_>, dict: &Bound<'_, PyAny>) -> PyResult<Params> {
 enum Input {
     Encoded(Vec<u8>),
     Pixels(gpuprep::RgbImage),
+}
+
+impl Input {
+    fn encoded(&self) -> Option<&[u8]> {
+        match self {
+            Self::Encoded(bytes) => Some(bytes),
+            Self::Pixels(_) => None,
+        }
+    }
 }
 
 fn input(item: &Bound<'_, PyAny>) -> PyResult<Input> {
@@ -466,93 +480,46 @@ impl Pipeline {
         let t = transform.0;
         let limits = Limits::default();
         let backend = Arc::clone(&self.backend);
-        let results: Vec<gpuprep::Result<Tensor>> = py.detach(move || {
-            let encoded: Vec<&[u8]> = inputs
-                .iter()
-                .filter_map(|i| match i {
-                    Input::Encoded(b) => Some(b.as_slice()),
-                    Input::Pixels(_) => None,
-                })
-                .collect();
-            let encoded_indices: Vec<u64> = inputs
-                .iter()
-                .zip(&indices)
-                .filter(|(i, _)| matches!(i, Input::Encoded(_)))
-                .map(|(_, &k)| k)
-                .collect();
-            let encoded_given: Option<Vec<Params>> = given.as_ref().map(|g| {
-                inputs
-                    .iter()
-                    .zip(g)
-                    .filter(|(i, _)| matches!(i, Input::Encoded(_)))
-                    .map(|(_, p)| p.clone())
-                    .collect()
-            });
-            let samples = match &encoded_given {
+        let stacked = py.detach(move || {
+            let all_encoded = inputs.iter().all(|i| matches!(i, Input::Encoded(_)));
+            let samples = |indices| match &given {
                 Some(g) => Samples::Given(g),
-                None => Samples::Indices(&encoded_indices),
+                None => Samples::Indices(indices),
             };
-            let mut from_bytes = backend
-                .preprocess_samples(&encoded, &t, samples, &limits)
-                .into_iter();
-            inputs
-                .into_iter()
-                .enumerate()
-                .map(|(i, input)| match input {
-                    Input::Encoded(_) => from_bytes.next().expect("one result per input"),
-                    Input::Pixels(rgb) => {
-                        let decoded = gpuprep::formats::Decoded::Pixels(gpuprep::formats::Pixels {
-                            rgb,
-                            orientation: 1,
-                        });
-                        let sample = match &given {
-                            Some(g) => Sample::Given(g[i].clone()),
-                            None => Sample::Index(indices[i]),
-                        };
-                        backend.preprocess_decoded(decoded, &t, &sample, &limits)
-                    }
-                })
-                .collect()
+            match t.fixed_output_shape() {
+                // The fast path: each tensor read back straight into its place in the batch.
+                Some(_) if all_encoded => {
+                    let encoded: Vec<&[u8]> = inputs.iter().filter_map(Input::encoded).collect();
+                    backend.preprocess_stacked(&encoded, &t, samples(&indices), &limits)
+                }
+                shape => {
+                    let tensors = preprocess_each(&backend, inputs, &t, &indices, &given, &limits);
+                    let first = tensors
+                        .iter()
+                        .find_map(|r| r.as_ref().ok().map(|t| t.shape));
+                    let shape = shape.or(first).unwrap_or(match t.layout {
+                        Layout::Chw => [3, 0, 0],
+                        Layout::Hwc => [0, 0, 3],
+                    });
+                    Ok(Stacked::from_tensors(shape, t.dtype, tensors))
+                }
+            }
         });
+        let stacked = stacked.map_err(|e| error(&e))?;
         let outcomes = PyList::empty(py);
-        let mut shape: Option<[usize; 3]> = None;
-        let mut stacked: Option<TensorData> = None;
-        let mut count = 0;
-        for result in results {
+        let drawn = params_list(py, stacked.outcomes.iter().filter_map(|o| o.as_ref().ok()))?;
+        let mut drawn = drawn.iter();
+        for result in &stacked.outcomes {
             let outcome = pyo3::types::PyDict::new(py);
             match result {
-                Ok(tensor) => {
-                    if shape.is_some_and(|s| s != tensor.shape) {
-                        return Err(OptionsError::new_err(
-                            "the images' outputs differ in size: give the transform a crop or \
-                             an exact resize",
-                        ));
-                    }
-                    shape = Some(tensor.shape);
+                Ok(_) => {
                     outcome.set_item("ok", true)?;
                     outcome.set_item("error", py.None())?;
                     outcome.set_item("kind", py.None())?;
-                    outcome.set_item("params", params_dict(py, &tensor.params)?)?;
-                    stacked = Some(match (stacked, tensor.data) {
-                        (None, d) => d,
-                        (Some(TensorData::U8(mut a)), TensorData::U8(b)) => {
-                            a.extend_from_slice(&b);
-                            TensorData::U8(a)
-                        }
-                        (Some(TensorData::F32(mut a)), TensorData::F32(b)) => {
-                            a.extend_from_slice(&b);
-                            TensorData::F32(a)
-                        }
-                        (Some(TensorData::F16(mut a)), TensorData::F16(b)) => {
-                            a.extend_from_slice(&b);
-                            TensorData::F16(a)
-                        }
-                        _ => unreachable!("one transform, one dtype"),
-                    });
-                    count += 1;
+                    outcome.set_item("params", drawn.next())?;
                 }
                 Err(e) => {
-                    let err = error(&e);
+                    let err = error(e);
                     if errors == "raise" {
                         return Err(err);
                     }
@@ -564,17 +531,62 @@ impl Pipeline {
             }
             outcomes.append(outcome)?;
         }
-        let [a, b, c] = shape.unwrap_or(match t.layout {
-            Layout::Chw => [3, 0, 0],
-            Layout::Hwc => [0, 0, 3],
-        });
-        let data = stacked.unwrap_or(match t.dtype {
-            DType::U8 => TensorData::U8(Vec::new()),
-            DType::F32 => TensorData::F32(Vec::new()),
-            DType::F16 => TensorData::F16(Vec::new()),
-        });
-        Ok((array(py, data, &[count, a, b, c])?, outcomes))
+        let [a, b, c] = stacked.shape;
+        let count = stacked.count();
+        Ok((array(py, stacked.data, &[count, a, b, c])?, outcomes))
     }
+}
+
+/// Each input through `transform` on its own (encoded ones in one streaming call, arrays one
+/// by one), in input order.
+fn preprocess_each(
+    backend: &Backend,
+    inputs: Vec<Input>,
+    t: &gpuprep::Transform,
+    indices: &[u64],
+    given: &Option<Vec<Params>>,
+    limits: &Limits,
+) -> Vec<gpuprep::Result<Tensor>> {
+    let encoded: Vec<&[u8]> = inputs.iter().filter_map(Input::encoded).collect();
+    let is_encoded: Vec<bool> = inputs.iter().map(|i| i.encoded().is_some()).collect();
+    let encoded_indices: Vec<u64> = indices
+        .iter()
+        .zip(&is_encoded)
+        .filter(|(_, &e)| e)
+        .map(|(&k, _)| k)
+        .collect();
+    let encoded_given: Option<Vec<Params>> = given.as_ref().map(|g| {
+        g.iter()
+            .zip(&is_encoded)
+            .filter(|(_, &e)| e)
+            .map(|(p, _)| p.clone())
+            .collect()
+    });
+    let samples = match &encoded_given {
+        Some(g) => Samples::Given(g),
+        None => Samples::Indices(&encoded_indices),
+    };
+    let mut from_bytes = backend
+        .preprocess_samples(&encoded, t, samples, limits)
+        .into_iter();
+    inputs
+        .into_iter()
+        .enumerate()
+        .map(|(i, input)| match input {
+            Input::Encoded(_) => from_bytes.next().expect("one result per input"),
+            Input::Pixels(rgb) => {
+                let decoded = gpuprep::formats::Decoded::Pixels(gpuprep::formats::Pixels {
+                    rgb,
+                    orientation: 1,
+                });
+                let sample = match given {
+                    Some(g) => Sample::Given(g[i].clone()),
+                    None => Sample::Index(indices[i]),
+                };
+                backend.preprocess_decoded(decoded, t, &sample, limits)
+            }
+        })
+        .collect()
 }
 
 /// The training loader over `kind` ("folder", "files" or "shards") `paths`; the package's
@@ -686,10 +698,7 @@ impl Epoch {
         let images = array(py, batch.data, &batch.shape)?;
         let labels = PyArray1::from_vec(py, batch.labels).into_any();
         let indices = PyArray1::from_vec(py, batch.indices).into_any();
-        let drawn = PyList::empty(py);
-        for p in &batch.params {
-            drawn.append(params_dict(py, p)?)?;
-        }
+        let drawn = PyList::new(py, params_list(py, batch.params.iter())?)?;
         let failed = PyList::empty(py);
         for (index, e) in &batch.failed {
             failed.append((index, error(e).get_type(py).name()?, e.to_string()))?;

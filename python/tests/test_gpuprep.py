@@ -203,3 +203,35 @@ def test_given_parameters_are_used_as_given(backend):
     with pytest.raises(gpuprep.OptionsError, match="inside"):
         pipeline(backend).preprocess([path], t, params=[{"crop": dict(given["crop"], left=400),
                                                         "flip": False}])
+
+
+def test_the_gil_is_released_while_rust_works(tmp_path):
+    """Another Python thread keeps running during a batch (preprocess) and while the loader's
+    next batch is awaited: Rust holds no GIL while it works."""
+    import threading
+
+    ticks, stop = [0], threading.Event()
+
+    def count():
+        while not stop.is_set():
+            ticks[0] += 1
+
+    counter = threading.Thread(target=count)
+    counter.start()
+    try:
+        during = []
+        for _ in range(2):
+            before = ticks[0]
+            gpuprep.Pipeline("cpu").preprocess(PHOTOS * 4, train_transform())
+            during.append(ticks[0] - before)
+        loader = gpuprep.Loader(PHOTOS * 4, train_transform(), batch_size=8, backend="cpu",
+                                prefetch=1)
+        before = ticks[0]
+        for _ in loader.batches():
+            pass
+        during.append(ticks[0] - before)
+    finally:
+        stop.set()
+        counter.join()
+    # Held, the GIL would leave the counter a few switch intervals at most.
+    assert min(during) > 10_000, during

@@ -300,13 +300,43 @@ impl GpuPipeline {
     }
 
     /// The second half of [`Self::run_images`]: waits for `submitted` and reads its tensors
-    /// back.
+    /// back, each into a fresh tensor.
     pub(crate) fn finish(
         &self,
         device: &wgpu::Device,
         queue: &wgpu::Queue,
-        mut submitted: Submitted,
+        submitted: Submitted,
     ) -> Result<(Vec<(usize, Tensor)>, GpuTimings)> {
+        self.finish_reading(device, queue, submitted, |bytes, placed, dtype| {
+            // On rayon's global pool: measured faster than the copy threads here, as the
+            // fresh tensors' page faults spread over every core.
+            placed
+                .into_par_iter()
+                .map(|(index, shape, at, params)| {
+                    let elements = shape.iter().product();
+                    let data = tensor_data(&bytes[at as usize * 4..], dtype, elements);
+                    (
+                        index,
+                        Tensor {
+                            shape,
+                            data,
+                            params,
+                        },
+                    )
+                })
+                .collect()
+        })
+    }
+
+    /// Waits for `submitted` and hands its mapped output (each tensor's elements start at
+    /// word `at` of its [`Placed`]) to `read`, which copies out what it keeps.
+    pub(crate) fn finish_reading<R>(
+        &self,
+        device: &wgpu::Device,
+        queue: &wgpu::Queue,
+        mut submitted: Submitted,
+        read: impl FnOnce(&[u8], Vec<Placed>, DType) -> R,
+    ) -> Result<(R, GpuTimings)> {
         self.redo_given_up(device, queue, &mut submitted)?;
         let Submitted {
             output,
@@ -321,33 +351,17 @@ impl GpuPipeline {
         let readback = readback.ok_or(GpuError::Internal("submitted without a read-back"))?;
         // Time spent meanwhile on other batches is not this one's.
         let mut clock = Instant::now();
-        let tensors = checked(device, || {
-            let tensors = read_buffer(device, &readback, bytes, submission, |bytes| {
+        let read = checked(device, || {
+            let read = read_buffer(device, &readback, bytes, submission, |bytes| {
                 timings.execute = lap(&mut clock);
-                // On rayon's global pool: measured faster than the copy threads here, as the
-                // fresh tensors' page faults spread over every core.
-                shapes
-                    .into_par_iter()
-                    .map(|(index, shape, at, params)| {
-                        let elements = shape.iter().product();
-                        let data = tensor_data(&bytes[at as usize * 4..], dtype, elements);
-                        (
-                            index,
-                            Tensor {
-                                shape,
-                                data,
-                                params,
-                            },
-                        )
-                    })
-                    .collect()
+                read(bytes, shapes, dtype)
             });
             self.pool.put(output);
             self.pool.put(readback);
-            tensors
+            read
         })?;
         timings.read_back = lap(&mut clock);
-        Ok((tensors, timings))
+        Ok((read, timings))
     }
 
     /// The other second half: waits for `submitted` and leaves its tensors on the GPU. Returns

@@ -2,10 +2,11 @@
 //! GPU, while one batch runs on the GPU and the next is packed and submitted.
 
 use super::bindings::binding_window;
-use super::pipeline::{prepare_image, GpuPipeline, GpuTimings, Submitted};
+use super::pipeline::{prepare_image, GpuPipeline, GpuTimings, Placed, Submitted};
 use super::work::ImageWork;
 use crate::error::{Error, GpuError, Result};
 use crate::plan::{Params, Samples};
+use crate::tensor::{unstackable, Stacked};
 use crate::transform::DType;
 use crate::{Limits, Tensor, Transform};
 use std::sync::mpsc::Receiver;
@@ -178,6 +179,39 @@ impl GpuPipeline {
                 .collect(),
             batches,
         }
+    }
+
+    /// [`Self::preprocess_many`] for images of one output shape, `shape`, read back straight
+    /// into one stacked array in input order (a batch for a training step): each landing
+    /// batch's tensors are copied from the mapped read-back buffer into their slots in
+    /// parallel, so no tensor is allocated or copied on its own.
+    pub fn preprocess_stacked(
+        &self,
+        device: &wgpu::Device,
+        queue: &wgpu::Queue,
+        images: &[&[u8]],
+        options: &StreamOptions,
+        shape: [usize; 3],
+    ) -> Stacked {
+        let transform = options.transform;
+        Stacked::fill(images.len(), shape, transform.dtype, |slots| {
+            let mut outcomes: Vec<Result<Params>> = (0..images.len())
+                .map(|i| Err(GpuError::NotRun(i).into()))
+                .collect();
+            let mut batches = Vec::new();
+            let land = |flight: Flight| {
+                let finish = |s| {
+                    self.finish_reading(device, queue, s, |bytes, placed, _| {
+                        read_into_slots(bytes, placed, shape, slots)
+                    })
+                };
+                self.land_with(flight, &mut batches, finish, |i, outcome| {
+                    outcomes[i] = outcome
+                });
+            };
+            self.stream(device, queue, images, options, true, land);
+            outcomes
+        })
     }
 
     /// [`Self::preprocess_many`] for a consumer on the same device: each batch's tensors stay
@@ -419,8 +453,7 @@ impl GpuPipeline {
         }
     }
 
-    /// Waits for `flight`, puts its results in place and its stats last in `batches`; a GPU
-    /// failure is every image's error.
+    /// Waits for `flight`, puts its results in place and its stats last in `batches`.
     fn land(
         &self,
         device: &wgpu::Device,
@@ -428,6 +461,28 @@ impl GpuPipeline {
         flight: Flight,
         results: &mut [Option<Result<Tensor>>],
         batches: &mut Vec<BatchStats>,
+    ) {
+        let finish = |s| {
+            let (tensors, timings) = self.finish(device, queue, s)?;
+            Ok((
+                tensors.into_iter().map(|(i, t)| (i, Ok(t))).collect(),
+                timings,
+            ))
+        };
+        self.land_with(flight, batches, finish, |i, result| {
+            results[i] = Some(result)
+        });
+    }
+
+    /// Waits for `flight` through `finish`, which reads its tensors back, hands each image's
+    /// outcome to `put` and puts the batch's stats last in `batches`; a GPU failure is every
+    /// image's error.
+    fn land_with<T>(
+        &self,
+        flight: Flight,
+        batches: &mut Vec<BatchStats>,
+        finish: impl FnOnce(Submitted) -> Result<(Vec<(usize, Result<T>)>, GpuTimings)>,
+        mut put: impl FnMut(usize, Result<T>),
     ) {
         let Flight {
             failed,
@@ -439,18 +494,18 @@ impl GpuPipeline {
             call_start,
         } = flight;
         for (i, e) in failed {
-            results[i] = Some(Err(e));
+            put(i, Err(e));
         }
-        match submitted.and_then(|s| self.finish(device, queue, s)) {
-            Ok((tensors, timings)) => {
-                for (i, tensor) in tensors {
-                    results[i] = Some(Ok(tensor));
+        match submitted.and_then(finish) {
+            Ok((landed, timings)) => {
+                for (i, outcome) in landed {
+                    put(i, outcome);
                 }
                 stats.gpu_timings = timings;
             }
             Err(e) => {
                 for i in running {
-                    results[i] = Some(Err(e.clone()));
+                    put(i, Err(e.clone()));
                 }
             }
         }
@@ -459,6 +514,37 @@ impl GpuPipeline {
         stats.landed_at = call_start.elapsed();
         batches.push(stats);
     }
+}
+
+/// Copies each tensor of a mapped read-back buffer (`bytes`, the tensors where `placed` says)
+/// into its image's slot, in parallel; a tensor of another shape than `shape` fails its image.
+fn read_into_slots(
+    bytes: &[u8],
+    placed: Vec<Placed>,
+    shape: [usize; 3],
+    slots: &mut [Option<&mut [u8]>],
+) -> Vec<(usize, Result<Params>)> {
+    use rayon::prelude::*;
+    let copies: Vec<_> = placed
+        .into_iter()
+        .map(|(index, got, at, params)| {
+            let slot = slots.get_mut(index).and_then(Option::take);
+            (index, got, at as usize * 4, params, slot)
+        })
+        .collect();
+    copies
+        .into_par_iter()
+        .map(|(index, got, at, params, slot)| {
+            let outcome = match (slot, bytes.get(at..)) {
+                (Some(slot), Some(tensor)) if got == shape && tensor.len() >= slot.len() => {
+                    slot.copy_from_slice(&tensor[..slot.len()]);
+                    Ok(params)
+                }
+                _ => Err(unstackable(&got, &shape)),
+            };
+            (index, outcome)
+        })
+        .collect()
 }
 
 /// A batch submitted to the GPU, and the images of it that failed before.

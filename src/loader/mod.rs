@@ -452,7 +452,7 @@ impl Batcher<'_> {
     }
 }
 
-/// Decodes and transforms a raw batch through the backend and stacks what converted.
+/// Decodes and transforms a raw batch through the backend, stacked as it is made.
 fn prepare(
     backend: &Backend,
     transform: &Transform,
@@ -462,27 +462,19 @@ fn prepare(
     let started = Instant::now();
     let mut failed = Vec::new();
     let mut good = Vec::with_capacity(raw.samples.len());
-    let mut names = Vec::with_capacity(raw.samples.len());
     for sample in raw.samples {
         match sample.bytes {
-            Ok(bytes) => {
-                good.push((sample.index, sample.label, bytes));
-                names.push(sample.name);
-            }
+            Ok(bytes) => good.push((sample.index, sample.label, sample.name, bytes)),
             Err(e) => failed.push((sample.index, e)),
         }
     }
-    let images: Vec<&[u8]> = good.iter().map(|(_, _, b)| b.as_slice()).collect();
-    let indices: Vec<u64> = good.iter().map(|(i, _, _)| *i).collect();
-    let results =
-        backend.preprocess_samples(&images, transform, Samples::Indices(&indices), limits);
+    let images: Vec<&[u8]> = good.iter().map(|(.., bytes)| bytes.as_slice()).collect();
+    let indices: Vec<u64> = good.iter().map(|(index, ..)| *index).collect();
+    let stacked =
+        backend.preprocess_stacked(&images, transform, Samples::Indices(&indices), limits)?;
     let mut batch = Batch {
         shape: [0; 4],
-        data: match transform.dtype {
-            crate::DType::U8 => TensorData::U8(Vec::new()),
-            crate::DType::F32 => TensorData::F32(Vec::new()),
-            crate::DType::F16 => TensorData::F16(Vec::new()),
-        },
+        data: stacked.data,
         labels: Vec::new(),
         indices: Vec::new(),
         params: Vec::new(),
@@ -493,24 +485,18 @@ fn prepare(
             ..StepStats::default()
         },
     };
-    for (((index, label, _), result), name) in good.iter().zip(results).zip(names) {
-        match result {
-            Ok(tensor) => {
-                let [a, b, c] = tensor.shape;
-                batch.shape = [batch.shape[0] + 1, a, b, c];
-                match (&mut batch.data, tensor.data) {
-                    (TensorData::U8(all), TensorData::U8(v)) => all.extend_from_slice(&v),
-                    (TensorData::F32(all), TensorData::F32(v)) => all.extend_from_slice(&v),
-                    (TensorData::F16(all), TensorData::F16(v)) => all.extend_from_slice(&v),
-                    _ => return Err(Error::Options("mixed element types in a batch".into())),
-                }
+    for ((index, label, name, _), outcome) in good.iter().zip(stacked.outcomes) {
+        match outcome {
+            Ok(params) => {
                 batch.labels.push(*label);
                 batch.indices.push(*index);
-                batch.params.push(tensor.params);
+                batch.params.push(params);
             }
             Err(e) => batch.failed.push((*index, e.in_file(name))),
         }
     }
+    let [a, b, c] = stacked.shape;
+    batch.shape = [batch.indices.len(), a, b, c];
     batch.stats.prepared = started.elapsed();
     Ok(batch)
 }

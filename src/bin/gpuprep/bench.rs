@@ -47,6 +47,9 @@ pub fn run(args: BenchArgs) -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    if args.loader {
+        return super::bench_loader::run(&args, backend, &files);
+    }
     let data: Vec<Vec<u8>> = match files.iter().map(|f| std::fs::read(&f.path)).collect() {
         Ok(data) => data,
         Err(e) => {
@@ -210,7 +213,7 @@ fn gpu_phases(batches: &[BatchStats]) -> serde_json::Value {
     line
 }
 
-fn ms(d: Duration) -> f64 {
+pub(super) fn ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1e3
 }
 

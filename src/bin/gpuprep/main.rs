@@ -5,6 +5,7 @@ mod output;
 mod advice;
 mod args;
 mod bench;
+mod bench_loader;
 mod parity;
 mod picture;
 mod pillow;
@@ -125,6 +126,15 @@ struct BenchArgs {
     /// GPU has finished every batch.
     #[arg(long)]
     keep_on_gpu: bool,
+    /// Time the training loader instead: each pass an epoch of the inputs read from their
+    /// files, shuffled (--seed, the pass its epoch), in batches of --batch stacked and read back
+    /// into CPU memory, as a training loop gets them. Needs one output size.
+    #[arg(long, conflicts_with_all = ["keep_on_gpu", "time_stages", "out"])]
+    loader: bool,
+    /// With --loader: batches prepared at once ahead of the consumer.
+    #[arg(long, default_value_t = 2, requires = "loader",
+          value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..))]
+    prefetch: usize,
     #[command(flatten)]
     limits: args::LimitArgs,
     #[command(flatten)]

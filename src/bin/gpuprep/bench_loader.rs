@@ -1,0 +1,105 @@
+//! `gpuprep bench --loader`: throughput of the training loader, epoch by epoch, as a training
+//! loop that does nothing else would see it (files read from disk, batches stacked and read
+//! back into CPU memory).
+
+use super::bench::ms;
+use super::BenchArgs;
+use gpuprep::loader::order::Split;
+use gpuprep::loader::{Loader, LoaderOptions, Source};
+use gpuprep::Backend;
+use serde_json::json;
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+/// One epoch: its wall time, images handed over, and each step's stats.
+struct EpochRun {
+    seconds: f64,
+    images: usize,
+    failed: usize,
+    prepared: Vec<Duration>,
+    waited: Duration,
+}
+
+pub fn run(args: &BenchArgs, backend: Backend, files: &[gpuprep::convert::Input]) -> ExitCode {
+    let transform = args.transform.transform();
+    let options = LoaderOptions {
+        split: Split {
+            shuffle: true,
+            seed: transform.seed,
+            rank: 0,
+            world_size: 1,
+            drop_last: false,
+        },
+        prefetch: args.prefetch,
+        ..LoaderOptions::new(args.batch)
+    };
+    let describe = backend.describe();
+    let source = Source::Files(files.iter().map(|f| f.path.clone()).collect());
+    let limits = args.limits.limits();
+    let loader = match Loader::new(source, &transform, backend, &limits, options) {
+        Ok(loader) => loader,
+        Err(e) => {
+            err!("error: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let epochs: Vec<EpochRun> = (0..args.repeat.max(1) as u64)
+        .map(|epoch| timed_epoch(&loader, transform.epoch + epoch))
+        .collect();
+    let mut rates: Vec<f64> = epochs.iter().map(|e| e.images as f64 / e.seconds).collect();
+    rates.sort_by(f64::total_cmp);
+    let best = epochs
+        .iter()
+        .min_by(|a, b| a.seconds.total_cmp(&b.seconds))
+        .expect("at least one epoch");
+    let mut prepared: Vec<f64> = best.prepared.iter().map(|d| ms(*d)).collect();
+    prepared.sort_by(f64::total_cmp);
+    let line = json!({
+        "what": "loader", "backend": describe, "images": files.len(), "ok": best.images,
+        "failed": best.failed, "batch": args.batch, "prefetch": args.prefetch,
+        "threads": rayon::current_num_threads(), "tensors": "stacked, read back to the CPU",
+        "img_s": rates[rates.len() - 1], "img_s_median": rates[rates.len() / 2],
+        "epochs": epochs.len(), "steps": best.prepared.len(),
+        "prepare_p50_ms": prepared.get(prepared.len() / 2).copied().unwrap_or(0.0),
+        "consumer_waited_ms": ms(best.waited), "wall_ms": best.seconds * 1e3,
+    });
+    out!("{line}");
+    if best.failed > 0 {
+        err!(
+            "error: {} of {} images failed (img_s counts only the images that converted)",
+            best.failed,
+            files.len()
+        );
+        return ExitCode::from(1);
+    }
+    ExitCode::SUCCESS
+}
+
+/// Takes every batch of `epoch` as it comes, doing nothing with it.
+fn timed_epoch(loader: &Loader, epoch: u64) -> EpochRun {
+    let start = Instant::now();
+    let mut run = EpochRun {
+        seconds: 0.0,
+        images: 0,
+        failed: 0,
+        prepared: Vec::new(),
+        waited: Duration::ZERO,
+    };
+    for batch in loader.epoch(epoch) {
+        match batch {
+            Ok(batch) => {
+                run.images += batch.indices.len();
+                run.failed += batch.failed.len();
+                run.prepared.push(batch.stats.prepared);
+                run.waited += batch.stats.waited;
+            }
+            // A step that failed as a whole (its images are not counted): the run fails.
+            Err(e) => {
+                err!("error: {e}");
+                run.failed = run.failed.max(1);
+            }
+        }
+    }
+    run.seconds = start.elapsed().as_secs_f64();
+    run
+}
