@@ -31,11 +31,7 @@ pub struct Tensor {
 impl Tensor {
     /// The element type.
     pub fn dtype(&self) -> DType {
-        match self.data {
-            TensorData::U8(_) => DType::U8,
-            TensorData::F32(_) => DType::F32,
-            TensorData::F16(_) => DType::F16,
-        }
+        self.data.dtype()
     }
 
     /// The elements as little-endian bytes (the `.npy` payload).
@@ -51,7 +47,7 @@ impl Tensor {
 impl TensorData {
     /// `len` zero elements of `dtype` (fresh pages: the kernel zeroes them as they are first
     /// written, on whichever thread writes them).
-    fn zeroed(dtype: DType, len: usize) -> Self {
+    pub(crate) fn zeroed(dtype: DType, len: usize) -> Self {
         match dtype {
             DType::U8 => Self::U8(bytemuck::zeroed_vec(len)),
             DType::F32 => Self::F32(bytemuck::zeroed_vec(len)),
@@ -60,7 +56,7 @@ impl TensorData {
     }
 
     /// The elements as native-endian bytes, to write in place.
-    fn bytes_mut(&mut self) -> &mut [u8] {
+    pub(crate) fn bytes_mut(&mut self) -> &mut [u8] {
         match self {
             Self::U8(v) => v,
             Self::F32(v) => bytemuck::cast_slice_mut(v),
@@ -74,6 +70,15 @@ impl TensorData {
             Self::U8(v) => v,
             Self::F32(v) => bytemuck::cast_slice(v),
             Self::F16(v) => bytemuck::cast_slice(v),
+        }
+    }
+
+    /// The element type.
+    pub fn dtype(&self) -> DType {
+        match self {
+            Self::U8(_) => DType::U8,
+            Self::F32(_) => DType::F32,
+            Self::F16(_) => DType::F16,
         }
     }
 
@@ -118,13 +123,26 @@ impl Stacked {
         let elements: usize = shape.iter().product();
         let mut data = TensorData::zeroed(dtype, inputs * elements);
         let slot = elements * dtype.size();
-        let bytes = data.bytes_mut();
         let mut outcomes = {
+            let bytes = data.bytes_mut();
             let mut slots: Vec<Option<&mut [u8]>> =
                 bytes.chunks_mut(slot.max(1)).map(Some).collect();
             fill(&mut slots)
         };
         outcomes.resize_with(inputs, || Err(GpuError::Internal("no outcome").into()));
+        Self::closed_up(shape, data, outcomes)
+    }
+
+    /// `data`, whose slot `i` holds input `i`'s tensor where `outcomes[i]` is `Ok`, with the
+    /// slots of the inputs that failed closed up.
+    pub(crate) fn closed_up(
+        shape: [usize; 3],
+        mut data: TensorData,
+        outcomes: Vec<Result<Params>>,
+    ) -> Self {
+        let elements: usize = shape.iter().product();
+        let slot = elements * data.dtype().size();
+        let bytes = data.bytes_mut();
         let mut kept = 0;
         for (i, outcome) in outcomes.iter().enumerate() {
             if outcome.is_ok() {

@@ -218,9 +218,16 @@ fn gpu_loader_batches_equal_the_cpu_backends() {
 }
 
 /// Shards written by webdataset's TarWriter read back in order, with their labels (`.cls` and
-/// `.json`); the corrupt image fails alone.
+/// `.json`); the corrupt image fails alone, on both backends.
 #[test]
 fn webdataset_shards_read_back_in_order_with_labels() {
+    check_webdataset(Backend::Cpu, "cpu");
+    if common::gpu().is_some() {
+        check_webdataset(Backend::gpu().unwrap(), "gpu");
+    }
+}
+
+fn check_webdataset(backend: Backend, what: &str) {
     let dir = common::manifest_dir().join("tests/data/webdataset");
     let expected: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(dir.join("expected.json")).unwrap()).unwrap();
@@ -239,7 +246,7 @@ fn webdataset_shards_read_back_in_order_with_labels() {
     let loader = Loader::new(
         Source::Shards(shards),
         &transform,
-        Backend::Cpu,
+        backend,
         &Limits::default(),
         options,
     )
@@ -271,9 +278,17 @@ fn webdataset_shards_read_back_in_order_with_labels() {
             None => want_failed.push(index),
         }
     }
-    assert_eq!(got, want);
-    assert_eq!(failed.iter().map(|f| f.0).collect::<Vec<_>>(), want_failed);
-    assert!(failed[0].1.contains("sample1002"), "{}", failed[0].1);
+    assert_eq!(got, want, "{what}");
+    assert_eq!(
+        failed.iter().map(|f| f.0).collect::<Vec<_>>(),
+        want_failed,
+        "{what}"
+    );
+    assert!(
+        failed[0].1.contains("sample1002"),
+        "{what}: {}",
+        failed[0].1
+    );
 }
 
 /// With shuffling, shards and the buffer reorder an epoch, each sample still once.

@@ -4,7 +4,12 @@ ColorJitter(0.4, 0.4, 0.4), fed by gpuprep's Loader and then by torch's own Data
 torchvision's PIL transforms (the recipe gpuprep computes exactly), printing img/s and the share
 of each step the loop waited for data, per step and overall.
 
+With --loader-only there is no model: each loader's batches are taken as fast as it gives them
+(torch tensors in pinned memory, as a training loop gets them), which is the loader's own
+throughput.
+
 usage: train.py FOLDER [--batch-size 128] [--steps 20] [--workers 16] [--backend auto]
+                [--loader-only] [--no-jitter] [--prefetch 2]
 """
 import argparse
 import time
@@ -49,6 +54,27 @@ def run(name, batches, model, optimiser, steps, device):
     return images_seen / total, waited / total
 
 
+def drain(name, loader, steps, set_epoch=None):
+    """Takes `steps` batches of `loader` (after one warm-up batch), doing nothing with them,
+    epoch after epoch; returns img/s."""
+    images_seen, epoch, started = 0, 0, None
+    while True:
+        if set_epoch:
+            set_epoch(epoch)
+        for images, labels in loader:
+            if started is None:  # warm-up: workers starting, shaders compiling
+                started = time.perf_counter()
+                continue
+            images_seen += len(labels)
+            if images_seen >= steps * len(labels):
+                rate = images_seen / (time.perf_counter() - started)
+                print(f"{name}: {rate:.0f} img/s over {images_seen} images "
+                      f"({type(images).__module__}.{type(images).__name__}, "
+                      f"pinned {getattr(images, 'is_pinned', lambda: False)()})")
+                return rate
+        epoch += 1
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("folder")
@@ -56,6 +82,10 @@ def main():
     p.add_argument("--steps", type=int, default=20)
     p.add_argument("--workers", type=int, default=16)
     p.add_argument("--backend", default="auto")
+    p.add_argument("--prefetch", type=int, default=2, help="gpuprep batches prepared ahead")
+    p.add_argument("--loader-only", action="store_true", help="no model: the loaders alone")
+    p.add_argument("--no-jitter", action="store_true",
+                   help="the imagenet-train preset alone (no ColorJitter(0.4, 0.4, 0.4))")
     a = p.parse_args()
     device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
     classes = len(torchvision.datasets.ImageFolder(a.folder).classes)
@@ -65,19 +95,26 @@ def main():
         model = torchvision.models.resnet18(num_classes=classes).to(device)
         return model, torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
 
-    transform = gpuprep.Transform.imagenet_train().color_jitter(0.4, 0.4, 0.4)
+    transform = gpuprep.Transform.imagenet_train()
+    jitter = [] if a.no_jitter else [T.ColorJitter(0.4, 0.4, 0.4)]
+    if not a.no_jitter:
+        transform = transform.color_jitter(0.4, 0.4, 0.4)
     ours = gpuprep.Loader(a.folder, transform, batch_size=a.batch_size, shuffle=True, seed=0,
-                          drop_last=True, backend=a.backend)
-    results = {"gpuprep": run("gpuprep", ours, *model_and_optimiser(), a.steps, device)}
-
-    recipe = T.Compose([T.RandomResizedCrop(224), T.RandomHorizontalFlip(),
-                        T.ColorJitter(0.4, 0.4, 0.4), T.ToTensor(),
-                        T.Normalize((0.485, 0.456, 0.406), (0.229, 0.224, 0.225))])
+                          drop_last=True, backend=a.backend, prefetch=a.prefetch)
+    recipe = T.Compose([T.RandomResizedCrop(224), T.RandomHorizontalFlip(), *jitter,
+                        T.ToTensor(), T.Normalize((0.485, 0.456, 0.406), (0.229, 0.224, 0.225))])
     dataset = torchvision.datasets.ImageFolder(a.folder, transform=recipe)
     theirs = torch.utils.data.DataLoader(dataset, batch_size=a.batch_size, shuffle=True,
-                                         num_workers=a.workers, pin_memory=True, drop_last=True,
-                                         persistent_workers=True)
+                                         num_workers=a.workers, pin_memory=device.type == "cuda",
+                                         drop_last=True, persistent_workers=True)
     name = f"DataLoader({a.workers} workers)"
+    if a.loader_only:
+        ours_rate = drain("gpuprep", ours, a.steps, ours.set_epoch)
+        theirs_rate = drain(name, theirs, a.steps)
+        print(f"loader only: gpuprep {ours_rate:.0f} img/s, {name} {theirs_rate:.0f} img/s: "
+              f"{ours_rate / theirs_rate:.1f}x")
+        return
+    results = {"gpuprep": run("gpuprep", ours, *model_and_optimiser(), a.steps, device)}
     results[name] = run(name, theirs, *model_and_optimiser(), a.steps, device)
     for name, (rate, wait) in results.items():
         print(f"{name}: {rate:.0f} img/s, the loop waited {wait:.1%} of the time for data")

@@ -5,7 +5,7 @@ use super::bindings::binding_window;
 use super::pipeline::{prepare_image, GpuPipeline, GpuTimings, Placed, Submitted};
 use super::work::ImageWork;
 use crate::error::{Error, GpuError, Result};
-use crate::plan::{Params, Samples};
+use crate::plan::{Params, Sample, Samples};
 use crate::tensor::{unstackable, Stacked};
 use crate::transform::DType;
 use crate::{Limits, Tensor, Transform};
@@ -86,6 +86,14 @@ pub struct DeviceTensor {
     pub offset: u64,
     /// The random parameters it was made with.
     pub params: Params,
+}
+
+/// One image for the streaming loop: its place among the call's results, which sample of the
+/// transform it is, and its encoded bytes.
+pub(crate) struct Arriving<'a> {
+    pub index: usize,
+    pub sample: Sample,
+    pub bytes: std::borrow::Cow<'a, [u8]>,
 }
 
 /// One image decoded and prepared on a CPU thread.
@@ -202,7 +210,11 @@ impl GpuPipeline {
             let land = |flight: Flight| {
                 let finish = |s| {
                     self.finish_reading(device, queue, s, |bytes, placed, _| {
-                        read_into_slots(bytes, placed, shape, slots)
+                        let copies = placed.into_iter().map(|placed| {
+                            let slot = slots.get_mut(placed.0).and_then(Option::take);
+                            (placed, slot)
+                        });
+                        self.copy_into_slots(bytes, copies.collect(), shape)
                     })
                 };
                 self.land_with(flight, &mut batches, finish, |i, outcome| {
@@ -211,6 +223,60 @@ impl GpuPipeline {
             };
             self.stream(device, queue, images, options, true, land);
             outcomes
+        })
+    }
+
+    /// [`Self::preprocess_stacked`] for images that arrive as they are read (a training
+    /// loader's): `next` gives them (blocking until one is there; `None` at the end). As each
+    /// batch lands, `read` gets the mapped read-back buffer and where each tensor lies in it,
+    /// copies them out (with [`Self::copy_into_slots`]) and says their outcomes; `put` takes
+    /// every image's outcome, the ones that failed before the GPU included.
+    pub(crate) fn preprocess_arriving<'a>(
+        &self,
+        device: &wgpu::Device,
+        queue: &wgpu::Queue,
+        next: impl FnMut() -> Option<Arriving<'a>>,
+        options: &StreamOptions,
+        mut read: impl FnMut(&[u8], Vec<Placed>) -> Vec<(usize, Result<Params>)>,
+        mut put: impl FnMut(usize, Result<Params>),
+    ) -> Vec<BatchStats> {
+        let mut batches = Vec::new();
+        let land = |flight: Flight| {
+            let finish =
+                |s| self.finish_reading(device, queue, s, |bytes, placed, _| read(bytes, placed));
+            self.land_with(flight, &mut batches, finish, &mut put);
+        };
+        self.stream_from(device, queue, next, options, true, land);
+        batches
+    }
+
+    /// Copies each tensor of a mapped read-back buffer (`bytes`; a tensor's elements start at
+    /// word `at`) into its slot, on the copy threads (the decoding threads' queue may be long);
+    /// a tensor without a slot, or of another shape than `shape`, fails its image.
+    pub(crate) fn copy_into_slots(
+        &self,
+        bytes: &[u8],
+        copies: Vec<(Placed, Option<&mut [u8]>)>,
+        shape: [usize; 3],
+    ) -> Vec<(usize, Result<Params>)> {
+        use rayon::prelude::*;
+        self.copiers.install(|| {
+            copies
+                .into_par_iter()
+                .map(|((index, got, at, params), slot)| {
+                    let tensor = bytes.get(at as usize * 4..);
+                    let outcome = match (slot, tensor) {
+                        (Some(slot), Some(tensor))
+                            if got == shape && tensor.len() >= slot.len() =>
+                        {
+                            slot.copy_from_slice(&tensor[..slot.len()]);
+                            Ok(params)
+                        }
+                        _ => Err(unstackable(&got, &shape)),
+                    };
+                    (index, outcome)
+                })
+                .collect()
         })
     }
 
@@ -305,14 +371,39 @@ impl GpuPipeline {
         stats
     }
 
-    /// The streaming loop: CPU threads decode and prepare, this thread gathers batches, submits
-    /// each (with a copy for reading back when `read_back`) and hands the one submitted before
-    /// to `land`.
+    /// The streaming loop over `images`, largest first (the longest-processing-time-first rule:
+    /// a call then ends on small images, not on a large one decoded alone while the other
+    /// threads wait).
     fn stream(
         &self,
         device: &wgpu::Device,
         queue: &wgpu::Queue,
         images: &[&[u8]],
+        options: &StreamOptions,
+        read_back: bool,
+        land: impl FnMut(Flight),
+    ) {
+        let mut order: Vec<usize> = (0..images.len()).collect();
+        order.sort_by_key(|&i| std::cmp::Reverse(images[i].len()));
+        let mut order = order.into_iter();
+        let next = || {
+            order.next().map(|i| Arriving {
+                index: i,
+                sample: options.samples.of(i),
+                bytes: std::borrow::Cow::Borrowed(images[i]),
+            })
+        };
+        self.stream_from(device, queue, next, options, read_back, land);
+    }
+
+    /// The streaming loop: CPU threads decode and prepare the images `next` gives (blocking
+    /// until one is there; `None` at the end), this thread gathers batches, submits each (with
+    /// a copy for reading back when `read_back`) and hands the one submitted before to `land`.
+    pub(crate) fn stream_from<'a>(
+        &self,
+        device: &wgpu::Device,
+        queue: &wgpu::Queue,
+        mut next: impl FnMut() -> Option<Arriving<'a>>,
         options: &StreamOptions,
         read_back: bool,
         mut land: impl FnMut(Flight),
@@ -323,26 +414,23 @@ impl GpuPipeline {
             transform,
             limits,
             batching,
-            samples,
+            ..
         } = *options;
         let batch = batching.images.max(1);
         // One output buffer holds the whole batch's tensors.
         let max_output = device.limits().max_buffer_size;
-        let prepare = |i: usize| -> Decoded {
+        let prepare = |input: Arriving<'a>| -> Decoded {
             let started = Instant::now();
-            let work = prepare_image(images[i], transform, &samples.of(i), limits, window, true);
+            let work = prepare_image(&input.bytes, transform, &input.sample, limits, window, true);
             Decoded {
-                index: i,
-                bytes: images[i].len(),
+                index: input.index,
+                bytes: input.bytes.len(),
                 work,
                 started,
                 took: started.elapsed(),
             }
         };
-        // Largest files first (the longest-processing-time-first rule): a call then ends on
-        // small images, not on a large one decoded alone while the other threads wait.
-        let mut order: Vec<usize> = (0..images.len()).collect();
-        order.sort_by_key(|&i| std::cmp::Reverse(images[i].len()));
+        let prepare = &prepare;
         // This thread feeds the GPU; rayon's threads decode. At most two batches' worth of
         // images are being decoded or waiting at any time, which bounds memory; decoding tasks
         // never block, so the GPU side's own parallel copies always find threads.
@@ -350,15 +438,18 @@ impl GpuPipeline {
             let (sender, receiver) = std::sync::mpsc::channel::<Decoded>();
             let mut spawned = 0;
             let mut spawn_until = |limit: usize| {
-                while spawned < limit.min(images.len()) {
-                    let (sender, i) = (sender.clone(), order[spawned]);
+                while spawned < limit {
+                    let Some(input) = next() else { break };
+                    let sender = sender.clone();
                     scope.spawn(move |_| {
-                        let _ = sender.send(prepare_caught(i, images[i].len(), prepare));
+                        let (index, bytes) = (input.index, input.bytes.len());
+                        let _ = sender.send(prepare_caught(index, bytes, || prepare(input)));
                     });
                     spawned += 1;
                 }
+                spawned
             };
-            spawn_until(2 * batch);
+            let mut spawned = spawn_until(2 * batch);
             // The first batches are small, so the GPU starts early; then they grow to `batch`.
             let mut target = (batch / 8).max(1);
             let mut received = 0;
@@ -366,9 +457,9 @@ impl GpuPipeline {
             // An image that would have taken its batch past `batching.max_bytes` opens the next
             // one.
             let mut held_over: Option<Decoded> = None;
-            while received < images.len() {
+            while received < spawned {
                 let wait = Instant::now();
-                let wanted = target.min(images.len() - received);
+                let wanted = target.min(spawned - received);
                 let budget = Budget {
                     images: batch,
                     upload: batching.max_bytes,
@@ -379,7 +470,7 @@ impl GpuPipeline {
                     break;
                 }
                 received += pending.len();
-                spawn_until(received + 2 * batch);
+                spawned = spawn_until(received + 2 * batch);
                 // One batch stays on the GPU while the next is packed and submitted.
                 let launched = self.launch(
                     device,
@@ -516,39 +607,8 @@ impl GpuPipeline {
     }
 }
 
-/// Copies each tensor of a mapped read-back buffer (`bytes`, the tensors where `placed` says)
-/// into its image's slot, in parallel; a tensor of another shape than `shape` fails its image.
-fn read_into_slots(
-    bytes: &[u8],
-    placed: Vec<Placed>,
-    shape: [usize; 3],
-    slots: &mut [Option<&mut [u8]>],
-) -> Vec<(usize, Result<Params>)> {
-    use rayon::prelude::*;
-    let copies: Vec<_> = placed
-        .into_iter()
-        .map(|(index, got, at, params)| {
-            let slot = slots.get_mut(index).and_then(Option::take);
-            (index, got, at as usize * 4, params, slot)
-        })
-        .collect();
-    copies
-        .into_par_iter()
-        .map(|(index, got, at, params, slot)| {
-            let outcome = match (slot, bytes.get(at..)) {
-                (Some(slot), Some(tensor)) if got == shape && tensor.len() >= slot.len() => {
-                    slot.copy_from_slice(&tensor[..slot.len()]);
-                    Ok(params)
-                }
-                _ => Err(unstackable(&got, &shape)),
-            };
-            (index, outcome)
-        })
-        .collect()
-}
-
 /// A batch submitted to the GPU, and the images of it that failed before.
-struct Flight {
+pub(crate) struct Flight {
     failed: Vec<(usize, Error)>,
     /// The images on the GPU.
     running: Vec<usize>,
@@ -562,9 +622,9 @@ struct Flight {
 
 /// `prepare(i)`, with a panic (a decoder bug) turned into that image's error, so that it can
 /// neither take down the other images nor leave the GPU side waiting for it.
-fn prepare_caught(i: usize, bytes: usize, prepare: impl Fn(usize) -> Decoded) -> Decoded {
+fn prepare_caught(i: usize, bytes: usize, prepare: impl FnOnce() -> Decoded) -> Decoded {
     let started = Instant::now();
-    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| prepare(i))).unwrap_or_else(|panic| {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(prepare)).unwrap_or_else(|panic| {
         let what = panic
             .downcast_ref::<&str>()
             .map(|s| s.to_string())

@@ -4,18 +4,21 @@
 //! sample's random parameters beside the tensors.
 //!
 //! Work runs ahead of the consumer: a feeder thread reads the samples (files in parallel, shards
-//! as streams) and `prefetch` worker threads each run whole batches through the backend (on the
-//! GPU, one submission a batch), so that one batch decodes on the CPU threads while another runs
-//! on the GPU; batches are handed over in order. Each step's stats say how long the consumer
-//! waited for it and carry a warning when that passes a share of the step.
+//! as streams). On the GPU one streaming call runs the whole epoch: decoding runs ahead across
+//! batch boundaries while the GPU makes the batches before, and each step's batch is put together
+//! in place as its images land, read back straight into the one array it is handed over in
+//! (`assemble`). On the CPU `prefetch` worker threads each make whole batches. Batches are
+//! handed over in order; each step's stats say how long the consumer waited for it and carry a
+//! warning when that passes a share of the step.
 
+mod assemble;
 pub mod dataset;
 pub mod order;
 pub mod webdataset;
 
 use crate::error::{Error, Result};
 use crate::gpu::Batching;
-use crate::plan::{Params, Samples};
+use crate::plan::Params;
 use crate::tensor::TensorData;
 use crate::{Backend, Limits, Transform};
 use order::Split;
@@ -47,7 +50,8 @@ pub struct LoaderOptions {
     /// Order and split: shuffle, seed, rank, world size, and `drop_last`, which also drops an
     /// epoch's last batch when it is short (DataLoader's `drop_last`).
     pub split: Split,
-    /// Batches prepared at once ahead of the consumer (at least 1).
+    /// Batches made ahead of the consumer (at least 1): on the GPU, finished batches held
+    /// ready (decoding runs two GPU batches ahead of them); on the CPU, batches made at once.
     pub prefetch: usize,
     /// Shards: samples held in the shuffle buffer (webdataset's `shuffle(n)`); 0 keeps the
     /// stream's order.
@@ -238,11 +242,21 @@ impl Loader {
             epoch,
         };
         std::thread::spawn(move || feeder.run(&raw_tx));
-        let raw_rx = Arc::new(Mutex::new(raw_rx));
         let transform = Transform {
             epoch,
             ..self.transform
         };
+        if let Backend::Gpu(_) = &*self.backend {
+            let backend = Arc::clone(&self.backend);
+            let (limits, size) = (self.limits, self.options.batch_size);
+            std::thread::spawn(move || {
+                if let Backend::Gpu(gpu) = &*backend {
+                    assemble::stream_epoch(gpu, &transform, &limits, size, &raw_rx, &done_tx);
+                }
+            });
+            return Epoch::new(done_rx, self.options.wait_warning);
+        }
+        let raw_rx = Arc::new(Mutex::new(raw_rx));
         for _ in 0..prefetch {
             let (raw_rx, done_tx) = (Arc::clone(&raw_rx), done_tx.clone());
             let backend = Arc::clone(&self.backend);
@@ -254,23 +268,13 @@ impl Loader {
                 };
                 let Ok(raw) = raw else { return };
                 let step = raw.step;
-                let batch = prepare(&backend, &transform, &limits, raw);
+                let batch = assemble::prepare(&backend, &transform, &limits, raw);
                 if done_tx.send((step, batch)).is_err() {
                     return;
                 }
             });
         }
-        let now = Instant::now();
-        Epoch {
-            done: done_rx,
-            waiting: BTreeMap::new(),
-            next: 0,
-            handed: now,
-            started: now,
-            images: 0,
-            waited: Duration::ZERO,
-            wait_warning: self.options.wait_warning,
-        }
+        Epoch::new(done_rx, self.options.wait_warning)
     }
 }
 
@@ -452,55 +456,6 @@ impl Batcher<'_> {
     }
 }
 
-/// Decodes and transforms a raw batch through the backend, stacked as it is made.
-fn prepare(
-    backend: &Backend,
-    transform: &Transform,
-    limits: &Limits,
-    raw: RawBatch,
-) -> Result<Batch> {
-    let started = Instant::now();
-    let mut failed = Vec::new();
-    let mut good = Vec::with_capacity(raw.samples.len());
-    for sample in raw.samples {
-        match sample.bytes {
-            Ok(bytes) => good.push((sample.index, sample.label, sample.name, bytes)),
-            Err(e) => failed.push((sample.index, e)),
-        }
-    }
-    let images: Vec<&[u8]> = good.iter().map(|(.., bytes)| bytes.as_slice()).collect();
-    let indices: Vec<u64> = good.iter().map(|(index, ..)| *index).collect();
-    let stacked =
-        backend.preprocess_stacked(&images, transform, Samples::Indices(&indices), limits)?;
-    let mut batch = Batch {
-        shape: [0; 4],
-        data: stacked.data,
-        labels: Vec::new(),
-        indices: Vec::new(),
-        params: Vec::new(),
-        failed,
-        stats: StepStats {
-            step: raw.step,
-            read: raw.read,
-            ..StepStats::default()
-        },
-    };
-    for ((index, label, name, _), outcome) in good.iter().zip(stacked.outcomes) {
-        match outcome {
-            Ok(params) => {
-                batch.labels.push(*label);
-                batch.indices.push(*index);
-                batch.params.push(params);
-            }
-            Err(e) => batch.failed.push((*index, e.in_file(name))),
-        }
-    }
-    let [a, b, c] = stacked.shape;
-    batch.shape = [batch.indices.len(), a, b, c];
-    batch.stats.prepared = started.elapsed();
-    Ok(batch)
-}
-
 /// One epoch's batches, in order (an iterator); dropping it stops the work.
 pub struct Epoch {
     done: Receiver<(usize, Result<Batch>)>,
@@ -527,6 +482,20 @@ pub struct EpochStats {
 }
 
 impl Epoch {
+    fn new(done: Receiver<(usize, Result<Batch>)>, wait_warning: f64) -> Self {
+        let now = Instant::now();
+        Self {
+            done,
+            waiting: BTreeMap::new(),
+            next: 0,
+            handed: now,
+            started: now,
+            images: 0,
+            waited: Duration::ZERO,
+            wait_warning,
+        }
+    }
+
     /// The epoch so far.
     pub fn stats(&self) -> EpochStats {
         let elapsed = self.started.elapsed();
