@@ -100,8 +100,8 @@ fn image_folder_orders_and_labels_as_torchvision() {
 }
 
 /// An ImageFolder tree of the test photos, three classes.
-fn photo_tree() -> (PathBuf, usize) {
-    let root = scratch("photos");
+fn photo_tree(name: &str) -> (PathBuf, usize) {
+    let root = scratch(name);
     let photos: Vec<PathBuf> = std::fs::read_dir(common::manifest_dir().join("tests/data/photos"))
         .unwrap()
         .map(|e| e.unwrap().path())
@@ -142,7 +142,8 @@ fn image(batch: &Batch, k: usize) -> Tensor {
 /// Every batch's images equal the CPU backend's for the same sample, epoch and seed; labels
 /// follow the folders; two ranks cover each sample exactly once an epoch; epochs differ.
 fn check_loader(backend: impl Fn() -> Backend, what: &str) {
-    let (root, n) = photo_tree();
+    // A tree of its own: the tests run side by side.
+    let (root, n) = photo_tree(&format!("photos-{what}"));
     let (items, _) = gpuprep::loader::dataset::image_folder(&root).unwrap();
     let transform = train();
     let mut seen = Vec::new();

@@ -178,7 +178,8 @@ impl GpuPipeline {
         let mut results: Vec<Option<Result<Tensor>>> = (0..images.len()).map(|_| None).collect();
         let mut batches = Vec::new();
         let land = |flight| self.land(device, queue, flight, &mut results, &mut batches);
-        self.stream(device, queue, images, options, true, land);
+        let next = Self::largest_first(images, options.samples);
+        self.stream_landing_aside(device, queue, next, options, land);
         Streamed {
             results: results
                 .into_iter()
@@ -221,7 +222,8 @@ impl GpuPipeline {
                     outcomes[i] = outcome
                 });
             };
-            self.stream(device, queue, images, options, true, land);
+            let next = Self::largest_first(images, options.samples);
+            self.stream_landing_aside(device, queue, next, options, land);
             outcomes
         })
     }
@@ -237,8 +239,8 @@ impl GpuPipeline {
         queue: &wgpu::Queue,
         next: impl FnMut() -> Option<Arriving<'a>>,
         options: &StreamOptions,
-        mut read: impl FnMut(&[u8], Vec<Placed>) -> Vec<(usize, Result<Params>)>,
-        mut put: impl FnMut(usize, Result<Params>),
+        mut read: impl FnMut(&[u8], Vec<Placed>) -> Vec<(usize, Result<Params>)> + Send,
+        mut put: impl FnMut(usize, Result<Params>) + Send,
     ) -> Vec<BatchStats> {
         let mut batches = Vec::new();
         let land = |flight: Flight| {
@@ -246,7 +248,7 @@ impl GpuPipeline {
                 |s| self.finish_reading(device, queue, s, |bytes, placed, _| read(bytes, placed));
             self.land_with(flight, &mut batches, finish, &mut put);
         };
-        self.stream_from(device, queue, next, options, true, land);
+        self.stream_landing_aside(device, queue, next, options, land);
         batches
     }
 
@@ -307,7 +309,8 @@ impl GpuPipeline {
             );
             batches.push(stats);
         };
-        self.stream(device, queue, images, options, false, land);
+        let next = Self::largest_first(images, options.samples);
+        self.stream_from(device, queue, next, options, false, land);
         batches
     }
 
@@ -371,29 +374,49 @@ impl GpuPipeline {
         stats
     }
 
-    /// The streaming loop over `images`, largest first (the longest-processing-time-first rule:
+    /// `images` for the streaming loop, largest first (the longest-processing-time-first rule:
     /// a call then ends on small images, not on a large one decoded alone while the other
     /// threads wait).
-    fn stream(
-        &self,
-        device: &wgpu::Device,
-        queue: &wgpu::Queue,
-        images: &[&[u8]],
-        options: &StreamOptions,
-        read_back: bool,
-        land: impl FnMut(Flight),
-    ) {
+    fn largest_first<'a>(
+        images: &'a [&'a [u8]],
+        samples: Samples<'a>,
+    ) -> impl FnMut() -> Option<Arriving<'a>> + 'a {
         let mut order: Vec<usize> = (0..images.len()).collect();
         order.sort_by_key(|&i| std::cmp::Reverse(images[i].len()));
         let mut order = order.into_iter();
-        let next = || {
+        move || {
             order.next().map(|i| Arriving {
                 index: i,
-                sample: options.samples.of(i),
+                sample: samples.of(i),
                 bytes: std::borrow::Cow::Borrowed(images[i]),
             })
-        };
-        self.stream_from(device, queue, next, options, read_back, land);
+        }
+    }
+
+    /// [`Self::stream_from`] reading the tensors back, with the landing (waiting for the GPU,
+    /// copying the tensors out) on a thread of its own: this thread packs and submits the next
+    /// batch meanwhile, so the copies are off the path that feeds the GPU.
+    fn stream_landing_aside<'a>(
+        &self,
+        device: &wgpu::Device,
+        queue: &wgpu::Queue,
+        next: impl FnMut() -> Option<Arriving<'a>>,
+        options: &StreamOptions,
+        mut land: impl FnMut(Flight) + Send,
+    ) {
+        std::thread::scope(|scope| {
+            // One batch waits for the lander while it lands the one before.
+            let (sender, receiver) = std::sync::mpsc::sync_channel::<Flight>(1);
+            scope.spawn(move || {
+                for flight in receiver {
+                    land(flight);
+                }
+            });
+            let hand = move |flight| {
+                let _ = sender.send(flight);
+            };
+            self.stream_from(device, queue, next, options, true, hand);
+        });
     }
 
     /// The streaming loop: CPU threads decode and prepare the images `next` gives (blocking

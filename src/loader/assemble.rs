@@ -9,10 +9,11 @@ use crate::gpu::{Arriving, StreamOptions};
 use crate::plan::{Params, Sample, Samples};
 use crate::tensor::{Stacked, TensorData};
 use crate::{Backend, GpuBackend, Limits, Transform};
-use std::cell::{Cell, RefCell};
 use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{Receiver, SyncSender};
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 /// What a batch keeps of each sample that was read while its image is made.
@@ -153,17 +154,17 @@ pub(super) fn stream_epoch(
     };
     let elements: usize = shape.iter().product();
     let slot_bytes = elements * transform.dtype.size();
-    let partials: RefCell<BTreeMap<usize, Partial>> = RefCell::default();
-    let stopped = Cell::new(false);
+    let partials: Mutex<BTreeMap<usize, Partial>> = Mutex::default();
+    let stopped = AtomicBool::new(false);
     let send = |batch: Partial| {
         let step = batch.step;
         if done.send((step, Ok(batch.finish(shape)))).is_err() {
-            stopped.set(true);
+            stopped.store(true, Ordering::Relaxed);
         }
     };
     let mut arriving: std::vec::IntoIter<Arriving<'static>> = Vec::new().into_iter();
     let next = || loop {
-        if stopped.get() {
+        if stopped.load(Ordering::Relaxed) {
             return None;
         }
         if let Some(image) = arriving.next() {
@@ -202,11 +203,11 @@ pub(super) fn stream_epoch(
         if partial.left == 0 {
             send(partial);
         } else {
-            partials.borrow_mut().insert(step, partial);
+            lock(&partials).insert(step, partial);
         }
     };
     let read = |bytes: &[u8], placed: Vec<crate::gpu::Placed>| {
-        let mut partials = partials.borrow_mut();
+        let mut partials = lock(&partials);
         let mut slots: HashMap<usize, &mut [u8]> = HashMap::new();
         for (step, partial) in partials.iter_mut() {
             let chunks = partial.data.bytes_mut().chunks_mut(slot_bytes.max(1));
@@ -223,7 +224,7 @@ pub(super) fn stream_epoch(
     };
     let put = |index: usize, outcome: Result<Params>| {
         let (step, k) = (index / batch_size, index % batch_size);
-        let mut open = partials.borrow_mut();
+        let mut open = lock(&partials);
         let Some(partial) = open.get_mut(&step) else {
             return;
         };
@@ -247,4 +248,8 @@ pub(super) fn stream_epoch(
     let (device, queue) = (&gpu.gpu.device, &gpu.gpu.queue);
     gpu.pipeline
         .preprocess_arriving(device, queue, next, &options, read, put);
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|e| e.into_inner())
 }

@@ -304,23 +304,9 @@ impl Feeder {
 
     /// The rank's indices of the epoch, read a batch at a time, files in parallel.
     fn read_items(&self, items: &[dataset::Item], batcher: &mut Batcher) {
-        use rayon::prelude::*;
         let indices = self.options.split.indices(items.len(), self.epoch);
         for chunk in indices.chunks(self.options.batch_size) {
-            let samples: Vec<RawSample> = chunk
-                .par_iter()
-                .map(|&index| {
-                    let item = &items[index as usize];
-                    RawSample {
-                        index,
-                        label: item.label,
-                        name: item.path.clone(),
-                        bytes: std::fs::read(&item.path)
-                            .map_err(|e| Error::from(e).in_file(&item.path)),
-                    }
-                })
-                .collect();
-            for sample in samples {
+            for sample in read_files(items, chunk) {
                 if batcher.push(sample).is_break() {
                     return;
                 }
@@ -384,6 +370,32 @@ impl Feeder {
             }
         }
     }
+}
+
+/// Reads the files of `items` at `indices`, in order, on threads of their own: on rayon's,
+/// they would wait behind the decoding tasks that the GPU's stream keeps queued.
+fn read_files(items: &[dataset::Item], indices: &[u64]) -> Vec<RawSample> {
+    const READERS: usize = 4;
+    let read = |&index: &u64| {
+        let item = &items[index as usize];
+        RawSample {
+            index,
+            label: item.label,
+            name: item.path.clone(),
+            bytes: std::fs::read(&item.path).map_err(|e| Error::from(e).in_file(&item.path)),
+        }
+    };
+    let part = indices.len().div_ceil(READERS).max(1);
+    std::thread::scope(|scope| {
+        let readers: Vec<_> = indices
+            .chunks(part)
+            .map(|part| scope.spawn(move || part.iter().map(read).collect::<Vec<_>>()))
+            .collect();
+        readers
+            .into_iter()
+            .flat_map(|r| r.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
+            .collect()
+    })
 }
 
 /// webdataset's `shuffle(n)`: samples held up to `capacity`; once full, each new one sends a
