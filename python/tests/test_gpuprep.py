@@ -235,3 +235,15 @@ def test_the_gil_is_released_while_rust_works(tmp_path):
         counter.join()
     # Held, the GIL would leave the counter a few switch intervals at most.
     assert min(during) > 10_000, during
+
+
+def test_copy_into_copies_every_byte_and_refuses_other_lengths():
+    """The parallel copy the loader pins its batches with (into torch's page-locked memory)."""
+    from gpuprep import _gpuprep
+
+    src = np.random.default_rng(0).random((3, 3, 224, 225), dtype=np.float32)
+    dst = np.zeros_like(src)
+    _gpuprep.copy_into(dst.reshape(-1).view(np.uint8), src.reshape(-1).view(np.uint8))
+    assert np.array_equal(dst, src)
+    with pytest.raises(gpuprep.OptionsError):
+        _gpuprep.copy_into(dst.reshape(-1).view(np.uint8)[1:], src.reshape(-1).view(np.uint8))

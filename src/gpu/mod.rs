@@ -35,7 +35,7 @@ pub use batch::Batch;
 pub use context::{adapters, create_device, create_device_on, find_adapter, open_device, Gpu};
 pub(crate) use pipeline::Placed;
 pub use pipeline::{GpuPipeline, GpuTimings};
-pub(crate) use stream::Arriving;
+pub(crate) use stream::{copy_into_slots, Arriving};
 pub use stream::{
     BatchStats, Batching, DeviceBatch, DeviceTensor, StreamOptions, Streamed, DEFAULT_BATCH,
 };

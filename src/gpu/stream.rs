@@ -215,7 +215,7 @@ impl GpuPipeline {
                             let slot = slots.get_mut(placed.0).and_then(Option::take);
                             (placed, slot)
                         });
-                        self.copy_into_slots(bytes, copies.collect(), shape)
+                        copy_into_slots(bytes, copies.collect(), shape)
                     })
                 };
                 self.land_with(flight, &mut batches, finish, |i, outcome| {
@@ -250,36 +250,6 @@ impl GpuPipeline {
         };
         self.stream_landing_aside(device, queue, next, options, land);
         batches
-    }
-
-    /// Copies each tensor of a mapped read-back buffer (`bytes`; a tensor's elements start at
-    /// word `at`) into its slot, on the copy threads (the decoding threads' queue may be long);
-    /// a tensor without a slot, or of another shape than `shape`, fails its image.
-    pub(crate) fn copy_into_slots(
-        &self,
-        bytes: &[u8],
-        copies: Vec<(Placed, Option<&mut [u8]>)>,
-        shape: [usize; 3],
-    ) -> Vec<(usize, Result<Params>)> {
-        use rayon::prelude::*;
-        self.copiers.install(|| {
-            copies
-                .into_par_iter()
-                .map(|((index, got, at, params), slot)| {
-                    let tensor = bytes.get(at as usize * 4..);
-                    let outcome = match (slot, tensor) {
-                        (Some(slot), Some(tensor))
-                            if got == shape && tensor.len() >= slot.len() =>
-                        {
-                            slot.copy_from_slice(&tensor[..slot.len()]);
-                            Ok(params)
-                        }
-                        _ => Err(unstackable(&got, &shape)),
-                    };
-                    (index, outcome)
-                })
-                .collect()
-        })
     }
 
     /// [`Self::preprocess_many`] for a consumer on the same device: each batch's tensors stay
@@ -628,6 +598,32 @@ impl GpuPipeline {
         stats.landed_at = call_start.elapsed();
         batches.push(stats);
     }
+}
+
+/// Copies each tensor of a mapped read-back buffer (`bytes`; a tensor's elements start at
+/// word `at`) into its slot, on rayon's pool, where the fresh slots' page faults spread over
+/// every core (the landing runs aside, off the path that feeds the GPU); a tensor without a
+/// slot, or of another shape than `shape`, fails its image.
+pub(crate) fn copy_into_slots(
+    bytes: &[u8],
+    copies: Vec<(Placed, Option<&mut [u8]>)>,
+    shape: [usize; 3],
+) -> Vec<(usize, Result<Params>)> {
+    use rayon::prelude::*;
+    copies
+        .into_par_iter()
+        .map(|((index, got, at, params), slot)| {
+            let tensor = bytes.get(at as usize * 4..);
+            let outcome = match (slot, tensor) {
+                (Some(slot), Some(tensor)) if got == shape && tensor.len() >= slot.len() => {
+                    slot.copy_from_slice(&tensor[..slot.len()]);
+                    Ok(params)
+                }
+                _ => Err(unstackable(&got, &shape)),
+            };
+            (index, outcome)
+        })
+        .collect()
 }
 
 /// A batch submitted to the GPU, and the images of it that failed before.

@@ -220,7 +220,7 @@ pub(super) fn stream_epoch(
                 (placed, slot)
             })
             .collect();
-        gpu.pipeline.copy_into_slots(bytes, copies, shape)
+        crate::gpu::copy_into_slots(bytes, copies, shape)
     };
     let put = |index: usize, outcome: Result<Params>| {
         let (step, k) = (index / batch_size, index % batch_size);
