@@ -227,10 +227,11 @@ class Loader:
     .json members). Iterating yields (images, labels): torch tensors when torch is importable,
     numpy arrays otherwise. The tensors share the batch's memory with Rust's array (DLPack, no
     copy); `pin_memory` (default: whether torch has CUDA) copies them into page-locked memory, as
-    DataLoader's `pin_memory=True` does, so that `.to("cuda", non_blocking=True)` overlaps. Epochs are shuffled from
-    `seed` (`set_epoch` as DistributedSampler); rank/world_size split them as DistributedSampler
-    does; drop_last drops the uneven tail and the short last batch. Decoding runs ahead in Rust
-    threads (`prefetch` batches at once), with the GIL released. `stats` holds the last step's
+    DataLoader's `pin_memory=True` does, so that `.to("cuda", non_blocking=True)` overlaps.
+    Epochs are shuffled from `seed` (`set_epoch` as DistributedSampler); rank/world_size split
+    them as DistributedSampler does; drop_last drops the uneven tail and the short last batch.
+    Decoding runs ahead in Rust threads with the GIL released (on the GPU one stream an epoch,
+    `prefetch` finished batches held ready; on the CPU `prefetch` batches made at once). `stats` holds the last step's
     figures; a step where the loop waited more than `wait_warning` of it for data warns.
     `threads` is accepted for DataLoader compatibility; gpuprep decodes on all cores.
     """

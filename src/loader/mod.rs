@@ -103,7 +103,8 @@ pub struct StepStats {
     pub step: usize,
     /// Reading the batch's samples (the feeder thread).
     pub read: Duration,
-    /// Decoding and transforming them (a worker thread, the backend's call).
+    /// Decoding and transforming them: from the batch's samples being read to its batch being
+    /// complete (on the GPU, in a stream shared with the batches around it).
     pub prepared: Duration,
     /// How long the consumer waited for the batch.
     pub waited: Duration,
