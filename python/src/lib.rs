@@ -731,7 +731,6 @@ fn copy_into(
     mut dst: PyReadwriteArray1<'_, u8>,
     src: PyReadonlyArray1<'_, u8>,
 ) -> PyResult<()> {
-    use rayon::prelude::*;
     let (dst, src) = (dst.as_slice_mut()?, src.as_slice()?);
     if dst.len() != src.len() {
         return Err(OptionsError::new_err(format!(
@@ -740,11 +739,15 @@ fn copy_into(
             dst.len()
         )));
     }
-    const PART: usize = 1 << 20;
+    // Threads of its own: rayon's would take the copy after the decoding tasks queued there.
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let part = dst.len().div_ceil(threads).max(1);
     py.detach(|| {
-        dst.par_chunks_mut(PART)
-            .zip(src.par_chunks(PART))
-            .for_each(|(d, s)| d.copy_from_slice(s))
+        std::thread::scope(|scope| {
+            for (d, s) in dst.chunks_mut(part).zip(src.chunks(part)) {
+                scope.spawn(move || d.copy_from_slice(s));
+            }
+        })
     });
     Ok(())
 }
