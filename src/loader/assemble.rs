@@ -4,7 +4,7 @@
 //! together in place as its images land (in any order) and handed over once complete.
 
 use super::{Batch, RawBatch, StepStats};
-use crate::error::{Error, Result};
+use crate::error::{Error, GpuError, Result};
 use crate::gpu::{Arriving, StreamOptions};
 use crate::plan::{Params, Sample, Samples};
 use crate::tensor::{Stacked, TensorData};
@@ -131,7 +131,8 @@ struct Partial {
 impl Partial {
     fn finish(self, shape: [usize; 3]) -> Batch {
         let outcomes = self.outcomes.into_iter();
-        let outcomes = outcomes.map(|o| o.unwrap_or_else(|| Err(Error::Options("lost".into()))));
+        let never = || Err(GpuError::Internal("an image of the batch never landed").into());
+        let outcomes = outcomes.map(|o| o.unwrap_or_else(never));
         let stacked = Stacked::closed_up(shape, self.data, outcomes.collect());
         let timing = (self.step, self.read, self.started);
         batch_of(timing, &self.metas, stacked, self.failed)
@@ -150,6 +151,8 @@ pub(super) fn stream_epoch(
     done: &SyncSender<(usize, Result<Batch>)>,
 ) {
     let Some(shape) = transform.fixed_output_shape() else {
+        let e = Error::Options("a loader's transform needs one output size".into());
+        let _ = done.send((0, Err(e)));
         return;
     };
     let elements: usize = shape.iter().product();
