@@ -17,6 +17,23 @@ pub struct GpuBackend {
     pub batching: Batching,
 }
 
+impl GpuBackend {
+    /// The streaming calls' options for `transform` under `limits`, in this backend's batches.
+    fn stream_options<'a>(
+        &self,
+        transform: &'a Transform,
+        limits: &'a Limits,
+        samples: Samples<'a>,
+    ) -> StreamOptions<'a> {
+        StreamOptions {
+            transform,
+            limits,
+            batching: self.batching,
+            samples,
+        }
+    }
+}
+
 /// The implementation of the pixel stages.
 pub enum Backend {
     /// The CPU reference (also the fallback without a usable GPU).
@@ -141,12 +158,7 @@ impl Backend {
                         &backend.gpu.device,
                         &backend.gpu.queue,
                         images,
-                        &StreamOptions {
-                            transform,
-                            limits,
-                            batching: backend.batching,
-                            samples,
-                        },
+                        &backend.stream_options(transform, limits, samples),
                     )
                     .results
             }
@@ -179,12 +191,7 @@ impl Backend {
                 &backend.gpu.device,
                 &backend.gpu.queue,
                 images,
-                &StreamOptions {
-                    transform,
-                    limits,
-                    batching: backend.batching,
-                    samples,
-                },
+                &backend.stream_options(transform, limits, samples),
                 shape,
             ),
         })
