@@ -51,11 +51,15 @@ pub(super) struct StageTables {
 }
 
 /// Everything a packing sends to the GPU, as one buffer: the small tables first, each at an
-/// offset the device can bind, then the coefficients, which threads copy in side by side.
+/// offset the device can bind, then the regions that threads copy in side by side (taps,
+/// coefficients).
 struct Upload {
+    /// The tables' words.
     words: Vec<u32>,
     /// The device's storage offset alignment, in words.
     align: usize,
+    /// Bytes laid out so far, the regions past `words` included.
+    end: u64,
 }
 
 impl Upload {
@@ -63,12 +67,18 @@ impl Upload {
         Self {
             words: Vec::new(),
             align: (offset_alignment as usize / 4).max(2),
+            end: 0,
         }
     }
 
     /// Appends `words` (one zero word when empty, as bindings cannot be empty) at the next
-    /// aligned offset; returns their byte range.
+    /// aligned offset; returns their byte range. Tables come before every region.
     fn push(&mut self, words: &[u32]) -> Range<u64> {
+        debug_assert_eq!(
+            self.end,
+            self.words.len() as u64 * 4,
+            "a table after a region"
+        );
         self.words
             .resize(self.words.len().next_multiple_of(self.align), 0);
         let start = self.words.len() as u64 * 4;
@@ -77,7 +87,47 @@ impl Upload {
         } else {
             self.words.extend_from_slice(words);
         }
-        start..self.words.len() as u64 * 4
+        self.end = self.words.len() as u64 * 4;
+        start..self.end
+    }
+
+    /// Lays out a region of `words` (one at least, as bindings cannot be empty) at the next
+    /// aligned offset, written later by the copy threads; returns its byte range.
+    fn region(&mut self, words: u64) -> Range<u64> {
+        let start = self.end.next_multiple_of(self.align as u64 * 4);
+        self.end = start + words.max(1) * 4;
+        start..self.end
+    }
+}
+
+/// Words that go into one region of the upload piece by piece, each piece as it was made: the
+/// copy threads copy them straight into the staging buffer ([`Packing::upload_parts`]), so
+/// the thread that feeds the GPU never concatenates them (a batch's taps alone are megabytes).
+#[derive(Default)]
+struct Pieces {
+    /// Each piece's first word in the region, and its words.
+    pieces: Vec<(u64, Vec<u32>)>,
+    /// The region's words, padding included.
+    words: u64,
+}
+
+impl Pieces {
+    /// Appends `words` at the next even word (mapped ranges start at multiples of 8 bytes,
+    /// wgpu's `MAP_ALIGNMENT`); returns the word it starts at.
+    fn push(&mut self, words: Vec<u32>) -> u64 {
+        let at = self.reserve(words.len() as u64);
+        if !words.is_empty() {
+            self.pieces.push((at, words));
+        }
+        at
+    }
+
+    /// Leaves room for `words` written from elsewhere, at the next even word; returns the
+    /// word it starts at.
+    fn reserve(&mut self, words: u64) -> u64 {
+        let at = self.words.next_multiple_of(2);
+        self.words = at + words;
+        at
     }
 }
 
@@ -94,10 +144,9 @@ pub(crate) struct Packing {
     idct: StageJobs,
     /// Full-size IDCT jobs: a dispatch (and entry point) of their own.
     idct_8x8: StageJobs,
-    /// Each plane's compact coefficients and where they go in the coefficient arena; copied
-    /// into the upload in parallel.
-    coefs: Vec<(u64, Vec<u32>)>,
-    pub coef_words: u64,
+    /// The upload's coefficient region: each plane's compact coefficients (where they go in
+    /// the coefficient arena) and non-JPEG images' samples, with room for stage 0's segments.
+    coefs: Pieces,
     /// Stage 0's images: their segments' place in the upload's coefficient region, and their
     /// jobs; their coefficients go to the decoded arena.
     segments: Vec<(u64, Arc<SegmentImage>)>,
@@ -113,7 +162,8 @@ pub(crate) struct Packing {
     color: StageJobs,
     pub rgbx_words: u64,
     horizontal: StageJobs,
-    taps: Vec<u32>,
+    /// Every image's horizontal taps.
+    taps: Pieces,
     pub hpass_words: u64,
     outputs: Vec<Output>,
     /// With colour adjustments (every image of the batch, when the transform has them): stage
@@ -125,7 +175,7 @@ pub(crate) struct Packing {
     /// Whether an image's adjustments shift the hue (stage 5 then reads the HSV tables).
     hue: bool,
     /// The value table, then every image's vertical taps.
-    constants: Vec<u32>,
+    constants: Pieces,
     /// The images' indices in the caller's list.
     pub images: Vec<usize>,
 }
@@ -178,7 +228,8 @@ impl Footprint {
                 .as_ref()
                 .map_or(0, |a| u64::from(a.job.pixels))
                 * 4,
-            small: (taps + work.tensor.taps.len()) as u64 * 4,
+            // Each piece of taps starts at an even word.
+            small: (taps + work.tensor.taps.len() + 2) as u64 * 4,
         }
     }
 
@@ -198,11 +249,12 @@ impl Footprint {
 impl Packing {
     /// An empty packing for `transform`.
     pub fn new(transform: &Transform) -> Self {
+        let mut constants = Pieces::default();
+        constants.push(table_bits(transform));
         Self {
             idct: StageJobs::default(),
             idct_8x8: StageJobs::default(),
-            coefs: Vec::new(),
-            coef_words: 0,
+            coefs: Pieces::default(),
             segments: Vec::new(),
             entropy: EntropyPacking::default(),
             decoded_words: 0,
@@ -212,14 +264,14 @@ impl Packing {
             color: StageJobs::default(),
             rgbx_words: 0,
             horizontal: StageJobs::default(),
-            taps: Vec::new(),
+            taps: Pieces::default(),
             hpass_words: 0,
             outputs: Vec::new(),
             pixels: StageJobs::default(),
             adjust: StageJobs::default(),
             pixel_words: 0,
             hue: false,
-            constants: table_bits(transform),
+            constants,
             images: Vec::new(),
         }
     }
@@ -235,14 +287,14 @@ impl Packing {
     pub fn fits(&self, work: &ImageWork, window: u64) -> bool {
         let more = Footprint::of(work);
         Footprint {
-            coefs: self.coef_words * 4 + more.coefs,
+            coefs: self.coefs.words * 4 + more.coefs,
             decoded: self.decoded_words * 4 + more.decoded,
             spans: self.entropy.span_words() * 4 + more.spans,
             samples: self.sample_words * 4 + more.samples,
             rgbx: self.rgbx_words * 4 + more.rgbx,
             hpass: self.hpass_words * 4 + more.hpass,
             pixels: self.pixel_words * 4 + more.pixels,
-            small: (self.taps.len() + self.constants.len()) as u64 * 4 + more.small,
+            small: (self.taps.words + self.constants.words) * 4 + more.small,
         }
         .binds(window)
     }
@@ -260,11 +312,7 @@ impl Packing {
                 out_base[ci] = job.coef_base;
                 self.decoded_words += dense_words(job.table_blocks);
             } else {
-                // Mapped ranges start at multiples of 8 bytes (wgpu's MAP_ALIGNMENT).
-                self.coef_words = self.coef_words.next_multiple_of(2);
-                job.coef_base = self.coef_words as u32;
-                self.coef_words += plane.coefs.len() as u64;
-                self.coefs.push((u64::from(job.coef_base), plane.coefs));
+                job.coef_base = self.coefs.push(plane.coefs) as u32;
             }
             let idct = if job.idct_size == 8 {
                 &mut self.idct_8x8
@@ -274,20 +322,16 @@ impl Packing {
             idct.push(&job, u64::from(plane.invocations));
         }
         if let Some(source) = work.entropy {
-            self.coef_words = self.coef_words.next_multiple_of(2);
-            let at = self.coef_words;
+            let at = self.coefs.reserve(upload_words(&source.segment));
             self.entropy.push(&source.segment, at, out_base);
-            self.coef_words += upload_words(&source.segment);
             self.entropy_images
                 .push((index, at_output, Arc::clone(&source)));
             self.segments.push((at, source));
         }
         if !work.raw_samples.is_empty() {
-            self.coef_words = self.coef_words.next_multiple_of(2);
-            let (from, words) = (self.coef_words, work.raw_samples.len() as u64);
+            let words = work.raw_samples.len() as u64;
+            let from = self.coefs.push(work.raw_samples);
             self.raw_copies.push((from, u64::from(sample_base), words));
-            self.coefs.push((from, work.raw_samples));
-            self.coef_words += words;
         }
         self.sample_words += work.sample_words;
         let mut color = work.color;
@@ -306,9 +350,8 @@ impl Packing {
                 let mut job = h.job;
                 job.source_base += color.rgbx_base;
                 job.result_base = self.hpass_words as u32;
-                job.bounds_base = self.taps.len() as u32;
+                job.bounds_base = self.taps.push(h.taps) as u32;
                 job.weights_base += job.bounds_base;
-                self.taps.extend_from_slice(&h.taps);
                 self.horizontal.push(&job, h.result_words);
                 tensor.source_base = job.result_base;
                 self.hpass_words += h.result_words;
@@ -316,9 +359,8 @@ impl Packing {
             None => tensor.source_base += color.rgbx_base,
         }
         self.rgbx_words += work.rgbx_words;
-        tensor.bounds_base = self.constants.len() as u32;
+        tensor.bounds_base = self.constants.push(work.tensor.taps) as u32;
         tensor.weights_base += tensor.bounds_base;
-        self.constants.extend_from_slice(&work.tensor.taps);
         let output = match work.tensor.adjusted {
             Some(adjusted) => {
                 let base = self.pixel_words as u32;
@@ -395,8 +437,15 @@ impl Packing {
             .collect()
     }
 
-    /// byte there (the region from `coef_start`).
-    pub(super) fn upload_parts(&self, coef_start: u64) -> Vec<(u64, &[u32])> {
+    /// The upload's regions as `layout` places them, piece by piece: each piece's first byte in
+    /// the upload and its words (the copy threads write them, see [`UploadWrite`]).
+    ///
+    /// [`UploadWrite`]: super::staging::UploadWrite
+    pub(super) fn upload_parts(&self, layout: &UploadLayout) -> Vec<(u64, &[u32])> {
+        fn in_region(start: u64, pieces: &Pieces) -> impl Iterator<Item = (u64, &[u32])> {
+            let pieces = pieces.pieces.iter();
+            pieces.map(move |(at, words)| (start + at * 4, &words[..]))
+        }
         let segments = self.segments.iter().flat_map(|(at, source)| {
             let s = &source.segment;
             [
@@ -404,11 +453,11 @@ impl Packing {
                 (at + s.words.len() as u64, &s.tables[..]),
             ]
         });
-        self.coefs
-            .iter()
-            .map(|(at, words)| (*at, &words[..]))
-            .chain(segments)
-            .map(|(at, words)| (coef_start + at * 4, words))
+        let coefs = layout.coefs.start;
+        in_region(coefs, &self.coefs)
+            .chain(segments.map(|(at, words)| (coefs + at * 4, words)))
+            .chain(in_region(layout.tables.taps.start, &self.taps))
+            .chain(in_region(layout.tables.constants.start, &self.constants))
             .collect()
     }
 }
@@ -431,8 +480,8 @@ pub(super) struct StageTableSet {
 }
 
 /// A packing's upload as laid out: the small tables' words (written first, by the recording
-/// thread), where each stage's tables lie, and the byte range of the coefficients and segments
-/// (written by the copy threads, see [`Packing::upload_parts`]).
+/// thread), where each stage's tables lie, and the regions written by the copy threads (see
+/// [`Packing::upload_parts`]): the taps, then the coefficients and segments, which end it.
 pub(super) struct UploadLayout {
     pub tables_words: Vec<u32>,
     pub tables: StageTableSet,
@@ -456,18 +505,16 @@ impl Packing {
                 .iter()
                 .map(|jobs| jobs.upload(&mut upload))
                 .collect(),
-            taps: upload.push(&self.taps),
-            constants: upload.push(&self.constants),
             entropy: (!self.entropy.is_empty())
                 .then(|| self.entropy.tables().map(|words| upload.push(&words))),
+            taps: upload.region(self.taps.words),
+            constants: upload.region(self.constants.words),
         };
-        let coef_start = upload.push(&[]).start;
-        let coef_end = coef_start + (self.coef_words * 4).max(4);
-        upload.words.truncate(coef_start as usize / 4);
+        let coefs = upload.region(self.coefs.words);
         UploadLayout {
             tables_words: upload.words,
             tables,
-            coefs: coef_start..coef_end,
+            coefs,
         }
     }
 }

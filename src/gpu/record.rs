@@ -109,6 +109,7 @@ impl Recorder<'_> {
         let alignment = self.device.limits().min_storage_buffer_offset_alignment;
         let layout = packing.upload_layout(alignment, window);
         let (buffer, staging) = self.start_upload(encoder, &layout)?;
+        let parts = packing.upload_parts(&layout);
         let UploadLayout { tables, coefs, .. } = layout;
         let record_stages =
             |encoder: &mut wgpu::CommandEncoder,
@@ -123,7 +124,7 @@ impl Recorder<'_> {
                 };
                 self.record_stages(packing, encoder, bound, after_stage)
             };
-        let write = UploadWrite::new(&staging, packing.upload_parts(coefs.start));
+        let write = UploadWrite::new(&staging, parts);
         let status = if self.upload_first {
             write.run(self.copiers, || ());
             staging.unmap();
@@ -151,10 +152,10 @@ impl Recorder<'_> {
         encoder: &mut wgpu::CommandEncoder,
         layout: &UploadLayout,
     ) -> Result<(wgpu::Buffer, wgpu::Buffer)> {
-        let (coef_start, end) = (layout.coefs.start, layout.coefs.end);
+        let end = layout.coefs.end;
         let staging = self.staging.take(self.device, end);
         staging
-            .slice(..coef_start)
+            .slice(..layout.tables_words.len() as u64 * 4)
             .get_mapped_range_mut()
             .map_err(GpuError::from)?
             .copy_from_slice(bytemuck::cast_slice(&layout.tables_words));
