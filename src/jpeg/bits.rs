@@ -141,6 +141,18 @@ impl<'a> BitReader<'a> {
         value as i32
     }
 
+    /// The next `n` (1 ≤ n ≤ 32) bits when they are already loaded: what `n` calls of
+    /// [`Self::get_bit`] would read, with no refill between them (a refill may read on to the end
+    /// of the data, which decides whether a file counts as truncated); `None` otherwise.
+    #[inline]
+    pub fn get_loaded_bits(&mut self, n: u32) -> Option<u32> {
+        (self.bits >= n).then(|| {
+            let value = self.peek(n);
+            self.consume(n);
+            value
+        })
+    }
+
     /// Reads one bit.
     #[inline]
     pub fn get_bit(&mut self) -> bool {

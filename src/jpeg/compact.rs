@@ -206,7 +206,7 @@ pub(crate) fn compact_dense<'b>(
 /// Bit i set where `block[i]` is not zero.
 #[cfg(target_arch = "x86_64")]
 #[allow(unsafe_code, reason = "calling an SSE2 function; see the SAFETY note")]
-fn nonzero_mask(block: &[i16; 64]) -> u64 {
+pub(crate) fn nonzero_mask(block: &[i16; 64]) -> u64 {
     // SAFETY: x86-64 always has SSE2.
     unsafe { nonzero_mask_sse2(block) }
 }
@@ -234,7 +234,7 @@ fn nonzero_mask_sse2(block: &[i16; 64]) -> u64 {
 
 /// Bit i set where `block[i]` is not zero.
 #[cfg(not(target_arch = "x86_64"))]
-fn nonzero_mask(block: &[i16; 64]) -> u64 {
+pub(crate) fn nonzero_mask(block: &[i16; 64]) -> u64 {
     block
         .iter()
         .enumerate()

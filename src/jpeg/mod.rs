@@ -501,6 +501,10 @@ impl<'a> Decoder<'a> {
             .take()
             .ok_or_else(|| Error::corrupt("no image data before end-of-image marker"))?;
         if let Some(bits) = &self.coef_bits {
+            // The progressive decoders keep zigzag order (see progressive.rs).
+            for component in &mut image.components {
+                progressive::to_natural_order(&mut component.blocks);
+            }
             if self.quant_latched.iter().all(|&latched| latched) {
                 let quant: Vec<[u16; 64]> = image.components.iter().map(|c| c.quant).collect();
                 image.smoothing = bits.smoothing(&quant, self.last_good_imcu_row);

@@ -1,11 +1,46 @@
 //! Progressive Huffman decoding: DC and AC, first and refinement scans (libjpeg's `jdphuff.c`).
+//!
+//! While a progressive image's scans are decoded, its blocks hold their coefficients in zigzag
+//! order, the order in which a band's coefficients follow each other in the data: a refinement
+//! scan then finds a block's non-zero coefficients in its band from one bit mask (see
+//! [`AcRefine`]) instead of testing them one by one, which was most of the time of decoding a
+//! progressive file. [`to_natural_order`] puts them in natural order once the scans are done.
 
 use super::bits::BitReader;
 use super::coefficients::Smoothing;
+use super::compact::nonzero_mask;
 use super::huffman::{extend, HuffmanTable};
 use super::markers::{ScanHeader, ZIGZAG_TO_NATURAL};
 use super::scan::BlockDecoder;
 use crate::error::{Error, Result};
+
+/// Puts `blocks` (64 coefficients each, zigzag order) in natural order.
+pub(crate) fn to_natural_order(blocks: &mut [i16]) {
+    for block in blocks.chunks_exact_mut(64) {
+        let block: &mut [i16; 64] = block.try_into().expect("64");
+        // Zigzag and natural order agree on the first and last coefficients, and most blocks
+        // have only a few others.
+        let mut others = nonzero_mask(block) & !(1 | 1 << 63);
+        if others == 0 {
+            continue;
+        }
+        let zigzag = *block;
+        block[1..63].fill(0);
+        while others != 0 {
+            let k = others.trailing_zeros() as usize;
+            block[ZIGZAG_TO_NATURAL[k]] = zigzag[k];
+            others &= others - 1;
+        }
+    }
+}
+
+/// Bits `from..=to` (`from` at most 64; an empty mask when `from > to`).
+#[inline]
+fn band(from: usize, to: usize) -> u64 {
+    let up_from = if from >= 64 { 0 } else { !0u64 << from };
+    let up_to = if to >= 63 { !0 } else { (1u64 << (to + 1)) - 1 };
+    up_from & up_to
+}
 
 /// Checks a progressive scan's parameters as libjpeg's `start_pass_phuff_decoder` does.
 pub(crate) fn validate(scan: &ScanHeader) -> Result<()> {
@@ -158,7 +193,9 @@ impl BlockDecoder for AcFirst<'_> {
             if size != 0 {
                 k += run as usize;
                 let value = extend(reader.get_bits(size), size);
-                block[ZIGZAG_TO_NATURAL[k]] = (value << self.al) as i16;
+                // A run past the band's end lands on the last coefficient, as in libjpeg (whose
+                // natural-order table repeats 63 past its end).
+                block[k.min(63)] = (value << self.al) as i16;
             } else if run == 15 {
                 k += 15;
             } else {
@@ -184,27 +221,47 @@ pub(crate) struct AcRefine<'t> {
 }
 
 impl AcRefine<'_> {
-    /// Adds the next correction bit to a coefficient already known to be non-zero.
+    /// Adds the next correction bit to each coefficient of `known` (bits of coefficients
+    /// already non-zero), in order: libjpeg reads one for each non-zero coefficient it passes.
+    /// The bits are taken up to 32 at a time where they are loaded, else one by one.
     #[inline]
-    fn refine(&self, reader: &mut BitReader, coef: &mut i16) {
+    fn refine(&self, reader: &mut BitReader, block: &mut [i16; 64], mut known: u64) {
         let p1: i16 = 1 << self.al;
-        if reader.get_bit() && *coef & p1 == 0 {
-            *coef = if *coef >= 0 {
-                coef.wrapping_add(p1)
-            } else {
-                coef.wrapping_sub(p1)
+        let mut left = known.count_ones();
+        while left > 0 {
+            let mut n = left.min(32);
+            let bits = match reader.get_loaded_bits(n) {
+                Some(bits) => bits,
+                None => {
+                    n = 1;
+                    u32::from(reader.get_bit())
+                }
             };
+            for i in (0..n).rev() {
+                let coef = &mut block[known.trailing_zeros() as usize];
+                if bits >> i & 1 != 0 && *coef & p1 == 0 {
+                    *coef = if *coef >= 0 {
+                        coef.wrapping_add(p1)
+                    } else {
+                        coef.wrapping_sub(p1)
+                    };
+                }
+                known &= known - 1;
+            }
+            left -= n;
         }
     }
 }
 
 impl BlockDecoder for AcRefine<'_> {
     fn decode_block(&mut self, reader: &mut BitReader, _: usize, block: &mut [i16; 64]) {
+        // Refining keeps a non-zero coefficient non-zero; only a new value adds a bit.
+        let mut nonzero = nonzero_mask(block);
         let mut k = self.ss;
         if self.eob_run == 0 {
             while k <= self.se {
                 let symbol = self.table.decode(reader);
-                let (mut run, size) = (i32::from(symbol >> 4), symbol & 15);
+                let (run, size) = (u32::from(symbol >> 4), symbol & 15);
                 let mut new_value = 0i16;
                 if size != 0 {
                     // The size of a newly non-zero coefficient is always 1; libjpeg only warns.
@@ -214,42 +271,185 @@ impl BlockDecoder for AcRefine<'_> {
                         -1 << self.al
                     };
                 } else if run != 15 {
-                    self.eob_run = (1 << run) + reader.get_bits(run as u32) as u32;
+                    self.eob_run = (1 << run) + reader.get_bits(run) as u32;
                     break;
                 }
-                // Skip already-non-zero coefficients (refining them) and `run` zero ones.
-                while k <= self.se {
-                    let coef = &mut block[ZIGZAG_TO_NATURAL[k]];
-                    if *coef != 0 {
-                        self.refine(reader, coef);
-                    } else {
-                        run -= 1;
-                        if run < 0 {
-                            break;
-                        }
-                    }
-                    k += 1;
+                // Pass already-non-zero coefficients (refining them) and `run` zero ones: stop
+                // on the zero after them, or past the band when it has no more.
+                let mut zeros = !nonzero & band(k, self.se);
+                for _ in 0..run {
+                    zeros &= zeros.wrapping_sub(1);
                 }
+                let stop = if zeros == 0 {
+                    self.se + 1
+                } else {
+                    zeros.trailing_zeros() as usize
+                };
+                self.refine(reader, block, nonzero & band(k, stop.wrapping_sub(1)));
+                k = stop;
                 if new_value != 0 {
-                    block[ZIGZAG_TO_NATURAL[k]] = new_value;
+                    // Past the band's end, the last coefficient (libjpeg's padded table).
+                    block[k.min(63)] = new_value;
+                    nonzero |= 1 << k.min(63);
                 }
                 k += 1;
             }
         }
         if self.eob_run > 0 {
             // Inside an end-of-band run: only correction bits for the non-zero coefficients.
-            while k <= self.se {
-                let coef = &mut block[ZIGZAG_TO_NATURAL[k]];
-                if *coef != 0 {
-                    self.refine(reader, coef);
-                }
-                k += 1;
-            }
+            self.refine(reader, block, nonzero & band(k, self.se));
             self.eob_run -= 1;
         }
     }
 
     fn restart(&mut self) {
         self.eob_run = 0;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::jpeg::huffman::standard_table;
+
+    /// libjpeg's `decode_mcu_AC_refine` as written, one coefficient at a time over a block in
+    /// natural order: what [`AcRefine`] must equal.
+    struct Libjpeg<'t> {
+        table: &'t HuffmanTable,
+        ss: usize,
+        se: usize,
+        al: u32,
+        eob_run: u32,
+    }
+
+    impl Libjpeg<'_> {
+        fn refine(&self, reader: &mut BitReader, coef: &mut i16) {
+            let p1: i16 = 1 << self.al;
+            if reader.get_bit() && *coef & p1 == 0 {
+                *coef = if *coef >= 0 {
+                    coef.wrapping_add(p1)
+                } else {
+                    coef.wrapping_sub(p1)
+                };
+            }
+        }
+
+        fn decode_block(&mut self, reader: &mut BitReader, block: &mut [i16; 64]) {
+            let mut k = self.ss;
+            if self.eob_run == 0 {
+                while k <= self.se {
+                    let symbol = self.table.decode(reader);
+                    let (mut run, size) = (i32::from(symbol >> 4), symbol & 15);
+                    let mut new_value = 0i16;
+                    if size != 0 {
+                        new_value = if reader.get_bit() {
+                            1 << self.al
+                        } else {
+                            -1 << self.al
+                        };
+                    } else if run != 15 {
+                        self.eob_run = (1 << run) + reader.get_bits(run as u32) as u32;
+                        break;
+                    }
+                    while k <= self.se {
+                        let coef = &mut block[ZIGZAG_TO_NATURAL[k]];
+                        if *coef != 0 {
+                            self.refine(reader, coef);
+                        } else {
+                            run -= 1;
+                            if run < 0 {
+                                break;
+                            }
+                        }
+                        k += 1;
+                    }
+                    if new_value != 0 {
+                        block[ZIGZAG_TO_NATURAL[k]] = new_value;
+                    }
+                    k += 1;
+                }
+            }
+            if self.eob_run > 0 {
+                while k <= self.se {
+                    let coef = &mut block[ZIGZAG_TO_NATURAL[k]];
+                    if *coef != 0 {
+                        self.refine(reader, coef);
+                    }
+                    k += 1;
+                }
+                self.eob_run -= 1;
+            }
+        }
+    }
+
+    fn natural(zigzag: &[i16; 64]) -> [i16; 64] {
+        let mut block = *zigzag;
+        to_natural_order(&mut block);
+        block
+    }
+
+    #[test]
+    fn refinement_equals_libjpegs_loop_on_random_data() {
+        let table = HuffmanTable::new(&standard_table(false, 0), false).expect("table");
+        let mut state = 0x9E37_79B9_7F4A_7C15u64;
+        let mut next = move || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        };
+        for case in 0..2000 {
+            let ss = 1 + (next() % 63) as usize;
+            let se = ss + (next() % (64 - ss as u64)) as usize;
+            let al = (next() % 4) as u32;
+            // Random bytes, a few of them FF (stuffed or markers), some cases short of data.
+            let len = 1 + (next() % 300) as usize;
+            let data: Vec<u8> = (0..len)
+                .map(|_| match next() % 64 {
+                    0 => 0xFF,
+                    _ => next() as u8,
+                })
+                .collect();
+            let mut zigzag = [0i16; 64];
+            for coef in zigzag.iter_mut() {
+                if next() % 3 == 0 {
+                    let magnitude = ((next() % 40) as i16 + 1) << (al + 1);
+                    *coef = if next() % 2 == 0 {
+                        magnitude
+                    } else {
+                        -magnitude
+                    };
+                }
+            }
+            let mut reference = natural(&zigzag);
+            let (mut ours, mut theirs) = (
+                AcRefine {
+                    table: &table,
+                    ss,
+                    se,
+                    al,
+                    eob_run: 0,
+                },
+                Libjpeg {
+                    table: &table,
+                    ss,
+                    se,
+                    al,
+                    eob_run: 0,
+                },
+            );
+            let (mut ours_reader, mut their_reader) =
+                (BitReader::new(&data, 0), BitReader::new(&data, 0));
+            for block in 0..40 {
+                ours.decode_block(&mut ours_reader, 0, &mut zigzag);
+                theirs.decode_block(&mut their_reader, &mut reference);
+                let at = format!("case {case}, block {block} (Ss={ss} Se={se} Al={al})");
+                assert_eq!(natural(&zigzag), reference, "{at}");
+                assert_eq!(ours.eob_run, theirs.eob_run, "{at}");
+                assert_eq!(ours_reader.position(), their_reader.position(), "{at}");
+                assert_eq!(ours_reader.insufficient, their_reader.insufficient, "{at}");
+                assert_eq!(ours_reader.get_bits(7), their_reader.get_bits(7), "{at}");
+            }
+        }
     }
 }
