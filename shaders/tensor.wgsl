@@ -1,13 +1,14 @@
 // Stage 4: Pillow's vertical resampling pass (when the height changes), torchvision's centre crop
-// with zero padding, the flips, and ToTensor + Normalize through a 3x256 table, written in the
-// output layout and dtype. One invocation per output word, so that packed u8 and f16 outputs never
-// share a word between invocations. Mirror of `vertical_at` (src/reference/resample.rs) and
-// `source_position` / `cropped_sample` / `to_tensor` (src/reference/tensor.rs). A job is the part
-// of one image's output that falls in this dispatch's window of the output buffer.
+// with zero padding, the flips, RandomRotation, and ToTensor + Normalize through a 3x256 table,
+// written in the output layout and dtype. One invocation per output word, so that packed u8 and
+// f16 outputs never share a word between invocations. Mirror of `vertical_at`
+// (src/reference/resample.rs), `rotate` (src/reference/rotate.rs) and `source_position` /
+// `cropped_sample` / `to_tensor` (src/reference/tensor.rs). A job is the part of one image's
+// output that falls in this dispatch's window of the output buffer.
 //
-// With colour adjustments, `pixels_main` writes the cropped, flipped image instead (a word per
-// pixel, RGB), stage 5 (adjust.wgsl) adjusts it, and `main` then reads it as an image of the
-// output's size.
+// With colour adjustments, `pixels_main` writes the cropped, flipped, rotated image instead (a
+// word per pixel, RGB), stage 5 (adjust.wgsl) adjusts it, and `main` then reads it as an image of
+// the output's size.
 
 // Mirrored by `TensorJob` in src/gpu/jobs.rs.
 struct Job {
@@ -42,12 +43,19 @@ struct Job {
     stride: u32,
     // Bit 0: mirror left to right; bit 1: top to bottom.
     flips: u32,
+    // 1 when the flipped image is rotated, with `fill` (R | G << 8 | B << 16) where no pixel maps.
+    rotate: u32,
+    fill: u32,
     // RandomErasing's box of the output: x0, y0, x1, y1 (empty without).
     erase: vec4<u32>,
     // Source channel of each output channel (RGB or BGR order).
     channel_map: vec4<u32>,
     // The erased elements' bits per output channel.
     erase_bits: vec4<u32>,
+    // The rotation's map in 16.16 fixed point (src/plan/rotate.rs): per output column, per row,
+    // at the first pixel, for the source column (`rotation_x`) and row (`rotation_y`).
+    rotation_x: vec4<i32>,
+    rotation_y: vec4<i32>,
 }
 
 @group(0) @binding(1) var<storage, read> jobs: array<Job>;
@@ -119,6 +127,34 @@ fn source_position(x: u32, y: u32) -> vec2<i32> {
     return vec2<i32>(p.crop_x + i32(fx), p.crop_y + i32(fy));
 }
 
+// The flipped image's pixel under output position (x, y), or (-1, -1) where the rotation's fill
+// shows: Pillow's fixed-point walk (affine_fixed), per pixel. The sums may wrap in between; the
+// positions, below 2^31 as the plan keeps them, come out right.
+fn unrotated(x: u32, y: u32) -> vec2<i32> {
+    let p = jobs[job];
+    if p.rotate == 0u {
+        return vec2<i32>(i32(x), i32(y));
+    }
+    let at = vec2<i32>(
+        (p.rotation_x.z + i32(x) * p.rotation_x.x + i32(y) * p.rotation_x.y) >> 16u,
+        (p.rotation_y.z + i32(x) * p.rotation_y.x + i32(y) * p.rotation_y.y) >> 16u,
+    );
+    if at.x >= 0 && at.y >= 0 && at.x < i32(p.out_width) && at.y < i32(p.out_height) {
+        return at;
+    }
+    return vec2<i32>(-1, -1);
+}
+
+// Sample c (RGB) under output position (x, y): the rotation, the flips, then the crop; the
+// rotation's fill where no pixel maps.
+fn output_sample(x: u32, y: u32, c: u32) -> u32 {
+    let at = unrotated(x, y);
+    if at.x < 0 {
+        return (jobs[job].fill >> (8u * c)) & 255u;
+    }
+    return cropped(source_position(u32(at.x), u32(at.y)), c);
+}
+
 // Sample c of the resized image at `at`; zero in the padding.
 fn cropped(at: vec2<i32>, c: u32) -> u32 {
     let p = jobs[job];
@@ -148,7 +184,7 @@ fn element(e: u32) -> u32 {
         return p.erase_bits[c];
     }
     let source_channel = p.channel_map[c];
-    let value = cropped(source_position(x, y), source_channel);
+    let value = output_sample(x, y, source_channel);
     return constants[source_channel * 256u + value];
 }
 
@@ -183,6 +219,7 @@ fn pixels_main(@builtin(global_invocation_id) id: vec3<u32>, @builtin(num_workgr
         return;
     }
     let local = global - starts[job];
-    let at = source_position(local % jobs[job].out_width, local / jobs[job].out_width);
-    result[jobs[job].out_base + local] = cropped(at, 0u) | (cropped(at, 1u) << 8u) | (cropped(at, 2u) << 16u);
+    let x = local % jobs[job].out_width;
+    let y = local / jobs[job].out_width;
+    result[jobs[job].out_base + local] = output_sample(x, y, 0u) | (output_sample(x, y, 1u) << 8u) | (output_sample(x, y, 2u) << 16u);
 }

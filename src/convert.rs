@@ -530,10 +530,9 @@ pub fn report_json(reports: &[ImageReport], job: &Job) -> String {
 
 /// One image's random parameters as report.json writes them, to be replayed through Pillow and
 /// torchvision: `{"crop": {"top", "left", "height", "width"}, "interpolation": filter, "flip":
-/// bool, "vflip": bool,
-/// "color": {"order": [names], "brightness": factor, …}, "grayscale": bool, "erase": box or
-/// null}`, factors as the
-/// float32 values used, a key only for an operation the transform has.
+/// bool, "vflip": bool, "rotation": degrees, "color": {"order": [names], "brightness": factor,
+/// …}, "grayscale": bool, "erase": box or null}`, the angle and the factors as the float32
+/// values used, a key only for an operation the transform has.
 pub fn params_json(params: &crate::Params) -> serde_json::Value {
     let box_json = |b: crate::CropBox| serde_json::json!({"top": b.top, "left": b.left, "height": b.height, "width": b.width});
     let mut json = serde_json::json!({});
@@ -548,6 +547,9 @@ pub fn params_json(params: &crate::Params) -> serde_json::Value {
     }
     if let Some(flip) = params.vertical_flip {
         json["vflip"] = flip.into();
+    }
+    if let Some(angle) = params.rotation {
+        json["rotation"] = angle.into();
     }
     if let Some(adjustments) = &params.color {
         let order: Vec<&str> = adjustments.iter().map(|a| a.name()).collect();
@@ -597,6 +599,7 @@ pub fn params_from_json(json: &serde_json::Value) -> Result<crate::Params, Strin
             "interpolation",
             "flip",
             "vflip",
+            "rotation",
             "color",
             "grayscale",
             "erase",
@@ -643,6 +646,10 @@ pub fn params_from_json(json: &serde_json::Value) -> Result<crate::Params, Strin
         interpolation,
         horizontal_flip: flag("flip")?,
         vertical_flip: flag("vflip")?,
+        rotation: object
+            .get("rotation")
+            .map(|v| v.as_f64().ok_or("`rotation` must be a number of degrees"))
+            .transpose()?,
         color,
         grayscale: flag("grayscale")?,
         erase: object

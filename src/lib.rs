@@ -45,8 +45,8 @@ pub use jpeg::Limits;
 pub use plan::{Adjustment, CropBox, Filter, ImagePlan, Params, Sample, Samples};
 pub use tensor::{Stacked, Tensor, TensorData};
 pub use transform::{
-    ChannelOrder, ColorJitter, DType, Layout, Normalize, RandomErasing, RandomResizedCrop, Resize,
-    Transform,
+    ChannelOrder, ColorJitter, DType, Layout, Normalize, RandomErasing, RandomResizedCrop,
+    RandomRotation, Resize, Transform,
 };
 pub use wgpu;
 

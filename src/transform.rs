@@ -100,6 +100,28 @@ impl ColorJitter {
     }
 }
 
+/// torchvision `RandomRotation(degrees, interpolation=NEAREST, expand=False, center=None,
+/// fill)` of the cropped, flipped image, before the colour adjustments: an angle drawn uniformly
+/// from `degrees`, Pillow's `Image.rotate` about the image's centre, `fill` where no pixel maps.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct RandomRotation {
+    /// The angle's range in degrees, counter-clockwise: torchvision's `(-d, d)` for a number
+    /// `d`.
+    pub degrees: (f64, f64),
+    /// The RGB value of the pixels no source pixel maps to; default black.
+    pub fill: [u8; 3],
+}
+
+impl RandomRotation {
+    /// `RandomRotation(degrees)`: an angle in (-`degrees`, `degrees`), black fill.
+    pub fn new(degrees: f64) -> Self {
+        Self {
+            degrees: (-degrees, degrees),
+            fill: [0; 3],
+        }
+    }
+}
+
 /// torchvision `RandomErasing(p, scale, ratio, value)` on the output tensor: with probability
 /// `p`, a random box of it is set to `value` (per output channel; in the tensor's element type).
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -227,6 +249,8 @@ pub struct Transform {
     pub color_jitter: Option<ColorJitter>,
     /// `RandomGrayscale(p)` (three equal channels); default none.
     pub grayscale: Option<f64>,
+    /// `RandomRotation` after the flips, before `ColorJitter`; default none.
+    pub random_rotation: Option<RandomRotation>,
     /// `RandomErasing` of the output tensor, last; default none.
     pub random_erasing: Option<RandomErasing>,
     /// The seed the random operations' parameters are drawn from; default 0.
@@ -252,6 +276,7 @@ impl Default for Transform {
             vertical_flip: None,
             color_jitter: None,
             grayscale: None,
+            random_rotation: None,
             random_erasing: None,
             seed: 0,
             epoch: 0,
@@ -326,6 +351,7 @@ impl Transform {
             || self.vertical_flip.is_some()
             || self.color_jitter.is_some()
             || self.grayscale.is_some()
+            || self.random_rotation.is_some()
             || self.random_erasing.is_some()
     }
 
@@ -410,6 +436,15 @@ impl Transform {
                     "random_resized_crop needs 0 < scale.0 <= scale.1 and 0 < ratio.0 <= ratio.1, \
                      got scale {:?}, ratio {:?}",
                     crop.scale, crop.ratio
+                ));
+            }
+        }
+        if let Some(r) = self.random_rotation {
+            let (low, high) = r.degrees;
+            if !(low.is_finite() && high.is_finite() && low <= high) {
+                return Err(format!(
+                    "random_rotation needs finite degrees with low <= high, got {:?}",
+                    r.degrees
                 ));
             }
         }

@@ -7,8 +7,9 @@ A spec is a JSON object (the entries of tests/goldens/transforms.json): resize (
 ("imagenet" or {"mean": [...], "std": [...]}), dtype (u8|f32|f16), layout (hwc|chw),
 channel_order (rgb|bgr), exif_transpose (ImageOps.exif_transpose before convert('RGB')). Pillow resizes; torchvision's CenterCrop/ToTensor/Normalize arithmetic
 is done in numpy float32 in torchvision's operation order. The random operations
-(random_resized_crop {size, scale, ratio}, hflip P, vflip P, color_jitter [b, c, s, h],
-grayscale P, random_erasing {p, scale, ratio, value}, with seed and epoch; first_index: the sample index of the first file) draw each
+(random_resized_crop {size, scale, ratio}, hflip P, vflip P, random_rotation {degrees, fill},
+color_jitter [b, c, s, h], grayscale P, random_erasing {p, scale, ratio, value}, with seed and
+epoch; first_index: the sample index of the first file) draw each
 sample's parameters as gpuprep does and apply them as torchvision's PIL functions do.
 
 usage: pillow_reference.py SPEC_JSON OUT_DIR FILE...
@@ -37,7 +38,7 @@ IMAGENET = {"mean": [0.485, 0.456, 0.406], "std": [0.229, 0.224, 0.225]}
 # the application to real torchvision.
 
 # The counter's fourth word per operation (src/plan/random.rs, `Op`).
-OP_CROP, OP_HFLIP, OP_VFLIP, OP_JITTER, OP_GRAY, OP_ERASE, OP_FILTER = 1, 2, 3, 4, 5, 7, 8
+OP_CROP, OP_HFLIP, OP_VFLIP, OP_JITTER, OP_GRAY, OP_ERASE, OP_FILTER, OP_ROTATION = 1, 2, 3, 4, 5, 7, 8, 9
 ADJUSTMENTS = ("brightness", "contrast", "saturation", "hue")
 
 
@@ -149,6 +150,8 @@ def draw(spec, size, index):
     for key, op in (("hflip", OP_HFLIP), ("vflip", OP_VFLIP)):
         if key in spec:
             params["flip" if key == "hflip" else "vflip"] = stream(op).uniform() < spec[key]
+    if "random_rotation" in spec:  # RandomRotation.get_params: uniform over the degrees
+        params["rotation"] = float(stream(OP_ROTATION).uniform_f32(*spec["random_rotation"]["degrees"]))
     if "color_jitter" in spec:
         s = stream(OP_JITTER)
         order = s.permutation(4)
@@ -202,12 +205,16 @@ def cut(im, params, size, resample):
     return im if im.size == tuple(size) else im.resize(tuple(size), resample)
 
 
-def finish(a, params):
-    """The flips, colour adjustments and grey conversion of an H x W x 3 uint8 array."""
+def finish(a, params, spec=None):
+    """The flips, rotation, colour adjustments and grey conversion of an H x W x 3 uint8 array."""
     if params.get("flip"):
         a = a[:, ::-1]
     if params.get("vflip"):
         a = a[::-1]
+    if "rotation" in params:  # F.rotate: img.rotate(angle, NEAREST, False, None, fillcolor=fill)
+        fill = tuple(int(v) for v in (spec or {}).get("random_rotation", {}).get("fill", [0, 0, 0]))
+        im = Image.fromarray(np.ascontiguousarray(a), "RGB")
+        a = np.asarray(im.rotate(params["rotation"], Image.NEAREST, False, None, fillcolor=fill))
     color, grey = params.get("color"), params.get("grayscale")
     if color or grey:
         im = Image.fromarray(np.ascontiguousarray(a), "RGB")
@@ -247,7 +254,8 @@ def center_crop(a, crop):
     return a[top:top + ch, left:left + cw]
 
 
-RANDOM = ("random_resized_crop", "hflip", "vflip", "color_jitter", "grayscale", "random_erasing")
+RANDOM = ("random_resized_crop", "hflip", "vflip", "random_rotation", "color_jitter", "grayscale",
+          "random_erasing")
 
 
 def is_random(spec):
@@ -282,7 +290,7 @@ def transformed(path, spec, decoded=None, index=0):
     a = np.asarray(im)
     if "crop" in spec:
         a = center_crop(a, spec["crop"])
-    a = finish(a, params)
+    a = finish(a, params, spec)
     dtype = spec.get("dtype", "u8")
     if dtype != "u8":
         t = a.astype(np.float32) / np.float32(255)

@@ -71,9 +71,10 @@ def _resolve(source):
 # Where each torchvision transform may stand: gpuprep applies them in this order, so a Compose
 # whose order differs (a crop after a colour jitter, say) would compute something else.
 _STAGE = {"Resize": 0, "RandomResizedCrop": 0, "CenterCrop": 1, "RandomHorizontalFlip": 2,
-          "RandomVerticalFlip": 2, "ColorJitter": 2, "RandomGrayscale": 3, "ToTensor": 4,
+          "RandomVerticalFlip": 2, "RandomRotation": 2, "ColorJitter": 2, "RandomGrayscale": 3, "ToTensor": 4,
           "PILToTensor": 4, "ToImage": 4, "ToDtype": 5, "ConvertImageDtype": 5, "Normalize": 6,
           "RandomErasing": 7}
+_FLIPS = ("RandomHorizontalFlip", "RandomVerticalFlip")
 _INTERPOLATIONS = {"NEAREST": "nearest", "BOX": "box", "BILINEAR": "bilinear",
                    "HAMMING": "hamming", "BICUBIC": "bicubic", "LANCZOS": "lanczos"}
 
@@ -84,6 +85,27 @@ def _size(size):
         return size
     size = list(size)
     return size[0] if len(size) == 1 else (int(size[0]), int(size[1]))
+
+
+def _rotation_degrees(step):
+    """RandomRotation's degrees, refusing what gpuprep does not compute: other interpolations
+    than NEAREST (Pillow's bilinear rotation runs in double precision), expand and a centre."""
+    interpolation = getattr(getattr(step, "interpolation", None), "name", "NEAREST")
+    if str(interpolation).upper() != "NEAREST":
+        raise OptionsError(f"RandomRotation(interpolation={interpolation}) is not supported: "
+                           "only NEAREST")
+    if getattr(step, "expand", False) or getattr(step, "center", None) is not None:
+        raise OptionsError("RandomRotation(expand=True) and a given center are not supported")
+    return (float(step.degrees[0]), float(step.degrees[1]))
+
+
+def _rotation_fill(step):
+    fill = getattr(step, "fill", 0)
+    fill = 0 if fill is None else fill
+    values = [fill] * 3 if isinstance(fill, (int, float)) else list(fill)
+    if len(values) == 1:
+        values = values * 3
+    return [int(v) for v in values]  # torchvision's _parse_fill: int(x) for each channel
 
 
 def _amount(name, value, centre):
@@ -100,12 +122,13 @@ def _amount(name, value, centre):
 
 def from_torchvision(compose):
     """The Transform that computes what `compose` (a torchvision Compose of Resize, CenterCrop,
-    RandomResizedCrop, RandomHorizontalFlip, RandomVerticalFlip, ColorJitter, RandomGrayscale,
-    ToTensor / PILToTensor + ToDtype, Normalize, RandomErasing, in that order) computes on a PIL
-    image; anything else is refused by name (OptionsError)."""
+    RandomResizedCrop, RandomHorizontalFlip, RandomVerticalFlip, RandomRotation, ColorJitter,
+    RandomGrayscale, ToTensor / PILToTensor + ToDtype, Normalize, RandomErasing, in that order)
+    computes on a PIL image; anything else is refused by name (OptionsError)."""
     steps = list(getattr(compose, "transforms", [compose]))
     t = Transform()
     last = -1
+    rotated = colored = False
     for step in steps:
         name = type(step).__name__
         if name not in _STAGE:
@@ -114,6 +137,15 @@ def from_torchvision(compose):
             raise OptionsError(f"{name} after a later step: gpuprep applies them in torchvision's "
                                "usual order (resize or crop, flips and colour, tensor, normalise, erase)")
         last = _STAGE[name]
+        # Flips and colour commute; a rotation commutes with neither.
+        if (rotated and name in _FLIPS) or (colored and name == "RandomRotation"):
+            raise OptionsError(f"{name} where gpuprep cannot put it: it rotates after the flips "
+                               "and before ColorJitter and RandomGrayscale")
+        rotated |= name == "RandomRotation"
+        colored |= name in ("ColorJitter", "RandomGrayscale")
+        if name == "RandomRotation":
+            t = t.random_rotation(_rotation_degrees(step), _rotation_fill(step))
+            continue
         interpolation = getattr(step, "interpolation", None)
         if interpolation is not None:
             t = t.interpolation(_INTERPOLATIONS[getattr(interpolation, "name", str(interpolation)).upper()])
@@ -202,6 +234,8 @@ def torchvision_params(compose, size):
                 if factor is not None:
                     color[adjustment] = float(factor)
             params["color"] = color
+        elif name == "RandomRotation":
+            params["rotation"] = float(step.get_params(step.degrees))
         elif name == "RandomGrayscale":
             params["grayscale"] = bool(torch.rand(1) < step.p)
         elif name == "RandomErasing":

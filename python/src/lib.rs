@@ -6,7 +6,7 @@ use gpuprep::loader::order::Split;
 use gpuprep::loader::{self, LoaderOptions, Source};
 use gpuprep::{
     Backend, ColorJitter, DType, Filter, Layout, Limits, Normalize, Params, RandomErasing,
-    RandomResizedCrop, Resize, Sample, Samples, Stacked, Tensor, TensorData,
+    RandomResizedCrop, RandomRotation, Resize, Sample, Samples, Stacked, Tensor, TensorData,
 };
 use numpy::{
     PyArray1, PyReadonlyArray1, PyReadonlyArrayDyn, PyReadwriteArray1, PyUntypedArrayMethods,
@@ -235,6 +235,36 @@ impl Transform {
             grayscale: Some(p),
             ..self.0
         })
+    }
+
+    /// RandomRotation(degrees, fill): nearest-neighbour, after the flips and before the colour
+    /// adjustments; degrees a number d (-d..d) or (min, max), fill a number or one per channel.
+    #[pyo3(signature = (degrees, fill=None))]
+    fn random_rotation(
+        &self,
+        degrees: Bound<'_, PyAny>,
+        fill: Option<Bound<'_, PyAny>>,
+    ) -> PyResult<Self> {
+        let degrees = match degrees.extract::<f64>() {
+            Ok(d) if d < 0.0 => {
+                return Err(OptionsError::new_err(
+                    "RandomRotation's degrees, a single number, must be positive",
+                ))
+            }
+            Ok(d) => (-d, d),
+            Err(_) => degrees.extract::<(f64, f64)>()?,
+        };
+        let fill = match fill {
+            None => [0; 3],
+            Some(v) => v
+                .extract::<u8>()
+                .map(|x| [x; 3])
+                .or_else(|_| v.extract::<[u8; 3]>())?,
+        };
+        Ok(Self(gpuprep::Transform {
+            random_rotation: Some(RandomRotation { degrees, fill }),
+            ..self.0
+        }))
     }
 
     /// RandomErasing(p, scale, ratio, value): value a number or one per channel.

@@ -162,6 +162,13 @@ def test_from_torchvision_translates_a_compose_and_refuses_others():
         gpuprep.from_torchvision(T.Compose([T.GaussianBlur(3)]))
     with pytest.raises(gpuprep.OptionsError, match="after"):
         gpuprep.from_torchvision(T.Compose([T.ColorJitter(0.4), T.RandomResizedCrop(224)]))
+    with pytest.raises(gpuprep.OptionsError, match="rotates after the flips"):
+        gpuprep.from_torchvision(T.Compose([T.RandomRotation(10), T.RandomHorizontalFlip()]))
+    with pytest.raises(gpuprep.OptionsError, match="NEAREST"):
+        gpuprep.from_torchvision(T.Compose([T.RandomRotation(10, T.InterpolationMode.BILINEAR)]))
+    rotated = gpuprep.from_torchvision(T.Compose([T.RandomHorizontalFlip(), T.RandomRotation(10),
+                                                  T.ColorJitter(0.4)]))
+    assert rotated.is_random
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
@@ -171,6 +178,7 @@ def test_with_torchs_seed_the_batches_are_torchvisions(backend):
     torch = pytest.importorskip("torch")
     T = pytest.importorskip("torchvision.transforms")
     compose = T.Compose([T.RandomResizedCrop(160), T.RandomHorizontalFlip(), T.RandomVerticalFlip(),
+                         T.RandomRotation(25, fill=[10, 20, 30]),
                          T.ColorJitter(0.4, 0.4, 0.4, 0.1), T.RandomGrayscale(0.3), T.ToTensor(),
                          T.Normalize((0.485, 0.456, 0.406), (0.229, 0.224, 0.225)),
                          T.RandomErasing(0.7, value=0.5)])
@@ -184,6 +192,27 @@ def test_with_torchs_seed_the_batches_are_torchvisions(backend):
         params = gpuprep.torchvision_params(compose, image.size)
         batch, _ = p.preprocess([path], transform, params=[params])
         assert np.array_equal(batch[0], expected), (path, seed, params)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_rotation_equals_pillow_with_its_parameters(backend):
+    spec = {"random_resized_crop": {"size": [96, 96]}, "hflip": 0.5,
+            "random_rotation": {"degrees": [-40, 40], "fill": [10, 20, 30]},
+            "color_jitter": [0.4, 0.4, 0.4], "seed": 7}
+    t = (gpuprep.Transform().random_resized_crop(96).horizontal_flip()
+         .random_rotation(40, fill=[10, 20, 30]).color_jitter(0.4, 0.4, 0.4).with_seed(7)
+         .to("uint8", "hwc"))
+    indices = [3, 8, 1, 6, 4, 0]
+    batch, outcomes = pipeline(backend).preprocess(PHOTOS, t, indices=indices)
+    for image, path, index, outcome in zip(batch, PHOTOS, indices, outcomes):
+        assert np.array_equal(image, pillow_reference.transformed(path, spec, index=index)), path
+        assert -40 <= outcome["params"]["rotation"] <= 40
+    # A quarter turn of a square, given: Pillow's transpose shortcut.
+    square = gpuprep.Transform().resize((40, 40)).random_rotation((0, 0))
+    batch, _ = pipeline(backend).preprocess(PHOTOS[:1], square, params=[{"rotation": 90.0}])
+    small = pillow_reference.Image.open(PHOTOS[0]).convert("RGB").resize((40, 40),
+                                                                         pillow_reference.Image.BILINEAR)
+    assert np.array_equal(batch[0], np.asarray(small.rotate(90)))
 
 
 @pytest.mark.parametrize("backend", BACKENDS)

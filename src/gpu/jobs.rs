@@ -176,8 +176,10 @@ pub(crate) struct TensorJob {
     pub stride: u32,
     /// Bit 0: mirror left to right; bit 1: top to bottom (the output position before the crop).
     pub flips: u32,
-    /// The WGSL struct aligns `erase` (a vector) to 16 bytes.
-    pub padding: [u32; 2],
+    /// 1 when the flipped image is rotated (`rotation_x`, `rotation_y`, `fill`).
+    pub rotate: u32,
+    /// The rotation's fill, R | G << 8 | B << 16.
+    pub fill: u32,
     /// `RandomErasing`'s box of the output: columns `erase[0]..erase[2]`, rows
     /// `erase[1]..erase[3]` (empty without).
     pub erase: [u32; 4],
@@ -185,6 +187,11 @@ pub(crate) struct TensorJob {
     pub channel_map: [u32; 4],
     /// The erased elements' bits per output channel, in the output's element type.
     pub erase_bits: [u32; 4],
+    /// The rotation's fixed-point map ([`crate::plan::Rotation`]): the source column per
+    /// output column, per row, at the first pixel, then one unused word (a `vec4`).
+    pub rotation_x: [i32; 4],
+    /// The same for the source row.
+    pub rotation_y: [i32; 4],
 }
 
 /// `Job` of shaders/adjust.wgsl: one image's colour adjustments.
@@ -289,6 +296,8 @@ mod tests {
                     ("erase", offset_of!(TensorJob, erase)),
                     ("channel_map", offset_of!(TensorJob, channel_map)),
                     ("erase_bits", offset_of!(TensorJob, erase_bits)),
+                    ("rotation_x", offset_of!(TensorJob, rotation_x)),
+                    ("rotation_y", offset_of!(TensorJob, rotation_y)),
                 ],
             ),
             (

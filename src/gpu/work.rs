@@ -396,7 +396,18 @@ fn resize_and_tensor(
             let (x, y) = (b.left as u32, b.top as u32);
             [x, y, x + b.width as u32, y + b.height as u32]
         }),
-        padding: [0; 2],
+        rotate: u32::from(output.rotation.is_some()),
+        fill: output.rotation.map_or(0, |r| {
+            u32::from_le_bytes([r.fill[0], r.fill[1], r.fill[2], 0])
+        }),
+        rotation_x: output.rotation.map_or([0; 4], |r| {
+            let [a, b, c] = r.x_map;
+            [a, b, c, 0]
+        }),
+        rotation_y: output.rotation.map_or([0; 4], |r| {
+            let [a, b, c] = r.y_map;
+            [a, b, c, 0]
+        }),
         channel_map: [0, 1, 2, 3].map(|c| {
             if c < 3 {
                 output.source_channel(c) as u32
@@ -456,6 +467,7 @@ fn adjusted(pixels: &TensorJob, plan: &ImagePlan) -> Adjusted {
         source_base: 0,
         stride: width,
         flips: 0,
+        rotate: 0,
         ..*pixels
     };
     Adjusted { job, tensor }

@@ -107,6 +107,8 @@ pub struct Params {
     pub color: Option<Vec<Adjustment>>,
     /// Whether `RandomGrayscale` turns the image grey.
     pub grayscale: Option<bool>,
+    /// `RandomRotation`'s angle in degrees (a float32 value, as torch draws it).
+    pub rotation: Option<f64>,
     /// `RandomErasing`'s box of the output (`Some(None)`: the transform has it, and it did not
     /// erase).
     pub erase: Option<Option<CropBox>>,
@@ -153,6 +155,10 @@ impl Params {
                 .color_jitter
                 .map(|j| adjustments(&j, &mut Stream::new(key, Op::ColorJitter))),
             grayscale: coin(transform.grayscale, Op::Grayscale),
+            rotation: transform.random_rotation.map(|r| {
+                let (low, high) = (r.degrees.0 as f32, r.degrees.1 as f32);
+                f64::from(Stream::new(key, Op::Rotation).uniform_f32(low, high))
+            }),
             erase: transform.random_erasing.map(|e| {
                 let output = super::output_size(transform, size);
                 erase_box(&e, output, &mut Stream::new(key, Op::Erase))
@@ -189,6 +195,11 @@ impl Params {
                 transform.grayscale.is_some(),
                 self.grayscale.is_some(),
             ),
+            (
+                "rotation",
+                transform.random_rotation.is_some(),
+                self.rotation.is_some(),
+            ),
         ];
         for (name, wanted, given) in pairs {
             if wanted != given {
@@ -216,6 +227,11 @@ impl Params {
                     "the erased box {b:?} does not lie inside the {w}x{h} output"
                 ));
             }
+        }
+        if let Some(angle) = self.rotation.filter(|a| !a.is_finite()) {
+            return Err(format!(
+                "the rotation's angle {angle} is not a finite number"
+            ));
         }
         for a in self.color.iter().flatten() {
             let f = a.factor();

@@ -15,8 +15,9 @@
 //! 3. the region `Resize` sees: the whole image, or `RandomResizedCrop`'s box ([`augment`]: each
 //!    sample's random parameters, drawn from [`random`]'s counter-based streams or given);
 //! 4. `Resize` ([`resize`]: Pillow's tap tables), skipped when the size does not change;
-//! 5. `CenterCrop`, the flips, `ColorJitter` and `RandomGrayscale`, and the tensor ([`output`]:
-//!    crop offsets, flips, the colour adjustments in order, shape, element type, value table).
+//! 5. `CenterCrop`, the flips, `RandomRotation` ([`rotate`]: Pillow's fixed-point map),
+//!    `ColorJitter` and `RandomGrayscale`, and the tensor ([`output`]: crop offsets, flips, the
+//!    colour adjustments in order, shape, element type, value table).
 //!
 //! A new transform option goes here once (a field of the plan that both backends read), then
 //! into each backend's arithmetic: src/reference/ for the CPU, shaders/ and src/gpu/work.rs for
@@ -27,6 +28,7 @@ pub mod hsv;
 pub mod output;
 pub mod random;
 pub mod resize;
+pub mod rotate;
 pub mod scaling;
 
 use crate::error::{Error, Result};
@@ -35,6 +37,7 @@ use crate::Transform;
 pub use augment::{Adjustment, CropBox, Params, Sample, Samples};
 pub use output::{Crop, OutputPlan};
 pub use resize::{Filter, ResizePlan, Taps, PRECISION_BITS};
+pub use rotate::Rotation;
 pub use scaling::{ComponentScaling, Upsampling};
 
 /// Everything about one image's way through the pixel stages that does not depend on its
@@ -128,6 +131,16 @@ impl ImagePlan {
                     limit: limits.max_pixels,
                 });
             }
+        }
+        if self.output.rotation.is_some() && crop.width.max(crop.height) > rotate::MAX_ROTATED_SIDE
+        {
+            return Err(Error::Options(format!(
+                "random_rotation rotates images of at most {} pixels a side (Pillow's fixed-point \
+                 rotation), not {}x{}",
+                rotate::MAX_ROTATED_SIDE,
+                crop.width,
+                crop.height
+            )));
         }
         // The contrast adjustment's mean is summed in 32 bits on the GPU.
         let colored = !self.output.color.is_empty() || self.output.grayscale;

@@ -1,5 +1,5 @@
 //! The last step's geometry and constants: `CenterCrop` (torchvision's zero padding included),
-//! the flips, the colour adjustments in the order they run, then `ToTensor` + `Normalize`
+//! the flips, the rotation, the colour adjustments in the order they run, then `ToTensor` + `Normalize`
 //! through a 3×256 float32 table, in the chosen layout, dtype and channel order (PARITY §4–5).
 
 use super::augment::{Adjustment, Params};
@@ -28,7 +28,9 @@ pub struct OutputPlan {
     pub horizontal_flip: bool,
     /// Whether it is mirrored top to bottom.
     pub vertical_flip: bool,
-    /// `ColorJitter`'s adjustments of the flipped image, in order.
+    /// `RandomRotation` of the flipped image.
+    pub rotation: Option<super::Rotation>,
+    /// `ColorJitter`'s adjustments of the rotated image, in order.
     pub color: Vec<Adjustment>,
     /// Whether the adjusted image then turns grey (`RandomGrayscale` drew it).
     pub grayscale: bool,
@@ -64,6 +66,10 @@ impl OutputPlan {
             },
             horizontal_flip: params.horizontal_flip == Some(true),
             vertical_flip: params.vertical_flip == Some(true),
+            rotation: params
+                .rotation
+                .zip(transform.random_rotation)
+                .and_then(|(angle, r)| super::Rotation::new(angle, (crop_w, crop_h), r.fill)),
             color: params.color.clone().unwrap_or_default(),
             grayscale: params.grayscale == Some(true),
             erase: params

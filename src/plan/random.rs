@@ -32,6 +32,8 @@ pub enum Op {
     Erase = 7,
     /// `RandomResizedCrop`'s filter, when it draws one.
     Interpolation = 8,
+    /// `RandomRotation`'s angle.
+    Rotation = 9,
 }
 
 /// Which sample a stream belongs to.

@@ -9,6 +9,7 @@ pub mod color;
 pub mod idct;
 pub mod orient;
 pub mod resample;
+pub mod rotate;
 #[cfg(target_arch = "x86_64")]
 pub mod sse2;
 pub mod tensor;

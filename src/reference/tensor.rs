@@ -1,6 +1,7 @@
 //! The last stage: the centre crop, the flips, `ToTensor` + `Normalize` through the plan's value
 //! table, layout, dtype and channel order (PARITY §4–5), as shaders/tensor.wgsl computes it;
-//! with colour adjustments, the cropped image goes through [`super::adjust`] first. The geometry
+//! with a rotation or colour adjustments, the cropped image goes through [`super::rotate`] and
+//! [`super::adjust`] first. The geometry
 //! and the table come from [`crate::plan::OutputPlan`].
 
 use super::resample::Image8;
@@ -39,14 +40,18 @@ pub fn source_position(plan: &OutputPlan, x: usize, y: usize) -> (isize, isize) 
 /// Crops and flips the resized `image` as `plan` says, adjusts its colours, and turns it into
 /// the output tensor (its `params` left empty for the caller).
 pub fn to_tensor(image: &Image8, plan: &OutputPlan) -> Tensor {
-    if !plan.color.is_empty() || plan.grayscale {
-        // Adjusted as an RGB image of the output's size, which then goes out as it is.
+    if plan.rotation.is_some() || !plan.color.is_empty() || plan.grayscale {
+        // Rotated and adjusted as an RGB image of the output's size, which then goes out as
+        // it is.
         let mut rgb = Image8 {
             width: plan.crop.width,
             height: plan.crop.height,
             channels: 3,
             data: cropped_samples(image, &rgb_plan(plan)),
         };
+        if let Some(rotation) = &plan.rotation {
+            rgb = super::rotate::rotate(&rgb, rotation);
+        }
         super::adjust::adjust(&mut rgb, &plan.color, plan.grayscale);
         let whole = OutputPlan {
             crop: Crop {
@@ -56,6 +61,7 @@ pub fn to_tensor(image: &Image8, plan: &OutputPlan) -> Tensor {
             },
             horizontal_flip: false,
             vertical_flip: false,
+            rotation: None,
             color: Vec::new(),
             grayscale: false,
             erase: plan.erase,

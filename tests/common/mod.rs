@@ -287,6 +287,15 @@ pub fn transform_specs() -> BTreeMap<String, gpuprep::Transform> {
                     gpuprep::ColorJitter::new(v(0), v(1), v(2), v(3))
                 }),
                 grayscale: s["grayscale"].as_f64(),
+                random_rotation: s.get("random_rotation").map(|r| gpuprep::RandomRotation {
+                    degrees: (
+                        r["degrees"][0].as_f64().unwrap(),
+                        r["degrees"][1].as_f64().unwrap(),
+                    ),
+                    fill: r.get("fill").map_or([0; 3], |f| {
+                        std::array::from_fn(|i| f[i].as_u64().unwrap() as u8)
+                    }),
+                }),
                 random_erasing: s.get("random_erasing").map(|e| {
                     let range = |key: &str, default: (f64, f64)| {
                         e.get(key).map_or(default, |r| {

@@ -101,6 +101,10 @@ pub struct TransformArgs {
     /// RandomVerticalFlip(P).
     #[arg(long, value_name = "P")]
     vflip: Option<f64>,
+    /// RandomRotation(D) (an angle in -D..D degrees) or of `MIN,MAX` degrees, nearest-neighbour,
+    /// after the flips; the pixels no source pixel maps to take `V` or `R,G,B` (default 0).
+    #[arg(long, value_parser = parse_rotation, value_name = "D|MIN,MAX[:V[,G,B]]")]
+    random_rotation: Option<gpuprep::RandomRotation>,
     /// ColorJitter(brightness, contrast, saturation[, hue]) as `B,C,S[,H]`.
     #[arg(long, value_parser = parse_jitter, value_name = "B,C,S[,H]")]
     color_jitter: Option<gpuprep::ColorJitter>,
@@ -231,6 +235,30 @@ fn parse_jitter(text: &str) -> Result<gpuprep::ColorJitter, String> {
     ))
 }
 
+fn parse_rotation(text: &str) -> Result<gpuprep::RandomRotation, String> {
+    let (degrees, fill) = text.split_once(':').unwrap_or((text, "0"));
+    let degrees = match parse_numbers(degrees, 1..=2)?[..] {
+        [d] => (-d, d),
+        [low, high] => (low, high),
+        _ => unreachable!("one or two numbers"),
+    };
+    let fill = match parse_numbers(fill, 1..=3)?[..] {
+        [v] => [v; 3],
+        [r, g, b] => [r, g, b],
+        _ => return Err("give one fill value or three".into()),
+    };
+    if fill
+        .iter()
+        .any(|v| v.fract() != 0.0 || !(0.0..=255.0).contains(v))
+    {
+        return Err(format!("fill values are integers 0..=255, got {fill:?}"));
+    }
+    Ok(gpuprep::RandomRotation {
+        degrees,
+        fill: fill.map(|v| v as u8),
+    })
+}
+
 fn parse_erasing(text: &str) -> Result<gpuprep::RandomErasing, String> {
     let (p, value) = text.split_once(':').unwrap_or((text, "0"));
     let p: f64 = p
@@ -316,6 +344,7 @@ impl TransformArgs {
         }
         t.horizontal_flip = self.hflip.or(t.horizontal_flip);
         t.vertical_flip = self.vflip.or(t.vertical_flip);
+        t.random_rotation = self.random_rotation.or(t.random_rotation);
         t.color_jitter = self.color_jitter.or(t.color_jitter);
         t.grayscale = self.grayscale.or(t.grayscale);
         t.random_erasing = self.random_erasing.or(t.random_erasing);

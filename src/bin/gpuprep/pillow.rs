@@ -130,6 +130,12 @@ fn spec(t: &Transform) -> Value {
             ]),
         );
     }
+    if let Some(r) = t.random_rotation {
+        spec.insert(
+            "random_rotation".into(),
+            json!({"degrees": [r.degrees.0, r.degrees.1], "fill": r.fill}),
+        );
+    }
     if let Some(e) = t.random_erasing {
         spec.insert(
             "random_erasing".into(),

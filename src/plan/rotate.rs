@@ -1,0 +1,140 @@
+//! `RandomRotation` as torchvision does it on a PIL image: `img.rotate(angle, NEAREST,
+//! fillcolor=fill)`, which inverts the rotation about the image's centre into an affine map from
+//! each output pixel to the pixel it shows. Pillow computes the map's matrix in double precision
+//! (rounding its entries to 15 decimals) and then, for nearest-neighbour sampling, walks it in
+//! 16.16 fixed point (libImaging/Geometry.c, `affine_fixed`): this file does the double-precision
+//! part once per image, so that both backends work in integers only and agree bit for bit.
+
+/// A rotation's inverse map in Pillow's 16.16 fixed point, and its fill: output pixel (x, y)
+/// shows the image's pixel (`(x_map[2] + x·x_map[0] + y·x_map[1]) >> 16`, `(y_map[2] +
+/// x·y_map[0] + y·y_map[1]) >> 16`) where that lies inside it, `fill` elsewhere.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Rotation {
+    /// Per column, per row, at the first pixel's centre.
+    pub x_map: [i32; 3],
+    /// Per column, per row, at the first pixel's centre.
+    pub y_map: [i32; 3],
+    /// RGB where no pixel maps.
+    pub fill: [u8; 3],
+}
+
+/// The largest side a rotated image may have: Pillow's fixed-point walk holds positions below
+/// 32768 (its `check_fixed`), which the corners of an image of at most this side keep to.
+pub const MAX_ROTATED_SIDE: usize = 16384;
+
+impl Rotation {
+    /// `Image.rotate(angle, NEAREST, expand=False, center=None, fillcolor=fill)` of an image of
+    /// `width`×`height`; `None` where Pillow returns a copy (an angle that is a multiple of 360).
+    ///
+    /// Pillow's other shortcuts (180°, and 90° or 270° for a square image, done by transposing)
+    /// give what the fixed-point map gives for those angles, pixel for pixel (the goldens hold
+    /// such angles), as does the scaling path its C code takes when the matrix has no shear
+    /// (which, with entries rounded to 15 decimals, happens only for the identity and 180°).
+    pub fn new(angle: f64, (width, height): (usize, usize), fill: [u8; 3]) -> Option<Self> {
+        let angle = python_mod(angle, 360.0);
+        if angle == 0.0 {
+            return None;
+        }
+        let theta = -angle.to_radians();
+        let (cos, sin) = (round15(theta.cos()), round15(theta.sin()));
+        let (a, b, d, e) = (cos, sin, round15(-theta.sin()), cos);
+        let (cx, cy) = (width as f64 / 2.0, height as f64 / 2.0);
+        // transform(-cx, -cy) as Python evaluates a * x + b * y + c, then the centre added.
+        let c = a * -cx + b * -cy + 0.0 + cx;
+        let f = d * -cx + e * -cy + 0.0 + cy;
+        Some(Self {
+            x_map: [fix(a), fix(b), fix(c + a * 0.5 + b * 0.5)],
+            y_map: [fix(d), fix(e), fix(f + d * 0.5 + e * 0.5)],
+            fill,
+        })
+    }
+
+    /// The pixel output pixel (`x`, `y`) shows in an image of `width`×`height`, `None` where
+    /// the fill shows: the fixed-point walk of Pillow's `affine_fixed`, written per pixel.
+    pub fn source(
+        &self,
+        x: usize,
+        y: usize,
+        (width, height): (usize, usize),
+    ) -> Option<(usize, usize)> {
+        let [x, y] = [x, y].map(|v| v as i64);
+        let at = |map: [i32; 3]| {
+            (i64::from(map[2]) + x * i64::from(map[0]) + y * i64::from(map[1])) >> 16
+        };
+        let (sx, sy) = (at(self.x_map), at(self.y_map));
+        let inside = (0..width as i64).contains(&sx) && (0..height as i64).contains(&sy);
+        inside.then_some((sx as usize, sy as usize))
+    }
+}
+
+/// Python's `x % m` for floats (the result takes the sign of `m`).
+fn python_mod(x: f64, m: f64) -> f64 {
+    let r = x % m;
+    if r == 0.0 {
+        0.0f64.copysign(m)
+    } else if (r < 0.0) != (m < 0.0) {
+        r + m
+    } else {
+        r
+    }
+}
+
+/// Python's `round(x, 15)`: `x` rounded to 15 decimals, correctly (Rust's formatting with a
+/// precision rounds the exact binary value, as Python's does, and parsing rounds correctly).
+fn round15(x: f64) -> f64 {
+    format!("{x:.15}").parse().unwrap_or(x)
+}
+
+/// Geometry.c's `FIX(v)`: `FLOOR(v * 65536.0 + 0.5)`, its `FLOOR` truncating non-negative values
+/// and flooring negative ones.
+fn fix(v: f64) -> i32 {
+    let v = v * 65536.0 + 0.5;
+    if v < 0.0 {
+        v.floor() as i32
+    } else {
+        v as i32
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn python_arithmetic() {
+        assert_eq!(python_mod(-10.0, 360.0), 350.0);
+        assert_eq!(python_mod(370.0, 360.0), 10.0);
+        assert!(python_mod(-360.0, 360.0).is_sign_positive());
+        // round(x, 15) of values whose 16th decimal decides.
+        assert_eq!(round15(6.123233995736766e-17), 0.0);
+        assert_eq!(round15(0.1234567890123456), 0.123456789012346);
+        assert_eq!(round15(-0.9999999999999999), -1.0);
+        assert_eq!(fix(-0.5 / 65536.0 - 1e-9), -1);
+        assert_eq!(fix(1.0), 65536);
+    }
+
+    #[test]
+    fn quarter_turns_move_pixels_exactly() {
+        // 90° counter-clockwise of a square: output (x, y) shows (w - 1 - y, x).
+        let r = Rotation::new(90.0, (5, 5), [0; 3]).unwrap();
+        for (x, y) in [(0, 0), (4, 0), (2, 3), (4, 4)] {
+            assert_eq!(r.source(x, y, (5, 5)), Some((4 - y, x)));
+        }
+        let r = Rotation::new(180.0, (6, 3), [0; 3]).unwrap();
+        assert_eq!(r.source(0, 0, (6, 3)), Some((5, 2)));
+        assert_eq!(r.source(5, 1, (6, 3)), Some((0, 1)));
+        assert_eq!(Rotation::new(-720.0, (6, 3), [0; 3]), None);
+    }
+
+    #[test]
+    fn unsheared_matrices_are_the_identity_or_a_half_turn() {
+        // Where Pillow's C code scales instead of walking the fixed-point map, the map is one
+        // of these two, which the fixed-point walk reproduces (see `Rotation::new`).
+        // (-1e-14 % 360 is 360.0 in Python: a full turn.)
+        for angle in [1e-14, -1e-14, 2e-14, 1e-300, 180.0, -180.0, 540.0] {
+            let theta = -python_mod(angle, 360.0).to_radians();
+            assert_eq!(round15(theta.sin()), 0.0, "{angle}");
+            assert_eq!(round15(theta.cos()).abs(), 1.0, "{angle}");
+        }
+    }
+}
