@@ -313,13 +313,15 @@ impl Starter {
             progress: Arc::clone(&progress),
         };
         let read = successor();
-        std::thread::spawn(move || {
-            feeder.run(&raw_tx);
+        let mut threads = vec![std::thread::spawn(move || {
             // The next epoch is in the slot before this one can end (the end of its samples
-            // is `raw_tx` dropped), so that a loop asking for it right after finds it there.
-            read.record(Successor::READ);
+            // is `raw_tx` dropped), so that a loop asking for it right after finds it there;
+            // an epoch its consumer left starts none.
+            if feeder.run(&raw_tx) {
+                read.record(Successor::READ);
+            }
             drop(raw_tx);
-        });
+        })];
         let transform = Transform {
             epoch,
             ..this.transform
@@ -327,19 +329,19 @@ impl Starter {
         if let Backend::Gpu(_) = &*this.backend {
             let backend = Arc::clone(&this.backend);
             let (limits, size) = (this.limits, this.options.batch_size);
-            std::thread::spawn(move || {
+            threads.push(std::thread::spawn(move || {
                 if let Backend::Gpu(gpu) = &*backend {
                     assemble::stream_epoch(gpu, &transform, &limits, size, &raw_rx, &done_tx);
                 }
-            });
-            return Epoch::new(done_rx, this.options.wait_warning, successor());
+            }));
+            return Epoch::new(done_rx, this.options.wait_warning, successor(), threads);
         }
         let raw_rx = Arc::new(Mutex::new(raw_rx));
         for _ in 0..prefetch {
             let (raw_rx, done_tx) = (Arc::clone(&raw_rx), done_tx.clone());
             let backend = Arc::clone(&this.backend);
             let limits = this.limits;
-            std::thread::spawn(move || loop {
+            threads.push(std::thread::spawn(move || loop {
                 let raw = match raw_rx.lock() {
                     Ok(receiver) => receiver.recv(),
                     Err(_) => return,
@@ -350,9 +352,9 @@ impl Starter {
                 if done_tx.send((step, batch)).is_err() {
                     return;
                 }
-            });
+            }));
         }
-        Epoch::new(done_rx, this.options.wait_warning, successor())
+        Epoch::new(done_rx, this.options.wait_warning, successor(), threads)
     }
 }
 
@@ -364,7 +366,8 @@ struct Feeder {
 }
 
 impl Feeder {
-    fn run(self, out: &SyncSender<RawBatch>) {
+    /// Reads the epoch into `out`; whether every sample went out (the consumer stayed).
+    fn run(self, out: &SyncSender<RawBatch>) -> bool {
         let mut batcher = Batcher {
             out,
             size: self.options.batch_size,
@@ -372,12 +375,13 @@ impl Feeder {
             pending: Vec::new(),
             step: 0,
             started: Instant::now(),
+            stopped: false,
         };
         match &*self.dataset {
             Dataset::Items(items) => self.read_items(items, &mut batcher),
             Dataset::Shards(shards) => self.read_shards(shards, &mut batcher),
         }
-        batcher.finish();
+        batcher.finish()
     }
 
     /// The rank's indices of the epoch, read a batch at a time, files in parallel.
@@ -512,6 +516,8 @@ struct Batcher<'a> {
     pending: Vec<RawSample>,
     step: usize,
     started: Instant,
+    /// Set when a send found the consumer gone.
+    stopped: bool,
 }
 
 impl Batcher<'_> {
@@ -534,19 +540,24 @@ impl Batcher<'_> {
         self.started = Instant::now();
         match self.out.send(batch) {
             Ok(()) => ControlFlow::Continue(()),
-            Err(_) => ControlFlow::Break(()),
+            Err(_) => {
+                self.stopped = true;
+                ControlFlow::Break(())
+            }
         }
     }
 
-    /// Sends the short last batch, unless dropped.
-    fn finish(mut self) {
-        if !self.pending.is_empty() && !self.drop_last {
+    /// Sends the short last batch, unless dropped; whether every batch went out.
+    fn finish(mut self) -> bool {
+        if !self.pending.is_empty() && !self.drop_last && !self.stopped {
             let _ = self.send();
         }
+        !self.stopped
     }
 }
 
-/// One epoch's batches, in order (an iterator); dropping it stops the work.
+/// One epoch's batches, in order (an iterator); dropping it stops the work and waits for its
+/// threads (no thread of a dropped epoch is left using the GPU, as a process ends for one).
 pub struct Epoch {
     done: Receiver<(usize, Result<Batch>)>,
     waiting: BTreeMap<usize, Result<Batch>>,
@@ -559,6 +570,8 @@ pub struct Epoch {
     /// Starts the next epoch once this one is asked for ([`Loader::epoch`]) and read.
     successor: Successor,
     started_ahead: bool,
+    /// The threads that read and make its batches.
+    threads: Vec<std::thread::JoinHandle<()>>,
 }
 
 /// An epoch so far.
@@ -579,6 +592,7 @@ impl Epoch {
         done: Receiver<(usize, Result<Batch>)>,
         wait_warning: f64,
         successor: Successor,
+        threads: Vec<std::thread::JoinHandle<()>>,
     ) -> Self {
         let now = Instant::now();
         Self {
@@ -592,6 +606,7 @@ impl Epoch {
             wait_warning,
             successor,
             started_ahead: false,
+            threads,
         }
     }
 
@@ -618,6 +633,19 @@ impl Epoch {
             elapsed,
             images_per_second: self.images as f64 / seconds,
             data_wait_share: self.waited.as_secs_f64() / seconds,
+        }
+    }
+}
+
+impl Drop for Epoch {
+    fn drop(&mut self) {
+        // The receiver goes first, so that the threads find the consumer gone at their next
+        // batch and end.
+        let (_, gone) = sync_channel(0);
+        drop(std::mem::replace(&mut self.done, gone));
+        self.waiting.clear();
+        for thread in self.threads.drain(..) {
+            let _ = thread.join();
         }
     }
 }
