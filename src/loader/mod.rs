@@ -313,15 +313,13 @@ impl Starter {
             progress: Arc::clone(&progress),
         };
         let read = successor();
-        let mut threads = vec![std::thread::spawn(move || {
+        std::thread::spawn(move || {
+            feeder.run(&raw_tx);
             // The next epoch is in the slot before this one can end (the end of its samples
-            // is `raw_tx` dropped), so that a loop asking for it right after finds it there;
-            // an epoch its consumer left starts none.
-            if feeder.run(&raw_tx) {
-                read.record(Successor::READ);
-            }
+            // is `raw_tx` dropped), so that a loop asking for it right after finds it there.
+            read.record(Successor::READ);
             drop(raw_tx);
-        })];
+        });
         let transform = Transform {
             epoch,
             ..this.transform
@@ -329,19 +327,19 @@ impl Starter {
         if let Backend::Gpu(_) = &*this.backend {
             let backend = Arc::clone(&this.backend);
             let (limits, size) = (this.limits, this.options.batch_size);
-            threads.push(std::thread::spawn(move || {
+            std::thread::spawn(move || {
                 if let Backend::Gpu(gpu) = &*backend {
                     assemble::stream_epoch(gpu, &transform, &limits, size, &raw_rx, &done_tx);
                 }
-            }));
-            return Epoch::new(done_rx, this.options.wait_warning, successor(), threads);
+            });
+            return Epoch::new(done_rx, this.options.wait_warning, successor());
         }
         let raw_rx = Arc::new(Mutex::new(raw_rx));
         for _ in 0..prefetch {
             let (raw_rx, done_tx) = (Arc::clone(&raw_rx), done_tx.clone());
             let backend = Arc::clone(&this.backend);
             let limits = this.limits;
-            threads.push(std::thread::spawn(move || loop {
+            std::thread::spawn(move || loop {
                 let raw = match raw_rx.lock() {
                     Ok(receiver) => receiver.recv(),
                     Err(_) => return,
@@ -352,9 +350,9 @@ impl Starter {
                 if done_tx.send((step, batch)).is_err() {
                     return;
                 }
-            }));
+            });
         }
-        Epoch::new(done_rx, this.options.wait_warning, successor(), threads)
+        Epoch::new(done_rx, this.options.wait_warning, successor())
     }
 }
 
@@ -366,8 +364,7 @@ struct Feeder {
 }
 
 impl Feeder {
-    /// Reads the epoch into `out`; whether every sample went out (the consumer stayed).
-    fn run(self, out: &SyncSender<RawBatch>) -> bool {
+    fn run(self, out: &SyncSender<RawBatch>) {
         let mut batcher = Batcher {
             out,
             size: self.options.batch_size,
@@ -375,13 +372,12 @@ impl Feeder {
             pending: Vec::new(),
             step: 0,
             started: Instant::now(),
-            stopped: false,
         };
         match &*self.dataset {
             Dataset::Items(items) => self.read_items(items, &mut batcher),
             Dataset::Shards(shards) => self.read_shards(shards, &mut batcher),
         }
-        batcher.finish()
+        batcher.finish();
     }
 
     /// The rank's indices of the epoch, read a batch at a time, files in parallel.
@@ -516,8 +512,6 @@ struct Batcher<'a> {
     pending: Vec<RawSample>,
     step: usize,
     started: Instant,
-    /// Set when a send found the consumer gone.
-    stopped: bool,
 }
 
 impl Batcher<'_> {
@@ -540,24 +534,19 @@ impl Batcher<'_> {
         self.started = Instant::now();
         match self.out.send(batch) {
             Ok(()) => ControlFlow::Continue(()),
-            Err(_) => {
-                self.stopped = true;
-                ControlFlow::Break(())
-            }
+            Err(_) => ControlFlow::Break(()),
         }
     }
 
-    /// Sends the short last batch, unless dropped; whether every batch went out.
-    fn finish(mut self) -> bool {
-        if !self.pending.is_empty() && !self.drop_last && !self.stopped {
+    /// Sends the short last batch, unless dropped.
+    fn finish(mut self) {
+        if !self.pending.is_empty() && !self.drop_last {
             let _ = self.send();
         }
-        !self.stopped
     }
 }
 
-/// One epoch's batches, in order (an iterator); dropping it stops the work and waits for its
-/// threads (no thread of a dropped epoch is left using the GPU, as a process ends for one).
+/// One epoch's batches, in order (an iterator); dropping it stops the work.
 pub struct Epoch {
     done: Receiver<(usize, Result<Batch>)>,
     waiting: BTreeMap<usize, Result<Batch>>,
@@ -570,8 +559,6 @@ pub struct Epoch {
     /// Starts the next epoch once this one is asked for ([`Loader::epoch`]) and read.
     successor: Successor,
     started_ahead: bool,
-    /// The threads that read and make its batches.
-    threads: Vec<std::thread::JoinHandle<()>>,
 }
 
 /// An epoch so far.
@@ -592,7 +579,6 @@ impl Epoch {
         done: Receiver<(usize, Result<Batch>)>,
         wait_warning: f64,
         successor: Successor,
-        threads: Vec<std::thread::JoinHandle<()>>,
     ) -> Self {
         let now = Instant::now();
         Self {
@@ -606,7 +592,6 @@ impl Epoch {
             wait_warning,
             successor,
             started_ahead: false,
-            threads,
         }
     }
 
@@ -633,19 +618,6 @@ impl Epoch {
             elapsed,
             images_per_second: self.images as f64 / seconds,
             data_wait_share: self.waited.as_secs_f64() / seconds,
-        }
-    }
-}
-
-impl Drop for Epoch {
-    fn drop(&mut self) {
-        // The receiver goes first, so that the threads find the consumer gone at their next
-        // batch and end.
-        let (_, gone) = sync_channel(0);
-        drop(std::mem::replace(&mut self.done, gone));
-        self.waiting.clear();
-        for thread in self.threads.drain(..) {
-            let _ = thread.join();
         }
     }
 }
