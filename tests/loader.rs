@@ -205,53 +205,6 @@ fn check_loader(backend: impl Fn() -> Backend, what: &str) {
     assert!(crops.len() > n, "each sample and epoch its own crop");
 }
 
-/// One epoch's indices and tensors.
-fn epoch_batches(loader: &Loader, epoch: u64) -> (bool, Vec<(Vec<u64>, TensorData)>) {
-    let batches = loader.epoch(epoch);
-    let ahead = batches.started_ahead();
-    let batches = batches.map(|b| b.unwrap()).map(|b| (b.indices, b.data));
-    (ahead, batches.collect())
-}
-
-/// A loop over epochs 0, 1, 2 finds each next epoch started ahead, with the batches a fresh
-/// loader makes of it; an epoch out of turn starts afresh and is the same too.
-fn check_epochs_ahead(backend: impl Fn() -> Backend, what: &str) {
-    let (root, _) = photo_tree(&format!("ahead-{what}"));
-    let options = LoaderOptions {
-        split: Split {
-            shuffle: true,
-            seed: 5,
-            rank: 0,
-            world_size: 1,
-            drop_last: false,
-        },
-        ..LoaderOptions::new(3)
-    };
-    let limits = Limits::default();
-    let new = || {
-        let source = Source::ImageFolder(root.clone());
-        Loader::new(source, &train(), backend(), &limits, options).unwrap()
-    };
-    let looping = new();
-    for (epoch, ahead) in [(0, false), (1, true), (2, true), (5, false)] {
-        let (started_ahead, batches) = epoch_batches(&looping, epoch);
-        assert_eq!(started_ahead, ahead, "{what}: epoch {epoch}");
-        let (_, fresh) = epoch_batches(&new(), epoch);
-        assert!(
-            batches == fresh,
-            "{what}: epoch {epoch} as a fresh loader makes it"
-        );
-    }
-}
-
-#[test]
-fn epochs_started_ahead_are_the_epochs() {
-    check_epochs_ahead(|| Backend::Cpu, "cpu");
-    if common::gpu().is_some() {
-        check_epochs_ahead(|| Backend::gpu().unwrap(), "gpu");
-    }
-}
-
 #[test]
 fn cpu_loader_batches_equal_single_images() {
     check_loader(|| Backend::Cpu, "cpu");

@@ -265,9 +265,7 @@ class Loader:
     Epochs are shuffled from `seed` (`set_epoch` as DistributedSampler); rank/world_size split
     them as DistributedSampler does; drop_last drops the uneven tail and the short last batch.
     Decoding runs ahead in Rust threads with the GIL released (on the GPU one stream an epoch,
-    `prefetch` finished batches held ready; on the CPU `prefetch` batches made at once), and the
-    next epoch starts while this one's last batches are made, so that a loop that then calls
-    `set_epoch(e + 1)` finds its first batches ready. `stats` holds the last step's
+    `prefetch` finished batches held ready; on the CPU `prefetch` batches made at once). `stats` holds the last step's
     figures; a step where the loop waited more than `wait_warning` of it for data warns.
     `threads` is accepted for DataLoader compatibility; gpuprep decodes on all cores.
     """

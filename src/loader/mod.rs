@@ -9,10 +9,7 @@
 //! in place as its images land, read back straight into the one array it is handed over in
 //! (`assemble`). On the CPU `prefetch` worker threads each make whole batches. Batches are
 //! handed over in order; each step's stats say how long the consumer waited for it and carry a
-//! warning when that passes a share of the step. Once an epoch's samples are all read, the next
-//! epoch (the one after it) starts, so that its first batches are ready when it is asked for,
-//! as a training loop asks for epoch after epoch; an epoch asked for that was not started ahead
-//! starts then.
+//! warning when that passes a share of the step.
 
 mod assemble;
 pub mod dataset;
@@ -28,7 +25,6 @@ use order::Split;
 use std::collections::BTreeMap;
 use std::ops::ControlFlow;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -145,48 +141,12 @@ enum Dataset {
 
 /// A loader over one dataset with one transform.
 pub struct Loader {
-    starter: Arc<Starter>,
-    classes: Vec<String>,
-    /// The epoch started ahead, when the one before finished reading.
-    ahead: Ahead,
-}
-
-/// What starting an epoch needs.
-struct Starter {
     backend: Arc<Backend>,
     transform: Transform,
     limits: Limits,
     options: LoaderOptions,
     dataset: Arc<Dataset>,
-}
-
-/// The slot of the epoch started ahead, and its number.
-type Ahead = Arc<Mutex<Option<(u64, Epoch)>>>;
-
-/// What starts the epoch after one: once that one is asked for and its samples are all read,
-/// whichever of the two comes second starts the next into the loader's slot, if the loader is
-/// still there (the slot is held weakly, so that an epoch waiting in it keeps nothing alive).
-struct Successor {
-    starter: Arc<Starter>,
-    slot: std::sync::Weak<Mutex<Option<(u64, Epoch)>>>,
-    epoch: u64,
-    progress: Arc<AtomicU8>,
-}
-
-impl Successor {
-    const ASKED: u8 = 1;
-    const READ: u8 = 2;
-
-    /// Records `event` (once each); the second of the two starts the next epoch.
-    fn record(&self, event: u8) {
-        let before = self.progress.fetch_or(event, Ordering::AcqRel);
-        if before & event == 0 && before | event == Self::ASKED | Self::READ {
-            if let Some(slot) = self.slot.upgrade() {
-                let started = Starter::start(&self.starter, self.epoch, &slot);
-                *slot.lock().unwrap_or_else(|e| e.into_inner()) = Some((self.epoch, started));
-            }
-        }
-    }
+    classes: Vec<String>,
 }
 
 impl Loader {
@@ -229,7 +189,7 @@ impl Loader {
             images: options.batch_size,
             ..Batching::default()
         };
-        let starter = Starter {
+        Ok(Self {
             backend: Arc::new(backend.with_batching(batching)),
             transform: Transform {
                 seed: split.seed,
@@ -238,11 +198,7 @@ impl Loader {
             limits: *limits,
             options,
             dataset: Arc::new(dataset),
-        };
-        Ok(Self {
-            starter: Arc::new(starter),
             classes,
-            ahead: Ahead::default(),
         })
     }
 
@@ -254,8 +210,8 @@ impl Loader {
     /// Samples this rank reads per epoch; `None` for shards, whose length is known only once
     /// read.
     pub fn samples_per_epoch(&self) -> Option<usize> {
-        match &*self.starter.dataset {
-            Dataset::Items(items) => Some(self.starter.options.split.per_rank(items.len())),
+        match &*self.dataset {
+            Dataset::Items(items) => Some(self.options.split.per_rank(items.len())),
             Dataset::Shards(_) => None,
         }
     }
@@ -263,8 +219,8 @@ impl Loader {
     /// Batches this rank gets per epoch (`len(DataLoader)`); `None` for shards.
     pub fn len(&self) -> Option<usize> {
         let samples = self.samples_per_epoch()?;
-        let size = self.starter.options.batch_size;
-        Some(if self.starter.options.split.drop_last {
+        let size = self.options.batch_size;
+        Some(if self.options.split.drop_last {
             samples / size
         } else {
             samples.div_ceil(size)
@@ -276,69 +232,36 @@ impl Loader {
         self.len().map(|n| n == 0)
     }
 
-    /// Epoch `epoch`'s batches, in order; work starts at once, unless it started ahead (when
-    /// epoch `epoch - 1` finished reading). Either way its batches are the same.
+    /// Epoch `epoch`'s batches, in order; work starts at once.
     pub fn epoch(&self, epoch: u64) -> Epoch {
-        let ahead = self.ahead.lock().unwrap_or_else(|e| e.into_inner()).take();
-        let mut started = match ahead {
-            Some((number, mut started)) if number == epoch => {
-                started.started_ahead = true;
-                started
-            }
-            // Dropping one started for another epoch stops its work.
-            _ => Starter::start(&self.starter, epoch, &self.ahead),
-        };
-        started.begin();
-        started
-    }
-}
-
-impl Starter {
-    /// Starts epoch `epoch`; once it is asked for and its samples are all read, the next epoch
-    /// starts into `ahead`.
-    fn start(this: &Arc<Self>, epoch: u64, ahead: &Ahead) -> Epoch {
-        let prefetch = this.options.prefetch.max(1);
+        let prefetch = self.options.prefetch.max(1);
         let (raw_tx, raw_rx) = sync_channel::<RawBatch>(prefetch);
         let (done_tx, done_rx) = sync_channel(prefetch);
         let feeder = Feeder {
-            dataset: Arc::clone(&this.dataset),
-            options: this.options,
+            dataset: Arc::clone(&self.dataset),
+            options: self.options,
             epoch,
         };
-        let progress = Arc::new(AtomicU8::new(0));
-        let successor = || Successor {
-            starter: Arc::clone(this),
-            slot: Arc::downgrade(ahead),
-            epoch: epoch + 1,
-            progress: Arc::clone(&progress),
-        };
-        let read = successor();
-        std::thread::spawn(move || {
-            feeder.run(&raw_tx);
-            // The next epoch is in the slot before this one can end (the end of its samples
-            // is `raw_tx` dropped), so that a loop asking for it right after finds it there.
-            read.record(Successor::READ);
-            drop(raw_tx);
-        });
+        std::thread::spawn(move || feeder.run(&raw_tx));
         let transform = Transform {
             epoch,
-            ..this.transform
+            ..self.transform
         };
-        if let Backend::Gpu(_) = &*this.backend {
-            let backend = Arc::clone(&this.backend);
-            let (limits, size) = (this.limits, this.options.batch_size);
+        if let Backend::Gpu(_) = &*self.backend {
+            let backend = Arc::clone(&self.backend);
+            let (limits, size) = (self.limits, self.options.batch_size);
             std::thread::spawn(move || {
                 if let Backend::Gpu(gpu) = &*backend {
                     assemble::stream_epoch(gpu, &transform, &limits, size, &raw_rx, &done_tx);
                 }
             });
-            return Epoch::new(done_rx, this.options.wait_warning, successor());
+            return Epoch::new(done_rx, self.options.wait_warning);
         }
         let raw_rx = Arc::new(Mutex::new(raw_rx));
         for _ in 0..prefetch {
             let (raw_rx, done_tx) = (Arc::clone(&raw_rx), done_tx.clone());
-            let backend = Arc::clone(&this.backend);
-            let limits = this.limits;
+            let backend = Arc::clone(&self.backend);
+            let limits = self.limits;
             std::thread::spawn(move || loop {
                 let raw = match raw_rx.lock() {
                     Ok(receiver) => receiver.recv(),
@@ -352,7 +275,7 @@ impl Starter {
                 }
             });
         }
-        Epoch::new(done_rx, this.options.wait_warning, successor())
+        Epoch::new(done_rx, self.options.wait_warning)
     }
 }
 
@@ -556,9 +479,6 @@ pub struct Epoch {
     images: usize,
     waited: Duration,
     wait_warning: f64,
-    /// Starts the next epoch once this one is asked for ([`Loader::epoch`]) and read.
-    successor: Successor,
-    started_ahead: bool,
 }
 
 /// An epoch so far.
@@ -575,11 +495,7 @@ pub struct EpochStats {
 }
 
 impl Epoch {
-    fn new(
-        done: Receiver<(usize, Result<Batch>)>,
-        wait_warning: f64,
-        successor: Successor,
-    ) -> Self {
+    fn new(done: Receiver<(usize, Result<Batch>)>, wait_warning: f64) -> Self {
         let now = Instant::now();
         Self {
             done,
@@ -590,23 +506,7 @@ impl Epoch {
             images: 0,
             waited: Duration::ZERO,
             wait_warning,
-            successor,
-            started_ahead: false,
         }
-    }
-
-    /// Hands the epoch to its consumer: its clock starts now (an epoch started ahead has waited
-    /// for it), and the next epoch will start ahead once this one is read.
-    fn begin(&mut self) {
-        let now = Instant::now();
-        (self.started, self.handed) = (now, now);
-        self.successor.record(Successor::ASKED);
-    }
-
-    /// Whether the epoch had started before it was asked for (while the one before it was
-    /// read to its end).
-    pub fn started_ahead(&self) -> bool {
-        self.started_ahead
     }
 
     /// The epoch so far.
