@@ -928,3 +928,60 @@ fn recursive_folders_mirror_their_paths() {
     );
     assert!(help.contains("[default: 178956970]"), "{help}");
 }
+
+/// `--random-rotation` reaches the report's parameters (each angle a float32 value inside the
+/// range) and `parity --pillow` replays it through Pillow's `rotate`: GPU, CPU and Pillow agree.
+#[test]
+fn random_rotations_are_recorded_and_replayed_through_pillow() {
+    let flags = [
+        "--random-resized-crop",
+        "64",
+        "--hflip",
+        "0.5",
+        "--random-rotation",
+        "30:10,20,30",
+        "--color-jitter",
+        "0.4,0.4,0.4",
+        "--seed",
+        "3",
+    ];
+    let out = fresh_dir("rotation");
+    let output = gpuprep()
+        .arg("convert")
+        .arg(data("photos"))
+        .arg("--out")
+        .arg(&out)
+        .args(["--backend", "cpu"])
+        .args(flags)
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{output:?}");
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("report.json")).unwrap()).unwrap();
+    let images = report["images"].as_array().unwrap();
+    assert_eq!(images.len(), 6);
+    for image in images {
+        let angle = image["params"]["rotation"].as_f64().unwrap();
+        assert!((-30.0..=30.0).contains(&angle), "{image}");
+        assert_eq!(f64::from(angle as f32), angle, "a float32 value: {image}");
+    }
+    let json = out.join("parity.json");
+    let parity = gpuprep()
+        .args(["parity", "--pillow", "--quiet"])
+        .args(flags)
+        .arg(data("photos"))
+        .arg("--json")
+        .arg(&json)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&parity.stdout);
+    assert!(parity.status.success(), "{stdout}");
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let comparisons = report["comparisons"].as_array().unwrap();
+    assert_eq!(comparisons.len(), 3, "GPU-CPU, GPU-Pillow, CPU-Pillow");
+    for c in comparisons {
+        assert_eq!(c["identical"], true, "{c:#}");
+        assert_eq!(c["files"], 6);
+    }
+}
