@@ -49,8 +49,11 @@ fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
 }
 
 /// Runs `chunks` calls of `run` over `chunk` cycled inputs each; checks every call's results
-/// against the first call's, that resident memory after the first tenth stays within 8 MiB of
-/// its level then, and that the GPU memory kept between calls (`gpu_bytes`) does not grow.
+/// against the first call's, and that resident memory and the GPU memory kept between calls
+/// (`gpu_bytes`) stay within 8 MiB of their levels after the first tenth. Which buffers a call
+/// keeps depends on the order in which the two batches in flight hand theirs back, so a size
+/// of buffer may first be kept late in the run; a leak grows with every call and outgrows any
+/// fixed slack.
 fn soak(
     name: &str,
     run: impl Fn(&[&[u8]]) -> Vec<gpuprep::Result<gpuprep::Tensor>>,
@@ -92,11 +95,11 @@ fn soak(
         gpu_warm as f64 / 1048576.0,
         gpu_peak as f64 / 1048576.0
     );
+    let slack = 8 << 20;
     assert!(
-        gpu_peak <= gpu_warm,
+        gpu_peak <= gpu_warm + slack,
         "{name}: GPU buffers kept grew from {gpu_warm} to {gpu_peak} bytes"
     );
-    let slack = 8 << 20;
     assert!(
         peak <= warm + slack,
         "{name}: resident memory grew from {warm} to {peak} bytes"
