@@ -48,23 +48,6 @@ impl Rotation {
             fill,
         })
     }
-
-    /// The pixel output pixel (`x`, `y`) shows in an image of `width`×`height`, `None` where
-    /// the fill shows: the fixed-point walk of Pillow's `affine_fixed`, written per pixel.
-    pub fn source(
-        &self,
-        x: usize,
-        y: usize,
-        (width, height): (usize, usize),
-    ) -> Option<(usize, usize)> {
-        let [x, y] = [x, y].map(|v| v as i64);
-        let at = |map: [i32; 3]| {
-            (i64::from(map[2]) + x * i64::from(map[0]) + y * i64::from(map[1])) >> 16
-        };
-        let (sx, sy) = (at(self.x_map), at(self.y_map));
-        let inside = (0..width as i64).contains(&sx) && (0..height as i64).contains(&sy);
-        inside.then_some((sx as usize, sy as usize))
-    }
 }
 
 /// Python's `x % m` for floats (the result takes the sign of `m`).
@@ -99,6 +82,26 @@ fn fix(v: f64) -> i32 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The map read per pixel, for the tests (the backends walk it in their own ways).
+    impl Rotation {
+        /// The pixel output pixel (`x`, `y`) shows in an image of `width`×`height`, `None` where
+        /// the fill shows: the fixed-point walk of Pillow's `affine_fixed`, written per pixel.
+        fn source(
+            &self,
+            x: usize,
+            y: usize,
+            (width, height): (usize, usize),
+        ) -> Option<(usize, usize)> {
+            let [x, y] = [x, y].map(|v| v as i64);
+            let at = |map: [i32; 3]| {
+                (i64::from(map[2]) + x * i64::from(map[0]) + y * i64::from(map[1])) >> 16
+            };
+            let (sx, sy) = (at(self.x_map), at(self.y_map));
+            let inside = (0..width as i64).contains(&sx) && (0..height as i64).contains(&sy);
+            inside.then_some((sx as usize, sy as usize))
+        }
+    }
 
     #[test]
     fn python_arithmetic() {
