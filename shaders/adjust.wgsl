@@ -1,11 +1,15 @@
-// Stage 5: ColorJitter's brightness, contrast, saturation and hue in the drawn order, then
-// RandomGrayscale, on the cropped, flipped pixels stage 4 wrote (RGB in a word's low bytes), in
-// place. Mirror of src/reference/adjust.rs: Pillow's ImageEnhance blends with a degenerate image
-// in ImagingBlend's float32 arithmetic, and the hue goes through Pillow's HSV conversions, looked
-// up in tables of every input (src/plan/hsv.rs: their float and double arithmetic runs on the
-// CPU). One workgroup per image, so that its lanes can sum the luma that contrast's grey is the
-// mean of; each lane keeps to the same pixels throughout. Its workgroups are four times the other
-// stages' (a dispatch still counts 64 invocations a job): an image's 50,176 pixels in 256 lanes.
+// Stage 5: TrivialAugmentWide's colour operation, ColorJitter's brightness, contrast, saturation
+// and hue in the drawn order, then RandomGrayscale, on the cropped, flipped pixels stage 4 wrote
+// (RGB in a word's low bytes), in place. Mirror of src/reference/adjust.rs: Pillow's ImageEnhance
+// blends with a degenerate image in ImagingBlend's float32 arithmetic (sharpness's is the image
+// smoothed by ImageFilter.SMOOTH, in float32 too), the hue goes through Pillow's HSV conversions,
+// looked up in tables of every input (src/plan/hsv.rs: their float and double arithmetic runs on
+// the CPU), and ImageOps' posterize, solarize, autocontrast and equalize map each channel through
+// a table (src/plan/levels.rs). One workgroup per image, so that its lanes can sum the luma that
+// contrast's grey is the mean of and the histograms the tables are made of; each lane keeps to
+// the same pixels but where sharpness reads their neighbours. Its workgroups are four times the
+// other stages' (a dispatch still counts 64 invocations a job): an image's 50,176 pixels in 256
+// lanes.
 
 // Mirrored by `AdjustJob` in src/gpu/jobs.rs.
 struct Job {
@@ -15,10 +19,13 @@ struct Job {
     // Adjustments in `kinds` / `factors`, and 1 to turn grey after them.
     adjustments: u32,
     grayscale: u32,
-    // BRIGHTNESS (blended with black), CONTRAST, SATURATION or HUE.
-    kinds: vec4<u32>,
-    // The factors; for the hue, the H channel's shift (an integer 0..=255).
-    factors: vec4<f32>,
+    // BRIGHTNESS (blended with black), CONTRAST, ... EQUALIZE.
+    kinds: array<u32, 8>,
+    // The factors; for the hue, the H channel's shift (an integer 0..=255); posterize's bits,
+    // solarize's first inverted value.
+    factors: array<f32, 8>,
+    // The image's width.
+    width: u32,
     // Always 0 (see `blend`).
     zero: u32,
 }
@@ -29,6 +36,9 @@ struct Job {
 // for HSV i = h << 16 | s << 8 | v.
 @group(0) @binding(3) var<storage, read> to_hsv: array<u32>;
 @group(0) @binding(4) var<storage, read> to_rgb: array<u32>;
+// src/plan/levels.rs `autocontrast_fixes`: bit ix % 32 of word (lo * 256 + hi) * 8 + ix / 32 set
+// where the integer stretch exceeds Python's double arithmetic by one.
+@group(0) @binding(5) var<storage, read> autocontrast_fixes: array<u32>;
 
 const LANES: u32 = 256u;
 // `Job::kinds`, as src/gpu/jobs.rs names them.
@@ -36,7 +46,17 @@ const BRIGHTNESS: u32 = 0u;
 const CONTRAST: u32 = 1u;
 const SATURATION: u32 = 2u;
 const HUE: u32 = 3u;
+const SHARPNESS: u32 = 4u;
+const POSTERIZE: u32 = 5u;
+const SOLARIZE: u32 = 6u;
+const AUTOCONTRAST: u32 = 7u;
+const EQUALIZE: u32 = 8u;
 var<workgroup> partial: array<u32, LANES>;
+// Per channel: the histogram, then the table made of it (autocontrast, equalize).
+var<workgroup> histogram: array<atomic<u32>, 768>;
+var<workgroup> table: array<u32, 768>;
+// Per channel: autocontrast's lowest and highest value, or equalize's step.
+var<workgroup> extremes: array<u32, 6>;
 
 // Pillow's convert('L'): ITU-R 601-2 luma in 16-bit fixed point.
 fn luma(pixel: u32) -> u32 {
@@ -61,6 +81,161 @@ fn blend_pixel(pixel: u32, grey: vec3<u32>, alpha: f32, zero: u32) -> u32 {
     let g = blend(grey.y, (pixel >> 8u) & 255u, alpha, zero);
     let b = blend(grey.z, (pixel >> 16u) & 255u, alpha, zero);
     return r | (g << 8u) | (b << 16u);
+}
+
+// ImagingBlend of two pixels, channel by channel.
+fn blend_pixels(in1: u32, in2: u32, alpha: f32, zero: u32) -> u32 {
+    let r = blend(in1 & 255u, in2 & 255u, alpha, zero);
+    let g = blend((in1 >> 8u) & 255u, (in2 >> 8u) & 255u, alpha, zero);
+    let b = blend((in1 >> 16u) & 255u, (in2 >> 16u) & 255u, alpha, zero);
+    return r | (g << 8u) | (b << 16u);
+}
+
+// A float32 product kept from fusing into the sum it goes to (see `blend`).
+fn product(a: f32, b: f32, zero: u32) -> f32 {
+    return bitcast<f32>(bitcast<u32>(a * b) ^ zero);
+}
+
+// One row's part of ImagingFilter3x3 for channel c at pixel `at`: three products left to right.
+fn smooth_row(at: u32, c: u32, middle: f32, zero: u32) -> f32 {
+    let k = 1.0 / 13.0;
+    let left = f32((pixels[at - 1u] >> (8u * c)) & 255u);
+    let centre = f32((pixels[at] >> (8u * c)) & 255u);
+    let right = f32((pixels[at + 1u] >> (8u * c)) & 255u);
+    return product(left, k, zero) + product(centre, middle, zero) + product(right, k, zero);
+}
+
+// Pixel i of image.filter(ImageFilter.SMOOTH): the kernel (1 1 1, 1 5 1, 1 1 1) / 13 summed from
+// the row below up, from 0.5, truncated and clipped (src/reference/adjust.rs `smoothed`); the
+// edge pixels as they are.
+fn smoothed(job: u32, i: u32) -> u32 {
+    let p = jobs[job];
+    let x = i % p.width;
+    let y = i / p.width;
+    let height = p.pixels / p.width;
+    let at = p.pixels_base + i;
+    if x == 0u || y == 0u || x + 1u >= p.width || y + 1u >= height {
+        return pixels[at];
+    }
+    var out = 0u;
+    for (var c = 0u; c < 3u; c++) {
+        var sum = 0.5;
+        sum += smooth_row(at + p.width, c, 1.0 / 13.0, p.zero);
+        sum += smooth_row(at, c, 5.0 / 13.0, p.zero);
+        sum += smooth_row(at - p.width, c, 1.0 / 13.0, p.zero);
+        out |= u32(clamp(sum, 0.0, 255.0)) << (8u * c);
+    }
+    return out;
+}
+
+// ImageEnhance.Sharpness: each pixel blended with the smoothed image, which goes first to the
+// scratch words after the image's pixels, so that no pixel is smoothed from adjusted neighbours.
+fn sharpen(job: u32, lane: u32, alpha: f32) {
+    let p = jobs[job];
+    let scratch = p.pixels_base + p.pixels;
+    // The pixels other lanes wrote are visible before they are read.
+    storageBarrier();
+    for (var i = lane; i < p.pixels; i += LANES) {
+        pixels[scratch + i] = smoothed(job, i);
+    }
+    storageBarrier();
+    for (var i = lane; i < p.pixels; i += LANES) {
+        let at = p.pixels_base + i;
+        pixels[at] = blend_pixels(pixels[scratch + i], pixels[at], alpha, p.zero);
+    }
+}
+
+// ImageOps' table of one value: posterize's and solarize's directly, else `table`'s.
+fn through_table(pixel: u32, kind: u32, value: u32) -> u32 {
+    var out = 0u;
+    for (var c = 0u; c < 3u; c++) {
+        let v = (pixel >> (8u * c)) & 255u;
+        var mapped: u32;
+        if kind == POSTERIZE {
+            mapped = v & ((0xFFu << (8u - value)) & 255u);
+        } else if kind == SOLARIZE {
+            mapped = select(v, 255u - v, v >= value);
+        } else {
+            mapped = table[c * 256u + v];
+        }
+        out |= mapped << (8u * c);
+    }
+    return out;
+}
+
+// Entry v of channel c's autocontrast table: the stretch in integers, less the fix.
+fn autocontrast_entry(c: u32, v: u32) -> u32 {
+    let lo = extremes[2u * c];
+    let hi = extremes[2u * c + 1u];
+    if hi <= lo {
+        return v;
+    }
+    if v <= lo {
+        return 0u;
+    }
+    let stretched = min(255u * (v - lo) / (hi - lo), 255u);
+    let fix = (autocontrast_fixes[(lo * 256u + hi) * 8u + v / 32u] >> (v % 32u)) & 1u;
+    return stretched - fix;
+}
+
+// Entry v of channel c's equalize table: (step / 2 + the count below v) / step, clipped.
+fn equalize_entry(c: u32, v: u32) -> u32 {
+    let step = extremes[2u * c];
+    if step == 0u {
+        return v;
+    }
+    var below = step / 2u;
+    for (var j = 0u; j < v; j++) {
+        below += atomicLoad(&histogram[c * 256u + j]);
+    }
+    return min(below / step, 255u);
+}
+
+// Fills `table` from the image's histogram: each channel's extremes (autocontrast) or step
+// (equalize; 0 for the identity) by three lanes, then the entries by all.
+fn make_tables(job: u32, lane: u32, kind: u32) {
+    let p = jobs[job];
+    for (var i = lane; i < 768u; i += LANES) {
+        atomicStore(&histogram[i], 0u);
+    }
+    workgroupBarrier();
+    for (var i = lane; i < p.pixels; i += LANES) {
+        let pixel = pixels[p.pixels_base + i];
+        for (var c = 0u; c < 3u; c++) {
+            atomicAdd(&histogram[c * 256u + ((pixel >> (8u * c)) & 255u)], 1u);
+        }
+    }
+    workgroupBarrier();
+    if lane < 3u {
+        var lo = 255u;
+        var hi = 0u;
+        var present = 0u;
+        var last = 0u;
+        for (var v = 0u; v < 256u; v++) {
+            let n = atomicLoad(&histogram[lane * 256u + v]);
+            if n > 0u {
+                lo = min(lo, v);
+                hi = v;
+                present += 1u;
+                last = n;
+            }
+        }
+        if kind == AUTOCONTRAST {
+            extremes[2u * lane] = lo;
+            extremes[2u * lane + 1u] = hi;
+        } else {
+            extremes[2u * lane] = select((p.pixels - last) / 255u, 0u, present <= 1u);
+        }
+    }
+    workgroupBarrier();
+    for (var i = lane; i < 768u; i += LANES) {
+        if kind == AUTOCONTRAST {
+            table[i] = autocontrast_entry(i / 256u, i % 256u);
+        } else {
+            table[i] = equalize_entry(i / 256u, i % 256u);
+        }
+    }
+    workgroupBarrier();
 }
 
 // torchvision's adjust_hue: to HSV, the H channel shifted (wrapping), back to RGB.
@@ -110,15 +285,26 @@ fn main(@builtin(local_invocation_index) lane: u32, @builtin(workgroup_id) group
     for (var k = 0u; k < p.adjustments; k++) {
         let kind = p.kinds[k];
         let alpha = p.factors[k];
+        if kind == SHARPNESS {
+            sharpen(job, lane, alpha);
+            continue;
+        }
         var mean = 0u;
         if kind == CONTRAST {
             mean = mean_luma(job, lane);
+        }
+        if kind == AUTOCONTRAST || kind == EQUALIZE {
+            make_tables(job, lane, kind);
         }
         for (var i = lane; i < p.pixels; i += LANES) {
             let at = p.pixels_base + i;
             let pixel = pixels[at];
             if kind == HUE {
                 pixels[at] = shift_hue(pixel, u32(alpha));
+                continue;
+            }
+            if kind >= POSTERIZE {
+                pixels[at] = through_table(pixel, kind, u32(alpha));
                 continue;
             }
             var grey = vec3<u32>(0u);

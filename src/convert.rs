@@ -530,9 +530,11 @@ pub fn report_json(reports: &[ImageReport], job: &Job) -> String {
 
 /// One image's random parameters as report.json writes them, to be replayed through Pillow and
 /// torchvision: `{"crop": {"top", "left", "height", "width"}, "interpolation": filter, "flip":
-/// bool, "vflip": bool, "rotation": degrees, "color": {"order": [names], "brightness": factor,
-/// …}, "grayscale": bool, "erase": box or null}`, the angle and the factors as the float32
-/// values used, a key only for an operation the transform has.
+/// bool, "vflip": bool, "rotation": degrees, "augment": {"op": name, "magnitude": m}, "color":
+/// {"order": [names], "brightness": factor, …}, "grayscale": bool, "erase": box or null}`, the
+/// angle and the factors as the float32 values used (`augment`: `TrivialAugmentWide`'s operation
+/// in torchvision's name and the signed magnitude `_apply_op` is given), a key only for an
+/// operation the transform has.
 pub fn params_json(params: &crate::Params) -> serde_json::Value {
     let box_json = |b: crate::CropBox| serde_json::json!({"top": b.top, "left": b.left, "height": b.height, "width": b.width});
     let mut json = serde_json::json!({});
@@ -550,6 +552,9 @@ pub fn params_json(params: &crate::Params) -> serde_json::Value {
     }
     if let Some(angle) = params.rotation {
         json["rotation"] = angle.into();
+    }
+    if let Some(a) = params.augment {
+        json["augment"] = serde_json::json!({ "op": a.op.name(), "magnitude": a.magnitude });
     }
     if let Some(adjustments) = &params.color {
         let order: Vec<&str> = adjustments.iter().map(|a| a.name()).collect();
@@ -600,6 +605,7 @@ pub fn params_from_json(json: &serde_json::Value) -> Result<crate::Params, Strin
             "flip",
             "vflip",
             "rotation",
+            "augment",
             "color",
             "grayscale",
             "erase",
@@ -650,6 +656,7 @@ pub fn params_from_json(json: &serde_json::Value) -> Result<crate::Params, Strin
             .get("rotation")
             .map(|v| v.as_f64().ok_or("`rotation` must be a number of degrees"))
             .transpose()?,
+        augment: object.get("augment").map(augment_from_json).transpose()?,
         color,
         grayscale: flag("grayscale")?,
         erase: object
@@ -663,6 +670,21 @@ pub fn params_from_json(json: &serde_json::Value) -> Result<crate::Params, Strin
             })
             .transpose()?,
     })
+}
+
+/// `{"op": name, "magnitude": m}`: a `TrivialAugmentWide` draw.
+fn augment_from_json(v: &serde_json::Value) -> Result<crate::plan::Augment, String> {
+    let name = v
+        .get("op")
+        .and_then(serde_json::Value::as_str)
+        .unwrap_or("");
+    let op = crate::plan::AugmentOp::from_name(name)
+        .ok_or(format!("unknown TrivialAugmentWide operation {name:?}"))?;
+    let magnitude = v
+        .get("magnitude")
+        .and_then(serde_json::Value::as_f64)
+        .ok_or("`augment` needs a numeric `magnitude`")?;
+    Ok(crate::plan::Augment { op, magnitude })
 }
 
 /// `path` as `key` (its text, lossy where it is not UTF-8) and, where it is not UTF-8, as

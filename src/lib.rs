@@ -46,7 +46,7 @@ pub use plan::{Adjustment, CropBox, Filter, ImagePlan, Params, Sample, Samples};
 pub use tensor::{Stacked, Tensor, TensorData};
 pub use transform::{
     ChannelOrder, ColorJitter, DType, Layout, Normalize, RandomErasing, RandomResizedCrop,
-    RandomRotation, Resize, Transform,
+    RandomRotation, Resize, Transform, TrivialAugment,
 };
 pub use wgpu;
 

@@ -122,6 +122,27 @@ impl RandomRotation {
     }
 }
 
+/// torchvision `TrivialAugmentWide(num_magnitude_bins, interpolation=NEAREST, fill)` of the
+/// cropped, flipped image, before `ColorJitter`: one operation a sample, drawn with its magnitude
+/// ([`crate::plan::trivial`]).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct TrivialAugment {
+    /// The magnitudes' bins; torchvision's default 31.
+    pub bins: u32,
+    /// The RGB value of the pixels no source pixel maps to in the shears, translations and
+    /// rotations; default black.
+    pub fill: [u8; 3],
+}
+
+impl Default for TrivialAugment {
+    fn default() -> Self {
+        Self {
+            bins: 31,
+            fill: [0; 3],
+        }
+    }
+}
+
 /// torchvision `RandomErasing(p, scale, ratio, value)` on the output tensor: with probability
 /// `p`, a random box of it is set to `value` (per output channel; in the tensor's element type).
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -251,6 +272,9 @@ pub struct Transform {
     pub grayscale: Option<f64>,
     /// `RandomRotation` after the flips, before `ColorJitter`; default none.
     pub random_rotation: Option<RandomRotation>,
+    /// `TrivialAugmentWide` after the flips, before `ColorJitter` (not with `RandomRotation`);
+    /// default none.
+    pub trivial_augment: Option<TrivialAugment>,
     /// `RandomErasing` of the output tensor, last; default none.
     pub random_erasing: Option<RandomErasing>,
     /// The seed the random operations' parameters are drawn from; default 0.
@@ -277,6 +301,7 @@ impl Default for Transform {
             color_jitter: None,
             grayscale: None,
             random_rotation: None,
+            trivial_augment: None,
             random_erasing: None,
             seed: 0,
             epoch: 0,
@@ -352,6 +377,7 @@ impl Transform {
             || self.color_jitter.is_some()
             || self.grayscale.is_some()
             || self.random_rotation.is_some()
+            || self.trivial_augment.is_some()
             || self.random_erasing.is_some()
     }
 
@@ -446,6 +472,21 @@ impl Transform {
                     "random_rotation needs finite degrees with low <= high, got {:?}",
                     r.degrees
                 ));
+            }
+        }
+        if let Some(t) = self.trivial_augment {
+            if !(2..=1024).contains(&t.bins) {
+                return Err(format!(
+                    "trivial_augment needs 2..=1024 magnitude bins, got {}",
+                    t.bins
+                ));
+            }
+            if self.random_rotation.is_some() {
+                return Err(
+                    "trivial_augment and random_rotation are not offered together (two \
+                     nearest-neighbour maps in a row)"
+                        .into(),
+                );
             }
         }
         if let Some(e) = self.random_erasing {

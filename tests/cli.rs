@@ -985,3 +985,61 @@ fn random_rotations_are_recorded_and_replayed_through_pillow() {
         assert_eq!(c["files"], 6);
     }
 }
+
+/// `--trivial-augment` reaches the report's parameters (an operation of torchvision's space and
+/// its magnitude each) and `parity --pillow` replays them through Pillow's `ImageOps`,
+/// `ImageEnhance` and `transform`: GPU, CPU and Pillow agree.
+#[test]
+fn trivial_augment_is_recorded_and_replayed_through_pillow() {
+    let flags = [
+        "--random-resized-crop",
+        "48",
+        "--trivial-augment",
+        "31:40",
+        "--seed",
+        "11",
+    ];
+    let out = fresh_dir("trivial");
+    let output = gpuprep()
+        .arg("convert")
+        .arg(data("photos"))
+        .arg("--out")
+        .arg(&out)
+        .args(["--backend", "cpu"])
+        .args(flags)
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{output:?}");
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("report.json")).unwrap()).unwrap();
+    let images = report["images"].as_array().unwrap();
+    assert_eq!(images.len(), 6);
+    for image in images {
+        let augment = &image["params"]["augment"];
+        let op = augment["op"].as_str().unwrap();
+        assert!(gpuprep::plan::AugmentOp::from_name(op).is_some(), "{image}");
+        assert!(
+            augment["magnitude"].as_f64().unwrap().is_finite(),
+            "{image}"
+        );
+    }
+    let json = out.join("parity.json");
+    let parity = gpuprep()
+        .args(["parity", "--pillow", "--quiet"])
+        .args(flags)
+        .arg(data("photos"))
+        .arg("--json")
+        .arg(&json)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&parity.stdout);
+    assert!(parity.status.success(), "{stdout}");
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let comparisons = report["comparisons"].as_array().unwrap();
+    assert_eq!(comparisons.len(), 3, "GPU-CPU, GPU-Pillow, CPU-Pillow");
+    for c in comparisons {
+        assert_eq!(c["identical"], true, "{c:#}");
+        assert_eq!(c["files"], 6);
+    }
+}

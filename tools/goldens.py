@@ -138,8 +138,13 @@ def build_transforms(roots):
             except Exception:
                 continue  # Pillow refuses the file: no transform goldens
             for spec in specs:
-                # A random spec: `draws` samples of it, named name#index, with their parameters.
+                # A random spec: `draws` samples of it, named name#index, with their parameters;
+                # with `spread`, each file's samples have indices of their own (from its name), so
+                # that the files between them see many draws (TrivialAugmentWide's operations).
                 draws = range(spec.get("draws", 1)) if is_random(spec) else [None]
+                if spec.get("spread") and is_random(spec):
+                    first = int(hashlib.sha256(rel.encode()).hexdigest()[:6], 16) * len(draws)
+                    draws = [first + d for d in draws]
                 for index in draws:
                     a = transformed(path, spec, decoded, index or 0)
                     sha = hashlib.sha256(a.astype(a.dtype.newbyteorder("<")).tobytes()).hexdigest()

@@ -8,6 +8,7 @@ A spec is a JSON object (the entries of tests/goldens/transforms.json): resize (
 channel_order (rgb|bgr), exif_transpose (ImageOps.exif_transpose before convert('RGB')). Pillow resizes; torchvision's CenterCrop/ToTensor/Normalize arithmetic
 is done in numpy float32 in torchvision's operation order. The random operations
 (random_resized_crop {size, scale, ratio}, hflip P, vflip P, random_rotation {degrees, fill},
+trivial_augment {bins, fill},
 color_jitter [b, c, s, h], grayscale P, random_erasing {p, scale, ratio, value}, with seed and
 epoch; first_index: the sample index of the first file) draw each
 sample's parameters as gpuprep does and apply them as torchvision's PIL functions do.
@@ -39,6 +40,11 @@ IMAGENET = {"mean": [0.485, 0.456, 0.406], "std": [0.229, 0.224, 0.225]}
 
 # The counter's fourth word per operation (src/plan/random.rs, `Op`).
 OP_CROP, OP_HFLIP, OP_VFLIP, OP_JITTER, OP_GRAY, OP_ERASE, OP_FILTER, OP_ROTATION = 1, 2, 3, 4, 5, 7, 8, 9
+OP_TRIVIAL = 10
+# TrivialAugmentWide's augmentation space, in its order.
+TRIVIAL_OPS = ("Identity", "ShearX", "ShearY", "TranslateX", "TranslateY", "Rotate", "Brightness", "Color",
+               "Contrast", "Sharpness", "Posterize", "Solarize", "AutoContrast", "Equalize")
+UNSIGNED = ("Identity", "Posterize", "Solarize", "AutoContrast", "Equalize")
 ADJUSTMENTS = ("brightness", "contrast", "saturation", "hue")
 
 
@@ -152,6 +158,8 @@ def draw(spec, size, index):
             params["flip" if key == "hflip" else "vflip"] = stream(op).uniform() < spec[key]
     if "random_rotation" in spec:  # RandomRotation.get_params: uniform over the degrees
         params["rotation"] = float(stream(OP_ROTATION).uniform_f32(*spec["random_rotation"]["degrees"]))
+    if "trivial_augment" in spec:
+        params["augment"] = trivial_draw(spec["trivial_augment"].get("bins", 31), stream(OP_TRIVIAL))
     if "color_jitter" in spec:
         s = stream(OP_JITTER)
         order = s.permutation(4)
@@ -167,6 +175,95 @@ def draw(spec, size, index):
         width, height = output_size(spec, size)
         params["erase"] = erase_box(spec["random_erasing"], width, height, stream(OP_ERASE))
     return params
+
+
+def linspace(start, end, b, bins):
+    """torch.linspace(start, end, bins)[b] as torch's scalar kernel computes it in float32."""
+    start, end = np.float32(start), np.float32(end)
+    step = (end - start) / np.float32(bins - 1)
+    return start + step * np.float32(b) if b < bins // 2 else end - step * np.float32(bins - 1 - b)
+
+
+def trivial_magnitude(op, b, bins):
+    """TrivialAugmentWide._augmentation_space(bins)[op][0][b]; None for a 0-d magnitude."""
+    if op in ("Identity", "AutoContrast", "Equalize"):
+        return None
+    if op == "Posterize":
+        return 8.0 - float(np.round(np.float32(b) / np.float32((bins - 1) / 6)))
+    if op == "Solarize":
+        return float(linspace(255.0, 0.0, b, bins))
+    end = {"TranslateX": 32.0, "TranslateY": 32.0, "Rotate": 135.0}.get(op, 0.99)
+    return float(linspace(0.0, end, b, bins))
+
+
+def trivial_draw(bins, s):
+    """TrivialAugmentWide.forward's draws: the operation, the bin, the sign."""
+    op = TRIVIAL_OPS[s.below(len(TRIVIAL_OPS))]
+    m = trivial_magnitude(op, s.below(bins), bins)
+    if m is None:
+        return {"op": op, "magnitude": 0.0}
+    if op not in UNSIGNED and s.below(2) == 1:
+        m = -m
+    return {"op": op, "magnitude": m}
+
+
+def inverse_affine_matrix(center, angle, translate, scale, shear):
+    """torchvision's _get_inverse_affine_matrix (functional.py), for a PIL image."""
+    rot = math.radians(angle)
+    sx, sy = math.radians(shear[0]), math.radians(shear[1])
+    cx, cy = center
+    tx, ty = translate
+    a = math.cos(rot - sy) / math.cos(sy)
+    b = -math.cos(rot - sy) * math.tan(sx) / math.cos(sy) - math.sin(rot)
+    c = math.sin(rot - sy) / math.cos(sy)
+    d = -math.sin(rot - sy) * math.tan(sx) / math.cos(sy) + math.cos(rot)
+    matrix = [d, -b, 0.0, -c, a, 0.0]
+    matrix = [x / scale for x in matrix]
+    matrix[2] += matrix[0] * (-cx - tx) + matrix[1] * (-cy - ty)
+    matrix[5] += matrix[3] * (-cx - tx) + matrix[4] * (-cy - ty)
+    matrix[2] += cx
+    matrix[5] += cy
+    return matrix
+
+
+def affine(img, translate, shear, center, fill):
+    """F.affine(img, angle=0.0, translate, scale=1.0, shear, NEAREST, fill, center) on a PIL
+    image."""
+    if center is None:
+        center = [img.size[0] * 0.5, img.size[1] * 0.5]
+    matrix = inverse_affine_matrix(center, 0.0, translate, 1.0, shear)
+    return img.transform(img.size, Image.AFFINE, matrix, Image.NEAREST, fillcolor=fill)
+
+
+def trivial_apply(img, op, m, fill):
+    """torchvision's autoaugment._apply_op with NEAREST interpolation."""
+    if op == "ShearX":
+        return affine(img, [0, 0], [math.degrees(math.atan(m)), 0.0], [0, 0], fill)
+    if op == "ShearY":
+        return affine(img, [0, 0], [0.0, math.degrees(math.atan(m))], [0, 0], fill)
+    if op == "TranslateX":
+        return affine(img, [int(m), 0], [0.0, 0.0], None, fill)
+    if op == "TranslateY":
+        return affine(img, [0, int(m)], [0.0, 0.0], None, fill)
+    if op == "Rotate":
+        return img.rotate(m, Image.NEAREST, False, None, fillcolor=fill)
+    if op == "Brightness":
+        return adjust_brightness(img, 1.0 + m)
+    if op == "Color":
+        return adjust_saturation(img, 1.0 + m)
+    if op == "Contrast":
+        return adjust_contrast(img, 1.0 + m)
+    if op == "Sharpness":
+        return ImageEnhance.Sharpness(img).enhance(1.0 + m)
+    if op == "Posterize":
+        return ImageOps.posterize(img, int(m))
+    if op == "Solarize":
+        return ImageOps.solarize(img, m)
+    if op == "AutoContrast":
+        return ImageOps.autocontrast(img)
+    if op == "Equalize":
+        return ImageOps.equalize(img)
+    return img
 
 
 # torchvision's _functional_pil, for an RGB image.
@@ -215,6 +312,10 @@ def finish(a, params, spec=None):
         fill = tuple(int(v) for v in (spec or {}).get("random_rotation", {}).get("fill", [0, 0, 0]))
         im = Image.fromarray(np.ascontiguousarray(a), "RGB")
         a = np.asarray(im.rotate(params["rotation"], Image.NEAREST, False, None, fillcolor=fill))
+    if "augment" in params:
+        fill = tuple(int(v) for v in (spec or {}).get("trivial_augment", {}).get("fill", [0, 0, 0]))
+        im = Image.fromarray(np.ascontiguousarray(a), "RGB")
+        a = np.asarray(trivial_apply(im, params["augment"]["op"], params["augment"]["magnitude"], fill))
     color, grey = params.get("color"), params.get("grayscale")
     if color or grey:
         im = Image.fromarray(np.ascontiguousarray(a), "RGB")
@@ -254,8 +355,8 @@ def center_crop(a, crop):
     return a[top:top + ch, left:left + cw]
 
 
-RANDOM = ("random_resized_crop", "hflip", "vflip", "random_rotation", "color_jitter", "grayscale",
-          "random_erasing")
+RANDOM = ("random_resized_crop", "hflip", "vflip", "random_rotation", "trivial_augment", "color_jitter",
+          "grayscale", "random_erasing")
 
 
 def is_random(spec):

@@ -201,19 +201,34 @@ pub(crate) struct AdjustJob {
     /// Where the image's RGBX pixels start in the pixel arena, and how many there are.
     pub pixels_base: u32,
     pub pixels: u32,
-    /// Adjustments in `kinds`/`factors` (at most four), and 1 to turn grey after them.
+    /// Adjustments in `kinds`/`factors` (at most five: `TrivialAugmentWide`'s, then
+    /// `ColorJitter`'s four), and 1 to turn grey after them.
     pub adjustments: u32,
     pub grayscale: u32,
-    /// Each adjustment: [`BRIGHTNESS`], [`CONTRAST`], [`SATURATION`] or [`HUE`].
-    pub kinds: [u32; 4],
+    /// Each adjustment: [`BRIGHTNESS`], [`CONTRAST`], ... [`EQUALIZE`].
+    pub kinds: [u32; 8],
     /// Their factors, as the float32 values Pillow is given; for the hue, the shift of the H
-    /// channel (0..=255, exact in a float).
-    pub factors: [f32; 4],
+    /// channel (0..=255, exact in a float); posterize's bits, solarize's first inverted value.
+    pub factors: [f32; 8],
+    /// The image's width (sharpness reads its neighbours).
+    pub width: u32,
     /// Always 0, read at run time: XOR-ed into a product's bits so that the shader compiler
     /// cannot fuse the product into the sum after it (Pillow rounds both).
     pub zero: u32,
-    /// The WGSL struct's size is a multiple of its 16-byte alignment.
-    pub padding: [u32; 3],
+}
+
+impl AdjustJob {
+    /// Words the image takes in the pixel arena: its pixels, and as many again where it
+    /// sharpens (the smoothed image).
+    pub fn arena_words(&self) -> u64 {
+        let sharpens = self.kinds[..self.adjustments as usize].contains(&SHARPNESS);
+        u64::from(self.pixels) * (1 + u64::from(sharpens))
+    }
+
+    /// Whether an adjustment reads the autocontrast fix table.
+    pub fn autocontrasts(&self) -> bool {
+        self.kinds[..self.adjustments as usize].contains(&AUTOCONTRAST)
+    }
 }
 
 /// `AdjustJob::kinds`, as shaders/adjust.wgsl numbers them.
@@ -221,6 +236,11 @@ pub(crate) const BRIGHTNESS: u32 = 0;
 pub(crate) const CONTRAST: u32 = 1;
 pub(crate) const SATURATION: u32 = 2;
 pub(crate) const HUE: u32 = 3;
+pub(crate) const SHARPNESS: u32 = 4;
+pub(crate) const POSTERIZE: u32 = 5;
+pub(crate) const SOLARIZE: u32 = 6;
+pub(crate) const AUTOCONTRAST: u32 = 7;
+pub(crate) const EQUALIZE: u32 = 8;
 
 /// A job record as the words the upload holds.
 pub(crate) fn words<J: Pod>(job: &J) -> &[u32] {
@@ -305,6 +325,7 @@ mod tests {
                 &[
                     ("kinds", offset_of!(AdjustJob, kinds)),
                     ("factors", offset_of!(AdjustJob, factors)),
+                    ("width", offset_of!(AdjustJob, width)),
                     ("zero", offset_of!(AdjustJob, zero)),
                 ],
             ),

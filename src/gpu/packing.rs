@@ -174,6 +174,8 @@ pub(crate) struct Packing {
     pub pixel_words: u64,
     /// Whether an image's adjustments shift the hue (stage 5 then reads the HSV tables).
     hue: bool,
+    /// Whether an image's adjustments stretch its contrast (`ImageOps.autocontrast`).
+    autocontrast: bool,
     /// The value table, then every image's vertical taps.
     constants: Pieces,
     /// The images' indices in the caller's list.
@@ -226,7 +228,7 @@ impl Footprint {
                 .tensor
                 .adjusted
                 .as_ref()
-                .map_or(0, |a| u64::from(a.job.pixels))
+                .map_or(0, |a| a.job.arena_words())
                 * 4,
             // Each piece of taps starts at an even word.
             small: (taps + work.tensor.taps.len() + 2) as u64 * 4,
@@ -271,6 +273,7 @@ impl Packing {
             adjust: StageJobs::default(),
             pixel_words: 0,
             hue: false,
+            autocontrast: false,
             constants,
             images: Vec::new(),
         }
@@ -371,10 +374,11 @@ impl Packing {
                 let mut job = adjusted.job;
                 job.pixels_base = base;
                 self.hue |= job.kinds[..job.adjustments as usize].contains(&HUE);
+                self.autocontrast |= job.autocontrasts();
                 // One workgroup an image: its lanes sum the contrast's luma together.
                 self.adjust
                     .push(&job, u64::from(super::dispatch::WORKGROUP));
-                self.pixel_words += pixels;
+                self.pixel_words += job.arena_words();
                 TensorJob {
                     source_base: base,
                     ..adjusted.tensor
@@ -388,6 +392,12 @@ impl Packing {
             at: at_output,
         });
         self.images.push(index);
+    }
+
+    /// Whether stage 5 stretches an image's contrast in this packing (it then reads the
+    /// autocontrast fix table).
+    pub fn autocontrasts(&self) -> bool {
+        self.autocontrast
     }
 
     /// Whether stage 5 shifts a hue in this packing.

@@ -36,6 +36,8 @@ pub struct GpuPipeline {
     /// Pillow's HSV conversions as tables for the hue adjustment (96 MiB), made on the first
     /// batch that needs them.
     pub(crate) hsv: std::sync::OnceLock<super::record::HsvBuffers>,
+    /// The autocontrast fix table (2 MiB), made on the first batch that needs it.
+    pub(crate) autocontrast_fixes: std::sync::OnceLock<wgpu::Buffer>,
 }
 
 /// Where the GPU side of one call spent its time.
@@ -82,6 +84,7 @@ impl GpuPipeline {
             copiers: copy_threads(),
             time_stages: false,
             hsv: std::sync::OnceLock::new(),
+            autocontrast_fixes: std::sync::OnceLock::new(),
         }
     }
 
@@ -103,6 +106,7 @@ impl GpuPipeline {
             copiers: &self.copiers,
             upload_first: self.time_stages,
             hsv: &self.hsv,
+            autocontrast_fixes: &self.autocontrast_fixes,
         }
     }
 
@@ -114,7 +118,8 @@ impl GpuPipeline {
             .hsv
             .get()
             .map_or(0, |t| t.to_hsv.size() + t.to_rgb.size());
-        self.pool.bytes() + self.staging.bytes() + hsv
+        let fixes = self.autocontrast_fixes.get().map_or(0, wgpu::Buffer::size);
+        self.pool.bytes() + self.staging.bytes() + hsv + fixes
     }
 
     /// Runs stages 1–4 on the GPU: the same tensor as [`crate::preprocess`], bit for bit; what

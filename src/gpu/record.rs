@@ -27,6 +27,9 @@ pub(crate) struct Recorder<'a> {
     pub upload_first: bool,
     /// The pipeline's HSV tables, once made.
     pub hsv: &'a std::sync::OnceLock<HsvBuffers>,
+    /// The pipeline's autocontrast fix table ([`crate::plan::levels::autocontrast_fixes`]),
+    /// once made.
+    pub autocontrast_fixes: &'a std::sync::OnceLock<wgpu::Buffer>,
 }
 
 /// [`crate::plan::hsv::HsvTables`] on the device, for stage 5's hue adjustment.
@@ -38,24 +41,26 @@ pub(crate) struct HsvBuffers {
 impl HsvBuffers {
     fn new(device: &wgpu::Device) -> Self {
         let tables = crate::plan::hsv::HsvTables::new();
-        let buffer = |label, words: &[u32]| {
-            let buffer = device.create_buffer(&wgpu::BufferDescriptor {
-                label: Some(label),
-                size: words.len() as u64 * 4,
-                usage: wgpu::BufferUsages::STORAGE,
-                mapped_at_creation: true,
-            });
-            if let Ok(mut range) = buffer.slice(..).get_mapped_range_mut() {
-                range.copy_from_slice(bytemuck::cast_slice(words));
-            }
-            buffer.unmap();
-            buffer
-        };
         Self {
-            to_hsv: buffer("rgb to hsv", &tables.to_hsv),
-            to_rgb: buffer("hsv to rgb", &tables.to_rgb),
+            to_hsv: table_buffer(device, "rgb to hsv", &tables.to_hsv),
+            to_rgb: table_buffer(device, "hsv to rgb", &tables.to_rgb),
         }
     }
+}
+
+/// A storage buffer holding `words`, for the shaders to read.
+pub(crate) fn table_buffer(device: &wgpu::Device, label: &str, words: &[u32]) -> wgpu::Buffer {
+    let buffer = device.create_buffer(&wgpu::BufferDescriptor {
+        label: Some(label),
+        size: words.len() as u64 * 4,
+        usage: wgpu::BufferUsages::STORAGE,
+        mapped_at_creation: true,
+    });
+    if let Ok(mut range) = buffer.slice(..).get_mapped_range_mut() {
+        range.copy_from_slice(bytemuck::cast_slice(words));
+    }
+    buffer.unmap();
+    buffer
 }
 
 /// What [`Recorder::record_stages`] binds: the tables and the upload holding them, the
@@ -334,6 +339,14 @@ impl Recorder<'_> {
             } else {
                 (self.placeholder, self.placeholder)
             };
+            let fixes = if packing.autocontrasts() {
+                self.autocontrast_fixes.get_or_init(|| {
+                    let words = crate::plan::levels::autocontrast_fixes();
+                    table_buffer(device, "autocontrast fixes", &words)
+                })
+            } else {
+                self.placeholder
+            };
             self.dispatch(
                 encoder,
                 &stages.adjust,
@@ -343,6 +356,7 @@ impl Recorder<'_> {
                     first_window(&pixels, window),
                     to_hsv.as_entire_binding(),
                     to_rgb.as_entire_binding(),
+                    fixes.as_entire_binding(),
                 ],
             );
         }

@@ -4,7 +4,8 @@
 
 use super::jobs::{
     word_count, AdjustJob, ColorJob, HorizontalJob, IdctJob, PlaneGeometry, PlaneUpsampling,
-    TensorJob, BRIGHTNESS, CONTRAST, HUE, SATURATION,
+    TensorJob, AUTOCONTRAST, BRIGHTNESS, CONTRAST, EQUALIZE, HUE, POSTERIZE, SATURATION, SHARPNESS,
+    SOLARIZE,
 };
 use crate::error::Result;
 use crate::formats::{Decoded, Pixels};
@@ -444,6 +445,7 @@ fn adjusted(pixels: &TensorJob, plan: &ImagePlan) -> Adjusted {
     let (width, height) = (output.crop.width as u32, output.crop.height as u32);
     let mut job = AdjustJob {
         pixels: width * height,
+        width,
         adjustments: output.color.len() as u32,
         grayscale: u32::from(output.grayscale),
         ..AdjustJob::default()
@@ -454,6 +456,11 @@ fn adjusted(pixels: &TensorJob, plan: &ImagePlan) -> Adjusted {
             Adjustment::Contrast(f) => (CONTRAST, f),
             Adjustment::Saturation(f) => (SATURATION, f),
             Adjustment::Hue(f) => (HUE, f32::from(crate::plan::hsv::hue_shift(f))),
+            Adjustment::Sharpness(f) => (SHARPNESS, f),
+            Adjustment::Posterize(bits) => (POSTERIZE, f32::from(bits)),
+            Adjustment::Solarize(from) => (SOLARIZE, f32::from(from)),
+            Adjustment::AutoContrast => (AUTOCONTRAST, 0.0),
+            Adjustment::Equalize => (EQUALIZE, 0.0),
         };
     }
     let tensor = TensorJob {

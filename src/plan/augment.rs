@@ -70,6 +70,18 @@ pub enum Adjustment {
     Saturation(f32),
     /// torchvision's `adjust_hue(img, factor)`.
     Hue(f32),
+    /// `ImageEnhance.Sharpness(img).enhance(factor)` (`TrivialAugmentWide`'s): blended with the
+    /// image smoothed by `ImageFilter.SMOOTH`.
+    Sharpness(f32),
+    /// `ImageOps.posterize(img, bits)`: each value's low `8 - bits` bits cleared.
+    Posterize(u8),
+    /// `ImageOps.solarize(img, threshold)`: the values from this one (the first at or above the
+    /// threshold; 256 for none) inverted.
+    Solarize(u16),
+    /// `ImageOps.autocontrast(img)`: each channel's range stretched to 0..=255.
+    AutoContrast,
+    /// `ImageOps.equalize(img)`: each channel's histogram equalised.
+    Equalize,
 }
 
 impl Adjustment {
@@ -80,13 +92,25 @@ impl Adjustment {
             Self::Contrast(_) => "contrast",
             Self::Saturation(_) => "saturation",
             Self::Hue(_) => "hue",
+            Self::Sharpness(_) => "sharpness",
+            Self::Posterize(_) => "posterize",
+            Self::Solarize(_) => "solarize",
+            Self::AutoContrast => "autocontrast",
+            Self::Equalize => "equalize",
         }
     }
 
-    /// The factor.
+    /// The factor (the value, for posterize and solarize; 0 for the others without one).
     pub fn factor(&self) -> f32 {
         match *self {
-            Self::Brightness(f) | Self::Contrast(f) | Self::Saturation(f) | Self::Hue(f) => f,
+            Self::Brightness(f)
+            | Self::Contrast(f)
+            | Self::Saturation(f)
+            | Self::Hue(f)
+            | Self::Sharpness(f) => f,
+            Self::Posterize(bits) => f32::from(bits),
+            Self::Solarize(from) => f32::from(from),
+            Self::AutoContrast | Self::Equalize => 0.0,
         }
     }
 }
@@ -109,6 +133,8 @@ pub struct Params {
     pub grayscale: Option<bool>,
     /// `RandomRotation`'s angle in degrees (a float32 value, as torch draws it).
     pub rotation: Option<f64>,
+    /// `TrivialAugmentWide`'s operation and magnitude.
+    pub augment: Option<super::Augment>,
     /// `RandomErasing`'s box of the output (`Some(None)`: the transform has it, and it did not
     /// erase).
     pub erase: Option<Option<CropBox>>,
@@ -159,6 +185,9 @@ impl Params {
                 let (low, high) = (r.degrees.0 as f32, r.degrees.1 as f32);
                 f64::from(Stream::new(key, Op::Rotation).uniform_f32(low, high))
             }),
+            augment: transform
+                .trivial_augment
+                .map(|t| super::Augment::draw(t.bins, &mut Stream::new(key, Op::TrivialAugment))),
             erase: transform.random_erasing.map(|e| {
                 let output = super::output_size(transform, size);
                 erase_box(&e, output, &mut Stream::new(key, Op::Erase))
@@ -200,6 +229,11 @@ impl Params {
                 transform.random_rotation.is_some(),
                 self.rotation.is_some(),
             ),
+            (
+                "augment",
+                transform.trivial_augment.is_some(),
+                self.augment.is_some(),
+            ),
         ];
         for (name, wanted, given) in pairs {
             if wanted != given {
@@ -231,6 +265,13 @@ impl Params {
         if let Some(angle) = self.rotation.filter(|a| !a.is_finite()) {
             return Err(format!(
                 "the rotation's angle {angle} is not a finite number"
+            ));
+        }
+        if let Some(a) = self.augment.filter(|a| !a.magnitude.is_finite()) {
+            return Err(format!(
+                "the {} magnitude {} is not a finite number",
+                a.op.name(),
+                a.magnitude
             ));
         }
         for a in self.color.iter().flatten() {

@@ -25,11 +25,13 @@
 
 pub mod augment;
 pub mod hsv;
+pub mod levels;
 pub mod output;
 pub mod random;
 pub mod resize;
 pub mod rotate;
 pub mod scaling;
+pub mod trivial;
 
 use crate::error::{Error, Result};
 use crate::jpeg::{CoefficientImage, Limits};
@@ -39,6 +41,7 @@ pub use output::{Crop, OutputPlan};
 pub use resize::{Filter, ResizePlan, Taps, PRECISION_BITS};
 pub use rotate::Rotation;
 pub use scaling::{ComponentScaling, Upsampling};
+pub use trivial::{Augment, AugmentOp};
 
 /// Everything about one image's way through the pixel stages that does not depend on its
 /// pixels.

@@ -3,6 +3,7 @@
 //! through a 3×256 float32 table, in the chosen layout, dtype and channel order (PARITY §4–5).
 
 use super::augment::{Adjustment, Params};
+use super::trivial::Effect;
 use crate::transform::{ChannelOrder, DType, Layout, Normalize, Transform};
 
 /// A `CenterCrop` of a resized image: the output's size and where its first sample lies in the
@@ -28,9 +29,11 @@ pub struct OutputPlan {
     pub horizontal_flip: bool,
     /// Whether it is mirrored top to bottom.
     pub vertical_flip: bool,
-    /// `RandomRotation` of the flipped image.
+    /// `RandomRotation` of the flipped image, or `TrivialAugmentWide`'s shear, translation or
+    /// rotation.
     pub rotation: Option<super::Rotation>,
-    /// `ColorJitter`'s adjustments of the rotated image, in order.
+    /// `TrivialAugmentWide`'s colour operation, then `ColorJitter`'s adjustments, of the rotated
+    /// image, in order.
     pub color: Vec<Adjustment>,
     /// Whether the adjusted image then turns grey (`RandomGrayscale` drew it).
     pub grayscale: bool,
@@ -57,6 +60,15 @@ impl OutputPlan {
             Layout::Hwc => [crop_h, crop_w, 3],
             Layout::Chw => [3, crop_h, crop_w],
         };
+        let fill = transform.trivial_augment.map_or([0; 3], |t| t.fill);
+        let augment = params
+            .augment
+            .filter(|_| transform.trivial_augment.is_some())
+            .map_or(Effect::None, |a| a.effect((crop_w, crop_h), fill));
+        let mut color = params.color.clone().unwrap_or_default();
+        if let Effect::Adjust(adjustment) = augment {
+            color.insert(0, adjustment);
+        }
         Self {
             crop: Crop {
                 width: crop_w,
@@ -66,11 +78,14 @@ impl OutputPlan {
             },
             horizontal_flip: params.horizontal_flip == Some(true),
             vertical_flip: params.vertical_flip == Some(true),
-            rotation: params
-                .rotation
-                .zip(transform.random_rotation)
-                .and_then(|(angle, r)| super::Rotation::new(angle, (crop_w, crop_h), r.fill)),
-            color: params.color.clone().unwrap_or_default(),
+            rotation: match augment {
+                Effect::Map(map) => Some(map),
+                _ => params
+                    .rotation
+                    .zip(transform.random_rotation)
+                    .and_then(|(angle, r)| super::Rotation::new(angle, (crop_w, crop_h), r.fill)),
+            },
+            color,
             grayscale: params.grayscale == Some(true),
             erase: params
                 .erase
@@ -87,7 +102,9 @@ impl OutputPlan {
     /// Whether the transform adjusts colours at all (then every image of a GPU batch goes
     /// through the adjustment stage, whatever its own parameters drew).
     pub fn adjusts_color(transform: &Transform) -> bool {
-        transform.color_jitter.is_some() || transform.grayscale.is_some()
+        transform.color_jitter.is_some()
+            || transform.grayscale.is_some()
+            || transform.trivial_augment.is_some()
     }
 
     /// Elements of the tensor.

@@ -34,6 +34,8 @@ pub enum Op {
     Interpolation = 8,
     /// `RandomRotation`'s angle.
     Rotation = 9,
+    /// `TrivialAugmentWide`'s operation, magnitude and sign.
+    TrivialAugment = 10,
 }
 
 /// Which sample a stream belongs to.

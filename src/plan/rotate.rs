@@ -42,11 +42,21 @@ impl Rotation {
         // transform(-cx, -cy) as Python evaluates a * x + b * y + c, then the centre added.
         let c = a * -cx + b * -cy + 0.0 + cx;
         let f = d * -cx + e * -cy + 0.0 + cy;
-        Some(Self {
+        Some(Self::from_matrix([a, b, c, d, e, f], fill))
+    }
+
+    /// `Image.transform(size, AFFINE, matrix, NEAREST, fillcolor=fill)`: output pixel (x, y)
+    /// shows the image's pixel at (`m[0]·x + m[1]·y + m[2]`, `m[3]·x + m[4]·y + m[5]`), taken
+    /// at pixel centres, in `affine_fixed`'s 16.16 fixed point. Pillow takes another path, in
+    /// double precision, for a matrix without shear (`ImagingScaleAffine`); for the integer
+    /// translations that reach it here it shows the same pixels.
+    pub fn from_matrix(m: [f64; 6], fill: [u8; 3]) -> Self {
+        let [a, b, c, d, e, f] = m;
+        Self {
             x_map: [fix(a), fix(b), fix(c + a * 0.5 + b * 0.5)],
             y_map: [fix(d), fix(e), fix(f + d * 0.5 + e * 0.5)],
             fill,
-        })
+        }
     }
 }
 

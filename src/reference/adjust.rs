@@ -6,7 +6,7 @@
 
 use super::resample::Image8;
 use crate::plan::hsv::{hsv_to_rgb, hue_shift, rgb_to_hsv};
-use crate::plan::Adjustment;
+use crate::plan::{levels, Adjustment};
 
 /// Applies `adjustments` in order, then the grey conversion when `grayscale`.
 pub fn adjust(image: &mut Image8, adjustments: &[Adjustment], grayscale: bool) {
@@ -34,6 +34,30 @@ pub fn adjust(image: &mut Image8, adjustments: &[Adjustment], grayscale: bool) {
                     pixel.copy_from_slice(&hsv_to_rgb([h.wrapping_add(shift), s, v]));
                 }
             }
+            // Blended with the image smoothed.
+            Adjustment::Sharpness(f) => {
+                let smooth = smoothed(image);
+                for (v, s) in image.data.iter_mut().zip(smooth) {
+                    *v = blend(s, *v, f);
+                }
+            }
+            Adjustment::Posterize(bits) => {
+                image
+                    .data
+                    .iter_mut()
+                    .for_each(|v| *v = levels::posterize(*v, bits));
+            }
+            Adjustment::Solarize(from) => {
+                image
+                    .data
+                    .iter_mut()
+                    .for_each(|v| *v = levels::solarize(*v, from));
+            }
+            Adjustment::AutoContrast => through_tables(image, |h| {
+                let (lo, hi) = levels::extremes(h);
+                levels::autocontrast_table(lo, hi)
+            }),
+            Adjustment::Equalize => through_tables(image, levels::equalize_table),
         }
     }
     if grayscale {
@@ -41,6 +65,52 @@ pub fn adjust(image: &mut Image8, adjustments: &[Adjustment], grayscale: bool) {
             pixel.fill(luma(pixel));
         }
     }
+}
+
+/// Each channel through the table `table` makes of its histogram (`ImageOps._lut`).
+fn through_tables(image: &mut Image8, table: impl Fn(&[u32; 256]) -> [u8; 256]) {
+    let mut histograms = [[0u32; 256]; 3];
+    for pixel in image.data.chunks_exact(3) {
+        for (c, &v) in pixel.iter().enumerate() {
+            histograms[c][usize::from(v)] += 1;
+        }
+    }
+    let tables = histograms.map(|h| table(&h));
+    for pixel in image.data.chunks_exact_mut(3) {
+        for (c, v) in pixel.iter_mut().enumerate() {
+            *v = tables[c][usize::from(*v)];
+        }
+    }
+}
+
+/// `image.filter(ImageFilter.SMOOTH)`: Pillow's `ImagingFilter3x3` with the kernel (1 1 1, 1 5 1,
+/// 1 1 1) / 13 in float32, summed row by row from the row below (each row's three products left
+/// to right, then added to the sum that starts at 0.5), truncated and clipped; the edge pixels,
+/// and an image under 3×3, as they are.
+pub fn smoothed(image: &Image8) -> Vec<u8> {
+    let (w, h) = (image.width, image.height);
+    let mut out = image.data.clone();
+    if w < 3 || h < 3 {
+        return out;
+    }
+    let (k, centre) = (1.0f32 / 13.0, 5.0f32 / 13.0);
+    let at = |x: usize, y: usize, c: usize| f32::from(image.data[(y * w + x) * 3 + c]);
+    for y in 1..h - 1 {
+        for x in 1..w - 1 {
+            for c in 0..3 {
+                let row = |y: usize, middle: f32| {
+                    at(x - 1, y, c) * k + at(x, y, c) * middle + at(x + 1, y, c) * k
+                };
+                let mut sum = 0.5f32;
+                sum += row(y + 1, k);
+                sum += row(y, centre);
+                sum += row(y - 1, k);
+                // `as` truncates and saturates, as Pillow's clip8 does.
+                out[(y * w + x) * 3 + c] = sum as u8;
+            }
+        }
+    }
+    out
 }
 
 /// `ImagingBlend` for one sample: `in1 + alpha · (in2 − in1)` in float32 (a product, then a

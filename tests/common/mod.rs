@@ -296,6 +296,12 @@ pub fn transform_specs() -> BTreeMap<String, gpuprep::Transform> {
                         std::array::from_fn(|i| f[i].as_u64().unwrap() as u8)
                     }),
                 }),
+                trivial_augment: s.get("trivial_augment").map(|t| gpuprep::TrivialAugment {
+                    bins: t.get("bins").map_or(31, |b| b.as_u64().unwrap() as u32),
+                    fill: t.get("fill").map_or([0; 3], |f| {
+                        std::array::from_fn(|i| f[i].as_u64().unwrap() as u8)
+                    }),
+                }),
                 random_erasing: s.get("random_erasing").map(|e| {
                     let range = |key: &str, default: (f64, f64)| {
                         e.get(key).map_or(default, |r| {

@@ -105,6 +105,10 @@ pub struct TransformArgs {
     /// after the flips; the pixels no source pixel maps to take `V` or `R,G,B` (default 0).
     #[arg(long, value_parser = parse_rotation, value_name = "D|MIN,MAX[:V[,G,B]]")]
     random_rotation: Option<gpuprep::RandomRotation>,
+    /// TrivialAugmentWide(num_magnitude_bins=BINS) with NEAREST interpolation, after the flips
+    /// (default 31 bins); the pixels no source pixel maps to take `V` or `R,G,B` (default 0).
+    #[arg(long, value_parser = parse_trivial_augment, value_name = "BINS[:V[,G,B]]")]
+    trivial_augment: Option<gpuprep::TrivialAugment>,
     /// ColorJitter(brightness, contrast, saturation[, hue]) as `B,C,S[,H]`.
     #[arg(long, value_parser = parse_jitter, value_name = "B,C,S[,H]")]
     color_jitter: Option<gpuprep::ColorJitter>,
@@ -242,7 +246,26 @@ fn parse_rotation(text: &str) -> Result<gpuprep::RandomRotation, String> {
         [low, high] => (low, high),
         _ => unreachable!("one or two numbers"),
     };
-    let fill = match parse_numbers(fill, 1..=3)?[..] {
+    Ok(gpuprep::RandomRotation {
+        degrees,
+        fill: parse_fill(fill)?,
+    })
+}
+
+fn parse_trivial_augment(text: &str) -> Result<gpuprep::TrivialAugment, String> {
+    let (bins, fill) = text.split_once(':').unwrap_or((text, "0"));
+    let bins = bins
+        .parse()
+        .map_err(|_| format!("the bins are a whole number, got {bins:?}"))?;
+    Ok(gpuprep::TrivialAugment {
+        bins,
+        fill: parse_fill(fill)?,
+    })
+}
+
+/// `V` or `R,G,B`: the RGB value of the pixels a geometric map leaves uncovered.
+fn parse_fill(text: &str) -> Result<[u8; 3], String> {
+    let fill = match parse_numbers(text, 1..=3)?[..] {
         [v] => [v; 3],
         [r, g, b] => [r, g, b],
         _ => return Err("give one fill value or three".into()),
@@ -253,10 +276,7 @@ fn parse_rotation(text: &str) -> Result<gpuprep::RandomRotation, String> {
     {
         return Err(format!("fill values are integers 0..=255, got {fill:?}"));
     }
-    Ok(gpuprep::RandomRotation {
-        degrees,
-        fill: fill.map(|v| v as u8),
-    })
+    Ok(fill.map(|v| v as u8))
 }
 
 fn parse_erasing(text: &str) -> Result<gpuprep::RandomErasing, String> {
@@ -345,6 +365,7 @@ impl TransformArgs {
         t.horizontal_flip = self.hflip.or(t.horizontal_flip);
         t.vertical_flip = self.vflip.or(t.vertical_flip);
         t.random_rotation = self.random_rotation.or(t.random_rotation);
+        t.trivial_augment = self.trivial_augment.or(t.trivial_augment);
         t.color_jitter = self.color_jitter.or(t.color_jitter);
         t.grayscale = self.grayscale.or(t.grayscale);
         t.random_erasing = self.random_erasing.or(t.random_erasing);

@@ -136,6 +136,12 @@ fn spec(t: &Transform) -> Value {
             json!({"degrees": [r.degrees.0, r.degrees.1], "fill": r.fill}),
         );
     }
+    if let Some(a) = t.trivial_augment {
+        spec.insert(
+            "trivial_augment".into(),
+            json!({"bins": a.bins, "fill": a.fill}),
+        );
+    }
     if let Some(e) = t.random_erasing {
         spec.insert(
             "random_erasing".into(),
