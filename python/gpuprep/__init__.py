@@ -71,10 +71,12 @@ def _resolve(source):
 # Where each torchvision transform may stand: gpuprep applies them in this order, so a Compose
 # whose order differs (a crop after a colour jitter, say) would compute something else.
 _STAGE = {"Resize": 0, "RandomResizedCrop": 0, "CenterCrop": 1, "RandomHorizontalFlip": 2,
-          "RandomVerticalFlip": 2, "RandomRotation": 2, "ColorJitter": 2, "RandomGrayscale": 3, "ToTensor": 4,
+          "RandomVerticalFlip": 2, "RandomRotation": 2, "TrivialAugmentWide": 2, "ColorJitter": 2,
+          "RandomGrayscale": 3, "ToTensor": 4,
           "PILToTensor": 4, "ToImage": 4, "ToDtype": 5, "ConvertImageDtype": 5, "Normalize": 6,
           "RandomErasing": 7}
 _FLIPS = ("RandomHorizontalFlip", "RandomVerticalFlip")
+_GEOMETRIC = ("RandomRotation", "TrivialAugmentWide")
 _INTERPOLATIONS = {"NEAREST": "nearest", "BOX": "box", "BILINEAR": "bilinear",
                    "HAMMING": "hamming", "BICUBIC": "bicubic", "LANCZOS": "lanczos"}
 
@@ -122,9 +124,10 @@ def _amount(name, value, centre):
 
 def from_torchvision(compose):
     """The Transform that computes what `compose` (a torchvision Compose of Resize, CenterCrop,
-    RandomResizedCrop, RandomHorizontalFlip, RandomVerticalFlip, RandomRotation, ColorJitter,
-    RandomGrayscale, ToTensor / PILToTensor + ToDtype, Normalize, RandomErasing, in that order)
-    computes on a PIL image; anything else is refused by name (OptionsError)."""
+    RandomResizedCrop, RandomHorizontalFlip, RandomVerticalFlip, RandomRotation or
+    TrivialAugmentWide (NEAREST), ColorJitter, RandomGrayscale, ToTensor / PILToTensor + ToDtype,
+    Normalize, RandomErasing, in that order) computes on a PIL image; anything else is refused by
+    name (OptionsError)."""
     steps = list(getattr(compose, "transforms", [compose]))
     t = Transform()
     last = -1
@@ -137,14 +140,21 @@ def from_torchvision(compose):
             raise OptionsError(f"{name} after a later step: gpuprep applies them in torchvision's "
                                "usual order (resize or crop, flips and colour, tensor, normalise, erase)")
         last = _STAGE[name]
-        # Flips and colour commute; a rotation commutes with neither.
-        if (rotated and name in _FLIPS) or (colored and name == "RandomRotation"):
-            raise OptionsError(f"{name} where gpuprep cannot put it: it rotates after the flips "
+        # Flips and colour commute; a rotation (or TrivialAugmentWide) commutes with neither.
+        if (rotated and name in _FLIPS) or (colored and name in _GEOMETRIC):
+            raise OptionsError(f"{name} where gpuprep cannot put it: it runs after the flips "
                                "and before ColorJitter and RandomGrayscale")
-        rotated |= name == "RandomRotation"
+        rotated |= name in _GEOMETRIC
         colored |= name in ("ColorJitter", "RandomGrayscale")
         if name == "RandomRotation":
             t = t.random_rotation(_rotation_degrees(step), _rotation_fill(step))
+            continue
+        if name == "TrivialAugmentWide":
+            interpolation = getattr(step.interpolation, "name", str(step.interpolation))
+            if str(interpolation).upper() != "NEAREST":
+                raise OptionsError(f"TrivialAugmentWide(interpolation={interpolation}) is not "
+                                   "supported: only NEAREST")
+            t = t.trivial_augment_wide(int(step.num_magnitude_bins), _rotation_fill(step))
             continue
         interpolation = getattr(step, "interpolation", None)
         if interpolation is not None:
@@ -192,6 +202,22 @@ def from_torchvision(compose):
 _ADJUSTMENTS = ("brightness", "contrast", "saturation", "hue")
 
 
+def _trivial_augment_draw(step, width, height):
+    """TrivialAugmentWide.forward's draws with the torch RNG, in its order: the operation, the
+    magnitude's bin (for an operation with bins), its sign (for a signed one)."""
+    import torch
+
+    space = step._augmentation_space(step.num_magnitude_bins)
+    op_index = int(torch.randint(len(space), (1,)).item())
+    op = list(space.keys())[op_index]
+    magnitudes, signed = space[op]
+    magnitude = (float(magnitudes[torch.randint(len(magnitudes), (1,), dtype=torch.long)].item())
+                 if magnitudes.ndim > 0 else 0.0)
+    if signed and torch.randint(2, (1,)):
+        magnitude *= -1.0
+    return {"op": op, "magnitude": magnitude}
+
+
 def torchvision_params(compose, size):
     """The random parameters `compose` draws for an image of `size` (width, height), drawn by
     torchvision's own get_params and the torch RNG in the order its forward draws them: after
@@ -236,6 +262,8 @@ def torchvision_params(compose, size):
             params["color"] = color
         elif name == "RandomRotation":
             params["rotation"] = float(step.get_params(step.degrees))
+        elif name == "TrivialAugmentWide":
+            params["augment"] = _trivial_augment_draw(step, width, height)
         elif name == "RandomGrayscale":
             params["grayscale"] = bool(torch.rand(1) < step.p)
         elif name == "RandomErasing":

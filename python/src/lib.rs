@@ -267,6 +267,31 @@ impl Transform {
         }))
     }
 
+    /// TrivialAugmentWide(num_magnitude_bins, interpolation=NEAREST, fill): one operation a
+    /// sample, after the flips and before the colour adjustments; fill a number or one per
+    /// channel.
+    #[pyo3(signature = (num_magnitude_bins=31, fill=None))]
+    fn trivial_augment_wide(
+        &self,
+        num_magnitude_bins: u32,
+        fill: Option<Bound<'_, PyAny>>,
+    ) -> PyResult<Self> {
+        let fill = match fill {
+            None => [0; 3],
+            Some(v) => v
+                .extract::<u8>()
+                .map(|x| [x; 3])
+                .or_else(|_| v.extract::<[u8; 3]>())?,
+        };
+        Ok(Self(gpuprep::Transform {
+            trivial_augment: Some(gpuprep::TrivialAugment {
+                bins: num_magnitude_bins,
+                fill,
+            }),
+            ..self.0
+        }))
+    }
+
     /// RandomErasing(p, scale, ratio, value): value a number or one per channel.
     #[pyo3(signature = (p=0.5, scale=(0.02, 0.33), ratio=(0.3, 3.3), value=None))]
     fn random_erasing(

@@ -162,13 +162,17 @@ def test_from_torchvision_translates_a_compose_and_refuses_others():
         gpuprep.from_torchvision(T.Compose([T.GaussianBlur(3)]))
     with pytest.raises(gpuprep.OptionsError, match="after"):
         gpuprep.from_torchvision(T.Compose([T.ColorJitter(0.4), T.RandomResizedCrop(224)]))
-    with pytest.raises(gpuprep.OptionsError, match="rotates after the flips"):
+    with pytest.raises(gpuprep.OptionsError, match="runs after the flips"):
         gpuprep.from_torchvision(T.Compose([T.RandomRotation(10), T.RandomHorizontalFlip()]))
     with pytest.raises(gpuprep.OptionsError, match="NEAREST"):
         gpuprep.from_torchvision(T.Compose([T.RandomRotation(10, T.InterpolationMode.BILINEAR)]))
     rotated = gpuprep.from_torchvision(T.Compose([T.RandomHorizontalFlip(), T.RandomRotation(10),
                                                   T.ColorJitter(0.4)]))
     assert rotated.is_random
+    with pytest.raises(gpuprep.OptionsError, match="NEAREST"):
+        gpuprep.from_torchvision(T.Compose([T.TrivialAugmentWide(
+            interpolation=T.InterpolationMode.BILINEAR)]))
+    assert gpuprep.from_torchvision(T.Compose([T.TrivialAugmentWide(), T.ToTensor()])).is_random
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
@@ -192,6 +196,45 @@ def test_with_torchs_seed_the_batches_are_torchvisions(backend):
         params = gpuprep.torchvision_params(compose, image.size)
         batch, _ = p.preprocess([path], transform, params=[params])
         assert np.array_equal(batch[0], expected), (path, seed, params)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_with_torchs_seed_trivial_augment_is_torchvisions(backend):
+    """TrivialAugmentWide as torchvision runs it on PIL images, after torch.manual_seed, against
+    gpuprep given the operation and magnitude torchvision_params draws after the same seed."""
+    torch = pytest.importorskip("torch")
+    T = pytest.importorskip("torchvision.transforms")
+    compose = T.Compose([T.RandomResizedCrop(96), T.RandomHorizontalFlip(),
+                         T.TrivialAugmentWide(fill=[10, 20, 30]), T.PILToTensor()])
+    transform = gpuprep.from_torchvision(compose)
+    p = pipeline(backend)
+    seen = set()
+    for seed in range(48):
+        path = PHOTOS[seed % len(PHOTOS)]
+        image = pillow_reference.Image.open(path).convert("RGB")
+        torch.manual_seed(seed)
+        expected = compose(image).numpy()
+        torch.manual_seed(seed)
+        params = gpuprep.torchvision_params(compose, image.size)
+        seen.add(params["augment"]["op"])
+        batch, _ = p.preprocess([path], transform, params=[params])
+        assert np.array_equal(batch[0], expected), (path, seed, params)
+    assert len(seen) >= 12, seen
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_trivial_augment_equals_pillow_with_its_parameters(backend):
+    spec = {"random_resized_crop": {"size": [64, 64]}, "trivial_augment": {"fill": [10, 20, 30]},
+            "seed": 9}
+    t = (gpuprep.Transform().random_resized_crop(64).trivial_augment_wide(fill=[10, 20, 30])
+         .with_seed(9).to("uint8", "hwc"))
+    indices = list(range(24))
+    paths = [PHOTOS[i % len(PHOTOS)] for i in indices]
+    batch, outcomes = pipeline(backend).preprocess(paths, t, indices=indices)
+    for image, path, index, outcome in zip(batch, paths, indices, outcomes):
+        assert np.array_equal(image, pillow_reference.transformed(path, spec, index=index)), path
+        assert outcome["params"]["augment"] == pillow_reference.draw(
+            spec, pillow_reference.Image.open(path).size, index)["augment"]
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
