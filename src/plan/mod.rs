@@ -15,9 +15,10 @@
 //! 3. the region `Resize` sees: the whole image, or `RandomResizedCrop`'s box ([`augment`]: each
 //!    sample's random parameters, drawn from [`random`]'s counter-based streams or given);
 //! 4. `Resize` ([`resize`]: Pillow's tap tables), skipped when the size does not change;
-//! 5. `CenterCrop`, the flips, `RandomRotation` ([`rotate`]: Pillow's fixed-point map),
-//!    `ColorJitter` and `RandomGrayscale`, and the tensor ([`output`]: crop offsets, flips, the
-//!    colour adjustments in order, shape, element type, value table).
+//! 5. `CenterCrop`, the flips, `RandomRotation` ([`rotate`]: Pillow's fixed-point map) or
+//!    `TrivialAugmentWide` ([`trivial`]: its draw, as that map or a colour operation, with
+//!    [`levels`]' tables), `ColorJitter` and `RandomGrayscale`, and the tensor ([`output`]: crop
+//!    offsets, flips, the colour adjustments in order, shape, element type, value table).
 //!
 //! A new transform option goes here once (a field of the plan that both backends read), then
 //! into each backend's arithmetic: src/reference/ for the CPU, shaders/ and src/gpu/work.rs for
