@@ -267,9 +267,9 @@ impl Params {
                 "the rotation's angle {angle} is not a finite number"
             ));
         }
-        if let Some(a) = self.augment.filter(|a| !a.magnitude.is_finite()) {
+        if let Some(a) = self.augment.filter(|a| !a.op.allows(a.magnitude)) {
             return Err(format!(
-                "the {} magnitude {} is not a finite number",
+                "the {} magnitude {} lies outside TrivialAugmentWide's bins",
                 a.op.name(),
                 a.magnitude
             ));

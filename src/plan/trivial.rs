@@ -109,6 +109,21 @@ impl AugmentOp {
         }
     }
 
+    /// Whether `magnitude` lies in the range torchvision's bins span for this operation (any
+    /// number of bins): a given draw outside it is refused, so that no map leaves Pillow's
+    /// fixed-point range.
+    pub fn allows(self, magnitude: f64) -> bool {
+        let m = magnitude.abs();
+        match self {
+            Self::Identity | Self::AutoContrast | Self::Equalize => magnitude == 0.0,
+            Self::TranslateX | Self::TranslateY => m <= 32.0,
+            Self::Rotate => m <= 135.0,
+            Self::Posterize => (2.0..=8.0).contains(&magnitude) && magnitude.fract() == 0.0,
+            Self::Solarize => (0.0..=255.0).contains(&magnitude),
+            _ => m <= 0.99f32 as f64,
+        }
+    }
+
     /// Whether a random sign applies to the magnitude.
     pub fn signed(self) -> bool {
         !matches!(
@@ -311,6 +326,24 @@ mod tests {
         // Output column x shows column x + 7 (int(-7.9) = -7, inverted).
         assert_eq!(map.x_map, [1 << 16, 0, (7 << 16) + (1 << 15)]);
         assert_eq!(map.y_map, [0, 1 << 16, 1 << 15]);
+    }
+
+    #[test]
+    fn every_bin_is_allowed_and_nothing_far_outside() {
+        for bins in [2, 7, 31, 1024] {
+            for op in OPS {
+                for bin in 0..bins {
+                    let m = op.magnitude(bin, bins).map_or(0.0, f64::from);
+                    assert!(
+                        op.allows(m) && (!op.signed() || op.allows(-m)),
+                        "{op:?} {m}"
+                    );
+                }
+            }
+        }
+        assert!(!AugmentOp::TranslateX.allows(1e9));
+        assert!(!AugmentOp::ShearY.allows(f64::NAN));
+        assert!(!AugmentOp::Posterize.allows(9.0));
     }
 
     #[test]
