@@ -929,6 +929,47 @@ fn recursive_folders_mirror_their_paths() {
     assert!(help.contains("[default: 178956970]"), "{help}");
 }
 
+/// Converts tests/data/photos on the CPU backend with `flags` (into a fresh folder `name`), checks
+/// that `parity --pillow` with the same flags finds GPU, CPU and Pillow identical on all six files,
+/// and returns the report's image entries.
+fn converted_and_replayed(name: &str, flags: &[&str]) -> Vec<serde_json::Value> {
+    let out = fresh_dir(name);
+    let output = gpuprep()
+        .arg("convert")
+        .arg(data("photos"))
+        .arg("--out")
+        .arg(&out)
+        .args(["--backend", "cpu"])
+        .args(flags)
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{output:?}");
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("report.json")).unwrap()).unwrap();
+    let images = report["images"].as_array().unwrap().clone();
+    assert_eq!(images.len(), 6);
+    let json = out.join("parity.json");
+    let parity = gpuprep()
+        .args(["parity", "--pillow", "--quiet"])
+        .args(flags)
+        .arg(data("photos"))
+        .arg("--json")
+        .arg(&json)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&parity.stdout);
+    assert!(parity.status.success(), "{stdout}");
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let comparisons = report["comparisons"].as_array().unwrap();
+    assert_eq!(comparisons.len(), 3, "GPU-CPU, GPU-Pillow, CPU-Pillow");
+    for c in comparisons {
+        assert_eq!(c["identical"], true, "{c:#}");
+        assert_eq!(c["files"], 6);
+    }
+    images
+}
+
 /// `--random-rotation` reaches the report's parameters (each angle a float32 value inside the
 /// range) and `parity --pillow` replays it through Pillow's `rotate`: GPU, CPU and Pillow agree.
 #[test]
@@ -945,44 +986,10 @@ fn random_rotations_are_recorded_and_replayed_through_pillow() {
         "--seed",
         "3",
     ];
-    let out = fresh_dir("rotation");
-    let output = gpuprep()
-        .arg("convert")
-        .arg(data("photos"))
-        .arg("--out")
-        .arg(&out)
-        .args(["--backend", "cpu"])
-        .args(flags)
-        .output()
-        .unwrap();
-    assert!(output.status.success(), "{output:?}");
-    let report: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(out.join("report.json")).unwrap()).unwrap();
-    let images = report["images"].as_array().unwrap();
-    assert_eq!(images.len(), 6);
-    for image in images {
+    for image in converted_and_replayed("rotation", &flags) {
         let angle = image["params"]["rotation"].as_f64().unwrap();
         assert!((-30.0..=30.0).contains(&angle), "{image}");
         assert_eq!(f64::from(angle as f32), angle, "a float32 value: {image}");
-    }
-    let json = out.join("parity.json");
-    let parity = gpuprep()
-        .args(["parity", "--pillow", "--quiet"])
-        .args(flags)
-        .arg(data("photos"))
-        .arg("--json")
-        .arg(&json)
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&parity.stdout);
-    assert!(parity.status.success(), "{stdout}");
-    let report: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
-    let comparisons = report["comparisons"].as_array().unwrap();
-    assert_eq!(comparisons.len(), 3, "GPU-CPU, GPU-Pillow, CPU-Pillow");
-    for c in comparisons {
-        assert_eq!(c["identical"], true, "{c:#}");
-        assert_eq!(c["files"], 6);
     }
 }
 
@@ -999,22 +1006,7 @@ fn trivial_augment_is_recorded_and_replayed_through_pillow() {
         "--seed",
         "11",
     ];
-    let out = fresh_dir("trivial");
-    let output = gpuprep()
-        .arg("convert")
-        .arg(data("photos"))
-        .arg("--out")
-        .arg(&out)
-        .args(["--backend", "cpu"])
-        .args(flags)
-        .output()
-        .unwrap();
-    assert!(output.status.success(), "{output:?}");
-    let report: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(out.join("report.json")).unwrap()).unwrap();
-    let images = report["images"].as_array().unwrap();
-    assert_eq!(images.len(), 6);
-    for image in images {
+    for image in converted_and_replayed("trivial", &flags) {
         let augment = &image["params"]["augment"];
         let op = augment["op"].as_str().unwrap();
         assert!(gpuprep::plan::AugmentOp::from_name(op).is_some(), "{image}");
@@ -1022,24 +1014,5 @@ fn trivial_augment_is_recorded_and_replayed_through_pillow() {
             augment["magnitude"].as_f64().unwrap().is_finite(),
             "{image}"
         );
-    }
-    let json = out.join("parity.json");
-    let parity = gpuprep()
-        .args(["parity", "--pillow", "--quiet"])
-        .args(flags)
-        .arg(data("photos"))
-        .arg("--json")
-        .arg(&json)
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&parity.stdout);
-    assert!(parity.status.success(), "{stdout}");
-    let report: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
-    let comparisons = report["comparisons"].as_array().unwrap();
-    assert_eq!(comparisons.len(), 3, "GPU-CPU, GPU-Pillow, CPU-Pillow");
-    for c in comparisons {
-        assert_eq!(c["identical"], true, "{c:#}");
-        assert_eq!(c["files"], 6);
     }
 }

@@ -110,6 +110,17 @@ fn filter(name: &str) -> PyResult<Filter> {
 #[derive(Clone)]
 struct Transform(gpuprep::Transform);
 
+/// A fill given as one number or one per channel (torchvision's); black when none is.
+fn rgb_fill(fill: Option<Bound<'_, PyAny>>) -> PyResult<[u8; 3]> {
+    match fill {
+        None => Ok([0; 3]),
+        Some(v) => v
+            .extract::<u8>()
+            .map(|x| [x; 3])
+            .or_else(|_| v.extract::<[u8; 3]>()),
+    }
+}
+
 #[pymethods]
 impl Transform {
     #[new]
@@ -254,13 +265,7 @@ impl Transform {
             Ok(d) => (-d, d),
             Err(_) => degrees.extract::<(f64, f64)>()?,
         };
-        let fill = match fill {
-            None => [0; 3],
-            Some(v) => v
-                .extract::<u8>()
-                .map(|x| [x; 3])
-                .or_else(|_| v.extract::<[u8; 3]>())?,
-        };
+        let fill = rgb_fill(fill)?;
         Ok(Self(gpuprep::Transform {
             random_rotation: Some(RandomRotation { degrees, fill }),
             ..self.0
@@ -276,13 +281,7 @@ impl Transform {
         num_magnitude_bins: u32,
         fill: Option<Bound<'_, PyAny>>,
     ) -> PyResult<Self> {
-        let fill = match fill {
-            None => [0; 3],
-            Some(v) => v
-                .extract::<u8>()
-                .map(|x| [x; 3])
-                .or_else(|_| v.extract::<[u8; 3]>())?,
-        };
+        let fill = rgb_fill(fill)?;
         Ok(Self(gpuprep::Transform {
             trivial_augment: Some(gpuprep::TrivialAugment {
                 bins: num_magnitude_bins,
