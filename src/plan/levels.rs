@@ -54,10 +54,7 @@ pub const AUTOCONTRAST_FIX_WORDS: usize = 256 * 256 * 8;
 pub fn autocontrast_fixes() -> Vec<u32> {
     let mut words = vec![0u32; AUTOCONTRAST_FIX_WORDS];
     for lo in 0..=255u8 {
-        for hi in lo.saturating_add(1)..=255 {
-            if hi == lo {
-                continue;
-            }
+        for hi in (lo..=255).skip(1) {
             let table = autocontrast_table(lo, hi);
             for (ix, &v) in table.iter().enumerate() {
                 if autocontrast_exact(ix as u8, lo, hi) != v {

@@ -89,7 +89,7 @@ impl AugmentOp {
     /// `magnitudes[bin]` of the augmentation space with `bins` bins, as the float32 value torch
     /// holds; `None` for the operations without magnitudes (a 0-d tensor there).
     pub fn magnitude(self, bin: u32, bins: u32) -> Option<f32> {
-        let linspace = |end: f32| linspace(0.0, end, bin, bins);
+        let up_to = |end: f32| linspace(0.0, end, bin, bins);
         match self {
             Self::Identity | Self::AutoContrast | Self::Equalize => None,
             Self::ShearX
@@ -97,15 +97,15 @@ impl AugmentOp {
             | Self::Brightness
             | Self::Color
             | Self::Contrast
-            | Self::Sharpness => Some(linspace(0.99)),
-            Self::TranslateX | Self::TranslateY => Some(linspace(32.0)),
-            Self::Rotate => Some(linspace(135.0)),
+            | Self::Sharpness => Some(up_to(0.99)),
+            Self::TranslateX | Self::TranslateY => Some(up_to(32.0)),
+            Self::Rotate => Some(up_to(135.0)),
             // `8 - (torch.arange(bins) / ((bins - 1) / 6)).round().int()`, in float32.
             Self::Posterize => {
                 let step = ((f64::from(bins) - 1.0) / 6.0) as f32;
                 Some(8.0 - (bin as f32 / step).round_ties_even())
             }
-            Self::Solarize => Some(linspace_from(255.0, 0.0, bin, bins)),
+            Self::Solarize => Some(linspace(255.0, 0.0, bin, bins)),
         }
     }
 
@@ -133,14 +133,9 @@ impl AugmentOp {
     }
 }
 
-/// `torch.linspace(0, end, bins)[bin]`.
-fn linspace(start: f32, end: f32, bin: u32, bins: u32) -> f32 {
-    linspace_from(start, end, bin, bins)
-}
-
 /// `torch.linspace(start, end, bins)[bin]` as torch's scalar CPU kernel computes it in float32:
 /// the first half counted up from `start`, the second down from `end`.
-fn linspace_from(start: f32, end: f32, bin: u32, bins: u32) -> f32 {
+fn linspace(start: f32, end: f32, bin: u32, bins: u32) -> f32 {
     if bins < 2 {
         return start;
     }
