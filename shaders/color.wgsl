@@ -15,9 +15,9 @@ struct Job {
     // Per component: first word in `samples`, bytes per plane row, real samples per row, real
     // rows.
     planes: array<vec4<u32>, 4>,
-    // Per component: method (0 full, 1 h2v1 fancy, 2 h1v2 fancy, 3 h2v2 fancy, 4 box) and the
-    // box repeat factors.
-    methods: array<vec4<u32>, 4>,
+    // Per component, its upsampling's two axes (`Upsampling::axes`): output samples per source
+    // sample horizontally and vertically, then whether each axis is a fancy (triangle) filter.
+    axes: array<vec4<u32>, 4>,
     // 1 as decoded; 2 to 8 the EXIF orientations.
     orientation: u32,
 }
@@ -33,7 +33,7 @@ struct Job {
 // This invocation's job, and what it reads of it at every sample (loaded once).
 var<private> job: u32;
 var<private> job_planes: array<vec4<u32>, 4>;
-var<private> job_methods: array<vec4<u32>, 4>;
+var<private> job_axes: array<vec4<u32>, 4>;
 
 fn store_rgbx(i: u32, pixel: u32) {
     let window = arrayLength(&rgbx0);
@@ -60,47 +60,34 @@ fn at(c: u32, x: i32, y: i32) -> i32 {
     return i32((word >> (8u * (byte % 4u))) & 255u);
 }
 
-// The full-resolution sample of component c at (x, y): `upsample_at`.
+// The two source samples output index `i` reads along one axis and their weights:
+// vec4(source, neighbour, weight, the neighbour's weight). `taps` of the mirror.
+fn taps(i: u32, repeat: u32, fancy: bool) -> vec4<i32> {
+    let source = i32(i / repeat);
+    let near = select(source + 1, source - 1, i % 2u == 0u);
+    return select(vec4<i32>(source, source, 1, 0), vec4<i32>(source, near, 3, 1), fancy);
+}
+
+// The full-resolution sample of component c at (x, y): `upsample_at`, one weighted sum for
+// every method and no branch on it (a CPU adapter such as lavapipe runs every branch a
+// vector of invocations takes, and a switch of five methods costed five).
 fn upsample_at(c: u32, x: u32, y: u32) -> i32 {
-    let method = job_methods[c];
-    let i = i32(x / 2u);
-    let j = i32(y / 2u);
-    let xi = i32(x);
-    let yi = i32(y);
-    switch method.x {
-        case 1u: {
-            if x % 2u == 0u {
-                return (3 * at(c, i, yi) + at(c, i - 1, yi) + 1) >> 2u;
-            }
-            return (3 * at(c, i, yi) + at(c, i + 1, yi) + 2) >> 2u;
-        }
-        case 2u: {
-            if y % 2u == 0u {
-                return (3 * at(c, xi, j) + at(c, xi, j - 1) + 1) >> 2u;
-            }
-            return (3 * at(c, xi, j) + at(c, xi, j + 1) + 2) >> 2u;
-        }
-        case 3u: {
-            // Column sums over this row and its nearer neighbour row, kept unrounded.
-            var near = j + 1;
-            if y % 2u == 0u {
-                near = j - 1;
-            }
-            let centre = 3 * at(c, i, j) + at(c, i, near);
-            if x % 2u == 0u {
-                let left = 3 * at(c, i - 1, j) + at(c, i - 1, near);
-                return (3 * centre + left + 8) >> 4u;
-            }
-            let right = 3 * at(c, i + 1, j) + at(c, i + 1, near);
-            return (3 * centre + right + 7) >> 4u;
-        }
-        case 4u: {
-            return at(c, i32(x / method.y), i32(y / method.z));
-        }
-        default: {
-            return at(c, xi, yi);
-        }
-    }
+    let axes = job_axes[c];
+    let fancy_h = axes.z != 0u;
+    let fancy_v = axes.w != 0u;
+    let h = taps(x, axes.x, fancy_h);
+    let v = taps(y, axes.y, fancy_v);
+    let row = h.z * at(c, h.x, v.x) + h.w * at(c, h.y, v.x);
+    let next_row = h.z * at(c, h.x, v.y) + h.w * at(c, h.y, v.y);
+    let sum = v.z * row + v.w * next_row;
+    // One fancy axis adds 1 at even and 2 at odd samples, two add 8 or 7 by column.
+    let odd_x = i32(x % 2u);
+    let odd_y = i32(y % 2u);
+    var bias = select(0, 1 + odd_y, fancy_v);
+    bias = select(bias, 1 + odd_x, fancy_h);
+    bias = select(bias, 8 - odd_x, fancy_h && fancy_v);
+    let shift = select(0u, 2u, fancy_h) + select(0u, 2u, fancy_v);
+    return (sum + bias) >> shift;
 }
 
 fn ycc_to_rgb(y: i32, cb: i32, cr: i32) -> vec3<i32> {
@@ -161,7 +148,7 @@ fn main(@builtin(global_invocation_id) id: vec3<u32>, @builtin(num_workgroups) g
     let orientation = jobs[job].orientation;
     let base = jobs[job].rgbx_base;
     job_planes = jobs[job].planes;
-    job_methods = jobs[job].methods;
+    job_axes = jobs[job].axes;
     let index = global - starts[job];
     let groups_per_row = (width + 3u) / 4u;
     let y = index / groups_per_row;
@@ -172,27 +159,22 @@ fn main(@builtin(global_invocation_id) id: vec3<u32>, @builtin(num_workgroups) g
     }
 }
 
-// The RGBX word of pixel (x, y).
+// The RGBX word of pixel (x, y). Each component is upsampled once, and the conversions are
+// selected rather than branched to (see `upsample_at`).
 fn rgbx_at(x: u32, y: u32, color_space: u32) -> u32 {
     let s0 = upsample_at(0u, x, y);
-    var rgb = vec3<i32>(s0);
-    switch color_space {
-        case 1u: {
-            rgb = ycc_to_rgb(s0, upsample_at(1u, x, y), upsample_at(2u, x, y));
-        }
-        case 2u: {
-            rgb = vec3<i32>(s0, upsample_at(1u, x, y), upsample_at(2u, x, y));
-        }
-        case 3u: {
-            let ink = vec3<i32>(s0, upsample_at(1u, x, y), upsample_at(2u, x, y));
-            rgb = cmyk_to_rgb(ink, upsample_at(3u, x, y));
-        }
-        case 4u: {
-            let k = upsample_at(3u, x, y);
-            let inverted = vec3<i32>(255) - ycc_to_rgb(s0, upsample_at(1u, x, y), upsample_at(2u, x, y));
-            rgb = cmyk_to_rgb(inverted, k);
-        }
-        default: {}
+    var s = vec4<i32>(s0, s0, s0, 0);
+    if color_space != 0u {
+        s.y = upsample_at(1u, x, y);
+        s.z = upsample_at(2u, x, y);
+    }
+    let ycc = ycc_to_rgb(s.x, s.y, s.z);
+    // Grayscale repeats its sample, RGB is as decoded.
+    var rgb = select(s.xyz, ycc, color_space == 1u);
+    if color_space >= 3u {
+        // CMYK's inks as decoded; YCCK's are the inverted conversion of its YCC.
+        let ink = select(s.xyz, vec3<i32>(255) - ycc, color_space == 4u);
+        rgb = cmyk_to_rgb(ink, upsample_at(3u, x, y));
     }
     let p = vec3<u32>(rgb);
     return p.x | (p.y << 8u) | (p.z << 16u) | (255u << 24u);

@@ -78,17 +78,17 @@ pub(crate) struct PlaneGeometry {
     pub height: u32,
 }
 
-/// How one component is upsampled (`methods[c]` of shaders/color.wgsl).
+/// How one component is upsampled (`axes[c]` of shaders/color.wgsl): its
+/// [`crate::plan::Upsampling::axes`].
 #[repr(C)]
 #[derive(Clone, Copy, Default, Pod, Zeroable)]
 pub(crate) struct PlaneUpsampling {
-    /// 0 full, 1 h2v1 fancy, 2 h1v2 fancy, 3 h2v2 fancy, 4 box.
-    pub method: u32,
-    /// Box repeat factors.
-    pub box_h: u32,
-    pub box_v: u32,
-    /// The WGSL field is a `vec4`.
-    pub padding: u32,
+    /// Output samples per source sample, horizontally and vertically.
+    pub repeat_h: u32,
+    pub repeat_v: u32,
+    /// 1 where that axis is a fancy (triangle) filter.
+    pub fancy_h: u32,
+    pub fancy_v: u32,
 }
 
 /// `Job` of shaders/color.wgsl: one image.
@@ -105,7 +105,7 @@ pub(crate) struct ColorJob {
     pub color_space: u32,
     /// Components 0..3.
     pub planes: [PlaneGeometry; 4],
-    pub methods: [PlaneUpsampling; 4],
+    pub axes: [PlaneUpsampling; 4],
     /// EXIF orientation to store the pixels in (1: as decoded).
     pub orientation: u32,
     /// The WGSL struct's size is a multiple of its 16-byte alignment.

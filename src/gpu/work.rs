@@ -141,7 +141,7 @@ impl ImageWork {
         let plan = ImagePlan::for_jpeg(image, transform, sample, limits)?;
         let mut planes = Vec::with_capacity(image.components.len());
         let mut geometry = [PlaneGeometry::default(); 4];
-        let mut methods = [PlaneUpsampling::default(); 4];
+        let mut axes = [PlaneUpsampling::default(); 4];
         let mut sample_words = 0u64;
         let scalings = plan.components.iter();
         for (((ci, comp), plane), scaling) in image
@@ -179,7 +179,7 @@ impl ImageWork {
                 width: scaling.downsampled_width as u32,
                 height: scaling.downsampled_height as u32,
             };
-            methods[ci] = upsampling_job(scaling.upsampling);
+            axes[ci] = upsampling_job(scaling.upsampling);
             sample_words += (row_words * comp.blocks_h * size) as u64;
             planes.push(PlaneWork {
                 job,
@@ -194,7 +194,7 @@ impl ImageWork {
             rgbx_base: 0,
             color_space: color_space_index(image.color_space),
             planes: geometry,
-            methods,
+            axes,
             // The colour stage stores the image oriented: every later stage sees it upright.
             orientation: u32::from(plan.orientation),
             padding: [0; 3],
@@ -275,7 +275,7 @@ impl ImageWork {
             }
         }
         let mut planes = [PlaneGeometry::default(); 4];
-        let mut methods = [PlaneUpsampling::default(); 4];
+        let mut axes = [PlaneUpsampling::default(); 4];
         for c in 0..3 {
             planes[c] = PlaneGeometry {
                 base: (c * plane_words) as u32,
@@ -283,7 +283,7 @@ impl ImageWork {
                 width: width as u32,
                 height: height as u32,
             };
-            methods[c] = upsampling_job(Upsampling::Full);
+            axes[c] = upsampling_job(Upsampling::Full);
         }
         let color = ColorJob {
             width: width as u32,
@@ -291,7 +291,7 @@ impl ImageWork {
             rgbx_base: 0,
             color_space: color_space_index(ColorSpace::Rgb),
             planes,
-            methods,
+            axes,
             orientation: u32::from(plan.orientation),
             padding: [0; 3],
         };
@@ -532,18 +532,12 @@ pub(crate) fn compact_coefficients(image: &CoefficientImage, ci: usize) -> Compa
 }
 
 fn upsampling_job(method: Upsampling) -> PlaneUpsampling {
-    let (method, box_h, box_v) = match method {
-        Upsampling::Full => (0, 1, 1),
-        Upsampling::H2V1Fancy => (1, 1, 1),
-        Upsampling::H1V2Fancy => (2, 1, 1),
-        Upsampling::H2V2Fancy => (3, 1, 1),
-        Upsampling::Box { h, v } => (4, h as u32, v as u32),
-    };
+    let [h, v] = method.axes();
     PlaneUpsampling {
-        method,
-        box_h,
-        box_v,
-        padding: 0,
+        repeat_h: h.repeat as u32,
+        repeat_v: v.repeat as u32,
+        fancy_h: u32::from(h.fancy),
+        fancy_v: u32::from(v.fancy),
     }
 }
 

@@ -41,7 +41,7 @@ pub use augment::{Adjustment, CropBox, Params, Sample, Samples};
 pub use output::{Crop, OutputPlan};
 pub use resize::{Filter, ResizePlan, Taps, PRECISION_BITS};
 pub use rotate::Rotation;
-pub use scaling::{ComponentScaling, Upsampling};
+pub use scaling::{ComponentScaling, Upsampling, UpsamplingAxis};
 pub use trivial::{Augment, AugmentOp};
 
 /// Everything about one image's way through the pixel stages that does not depend on its

@@ -38,7 +38,32 @@ pub enum Upsampling {
     },
 }
 
+/// One axis of an upsampling filter. Output sample `i` reads source sample `i / repeat`; a fancy
+/// axis weighs it 3 to 1 against its nearer neighbour (`i / 2 - 1` for an even `i`, `i / 2 + 1`
+/// for an odd one), libjpeg's triangle filter.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct UpsamplingAxis {
+    /// Output samples per source sample.
+    pub repeat: usize,
+    /// Whether the triangle filter blends in the neighbour.
+    pub fancy: bool,
+}
+
 impl Upsampling {
+    /// The method as two separable axes, horizontal then vertical: every one of libjpeg's
+    /// filters is a weighted sum of at most 2×2 source samples, which is how both backends
+    /// compute a sample, one formula for all methods.
+    pub fn axes(self) -> [UpsamplingAxis; 2] {
+        let axis = |repeat, fancy| UpsamplingAxis { repeat, fancy };
+        match self {
+            Self::Full => [axis(1, false), axis(1, false)],
+            Self::H2V1Fancy => [axis(2, true), axis(1, false)],
+            Self::H1V2Fancy => [axis(1, false), axis(2, true)],
+            Self::H2V2Fancy => [axis(2, true), axis(2, true)],
+            Self::Box { h, v } => [axis(h, false), axis(v, false)],
+        }
+    }
+
     /// Picks the method for a component whose IDCT output is `h_in`×`v_in` sample groups per
     /// `max_h`×`max_v` output groups (its sampling factors, unless draft scaling enlarged its
     /// IDCT), with `downsampled_width` samples per row. `fancy` is libjpeg's

@@ -1,7 +1,7 @@
 //! Chroma upsampling with libjpeg's "fancy" filters and their box fallbacks (`jdsample.c`,
 //! PARITY §2b). One function per output sample, as the shader computes it.
 
-use crate::plan::Upsampling;
+use crate::plan::{Upsampling, UpsamplingAxis};
 
 /// A component's decoded samples: `width`×`height` real samples in rows of `stride` bytes.
 pub struct Plane<'a> {
@@ -25,41 +25,40 @@ impl Plane<'_> {
     }
 }
 
-/// The full-resolution sample at (`x`, `y`).
+/// The full-resolution sample at (`x`, `y`): the weighted sum of [`Upsampling::axes`]' 2×2
+/// taps, rounded as libjpeg rounds each filter.
 #[inline]
 pub fn upsample_at(plane: &Plane, method: Upsampling, x: usize, y: usize) -> u8 {
-    let (i, j) = ((x / 2) as isize, (y / 2) as isize);
-    let out = match method {
-        Upsampling::Full => plane.at(x as isize, y as isize),
-        Upsampling::H2V1Fancy => {
-            let y = y as isize;
-            if x.is_multiple_of(2) {
-                (3 * plane.at(i, y) + plane.at(i - 1, y) + 1) >> 2
-            } else {
-                (3 * plane.at(i, y) + plane.at(i + 1, y) + 2) >> 2
-            }
-        }
-        Upsampling::H1V2Fancy => {
-            let x = x as isize;
-            if y.is_multiple_of(2) {
-                (3 * plane.at(x, j) + plane.at(x, j - 1) + 1) >> 2
-            } else {
-                (3 * plane.at(x, j) + plane.at(x, j + 1) + 2) >> 2
-            }
-        }
-        Upsampling::H2V2Fancy => {
-            // Column sums over this row and its nearer neighbour row, kept unrounded.
-            let near = if y.is_multiple_of(2) { j - 1 } else { j + 1 };
-            let column_sum = |i| 3 * plane.at(i, j) + plane.at(i, near);
-            if x.is_multiple_of(2) {
-                (3 * column_sum(i) + column_sum(i - 1) + 8) >> 4
-            } else {
-                (3 * column_sum(i) + column_sum(i + 1) + 7) >> 4
-            }
-        }
-        Upsampling::Box { h, v } => plane.at((x / h) as isize, (y / v) as isize),
+    let [horizontal, vertical] = method.axes();
+    let ((x0, x1), (wx0, wx1)) = taps(horizontal, x);
+    let ((y0, y1), (wy0, wy1)) = taps(vertical, y);
+    let row = |y| wx0 * plane.at(x0, y) + wx1 * plane.at(x1, y);
+    let sum = wy0 * row(y0) + wy1 * row(y1);
+    let (odd_x, odd_y) = ((x % 2) as i32, (y % 2) as i32);
+    // One fancy axis weighs 4 and adds 1 at even and 2 at odd samples; two weigh 16 and add 8
+    // or 7 by column (h2v2 rounds once, over the unrounded column sums).
+    let (bias, shift) = match (horizontal.fancy, vertical.fancy) {
+        (true, true) => (8 - odd_x, 4),
+        (true, false) => (1 + odd_x, 2),
+        (false, true) => (1 + odd_y, 2),
+        (false, false) => (0, 0),
     };
-    out as u8
+    ((sum + bias) >> shift) as u8
+}
+
+/// The two source samples output index `i` reads along `axis`, and their weights.
+#[inline]
+fn taps(axis: UpsamplingAxis, i: usize) -> ((isize, isize), (i32, i32)) {
+    let source = (i / axis.repeat) as isize;
+    if !axis.fancy {
+        return ((source, source), (1, 0));
+    }
+    let near = if i.is_multiple_of(2) {
+        source - 1
+    } else {
+        source + 1
+    };
+    ((source, near), (3, 1))
 }
 
 /// Upsamples a whole plane to `width`×`height` samples: [`upsample_at`] for every sample,
