@@ -1,10 +1,11 @@
-// Stage 0: Huffman decoding of single-scan sequential JPEGs without restart markers, by
-// self-synchronising subsequences. Mirror of src/jpeg/parallel.rs (which explains the method):
-// `sync_first` and then `sync` a few times find where each subsequence's first code starts,
-// `prefix` numbers the blocks and sums the DC differences before each subsequence, and `write`
-// decodes each subsequence's blocks into dense coefficients. A job is one image.
+// Stage 0: Huffman decoding of single-scan sequential JPEGs, by self-synchronising subsequences.
+// Mirror of src/jpeg/parallel.rs (which explains the method): `sync_first` and then `sync` a few
+// times find where each subsequence's first code starts, `prefix` numbers the blocks and sums
+// the DC differences before each subsequence, and `write` decodes each subsequence's blocks into
+// dense coefficients. A job is one restart interval of an image (without restart markers, its
+// whole scan): each starts afresh, as libjpeg does after a restart marker.
 
-// One image. Mirrored by `EntropyJob` in src/gpu/jobs.rs.
+// One restart interval. Mirrored by `EntropyJob` in src/gpu/jobs.rs.
 struct Job {
     // Where the un-stuffed data starts in `data`, its length in words and in bits.
     data_base: u32,
@@ -13,18 +14,18 @@ struct Job {
     // Where the Huffman tables start in `data`: scan component c's DC table is table 2c, its
     // AC table 2c + 1, TABLE_WORDS each.
     tables_base: u32,
-    // The image's first record in `spans`, and how many subsequences it has.
+    // The interval's first record in `spans`, and how many subsequences it has.
     first_span: u32,
     subsequences: u32,
-    // MCUs in the scan, and blocks per MCU.
+    // MCUs in the interval, and blocks per MCU.
     mcus: u32,
     blocks_per_mcu: u32,
-    // Its place among the batch's images, which picks its words in `flags`.
+    // Its image's place among the batch's images, which picks its words in `flags`.
     slot: u32,
     // Each block of the MCU: scan_comp | comp << 4 | slot << 8 | per_mcu << 16.
     mcu_blocks: array<u32, 10>,
-    // Where each frame component's dense coefficients start in `decoded`: 32 words a block,
-    // blocks in the compact form's table order.
+    // Where each frame component's dense coefficients of the interval start in `decoded`: 32
+    // words a block, blocks in the compact form's table order.
     out_base: array<u32, 4>,
 }
 
@@ -35,9 +36,10 @@ struct Job {
 // was decoded from, the blocks it owns and their DC differences per scan component, then the
 // blocks and DC differences before it.
 @group(0) @binding(3) var<storage, read_write> spans: array<u32>;
-// Per image (`slot`), whether it was decoded (1) or must be decoded on the CPU (0); then per
-// sync dispatch, each image's changes and the changes in all of them (`changes_word`). Cleared
-// once before the stage, so a dispatch needs no clearing of its own.
+// Per image (`slot`), how many of its intervals were decoded (all: the image was; fewer: it must
+// be decoded on the CPU); then per sync dispatch, each image's changes and the changes in all of
+// them (`changes_word`). Cleared once before the stage, so a dispatch needs no clearing of its
+// own.
 @group(0) @binding(4) var<storage, read_write> flags: array<atomic<u32>>;
 // Dense coefficients: two 16-bit values a word, natural order, the lower first. Cleared before
 // the stage, so that `write` only sets the non-zero ones.
@@ -487,7 +489,7 @@ fn write(@builtin(global_invocation_id) id: vec3<u32>, @builtin(num_workgroups) 
         }
         g += 1u;
         if g == total && state.pos <= jobs[job].bit_len {
-            atomicStore(&flags[jobs[job].slot], 1u);
+            atomicAdd(&flags[jobs[job].slot], 1u);
         }
     }
 }

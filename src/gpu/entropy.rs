@@ -123,10 +123,12 @@ pub(crate) struct EntropyBuffers<'a> {
     pub decoded_words: u64,
 }
 
-/// Segments packed for one submission: their job records.
+/// Segments packed for one submission: their job records, one per restart interval.
 #[derive(Default)]
 pub(crate) struct EntropyPacking {
     jobs: Vec<EntropyJob>,
+    /// Segments packed.
+    segments: usize,
     spans: u64,
     /// The most sync dispatches a segment needs.
     dispatches: usize,
@@ -139,35 +141,46 @@ pub(crate) fn upload_words(segment: &EntropySegment) -> u64 {
 
 /// Words a segment takes in the spans arena.
 pub(crate) fn span_words(segment: &EntropySegment) -> u64 {
-    subsequences(segment) as u64 * SPAN_WORDS
+    let intervals = 0..segment.intervals.len();
+    let spans: usize = intervals.map(|i| subsequences(&segment.interval(i))).sum();
+    spans as u64 * SPAN_WORDS
 }
 
 impl EntropyPacking {
     /// Adds `segment`, whose data and then tables are at word `data_base` of the upload and whose
-    /// component c's dense coefficients go to word `out_base[c]` of the decoded arena. Returns
-    /// its slot (its place among the segments).
+    /// component c's dense coefficients go to word `out_base[c]` of the decoded arena: a job per
+    /// restart interval. Returns its slot (its place among the segments).
     pub fn push(&mut self, segment: &EntropySegment, data_base: u64, out_base: [u32; 4]) -> usize {
-        let n = subsequences(segment);
-        let mut job = EntropyJob {
-            data_base: data_base as u32,
-            data_words: segment.words.len() as u32,
-            tables_base: (data_base + segment.words.len() as u64) as u32,
-            bit_len: segment.bit_len as u32,
-            first_span: self.spans as u32,
-            subsequences: n as u32,
-            mcus: segment.mcus as u32,
-            blocks_per_mcu: segment.blocks.len() as u32,
-            slot: self.jobs.len() as u32,
-            out_base,
-            ..EntropyJob::default()
-        };
-        for (word, block) in job.mcu_blocks.iter_mut().zip(&segment.blocks) {
-            *word = block.word();
+        let slot = self.segments;
+        let tables_base = data_base + segment.words.len() as u64;
+        for (i, interval) in segment.intervals.iter().enumerate() {
+            let data = segment.interval(i);
+            let n = subsequences(&data);
+            let mut job = EntropyJob {
+                data_base: (data_base + interval.first_word as u64) as u32,
+                data_words: interval.words as u32,
+                tables_base: tables_base as u32,
+                bit_len: interval.bit_len as u32,
+                first_span: self.spans as u32,
+                subsequences: n as u32,
+                mcus: interval.mcus as u32,
+                blocks_per_mcu: segment.blocks.len() as u32,
+                slot: slot as u32,
+                out_base,
+                ..EntropyJob::default()
+            };
+            for (word, block) in job.mcu_blocks.iter_mut().zip(&segment.blocks) {
+                *word = block.word();
+                // The interval's blocks start where its first MCU's do.
+                let before = interval.first_mcu * block.per_mcu * 32;
+                job.out_base[block.comp] = out_base[block.comp] + before as u32;
+            }
+            self.spans += n as u64;
+            self.dispatches = self.dispatches.max(sync_dispatches(&data));
+            self.jobs.push(job);
         }
-        self.spans += n as u64;
-        self.dispatches = self.dispatches.max(sync_dispatches(segment));
-        self.jobs.push(job);
-        self.jobs.len() - 1
+        self.segments += 1;
+        slot
     }
 
     /// Whether no segment is packed.
@@ -175,17 +188,18 @@ impl EntropyPacking {
         self.jobs.is_empty()
     }
 
-    /// Words of the flags buffer: per segment, whether it was decoded (its status); then per
-    /// sync dispatch, each segment's changes and those of all of them.
+    /// Words of the flags buffer: per segment, how many of its intervals were decoded (its
+    /// status; the shader sizes this part by the jobs); then per sync dispatch, each segment's
+    /// changes and those of all of them.
     pub fn flag_words(&self) -> u64 {
-        let segments = self.jobs.len() as u64;
-        segments + self.dispatches as u64 * (segments + 1)
+        let jobs = self.jobs.len() as u64;
+        jobs + self.dispatches as u64 * (jobs + 1)
     }
 
-    /// The status words, first in the flags buffer: word `slot` is 1 where that segment was
-    /// decoded.
+    /// The status words, first in the flags buffer: word `slot` counts that segment's intervals
+    /// decoded, all of them where the segment was.
     pub fn status_words(&self) -> u64 {
-        self.jobs.len() as u64
+        self.segments as u64
     }
 
     /// Words of the spans arena.
@@ -395,7 +409,8 @@ mod tests {
                         .iter()
                         .enumerate()
                         .map(|(slot, sizes)| {
-                            (words[slot] == 1).then(|| {
+                            let intervals = segments[slot].intervals.len();
+                            (words[slot] as usize == intervals).then(|| {
                                 sizes
                                     .iter()
                                     .map(|&(at, len)| {
@@ -440,17 +455,25 @@ mod tests {
             }
         }
         let decoded = decode_segments(&gpu.device, &gpu.queue, &stages, &segments).unwrap();
-        let mut on_gpu = 0;
+        let (mut on_gpu, mut with_restarts) = (0, 0);
         for ((segment, gpu), name) in segments.iter().zip(decoded).zip(&names) {
             let mirror = parallel::decode(segment);
             assert_eq!(gpu.is_some(), mirror.is_some(), "{name}");
             if let (Some(gpu), Some(mirror)) = (gpu, mirror) {
                 on_gpu += 1;
+                with_restarts += usize::from(segment.intervals.len() > 1);
                 assert!(gpu == mirror, "{name}: coefficients differ");
             }
         }
-        eprintln!("{on_gpu} of {} segments decoded on the GPU", segments.len());
+        eprintln!(
+            "{on_gpu} of {} segments decoded on the GPU, {with_restarts} with restart markers",
+            segments.len()
+        );
         assert!(on_gpu > 80, "{on_gpu} decoded");
+        assert!(
+            with_restarts >= 10,
+            "{with_restarts} with restart markers decoded"
+        );
     }
 
     /// Throughput of the stage on a directory of JPEGs (`GPUPREP_BENCH_DIR`), for the GPU
@@ -500,7 +523,7 @@ mod tests {
             packing.push(segment, upload.len() as u64, [decoded_words as u32; 4]);
             upload.extend_from_slice(&segment.words);
             upload.extend_from_slice(&segment.tables);
-            decoded_words += (segment.total_blocks() * 32) as u64;
+            decoded_words += (segment.mcus * segment.blocks.len() * 32) as u64;
         }
         let usage = wgpu::BufferUsages::COPY_DST;
         let device = &gpu.device;

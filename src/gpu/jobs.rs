@@ -40,7 +40,8 @@ pub(crate) struct IdctJob {
     pub quant: [i32; 64],
 }
 
-/// `Job` of shaders/entropy.wgsl: one image's entropy-coded segment.
+/// `Job` of shaders/entropy.wgsl: one restart interval of an image's entropy-coded segment (the
+/// whole scan, without restart markers).
 #[repr(C)]
 #[derive(Clone, Copy, Default, Pod, Zeroable)]
 pub(crate) struct EntropyJob {
@@ -53,14 +54,14 @@ pub(crate) struct EntropyJob {
     /// Its first subsequence record, and how many it has.
     pub first_span: u32,
     pub subsequences: u32,
-    /// MCUs in the scan, blocks per MCU.
+    /// MCUs in the interval, blocks per MCU.
     pub mcus: u32,
     pub blocks_per_mcu: u32,
-    /// Its place among the batch's segments, which picks its words in the flags buffer.
+    /// Its segment's place among the batch's, which picks its words in the flags buffer.
     pub slot: u32,
     /// `McuBlock::word` of each block of the MCU.
     pub mcu_blocks: [u32; 10],
-    /// Where each component's dense coefficients start in the decoded arena.
+    /// Where each component's dense coefficients of the interval start in the decoded arena.
     pub out_base: [u32; 4],
 }
 

@@ -423,7 +423,9 @@ impl GpuPipeline {
                     .images
                     .into_iter()
                     .zip(status)
-                    .filter(|(_, decoded)| *decoded != 1)
+                    .filter(|((_, _, source), decoded)| {
+                        *decoded as usize != source.segment.intervals.len()
+                    })
                     .map(|(image, _)| image),
             );
         }
@@ -471,7 +473,8 @@ impl GpuPipeline {
     }
 }
 
-/// Stage 0's verdicts on one packing: a status word per image, and the images.
+/// Stage 0's verdicts on one packing: a status word per image (its intervals decoded), and the
+/// images.
 pub(crate) struct EntropyCheck {
     status: wgpu::Buffer,
     images: Vec<(usize, u64, std::sync::Arc<super::work::SegmentImage>)>,

@@ -78,8 +78,9 @@ struct Bound<'a> {
 /// the ring ([`Recorded::submitted`]) once the encoder is submitted.
 #[must_use = "the staging buffer goes back to the ring after the submit"]
 pub(crate) struct Recorded {
-    /// With stage 0 images: a word per [`Packing::entropy_images`], 1 where the GPU decoded
-    /// it, to map once the work has run.
+    /// With stage 0 images: a word per [`Packing::entropy_images`], the number of its restart
+    /// intervals the GPU decoded (all of them where it decoded the image), to map once the
+    /// work has run.
     pub status: Option<wgpu::Buffer>,
     /// Writing the upload (CPU).
     pub upload: std::time::Duration,

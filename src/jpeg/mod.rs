@@ -99,8 +99,9 @@ pub(crate) fn decode_compact_or_dense(
     decode(data, limits, Target::Compact)
 }
 
-/// Reads a JPEG file for the GPU's own Huffman decoding: a single-scan sequential image without
-/// restart markers comes as its entropy-coded segment, not decoded at all; others as
+/// Reads a JPEG file for the GPU's own Huffman decoding: a single-scan sequential image (whose
+/// restart markers, if any, are where libjpeg expects them) comes as its entropy-coded segment,
+/// not decoded at all; others as
 /// [`decode_compact`] gives them. The components' dense `blocks` are empty unless
 /// [`Coefficients::Dense`].
 pub(crate) fn decode_for_gpu(
@@ -372,9 +373,11 @@ impl<'a> Decoder<'a> {
             Process::Sequential => {
                 let tables = build_tables(&scan, &self.dc_specs, &self.ac_specs)?;
                 let gpu_decodes = self.target == Target::Segment && self.single_scan == Some(true);
-                if gpu_decodes && restart_interval == 0 {
+                if gpu_decodes {
                     let start = pos + len;
-                    if let Some(segment) = entropy_segment(image, &scan, &tables, self.data, start)
+                    let data = self.data;
+                    if let Some(segment) =
+                        entropy_segment(image, &scan, &tables, data, start, restart_interval)
                     {
                         self.segment = Some(segment);
                         self.compact = None;
@@ -551,14 +554,17 @@ fn compact_store(image: &CoefficientImage, data_bytes: usize) -> compact::Compac
     compact::CompactStore::new(planes)
 }
 
-/// A single-scan image's entropy-coded segment for the GPU, unless its MCU is larger than libjpeg
-/// allows or its data ends without a marker (the CPU decoder then reports what libjpeg would).
+/// A single-scan image's entropy-coded segment for the GPU, in restart intervals of
+/// `restart_interval` MCUs (0: none), unless its MCU is larger than libjpeg allows, its data ends
+/// without a marker or a restart marker is not the one expected (the CPU decoder then does what
+/// libjpeg would).
 fn entropy_segment(
     image: &CoefficientImage,
     scan: &ScanHeader,
     tables: &[(HuffmanTable, HuffmanTable)],
     data: &[u8],
     start: usize,
+    restart_interval: usize,
 ) -> Option<segment::EntropySegment> {
     let interleaved = scan.components.len() > 1;
     let mut blocks = Vec::new();
@@ -581,9 +587,9 @@ fn entropy_segment(
         let c = &image.components[scan.components[0].index];
         c.width_in_blocks * c.height_in_blocks
     };
-    let (words, bit_len) = segment::EntropySegment::unstuff(data, start)?;
+    let (words, intervals) = segment::EntropySegment::unstuff(data, start, mcus, restart_interval)?;
     // Bit positions are 32-bit on the GPU.
-    if bit_len >= u64::from(u32::MAX / 2) {
+    if words.len() as u64 * 32 >= u64::from(u32::MAX / 2) {
         return None;
     }
     let mut table_words = Vec::with_capacity(2 * tables.len() * segment::TABLE_WORDS);
@@ -593,7 +599,7 @@ fn entropy_segment(
     }
     Some(segment::EntropySegment {
         words,
-        bit_len,
+        intervals,
         tables: table_words,
         blocks,
         mcus,

@@ -1,7 +1,8 @@
 //! Self-synchronising parallel Huffman decoding: the CPU mirror of shaders/entropy.wgsl.
 //!
 //! A scan without restart markers is one long bit string whose codes can only be found by
-//! decoding it from the start. The GPU cuts it into subsequences of [`SUBSEQUENCE_BITS`] and gives
+//! decoding it from the start (with restart markers, each restart interval is one, decoded on
+//! its own as an image's would be: the functions below take an [`IntervalData`]). The GPU cuts it into subsequences of [`SUBSEQUENCE_BITS`] and gives
 //! each to one thread, which must guess where its first code starts and where in the MCU it is.
 //! A wrong guess decodes garbage for a while, but Huffman codes fall back into step with the
 //! true decoding after a few codes, and in JPEG the place in the block and the MCU then follows
@@ -28,7 +29,7 @@
 
 use super::huffman::extend;
 use super::markers::ZIGZAG_TO_NATURAL;
-use super::segment::{EntropySegment, TABLE_WORDS};
+use super::segment::{EntropySegment, IntervalData, TABLE_WORDS};
 
 /// Bits of data per thread.
 pub(crate) const SUBSEQUENCE_BITS: u32 = 1024;
@@ -44,14 +45,14 @@ pub(crate) const MAX_SYNC_DISPATCHES: usize = 48;
 /// corpus and the test files settles by its second or third dispatch.
 const SELF_CORRECTING_DISPATCHES: usize = 4;
 
-/// Sync dispatches for `segment`: where wrong guesses of the block never correct themselves
-/// ([`EntropySegment::corrects_wrong_blocks`]), the right state may have to travel from the
+/// Sync dispatches for `interval`: where wrong guesses of the block never correct themselves
+/// ([`IntervalData::corrects_wrong_blocks`]), the right state may have to travel from the
 /// first workgroup to the last, one a dispatch, and one more dispatch must change nothing;
 /// else [`SELF_CORRECTING_DISPATCHES`]. A batch runs the most any of its images needs (so an
 /// image the mirror gives up on may still settle on the GPU: exact either way).
-pub(crate) fn sync_dispatches(segment: &EntropySegment) -> usize {
-    let across = subsequences(segment).div_ceil(WORKGROUP) + 1;
-    let dispatches = if segment.corrects_wrong_blocks() {
+pub(crate) fn sync_dispatches(interval: &IntervalData) -> usize {
+    let across = subsequences(interval).div_ceil(WORKGROUP) + 1;
+    let dispatches = if interval.corrects_wrong_blocks() {
         across.min(SELF_CORRECTING_DISPATCHES)
     } else {
         across
@@ -138,13 +139,13 @@ fn decode_symbol(tables: &[u32], t: usize, bits: u32) -> (u32, u32) {
 }
 
 /// Decodes one code and the bits that follow it from `state`.
-fn step(segment: &EntropySegment, state: State) -> (State, Unit) {
-    let block = segment.blocks[state.block as usize];
-    let bits = peek32(&segment.words, state.pos);
+fn step(interval: &IntervalData, state: State) -> (State, Unit) {
+    let block = interval.blocks[state.block as usize];
+    let bits = peek32(interval.words, state.pos);
     let mut next = state;
     let unit;
     if state.k == 0 {
-        let (len, size) = decode_symbol(&segment.tables, 2 * block.scan_comp, bits);
+        let (len, size) = decode_symbol(interval.tables, 2 * block.scan_comp, bits);
         let diff = extend(extra_bits(bits, len, size), size);
         next.pos += len + size;
         next.k = 1;
@@ -153,7 +154,7 @@ fn step(segment: &EntropySegment, state: State) -> (State, Unit) {
             diff,
         };
     } else {
-        let (len, symbol) = decode_symbol(&segment.tables, 2 * block.scan_comp + 1, bits);
+        let (len, symbol) = decode_symbol(interval.tables, 2 * block.scan_comp + 1, bits);
         let (run, size) = (symbol >> 4, symbol & 15);
         next.pos += len + size;
         if size != 0 {
@@ -170,7 +171,7 @@ fn step(segment: &EntropySegment, state: State) -> (State, Unit) {
     }
     if next.k >= 64 {
         next.k = 0;
-        next.block = (state.block + 1) % segment.blocks.len() as u32;
+        next.block = (state.block + 1) % interval.blocks.len() as u32;
     }
     (next, unit)
 }
@@ -185,11 +186,11 @@ fn extra_bits(bits: u32, len: u32, size: u32) -> i32 {
 }
 
 /// Decodes from `entry` every code that starts before bit `end`.
-pub(crate) fn sync_span(segment: &EntropySegment, entry: State, end: u32) -> Span {
+pub(crate) fn sync_span(interval: &IntervalData, entry: State, end: u32) -> Span {
     let mut span = Span::default();
     let mut state = entry;
     while state.pos < end {
-        let (next, unit) = step(segment, state);
+        let (next, unit) = step(interval, state);
         if let Unit::Dc { scan_comp, diff } = unit {
             span.blocks += 1;
             span.dc_sums[scan_comp] = span.dc_sums[scan_comp].wrapping_add(diff);
@@ -200,51 +201,68 @@ pub(crate) fn sync_span(segment: &EntropySegment, entry: State, end: u32) -> Spa
     span
 }
 
-/// Subsequences of `segment`'s data (at least one).
-pub(crate) fn subsequences(segment: &EntropySegment) -> usize {
-    (segment.bit_len.div_ceil(u64::from(SUBSEQUENCE_BITS)) as usize).max(1)
+/// Subsequences of `interval`'s data (at least one).
+pub(crate) fn subsequences(interval: &IntervalData) -> usize {
+    (interval.bit_len.div_ceil(u64::from(SUBSEQUENCE_BITS)) as usize).max(1)
 }
 
-/// Decodes `segment` as the GPU does; per frame component, its blocks in table order (64
-/// coefficients each, natural order). `None` when the GPU would report the image as not
-/// decoded.
+/// Decodes `segment` as the GPU does, interval by interval; per frame component, its blocks in
+/// table order (64 coefficients each, natural order). `None` when the GPU would report the image
+/// as not decoded.
 pub(crate) fn decode(segment: &EntropySegment) -> Option<Vec<Vec<i16>>> {
-    let spans = sync(segment)?;
-    let n = spans.len();
     let mut planes = empty_planes(segment);
+    for (i, interval) in segment.intervals.iter().enumerate() {
+        decode_interval(&segment.interval(i), interval.first_mcu, &mut planes)?;
+    }
+    Some(planes)
+}
+
+/// Decodes one interval, whose first MCU is the scan's `first_mcu`, into `planes`; `None` when
+/// the GPU would give up on it.
+fn decode_interval(
+    interval: &IntervalData,
+    first_mcu: usize,
+    planes: &mut [Vec<i16>],
+) -> Option<()> {
+    let spans = sync(interval)?;
     // Prefix: the blocks and DC predictions before each subsequence.
     let (mut first_block, mut dc_pred) = (0u32, [0i32; 4]);
     let mut complete = false;
-    for i in 0..n {
+    for i in 0..spans.len() {
         let entry = if i == 0 {
             State::START
         } else {
             spans[i - 1].exit?
         };
-        complete |= write_span(segment, entry, end_of(i), first_block, dc_pred, &mut planes);
+        let span = (entry, end_of(i));
+        complete |= write_span(interval, span, first_mcu, first_block, dc_pred, planes);
         first_block = first_block.wrapping_add(spans[i].blocks);
         for (pred, sum) in dc_pred.iter_mut().zip(spans[i].dc_sums) {
             *pred = pred.wrapping_add(sum);
         }
     }
-    complete.then_some(planes)
+    complete.then_some(())
 }
 
-/// Decodes `segment` one MCU after another, as the CPU decoder does (once the data has run out,
-/// the MCUs after the one being decoded keep zero coefficients): what an image the GPU gave up
-/// on decodes to. Per frame component, its blocks in table order.
+/// Decodes `segment` one MCU after another, as the CPU decoder does (once an interval's data has
+/// run out, its MCUs after the one being decoded keep zero coefficients; the next interval starts
+/// afresh): what an image the GPU gave up on decodes to. Per frame component, its blocks in
+/// table order.
 pub(crate) fn decode_sequential(segment: &EntropySegment) -> Vec<Vec<i16>> {
     let mut planes = empty_planes(segment);
-    let mut state = State::START;
-    let mut dc_pred = [0i32; 4];
-    for mcu in 0..segment.mcus {
-        if u64::from(state.pos) > segment.bit_len {
-            break;
-        }
-        for layout in &segment.blocks {
-            let at = layout.in_component(mcu) * 64;
-            let block = &mut planes[layout.comp][at..at + 64];
-            state = decode_block(segment, state, &mut dc_pred, block.try_into().expect("64"));
+    for (i, interval) in segment.intervals.iter().enumerate() {
+        let data = segment.interval(i);
+        let mut state = State::START;
+        let mut dc_pred = [0i32; 4];
+        for mcu in interval.first_mcu..interval.first_mcu + interval.mcus {
+            if u64::from(state.pos) > data.bit_len {
+                break;
+            }
+            for layout in &segment.blocks {
+                let at = layout.in_component(mcu) * 64;
+                let block = &mut planes[layout.comp][at..at + 64];
+                state = decode_block(&data, state, &mut dc_pred, block.try_into().expect("64"));
+            }
         }
     }
     planes
@@ -263,13 +281,13 @@ fn empty_planes(segment: &EntropySegment) -> Vec<Vec<i16>> {
 
 /// Decodes the block that starts at `state` into `block`; returns the state after it.
 fn decode_block(
-    segment: &EntropySegment,
+    interval: &IntervalData,
     mut state: State,
     dc_pred: &mut [i32; 4],
     block: &mut [i16; 64],
 ) -> State {
     loop {
-        let (next, unit) = step(segment, state);
+        let (next, unit) = step(interval, state);
         match unit {
             Unit::Dc { scan_comp, diff } => {
                 dc_pred[scan_comp] = dc_pred[scan_comp].wrapping_add(diff);
@@ -294,15 +312,15 @@ fn end_of(i: usize) -> u32 {
 /// The GPU may read newer ones, and may settle an image a dispatch sooner or later (on lavapipe,
 /// an image whose guesses cannot correct themselves took one more when alone in its batch); once
 /// settled, the spans are the same. The spans, once settled.
-fn sync(segment: &EntropySegment) -> Option<Vec<Span>> {
-    let n = subsequences(segment);
+fn sync(interval: &IntervalData) -> Option<Vec<Span>> {
+    let n = subsequences(interval);
     let guess = |i: usize| State {
         pos: i as u32 * SUBSEQUENCE_BITS,
         ..State::START
     };
     let mut spans = vec![Span::default(); n];
     let mut used = vec![State::NONE; n];
-    for dispatch in 0..sync_dispatches(segment) {
+    for dispatch in 0..sync_dispatches(interval) {
         let before: Vec<Option<State>> = spans.iter().map(|s| s.exit).collect();
         let mut changes = 0;
         for group in (0..n).step_by(WORKGROUP) {
@@ -324,7 +342,7 @@ fn sync(segment: &EntropySegment) -> Option<Vec<Span>> {
                 let mut any = false;
                 for (i, entry) in threads.clone().zip(entries) {
                     if entry != used[i] {
-                        spans[i] = sync_span(segment, entry, end_of(i));
+                        spans[i] = sync_span(interval, entry, end_of(i));
                         used[i] = entry;
                         changed[i - group] = true;
                         any = true;
@@ -343,35 +361,35 @@ fn sync(segment: &EntropySegment) -> Option<Vec<Span>> {
     None
 }
 
-/// Decodes the blocks subsequence (entry, end) owns, the first numbered `first_block`, with
-/// `dc_pred` as the DC predictions, into `planes`. Returns whether it wrote the scan's last
-/// block within the data.
+/// Decodes the blocks subsequence `(entry, end)` owns, the first numbered `first_block` in an
+/// interval whose first MCU is the scan's `first_mcu`, with `dc_pred` as the DC predictions,
+/// into `planes`. Returns whether it wrote the interval's last block within the data.
 fn write_span(
-    segment: &EntropySegment,
-    entry: State,
-    end: u32,
+    interval: &IntervalData,
+    (entry, end): (State, u32),
+    first_mcu: usize,
     first_block: u32,
     mut dc_pred: [i32; 4],
     planes: &mut [Vec<i16>],
 ) -> bool {
-    let total = segment.total_blocks() as u32;
+    let total = interval.total_blocks() as u32;
     let mut state = entry;
     // The end of a block begun in the subsequence before belongs to it.
     while state.k != 0 {
-        state = step(segment, state).0;
+        state = step(interval, state).0;
     }
     let mut g = first_block;
     let mut complete = false;
     while state.pos < end && g < total {
-        let layout = segment.blocks[state.block as usize];
+        let layout = interval.blocks[state.block as usize];
         let mut coefficients = [0i16; 64];
-        state = decode_block(segment, state, &mut dc_pred, &mut coefficients);
-        let mcu = g as usize / segment.blocks.len();
+        state = decode_block(interval, state, &mut dc_pred, &mut coefficients);
+        let mcu = first_mcu + g as usize / interval.blocks.len();
         let at = layout.in_component(mcu) * 64;
         planes[layout.comp][at..at + 64].copy_from_slice(&coefficients);
         g += 1;
         if g == total {
-            complete = u64::from(state.pos) <= segment.bit_len;
+            complete = u64::from(state.pos) <= interval.bit_len;
         }
     }
     complete
@@ -384,16 +402,19 @@ mod tests {
     use crate::jpeg::compact::BlockOrder;
     use crate::jpeg::{decode_coefficients, decode_for_gpu, Coefficients, Limits};
 
-    /// Whether decoding the scan from its start needs bits past its data.
+    /// Whether decoding some interval from its start needs bits past its data.
     fn runs_out(segment: &EntropySegment) -> bool {
-        let mut state = State::START;
-        for _ in 0..segment.total_blocks() {
-            state = step(segment, state).0;
-            while state.k != 0 {
-                state = step(segment, state).0;
+        (0..segment.intervals.len()).any(|i| {
+            let interval = segment.interval(i);
+            let mut state = State::START;
+            for _ in 0..interval.total_blocks() {
+                state = step(&interval, state).0;
+                while state.k != 0 {
+                    state = step(&interval, state).0;
+                }
             }
-        }
-        u64::from(state.pos) > segment.bit_len
+            u64::from(state.pos) > interval.bit_len
+        })
     }
 
     /// Decoding in parallel gives exactly the sequential decoder's coefficients on every test
@@ -406,7 +427,7 @@ mod tests {
             load_truncated: true,
             ..Limits::default()
         };
-        let (mut sequential, mut decoded, mut given_up) = (0, 0, 0);
+        let (mut sequential, mut decoded, mut given_up, mut restarts) = (0, 0, 0, 0);
         for path in &files {
             let whole = std::fs::read(path).unwrap();
             for cut in [whole.len(), whole.len() * 2 / 3, whole.len() / 3] {
@@ -426,14 +447,48 @@ mod tests {
                     continue;
                 };
                 decoded += 1;
+                restarts += usize::from(segment.intervals.len() > 1);
                 assert_same_blocks(&image, &dense, &planes, &name);
             }
         }
         assert!(
-            sequential > 200 && decoded > 80 && given_up > 50,
-            "{sequential} sequential, {decoded} decoded, {given_up} given up"
+            sequential > 200 && decoded > 80 && given_up > 50 && restarts >= 10,
+            "{sequential} sequential, {decoded} decoded ({restarts} with restart markers), \
+             {given_up} given up"
         );
-        eprintln!("{decoded} decoded in parallel, {given_up} given up");
+        eprintln!(
+            "{decoded} decoded in parallel ({restarts} with restart markers), {given_up} given up"
+        );
+    }
+
+    /// A scan with restart markers is decoded interval by interval; one whose markers are out
+    /// of sequence is left to the CPU decoder (its resynchronisation is libjpeg's), which then
+    /// decodes it as it decodes any file.
+    #[test]
+    fn restart_intervals_decode_alone_unless_a_marker_is_out_of_place() {
+        let whole = std::fs::read("tests/data/conformance/jdec__restarts.jpg").unwrap();
+        let limits = Limits::default();
+        let Ok((image, Coefficients::Segment(segment))) = decode_for_gpu(&whole, &limits) else {
+            panic!("a single-scan file with restart markers is a segment");
+        };
+        assert_eq!(
+            segment.intervals.len(),
+            5,
+            "four RST markers, five intervals"
+        );
+        let dense = decode_coefficients(&whole, &limits).unwrap();
+        assert_same_blocks(
+            &image,
+            &dense,
+            &decode(&segment).unwrap(),
+            "jdec__restarts.jpg",
+        );
+        // RST1 turned into RST3: the CPU decoder resynchronises.
+        let at = whole.windows(2).position(|w| w == [0xFF, 0xD1]).unwrap();
+        let mut damaged = whole.clone();
+        damaged[at + 1] = 0xD3;
+        let (_, coefficients) = decode_for_gpu(&damaged, &limits).unwrap();
+        assert!(!matches!(coefficients, Coefficients::Segment(_)));
     }
 
     /// Wrong guesses of the block correct themselves unless the MCU's tables repeat within it:
@@ -449,10 +504,10 @@ mod tests {
         };
         // Three components, one pair of tables: every block decodes alike.
         let shared = segment("conformance/jdec__rgb.jpg");
-        assert!(!shared.corrects_wrong_blocks());
-        let across = subsequences(&shared).div_ceil(WORKGROUP) + 1;
+        assert!(!shared.interval(0).corrects_wrong_blocks());
+        let across = subsequences(&shared.interval(0)).div_ceil(WORKGROUP) + 1;
         assert!(across > SELF_CORRECTING_DISPATCHES);
-        assert_eq!(sync_dispatches(&shared), across);
+        assert_eq!(sync_dispatches(&shared.interval(0)), across);
         assert!(decode(&shared).is_some(), "settles within its dispatches");
         // Luma and chroma tables, and one block an MCU.
         for name in [
@@ -460,9 +515,9 @@ mod tests {
             "conformance/jdec__grayscale_large.jpg",
         ] {
             let own = segment(name);
-            assert!(own.corrects_wrong_blocks(), "{name}");
+            assert!(own.interval(0).corrects_wrong_blocks(), "{name}");
             assert!(
-                sync_dispatches(&own) <= SELF_CORRECTING_DISPATCHES,
+                sync_dispatches(&own.interval(0)) <= SELF_CORRECTING_DISPATCHES,
                 "{name}"
             );
             assert!(decode(&own).is_some(), "{name} settles");

@@ -1,8 +1,12 @@
 //! A single-scan sequential image's entropy-coded data as the GPU decodes it (shaders/entropy.wgsl,
-//! whose CPU mirror is [`super::parallel`]): the data un-stuffed into big-endian words, the
-//! Huffman tables as lookup words, and the MCU's blocks.
+//! whose CPU mirror is [`super::parallel`]): the data un-stuffed into big-endian words, restart
+//! interval by restart interval, the Huffman tables as lookup words, and the MCU's blocks.
 //!
 //! Preparing this costs the CPU one pass of copying over the data, instead of Huffman decoding it.
+//! Each restart interval is decoded on its own (its DC predictions start at zero), so a scan
+//! with restart markers is many independent jobs; one whose markers are not the ones libjpeg
+//! expects where it expects them is left to the CPU decoder, which resynchronises as libjpeg
+//! does.
 
 use super::huffman::HuffmanTable;
 
@@ -37,14 +41,15 @@ impl McuBlock {
     }
 }
 
-/// The entropy-coded data of one single-scan sequential image without restart markers.
+/// The entropy-coded data of one single-scan sequential image.
 #[derive(Clone, Debug)]
 pub(crate) struct EntropySegment {
-    /// The data bytes up to the marker that ends them, `FF 00` un-stuffed, four to a word with
-    /// the first byte highest, zero-padded to an even number of words.
+    /// Each restart interval's data bytes up to the marker that ends them, `FF 00` un-stuffed,
+    /// four to a word with the first byte highest, each interval starting a word; zero-padded
+    /// to an even number of words.
     pub words: Vec<u32>,
-    /// How many bits of `words` are data: past them, a decoder reads zeros and has run out.
-    pub bit_len: u64,
+    /// The restart intervals, in order: one for a scan without restart markers.
+    pub intervals: Vec<Interval>,
     /// The tables, [`TABLE_WORDS`] each: scan component c's DC table is table 2c, its AC
     /// table 2c + 1.
     pub tables: Vec<u32>,
@@ -54,12 +59,31 @@ pub(crate) struct EntropySegment {
     pub mcus: usize,
 }
 
-impl EntropySegment {
-    /// Blocks in the scan.
-    #[cfg_attr(
-        not(test),
-        allow(dead_code, reason = "stage 0's CPU mirror counts with it, in tests")
-    )]
+/// One restart interval of an [`EntropySegment`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Interval {
+    /// Its data: `words` words of the segment's from `first_word`.
+    pub first_word: usize,
+    pub words: usize,
+    /// How many bits of them are data: past them, a decoder reads zeros and has run out.
+    pub bit_len: u64,
+    /// The MCUs before it in the scan, and its own.
+    pub first_mcu: usize,
+    pub mcus: usize,
+}
+
+/// One interval with its segment's tables: what one decoder decodes from its start.
+#[derive(Clone, Copy)]
+pub(crate) struct IntervalData<'a> {
+    pub words: &'a [u32],
+    pub bit_len: u64,
+    pub tables: &'a [u32],
+    pub blocks: &'a [McuBlock],
+    pub mcus: usize,
+}
+
+impl IntervalData<'_> {
+    /// Blocks in the interval.
     pub fn total_blocks(&self) -> usize {
         self.mcus * self.blocks.len()
     }
@@ -81,41 +105,122 @@ impl EntropySegment {
                 !(0..n).all(|b| decodes_alike(&self.blocks[b], &self.blocks[(b + shift) % n]))
             })
     }
+}
 
-    /// Un-stuffs the data from `start` of `data` up to the next marker, as the CPU decoder's
-    /// bit reader reads it. `None` when the data ends without a marker (the CPU decoder reports that as a
-    /// truncated file).
-    pub fn unstuff(data: &[u8], start: usize) -> Option<(Vec<u32>, u64)> {
+impl EntropySegment {
+    /// Interval `i`'s data.
+    pub fn interval(&self, i: usize) -> IntervalData<'_> {
+        let interval = &self.intervals[i];
+        IntervalData {
+            words: &self.words[interval.first_word..][..interval.words],
+            bit_len: interval.bit_len,
+            tables: &self.tables,
+            blocks: &self.blocks,
+            mcus: interval.mcus,
+        }
+    }
+
+    /// Un-stuffs the data from `start` of `data` as the CPU decoder's bit reader reads it: the
+    /// scan's `mcus` MCUs in restart intervals of `restart_mcus` (0: no restart markers), each
+    /// up to the marker that ends it. `None` when a marker other than the restart marker libjpeg
+    /// expects ends an interval (the CPU decoder then resynchronises), or when the data ends
+    /// without a marker (the CPU decoder reports a truncated file).
+    pub fn unstuff(
+        data: &[u8],
+        start: usize,
+        mcus: usize,
+        restart_mcus: usize,
+    ) -> Option<(Vec<u32>, Vec<Interval>)> {
         let rest = data.get(start..)?;
-        // Un-stuffing only drops bytes: room for all of them, in whole words and an even number
-        // of them, so that the tables after them in the upload start 8-byte aligned (as mapped
-        // ranges must). The bytes go straight into the words' memory, in their order.
-        let mut words = vec![0u32; rest.len().next_multiple_of(8) / 4];
-        let bytes: &mut [u8] = bytemuck::cast_slice_mut(&mut words);
-        let (mut pos, mut len) = (0, 0);
+        let per_interval = if restart_mcus == 0 {
+            mcus
+        } else {
+            restart_mcus
+        };
+        let count = mcus.div_ceil(per_interval.max(1)).max(1);
+        let mut out = Unstuffed::with_room(rest.len());
+        let mut intervals = Vec::new();
+        let mut pos = 0;
+        for n in 0..count {
+            let first_byte = out.len;
+            let (marker, after) = out.append_to_marker(rest, pos)?;
+            let expected_restart = 0xD0 + (n % 8) as u8;
+            if n + 1 < count && marker != expected_restart {
+                return None;
+            }
+            let first_mcu = n * per_interval;
+            intervals.push(Interval {
+                first_word: first_byte / 4,
+                words: (out.len - first_byte).div_ceil(4),
+                bit_len: (out.len - first_byte) as u64 * 8,
+                first_mcu,
+                mcus: per_interval.min(mcus - first_mcu),
+            });
+            // The next interval starts a word.
+            out.len = out.len.next_multiple_of(4);
+            pos = after;
+        }
+        Some((out.into_words(), intervals))
+    }
+}
+
+/// Un-stuffed bytes, written straight into the words' memory in their order.
+struct Unstuffed {
+    words: Vec<u32>,
+    /// Bytes written.
+    len: usize,
+}
+
+impl Unstuffed {
+    /// Un-stuffing only drops bytes, so `bytes` of input fit (restart intervals' word padding
+    /// makes room as it needs).
+    fn with_room(bytes: usize) -> Self {
+        Self {
+            words: vec![0; bytes.next_multiple_of(8) / 4],
+            len: 0,
+        }
+    }
+
+    /// Room for `more` bytes after those written; zero-filled, as a reader past the data reads.
+    fn room(&mut self, more: usize) -> &mut [u8] {
+        let need = (self.len + more).next_multiple_of(8) / 4;
+        if need > self.words.len() {
+            self.words.resize(need.max(self.words.len() * 5 / 4), 0);
+        }
+        let len = self.len;
+        &mut bytemuck::cast_slice_mut::<u32, u8>(&mut self.words)[len..len + more]
+    }
+
+    /// Appends the data of `rest` from `pos` up to the next marker; returns the marker's code
+    /// and the position after it (`None`: the data ends first).
+    fn append_to_marker(&mut self, rest: &[u8], mut pos: usize) -> Option<(u8, usize)> {
         loop {
             // Most runs are long (an FF is one byte in 256): found and copied in bulk.
             let run = memchr::memchr(0xFF, &rest[pos..])?;
-            bytes[len..len + run].copy_from_slice(&rest[pos..pos + run]);
-            (pos, len) = (pos + run, len + run);
+            self.room(run).copy_from_slice(&rest[pos..pos + run]);
+            (pos, self.len) = (pos + run, self.len + run);
             // As BitReader::next_data_byte: a run of FF is one FF; FF 00 is a data byte FF.
             while rest.get(pos) == Some(&0xFF) {
                 pos += 1;
             }
-            match rest.get(pos)? {
+            match *rest.get(pos)? {
                 0 => {
-                    bytes[len] = 0xFF;
-                    (pos, len) = (pos + 1, len + 1);
+                    self.room(1)[0] = 0xFF;
+                    (pos, self.len) = (pos + 1, self.len + 1);
                 }
-                _ => break,
+                marker => return Some((marker, pos + 1)),
             }
         }
-        words.truncate(len.next_multiple_of(8) / 4);
-        // The bit reader reads each word's bytes first to last: big-endian words.
-        for word in &mut words {
+    }
+
+    /// The words, an even number of them so that the tables after them in the upload start
+    /// 8-byte aligned (as mapped ranges must), each read first byte to last: big-endian.
+    fn into_words(mut self) -> Vec<u32> {
+        self.words.truncate(self.len.next_multiple_of(8) / 4);
+        for word in &mut self.words {
             *word = u32::from_be(*word);
         }
-        Some((words, len as u64 * 8))
+        self.words
     }
 }
 
@@ -140,8 +245,8 @@ mod tests {
         let data = [
             1, 2, 0xFF, 0x00, 3, 0xFF, 0xFF, 0x00, 4, 5, 0xFF, 0xFF, 0xD9, 7,
         ];
-        let (words, bit_len) = EntropySegment::unstuff(&data, 0).expect("ends at a marker");
-        assert_eq!(bit_len, 7 * 8);
+        let (words, intervals) = EntropySegment::unstuff(&data, 0, 1, 0).expect("ends at a marker");
+        assert_eq!(intervals[0].bit_len, 7 * 8);
         assert_eq!(words, vec![0x0102_FF03, 0xFF04_0500]);
         let mut reader = BitReader::new(&data, 0);
         for word in &words {
@@ -153,14 +258,46 @@ mod tests {
             reader.insufficient,
             "the reader ran out where the segment does"
         );
-        let (words, _) = EntropySegment::unstuff(&[1, 0xFF, 0xD9], 0).expect("ends at a marker");
+        let (words, _) =
+            EntropySegment::unstuff(&[1, 0xFF, 0xD9], 0, 1, 0).expect("ends at a marker");
         assert_eq!(words, vec![0x0100_0000, 0], "an even number of words");
     }
 
     #[test]
     fn data_without_a_marker_is_not_a_segment() {
-        assert!(EntropySegment::unstuff(&[1, 2, 3], 0).is_none());
-        assert!(EntropySegment::unstuff(&[1, 2, 0xFF], 0).is_none());
-        assert!(EntropySegment::unstuff(&[1, 0xFF, 0x00], 0).is_none());
+        assert!(EntropySegment::unstuff(&[1, 2, 3], 0, 1, 0).is_none());
+        assert!(EntropySegment::unstuff(&[1, 2, 0xFF], 0, 1, 0).is_none());
+        assert!(EntropySegment::unstuff(&[1, 0xFF, 0x00], 0, 1, 0).is_none());
+    }
+
+    #[test]
+    fn restart_intervals_start_words_and_need_the_expected_markers() {
+        // Five MCUs in intervals of two: RST0, RST1, then any marker ends the last.
+        let data = [
+            1, 2, 3, 0xFF, 0xD0, 4, 0xFF, 0x00, 0xFF, 0xD1, 5, 6, 7, 8, 9, 0xFF, 0xD9,
+        ];
+        let (words, intervals) =
+            EntropySegment::unstuff(&data, 0, 5, 2).expect("markers as expected");
+        assert_eq!(
+            words,
+            vec![0x0102_0300, 0x04FF_0000, 0x0506_0708, 0x0900_0000]
+        );
+        let spans: Vec<_> = intervals
+            .iter()
+            .map(|i| (i.first_word, i.words, i.bit_len, i.first_mcu, i.mcus))
+            .collect();
+        assert_eq!(
+            spans,
+            [(0, 1, 24, 0, 2), (1, 1, 16, 2, 2), (2, 2, 40, 4, 1)]
+        );
+        // A marker out of sequence, a missing one, or another marker between intervals: the
+        // CPU decoder's resynchronisation decides.
+        for bad in [
+            [1, 0xFF, 0xD1, 2, 0xFF, 0xD1, 3, 0xFF, 0xD9],
+            [1, 0xFF, 0xD0, 2, 0xFF, 0xD9, 3, 0xFF, 0xD9],
+            [1, 0xFF, 0xD0, 2, 0xFF, 0xE1, 3, 0xFF, 0xD9],
+        ] {
+            assert!(EntropySegment::unstuff(&bad, 0, 5, 2).is_none(), "{bad:?}");
+        }
     }
 }
