@@ -289,8 +289,9 @@ fn sync_pass(id: vec3<u32>, groups: vec3<u32>, lid: u32, first: bool) {
     var i = 0u;
     if working {
         i = global - starts[job];
-        // Each image starts a workgroup, as in the mirror; invocations past its subsequences
-        // fill the last one.
+        // A job shares its workgroup with others only when it fits in it whole, so that states
+        // travel through it as the mirror's workgroups carry them; invocations past its
+        // subsequences are idle.
         working = i < jobs[job].subsequences;
     }
     var entry_from_dispatch = State(0u, 0u);
@@ -377,8 +378,10 @@ fn sync(
 
 var<workgroup> chunk_sums: array<array<u32, 5>, 64>;
 
-// One workgroup an image (a job is 64 invocations): exclusive sums over the subsequences of
-// the blocks each owns and of its DC differences per scan component.
+// Exclusive sums over a job's subsequences of the blocks each owns and of its DC differences per
+// scan component. A job of more than 64 subsequences takes a workgroup (its invocations sum a
+// chunk each, then one sums the chunks); a smaller one, such as a restart interval, takes one
+// invocation, which sums them all in turn.
 @compute @workgroup_size(64)
 fn prefix(
     @builtin(global_invocation_id) id: vec3<u32>,
@@ -387,22 +390,27 @@ fn prefix(
 ) {
     let global = invocation(id, groups);
     load_job(find_job(global));
-    let working = job < arrayLength(&jobs);
+    var working = job < arrayLength(&jobs);
+    var whole_job = false;
     var first = 0u;
     var last = 0u;
     if working {
         let n = jobs[job].subsequences;
+        whole_job = n <= 64u;
+        // Invocations past a small job's one are idle.
+        working = !whole_job || global == starts[job];
         let chunk = (n + 63u) / 64u;
-        first = min(lid * chunk, n);
-        last = min(first + chunk, n);
+        first = select(min(lid * chunk, n), 0u, whole_job);
+        last = select(min(first + chunk, n), n, whole_job);
     }
     var sums = array<u32, 5>(0u, 0u, 0u, 0u, 0u);
-    for (var i = first; i < last; i++) {
+    for (var i = first; i < last && working && !whole_job; i++) {
         let at = span_at(i);
         for (var v = 0u; v < 5u; v++) {
             sums[v] += spans[at + 4u + v];
         }
     }
+    // A workgroup holds one large job or only small ones; every invocation meets the barriers.
     chunk_sums[lid] = sums;
     workgroupBarrier();
     if lid == 0u {
@@ -417,7 +425,10 @@ fn prefix(
     }
     workgroupBarrier();
     var running = chunk_sums[lid];
-    for (var i = first; i < last; i++) {
+    if whole_job {
+        running = array<u32, 5>(0u, 0u, 0u, 0u, 0u);
+    }
+    for (var i = first; i < last && working; i++) {
         let at = span_at(i);
         for (var v = 0u; v < 5u; v++) {
             spans[at + 9u + v] = running[v];

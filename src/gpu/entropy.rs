@@ -207,28 +207,42 @@ impl EntropyPacking {
         self.spans * SPAN_WORDS
     }
 
-    /// The job records and the `starts` of the per-subsequence passes and of the prefix pass
-    /// (64 invocations an image): [`EntropyBuffers::tables`].
+    /// The job records and the `starts` of the per-subsequence passes and of the prefix pass:
+    /// [`EntropyBuffers::tables`].
     pub fn tables(&self) -> [Vec<u32>; 3] {
         let records = bytemuck::cast_slice(&self.jobs).to_vec();
-        let mut per_span = vec![0];
-        let mut per_image = vec![0];
-        for job in &self.jobs {
-            // Each image starts a workgroup, so that its workgroups are the mirror's.
-            let invocations = job.subsequences.next_multiple_of(WORKGROUP);
-            per_span.push(per_span.last().unwrap() + invocations);
-            per_image.push(per_image.last().unwrap() + WORKGROUP);
-        }
-        [records, per_span, per_image]
+        let [per_span, prefix] = self.starts();
+        [records, per_span, prefix]
     }
 
-    /// The invocations of the per-subsequence passes and of the prefix pass.
-    fn invocations(&self) -> (u32, u32) {
-        let per_span = self
-            .jobs
-            .iter()
-            .map(|job| job.subsequences.next_multiple_of(WORKGROUP));
-        (per_span.sum(), self.jobs.len() as u32 * WORKGROUP)
+    /// Each job's first invocation in the per-subsequence passes and in the prefix pass, each
+    /// list ending with the pass's total. In the first, a job of up to a workgroup's
+    /// subsequences shares one workgroup with others but is never split between two, and a
+    /// larger one starts a workgroup: either way its workgroups are the mirror's (restart
+    /// intervals, a few subsequences each, fill workgroups instead of idling most of one). In
+    /// the prefix pass, a larger job takes a whole workgroup and a smaller one an invocation.
+    fn starts(&self) -> [Vec<u32>; 2] {
+        let group = WORKGROUP;
+        let mut per_span = Vec::with_capacity(self.jobs.len() + 1);
+        let mut prefix = Vec::with_capacity(self.jobs.len() + 1);
+        let (mut span_at, mut prefix_at) = (0u32, 0u32);
+        for job in &self.jobs {
+            let n = job.subsequences;
+            let large = n > group;
+            if large || span_at % group + n > group {
+                span_at = span_at.next_multiple_of(group);
+            }
+            per_span.push(span_at);
+            span_at += n;
+            if large {
+                prefix_at = prefix_at.next_multiple_of(group);
+            }
+            prefix.push(prefix_at);
+            prefix_at += if large { group } else { 1 };
+        }
+        per_span.push(span_at);
+        prefix.push(prefix_at);
+        [per_span, prefix]
     }
 
     /// [`Self::tables`] in buffers of their own (where no upload holds them).
@@ -263,7 +277,9 @@ impl EntropyPacking {
             binding(buffers.decoded, 0, decoded_bytes),
         ];
         let [jobs, span_starts, image_starts] = buffers.tables;
-        let (spans_total, prefix_invocations) = self.invocations();
+        let [per_span, prefix] = self.starts();
+        let (spans_total, prefix_invocations) =
+            (per_span[self.jobs.len()], prefix[self.jobs.len()]);
         let bind_group = |starts: &wgpu::BindingResource| {
             let dispatch_number = wgpu::BufferBinding {
                 buffer: &stages.dispatch_numbers,

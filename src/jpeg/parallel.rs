@@ -309,6 +309,8 @@ fn end_of(i: usize) -> u32 {
 }
 
 /// The sync dispatches, workgroup by workgroup, each reading the exits the dispatch before left.
+/// The workgroups are the interval's subsequences 64 at a time from its first, as on the GPU
+/// (which packs jobs of up to 64 subsequences into shared workgroups, never splitting one).
 /// The GPU may read newer ones, and may settle an image a dispatch sooner or later (on lavapipe,
 /// an image whose guesses cannot correct themselves took one more when alone in its batch); once
 /// settled, the spans are the same. The spans, once settled.
