@@ -7,29 +7,35 @@
 
 // One restart interval. Mirrored by `EntropyJob` in src/gpu/jobs.rs.
 struct Job {
-    // Where the un-stuffed data starts in `data`, its length in words and in bits.
+    // Where the interval's un-stuffed data starts in `data`, and its bits.
     data_base: u32,
-    data_words: u32,
     bit_len: u32,
+    // Its first record in `spans`.
+    first_span: u32,
+    // Its place among its image's intervals.
+    index: u32,
+    // Its image in `images`, whose place picks its words in `flags`.
+    image: u32,
+}
+
+// What an image's intervals share. Mirrored by `EntropyImage` in src/gpu/jobs.rs.
+struct Image {
     // Where the Huffman tables start in `data`: scan component c's DC table is table 2c, its
     // AC table 2c + 1, TABLE_WORDS each.
     tables_base: u32,
-    // The interval's first record in `spans`, and how many subsequences it has.
-    first_span: u32,
-    subsequences: u32,
-    // MCUs in the interval, and blocks per MCU.
-    mcus: u32,
     blocks_per_mcu: u32,
-    // Its image's place among the batch's images, which picks its words in `flags`.
-    slot: u32,
+    // MCUs in the scan, and in each restart interval (the last may have fewer).
+    mcus: u32,
+    restart_mcus: u32,
     // Each block of the MCU: scan_comp | comp << 4 | slot << 8 | per_mcu << 16.
     mcu_blocks: array<u32, 10>,
-    // Where each frame component's dense coefficients of the interval start in `decoded`: 32
-    // words a block, blocks in the compact form's table order.
+    // Where each frame component's dense coefficients start in `decoded`: 32 words a block,
+    // blocks in the compact form's table order.
     out_base: array<u32, 4>,
 }
 
 @group(0) @binding(1) var<storage, read> jobs: array<Job>;
+@group(0) @binding(7) var<storage, read> images: array<Image>;
 // Every image's un-stuffed data (four bytes a word, the first byte highest) and tables.
 @group(0) @binding(2) var<storage, read> data: array<u32>;
 // Per subsequence, SPAN_WORDS words: the exit state (pos, block << 8 | k), the entry state it
@@ -50,8 +56,8 @@ struct Job {
 // The word of `flags` that counts the changes of image `slot` in sync dispatch `dispatch`
 // (with `slot` = the number of images: the changes in all of them).
 fn changes_word(dispatch: u32, slot: u32) -> u32 {
-    let images = arrayLength(&jobs);
-    return images + dispatch * (images + 1u) + slot;
+    let count = arrayLength(&images);
+    return count + dispatch * (count + 1u) + slot;
 }
 
 // Set when the pipeline is created, from the Rust constants of the same names: bits of data per
@@ -63,10 +69,16 @@ override SPAN_WORDS: u32;
 // No decoding reaches this position.
 const NONE: u32 = 0xFFFFFFFFu;
 
-// This invocation's job, and what decoding reads of it at every code (loaded once).
+// This invocation's job, and what decoding reads of it and of its image (loaded once).
 var<private> job: u32;
+var<private> job_image: u32;
 var<private> job_data_base: u32;
 var<private> job_data_words: u32;
+var<private> job_bit_len: u32;
+var<private> job_first_span: u32;
+var<private> job_subsequences: u32;
+var<private> job_first_mcu: u32;
+var<private> job_mcus: u32;
 var<private> job_tables_base: u32;
 var<private> job_blocks_per_mcu: u32;
 // Each block's scan component, two bits a block (a register, where an array would not be).
@@ -78,13 +90,21 @@ fn load_job(j: u32) {
     if j >= arrayLength(&jobs) {
         return;
     }
+    let image = jobs[j].image;
+    job_image = image;
     job_data_base = jobs[j].data_base;
-    job_data_words = jobs[j].data_words;
-    job_tables_base = jobs[j].tables_base;
-    job_blocks_per_mcu = jobs[j].blocks_per_mcu;
+    job_bit_len = jobs[j].bit_len;
+    job_data_words = (job_bit_len + 31u) / 32u;
+    job_first_span = jobs[j].first_span;
+    job_subsequences = max((job_bit_len + SUBSEQUENCE_BITS - 1u) / SUBSEQUENCE_BITS, 1u);
+    let restart_mcus = images[image].restart_mcus;
+    job_first_mcu = jobs[j].index * restart_mcus;
+    job_mcus = min(restart_mcus, images[image].mcus - job_first_mcu);
+    job_tables_base = images[image].tables_base;
+    job_blocks_per_mcu = images[image].blocks_per_mcu;
     job_scan_comps = 0u;
     for (var b = 0u; b < 10u; b++) {
-        job_scan_comps |= (jobs[j].mcu_blocks[b] & 3u) << (2u * b);
+        job_scan_comps |= (images[image].mcu_blocks[b] & 3u) << (2u * b);
     }
 }
 
@@ -255,7 +275,7 @@ fn sync_span(entry: State, end: u32) -> State {
 }
 
 fn span_at(i: u32) -> u32 {
-    return (jobs[job].first_span + i) * SPAN_WORDS;
+    return (job_first_span + i) * SPAN_WORDS;
 }
 
 fn exit_of(i: u32) -> State {
@@ -278,21 +298,21 @@ fn sync_pass(id: vec3<u32>, groups: vec3<u32>, lid: u32, first: bool) {
     // A dispatch after one that changed nothing in any image has nothing to do: every state
     // is proven, and each image's change count stays 0.
     let dispatch = pass_dispatch.x;
-    let images = arrayLength(&jobs);
-    let idle = !first && atomicLoad(&flags[changes_word(dispatch - 1u, images)]) == 0u;
+    let all_images = arrayLength(&images);
+    let idle = !first && atomicLoad(&flags[changes_word(dispatch - 1u, all_images)]) == 0u;
     var j = arrayLength(&jobs);
     if !idle {
         j = find_job(global);
     }
     load_job(j);
-    var working = job < images;
+    var working = job < arrayLength(&jobs);
     var i = 0u;
     if working {
         i = global - starts[job];
         // A job shares its workgroup with others only when it fits in it whole, so that states
         // travel through it as the mirror's workgroups carry them; invocations past its
         // subsequences are idle.
-        working = i < jobs[job].subsequences;
+        working = i < job_subsequences;
     }
     var entry_from_dispatch = State(0u, 0u);
     var exit = State(NONE, 0u);
@@ -341,7 +361,7 @@ fn sync_pass(id: vec3<u32>, groups: vec3<u32>, lid: u32, first: bool) {
                 spans[at + 5u + c] = span_dc[c];
             }
             if !first {
-                atomicAdd(&flags[changes_word(dispatch, jobs[job].slot)], 1u);
+                atomicAdd(&flags[changes_word(dispatch, job_image)], 1u);
             }
             atomicAdd(&iteration_changes[iteration % 2u], 1u);
         }
@@ -350,7 +370,7 @@ fn sync_pass(id: vec3<u32>, groups: vec3<u32>, lid: u32, first: bool) {
             break;
         }
         if lid == 0u {
-            atomicAdd(&flags[changes_word(dispatch, images)], 1u);
+            atomicAdd(&flags[changes_word(dispatch, all_images)], 1u);
             // The other counter was last read before this iteration's barriers.
             atomicStore(&iteration_changes[(iteration + 1u) % 2u], 0u);
             iterations_done = iteration + 1u;
@@ -395,7 +415,7 @@ fn prefix(
     var first = 0u;
     var last = 0u;
     if working {
-        let n = jobs[job].subsequences;
+        let n = job_subsequences;
         whole_job = n <= 64u;
         // Invocations past a small job's one are idle.
         working = !whole_job || global == starts[job];
@@ -456,11 +476,11 @@ fn write(@builtin(global_invocation_id) id: vec3<u32>, @builtin(num_workgroups) 
         return;
     }
     // An image whose states were still changing is left to the CPU.
-    if atomicLoad(&flags[changes_word(pass_dispatch.x, jobs[job].slot)]) != 0u {
+    if atomicLoad(&flags[changes_word(pass_dispatch.x, job_image)]) != 0u {
         return;
     }
     let i = global - starts[job];
-    if i >= jobs[job].subsequences {
+    if i >= job_subsequences {
         return;
     }
     var state = State(0u, 0u);
@@ -476,14 +496,14 @@ fn write(@builtin(global_invocation_id) id: vec3<u32>, @builtin(num_workgroups) 
         state = step(state);
     }
     let end = (i + 1u) * SUBSEQUENCE_BITS;
-    let total = jobs[job].mcus * job_blocks_per_mcu;
+    let total = job_mcus * job_blocks_per_mcu;
     while state.pos < end && g < total {
-        let mcu_block = jobs[job].mcu_blocks[state.bk >> 8u];
+        let mcu_block = images[job_image].mcu_blocks[state.bk >> 8u];
         let comp = (mcu_block >> 4u) & 15u;
         let slot = (mcu_block >> 8u) & 255u;
         let per_mcu = mcu_block >> 16u;
-        let in_component = (g / job_blocks_per_mcu) * per_mcu + slot;
-        let out = jobs[job].out_base[comp] + in_component * 32u;
+        let in_component = (job_first_mcu + g / job_blocks_per_mcu) * per_mcu + slot;
+        let out = images[job_image].out_base[comp] + in_component * 32u;
         for (var n = 0u; n < 64u; n++) {
             state = step(state);
             if unit_kind == UNIT_DC {
@@ -499,8 +519,8 @@ fn write(@builtin(global_invocation_id) id: vec3<u32>, @builtin(num_workgroups) 
             }
         }
         g += 1u;
-        if g == total && state.pos <= jobs[job].bit_len {
-            atomicAdd(&flags[jobs[job].slot], 1u);
+        if g == total && state.pos <= job_bit_len {
+            atomicAdd(&flags[job_image], 1u);
         }
     }
 }

@@ -3,9 +3,11 @@
 
 use super::bindings::binding;
 use super::dispatch::{grid, WORKGROUP};
-use super::jobs::EntropyJob;
+use super::jobs::{EntropyImage, EntropyJob};
 use crate::error::Result;
-use crate::jpeg::parallel::{subsequences, sync_dispatches, MAX_SYNC_DISPATCHES, SUBSEQUENCE_BITS};
+use crate::jpeg::parallel::{
+    subsequences, subsequences_of, sync_dispatches, MAX_SYNC_DISPATCHES, SUBSEQUENCE_BITS,
+};
 use crate::jpeg::segment::{EntropySegment, TABLE_WORDS};
 use wgpu::util::DeviceExt;
 
@@ -37,8 +39,8 @@ impl EntropyStages {
             source: wgpu::ShaderSource::Wgsl(source.into()),
         });
         // starts, jobs and data are read; spans, flags and decoded written; then the pass's
-        // dispatch number.
-        let entries: Vec<wgpu::BindGroupLayoutEntry> = (0..7)
+        // dispatch number, and the images the jobs belong to (read).
+        let entries: Vec<wgpu::BindGroupLayoutEntry> = (0..8)
             .map(|binding| wgpu::BindGroupLayoutEntry {
                 binding,
                 visibility: wgpu::ShaderStages::COMPUTE,
@@ -46,7 +48,7 @@ impl EntropyStages {
                     ty: match binding {
                         6 => wgpu::BufferBindingType::Uniform,
                         _ => wgpu::BufferBindingType::Storage {
-                            read_only: binding < 3,
+                            read_only: binding < 3 || binding == 7,
                         },
                     },
                     has_dynamic_offset: binding == 6,
@@ -107,9 +109,9 @@ impl EntropyStages {
 
 /// What stage 0 reads and writes.
 pub(crate) struct EntropyBuffers<'a> {
-    /// [`EntropyPacking::tables`]: the job records, the per-subsequence passes' `starts` and
-    /// the prefix pass's.
-    pub tables: [wgpu::BindingResource<'a>; 3],
+    /// [`EntropyPacking::tables`]: the job records, the image records, the per-subsequence
+    /// passes' `starts` and the prefix pass's.
+    pub tables: [wgpu::BindingResource<'a>; 4],
     /// The upload holding the segments' data and tables.
     pub data: wgpu::BindingResource<'a>,
     /// Scratch of at least [`EntropyPacking::span_words`].
@@ -123,12 +125,11 @@ pub(crate) struct EntropyBuffers<'a> {
     pub decoded_words: u64,
 }
 
-/// Segments packed for one submission: their job records, one per restart interval.
+/// Segments packed for one submission: their records, and their intervals' (the jobs).
 #[derive(Default)]
 pub(crate) struct EntropyPacking {
     jobs: Vec<EntropyJob>,
-    /// Segments packed.
-    segments: usize,
+    images: Vec<EntropyImage>,
     spans: u64,
     /// The most sync dispatches a segment needs.
     dispatches: usize,
@@ -151,36 +152,32 @@ impl EntropyPacking {
     /// component c's dense coefficients go to word `out_base[c]` of the decoded arena: a job per
     /// restart interval. Returns its slot (its place among the segments).
     pub fn push(&mut self, segment: &EntropySegment, data_base: u64, out_base: [u32; 4]) -> usize {
-        let slot = self.segments;
-        let tables_base = data_base + segment.words.len() as u64;
+        let image = self.images.len() as u32;
+        let mut record = EntropyImage {
+            tables_base: (data_base + segment.words.len() as u64) as u32,
+            blocks_per_mcu: segment.blocks.len() as u32,
+            mcus: segment.mcus as u32,
+            restart_mcus: segment.intervals[0].mcus.max(1) as u32,
+            out_base,
+            ..EntropyImage::default()
+        };
+        for (word, block) in record.mcu_blocks.iter_mut().zip(&segment.blocks) {
+            *word = block.word();
+        }
+        self.images.push(record);
         for (i, interval) in segment.intervals.iter().enumerate() {
             let data = segment.interval(i);
-            let n = subsequences(&data);
-            let mut job = EntropyJob {
+            self.jobs.push(EntropyJob {
                 data_base: (data_base + interval.first_word as u64) as u32,
-                data_words: interval.words as u32,
-                tables_base: tables_base as u32,
                 bit_len: interval.bit_len as u32,
                 first_span: self.spans as u32,
-                subsequences: n as u32,
-                mcus: interval.mcus as u32,
-                blocks_per_mcu: segment.blocks.len() as u32,
-                slot: slot as u32,
-                out_base,
-                ..EntropyJob::default()
-            };
-            for (word, block) in job.mcu_blocks.iter_mut().zip(&segment.blocks) {
-                *word = block.word();
-                // The interval's blocks start where its first MCU's do.
-                let before = interval.first_mcu * block.per_mcu * 32;
-                job.out_base[block.comp] = out_base[block.comp] + before as u32;
-            }
-            self.spans += n as u64;
+                index: i as u32,
+                image,
+            });
+            self.spans += subsequences(&data) as u64;
             self.dispatches = self.dispatches.max(sync_dispatches(&data));
-            self.jobs.push(job);
         }
-        self.segments += 1;
-        slot
+        image as usize
     }
 
     /// Whether no segment is packed.
@@ -189,17 +186,21 @@ impl EntropyPacking {
     }
 
     /// Words of the flags buffer: per segment, how many of its intervals were decoded (its
-    /// status; the shader sizes this part by the jobs); then per sync dispatch, each segment's
-    /// changes and those of all of them.
+    /// status); then per sync dispatch, each segment's changes and those of all of them.
     pub fn flag_words(&self) -> u64 {
-        let jobs = self.jobs.len() as u64;
-        jobs + self.dispatches as u64 * (jobs + 1)
+        let images = self.images.len() as u64;
+        images + self.dispatches as u64 * (images + 1)
     }
 
     /// The status words, first in the flags buffer: word `slot` counts that segment's intervals
     /// decoded, all of them where the segment was.
     pub fn status_words(&self) -> u64 {
-        self.segments as u64
+        self.images.len() as u64
+    }
+
+    /// Bytes of the job records.
+    pub fn job_bytes(&self) -> u64 {
+        std::mem::size_of_val(&self.jobs[..]) as u64
     }
 
     /// Words of the spans arena.
@@ -209,10 +210,11 @@ impl EntropyPacking {
 
     /// The job records and the `starts` of the per-subsequence passes and of the prefix pass:
     /// [`EntropyBuffers::tables`].
-    pub fn tables(&self) -> [Vec<u32>; 3] {
-        let records = bytemuck::cast_slice(&self.jobs).to_vec();
+    pub fn tables(&self) -> [Vec<u32>; 4] {
+        let jobs = bytemuck::cast_slice(&self.jobs).to_vec();
+        let images = bytemuck::cast_slice(&self.images).to_vec();
         let [per_span, prefix] = self.starts();
-        [records, per_span, prefix]
+        [jobs, images, per_span, prefix]
     }
 
     /// Each job's first invocation in the per-subsequence passes and in the prefix pass, each
@@ -227,7 +229,7 @@ impl EntropyPacking {
         let mut prefix = Vec::with_capacity(self.jobs.len() + 1);
         let (mut span_at, mut prefix_at) = (0u32, 0u32);
         for job in &self.jobs {
-            let n = job.subsequences;
+            let n = subsequences_of(u64::from(job.bit_len)) as u32;
             let large = n > group;
             if large || span_at % group + n > group {
                 span_at = span_at.next_multiple_of(group);
@@ -276,7 +278,7 @@ impl EntropyPacking {
             binding(buffers.flags, 0, flags_bytes),
             binding(buffers.decoded, 0, decoded_bytes),
         ];
-        let [jobs, span_starts, image_starts] = buffers.tables;
+        let [jobs, images, span_starts, image_starts] = buffers.tables;
         let [per_span, prefix] = self.starts();
         let (spans_total, prefix_invocations) =
             (per_span[self.jobs.len()], prefix[self.jobs.len()]);
@@ -289,7 +291,10 @@ impl EntropyPacking {
             let resources = [starts.clone(), jobs.clone()]
                 .into_iter()
                 .chain(resources.iter().cloned())
-                .chain([wgpu::BindingResource::Buffer(dispatch_number)]);
+                .chain([
+                    wgpu::BindingResource::Buffer(dispatch_number),
+                    images.clone(),
+                ]);
             let entries: Vec<wgpu::BindGroupEntry> = resources
                 .enumerate()
                 .map(|(i, resource)| wgpu::BindGroupEntry {
@@ -395,7 +400,7 @@ mod tests {
             let mut encoder = device.create_command_encoder(&Default::default());
             let tables = packing.table_buffers(device)?;
             let buffers = EntropyBuffers {
-                tables: [0, 1, 2].map(|t| tables[t].as_entire_binding()),
+                tables: [0, 1, 2, 3].map(|t| tables[t].as_entire_binding()),
                 data: data.as_entire_binding(),
                 spans: &spans,
                 flags: &flags,
@@ -559,7 +564,7 @@ mod tests {
                 stamps.start(&mut encoder);
             }
             let buffers = EntropyBuffers {
-                tables: [0, 1, 2].map(|t| tables[t].as_entire_binding()),
+                tables: [0, 1, 2, 3].map(|t| tables[t].as_entire_binding()),
                 data: data.as_entire_binding(),
                 spans: &spans,
                 flags: &flags,

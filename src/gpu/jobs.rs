@@ -41,27 +41,37 @@ pub(crate) struct IdctJob {
 }
 
 /// `Job` of shaders/entropy.wgsl: one restart interval of an image's entropy-coded segment (the
-/// whole scan, without restart markers).
+/// whole scan, without restart markers). Small, as a 12 MP photo may have 24,000 of them; what
+/// its intervals share is in its [`EntropyImage`].
 #[repr(C)]
 #[derive(Clone, Copy, Default, Pod, Zeroable)]
 pub(crate) struct EntropyJob {
-    /// Where the un-stuffed data starts in the upload, its words and its bits.
+    /// Where the interval's un-stuffed data starts in the upload, and its bits (its words and
+    /// subsequences follow from them).
     pub data_base: u32,
-    pub data_words: u32,
     pub bit_len: u32,
+    /// Its first subsequence record.
+    pub first_span: u32,
+    /// Its place among its image's intervals (its first MCU follows).
+    pub index: u32,
+    /// Its image's place among the batch's, which picks its words in the flags buffer.
+    pub image: u32,
+}
+
+/// `Image` of shaders/entropy.wgsl: what an image's restart intervals share.
+#[repr(C)]
+#[derive(Clone, Copy, Default, Pod, Zeroable)]
+pub(crate) struct EntropyImage {
     /// Where its Huffman tables start in the upload.
     pub tables_base: u32,
-    /// Its first subsequence record, and how many it has.
-    pub first_span: u32,
-    pub subsequences: u32,
-    /// MCUs in the interval, blocks per MCU.
-    pub mcus: u32,
+    /// Blocks per MCU.
     pub blocks_per_mcu: u32,
-    /// Its segment's place among the batch's, which picks its words in the flags buffer.
-    pub slot: u32,
+    /// MCUs in the scan, and in each restart interval (the last may have fewer).
+    pub mcus: u32,
+    pub restart_mcus: u32,
     /// `McuBlock::word` of each block of the MCU.
     pub mcu_blocks: [u32; 10],
-    /// Where each component's dense coefficients of the interval start in the decoded arena.
+    /// Where each component's dense coefficients start in the decoded arena.
     pub out_base: [u32; 4],
 }
 
@@ -343,6 +353,13 @@ mod tests {
 
     #[test]
     fn job_sizes_match_the_shaders() {
+        let entropy = stage("entropy.wgsl");
+        let image = entropy
+            .types
+            .iter()
+            .find(|(_, t)| t.name.as_deref() == Some("Image"));
+        let image = image.unwrap().1.inner.size(entropy.to_ctx()) as usize;
+        assert_eq!(image, word_count::<EntropyImage>() * 4);
         for (file, words) in [
             ("entropy.wgsl", word_count::<EntropyJob>()),
             ("idct.wgsl", word_count::<IdctJob>()),

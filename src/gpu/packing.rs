@@ -5,7 +5,7 @@
 //! alone (offsets, job tables, the upload's words); src/gpu/record.rs records it with wgpu.
 
 use super::entropy::{span_words, upload_words, EntropyPacking};
-use super::jobs::{words, TensorJob, HUE};
+use super::jobs::{words, EntropyJob, TensorJob, HUE};
 use super::work::{ImageWork, SegmentImage};
 use crate::plan::OutputPlan;
 use crate::transform::DType;
@@ -187,6 +187,8 @@ struct Footprint {
     coefs: u64,
     decoded: u64,
     spans: u64,
+    /// Stage 0's job records (its largest table): one per restart interval.
+    entropy_jobs: u64,
     samples: u64,
     rgbx: u64,
     hpass: u64,
@@ -216,11 +218,16 @@ impl Footprint {
             None => 0,
         };
         let spans = work.entropy.as_ref().map_or(0, |e| span_words(&e.segment));
+        let intervals = work
+            .entropy
+            .as_ref()
+            .map_or(0, |e| e.segment.intervals.len());
         let taps = work.horizontal.as_ref().map_or(0, |h| h.taps.len());
         Self {
             coefs: coefs * 4,
             decoded: decoded * 4,
             spans: spans * 4,
+            entropy_jobs: (intervals * size_of::<EntropyJob>()) as u64,
             samples: work.sample_words * 4,
             rgbx: work.rgbx_words * 4,
             hpass: work.horizontal.as_ref().map_or(0, |h| h.result_words) * 4,
@@ -240,6 +247,7 @@ impl Footprint {
         self.coefs <= window
             && self.decoded <= window
             && self.spans <= window
+            && self.entropy_jobs <= window
             && self.samples <= window
             && self.rgbx <= 2 * window
             && self.hpass <= window
@@ -293,6 +301,7 @@ impl Packing {
             coefs: self.coefs.words * 4 + more.coefs,
             decoded: self.decoded_words * 4 + more.decoded,
             spans: self.entropy.span_words() * 4 + more.spans,
+            entropy_jobs: self.entropy.job_bytes() + more.entropy_jobs,
             samples: self.sample_words * 4 + more.samples,
             rgbx: self.rgbx_words * 4 + more.rgbx,
             hpass: self.hpass_words * 4 + more.hpass,
@@ -485,8 +494,8 @@ pub(super) struct StageTableSet {
     pub tensor: Vec<Option<StageTables>>,
     pub taps: Range<u64>,
     pub constants: Range<u64>,
-    /// Stage 0's three tables, with images for it.
-    pub entropy: Option<[Range<u64>; 3]>,
+    /// Stage 0's four tables, with images for it.
+    pub entropy: Option<[Range<u64>; 4]>,
 }
 
 /// A packing's upload as laid out: the small tables' words (written first, by the recording

@@ -395,7 +395,7 @@ impl Recorder<'_> {
         &self,
         packing: &Packing,
         encoder: &mut wgpu::CommandEncoder,
-        tables: Option<[wgpu::BindingResource; 3]>,
+        tables: Option<[wgpu::BindingResource; 4]>,
         data: wgpu::BindingResource,
         decoded: &wgpu::Buffer,
         after_pass: &mut dyn FnMut(&'static str, &mut wgpu::CommandEncoder),

@@ -52,7 +52,9 @@ const SELF_CORRECTING_DISPATCHES: usize = 4;
 /// image the mirror gives up on may still settle on the GPU: exact either way).
 pub(crate) fn sync_dispatches(interval: &IntervalData) -> usize {
     let across = subsequences(interval).div_ceil(WORKGROUP) + 1;
-    let dispatches = if interval.corrects_wrong_blocks() {
+    // Comparing the tables costs more than decoding a short restart interval: asked only where
+    // the answer changes the count.
+    let dispatches = if across <= SELF_CORRECTING_DISPATCHES || interval.corrects_wrong_blocks() {
         across.min(SELF_CORRECTING_DISPATCHES)
     } else {
         across
@@ -203,7 +205,12 @@ pub(crate) fn sync_span(interval: &IntervalData, entry: State, end: u32) -> Span
 
 /// Subsequences of `interval`'s data (at least one).
 pub(crate) fn subsequences(interval: &IntervalData) -> usize {
-    (interval.bit_len.div_ceil(u64::from(SUBSEQUENCE_BITS)) as usize).max(1)
+    subsequences_of(interval.bit_len)
+}
+
+/// Subsequences of data `bit_len` bits long (at least one).
+pub(crate) fn subsequences_of(bit_len: u64) -> usize {
+    (bit_len.div_ceil(u64::from(SUBSEQUENCE_BITS)) as usize).max(1)
 }
 
 /// Decodes `segment` as the GPU does, interval by interval; per frame component, its blocks in
