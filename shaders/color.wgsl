@@ -69,17 +69,27 @@ fn taps(i: u32, repeat: u32, fancy: bool) -> vec4<i32> {
 }
 
 // The full-resolution sample of component c at (x, y): `upsample_at`, one weighted sum for
-// every method and no branch on it (a CPU adapter such as lavapipe runs every branch a
-// vector of invocations takes, and a switch of five methods costed five).
+// every method rather than a switch on it (a CPU adapter such as lavapipe runs every branch a
+// vector of invocations may take, and five methods cost it five).
 fn upsample_at(c: u32, x: u32, y: u32) -> i32 {
     let axes = job_axes[c];
     let fancy_h = axes.z != 0u;
     let fancy_v = axes.w != 0u;
     let h = taps(x, axes.x, fancy_h);
     let v = taps(y, axes.y, fancy_v);
-    let row = h.z * at(c, h.x, v.x) + h.w * at(c, h.y, v.x);
-    let next_row = h.z * at(c, h.x, v.y) + h.w * at(c, h.y, v.y);
-    let sum = v.z * row + v.w * next_row;
+    // A plain axis's second tap weighs nothing and is not read: the branches are the same for a
+    // whole image, so a GPU takes one side of each (a CPU adapter reads what either would).
+    var sum = h.z * at(c, h.x, v.x);
+    if fancy_h {
+        sum += h.w * at(c, h.y, v.x);
+    }
+    if fancy_v {
+        var next_row = h.z * at(c, h.x, v.y);
+        if fancy_h {
+            next_row += h.w * at(c, h.y, v.y);
+        }
+        sum = v.z * sum + v.w * next_row;
+    }
     // One fancy axis adds 1 at even and 2 at odd samples, two add 8 or 7 by column.
     let odd_x = i32(x % 2u);
     let odd_y = i32(y % 2u);

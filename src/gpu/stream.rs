@@ -178,7 +178,7 @@ impl GpuPipeline {
         let mut results: Vec<Option<Result<Tensor>>> = (0..images.len()).map(|_| None).collect();
         let mut batches = Vec::new();
         let land = |flight| self.land(device, queue, flight, &mut results, &mut batches);
-        let next = Self::largest_first(images, options.samples);
+        let next = Self::largest_first(images, options.samples, options.batching.images);
         self.stream_landing_aside(device, queue, next, options, land);
         Streamed {
             results: results
@@ -222,7 +222,7 @@ impl GpuPipeline {
                     outcomes[i] = outcome
                 });
             };
-            let next = Self::largest_first(images, options.samples);
+            let next = Self::largest_first(images, options.samples, options.batching.images);
             self.stream_landing_aside(device, queue, next, options, land);
             outcomes
         })
@@ -279,7 +279,7 @@ impl GpuPipeline {
             );
             batches.push(stats);
         };
-        let next = Self::largest_first(images, options.samples);
+        let next = Self::largest_first(images, options.samples, options.batching.images);
         self.stream_from(device, queue, next, options, false, land);
         batches
     }
@@ -344,15 +344,20 @@ impl GpuPipeline {
         stats
     }
 
-    /// `images` for the streaming loop, largest first (the longest-processing-time-first rule:
-    /// a call then ends on small images, not on a large one decoded alone while the other
-    /// threads wait).
+    /// `images` for the streaming loop in input order, `batch` at a time, each `batch` largest
+    /// first (the longest-processing-time-first rule: a call then ends on small images, not on
+    /// a large one decoded alone while the other threads wait). Sorting the whole call instead
+    /// would make batches of the largest files and batches of the smallest, whose latencies lie
+    /// far apart.
     fn largest_first<'a>(
         images: &'a [&'a [u8]],
         samples: Samples<'a>,
+        batch: usize,
     ) -> impl FnMut() -> Option<Arriving<'a>> + 'a {
         let mut order: Vec<usize> = (0..images.len()).collect();
-        order.sort_by_key(|&i| std::cmp::Reverse(images[i].len()));
+        for window in order.chunks_mut(batch.max(1)) {
+            window.sort_by_key(|&i| std::cmp::Reverse(images[i].len()));
+        }
         let mut order = order.into_iter();
         move || {
             order.next().map(|i| Arriving {
