@@ -27,6 +27,8 @@ struct Image {
     // MCUs in the scan, and in each restart interval (the last may have fewer).
     mcus: u32,
     restart_mcus: u32,
+    // Each block's scan component, two bits a block (block b at bit 2b).
+    scan_comps: u32,
     // Each block of the MCU: scan_comp | comp << 4 | slot << 8 | per_mcu << 16.
     mcu_blocks: array<u32, 10>,
     // Where each frame component's dense coefficients start in `decoded`: 32 words a block,
@@ -102,10 +104,7 @@ fn load_job(j: u32) {
     job_mcus = min(restart_mcus, images[image].mcus - job_first_mcu);
     job_tables_base = images[image].tables_base;
     job_blocks_per_mcu = images[image].blocks_per_mcu;
-    job_scan_comps = 0u;
-    for (var b = 0u; b < 10u; b++) {
-        job_scan_comps |= (images[image].mcu_blocks[b] & 3u) << (2u * b);
-    }
+    job_scan_comps = images[image].scan_comps;
 }
 
 // A decoder's state: the next bit, and block << 8 | k (k: zigzag index of the next

@@ -161,8 +161,14 @@ impl EntropyPacking {
             out_base,
             ..EntropyImage::default()
         };
-        for (word, block) in record.mcu_blocks.iter_mut().zip(&segment.blocks) {
+        for (b, (word, block)) in record
+            .mcu_blocks
+            .iter_mut()
+            .zip(&segment.blocks)
+            .enumerate()
+        {
             *word = block.word();
+            record.scan_comps |= (block.scan_comp as u32) << (2 * b);
         }
         self.images.push(record);
         for (i, interval) in segment.intervals.iter().enumerate() {

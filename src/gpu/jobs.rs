@@ -69,6 +69,9 @@ pub(crate) struct EntropyImage {
     /// MCUs in the scan, and in each restart interval (the last may have fewer).
     pub mcus: u32,
     pub restart_mcus: u32,
+    /// Each block's scan component, two bits a block (block b at bit 2b): what every decoding
+    /// step reads, loaded once as one word.
+    pub scan_comps: u32,
     /// `McuBlock::word` of each block of the MCU.
     pub mcu_blocks: [u32; 10],
     /// Where each component's dense coefficients start in the decoded arena.

@@ -52,7 +52,8 @@ pub struct UpsamplingAxis {
 impl Upsampling {
     /// The method as two separable axes, horizontal then vertical: every one of libjpeg's
     /// filters is a weighted sum of at most 2×2 source samples, which is how both backends
-    /// compute a sample, one formula for all methods.
+    /// compute a sample, one formula for all methods. A repeat is 1, 2, 3 or 4 (a ratio of
+    /// sampling factors, which are at most 4), which the shader relies on.
     pub fn axes(self) -> [UpsamplingAxis; 2] {
         let axis = |repeat, fancy| UpsamplingAxis { repeat, fancy };
         match self {
