@@ -239,13 +239,12 @@ impl AcRefine<'_> {
             };
             for i in (0..n).rev() {
                 let coef = &mut block[known.trailing_zeros() as usize];
-                if bits >> i & 1 != 0 && *coef & p1 == 0 {
-                    *coef = if *coef >= 0 {
-                        coef.wrapping_add(p1)
-                    } else {
-                        coef.wrapping_sub(p1)
-                    };
-                }
+                // Without branches (the bits are as good as random): p1 away from zero where
+                // the bit is set and the coefficient lacks it. A known coefficient is non-zero,
+                // so its sign is -1 or 1.
+                let add = (bits >> i & 1) as i16 & i16::from(*coef & p1 == 0);
+                let sign = (*coef >> 15) | 1;
+                *coef = coef.wrapping_add((p1 * add).wrapping_mul(sign));
                 known &= known - 1;
             }
             left -= n;
