@@ -5,9 +5,7 @@ use super::bindings::binding;
 use super::dispatch::{grid, WORKGROUP};
 use super::jobs::{EntropyImage, EntropyJob};
 use crate::error::Result;
-use crate::jpeg::parallel::{
-    subsequences, subsequences_of, sync_dispatches, MAX_SYNC_DISPATCHES, SUBSEQUENCE_BITS,
-};
+use crate::jpeg::parallel::{subsequences, sync_dispatches, MAX_SYNC_DISPATCHES, SUBSEQUENCE_BITS};
 use crate::jpeg::segment::{EntropySegment, TABLE_WORDS};
 use wgpu::util::DeviceExt;
 
@@ -130,6 +128,12 @@ pub(crate) struct EntropyBuffers<'a> {
 pub(crate) struct EntropyPacking {
     jobs: Vec<EntropyJob>,
     images: Vec<EntropyImage>,
+    /// Each job's first invocation in the per-subsequence passes and in the prefix pass
+    /// ([`Self::place`]), and each pass's invocations so far.
+    span_starts: Vec<u32>,
+    prefix_starts: Vec<u32>,
+    span_invocations: u32,
+    prefix_invocations: u32,
     spans: u64,
     /// The most sync dispatches a segment needs.
     dispatches: usize,
@@ -180,10 +184,33 @@ impl EntropyPacking {
                 index: i as u32,
                 image,
             });
-            self.spans += subsequences(&data) as u64;
+            let n = subsequences(&data);
+            self.place(n as u32);
+            self.spans += n as u64;
             self.dispatches = self.dispatches.max(sync_dispatches(&data));
         }
         image as usize
+    }
+
+    /// Places the next job, of `n` subsequences, in both passes' invocations. In the
+    /// per-subsequence passes, a job of up to a workgroup's subsequences shares one workgroup
+    /// with others but is never split between two, and a larger one starts a workgroup: either
+    /// way its workgroups are the mirror's (restart intervals, a few subsequences each, fill
+    /// workgroups instead of idling most of one). In the prefix pass, a larger job takes a whole
+    /// workgroup and a smaller one an invocation.
+    fn place(&mut self, n: u32) {
+        let group = WORKGROUP;
+        let large = n > group;
+        if large || self.span_invocations % group + n > group {
+            self.span_invocations = self.span_invocations.next_multiple_of(group);
+        }
+        self.span_starts.push(self.span_invocations);
+        self.span_invocations += n;
+        if large {
+            self.prefix_invocations = self.prefix_invocations.next_multiple_of(group);
+        }
+        self.prefix_starts.push(self.prefix_invocations);
+        self.prefix_invocations += if large { group } else { 1 };
     }
 
     /// Whether no segment is packed.
@@ -214,43 +241,15 @@ impl EntropyPacking {
         self.spans * SPAN_WORDS
     }
 
-    /// The job records and the `starts` of the per-subsequence passes and of the prefix pass:
-    /// [`EntropyBuffers::tables`].
+    /// The job records, the image records and the `starts` of the per-subsequence passes and of
+    /// the prefix pass, each ending with its pass's total: [`EntropyBuffers::tables`].
     pub fn tables(&self) -> [Vec<u32>; 4] {
         let jobs = bytemuck::cast_slice(&self.jobs).to_vec();
         let images = bytemuck::cast_slice(&self.images).to_vec();
-        let [per_span, prefix] = self.starts();
+        let with_total = |starts: &[u32], total: u32| [starts, &[total]].concat();
+        let per_span = with_total(&self.span_starts, self.span_invocations);
+        let prefix = with_total(&self.prefix_starts, self.prefix_invocations);
         [jobs, images, per_span, prefix]
-    }
-
-    /// Each job's first invocation in the per-subsequence passes and in the prefix pass, each
-    /// list ending with the pass's total. In the first, a job of up to a workgroup's
-    /// subsequences shares one workgroup with others but is never split between two, and a
-    /// larger one starts a workgroup: either way its workgroups are the mirror's (restart
-    /// intervals, a few subsequences each, fill workgroups instead of idling most of one). In
-    /// the prefix pass, a larger job takes a whole workgroup and a smaller one an invocation.
-    fn starts(&self) -> [Vec<u32>; 2] {
-        let group = WORKGROUP;
-        let mut per_span = Vec::with_capacity(self.jobs.len() + 1);
-        let mut prefix = Vec::with_capacity(self.jobs.len() + 1);
-        let (mut span_at, mut prefix_at) = (0u32, 0u32);
-        for job in &self.jobs {
-            let n = subsequences_of(u64::from(job.bit_len)) as u32;
-            let large = n > group;
-            if large || span_at % group + n > group {
-                span_at = span_at.next_multiple_of(group);
-            }
-            per_span.push(span_at);
-            span_at += n;
-            if large {
-                prefix_at = prefix_at.next_multiple_of(group);
-            }
-            prefix.push(prefix_at);
-            prefix_at += if large { group } else { 1 };
-        }
-        per_span.push(span_at);
-        prefix.push(prefix_at);
-        [per_span, prefix]
     }
 
     /// [`Self::tables`] in buffers of their own (where no upload holds them).
@@ -285,9 +284,7 @@ impl EntropyPacking {
             binding(buffers.decoded, 0, decoded_bytes),
         ];
         let [jobs, images, span_starts, image_starts] = buffers.tables;
-        let [per_span, prefix] = self.starts();
-        let (spans_total, prefix_invocations) =
-            (per_span[self.jobs.len()], prefix[self.jobs.len()]);
+        let (spans_total, prefix_invocations) = (self.span_invocations, self.prefix_invocations);
         let bind_group = |starts: &wgpu::BindingResource| {
             let dispatch_number = wgpu::BufferBinding {
                 buffer: &stages.dispatch_numbers,

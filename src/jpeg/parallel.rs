@@ -2,8 +2,9 @@
 //!
 //! A scan without restart markers is one long bit string whose codes can only be found by
 //! decoding it from the start (with restart markers, each restart interval is one, decoded on
-//! its own as an image's would be: the functions below take an [`IntervalData`]). The GPU cuts it into subsequences of [`SUBSEQUENCE_BITS`] and gives
-//! each to one thread, which must guess where its first code starts and where in the MCU it is.
+//! its own as an image's would be: the functions below take an [`IntervalData`]). The GPU cuts
+//! it into subsequences of [`SUBSEQUENCE_BITS`] and gives each to one thread, which must guess
+//! where its first code starts and where in the MCU it is.
 //! A wrong guess decodes garbage for a while, but Huffman codes fall back into step with the
 //! true decoding after a few codes, and in JPEG the place in the block and the MCU then follows
 //! at an end of block (Weißenberger and Schmidt, "Massively parallel Huffman decoding on GPUs",
@@ -205,12 +206,7 @@ pub(crate) fn sync_span(interval: &IntervalData, entry: State, end: u32) -> Span
 
 /// Subsequences of `interval`'s data (at least one).
 pub(crate) fn subsequences(interval: &IntervalData) -> usize {
-    subsequences_of(interval.bit_len)
-}
-
-/// Subsequences of data `bit_len` bits long (at least one).
-pub(crate) fn subsequences_of(bit_len: u64) -> usize {
-    (bit_len.div_ceil(u64::from(SUBSEQUENCE_BITS)) as usize).max(1)
+    (interval.bit_len.div_ceil(u64::from(SUBSEQUENCE_BITS)) as usize).max(1)
 }
 
 /// Decodes `segment` as the GPU does, interval by interval; per frame component, its blocks in
@@ -218,19 +214,14 @@ pub(crate) fn subsequences_of(bit_len: u64) -> usize {
 /// as not decoded.
 pub(crate) fn decode(segment: &EntropySegment) -> Option<Vec<Vec<i16>>> {
     let mut planes = empty_planes(segment);
-    for (i, interval) in segment.intervals.iter().enumerate() {
-        decode_interval(&segment.interval(i), interval.first_mcu, &mut planes)?;
+    for i in 0..segment.intervals.len() {
+        decode_interval(&segment.interval(i), &mut planes)?;
     }
     Some(planes)
 }
 
-/// Decodes one interval, whose first MCU is the scan's `first_mcu`, into `planes`; `None` when
-/// the GPU would give up on it.
-fn decode_interval(
-    interval: &IntervalData,
-    first_mcu: usize,
-    planes: &mut [Vec<i16>],
-) -> Option<()> {
+/// Decodes one interval into `planes`; `None` when the GPU would give up on it.
+fn decode_interval(interval: &IntervalData, planes: &mut [Vec<i16>]) -> Option<()> {
     let spans = sync(interval)?;
     // Prefix: the blocks and DC predictions before each subsequence.
     let (mut first_block, mut dc_pred) = (0u32, [0i32; 4]);
@@ -242,7 +233,7 @@ fn decode_interval(
             spans[i - 1].exit?
         };
         let span = (entry, end_of(i));
-        complete |= write_span(interval, span, first_mcu, first_block, dc_pred, planes);
+        complete |= write_span(interval, span, first_block, dc_pred, planes);
         first_block = first_block.wrapping_add(spans[i].blocks);
         for (pred, sum) in dc_pred.iter_mut().zip(spans[i].dc_sums) {
             *pred = pred.wrapping_add(sum);
@@ -257,11 +248,11 @@ fn decode_interval(
 /// table order.
 pub(crate) fn decode_sequential(segment: &EntropySegment) -> Vec<Vec<i16>> {
     let mut planes = empty_planes(segment);
-    for (i, interval) in segment.intervals.iter().enumerate() {
+    for i in 0..segment.intervals.len() {
         let data = segment.interval(i);
         let mut state = State::START;
         let mut dc_pred = [0i32; 4];
-        for mcu in interval.first_mcu..interval.first_mcu + interval.mcus {
+        for mcu in data.first_mcu..data.first_mcu + data.mcus {
             if u64::from(state.pos) > data.bit_len {
                 break;
             }
@@ -370,13 +361,12 @@ fn sync(interval: &IntervalData) -> Option<Vec<Span>> {
     None
 }
 
-/// Decodes the blocks subsequence `(entry, end)` owns, the first numbered `first_block` in an
-/// interval whose first MCU is the scan's `first_mcu`, with `dc_pred` as the DC predictions,
-/// into `planes`. Returns whether it wrote the interval's last block within the data.
+/// Decodes the blocks subsequence `(entry, end)` of `interval` owns, the first numbered
+/// `first_block` within the interval, with `dc_pred` as the DC predictions, into `planes`.
+/// Returns whether it wrote the interval's last block within the data.
 fn write_span(
     interval: &IntervalData,
     (entry, end): (State, u32),
-    first_mcu: usize,
     first_block: u32,
     mut dc_pred: [i32; 4],
     planes: &mut [Vec<i16>],
@@ -393,7 +383,7 @@ fn write_span(
         let layout = interval.blocks[state.block as usize];
         let mut coefficients = [0i16; 64];
         state = decode_block(interval, state, &mut dc_pred, &mut coefficients);
-        let mcu = first_mcu + g as usize / interval.blocks.len();
+        let mcu = interval.first_mcu + g as usize / interval.blocks.len();
         let at = layout.in_component(mcu) * 64;
         planes[layout.comp][at..at + 64].copy_from_slice(&coefficients);
         g += 1;

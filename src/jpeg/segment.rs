@@ -79,6 +79,8 @@ pub(crate) struct IntervalData<'a> {
     pub bit_len: u64,
     pub tables: &'a [u32],
     pub blocks: &'a [McuBlock],
+    /// The MCUs before it in the scan, and its own.
+    pub first_mcu: usize,
     pub mcus: usize,
 }
 
@@ -116,6 +118,7 @@ impl EntropySegment {
             bit_len: interval.bit_len,
             tables: &self.tables,
             blocks: &self.blocks,
+            first_mcu: interval.first_mcu,
             mcus: interval.mcus,
         }
     }
