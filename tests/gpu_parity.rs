@@ -313,6 +313,7 @@ fn batch_byte_limit_splits_batches() {
             batching: Batching {
                 images: 64,
                 max_bytes,
+                ..Batching::default()
             },
             ..StreamOptions::new(&transform, &limits, 64)
         };
@@ -402,32 +403,7 @@ fn tensors_kept_on_the_device_are_the_reference() {
         &StreamOptions::new(&transform, &limits, 2),
         |batch| {
             let consumer_start = std::time::Instant::now();
-            for (i, e) in &batch.failed {
-                seen[*i] += 1;
-                let expected = gpuprep::preprocess(inputs[*i], &transform, &limits).unwrap_err();
-                assert_eq!(e.to_string(), expected.to_string(), "image {i}");
-            }
-            let Some(buffer) = batch.buffer else {
-                panic!("the GPU failed a batch")
-            };
-            let bytes = read_whole_buffer(&gpu, buffer);
-            for tensor in &batch.tensors {
-                seen[tensor.index] += 1;
-                tensors += 1;
-                let expected = gpuprep::preprocess(inputs[tensor.index], &transform, &limits)
-                    .unwrap_or_else(|e| panic!("image {}: {e}", tensor.index));
-                assert_eq!(tensor.shape, expected.shape, "image {}", tensor.index);
-                let gpuprep::TensorData::F32(values) = &expected.data else {
-                    panic!("float32 expected")
-                };
-                let expected: &[u8] = bytemuck::cast_slice(values);
-                let start = tensor.offset as usize;
-                assert!(
-                    bytes[start..start + expected.len()] == *expected,
-                    "image {}",
-                    tensor.index
-                );
-            }
+            tensors += check_device_batch(&gpu, &batch, &inputs, &transform, &mut seen);
             consuming += consumer_start.elapsed();
         },
     );
@@ -451,6 +427,104 @@ fn tensors_kept_on_the_device_are_the_reference() {
     assert_eq!(tensors, decodable);
     assert!(decodable < inputs.len(), "some images fail");
     assert!(stats.len() >= 3, "{} batches", stats.len());
+}
+
+/// Checks one batch kept on the device against the CPU reference (its tensors' bytes, copied
+/// back here as a model on the device would read them, and its failures), counting each of its
+/// images in `seen`; returns how many tensors it had.
+fn check_device_batch(
+    gpu: &Gpu,
+    batch: &gpuprep::gpu::DeviceBatch<'_>,
+    inputs: &[&[u8]],
+    transform: &gpuprep::Transform,
+    seen: &mut [usize],
+) -> usize {
+    let limits = Limits::default();
+    for (i, e) in &batch.failed {
+        seen[*i] += 1;
+        let expected = gpuprep::preprocess(inputs[*i], transform, &limits).unwrap_err();
+        assert_eq!(e.to_string(), expected.to_string(), "image {i}");
+    }
+    let Some(buffer) = batch.buffer else {
+        panic!("the GPU failed a batch")
+    };
+    let bytes = read_whole_buffer(gpu, buffer);
+    for tensor in &batch.tensors {
+        seen[tensor.index] += 1;
+        let expected = gpuprep::preprocess(inputs[tensor.index], transform, &limits)
+            .unwrap_or_else(|e| panic!("image {}: {e}", tensor.index));
+        assert_eq!(tensor.shape, expected.shape, "image {}", tensor.index);
+        let gpuprep::TensorData::F32(values) = &expected.data else {
+            panic!("float32 expected")
+        };
+        let expected: &[u8] = bytemuck::cast_slice(values);
+        let start = tensor.offset as usize;
+        assert!(
+            bytes[start..start + expected.len()] == *expected,
+            "image {}",
+            tensor.index
+        );
+    }
+    batch.tensors.len()
+}
+
+/// Batches decoded while the GPU is behind go to it together, several to a submission (on
+/// lavapipe the GPU is always behind): each is still handed over as a batch of its own, of
+/// the batch size, and its tensors and failures are the reference's.
+#[test]
+fn batches_waiting_for_the_gpu_share_a_submission() {
+    let Some(gpu) = gpu() else { return };
+    let pipeline = GpuPipeline::new(&gpu.device);
+    let (bytes, _) = mixed_inputs();
+    let inputs: Vec<&[u8]> = bytes
+        .iter()
+        .cycle()
+        .take(4 * bytes.len())
+        .map(Vec::as_slice)
+        .collect();
+    let transform = gpuprep::Transform {
+        resize: Some(gpuprep::Resize::ShorterSide(64)),
+        ..gpuprep::Transform::tensor(gpuprep::Normalize::IMAGENET)
+    };
+    let limits = Limits::default();
+    let options = StreamOptions {
+        batching: Batching {
+            submission_images: 12,
+            ..Batching::of(3)
+        },
+        ..StreamOptions::new(&transform, &limits, 3)
+    };
+    let mut seen = vec![0; inputs.len()];
+    let mut sizes = Vec::new();
+    let stats =
+        pipeline.preprocess_on_device(&gpu.device, &gpu.queue, &inputs, &options, |batch| {
+            sizes.push(batch.tensors.len() + batch.failed.len());
+            check_device_batch(&gpu, &batch, &inputs, &transform, &mut seen);
+        });
+    assert_eq!(seen, vec![1; inputs.len()], "each image once");
+    assert!(
+        sizes.iter().all(|&n| (1..=3).contains(&n)),
+        "batch sizes {sizes:?}"
+    );
+    let together: Vec<usize> = stats.iter().map(|s| s.submitted_with).collect();
+    assert!(
+        together.iter().all(|&k| (1..=4).contains(&k)),
+        "{together:?}"
+    );
+    assert!(
+        together.iter().any(|&k| k > 1),
+        "no batches went together: {together:?}"
+    );
+    // Batches that went together follow each other and agree on how many they were.
+    let mut at = 0;
+    while at < stats.len() {
+        let k = stats[at].submitted_with;
+        assert!(
+            stats[at..at + k].iter().all(|s| s.submitted_with == k),
+            "{together:?}"
+        );
+        at += k;
+    }
 }
 
 /// One pipeline serves several threads at once (it is `Send + Sync`), each getting exact results.

@@ -1,5 +1,7 @@
-//! Many images of any sizes: CPU threads decode continuously, up to two batches ahead of the
-//! GPU, while one batch runs on the GPU and the next is packed and submitted.
+//! Many images of any sizes: CPU threads decode continuously, ahead of the GPU, while one
+//! submission runs on the GPU and the next is packed and submitted. A submission is one batch,
+//! or, while decoded batches wait for the GPU, several consecutive ones (each still handed over
+//! as a batch of its own), which spreads a submission's fixed cost over more images.
 
 use super::bindings::binding_window;
 use super::pipeline::{prepare_image, GpuPipeline, GpuTimings, Placed, Submitted};
@@ -9,6 +11,7 @@ use crate::plan::{Params, Sample, Samples};
 use crate::tensor::{unstackable, Stacked};
 use crate::transform::DType;
 use crate::{Limits, Tensor, Transform};
+use std::collections::VecDeque;
 use std::sync::mpsc::Receiver;
 use std::time::{Duration, Instant};
 
@@ -47,8 +50,11 @@ pub struct BatchStats {
     pub submitted_at: Duration,
     /// and when it landed (its tensors ready).
     pub landed_at: Duration,
-    /// The GPU side's time, phase by phase.
+    /// The GPU side's time, phase by phase: the submission's, which the first of the batches
+    /// that went together carries (the others' are zero).
     pub gpu_timings: GpuTimings,
+    /// How many batches went to the GPU in one submission with this one (itself included).
+    pub submitted_with: usize,
 }
 
 /// The results of [`GpuPipeline::preprocess_many`], in input order, and per-batch stats.
@@ -116,15 +122,31 @@ pub struct Batching {
     pub images: usize,
     /// Most bytes of prepared images (coefficients as uploaded) in one batch: a batch closes
     /// early rather than pass it, and an image larger than it runs in a batch of its own.
-    /// Default: 256 MiB.
+    /// Default: 256 MiB. A submission of several batches holds no more in all.
     pub max_bytes: u64,
+    /// Most images one GPU submission carries. When the decoding threads are ahead of the GPU
+    /// and whole batches wait, consecutive batches go to the GPU in one submission, each still
+    /// handed over as a batch of its own, in order: a submission's fixed cost (some fifteen
+    /// dispatches, the wait for its fence) is then spread over more images. When the GPU waits
+    /// for the decoding instead, each batch goes alone, as soon as it is decoded. Default:
+    /// [`DEFAULT_SUBMISSION`]; [`Self::images`] or fewer for one batch per submission.
+    pub submission_images: usize,
 }
+
+/// Images per GPU submission, at most, when the caller does not say.
+pub const DEFAULT_SUBMISSION: usize = 256;
+
+/// Encoded bytes the decoding threads take ahead of the GPU to fill submissions of several
+/// batches (they always take two batches' worth): a bound on the memory of decoded images
+/// waiting.
+const AHEAD_BYTES: u64 = 64 << 20;
 
 impl Default for Batching {
     fn default() -> Self {
         Self {
             images: DEFAULT_BATCH,
             max_bytes: 256 << 20,
+            submission_images: DEFAULT_SUBMISSION,
         }
     }
 }
@@ -277,16 +299,17 @@ impl GpuPipeline {
                 &mut consume,
                 &mut consumer_free,
             );
-            batches.push(stats);
+            batches.extend(stats);
         };
         let next = Self::largest_first(images, options.samples, options.batching.images);
         self.stream_from(device, queue, next, options, false, land);
         batches
     }
 
-    /// Waits for `flight` and hands its tensors, still on the GPU, to `consume`, with its
-    /// failures (every image's, when the GPU failed the batch); returns the batch's stats.
-    /// `consumer_free`: when the consumer returned from the batch before, updated.
+    /// Waits for `flight` and hands its tensors, still on the GPU, to `consume`, batch by
+    /// batch, with their failures (every image's, when the GPU failed the submission); returns
+    /// the batches' stats. `consumer_free`: when the consumer returned from the batch before,
+    /// updated.
     fn hand_over(
         &self,
         device: &wgpu::Device,
@@ -295,53 +318,56 @@ impl GpuPipeline {
         transform: &Transform,
         consume: &mut impl FnMut(DeviceBatch<'_>),
         consumer_free: &mut Instant,
-    ) -> BatchStats {
+    ) -> Vec<BatchStats> {
         let Flight {
-            mut failed,
-            running,
+            batches,
             submitted,
-            mut stats,
-            started,
             gpu_start,
             call_start,
         } = flight;
         let landed = submitted.and_then(|s| self.finish_on_device(device, queue, s));
-        stats.gpu = gpu_start.elapsed();
-        stats.latency = started.map_or(Duration::ZERO, |s| s.elapsed());
-        stats.landed_at = call_start.elapsed();
-        let (buffer, tensors) = match landed {
-            Ok((buffer, placed, timings)) => {
-                stats.gpu_timings = timings;
-                let tensors = placed
-                    .into_iter()
+        let (buffer, placed, mut timings, error) = match landed {
+            Ok((buffer, placed, timings)) => (Some(buffer), placed, timings, None),
+            Err(e) => (None, Vec::new(), GpuTimings::default(), Some(e)),
+        };
+        // Placed in the order of the submission's images: batch after batch.
+        let mut placed = placed.into_iter();
+        let mut all = Vec::with_capacity(batches.len());
+        for mut batch in batches {
+            let mut failed = std::mem::take(&mut batch.failed);
+            let tensors = match &error {
+                None => placed
+                    .by_ref()
+                    .take(batch.running.len())
                     .map(|(index, shape, at, params)| DeviceTensor {
                         index,
                         shape,
                         offset: at * 4,
                         params,
                     })
-                    .collect();
-                (Some(buffer), tensors)
-            }
-            Err(e) => {
-                failed.extend(running.into_iter().map(|i| (i, e.clone())));
-                (None, Vec::new())
-            }
-        };
-        stats.consumer_waited = consumer_free.elapsed();
-        consume(DeviceBatch {
-            buffer: buffer.as_ref(),
-            tensors,
-            dtype: transform.dtype,
-            failed,
-            stats: &stats,
-        });
-        *consumer_free = Instant::now();
+                    .collect(),
+                Some(e) => {
+                    failed.extend(batch.running.iter().map(|&i| (i, e.clone())));
+                    Vec::new()
+                }
+            };
+            let mut stats = batch.landed(gpu_start, call_start, std::mem::take(&mut timings));
+            stats.consumer_waited = consumer_free.elapsed();
+            consume(DeviceBatch {
+                buffer: buffer.as_ref(),
+                tensors,
+                dtype: transform.dtype,
+                failed,
+                stats: &stats,
+            });
+            *consumer_free = Instant::now();
+            all.push(stats);
+        }
         // Work the consumer submitted on it runs before any later use.
         if let Some(buffer) = buffer {
             self.pool.put(buffer);
         }
-        stats
+        all
     }
 
     /// `images` for the streaming loop in input order, `batch` at a time, each `batch` largest
@@ -415,6 +441,7 @@ impl GpuPipeline {
             ..
         } = *options;
         let batch = batching.images.max(1);
+        let per_submission = batching.submission_images.max(batch);
         // One output buffer holds the whole batch's tensors.
         let max_output = device.limits().max_buffer_size;
         let prepare = |input: Arriving<'a>| -> Decoded {
@@ -430,14 +457,32 @@ impl GpuPipeline {
         };
         let prepare = &prepare;
         // This thread feeds the GPU; rayon's threads decode. At most two batches' worth of
-        // images are being decoded or waiting at any time, which bounds memory; decoding tasks
-        // never block, so the GPU side's own parallel copies always find threads.
+        // images (more, within `AHEAD_BYTES`, to fill submissions of several batches) are being
+        // decoded or waiting at any time, which bounds memory; decoding tasks never block, so
+        // the GPU side's own parallel copies always find threads.
         rayon::in_place_scope(|scope| {
             let (sender, receiver) = std::sync::mpsc::channel::<Decoded>();
-            let mut spawned = 0;
-            let mut spawn_until = |limit: usize| {
-                while spawned < limit {
-                    let Some(input) = next() else { break };
+            let mut ready = Ready {
+                receiver,
+                queue: VecDeque::new(),
+            };
+            let (mut spawned, mut spawned_bytes, mut exhausted) = (0, 0, false);
+            // Decoding runs two batches ahead of what submissions took, and up to two
+            // submissions ahead while the encoded bytes ahead stay within `AHEAD_BYTES`.
+            let mut spawn_ahead = |taken: usize, taken_bytes: u64| {
+                loop {
+                    let ahead = spawned - taken;
+                    let more = ahead < 2 * batch
+                        || (ahead < 2 * per_submission
+                            && spawned_bytes - taken_bytes < AHEAD_BYTES);
+                    if !more {
+                        break;
+                    }
+                    let Some(input) = next() else {
+                        exhausted = true;
+                        break;
+                    };
+                    spawned_bytes += input.bytes.len() as u64;
                     let sender = sender.clone();
                     scope.spawn(move |_| {
                         let (index, bytes) = (input.index, input.bytes.len());
@@ -445,36 +490,53 @@ impl GpuPipeline {
                     });
                     spawned += 1;
                 }
-                spawned
+                (spawned, exhausted)
             };
-            let mut spawned = spawn_until(2 * batch);
+            let (mut spawned, mut exhausted) = spawn_ahead(0, 0);
             // The first batches are small, so the GPU starts early; then they grow to `batch`.
             let mut target = (batch / 8).max(1);
-            let mut received = 0;
+            let (mut taken, mut taken_bytes) = (0, 0);
             let mut in_flight = None;
-            // An image that would have taken its batch past `batching.max_bytes` opens the next
-            // one.
-            let mut held_over: Option<Decoded> = None;
-            while received < spawned {
+            let budget = Budget {
+                upload: batching.max_bytes,
+                output: max_output,
+            };
+            while taken < spawned {
                 let wait = Instant::now();
-                let wanted = target.min(spawned - received);
-                let budget = Budget {
-                    images: batch,
-                    upload: batching.max_bytes,
-                    output: max_output,
-                };
-                let pending = gather(&receiver, &mut held_over, wanted, budget);
-                if pending.is_empty() {
+                ready.wait_for(target.min(spawned - taken));
+                let waited = wait.elapsed();
+                let mut filling = Filling::new(budget);
+                let mut batches = vec![filling.first_batch(&mut ready.queue, batch)];
+                // Whole batches that are already decoded go along, while the GPU is behind.
+                let mut images = batches[0].len();
+                while target == batch && images + batch <= per_submission {
+                    ready.wait_for(0);
+                    let left = spawned - taken - images;
+                    if left < batch && !exhausted {
+                        break;
+                    }
+                    let Some(more) = filling.whole_batch(&mut ready.queue, batch.min(left)) else {
+                        break;
+                    };
+                    images += more.len();
+                    batches.push(more);
+                }
+                if images == 0 {
                     break;
                 }
-                received += pending.len();
-                spawned = spawn_until(received + 2 * batch);
-                // One batch stays on the GPU while the next is packed and submitted.
+                taken += images;
+                taken_bytes += batches
+                    .iter()
+                    .flatten()
+                    .map(|d| d.bytes as u64)
+                    .sum::<u64>();
+                (spawned, exhausted) = spawn_ahead(taken, taken_bytes);
+                // One submission stays on the GPU while the next is packed and submitted.
                 let launched = self.launch(
                     device,
                     queue,
-                    pending,
-                    (wait.elapsed(), call_start),
+                    batches,
+                    (waited, call_start),
                     transform,
                     read_back,
                 );
@@ -489,54 +551,56 @@ impl GpuPipeline {
         });
     }
 
-    /// Submits one batch of decoded images, gathered after waiting `waited` for them (`call_start`:
-    /// when the call began); the ones that failed to decode wait beside it.
+    /// Submits batches of decoded images in one submission, gathered after waiting `waited`
+    /// for them (`call_start`: when the call began); the ones that failed to decode wait
+    /// beside them.
     fn launch(
         &self,
         device: &wgpu::Device,
         queue: &wgpu::Queue,
-        pending: Vec<Decoded>,
+        batches: Vec<Vec<Decoded>>,
         (waited, call_start): (Duration, Instant),
         transform: &Transform,
         read_back: bool,
     ) -> Flight {
-        let good = pending.iter().filter_map(|d| d.work.as_ref().ok());
-        let (uploaded, dense) = good.fold((0, 0), |(u, d), w| {
-            (u + w.uploaded_bytes(), d + w.dense_coefficient_bytes)
-        });
-        let mut stats = BatchStats {
-            images: pending.len(),
-            bytes_in: pending.iter().map(|d| d.bytes as u64).sum(),
-            pixel_images: pending
-                .iter()
-                .filter(|d| d.work.as_ref().is_ok_and(ImageWork::is_pixels))
-                .count(),
-            bytes_uploaded: uploaded,
-            dense_coefficient_bytes: dense,
-            decode: pending.iter().map(|d| d.took).sum(),
-            waited,
-            gathered_at: call_start.elapsed(),
-            ..BatchStats::default()
-        };
-        let started = pending.iter().map(|d| d.started).min();
+        let gathered_at = call_start.elapsed();
         let gpu_start = Instant::now();
-        let mut failed = Vec::new();
-        let mut works = Vec::with_capacity(pending.len());
-        for decoded in pending {
-            match decoded.work {
-                Ok(work) => works.push((decoded.index, work)),
-                Err(e) => failed.push((decoded.index, e)),
+        let together = batches.len();
+        let mut works = Vec::new();
+        let mut flying = Vec::with_capacity(together);
+        for (k, pending) in batches.into_iter().enumerate() {
+            let stats = BatchStats {
+                waited: if k == 0 { waited } else { Duration::ZERO },
+                gathered_at,
+                submitted_with: together,
+                ..batch_stats(&pending)
+            };
+            let started = pending.iter().map(|d| d.started).min();
+            let (mut failed, mut running) = (Vec::new(), Vec::new());
+            for decoded in pending {
+                match decoded.work {
+                    Ok(work) => {
+                        running.push(decoded.index);
+                        works.push((decoded.index, work));
+                    }
+                    Err(e) => failed.push((decoded.index, e)),
+                }
             }
+            flying.push(FlyingBatch {
+                failed,
+                running,
+                stats,
+                started,
+            });
         }
-        let running: Vec<usize> = works.iter().map(|(i, _)| *i).collect();
         let submitted = self.submit_images(device, queue, works, transform, read_back);
-        stats.submitted_at = call_start.elapsed();
+        let submitted_at = call_start.elapsed();
+        for batch in &mut flying {
+            batch.stats.submitted_at = submitted_at;
+        }
         Flight {
-            failed,
-            running,
+            batches: flying,
             submitted,
-            stats,
-            started,
             gpu_start,
             call_start,
         }
@@ -564,44 +628,44 @@ impl GpuPipeline {
     }
 
     /// Waits for `flight` through `finish`, which reads its tensors back, hands each image's
-    /// outcome to `put` and puts the batch's stats last in `batches`; a GPU failure is every
-    /// image's error.
+    /// outcome to `put` and puts the stats of its batches, in order, last in `out`; a GPU
+    /// failure is every image's error.
     fn land_with<T>(
         &self,
         flight: Flight,
-        batches: &mut Vec<BatchStats>,
+        out: &mut Vec<BatchStats>,
         finish: impl FnOnce(Submitted) -> Result<(Vec<(usize, Result<T>)>, GpuTimings)>,
         mut put: impl FnMut(usize, Result<T>),
     ) {
         let Flight {
-            failed,
-            running,
+            mut batches,
             submitted,
-            mut stats,
-            started,
             gpu_start,
             call_start,
         } = flight;
-        for (i, e) in failed {
-            put(i, Err(e));
+        for batch in &mut batches {
+            for (i, e) in batch.failed.drain(..) {
+                put(i, Err(e));
+            }
         }
+        let mut timings = GpuTimings::default();
         match submitted.and_then(finish) {
-            Ok((landed, timings)) => {
+            Ok((landed, landed_timings)) => {
                 for (i, outcome) in landed {
                     put(i, outcome);
                 }
-                stats.gpu_timings = timings;
+                timings = landed_timings;
             }
             Err(e) => {
-                for i in running {
+                for &i in batches.iter().flat_map(|b| &b.running) {
                     put(i, Err(e.clone()));
                 }
             }
         }
-        stats.gpu = gpu_start.elapsed();
-        stats.latency = started.map_or(Duration::ZERO, |s| s.elapsed());
-        stats.landed_at = call_start.elapsed();
-        batches.push(stats);
+        for mut batch in batches {
+            let stats = batch.landed(gpu_start, call_start, std::mem::take(&mut timings));
+            out.push(stats);
+        }
     }
 }
 
@@ -631,17 +695,62 @@ pub(crate) fn copy_into_slots(
         .collect()
 }
 
-/// A batch submitted to the GPU, and the images of it that failed before.
+/// One submission on the GPU: its batches, in order.
 pub(crate) struct Flight {
-    failed: Vec<(usize, Error)>,
-    /// The images on the GPU.
-    running: Vec<usize>,
+    batches: Vec<FlyingBatch>,
     submitted: Result<Submitted>,
-    stats: BatchStats,
-    started: Option<Instant>,
     gpu_start: Instant,
     /// The start of the call, which the timeline counts from.
     call_start: Instant,
+}
+
+/// One batch of a [`Flight`], and the images of it that failed before.
+struct FlyingBatch {
+    failed: Vec<(usize, Error)>,
+    /// The images on the GPU.
+    running: Vec<usize>,
+    stats: BatchStats,
+    /// When the first of its images began decoding.
+    started: Option<Instant>,
+}
+
+impl FlyingBatch {
+    /// Its stats, now that its submission landed with `timings`.
+    fn landed(
+        &mut self,
+        gpu_start: Instant,
+        call_start: Instant,
+        timings: GpuTimings,
+    ) -> BatchStats {
+        BatchStats {
+            gpu: gpu_start.elapsed(),
+            latency: self.started.map_or(Duration::ZERO, |s| s.elapsed()),
+            landed_at: call_start.elapsed(),
+            gpu_timings: timings,
+            ..std::mem::take(&mut self.stats)
+        }
+    }
+}
+
+/// The stats a batch of `pending` images starts with, before the GPU.
+fn batch_stats(pending: &[Decoded]) -> BatchStats {
+    let good = pending.iter().filter_map(|d| d.work.as_ref().ok());
+    let (uploaded, dense) = good.fold((0, 0), |(u, d), w| {
+        (u + w.uploaded_bytes(), d + w.dense_coefficient_bytes)
+    });
+    BatchStats {
+        images: pending.len(),
+        bytes_in: pending.iter().map(|d| d.bytes as u64).sum(),
+        pixel_images: pending
+            .iter()
+            .filter(|d| d.work.as_ref().is_ok_and(ImageWork::is_pixels))
+            .count(),
+        bytes_uploaded: uploaded,
+        dense_coefficient_bytes: dense,
+        decode: pending.iter().map(|d| d.took).sum(),
+        submitted_with: 1,
+        ..BatchStats::default()
+    }
 }
 
 /// `prepare(i)`, with a panic (a decoder bug) turned into that image's error, so that it can
@@ -666,55 +775,100 @@ fn prepare_caught(i: usize, bytes: usize, prepare: impl FnOnce() -> Decoded) -> 
     })
 }
 
-/// What one batch may hold: images, bytes of uploads, bytes of output.
+/// What one submission may hold: bytes of uploads, bytes of output.
 #[derive(Clone, Copy)]
 struct Budget {
-    images: usize,
     /// [`Batching::max_bytes`]: one image alone may pass it.
     upload: u64,
-    /// The device's largest buffer: an image whose output passes it alone runs, and fails, in
-    /// a batch of its own.
+    /// The device's largest buffer, which holds a submission's tensors: an image whose output
+    /// passes it alone runs, and fails, in a submission of its own.
     output: u64,
 }
 
-/// The next batch: blocks until `wanted` images are decoded, then takes whatever else is ready,
-/// within `budget` (an image that would pass it waits in `held_over` for the next batch).
-fn gather(
-    receiver: &Receiver<Decoded>,
-    held_over: &mut Option<Decoded>,
-    wanted: usize,
+/// Decoded images in the order they arrived, waiting for a batch.
+struct Ready {
+    receiver: Receiver<Decoded>,
+    queue: VecDeque<Decoded>,
+}
+
+impl Ready {
+    /// Blocks until `n` images wait (the caller knows that many are coming), then takes in
+    /// whatever else has arrived.
+    fn wait_for(&mut self, n: usize) {
+        while self.queue.len() < n {
+            match self.receiver.recv() {
+                Ok(decoded) => self.queue.push_back(decoded),
+                Err(_) => break,
+            }
+        }
+        self.queue.extend(self.receiver.try_iter());
+    }
+}
+
+/// One submission's batches as they are taken, against its budget.
+#[derive(Clone, Copy)]
+struct Filling {
     budget: Budget,
-) -> Vec<Decoded> {
-    let batch = budget.images;
-    let mut pending = Vec::with_capacity(batch);
-    let (mut bytes, mut output) = (0, 0);
-    let mut take = |decoded: Decoded, pending: &mut Vec<Decoded>| {
+    upload: u64,
+    output: u64,
+}
+
+impl Filling {
+    fn new(budget: Budget) -> Self {
+        Self {
+            budget,
+            upload: 0,
+            output: 0,
+        }
+    }
+
+    /// What `decoded` takes of the budget: bytes of uploads and of output.
+    fn cost(decoded: &Decoded) -> (u64, u64) {
         let work = decoded.work.as_ref();
-        let size = work.map_or(0, ImageWork::uploaded_bytes);
-        let out = work.map_or(0, |w| w.tensor.words * 4);
-        let over = bytes + size > budget.upload || output + out > budget.output;
-        if !pending.is_empty() && over {
-            return Some(decoded);
-        }
-        bytes += size;
-        output += out;
-        pending.push(decoded);
-        None
-    };
-    if let Some(decoded) = held_over.take() {
-        *held_over = take(decoded, &mut pending);
+        let upload = work.map_or(0, ImageWork::uploaded_bytes);
+        let output = work.map_or(0, |w| w.tensor.words * 4);
+        (upload, output)
     }
-    while held_over.is_none() && pending.len() < wanted {
-        match receiver.recv() {
-            Ok(decoded) => *held_over = take(decoded, &mut pending),
-            Err(_) => break,
-        }
+
+    fn fits(&self, (upload, output): (u64, u64)) -> bool {
+        self.upload + upload <= self.budget.upload && self.output + output <= self.budget.output
     }
-    while held_over.is_none() && pending.len() < batch {
-        match receiver.try_recv() {
-            Ok(decoded) => *held_over = take(decoded, &mut pending),
-            Err(_) => break,
-        }
+
+    fn add(&mut self, (upload, output): (u64, u64)) {
+        self.upload += upload;
+        self.output += output;
     }
-    pending
+
+    /// The submission's first batch: up to `size` of the waiting images, closing early at one
+    /// that would pass the budget (it waits for the next); its first image whatever it costs.
+    fn first_batch(&mut self, queue: &mut VecDeque<Decoded>, size: usize) -> Vec<Decoded> {
+        let mut batch = Vec::with_capacity(size);
+        while let Some(decoded) = queue.front() {
+            let cost = Self::cost(decoded);
+            if batch.len() == size || (!batch.is_empty() && !self.fits(cost)) {
+                break;
+            }
+            self.add(cost);
+            batch.extend(queue.pop_front());
+        }
+        batch
+    }
+
+    /// Another batch of `size` of the waiting images, or `None` when fewer wait or they would
+    /// pass the budget: a later batch goes whole or waits for a submission of its own.
+    fn whole_batch(&mut self, queue: &mut VecDeque<Decoded>, size: usize) -> Option<Vec<Decoded>> {
+        if size == 0 || queue.len() < size {
+            return None;
+        }
+        let mut after = *self;
+        for decoded in queue.iter().take(size) {
+            let cost = Self::cost(decoded);
+            if !after.fits(cost) {
+                return None;
+            }
+            after.add(cost);
+        }
+        *self = after;
+        Some(queue.drain(..size).collect())
+    }
 }

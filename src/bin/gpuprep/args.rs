@@ -22,6 +22,11 @@ pub struct LimitArgs {
     /// it).
     #[arg(long, default_value_t = Batching::default().max_bytes)]
     max_batch_bytes: u64,
+    /// Most images one GPU submission carries: while decoded batches wait for the GPU,
+    /// consecutive ones go to it together, each still a batch of its own (--batch or fewer:
+    /// one batch per submission).
+    #[arg(long, default_value_t = Batching::default().submission_images)]
+    submission_images: usize,
     /// Decode files that end early as far as they go, like Pillow with
     /// `ImageFile.LOAD_TRUNCATED_IMAGES = True` (the rest is mid-grey); without it they fail.
     #[arg(long)]
@@ -34,6 +39,7 @@ impl LimitArgs {
         Batching {
             images,
             max_bytes: self.max_batch_bytes,
+            submission_images: self.submission_images,
         }
     }
 

@@ -135,6 +135,8 @@ pub fn run(args: BenchArgs) -> ExitCode {
         }),
         json!({
             "what": "stages", "batches": pass.batches.len(),
+            // Batches that waited for the GPU go to it several to a submission.
+            "submissions": pass.batches.iter().map(|b| 1.0 / b.submitted_with.max(1) as f64).sum::<f64>().round(),
             "decode_cpu_ms": total(|b| b.decode), "gpu_ms": total(|b| b.gpu),
             "gpu_waited_for_decode_ms": total(|b| b.waited), "wall_ms": pass.seconds * 1e3,
             // With --keep-on-gpu: how long the consumer of the batches waited for them.
@@ -167,6 +169,7 @@ pub fn run(args: BenchArgs) -> ExitCode {
             "gpu_ms": ms(batch.gpu), "waited_ms": ms(batch.waited),
             "consumer_waited_ms": ms(batch.consumer_waited), "gathered_at_ms": ms(batch.gathered_at),
             "submitted_at_ms": ms(batch.submitted_at), "landed_at_ms": ms(batch.landed_at),
+            "submitted_with": batch.submitted_with,
         });
         out!("{line}");
     }
