@@ -202,8 +202,11 @@ fn gpu_phases(batches: &[BatchStats]) -> serde_json::Value {
         "execute_ms": sum(&|b| b.gpu_timings.execute),
         "read_back_ms": sum(&|b| b.gpu_timings.read_back),
     });
-    if batches.iter().any(|b| !b.gpu_timings.stages.is_empty()) {
-        let gpu_clock = batches.iter().all(|b| b.gpu_timings.stages_on_gpu_clock);
+    // Of batches that went to the GPU together, the first carries the submission's timings.
+    let timed: Vec<&BatchStats> =
+        batches.iter().filter(|b| !b.gpu_timings.stages.is_empty()).collect();
+    if !timed.is_empty() {
+        let gpu_clock = timed.iter().all(|b| b.gpu_timings.stages_on_gpu_clock);
         line["stage_clock"] = if gpu_clock { "gpu" } else { "wall" }.into();
     }
     for batch in batches {
