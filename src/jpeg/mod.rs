@@ -674,13 +674,7 @@ fn decode_progressive_scan(
             };
             scan::decode_scan(image, scan, reader, restart_interval, &mut decoder)
         } else {
-            let mut decoder = progressive::AcRefine {
-                table: &table,
-                ss,
-                se,
-                al,
-                eob_run: 0,
-            };
+            let mut decoder = progressive::AcRefine::new(&table, ss, se, al);
             scan::decode_scan(image, scan, reader, restart_interval, &mut decoder)
         }
     }
