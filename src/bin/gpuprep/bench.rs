@@ -203,8 +203,10 @@ fn gpu_phases(batches: &[BatchStats]) -> serde_json::Value {
         "read_back_ms": sum(&|b| b.gpu_timings.read_back),
     });
     // Of batches that went to the GPU together, the first carries the submission's timings.
-    let timed: Vec<&BatchStats> =
-        batches.iter().filter(|b| !b.gpu_timings.stages.is_empty()).collect();
+    let timed: Vec<&BatchStats> = batches
+        .iter()
+        .filter(|b| !b.gpu_timings.stages.is_empty())
+        .collect();
     if !timed.is_empty() {
         let gpu_clock = timed.iter().all(|b| b.gpu_timings.stages_on_gpu_clock);
         line["stage_clock"] = if gpu_clock { "gpu" } else { "wall" }.into();
