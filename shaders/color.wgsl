@@ -1,7 +1,6 @@
 // Stage 2: chroma upsampling (libjpeg "fancy" filters and box fallbacks) and colour
-// conversion to RGB, one invocation per four pixels of a row, which load the source samples they
-// share once. Mirror of src/reference/upsample.rs (`upsample_at`, pixel by pixel) and
-// src/reference/color.rs. Output pixels are RGBX words (X = 255), stored
+// conversion to RGB, one invocation per four pixels of a row. Mirror of src/reference/upsample.rs
+// (`upsample_at`) and src/reference/color.rs. Output pixels are RGBX words (X = 255), stored
 // in the image's EXIF orientation when the transform asks for it (src/reference/orient.rs). A
 // job is one image.
 
@@ -78,57 +77,25 @@ fn taps(i: u32, repeat: u32, fancy: bool) -> vec4<i32> {
     return select(vec4<i32>(source, source, 1, 0), vec4<i32>(source, near, 3, 1), fancy);
 }
 
-// The samples of component c that the four pixels from x0 of row y read: four columns from
-// `first`, clamped as `at` clamps them, in the rows of the row's taps (`bottom` for a fancy
-// vertical axis only). Every method's taps for four neighbouring pixels lie within four
-// columns: x0..x0+3 at full width, s-1..s+2 (s = x0 / 2) for the fancy filter, fewer for the
-// box ones. Loaded once for the four pixels, they halve a chroma plane's loads.
-struct Window {
-    first: i32,
-    top: vec4<i32>,
-    bottom: vec4<i32>,
-}
-
-fn window(c: u32, x0: u32, y: u32) -> Window {
-    let axes = job_axes[c];
-    let fancy_h = axes.z != 0u;
-    let fancy_v = axes.w != 0u;
-    var w: Window;
-    w.first = i32(divided(x0, axes.x)) - select(0, 1, fancy_h);
-    let v = taps(y, axes.y, fancy_v);
-    for (var i = 0; i < 4; i++) {
-        w.top[i] = at(c, w.first + i, v.x);
-    }
-    // The same for a whole image: a GPU takes one side (see `upsample_in`).
-    if fancy_v {
-        for (var i = 0; i < 4; i++) {
-            w.bottom[i] = at(c, w.first + i, v.y);
-        }
-    }
-    return w;
-}
-
-// The full-resolution sample of component c at (x, y), from its window: `upsample_at`, one
-// weighted sum for every method rather than a switch on it (a CPU adapter such as lavapipe runs
-// every branch a vector of invocations may take, and five methods cost it five).
-fn upsample_in(w: Window, c: u32, x: u32, y: u32) -> i32 {
+// The full-resolution sample of component c at (x, y): `upsample_at`, one weighted sum for
+// every method rather than a switch on it (a CPU adapter such as lavapipe runs every branch a
+// vector of invocations may take, and five methods cost it five).
+fn upsample_at(c: u32, x: u32, y: u32) -> i32 {
     let axes = job_axes[c];
     let fancy_h = axes.z != 0u;
     let fancy_v = axes.w != 0u;
     let h = taps(x, axes.x, fancy_h);
     let v = taps(y, axes.y, fancy_v);
-    let near = h.x - w.first;
-    let far = h.y - w.first;
     // A plain axis's second tap weighs nothing and is not read: the branches are the same for a
     // whole image, so a GPU takes one side of each (a CPU adapter reads what either would).
-    var sum = h.z * w.top[near];
+    var sum = h.z * at(c, h.x, v.x);
     if fancy_h {
-        sum += h.w * w.top[far];
+        sum += h.w * at(c, h.y, v.x);
     }
     if fancy_v {
-        var next_row = h.z * w.bottom[near];
+        var next_row = h.z * at(c, h.x, v.y);
         if fancy_h {
-            next_row += h.w * w.bottom[far];
+            next_row += h.w * at(c, h.y, v.y);
         }
         sum = v.z * sum + v.w * next_row;
     }
@@ -205,29 +172,20 @@ fn main(@builtin(global_invocation_id) id: vec3<u32>, @builtin(num_workgroups) g
     let groups_per_row = (width + 3u) / 4u;
     let y = index / groups_per_row;
     let x0 = (index % groups_per_row) * 4u;
-    var windows: array<Window, 4>;
-    windows[0] = window(0u, x0, y);
-    if color_space != 0u {
-        windows[1] = window(1u, x0, y);
-        windows[2] = window(2u, x0, y);
-    }
-    if color_space >= 3u {
-        windows[3] = window(3u, x0, y);
-    }
     for (var x = x0; x < min(x0 + 4u, width); x++) {
         let at = oriented_index(x, y, width, height, orientation);
-        store_rgbx(base + at, rgbx_at(&windows, x, y, color_space));
+        store_rgbx(base + at, rgbx_at(x, y, color_space));
     }
 }
 
-// The RGBX word of pixel (x, y), from its components' windows. Each component is upsampled
-// once, and the conversions are selected rather than branched to (see `upsample_in`).
-fn rgbx_at(windows: ptr<function, array<Window, 4>>, x: u32, y: u32, color_space: u32) -> u32 {
-    let s0 = upsample_in((*windows)[0], 0u, x, y);
+// The RGBX word of pixel (x, y). Each component is upsampled once, and the conversions are
+// selected rather than branched to (see `upsample_at`).
+fn rgbx_at(x: u32, y: u32, color_space: u32) -> u32 {
+    let s0 = upsample_at(0u, x, y);
     var s = vec4<i32>(s0, s0, s0, 0);
     if color_space != 0u {
-        s.y = upsample_in((*windows)[1], 1u, x, y);
-        s.z = upsample_in((*windows)[2], 2u, x, y);
+        s.y = upsample_at(1u, x, y);
+        s.z = upsample_at(2u, x, y);
     }
     let ycc = ycc_to_rgb(s.x, s.y, s.z);
     // Grayscale repeats its sample, RGB is as decoded.
@@ -235,7 +193,7 @@ fn rgbx_at(windows: ptr<function, array<Window, 4>>, x: u32, y: u32, color_space
     if color_space >= 3u {
         // CMYK's inks as decoded; YCCK's are the inverted conversion of its YCC.
         let ink = select(s.xyz, vec3<i32>(255) - ycc, color_space == 4u);
-        rgb = cmyk_to_rgb(ink, upsample_in((*windows)[3], 3u, x, y));
+        rgb = cmyk_to_rgb(ink, upsample_at(3u, x, y));
     }
     let p = vec3<u32>(rgb);
     return p.x | (p.y << 8u) | (p.z << 16u) | (255u << 24u);
