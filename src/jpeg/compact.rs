@@ -281,13 +281,18 @@ fn entries_scalar(block: &[i16; 64], wide: bool, out: &mut [u16; 128]) -> usize 
     }
 }
 
+/// Whether the CPU has AVX-512's 16-bit lanes (AVX-512F and BW).
+#[cfg(target_arch = "x86_64")]
+pub(crate) fn has_avx512bw() -> bool {
+    std::arch::is_x86_feature_detected!("avx512f")
+        && std::arch::is_x86_feature_detected!("avx512bw")
+}
+
 /// Whether the CPU compresses 16-bit lanes (AVX-512 VBMI2), which [`narrow_entries_avx512`]
 /// needs.
 #[cfg(target_arch = "x86_64")]
 fn has_compress() -> bool {
-    std::arch::is_x86_feature_detected!("avx512f")
-        && std::arch::is_x86_feature_detected!("avx512bw")
-        && std::arch::is_x86_feature_detected!("avx512vbmi2")
+    has_avx512bw() && std::arch::is_x86_feature_detected!("avx512vbmi2")
 }
 
 /// A narrow block's entries, 32 coefficients at a time: every lane's entry is built, and the
