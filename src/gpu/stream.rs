@@ -505,22 +505,15 @@ impl GpuPipeline {
                 let wait = Instant::now();
                 ready.wait_for(target.min(spawned - taken));
                 let waited = wait.elapsed();
-                let mut filling = Filling::new(budget);
-                let mut batches = vec![filling.first_batch(&mut ready.queue, batch)];
-                // Whole batches that are already decoded go along, while the GPU is behind.
-                let mut images = batches[0].len();
-                while target == batch && images + batch <= per_submission {
-                    ready.wait_for(0);
-                    let left = spawned - taken - images;
-                    if left < batch && !exhausted {
-                        break;
-                    }
-                    let Some(more) = filling.whole_batch(&mut ready.queue, batch.min(left)) else {
-                        break;
-                    };
-                    images += more.len();
-                    batches.push(more);
-                }
+                // Once batches are full size, whole ones already decoded go along.
+                let most = if target == batch {
+                    per_submission
+                } else {
+                    batch
+                };
+                let left = (spawned - taken, exhausted);
+                let batches = ready.submission(budget, batch, most, left);
+                let images: usize = batches.iter().map(Vec::len).sum();
                 if images == 0 {
                     break;
                 }
@@ -792,6 +785,35 @@ struct Ready {
 }
 
 impl Ready {
+    /// The next submission's batches of up to `batch` images: the first of what waits, then
+    /// whole batches that wait too, up to `most` images in all, within `budget`. `left`: how
+    /// many images were handed to the decoders and not yet taken, and whether those are all the
+    /// call's (then its last batch may be short).
+    fn submission(
+        &mut self,
+        budget: Budget,
+        batch: usize,
+        most: usize,
+        (left, exhausted): (usize, bool),
+    ) -> Vec<Vec<Decoded>> {
+        let mut filling = Filling::new(budget);
+        let mut batches = vec![filling.first_batch(&mut self.queue, batch)];
+        let mut images = batches[0].len();
+        while images + batch <= most {
+            self.wait_for(0);
+            let rest = left - images;
+            if rest < batch && !exhausted {
+                break;
+            }
+            let Some(more) = filling.whole_batch(&mut self.queue, batch.min(rest)) else {
+                break;
+            };
+            images += more.len();
+            batches.push(more);
+        }
+        batches
+    }
+
     /// Blocks until `n` images wait (the caller knows that many are coming), then takes in
     /// whatever else has arrived.
     fn wait_for(&mut self, n: usize) {
