@@ -38,4 +38,5 @@ pub use pipeline::{GpuPipeline, GpuTimings};
 pub(crate) use stream::{copy_into_slots, Arriving};
 pub use stream::{
     BatchStats, Batching, DeviceBatch, DeviceTensor, StreamOptions, Streamed, DEFAULT_BATCH,
+    DEFAULT_SUBMISSION,
 };
