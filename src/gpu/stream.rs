@@ -725,7 +725,8 @@ impl FlyingBatch {
     }
 }
 
-/// The stats a batch of `pending` images starts with, before the GPU.
+/// The stats a batch of `pending` images starts with, before the GPU (its submission sets when
+/// and with how many others it went).
 fn batch_stats(pending: &[Decoded]) -> BatchStats {
     let good = pending.iter().filter_map(|d| d.work.as_ref().ok());
     let (uploaded, dense) = good.fold((0, 0), |(u, d), w| {
@@ -741,7 +742,6 @@ fn batch_stats(pending: &[Decoded]) -> BatchStats {
         bytes_uploaded: uploaded,
         dense_coefficient_bytes: dense,
         decode: pending.iter().map(|d| d.took).sum(),
-        submitted_with: 1,
         ..BatchStats::default()
     }
 }
