@@ -25,6 +25,7 @@
 
 mod backend;
 pub mod convert;
+mod cuda;
 pub mod drift;
 mod error;
 pub mod formats;

@@ -82,11 +82,29 @@ impl TensorData {
         }
     }
 
-    fn truncate(&mut self, len: usize) {
+    pub(crate) fn truncate(&mut self, len: usize) {
         match self {
             Self::U8(v) => v.truncate(len),
             Self::F32(v) => v.truncate(len),
             Self::F16(v) => v.truncate(len),
+        }
+    }
+
+    /// Elements it holds without moving.
+    pub(crate) fn capacity(&self) -> usize {
+        match self {
+            Self::U8(v) => v.capacity(),
+            Self::F32(v) => v.capacity(),
+            Self::F16(v) => v.capacity(),
+        }
+    }
+
+    /// `len` elements: cut, or grown with zeros (moving them when past the capacity).
+    pub(crate) fn resize(&mut self, len: usize) {
+        match self {
+            Self::U8(v) => v.resize(len, 0),
+            Self::F32(v) => v.resize(len, 0.0),
+            Self::F16(v) => v.resize(len, half::f16::ZERO),
         }
     }
 }
@@ -140,19 +158,7 @@ impl Stacked {
         mut data: TensorData,
         outcomes: Vec<Result<Params>>,
     ) -> Self {
-        let elements: usize = shape.iter().product();
-        let slot = elements * data.dtype().size();
-        let bytes = data.bytes_mut();
-        let mut kept = 0;
-        for (i, outcome) in outcomes.iter().enumerate() {
-            if outcome.is_ok() {
-                if kept != i {
-                    bytes.copy_within(i * slot..(i + 1) * slot, kept * slot);
-                }
-                kept += 1;
-            }
-        }
-        data.truncate(kept * elements);
+        close_up(&mut data, shape, &outcomes);
         Self {
             shape,
             data,
@@ -181,6 +187,24 @@ impl Stacked {
                 .collect()
         })
     }
+}
+
+/// Closes up, in `data` (slot `i` holding input `i`'s tensor of `shape` where `outcomes[i]` is
+/// `Ok`), the slots of the inputs that failed, and cuts it to the tensors kept.
+pub(crate) fn close_up(data: &mut TensorData, shape: [usize; 3], outcomes: &[Result<Params>]) {
+    let elements: usize = shape.iter().product();
+    let slot = elements * data.dtype().size();
+    let bytes = data.bytes_mut();
+    let mut kept = 0;
+    for (i, outcome) in outcomes.iter().enumerate() {
+        if outcome.is_ok() {
+            if kept != i {
+                bytes.copy_within(i * slot..(i + 1) * slot, kept * slot);
+            }
+            kept += 1;
+        }
+    }
+    data.truncate(kept * elements);
 }
 
 /// The error of a tensor whose shape is not the batch's.

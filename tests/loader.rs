@@ -129,7 +129,7 @@ fn train() -> Transform {
 fn image(batch: &Batch, k: usize) -> Tensor {
     let [_, a, b, c] = batch.shape;
     let per = a * b * c;
-    let TensorData::F32(data) = &batch.data else {
+    let TensorData::F32(data) = &*batch.data else {
         panic!("f32 asked for")
     };
     Tensor {
@@ -411,4 +411,58 @@ fn stacked_batches_close_up_failed_images() {
     if common::gpu().is_some() {
         check_stacked(&Backend::gpu().unwrap(), "gpu");
     }
+}
+
+/// On the GPU a batch lands in an array of the loader's: one held keeps its elements while later
+/// epochs run, and ones dropped are what later batches land in (no new array after that).
+#[test]
+fn gpu_batches_held_keep_their_arrays_and_dropped_ones_are_reused() {
+    if common::gpu().is_none() {
+        return;
+    }
+    let (root, n) = photo_tree("photos-arrays");
+    let (items, _) = gpuprep::loader::dataset::image_folder(&root).unwrap();
+    let options = LoaderOptions::new(2);
+    let source = Source::ImageFolder(root);
+    let limits = Limits::default();
+    let loader = Loader::new(source, &train(), Backend::gpu().unwrap(), &limits, options).unwrap();
+    assert_eq!(loader.memory(), gpuprep::loader::HostMemory::Pageable);
+    let held: Vec<Batch> = loader.epoch(0).map(|b| b.unwrap()).collect();
+    assert_eq!(held.len(), n / 2);
+    let copies: Vec<TensorData> = held.iter().map(|b| (*b.data).clone()).collect();
+    assert_eq!(
+        loader.arrays_made(),
+        held.len(),
+        "each batch held needs its own array"
+    );
+    let one = Transform {
+        seed: 0,
+        epoch: 1,
+        ..train()
+    };
+    for batch in loader.epoch(1) {
+        let batch = batch.unwrap();
+        for (k, &index) in batch.indices.iter().enumerate() {
+            let bytes = std::fs::read(&items[index as usize].path).unwrap();
+            let sample = Sample::Index(index);
+            let expected = Backend::Cpu.preprocess_sample(&bytes, &one, &sample, &limits);
+            assert!(image(&batch, k) == expected.unwrap(), "sample {index}");
+        }
+    }
+    for (batch, copy) in held.iter().zip(&copies) {
+        assert!(*batch.data == *copy, "a held batch is left as it was");
+    }
+    let made = loader.arrays_made();
+    assert!(made <= 2 * held.len(), "{made} arrays");
+    drop(held);
+    for epoch in 2..5 {
+        for batch in loader.epoch(epoch) {
+            batch.unwrap();
+        }
+    }
+    assert_eq!(
+        loader.arrays_made(),
+        made,
+        "every later batch reused a dropped array"
+    );
 }

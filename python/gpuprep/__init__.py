@@ -287,9 +287,13 @@ class Loader:
     source: a folder in ImageFolder layout (class folders, sorted, give the labels), a list of
     image files (labels -1), or WebDataset shards (paths, a glob, or a .tar; labels from .cls or
     .json members). Iterating yields (images, labels): torch tensors when torch is importable,
-    numpy arrays otherwise. The tensors share the batch's memory with Rust's array (DLPack, no
-    copy); `pin_memory` (default: whether torch has CUDA) copies them into page-locked memory, as
-    DataLoader's `pin_memory=True` does, so that `.to("cuda", non_blocking=True)` overlaps.
+    numpy arrays otherwise. The tensors share the batch's memory with Rust's array (no copy);
+    the array goes back to the loader for a later batch once the tensor and its views are gone.
+    `pin_memory` (default: whether torch has CUDA), as DataLoader's `pin_memory=True`, gives
+    page-locked tensors, so that `.to("cuda", non_blocking=True)` overlaps: on the GPU backend
+    the loader's arrays are page-locked once, for torch's current CUDA device, through the CUDA
+    driver (no copy; `memory` says which memory the arrays are); elsewhere each batch is copied
+    into page-locked memory.
     Epochs are shuffled from `seed` (`set_epoch` as DistributedSampler); rank/world_size split
     them as DistributedSampler does; drop_last drops the uneven tail and the short last batch.
     Decoding runs ahead in Rust threads with the GIL released (on the GPU one stream an epoch,
@@ -302,14 +306,25 @@ class Loader:
                  world_size=1, drop_last=False, threads=None, backend="auto", prefetch=2,
                  adapter=None, shuffle_buffer=1000, wait_warning=0.1, pin_memory=None):
         kind, paths = _resolve(source)
+        torch = _torch()
+        if pin_memory is None:
+            pin_memory = torch is not None and torch.cuda.is_available()
         self.pin_memory = pin_memory
+        cuda = pin_memory and torch is not None and torch.cuda.is_available()
+        device = torch.cuda.current_device() if cuda else None
         self._loader = _gpuprep.Loader(kind, paths, transform, batch_size, shuffle, seed, rank,
                                        world_size, drop_last, backend, adapter, prefetch,
-                                       shuffle_buffer, wait_warning)
+                                       shuffle_buffer, wait_warning, device)
         self.epoch = 0
         self.stats = {}
         self.last = None
         self.classes = self._loader.classes()
+
+    @property
+    def memory(self):
+        """Which memory the batch arrays are: pageable, or page-locked for a CUDA device (or
+        why not, when pinning was asked for)."""
+        return self._loader.memory()
 
     def set_epoch(self, epoch):
         """The epoch the next iteration draws its order and parameters for."""
@@ -333,23 +348,22 @@ class Loader:
 
     def __iter__(self):
         torch = _torch()
-        pin = self.pin_memory
-        if pin is None:
-            pin = torch is not None and torch.cuda.is_available()
+        pin = self.pin_memory and torch is not None
         for batch in self.batches():
             self.last = batch
             images, labels = batch["images"], batch["labels"]
             if torch is not None:
+                images, labels = torch.from_numpy(images), torch.from_numpy(labels)
                 if pin:
-                    images, labels = _pinned(torch, images), torch.from_dlpack(labels).pin_memory()
-                else:
-                    images, labels = torch.from_dlpack(images), torch.from_dlpack(labels)
+                    images = images if images.is_pinned() else _pinned(torch, images)
+                    labels = labels.pin_memory()
             yield images, labels
 
 
-def _pinned(torch, array):
-    """`array` copied into a page-locked torch tensor (torch's caching host allocator keeps the
-    blocks), on all cores: `Tensor.pin_memory()` copies on one thread, several times slower."""
-    pinned = torch.empty(array.shape, dtype=torch.from_dlpack(array[:0]).dtype, pin_memory=True)
-    _gpuprep.copy_into(pinned.numpy().reshape(-1).view("uint8"), array.reshape(-1).view("uint8"))
+def _pinned(torch, tensor):
+    """`tensor` copied into a page-locked one (torch's caching host allocator keeps the blocks),
+    on all cores: `Tensor.pin_memory()` copies on one thread, several times slower."""
+    pinned = torch.empty(tensor.shape, dtype=tensor.dtype, pin_memory=True)
+    _gpuprep.copy_into(pinned.numpy().reshape(-1).view("uint8"),
+                       tensor.numpy().reshape(-1).view("uint8"))
     return pinned

@@ -414,6 +414,49 @@ fn array<'py>(py: Python<'py>, data: TensorData, shape: &[usize]) -> PyResult<Bo
     flat.call_method1("reshape", (shape.to_vec(),))
 }
 
+/// The memory of one loader batch's images, owned by the numpy array made of it: when the array
+/// and every view of it are gone, it goes back to the loader's ring of arrays.
+#[pyclass(module = "gpuprep._gpuprep", frozen)]
+struct BatchMemory {
+    _array: loader::BatchArray,
+}
+
+/// A numpy array over `data`'s elements in place (no copy, writeable), of shape `shape`, that
+/// keeps `data` alive.
+fn batch_array<'py>(
+    py: Python<'py>,
+    mut data: loader::BatchArray,
+    shape: &[usize],
+) -> PyResult<Bound<'py, PyAny>> {
+    let (len, dtype) = (data.len_elements(), data.dtype());
+    let start = data.bytes_mut().as_mut_ptr();
+    let owner = Bound::new(py, BatchMemory { _array: data })?.into_any();
+    /// The array of `len` `T`s at `start`, owned by `owner`.
+    ///
+    /// # Safety
+    /// `start` is aligned for `T` and holds `len` of them, for as long as `owner` lives.
+    unsafe fn view<'py, T: numpy::Element>(
+        start: *mut u8,
+        len: usize,
+        owner: Bound<'py, PyAny>,
+    ) -> Bound<'py, PyAny> {
+        // SAFETY: the caller's contract; the view lives only for this call.
+        let view = unsafe { numpy::ndarray::ArrayView1::from_shape_ptr(len, start.cast::<T>()) };
+        // SAFETY: numpy keeps `owner` as the array's base, so the memory outlives the array.
+        unsafe { PyArray1::borrow_from_array(&view, owner) }.into_any()
+    }
+    // SAFETY: `start` is the batch's own elements (a Vec of the dtype, so aligned), `len` of
+    // them, and the BatchArray in `owner` never moves or frees them while it lives.
+    let flat = unsafe {
+        match dtype {
+            DType::U8 => view::<u8>(start, len, owner),
+            DType::F32 => view::<f32>(start, len, owner),
+            DType::F16 => view::<half::f16>(start, len, owner),
+        }
+    };
+    flat.call_method1("reshape", (shape.to_vec(),))
+}
+
 /// Each of `params` as report.json writes them, as Python dicts (parsed as one JSON text: a
 /// batch's worth costs one call).
 fn params_list<'py, 'a>(
@@ -656,7 +699,8 @@ struct Loader {
 impl Loader {
     #[new]
     #[pyo3(signature = (kind, paths, transform, batch_size, shuffle, seed, rank, world_size,
-                        drop_last, backend, adapter, prefetch, shuffle_buffer, wait_warning))]
+                        drop_last, backend, adapter, prefetch, shuffle_buffer, wait_warning,
+                        pin_memory))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         kind: &str,
@@ -673,6 +717,7 @@ impl Loader {
         prefetch: usize,
         shuffle_buffer: usize,
         wait_warning: f64,
+        pin_memory: Option<u32>,
     ) -> PyResult<Self> {
         let source = match kind {
             "folder" => Source::ImageFolder(paths.into_iter().next().unwrap_or_default()),
@@ -696,6 +741,7 @@ impl Loader {
             prefetch,
             shuffle_buffer,
             wait_warning,
+            pin_memory,
             ..LoaderOptions::new(batch_size)
         };
         let backend = self::backend(backend, adapter)?;
@@ -714,6 +760,11 @@ impl Loader {
     /// Samples this rank reads per epoch, or None for shards.
     fn samples(&self) -> Option<usize> {
         self.inner.samples_per_epoch()
+    }
+
+    /// How the batch arrays are held: pageable, or page-locked for a CUDA device (or why not).
+    fn memory(&self) -> String {
+        self.inner.memory().to_string()
     }
 
     /// The class names of a folder source, in label order.
@@ -751,7 +802,7 @@ impl Epoch {
             return Ok(None);
         };
         let batch = batch.map_err(|e| error(&e))?;
-        let images = array(py, batch.data, &batch.shape)?;
+        let images = batch_array(py, batch.data, &batch.shape)?;
         let labels = PyArray1::from_vec(py, batch.labels).into_any();
         let indices = PyArray1::from_vec(py, batch.indices).into_any();
         let drawn = PyList::new(py, params_list(py, batch.params.iter())?)?;

@@ -128,6 +128,26 @@ def test_loader_splits_epochs_and_equals_single_images(tmp_path, backend):
         assert np.array_equal(image, pillow_reference.transformed(path, spec, index=int(index)))
 
 
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_loader_batches_held_keep_their_memory(tmp_path, backend):
+    """A batch's arrays are the loader's own memory, handed over without a copy: one held (or a
+    view of it) is left as it was while later epochs land in the arrays dropped ones gave back."""
+    pipeline(backend)
+    loader = gpuprep.Loader(str(image_folder(tmp_path)), train_transform(), batch_size=2,
+                            shuffle=True, seed=3, backend=backend, pin_memory=False)
+    assert loader.memory == "pageable host memory"
+    held = list(loader.batches())
+    views = [batch["images"][1] for batch in held]
+    copies = [batch["images"].copy() for batch in held]
+    del held
+    for epoch in (1, 2, 3):
+        loader.set_epoch(epoch)
+        for batch in loader.batches():
+            assert batch["images"].flags.writeable and batch["images"].dtype == np.float32
+    for view, copy in zip(views, copies):
+        assert np.array_equal(view, copy[1])
+
+
 def test_loader_reads_webdataset_shards_with_labels():
     shards = os.path.join(ROOT, "tests", "data", "webdataset", "shard-*.tar")
     t = gpuprep.Transform().resize((16, 24))

@@ -3,17 +3,18 @@
 //! batch boundaries and the GPU never waits for a batch to start: each step's batch is put
 //! together in place as its images land (in any order) and handed over once complete.
 
+use super::arrays::{BatchArray, Ring};
 use super::{Batch, RawBatch, StepStats};
 use crate::error::{Error, GpuError, Result};
 use crate::gpu::{Arriving, StreamOptions};
 use crate::plan::{Params, Sample, Samples};
-use crate::tensor::{Stacked, TensorData};
+use crate::tensor::close_up;
 use crate::{Backend, GpuBackend, Limits, Transform};
 use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{Receiver, SyncSender};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 /// What a batch keeps of each sample that was read while its image is made.
@@ -57,16 +58,17 @@ fn split(raw: RawBatch) -> Read {
     }
 }
 
-/// Step `step`'s batch from its samples' outcomes (`stacked`, in `metas`' order).
+/// Step `step`'s batch from its samples' outcomes (in `metas`' order) and their tensors of
+/// `shape`, stacked in `data`.
 fn batch_of(
     (step, read, started): (usize, Duration, Instant),
     metas: &[Meta],
-    stacked: Stacked,
+    (shape, data, outcomes): ([usize; 3], BatchArray, Vec<Result<Params>>),
     failed: Vec<(u64, Error)>,
 ) -> Batch {
     let mut batch = Batch {
         shape: [0; 4],
-        data: stacked.data,
+        data,
         labels: Vec::new(),
         indices: Vec::new(),
         params: Vec::new(),
@@ -77,7 +79,7 @@ fn batch_of(
             ..StepStats::default()
         },
     };
-    for (meta, outcome) in metas.iter().zip(stacked.outcomes) {
+    for (meta, outcome) in metas.iter().zip(outcomes) {
         match outcome {
             Ok(params) => {
                 batch.labels.push(meta.label);
@@ -87,7 +89,7 @@ fn batch_of(
             Err(e) => batch.failed.push((meta.index, e.in_file(&meta.name))),
         }
     }
-    let [a, b, c] = stacked.shape;
+    let [a, b, c] = shape;
     batch.shape = [batch.indices.len(), a, b, c];
     batch.stats.prepared = started.elapsed();
     batch
@@ -111,6 +113,11 @@ pub(super) fn prepare(
     let indices: Vec<u64> = metas.iter().map(|m| m.index).collect();
     let stacked =
         backend.preprocess_stacked(&images, transform, Samples::Indices(&indices), limits)?;
+    let stacked = (
+        stacked.shape,
+        BatchArray::own(stacked.data),
+        stacked.outcomes,
+    );
     Ok(batch_of((step, read, started), &metas, stacked, failed))
 }
 
@@ -122,28 +129,35 @@ struct Partial {
     metas: Vec<Meta>,
     failed: Vec<(u64, Error)>,
     /// Slot `k` holds sample `metas[k]`'s tensor once it has landed.
-    data: TensorData,
+    data: BatchArray,
     outcomes: Vec<Option<Result<Params>>>,
     /// Samples still to land.
     left: usize,
 }
 
 impl Partial {
-    fn finish(self, shape: [usize; 3]) -> Batch {
+    fn finish(mut self, shape: [usize; 3]) -> Batch {
         let outcomes = self.outcomes.into_iter();
         let never = || Err(GpuError::Internal("an image of the batch never landed").into());
-        let outcomes = outcomes.map(|o| o.unwrap_or_else(never));
-        let stacked = Stacked::closed_up(shape, self.data, outcomes.collect());
+        let outcomes: Vec<_> = outcomes.map(|o| o.unwrap_or_else(never)).collect();
+        close_up(self.data.data_mut(), shape, &outcomes);
         let timing = (self.step, self.read, self.started);
-        batch_of(timing, &self.metas, stacked, self.failed)
+        batch_of(
+            timing,
+            &self.metas,
+            (shape, self.data, outcomes),
+            self.failed,
+        )
     }
 }
 
 /// One epoch on the GPU: the raw batches `raw` gives, as one stream, each step's batch sent to
 /// `done` once all its images have landed; ends when `raw` does or `done`'s receiver is gone.
-/// Sample `k` of step `s` is image `s · batch_size + k` of the stream.
+/// Sample `k` of step `s` is image `s · batch_size + k` of the stream; each step lands in an
+/// array of `arrays`.
 pub(super) fn stream_epoch(
     gpu: &GpuBackend,
+    arrays: &Arc<Ring>,
     transform: &Transform,
     limits: &Limits,
     batch_size: usize,
@@ -197,7 +211,11 @@ pub(super) fn stream_epoch(
             step,
             read,
             started,
-            data: TensorData::zeroed(transform.dtype, metas.len() * elements),
+            data: arrays.take(
+                transform.dtype,
+                batch_size * elements,
+                metas.len() * elements,
+            ),
             outcomes: (0..metas.len()).map(|_| None).collect(),
             left: metas.len(),
             metas,

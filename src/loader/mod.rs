@@ -11,6 +11,7 @@
 //! handed over in order; each step's stats say how long the consumer waited for it and carry a
 //! warning when that passes a share of the step.
 
+mod arrays;
 mod assemble;
 pub mod dataset;
 pub mod order;
@@ -19,8 +20,8 @@ pub mod webdataset;
 use crate::error::{Error, Result};
 use crate::gpu::Batching;
 use crate::plan::Params;
-use crate::tensor::TensorData;
 use crate::{Backend, Limits, Transform};
+pub use arrays::{BatchArray, HostMemory};
 use order::Split;
 use std::collections::BTreeMap;
 use std::ops::ControlFlow;
@@ -60,6 +61,11 @@ pub struct LoaderOptions {
     pub wait_warning: f64,
     /// Shards: the largest member read, in bytes (a larger one fails its sample alone).
     pub max_member: u64,
+    /// Page-lock the batch arrays for this CUDA device (DataLoader's `pin_memory`), through
+    /// the CUDA driver loaded at run time; where it cannot be had the arrays stay pageable and
+    /// [`Loader::memory`] says why. On the GPU backend only (CPU batches are arrays of their
+    /// own).
+    pub pin_memory: Option<u32>,
 }
 
 impl LoaderOptions {
@@ -72,6 +78,7 @@ impl LoaderOptions {
             shuffle_buffer: 1000,
             wait_warning: 0.1,
             max_member: 256 << 20,
+            pin_memory: None,
         }
     }
 }
@@ -81,8 +88,9 @@ impl LoaderOptions {
 pub struct Batch {
     /// (images, then each image's shape in the transform's layout).
     pub shape: [usize; 4],
-    /// The stacked elements, C order.
-    pub data: TensorData,
+    /// The stacked elements, C order (on the GPU, in an array of the loader's that it goes back
+    /// to when dropped).
+    pub data: BatchArray,
     /// Each image's label (−1 for none).
     pub labels: Vec<i64>,
     /// Each image's sample index (the dataset index; for shards, shard · 2³² + place in shard),
@@ -147,6 +155,8 @@ pub struct Loader {
     options: LoaderOptions,
     dataset: Arc<Dataset>,
     classes: Vec<String>,
+    /// The GPU path's batch arrays, reused from epoch to epoch.
+    arrays: Arc<arrays::Ring>,
 }
 
 impl Loader {
@@ -199,7 +209,26 @@ impl Loader {
             options,
             dataset: Arc::new(dataset),
             classes,
+            arrays: arrays::Ring::new(Self::arrays_kept(&options), options.pin_memory),
         })
+    }
+
+    /// Free batch arrays kept for reuse: enough for the batches ready, on the GPU and being
+    /// assembled, and the ones a consumer holds.
+    fn arrays_kept(options: &LoaderOptions) -> usize {
+        options.prefetch.max(1) + 4
+    }
+
+    /// How the batch arrays of the GPU path are held: pageable, or page-locked for a CUDA
+    /// device as [`LoaderOptions::pin_memory`] asked (or why not).
+    pub fn memory(&self) -> HostMemory {
+        self.arrays.memory()
+    }
+
+    /// Batch arrays the GPU path allocated so far; every other batch reused one that a dropped
+    /// batch gave back.
+    pub fn arrays_made(&self) -> usize {
+        self.arrays.made()
     }
 
     /// The class names of an `ImageFolder` source, in label order (empty otherwise).
@@ -249,10 +278,12 @@ impl Loader {
         };
         if let Backend::Gpu(_) = &*self.backend {
             let backend = Arc::clone(&self.backend);
+            let arrays = Arc::clone(&self.arrays);
             let (limits, size) = (self.limits, self.options.batch_size);
             std::thread::spawn(move || {
                 if let Backend::Gpu(gpu) = &*backend {
-                    assemble::stream_epoch(gpu, &transform, &limits, size, &raw_rx, &done_tx);
+                    let (raw, done) = (&raw_rx, &done_tx);
+                    assemble::stream_epoch(gpu, &arrays, &transform, &limits, size, raw, done);
                 }
             });
             return Epoch::new(done_rx, self.options.wait_warning);
