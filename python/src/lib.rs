@@ -767,6 +767,11 @@ impl Loader {
         self.inner.memory().to_string()
     }
 
+    /// Batch arrays allocated so far (every other batch reused one a dropped batch gave back).
+    fn arrays_made(&self) -> usize {
+        self.inner.arrays_made()
+    }
+
     /// The class names of a folder source, in label order.
     fn classes(&self) -> Vec<String> {
         self.inner.classes().to_vec()

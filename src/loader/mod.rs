@@ -209,14 +209,20 @@ impl Loader {
             options,
             dataset: Arc::new(dataset),
             classes,
-            arrays: arrays::Ring::new(Self::arrays_kept(&options), options.pin_memory),
+            arrays: arrays::Ring::new(Self::arrays_kept(&options, &batching), options.pin_memory),
         })
     }
 
-    /// Free batch arrays kept for reuse: enough for the batches ready, on the GPU and being
-    /// assembled, and the ones a consumer holds.
-    fn arrays_kept(options: &LoaderOptions) -> usize {
-        options.prefetch.max(1) + 4
+    /// Free batch arrays kept for reuse: as many as a stream has open at once, so that in a
+    /// steady state no array is freed and none made. A step's array is taken when its first
+    /// image is decoded: decoding runs up to two submissions ahead of the one on the GPU (each of
+    /// up to `submission_images`), then `prefetch` batches wait ready, one is being sent and the
+    /// consumer holds one or two.
+    fn arrays_kept(options: &LoaderOptions, batching: &Batching) -> usize {
+        let per_submission = batching
+            .submission_images
+            .div_ceil(options.batch_size.max(1));
+        3 * per_submission.max(1) + options.prefetch.max(1) + 3
     }
 
     /// How the batch arrays of the GPU path are held: pageable, or page-locked for a CUDA

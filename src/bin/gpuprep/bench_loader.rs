@@ -62,6 +62,7 @@ pub fn run(args: &BenchArgs, backend: Backend, files: &[gpuprep::convert::Input]
         "epochs": epochs.len(), "steps": best.prepared.len(),
         "prepare_p50_ms": prepared.get(prepared.len() / 2).copied().unwrap_or(0.0),
         "consumer_waited_ms": ms(best.waited), "wall_ms": best.seconds * 1e3,
+        "memory": loader.memory().to_string(), "batch_arrays_made": loader.arrays_made(),
     });
     out!("{line}");
     if best.failed > 0 {
