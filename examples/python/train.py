@@ -9,7 +9,7 @@ With --loader-only there is no model: each loader's batches are taken as fast as
 throughput.
 
 usage: train.py FOLDER [--batch-size 128] [--steps 20] [--workers 16] [--backend auto]
-                [--loader-only] [--no-jitter] [--prefetch 2]
+                [--loader-only] [--warmup 1] [--no-jitter] [--prefetch 2]
 """
 import argparse
 import time
@@ -54,15 +54,16 @@ def run(name, batches, model, optimiser, steps, device):
     return images_seen / total, waited / total
 
 
-def drain(name, loader, steps, set_epoch=None):
-    """Takes `steps` batches of `loader` (after one warm-up batch), doing nothing with them,
-    epoch after epoch; returns img/s."""
-    images_seen, epoch, started = 0, 0, None
+def drain(name, loader, steps, warmup, set_epoch=None):
+    """Takes `steps` batches of `loader` after `warmup` ones, doing nothing with them, epoch
+    after epoch; returns img/s over the `steps`."""
+    images_seen, epoch, taken, started = 0, 0, 0, None
     while True:
         if set_epoch:
             set_epoch(epoch)
         for images, labels in loader:
-            if started is None:  # warm-up: workers starting, shaders compiling
+            taken += 1
+            if taken <= max(warmup, 1):  # workers starting, shaders compiling, memory being pinned
                 started = time.perf_counter()
                 continue
             images_seen += len(labels)
@@ -84,6 +85,9 @@ def main():
     p.add_argument("--backend", default="auto")
     p.add_argument("--prefetch", type=int, default=2, help="gpuprep batches prepared ahead")
     p.add_argument("--loader-only", action="store_true", help="no model: the loaders alone")
+    p.add_argument("--warmup", type=int, default=1,
+                   help="--loader-only: batches taken before timing starts (an epoch's worth "
+                        "gives the steady state: workers started, gpuprep's arrays pinned)")
     p.add_argument("--no-jitter", action="store_true",
                    help="the imagenet-train preset alone (no ColorJitter(0.4, 0.4, 0.4))")
     a = p.parse_args()
@@ -109,8 +113,8 @@ def main():
                                          drop_last=True, persistent_workers=True)
     name = f"DataLoader({a.workers} workers)"
     if a.loader_only:
-        ours_rate = drain("gpuprep", ours, a.steps, ours.set_epoch)
-        theirs_rate = drain(name, theirs, a.steps)
+        ours_rate = drain("gpuprep", ours, a.steps, a.warmup, ours.set_epoch)
+        theirs_rate = drain(name, theirs, a.steps, a.warmup)
         print(f"loader only: gpuprep {ours_rate:.0f} img/s, {name} {theirs_rate:.0f} img/s: "
               f"{ours_rate / theirs_rate:.1f}x")
         return
