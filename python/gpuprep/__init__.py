@@ -353,7 +353,7 @@ class Loader:
             self.last = batch
             images, labels = batch["images"], batch["labels"]
             if torch is not None:
-                images, labels = torch.from_numpy(images), torch.from_numpy(labels)
+                images, labels = torch.from_dlpack(images), torch.from_dlpack(labels)
                 if pin:
                     images = images if images.is_pinned() else _pinned(torch, images)
                     labels = labels.pin_memory()
