@@ -259,10 +259,40 @@ pub(crate) struct AcRefine<'t> {
     pub se: usize,
     pub al: u32,
     pub eob_run: u32,
-    /// Whether the CPU has BMI2's bit deposit (and POPCNT), which places a run of correction
-    /// bits on their coefficients at once: refinement scans were most of a progressive file's
-    /// decoding, and this is a fifth of it less (`refine`'s share halved).
-    pub bmi2: bool,
+    /// Which of the CPU's bit and vector instructions decoding uses: refinement scans are most
+    /// of a progressive file's decoding.
+    pub path: RefinePath,
+}
+
+/// The instructions [`AcRefine`] decodes with.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum RefinePath {
+    /// One coefficient at a time.
+    Scalar,
+    /// BMI2's bit deposit (`pdep`) places a run of correction bits on their coefficients at
+    /// once.
+    Bmi2,
+    /// Bit deposit, and a block's corrections applied as two masked vector operations at its
+    /// end instead of one by one (a loop whose length is as good as random, so mispredicted).
+    Avx512,
+}
+
+impl RefinePath {
+    /// The fastest path this CPU has.
+    pub fn detect() -> Self {
+        #[cfg(target_arch = "x86_64")]
+        {
+            let bmi2 = std::arch::is_x86_feature_detected!("bmi2")
+                && std::arch::is_x86_feature_detected!("popcnt");
+            if bmi2 && super::compact::has_avx512bw() {
+                return Self::Avx512;
+            }
+            if bmi2 {
+                return Self::Bmi2;
+            }
+        }
+        Self::Scalar
+    }
 }
 
 impl<'t> AcRefine<'t> {
@@ -274,29 +304,17 @@ impl<'t> AcRefine<'t> {
             se,
             al,
             eob_run: 0,
-            bmi2: has_bmi2(),
+            path: RefinePath::detect(),
         }
     }
 
-    /// Adds the next correction bit to each coefficient of `known` (bits of coefficients
-    /// already non-zero), in order: libjpeg reads one for each non-zero coefficient it passes.
-    /// The bits are taken up to 32 at a time where they are loaded, else one by one.
+    /// Reads the next correction bit of each coefficient of `known` (bits of coefficients
+    /// already non-zero), in order, as libjpeg reads one for each non-zero coefficient it
+    /// passes; returns the coefficients whose bit is set. The bits are taken up to 32 at a time
+    /// where they are loaded, else one by one.
     #[inline(always)]
-    fn refine<const BMI2: bool>(
-        &self,
-        reader: &mut BitReader,
-        block: &mut [i16; 64],
-        mut known: u64,
-    ) {
-        let p1: i16 = 1 << self.al;
-        // Without branches (the bits are as good as random): p1 away from zero where the bit is
-        // set and the coefficient lacks it. A known coefficient is non-zero, so its sign is -1
-        // or 1.
-        let correct = |coef: &mut i16, bit: i16| {
-            let add = bit & i16::from(*coef & p1 == 0);
-            let sign = (*coef >> 15) | 1;
-            *coef = coef.wrapping_add((p1 * add).wrapping_mul(sign));
-        };
+    fn correction_bits<const BMI2: bool>(reader: &mut BitReader, mut known: u64) -> u64 {
+        let mut set = 0;
         let mut left = known.count_ones();
         while left > 0 {
             let mut n = left.min(32);
@@ -309,32 +327,34 @@ impl<'t> AcRefine<'t> {
             };
             if BMI2 {
                 // The first bit read is the lowest coefficient's: reversed, the bits deposit
-                // on the `n` lowest known coefficients in order, and only the set ones matter.
+                // on the `n` lowest known coefficients in order.
                 let reversed = u64::from(bits.reverse_bits() >> (32 - n));
-                let mut set = deposit::<BMI2>(reversed, known);
+                set |= deposit::<BMI2>(reversed, known);
                 known = without_lowest::<BMI2>(known, n);
-                while set != 0 {
-                    correct(&mut block[set.trailing_zeros() as usize], 1);
-                    set &= set - 1;
-                }
             } else {
                 for i in (0..n).rev() {
-                    correct(
-                        &mut block[known.trailing_zeros() as usize],
-                        (bits >> i & 1) as i16,
-                    );
+                    set |= (known & known.wrapping_neg()) * u64::from(bits >> i & 1);
                     known &= known - 1;
                 }
             }
             left -= n;
         }
+        set
     }
 
-    /// [`BlockDecoder::decode_block`], with BMI2's bit deposit where `BMI2`.
+    /// [`BlockDecoder::decode_block`], with BMI2's bit deposit where `BMI2` and AVX-512 where
+    /// `AVX512`.
     #[inline(always)]
-    fn decode<const BMI2: bool>(&mut self, reader: &mut BitReader, block: &mut [i16; 64]) {
+    fn decode<const BMI2: bool, const AVX512: bool>(
+        &mut self,
+        reader: &mut BitReader,
+        block: &mut [i16; 64],
+    ) {
         // Refining keeps a non-zero coefficient non-zero; only a new value adds a bit.
         let mut nonzero = nonzero_mask(block);
+        // Each coefficient takes at most one correction bit a scan, read before any new value
+        // of the block: the corrections can wait for the block's end.
+        let mut corrections = 0;
         let mut k = self.ss;
         if self.eob_run == 0 {
             while k <= self.se {
@@ -360,10 +380,12 @@ impl<'t> AcRefine<'t> {
                 } else {
                     zeros.trailing_zeros() as usize
                 };
-                self.refine::<BMI2>(reader, block, nonzero & band(k, stop.wrapping_sub(1)));
+                let passed = nonzero & band(k, stop.wrapping_sub(1));
+                corrections |= Self::correction_bits::<BMI2>(reader, passed);
                 k = stop;
                 if new_value != 0 {
-                    // Past the band's end, the last coefficient (libjpeg's padded table).
+                    // Past the band's end, the last coefficient (libjpeg's padded table). A
+                    // correction still pending there changes nothing: ±p1 has bit p1.
                     block[k.min(63)] = new_value;
                     nonzero |= 1 << k.min(63);
                 }
@@ -372,28 +394,49 @@ impl<'t> AcRefine<'t> {
         }
         if self.eob_run > 0 {
             // Inside an end-of-band run: only correction bits for the non-zero coefficients.
-            self.refine::<BMI2>(reader, block, nonzero & band(k, self.se));
+            corrections |= Self::correction_bits::<BMI2>(reader, nonzero & band(k, self.se));
             self.eob_run -= 1;
         }
+        let p1: i16 = 1 << self.al;
+        #[cfg(target_arch = "x86_64")]
+        if AVX512 {
+            // SAFETY: `AVX512` is true only inside `decode_block_avx512`, which runs only where
+            // the CPU has AVX-512 BW (`RefinePath::detect`).
+            #[allow(unsafe_code, reason = "an AVX-512 function; see the SAFETY note")]
+            return unsafe { correct_avx512(block, corrections, p1) };
+        }
+        correct(block, corrections, p1);
     }
 
     #[cfg(target_arch = "x86_64")]
     #[target_feature(enable = "bmi2,popcnt")]
     fn decode_block_bmi2(&mut self, reader: &mut BitReader, block: &mut [i16; 64]) {
-        self.decode::<true>(reader, block);
+        self.decode::<true, false>(reader, block);
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "bmi2,popcnt,avx512f,avx512bw")]
+    fn decode_block_avx512(&mut self, reader: &mut BitReader, block: &mut [i16; 64]) {
+        self.decode::<true, true>(reader, block);
     }
 }
 
 impl BlockDecoder for AcRefine<'_> {
     fn decode_block(&mut self, reader: &mut BitReader, _: usize, block: &mut [i16; 64]) {
         #[cfg(target_arch = "x86_64")]
-        if self.bmi2 {
-            // SAFETY: `bmi2` is true only where the CPU has BMI2 and POPCNT (`has_bmi2`), the
-            // features `decode_block_bmi2` enables.
-            #[allow(unsafe_code, reason = "calling a BMI2 function; see the SAFETY note")]
-            return unsafe { self.decode_block_bmi2(reader, block) };
+        #[allow(
+            unsafe_code,
+            reason = "calling BMI2 and AVX-512 functions; see the SAFETY notes"
+        )]
+        match self.path {
+            // SAFETY: `RefinePath::detect` chooses this path only where the CPU has BMI2,
+            // POPCNT and AVX-512 BW, the features `decode_block_avx512` enables.
+            RefinePath::Avx512 => return unsafe { self.decode_block_avx512(reader, block) },
+            // SAFETY: only where the CPU has BMI2 and POPCNT, which `decode_block_bmi2` enables.
+            RefinePath::Bmi2 => return unsafe { self.decode_block_bmi2(reader, block) },
+            RefinePath::Scalar => {}
         }
-        self.decode::<false>(reader, block);
+        self.decode::<false, false>(reader, block);
     }
 
     fn restart(&mut self) {
@@ -401,13 +444,52 @@ impl BlockDecoder for AcRefine<'_> {
     }
 }
 
-/// Whether the CPU has BMI2 and POPCNT, which [`AcRefine`]'s faster path needs.
-fn has_bmi2() -> bool {
-    #[cfg(target_arch = "x86_64")]
-    return std::arch::is_x86_feature_detected!("bmi2")
-        && std::arch::is_x86_feature_detected!("popcnt");
-    #[cfg(not(target_arch = "x86_64"))]
-    false
+/// Moves each coefficient of `corrections` that lacks bit `p1` by `p1` away from zero (libjpeg's
+/// correction bit): a corrected coefficient is non-zero, so its sign is -1 or 1.
+#[inline(always)]
+fn correct(block: &mut [i16; 64], mut corrections: u64, p1: i16) {
+    while corrections != 0 {
+        let coef = &mut block[corrections.trailing_zeros() as usize];
+        // Without branches: whether the bit is already there is as good as random.
+        let add = i16::from(*coef & p1 == 0);
+        let sign = (*coef >> 15) | 1;
+        *coef = coef.wrapping_add((p1 * add).wrapping_mul(sign));
+        corrections &= corrections - 1;
+    }
+}
+
+/// [`correct`] as masked vector operations over the block's 64 lanes.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512bw")]
+#[inline]
+fn correct_avx512(block: &mut [i16; 64], corrections: u64, p1: i16) {
+    use std::arch::x86_64::{__m512i, _mm512_set1_epi16};
+    let [low, high]: [__m512i; 2] = bytemuck::cast(*block);
+    let p1 = _mm512_set1_epi16(p1);
+    let corrected = [
+        correct_lanes(low, corrections as u32, p1),
+        correct_lanes(high, (corrections >> 32) as u32, p1),
+    ];
+    *block = bytemuck::cast(corrected);
+}
+
+/// [`correct_avx512`] on 32 lanes.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512bw")]
+#[inline]
+fn correct_lanes(
+    lanes: std::arch::x86_64::__m512i,
+    corrections: u32,
+    p1: std::arch::x86_64::__m512i,
+) -> std::arch::x86_64::__m512i {
+    use std::arch::x86_64::{
+        _mm512_mask_add_epi16, _mm512_mask_sub_epi16, _mm512_mask_testn_epi16_mask,
+        _mm512_movepi16_mask,
+    };
+    let lacking = _mm512_mask_testn_epi16_mask(corrections, lanes, p1);
+    let negative = _mm512_movepi16_mask(lanes);
+    let lanes = _mm512_mask_add_epi16(lanes, lacking & !negative, lanes, p1);
+    _mm512_mask_sub_epi16(lanes, lacking & negative, lanes, p1)
 }
 
 /// The low bits of `bits` placed, in order, on the set bits of `mask`: BMI2's `pdep` where
@@ -416,8 +498,8 @@ fn has_bmi2() -> bool {
 fn deposit<const BMI2: bool>(bits: u64, mask: u64) -> u64 {
     #[cfg(target_arch = "x86_64")]
     if BMI2 {
-        // SAFETY: `BMI2` is true only inside `AcRefine::decode_block_bmi2`, which runs only
-        // where the CPU has BMI2.
+        // SAFETY: `BMI2` is true only inside `AcRefine::decode_block_bmi2` and
+        // `decode_block_avx512`, which run only where the CPU has BMI2.
         #[allow(unsafe_code, reason = "a BMI2 intrinsic; see the SAFETY note")]
         return unsafe { std::arch::x86_64::_pdep_u64(bits, mask) };
     }
@@ -556,15 +638,19 @@ mod tests {
 
     #[test]
     fn refinement_equals_libjpegs_loop_on_random_data() {
-        refinement_equals_libjpegs_loop(false);
+        refinement_equals_libjpegs_loop(RefinePath::Scalar);
     }
 
     /// The BMI2 path, on the CPUs that have it (every x86-64 CPU since 2013).
     #[cfg(target_arch = "x86_64")]
     #[test]
     fn refinement_with_bit_deposit_equals_libjpegs_loop_on_random_data() {
-        assert!(has_bmi2(), "this CPU lacks BMI2");
-        refinement_equals_libjpegs_loop(true);
+        assert_ne!(
+            RefinePath::detect(),
+            RefinePath::Scalar,
+            "this CPU lacks BMI2"
+        );
+        refinement_equals_libjpegs_loop(RefinePath::Bmi2);
         let mut state = 0x2545_F491_4F6C_DD1Du64;
         for _ in 0..10_000 {
             state ^= state << 13;
@@ -575,8 +661,21 @@ mod tests {
         }
     }
 
-    /// [`AcRefine`] (with BMI2 where `bmi2`) against libjpeg's loop on random data and blocks.
-    fn refinement_equals_libjpegs_loop(bmi2: bool) {
+    /// The AVX-512 path, on the CPUs that have it (Intel's servers since 2017, AMD's since
+    /// 2022): the path the GPU machine's and CI's CPUs take.
+    #[cfg(target_arch = "x86_64")]
+    #[test]
+    fn refinement_with_vector_corrections_equals_libjpegs_loop_on_random_data() {
+        assert_eq!(
+            RefinePath::detect(),
+            RefinePath::Avx512,
+            "this CPU lacks AVX-512 BW"
+        );
+        refinement_equals_libjpegs_loop(RefinePath::Avx512);
+    }
+
+    /// [`AcRefine`] on `path` against libjpeg's loop on random data and blocks.
+    fn refinement_equals_libjpegs_loop(path: RefinePath) {
         let table = HuffmanTable::new(&standard_table(false, 0), false).expect("table");
         let mut state = 0x9E37_79B9_7F4A_7C15u64;
         let mut next = move || {
@@ -597,9 +696,12 @@ mod tests {
                     _ => next() as u8,
                 })
                 .collect();
+            // A quarter of the cases with nearly every coefficient known, where runs pass the
+            // band's end.
+            let sparse = case % 4 != 0;
             let mut zigzag = [0i16; 64];
             for coef in zigzag.iter_mut() {
-                if next() % 3 == 0 {
+                if (sparse && next() % 3 == 0) || (!sparse && next() % 8 != 0) {
                     // Now and then with the bit being refined already set (a corrupt file's).
                     let refined = i16::from(next() % 8 == 0) << al;
                     let magnitude = ((next() % 40) as i16 + 1) << (al + 1) | refined;
@@ -613,7 +715,7 @@ mod tests {
             let mut reference = natural(&zigzag);
             let (mut ours, mut theirs) = (
                 AcRefine {
-                    bmi2: bmi2 && has_bmi2(),
+                    path,
                     ..AcRefine::new(&table, ss, se, al)
                 },
                 Libjpeg {
