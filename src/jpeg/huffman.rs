@@ -95,6 +95,25 @@ impl HuffmanTable {
         self.decode_long(reader)
     }
 
+    /// Decodes one symbol and, when its size (low four bits) is not zero, the bit after its
+    /// code, in one step where the lookup finds the code: an AC refinement's new coefficient
+    /// and its sign.
+    #[inline]
+    pub fn decode_with_bit(&self, reader: &mut BitReader) -> (u8, bool) {
+        reader.ensure(17);
+        let peeked = reader.peek(LOOKUP_BITS + 1);
+        let entry = self.lookup[(peeked >> 1) as usize];
+        if entry != 0 {
+            let (len, symbol) = (u32::from(entry >> 8), entry as u8);
+            // Past the data both read as zeros, as two reads would: the refill before the
+            // lookup loaded all there was.
+            reader.consume(len + u32::from(symbol & 15 != 0));
+            return (symbol, peeked >> (LOOKUP_BITS - len) & 1 != 0);
+        }
+        let symbol = self.decode_long(reader);
+        (symbol, symbol & 15 != 0 && reader.get_bit())
+    }
+
     #[cold]
     fn decode_long(&self, reader: &mut BitReader) -> u8 {
         let mut len = LOOKUP_BITS + 1;

@@ -350,51 +350,50 @@ impl<'t> AcRefine<'t> {
         reader: &mut BitReader,
         block: &mut [i16; 64],
     ) {
-        // Refining keeps a non-zero coefficient non-zero; only a new value adds a bit.
-        let mut nonzero = nonzero_mask(block);
+        // The band's coefficients not yet passed, as two masks: those already non-zero, which
+        // take a correction bit when passed, and the zero ones, which runs count. Refining
+        // keeps a coefficient non-zero, and a new value lands on a passed one.
+        let nonzero = nonzero_mask(block);
+        let in_band = band(self.ss, self.se);
+        let (mut known, mut zeros) = (nonzero & in_band, !nonzero & in_band);
         // Each coefficient takes at most one correction bit a scan, read before any new value
         // of the block: the corrections can wait for the block's end.
         let mut corrections = 0;
-        let mut k = self.ss;
         if self.eob_run == 0 {
-            while k <= self.se {
-                let symbol = self.table.decode(reader);
+            while known | zeros != 0 {
+                let (symbol, positive) = self.table.decode_with_bit(reader);
                 let (run, size) = (u32::from(symbol >> 4), symbol & 15);
-                let mut new_value = 0i16;
+                if size == 0 && run != 15 {
+                    self.eob_run = (1 << run) + reader.get_bits(run) as u32;
+                    break;
+                }
+                // Pass `run` zero coefficients and the non-zero ones among them, through the
+                // zero after them (where a new value goes), or through the band's end when it
+                // has no more zeros.
+                let after_run = without_lowest::<BMI2>(zeros, run);
+                let through = after_run ^ after_run.wrapping_sub(1);
+                corrections |= Self::correction_bits::<BMI2>(reader, known & through);
+                known &= !through;
                 if size != 0 {
                     // The size of a newly non-zero coefficient is always 1; libjpeg only warns.
-                    new_value = if reader.get_bit() {
+                    // Past the band's end, the last coefficient (libjpeg's padded table): a
+                    // correction still pending there changes nothing, as ±p1 has bit p1.
+                    let at = match after_run {
+                        0 => (self.se + 1).min(63),
+                        _ => after_run.trailing_zeros() as usize,
+                    };
+                    block[at] = if positive {
                         1 << self.al
                     } else {
                         -1 << self.al
                     };
-                } else if run != 15 {
-                    self.eob_run = (1 << run) + reader.get_bits(run) as u32;
-                    break;
                 }
-                // Pass already-non-zero coefficients (refining them) and `run` zero ones: stop
-                // on the zero after them, or past the band when it has no more.
-                let zeros = without_lowest::<BMI2>(!nonzero & band(k, self.se), run);
-                let stop = if zeros == 0 {
-                    self.se + 1
-                } else {
-                    zeros.trailing_zeros() as usize
-                };
-                let passed = nonzero & band(k, stop.wrapping_sub(1));
-                corrections |= Self::correction_bits::<BMI2>(reader, passed);
-                k = stop;
-                if new_value != 0 {
-                    // Past the band's end, the last coefficient (libjpeg's padded table). A
-                    // correction still pending there changes nothing: ±p1 has bit p1.
-                    block[k.min(63)] = new_value;
-                    nonzero |= 1 << k.min(63);
-                }
-                k += 1;
+                zeros = after_run & after_run.wrapping_sub(1);
             }
         }
         if self.eob_run > 0 {
             // Inside an end-of-band run: only correction bits for the non-zero coefficients.
-            corrections |= Self::correction_bits::<BMI2>(reader, nonzero & band(k, self.se));
+            corrections |= Self::correction_bits::<BMI2>(reader, known);
             self.eob_run -= 1;
         }
         let p1: i16 = 1 << self.al;
