@@ -19,6 +19,10 @@ pub(crate) struct HuffmanSpec {
 pub(crate) struct HuffmanTable {
     /// For each `LOOKUP_BITS`-bit prefix: `length << 8 | symbol`, or 0 when the code is longer.
     lookup: [u16; 1 << LOOKUP_BITS],
+    /// For each `LOOKUP_BITS`-bit prefix that holds a whole code of a value and the value's
+    /// bits: see [`Fast`]; 0 for the others (longer codes, and AC codes of runs without a
+    /// value).
+    fast: [u32; 1 << LOOKUP_BITS],
     /// Largest code of each length (index 1..=16), -1 when there is none; index 17 is a sentinel.
     max_code: [i32; 18],
     /// Index of the first symbol of each length minus the first code of that length.
@@ -42,6 +46,7 @@ impl HuffmanTable {
         }
         let mut table = Self {
             lookup: [0; 1 << LOOKUP_BITS],
+            fast: [0; 1 << LOOKUP_BITS],
             max_code: [-1; 18],
             value_offset: [0; 18],
             symbols: [0; 256],
@@ -57,7 +62,7 @@ impl HuffmanTable {
                     if code >= 1 << len {
                         return Err(bad());
                     }
-                    table.fill_lookup(code as u32, len, table.symbols[index]);
+                    table.fill_lookup(code as u32, len, table.symbols[index], is_dc);
                     code += 1;
                     index += 1;
                 }
@@ -73,7 +78,7 @@ impl HuffmanTable {
         Ok(table)
     }
 
-    fn fill_lookup(&mut self, code: u32, len: u32, symbol: u8) {
+    fn fill_lookup(&mut self, code: u32, len: u32, symbol: u8, is_dc: bool) {
         if len > LOOKUP_BITS {
             return;
         }
@@ -81,6 +86,32 @@ impl HuffmanTable {
         let first = (code << shift) as usize;
         let entry = (len as u16) << 8 | u16::from(symbol);
         self.lookup[first..first + (1 << shift)].fill(entry);
+        // A DC symbol is a size; an AC one a run and a size, the run alone when the size is 0.
+        let (run, size) = match is_dc {
+            true => (0, u32::from(symbol)),
+            false => (u32::from(symbol >> 4), u32::from(symbol & 15)),
+        };
+        if (is_dc || size != 0) && len + size <= LOOKUP_BITS {
+            for prefix in first..first + (1 << shift) {
+                let bits = (prefix as u32 >> (shift - size)) & ((1 << size) - 1);
+                let value = extend(bits as i32, size);
+                self.fast[prefix] = Fast::entry(len + size, run, value);
+            }
+        }
+    }
+
+    /// Decodes one coefficient whose code and value bits the next `LOOKUP_BITS` bits hold, in
+    /// one lookup (libjpeg-turbo's fast AC path); `None`, having read nothing, otherwise.
+    #[inline(always)]
+    pub fn decode_fast(&self, reader: &mut BitReader) -> Option<Fast> {
+        reader.ensure(17);
+        let fast = Fast(self.fast[reader.peek(LOOKUP_BITS) as usize]);
+        // Past the data the value bits read as zeros, as a separate read would: the refill
+        // before the lookup loaded all there was.
+        (fast.0 != 0).then(|| {
+            reader.consume(fast.0 & 0x1F);
+            fast
+        })
     }
 
     /// Decodes one symbol. A code that matches nothing decodes as 0 after 17 bits, as in libjpeg.
@@ -98,7 +129,7 @@ impl HuffmanTable {
     /// Decodes one symbol and, when its size (low four bits) is not zero, the bit after its
     /// code, in one step where the lookup finds the code: an AC refinement's new coefficient
     /// and its sign.
-    #[inline]
+    #[inline(always)]
     pub fn decode_with_bit(&self, reader: &mut BitReader) -> (u8, bool) {
         reader.ensure(17);
         let peeked = reader.peek(LOOKUP_BITS + 1);
@@ -127,6 +158,29 @@ impl HuffmanTable {
             return 0;
         }
         self.symbols[((code + self.value_offset[len as usize]) & 0xFF) as usize]
+    }
+}
+
+/// A coefficient decoded in one lookup: `value << 16 | run << 8 | bits`, with the bits its code
+/// and value took (never 0).
+#[derive(Clone, Copy)]
+pub(crate) struct Fast(u32);
+
+impl Fast {
+    fn entry(bits: u32, run: u32, value: i32) -> u32 {
+        (value as u32) << 16 | run << 8 | bits
+    }
+
+    /// How many zero coefficients come before it (0 for a DC value).
+    #[inline(always)]
+    pub fn run(self) -> usize {
+        (self.0 >> 8 & 15) as usize
+    }
+
+    /// Its value (a DC difference, for a DC table).
+    #[inline(always)]
+    pub fn value(self) -> i32 {
+        (self.0 as i32) >> 16
     }
 }
 
@@ -242,6 +296,67 @@ mod tests {
             symbols: vec![0, 1],
         };
         assert!(HuffmanTable::new(&spec, true).is_err());
+    }
+
+    /// Reads the next value the slow way: the code, then its value bits.
+    fn decode_slowly(table: &HuffmanTable, is_dc: bool, reader: &mut BitReader) -> (usize, i32) {
+        let symbol = table.decode(reader);
+        let (run, size) = match is_dc {
+            true => (0, u32::from(symbol)),
+            false => (usize::from(symbol >> 4), u32::from(symbol & 15)),
+        };
+        (run, extend(reader.get_bits(size), size))
+    }
+
+    /// The one-lookup path reads what the code and then the value bits read, on every table
+    /// kind, over random data with markers and data that runs out; and it takes many of them
+    /// (random bits often begin long codes, which it leaves to the slow path).
+    #[test]
+    fn fast_values_are_the_code_then_the_bits() {
+        let mut state = 0x9E37_79B9_7F4A_7C15u64;
+        let mut next = move || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        };
+        for (is_dc, slot) in [(true, 0), (true, 1), (false, 0), (false, 1)] {
+            let table = HuffmanTable::new(&standard_table(is_dc, slot), is_dc).expect("table");
+            let (mut fast_reads, mut reads) = (0, 0);
+            for case in 0..500 {
+                let len = 1 + (next() % 200) as usize;
+                let data: Vec<u8> = (0..len)
+                    .map(|_| match next() % 64 {
+                        0 => 0xFF,
+                        _ => next() as u8,
+                    })
+                    .collect();
+                let (mut fast, mut slow) = (BitReader::new(&data, 0), BitReader::new(&data, 0));
+                for read in 0..100 {
+                    let at = format!("dc {is_dc} slot {slot} case {case} read {read}");
+                    reads += 1;
+                    match table.decode_fast(&mut fast) {
+                        Some(value) => {
+                            fast_reads += 1;
+                            let expected = decode_slowly(&table, is_dc, &mut slow);
+                            assert_eq!((value.run(), value.value()), expected, "{at}");
+                        }
+                        None => {
+                            // Nothing read: the slow path decodes from the same place.
+                            let expected = decode_slowly(&table, is_dc, &mut slow);
+                            assert_eq!(decode_slowly(&table, is_dc, &mut fast), expected, "{at}");
+                        }
+                    }
+                    assert_eq!(fast.position(), slow.position(), "{at}");
+                    assert_eq!(fast.insufficient, slow.insufficient, "{at}");
+                    assert_eq!(fast.get_bits(3), slow.get_bits(3), "{at}");
+                }
+            }
+            assert!(
+                fast_reads * 10 > reads,
+                "{fast_reads} of {reads} reads fast"
+            );
+        }
     }
 
     #[test]

@@ -182,8 +182,14 @@ pub(crate) struct DcFirst<'t> {
 
 impl BlockDecoder for DcFirst<'_> {
     fn decode_block(&mut self, reader: &mut BitReader, scan_comp: usize, block: &mut [i16; 64]) {
-        let size = u32::from(self.tables[scan_comp].decode(reader));
-        let diff = extend(reader.get_bits(size), size);
+        let table = self.tables[scan_comp];
+        let diff = match table.decode_fast(reader) {
+            Some(fast) => fast.value(),
+            None => {
+                let size = u32::from(table.decode(reader));
+                extend(reader.get_bits(size), size)
+            }
+        };
         let Some(dc) = self.dc_pred[scan_comp].checked_add(diff) else {
             self.overflow = true;
             return;
@@ -229,6 +235,12 @@ impl BlockDecoder for AcFirst<'_> {
         }
         let mut k = self.ss;
         while k <= self.se {
+            if let Some(fast) = self.table.decode_fast(reader) {
+                k += fast.run();
+                block[k.min(63)] = (fast.value() << self.al) as i16;
+                k += 1;
+                continue;
+            }
             let symbol = self.table.decode(reader);
             let (run, size) = (u32::from(symbol >> 4), u32::from(symbol & 15));
             if size != 0 {

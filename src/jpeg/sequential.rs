@@ -25,14 +25,25 @@ impl SequentialDecoder<'_> {
         mut put: impl FnMut(usize, i16),
     ) {
         let (dc_table, ac_table) = self.tables[scan_comp];
-        let size = u32::from(dc_table.decode(reader));
-        let diff = extend(reader.get_bits(size), size);
+        let diff = match dc_table.decode_fast(reader) {
+            Some(fast) => fast.value(),
+            None => {
+                let size = u32::from(dc_table.decode(reader));
+                extend(reader.get_bits(size), size)
+            }
+        };
         // libjpeg keeps the prediction in an int and stores it truncated to 16 bits.
         let dc = self.dc_pred[scan_comp].wrapping_add(diff);
         self.dc_pred[scan_comp] = dc;
         put(0, dc as i16);
         let mut k = 1;
         while k < 64 {
+            if let Some(fast) = ac_table.decode_fast(reader) {
+                k += fast.run();
+                put(ZIGZAG_TO_NATURAL[k], fast.value() as i16);
+                k += 1;
+                continue;
+            }
             let symbol = ac_table.decode(reader);
             let (run, size) = (usize::from(symbol >> 4), u32::from(symbol & 15));
             if size != 0 {
