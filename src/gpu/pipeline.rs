@@ -553,7 +553,11 @@ pub(crate) fn prepare_image(
             Coefficients::Compact(planes) => {
                 ImageWork::with_planes(&image, planes, transform, sample, limits)?
             }
-            Coefficients::Dense => ImageWork::new(&image, transform, sample, limits)?,
+            Coefficients::Dense => {
+                let work = ImageWork::new(&image, transform, sample, limits)?;
+                image.recycle();
+                work
+            }
         }
     } else {
         let decoded = crate::formats::decode(bytes, limits)?;
