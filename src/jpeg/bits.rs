@@ -208,6 +208,32 @@ fn has_ff_byte(word: u64) -> bool {
     inverted.wrapping_sub(LOW) & !inverted & HIGH != 0
 }
 
+/// Random test data, the same on every run.
+#[cfg(test)]
+pub(crate) mod random {
+    /// A xorshift64 generator starting from `state`.
+    pub(crate) fn xorshift(mut state: u64) -> impl FnMut() -> u64 {
+        move || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        }
+    }
+
+    /// 1 to `max_len` random bytes of entropy-coded data, a few of them FF (stuffed bytes or
+    /// markers).
+    pub(crate) fn entropy_bytes(next: &mut impl FnMut() -> u64, max_len: u64) -> Vec<u8> {
+        let len = 1 + next() % max_len;
+        (0..len)
+            .map(|_| match next() % 64 {
+                0 => 0xFF,
+                _ => next() as u8,
+            })
+            .collect()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -276,6 +276,7 @@ const AC_CHROMINANCE_SYMBOLS: [u8; 162] = [
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::jpeg::bits::random;
 
     #[test]
     fn standard_tables_are_valid() {
@@ -313,24 +314,12 @@ mod tests {
     /// (random bits often begin long codes, which it leaves to the slow path).
     #[test]
     fn fast_values_are_the_code_then_the_bits() {
-        let mut state = 0x9E37_79B9_7F4A_7C15u64;
-        let mut next = move || {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            state
-        };
+        let mut next = random::xorshift(0x9E37_79B9_7F4A_7C15);
         for (is_dc, slot) in [(true, 0), (true, 1), (false, 0), (false, 1)] {
             let table = HuffmanTable::new(&standard_table(is_dc, slot), is_dc).expect("table");
             let (mut fast_reads, mut reads) = (0, 0);
             for case in 0..500 {
-                let len = 1 + (next() % 200) as usize;
-                let data: Vec<u8> = (0..len)
-                    .map(|_| match next() % 64 {
-                        0 => 0xFF,
-                        _ => next() as u8,
-                    })
-                    .collect();
+                let data = random::entropy_bytes(&mut next, 200);
                 let (mut fast, mut slow) = (BitReader::new(&data, 0), BitReader::new(&data, 0));
                 for read in 0..100 {
                     let at = format!("dc {is_dc} slot {slot} case {case} read {read}");

@@ -538,6 +538,7 @@ fn without_lowest<const BMI2: bool>(mut mask: u64, n: u32) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::jpeg::bits::random;
     use crate::jpeg::huffman::standard_table;
 
     /// libjpeg's `decode_mcu_AC_refine` as written, one coefficient at a time over a block in
@@ -688,35 +689,23 @@ mod tests {
     /// [`AcRefine`] on `path` against libjpeg's loop on random data and blocks.
     fn refinement_equals_libjpegs_loop(path: RefinePath) {
         let table = HuffmanTable::new(&standard_table(false, 0), false).expect("table");
-        let mut state = 0x9E37_79B9_7F4A_7C15u64;
-        let mut next = move || {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            state
-        };
+        let mut next = random::xorshift(0x9E37_79B9_7F4A_7C15);
         for case in 0..2000 {
             let ss = 1 + (next() % 63) as usize;
             let se = ss + (next() % (64 - ss as u64)) as usize;
             let al = (next() % 4) as u32;
-            // Random bytes, a few of them FF (stuffed or markers), some cases short of data.
-            let len = 1 + (next() % 300) as usize;
-            let data: Vec<u8> = (0..len)
-                .map(|_| match next() % 64 {
-                    0 => 0xFF,
-                    _ => next() as u8,
-                })
-                .collect();
+            // Some cases short of data.
+            let data = random::entropy_bytes(&mut next, 300);
             // A quarter of the cases with nearly every coefficient known, where runs pass the
             // band's end.
             let sparse = case % 4 != 0;
             let mut zigzag = [0i16; 64];
             for coef in zigzag.iter_mut() {
-                if (sparse && next() % 3 == 0) || (!sparse && next() % 8 != 0) {
+                if (sparse && next().is_multiple_of(3)) || (!sparse && !next().is_multiple_of(8)) {
                     // Now and then with the bit being refined already set (a corrupt file's).
-                    let refined = i16::from(next() % 8 == 0) << al;
+                    let refined = i16::from(next().is_multiple_of(8)) << al;
                     let magnitude = ((next() % 40) as i16 + 1) << (al + 1) | refined;
-                    *coef = if next() % 2 == 0 {
+                    *coef = if next().is_multiple_of(2) {
                         magnitude
                     } else {
                         -magnitude
