@@ -126,6 +126,19 @@ impl HuffmanTable {
         self.decode_long(reader)
     }
 
+    /// Decodes a DC difference: the code of its size, then that many bits, extended; in one
+    /// lookup where both fit.
+    #[inline(always)]
+    pub fn decode_dc_difference(&self, reader: &mut BitReader) -> i32 {
+        match self.decode_fast(reader) {
+            Some(fast) => fast.value(),
+            None => {
+                let size = u32::from(self.decode(reader));
+                extend(reader.get_bits(size), size)
+            }
+        }
+    }
+
     /// Decodes one symbol and, when its size (low four bits) is not zero, the bit after its
     /// code, in one step where the lookup finds the code: an AC refinement's new coefficient
     /// and its sign.

@@ -182,14 +182,7 @@ pub(crate) struct DcFirst<'t> {
 
 impl BlockDecoder for DcFirst<'_> {
     fn decode_block(&mut self, reader: &mut BitReader, scan_comp: usize, block: &mut [i16; 64]) {
-        let table = self.tables[scan_comp];
-        let diff = match table.decode_fast(reader) {
-            Some(fast) => fast.value(),
-            None => {
-                let size = u32::from(table.decode(reader));
-                extend(reader.get_bits(size), size)
-            }
-        };
+        let diff = self.tables[scan_comp].decode_dc_difference(reader);
         let Some(dc) = self.dc_pred[scan_comp].checked_add(diff) else {
             self.overflow = true;
             return;

@@ -25,13 +25,7 @@ impl SequentialDecoder<'_> {
         mut put: impl FnMut(usize, i16),
     ) {
         let (dc_table, ac_table) = self.tables[scan_comp];
-        let diff = match dc_table.decode_fast(reader) {
-            Some(fast) => fast.value(),
-            None => {
-                let size = u32::from(dc_table.decode(reader));
-                extend(reader.get_bits(size), size)
-            }
-        };
+        let diff = dc_table.decode_dc_difference(reader);
         // libjpeg keeps the prediction in an int and stores it truncated to 16 bits.
         let dc = self.dc_pred[scan_comp].wrapping_add(diff);
         self.dc_pred[scan_comp] = dc;
