@@ -3,6 +3,11 @@
 //! of it to that device run at the bus's speed without a staging copy (what torch calls pinned
 //! memory, and what `Tensor.is_pinned()` reports).
 //!
+//! It also imports what gpuprep's Vulkan device exports (`gpu::external`): batch memory,
+//! mapped as a CUDA device pointer, and the timeline semaphore a consumer's stream waits on
+//! before reading a batch; and it records events on a consumer's stream, so that a batch's
+//! memory is written again only after the work that read it.
+//!
 //! Only the few entry points that need are bound. Where the library or a device is missing,
 //! [`Cuda::open`] says why and callers keep pageable memory.
 #![allow(
@@ -17,6 +22,10 @@ use std::sync::{Arc, Mutex, OnceLock};
 type CuResult = c_int;
 /// `CUcontext`, an opaque handle.
 type CuContext = *mut c_void;
+/// `CUexternalMemory`, `CUexternalSemaphore`, `CUevent`, `CUstream`: opaque handles.
+type CuHandle = *mut c_void;
+/// `CUdeviceptr`.
+type CuDevicePtr = u64;
 
 /// `CU_MEMHOSTREGISTER_PORTABLE`: page-locked for every CUDA context, not only the one current
 /// at registration (torch copies from any of them).
@@ -31,6 +40,26 @@ struct Driver {
     ctx_pop: unsafe extern "C" fn(*mut CuContext) -> CuResult,
     host_register: unsafe extern "C" fn(*mut c_void, usize, c_uint) -> CuResult,
     host_unregister: unsafe extern "C" fn(*mut c_void) -> CuResult,
+    device_get_uuid: unsafe extern "C" fn(*mut [u8; 16], c_int) -> CuResult,
+    import_external_memory:
+        unsafe extern "C" fn(*mut CuHandle, *const MemoryHandleDesc) -> CuResult,
+    external_memory_get_mapped_buffer:
+        unsafe extern "C" fn(*mut CuDevicePtr, CuHandle, *const BufferDesc) -> CuResult,
+    destroy_external_memory: unsafe extern "C" fn(CuHandle) -> CuResult,
+    mem_free: unsafe extern "C" fn(CuDevicePtr) -> CuResult,
+    import_external_semaphore:
+        unsafe extern "C" fn(*mut CuHandle, *const SemaphoreHandleDesc) -> CuResult,
+    wait_external_semaphores: unsafe extern "C" fn(
+        *const CuHandle,
+        *const SemaphoreWaitParams,
+        c_uint,
+        CuHandle,
+    ) -> CuResult,
+    destroy_external_semaphore: unsafe extern "C" fn(CuHandle) -> CuResult,
+    event_create: unsafe extern "C" fn(*mut CuHandle, c_uint) -> CuResult,
+    event_record: unsafe extern "C" fn(CuHandle, CuHandle) -> CuResult,
+    event_synchronize: unsafe extern "C" fn(CuHandle) -> CuResult,
+    event_destroy: unsafe extern "C" fn(CuHandle) -> CuResult,
     /// Kept loaded for as long as the function pointers above are used.
     _library: libloading::Library,
 }
@@ -63,6 +92,18 @@ fn load() -> Result<Driver, String> {
         ctx_pop: symbol(&library, "cuCtxPopCurrent_v2")?,
         host_register: symbol(&library, "cuMemHostRegister_v2")?,
         host_unregister: symbol(&library, "cuMemHostUnregister")?,
+        device_get_uuid: symbol(&library, "cuDeviceGetUuid")?,
+        import_external_memory: symbol(&library, "cuImportExternalMemory")?,
+        external_memory_get_mapped_buffer: symbol(&library, "cuExternalMemoryGetMappedBuffer")?,
+        destroy_external_memory: symbol(&library, "cuDestroyExternalMemory")?,
+        mem_free: symbol(&library, "cuMemFree_v2")?,
+        import_external_semaphore: symbol(&library, "cuImportExternalSemaphore")?,
+        wait_external_semaphores: symbol(&library, "cuWaitExternalSemaphoresAsync")?,
+        destroy_external_semaphore: symbol(&library, "cuDestroyExternalSemaphore")?,
+        event_create: symbol(&library, "cuEventCreate")?,
+        event_record: symbol(&library, "cuEventRecord")?,
+        event_synchronize: symbol(&library, "cuEventSynchronize")?,
+        event_destroy: symbol(&library, "cuEventDestroy_v2")?,
         _library: library,
     };
     // SAFETY: cuInit takes flags, which must be 0.
@@ -97,12 +138,15 @@ pub struct Cuda {
     driver: &'static Driver,
     context: SendContext,
     device: u32,
+    /// The driver's handle of the device.
+    handle: c_int,
     /// Push, call, pop: one registration at a time, so that no thread's current context is
     /// left changed by another's.
     calls: Mutex<()>,
 }
 
-/// A `CUcontext` is a handle the driver lets any thread make current.
+/// A `CUcontext` (or another of the driver's handles) is a handle the driver lets any thread
+/// use.
 struct SendContext(CuContext);
 // SAFETY: CUDA contexts may be used from any thread (cuCtxPushCurrent is the documented way).
 unsafe impl Send for SendContext {}
@@ -130,6 +174,7 @@ impl Cuda {
             driver,
             context: SendContext(context),
             device,
+            handle,
             calls: Mutex::new(()),
         }))
     }
@@ -175,5 +220,283 @@ impl Cuda {
         let result =
             self.in_context(|| unsafe { (self.driver.host_unregister)(address.cast::<c_void>()) });
         self.driver.check("cuMemHostUnregister", result)
+    }
+}
+
+/// `CU_EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_FD`.
+const MEMORY_OPAQUE_FD: c_uint = 1;
+/// `CUDA_EXTERNAL_MEMORY_DEDICATED`: the memory is a dedicated allocation (as gpuprep's are).
+const MEMORY_DEDICATED: c_uint = 1;
+/// `CU_EXTERNAL_SEMAPHORE_HANDLE_TYPE_TIMELINE_SEMAPHORE_FD`.
+const SEMAPHORE_TIMELINE_FD: c_uint = 9;
+/// `CU_EVENT_DISABLE_TIMING`: the cheapest event, for ordering only.
+const EVENT_DISABLE_TIMING: c_uint = 2;
+
+/// `CUDA_EXTERNAL_MEMORY_HANDLE_DESC` (cuda.h, 64-bit): the handle union's largest member is
+/// two pointers; a file descriptor is its first four bytes.
+#[repr(C)]
+struct MemoryHandleDesc {
+    kind: c_uint,
+    handle: [u64; 2],
+    size: u64,
+    flags: c_uint,
+    reserved: [c_uint; 16],
+}
+
+/// `CUDA_EXTERNAL_MEMORY_BUFFER_DESC`.
+#[repr(C)]
+struct BufferDesc {
+    offset: u64,
+    size: u64,
+    flags: c_uint,
+    reserved: [c_uint; 16],
+}
+
+/// `CUDA_EXTERNAL_SEMAPHORE_HANDLE_DESC`.
+#[repr(C)]
+struct SemaphoreHandleDesc {
+    kind: c_uint,
+    handle: [u64; 2],
+    flags: c_uint,
+    reserved: [c_uint; 16],
+}
+
+/// `CUDA_EXTERNAL_SEMAPHORE_WAIT_PARAMS`: `params` holds the fence value, the NvSciSync union
+/// and the keyed mutex's key and timeout (a struct of 16 bytes), then ten reserved words.
+#[repr(C)]
+struct SemaphoreWaitParams {
+    value: u64,
+    nv_sci_sync: u64,
+    keyed_mutex_key: u64,
+    keyed_mutex_timeout_ms: c_uint,
+    params_reserved: [c_uint; 11],
+    flags: c_uint,
+    reserved: [c_uint; 16],
+}
+
+/// A stream as DLPack and torch name one: 1 is the legacy default stream, 2 the per-thread
+/// default stream (the driver's `CU_STREAM_LEGACY` and `CU_STREAM_PER_THREAD` are those same
+/// values), anything else a `cudaStream_t`.
+pub type Stream = usize;
+
+impl Cuda {
+    /// The device's UUID, as Vulkan reports it for the same GPU.
+    pub fn uuid(&self) -> Result<[u8; 16], String> {
+        let mut uuid = [0u8; 16];
+        // SAFETY: cuDeviceGetUuid writes 16 bytes for a valid device handle.
+        let result = unsafe { (self.driver.device_get_uuid)(&mut uuid, self.handle) };
+        self.driver.check("cuDeviceGetUuid", result)?;
+        Ok(uuid)
+    }
+
+    /// Imports the dedicated allocation of `allocation` bytes behind `fd` (which CUDA then
+    /// owns) and maps its first `size` bytes as a device pointer.
+    pub fn import_memory(
+        self: &Arc<Self>,
+        fd: std::os::fd::OwnedFd,
+        allocation: u64,
+        size: u64,
+    ) -> Result<CudaMemory, String> {
+        use std::os::fd::{AsRawFd, IntoRawFd};
+        let desc = MemoryHandleDesc {
+            kind: MEMORY_OPAQUE_FD,
+            handle: [u64::from(fd.as_raw_fd() as u32), 0],
+            size: allocation,
+            flags: MEMORY_DEDICATED,
+            reserved: [0; 16],
+        };
+        let mut memory: CuHandle = std::ptr::null_mut();
+        // SAFETY: `desc` describes an opaque file descriptor of a live allocation; on success
+        // the driver owns the descriptor.
+        let result =
+            self.in_context(|| unsafe { (self.driver.import_external_memory)(&mut memory, &desc) });
+        self.driver.check("cuImportExternalMemory", result)?;
+        let _owned_by_cuda = fd.into_raw_fd();
+        let memory = SendContext(memory);
+        let buffer = BufferDesc {
+            offset: 0,
+            size,
+            flags: 0,
+            reserved: [0; 16],
+        };
+        let mut pointer: CuDevicePtr = 0;
+        // SAFETY: `memory` was imported above; the range lies within it.
+        let result = self.in_context(|| unsafe {
+            (self.driver.external_memory_get_mapped_buffer)(&mut pointer, memory.0, &buffer)
+        });
+        if let Err(e) = self.driver.check("cuExternalMemoryGetMappedBuffer", result) {
+            // SAFETY: imported above and mapped nowhere.
+            self.in_context(|| unsafe { (self.driver.destroy_external_memory)(memory.0) });
+            return Err(e);
+        }
+        Ok(CudaMemory {
+            cuda: Arc::clone(self),
+            memory,
+            pointer,
+        })
+    }
+
+    /// Imports the timeline semaphore behind `fd` (which CUDA then owns).
+    pub fn import_timeline(
+        self: &Arc<Self>,
+        fd: std::os::fd::OwnedFd,
+    ) -> Result<CudaTimeline, String> {
+        use std::os::fd::{AsRawFd, IntoRawFd};
+        let desc = SemaphoreHandleDesc {
+            kind: SEMAPHORE_TIMELINE_FD,
+            handle: [u64::from(fd.as_raw_fd() as u32), 0],
+            flags: 0,
+            reserved: [0; 16],
+        };
+        let mut semaphore: CuHandle = std::ptr::null_mut();
+        // SAFETY: `desc` describes the opaque file descriptor of a live timeline semaphore; on
+        // success the driver owns the descriptor.
+        let result = self.in_context(|| unsafe {
+            (self.driver.import_external_semaphore)(&mut semaphore, &desc)
+        });
+        self.driver.check("cuImportExternalSemaphore", result)?;
+        let _owned_by_cuda = fd.into_raw_fd();
+        Ok(CudaTimeline {
+            cuda: Arc::clone(self),
+            semaphore: SendContext(semaphore),
+        })
+    }
+
+    /// An event recorded on `stream` now: it completes once the work queued there so far has.
+    pub fn record_event(self: &Arc<Self>, stream: Stream) -> Result<CudaEvent, String> {
+        let mut event: CuHandle = std::ptr::null_mut();
+        // SAFETY: creates an event in this device's context.
+        let result = self
+            .in_context(|| unsafe { (self.driver.event_create)(&mut event, EVENT_DISABLE_TIMING) });
+        self.driver.check("cuEventCreate", result)?;
+        let event = CudaEvent {
+            cuda: Arc::clone(self),
+            event: SendContext(event),
+        };
+        // SAFETY: the event was created above; `stream` is a stream of this context (the
+        // consumer's) or one of the two special default-stream handles.
+        let result = self.in_context(|| unsafe {
+            (self.driver.event_record)(event.event.0, stream as CuHandle)
+        });
+        self.driver.check("cuEventRecord", result)?;
+        Ok(event)
+    }
+}
+
+/// GPU memory of gpuprep's device, imported into CUDA and mapped at [`Self::pointer`]; unmapped
+/// and released when dropped.
+pub struct CudaMemory {
+    cuda: Arc<Cuda>,
+    memory: SendContext,
+    pointer: CuDevicePtr,
+}
+
+impl CudaMemory {
+    /// The CUDA device pointer of the memory's first byte.
+    pub fn pointer(&self) -> u64 {
+        self.pointer
+    }
+}
+
+impl Drop for CudaMemory {
+    fn drop(&mut self) {
+        let driver = self.cuda.driver;
+        // SAFETY: the pointer was mapped from the memory, which was imported; neither is used
+        // after this (whoever read it waited for its last reader's event first).
+        self.cuda.in_context(|| unsafe {
+            (driver.mem_free)(self.pointer);
+            (driver.destroy_external_memory)(self.memory.0)
+        });
+    }
+}
+
+/// gpuprep's timeline semaphore, imported into CUDA.
+pub struct CudaTimeline {
+    cuda: Arc<Cuda>,
+    semaphore: SendContext,
+}
+
+impl CudaTimeline {
+    /// Makes `stream`'s later work wait until the semaphore reaches `value`.
+    pub fn wait_on(&self, stream: Stream, value: u64) -> Result<(), String> {
+        let params = SemaphoreWaitParams {
+            value,
+            nv_sci_sync: 0,
+            keyed_mutex_key: 0,
+            keyed_mutex_timeout_ms: 0,
+            params_reserved: [0; 11],
+            flags: 0,
+            reserved: [0; 16],
+        };
+        // SAFETY: one imported semaphore, one parameter block, a stream of this context.
+        let result = self.cuda.in_context(|| unsafe {
+            (self.cuda.driver.wait_external_semaphores)(
+                &self.semaphore.0,
+                &params,
+                1,
+                stream as CuHandle,
+            )
+        });
+        self.cuda
+            .driver
+            .check("cuWaitExternalSemaphoresAsync", result)
+    }
+}
+
+impl Drop for CudaTimeline {
+    fn drop(&mut self) {
+        // SAFETY: imported by `import_timeline`; no wait is queued on it any more once its
+        // batches are gone (their memory's drop waited for their readers).
+        self.cuda.in_context(|| unsafe {
+            (self.cuda.driver.destroy_external_semaphore)(self.semaphore.0)
+        });
+    }
+}
+
+/// A recorded CUDA event.
+pub struct CudaEvent {
+    cuda: Arc<Cuda>,
+    event: SendContext,
+}
+
+impl CudaEvent {
+    /// Blocks until the work before the event has run.
+    pub fn synchronize(&self) -> Result<(), String> {
+        // SAFETY: a live event of this context.
+        let result = self
+            .cuda
+            .in_context(|| unsafe { (self.cuda.driver.event_synchronize)(self.event.0) });
+        self.cuda.driver.check("cuEventSynchronize", result)
+    }
+}
+
+impl Drop for CudaEvent {
+    fn drop(&mut self) {
+        // SAFETY: a live event; destroying one still pending is allowed (its resources go once
+        // it completes).
+        self.cuda
+            .in_context(|| unsafe { (self.cuda.driver.event_destroy)(self.event.0) });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The structures' sizes are cuda.h's on a 64-bit machine.
+    #[test]
+    fn interop_structures_have_the_drivers_sizes() {
+        assert_eq!(std::mem::size_of::<MemoryHandleDesc>(), 104);
+        assert_eq!(std::mem::size_of::<BufferDesc>(), 88);
+        assert_eq!(std::mem::size_of::<SemaphoreHandleDesc>(), 96);
+        assert_eq!(std::mem::size_of::<SemaphoreWaitParams>(), 144);
+        assert_eq!(std::mem::offset_of!(MemoryHandleDesc, handle), 8);
+        assert_eq!(std::mem::offset_of!(MemoryHandleDesc, size), 24);
+        assert_eq!(std::mem::offset_of!(SemaphoreHandleDesc, flags), 24);
+        assert_eq!(
+            std::mem::offset_of!(SemaphoreWaitParams, params_reserved),
+            28
+        );
+        assert_eq!(std::mem::offset_of!(SemaphoreWaitParams, flags), 72);
     }
 }

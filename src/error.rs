@@ -185,6 +185,10 @@ pub enum GpuError {
         /// The device's limit it passes (its largest binding, or its largest buffer), in bytes.
         limit: u64,
     },
+    /// A batch could not be handed over on the device (its buffer, exported memory, CUDA's
+    /// import of it), with the driver's message.
+    #[error("cannot hand the batch over on the device: {0}")]
+    HandOff(String),
     /// An image of the call was never run (a bug, should it happen).
     #[error("image {0} was never run")]
     NotRun(usize),

@@ -466,3 +466,104 @@ fn gpu_batches_held_keep_their_arrays_and_dropped_ones_are_reused() {
         "every later batch reused a dropped array"
     );
 }
+
+/// The batches of `loader`'s epoch `epoch`, each as (indices, its bytes) however it was handed
+/// over: a host array's bytes, or a device buffer's read back.
+#[cfg(target_os = "linux")]
+fn epoch_bytes(loader: &Loader, epoch: u64) -> Vec<(Vec<u64>, Vec<u8>)> {
+    loader
+        .epoch(epoch)
+        .map(|batch| {
+            let batch = batch.unwrap();
+            let bytes = match &batch.device {
+                Some(array) => array.to_host().unwrap(),
+                None => batch.data.as_bytes().to_vec(),
+            };
+            (batch.indices.clone(), bytes)
+        })
+        .collect()
+}
+
+/// Handed over on the device, a step's tensors are copied GPU to GPU into one buffer of the
+/// loader's: its bytes are the host path's bytes (failed samples closed up the same way); a
+/// batch held keeps its buffer while later epochs run, and dropped ones are what later batches
+/// land in. Where CUDA is asked for and cannot be had (CI's machines), the batches come in host
+/// memory, the same bits, and the loader says why.
+#[cfg(target_os = "linux")]
+#[test]
+fn device_batches_equal_host_batches_and_keep_the_rings_rules() {
+    use gpuprep::loader::{HandedOver, Handoff};
+    if common::gpu().is_none() {
+        return;
+    }
+    let (root, n) = photo_tree("photos-device");
+    // A sample that fails: its batch closes up on the device as on the host.
+    std::fs::write(root.join("cat/zz-broken.jpg"), b"no image").unwrap();
+    let limits = Limits::default();
+    let make = |handoff| {
+        let options = LoaderOptions {
+            handoff,
+            split: Split {
+                shuffle: true,
+                seed: 3,
+                rank: 0,
+                world_size: 1,
+                drop_last: false,
+            },
+            ..LoaderOptions::new(3)
+        };
+        let source = Source::ImageFolder(root.clone());
+        Loader::new(source, &train(), Backend::gpu().unwrap(), &limits, options).unwrap()
+    };
+    let host = make(Handoff::Host);
+    let device = make(Handoff::Device);
+    assert_eq!(device.handed_over(), HandedOver::Device);
+    let expected = epoch_bytes(&host, 0);
+    assert_eq!(expected.iter().map(|(i, _)| i.len()).sum::<usize>(), n);
+    assert!(
+        epoch_bytes(&device, 0) == expected,
+        "device batches are the host's bits"
+    );
+
+    let held: Vec<Batch> = device.epoch(1).map(|b| b.unwrap()).collect();
+    assert!(held
+        .iter()
+        .all(|b| b.device.is_some() && b.data.as_bytes().is_empty()));
+    let copies: Vec<Vec<u8>> = held
+        .iter()
+        .map(|b| b.device.as_ref().unwrap().to_host().unwrap())
+        .collect();
+    assert!(epoch_bytes(&device, 2) == epoch_bytes(&host, 2));
+    for (batch, copy) in held.iter().zip(&copies) {
+        let now = batch.device.as_ref().unwrap().to_host().unwrap();
+        assert!(now == *copy, "a held batch is left as it was");
+    }
+    let made = device.arrays_made();
+    drop(held);
+    for epoch in 3..6 {
+        epoch_bytes(&device, epoch);
+    }
+    assert_eq!(
+        device.arrays_made(),
+        made,
+        "later batches reused dropped buffers"
+    );
+
+    let cuda = make(Handoff::Cuda(0));
+    match cuda.handed_over() {
+        HandedOver::Cuda { device } => {
+            assert_eq!(device, 0);
+            let batch = cuda.epoch(0).next().unwrap().unwrap();
+            assert!(batch.device.as_ref().unwrap().cuda_pointer().is_some());
+        }
+        HandedOver::HostBecause(why) => {
+            assert!(!why.is_empty());
+            println!("CUDA hand-off not available here: {why}");
+        }
+        other => panic!("asked for CUDA, handed over in {other}"),
+    }
+    assert!(
+        epoch_bytes(&cuda, 0) == expected,
+        "the CUDA path's bits are the host path's"
+    );
+}

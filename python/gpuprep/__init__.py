@@ -294,6 +294,12 @@ class Loader:
     the loader's arrays are page-locked once, for torch's current CUDA device, through the CUDA
     driver (no copy; `memory` says which memory the arrays are); elsewhere each batch is copied
     into page-locked memory.
+    `device="cuda"` (or "cuda:N") yields CUDA tensors. Where gpuprep's GPU is a Vulkan device
+    that exports memory and semaphores and CUDA sees the same GPU, the batches are made in place
+    in CUDA memory: the tensors are the loader's buffers (no copy through the host), torch's
+    current stream waits for each batch's copies (DLPack's stream protocol), and a buffer is
+    written again only after the work queued on the tensor before it was freed. Elsewhere
+    each batch is copied up from page-locked memory. `handed_over` says which.
     Epochs are shuffled from `seed` (`set_epoch` as DistributedSampler); rank/world_size split
     them as DistributedSampler does; drop_last drops the uneven tail and the short last batch.
     Decoding runs ahead in Rust threads with the GIL released (on the GPU one stream an epoch,
@@ -304,21 +310,32 @@ class Loader:
 
     def __init__(self, source, transform, batch_size, shuffle=False, seed=0, rank=0,
                  world_size=1, drop_last=False, threads=None, backend="auto", prefetch=2,
-                 adapter=None, shuffle_buffer=1000, wait_warning=0.1, pin_memory=None):
+                 adapter=None, shuffle_buffer=1000, wait_warning=0.1, pin_memory=None,
+                 device=None):
         kind, paths = _resolve(source)
         torch = _torch()
+        self.device = _cuda_device(torch, device)
         if pin_memory is None:
             pin_memory = torch is not None and torch.cuda.is_available()
-        self.pin_memory = pin_memory
-        cuda = pin_memory and torch is not None and torch.cuda.is_available()
-        device = torch.cuda.current_device() if cuda else None
+        self.pin_memory = pin_memory or self.device is not None
+        cuda = self.pin_memory and torch is not None and torch.cuda.is_available()
+        pin_for = torch.cuda.current_device() if cuda else None
+        if self.device is not None:
+            pin_for = self.device
         self._loader = _gpuprep.Loader(kind, paths, transform, batch_size, shuffle, seed, rank,
                                        world_size, drop_last, backend, adapter, prefetch,
-                                       shuffle_buffer, wait_warning, device)
+                                       shuffle_buffer, wait_warning, pin_for, self.device)
         self.epoch = 0
         self.stats = {}
         self.last = None
         self.classes = self._loader.classes()
+
+    @property
+    def handed_over(self):
+        """Where batches are handed over: 'CUDA memory of device N, exported by gpuprep's
+        Vulkan device (no copy)', or host memory (and why, when device="cuda" could not be had
+        in place: then each batch is copied up from page-locked memory)."""
+        return self._loader.handed_over()[1]
 
     @property
     def memory(self):
@@ -348,16 +365,46 @@ class Loader:
 
     def __iter__(self):
         torch = _torch()
-        pin = self.pin_memory and torch is not None
+        pin = self.pin_memory and torch is not None and torch.cuda.is_available()
+        # device="cuda" where CUDA is there but not in place: copied up from pinned memory.
+        up = self.device is not None and pin
         for batch in self.batches():
             self.last = batch
             images, labels = batch["images"], batch["labels"]
-            if torch is not None:
-                images, labels = torch.from_dlpack(images), torch.from_dlpack(labels)
-                if pin:
-                    images = images if images.is_pinned() else _pinned(torch, images)
-                    labels = labels.pin_memory()
+            if torch is None:
+                yield images, labels
+                continue
+            labels = torch.from_dlpack(labels)
+            if isinstance(images, _gpuprep.CudaBatch):
+                # In place: torch's current stream waits for the batch's copies.
+                images = torch.from_dlpack(images)
+                yield images, labels.to(images.device, non_blocking=True)
+                continue
+            images = torch.from_dlpack(images)
+            if pin:
+                images = images if images.is_pinned() else _pinned(torch, images)
+                labels = labels.pin_memory()
+            if up:
+                cuda = torch.device("cuda", self.device)
+                images = images.to(cuda, non_blocking=True)
+                labels = labels.to(cuda, non_blocking=True)
             yield images, labels
+
+
+def _cuda_device(torch, device):
+    """The CUDA ordinal `device` names ("cuda", "cuda:N", a torch.device, N), or None."""
+    if device is None or device == "cpu":
+        return None
+    if isinstance(device, int):
+        return device
+    text = str(device)
+    if not text.startswith("cuda"):
+        raise ValueError(f"device must be None, 'cpu' or a CUDA device, got {device!r}")
+    if ":" in text:
+        return int(text.split(":", 1)[1])
+    if torch is not None and torch.cuda.is_available():
+        return torch.cuda.current_device()
+    return 0
 
 
 def _pinned(torch, tensor):

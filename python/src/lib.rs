@@ -17,6 +17,8 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyList};
 use std::sync::Arc;
 
+mod dlpack;
+
 create_exception!(
     _gpuprep,
     GpuprepError,
@@ -693,6 +695,7 @@ fn preprocess_each(
 #[pyclass(module = "gpuprep._gpuprep", frozen)]
 struct Loader {
     inner: Arc<loader::Loader>,
+    dtype: DType,
 }
 
 #[pymethods]
@@ -700,7 +703,7 @@ impl Loader {
     #[new]
     #[pyo3(signature = (kind, paths, transform, batch_size, shuffle, seed, rank, world_size,
                         drop_last, backend, adapter, prefetch, shuffle_buffer, wait_warning,
-                        pin_memory))]
+                        pin_memory, cuda=None))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         kind: &str,
@@ -718,6 +721,7 @@ impl Loader {
         shuffle_buffer: usize,
         wait_warning: f64,
         pin_memory: Option<u32>,
+        cuda: Option<u32>,
     ) -> PyResult<Self> {
         let source = match kind {
             "folder" => Source::ImageFolder(paths.into_iter().next().unwrap_or_default()),
@@ -742,6 +746,7 @@ impl Loader {
             shuffle_buffer,
             wait_warning,
             pin_memory,
+            handoff: cuda.map_or(loader::Handoff::Host, loader::Handoff::Cuda),
             ..LoaderOptions::new(batch_size)
         };
         let backend = self::backend(backend, adapter)?;
@@ -749,6 +754,7 @@ impl Loader {
             .map_err(|e| error(&e))?;
         Ok(Self {
             inner: Arc::new(inner),
+            dtype: transform.0.dtype,
         })
     }
 
@@ -767,6 +773,17 @@ impl Loader {
         self.inner.memory().to_string()
     }
 
+    /// Where batches are handed over: the CUDA device's ordinal when in CUDA memory, else
+    /// None; and in words (host memory, and why, when CUDA was asked for).
+    fn handed_over(&self) -> (Option<u32>, String) {
+        let handed = self.inner.handed_over();
+        let device = match handed {
+            loader::HandedOver::Cuda { device } => Some(device),
+            _ => None,
+        };
+        (device, handed.to_string())
+    }
+
     /// Batch arrays allocated so far (every other batch reused one a dropped batch gave back).
     fn arrays_made(&self) -> usize {
         self.inner.arrays_made()
@@ -781,6 +798,8 @@ impl Loader {
     fn epoch(&self, epoch: u64) -> Epoch {
         Epoch {
             inner: std::sync::Mutex::new(self.inner.epoch(epoch)),
+            handed: self.inner.handed_over(),
+            dtype: self.dtype,
         }
     }
 }
@@ -789,6 +808,8 @@ impl Loader {
 #[pyclass(module = "gpuprep._gpuprep", frozen)]
 struct Epoch {
     inner: std::sync::Mutex<loader::Epoch>,
+    handed: loader::HandedOver,
+    dtype: DType,
 }
 
 #[pymethods]
@@ -806,8 +827,19 @@ impl Epoch {
         let Some(batch) = next else {
             return Ok(None);
         };
-        let batch = batch.map_err(|e| error(&e))?;
-        let images = batch_array(py, batch.data, &batch.shape)?;
+        let mut batch = batch.map_err(|e| error(&e))?;
+        let images = match batch.device.take() {
+            Some(array) => {
+                let device = match self.handed {
+                    loader::HandedOver::Cuda { device } => device,
+                    _ => return Err(GpuError::new_err("a device batch from a host loader")),
+                };
+                let dtype = self.dtype;
+                let cuda = dlpack::CudaBatch::new(array, batch.shape, dtype, device);
+                Bound::new(py, cuda)?.into_any()
+            }
+            None => batch_array(py, batch.data, &batch.shape)?,
+        };
         let labels = PyArray1::from_vec(py, batch.labels).into_any();
         let indices = PyArray1::from_vec(py, batch.indices).into_any();
         let drawn = PyList::new(py, params_list(py, batch.params.iter())?)?;
@@ -869,6 +901,7 @@ fn _gpuprep(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Pipeline>()?;
     m.add_class::<Loader>()?;
     m.add_class::<Epoch>()?;
+    m.add_class::<dlpack::CudaBatch>()?;
     m.add_function(wrap_pyfunction!(copy_into, m)?)?;
     for (name, class) in [
         ("GpuprepError", py.get_type::<GpuprepError>()),

@@ -148,6 +148,35 @@ def test_loader_batches_held_keep_their_memory(tmp_path, backend):
         assert np.array_equal(view, copy[1])
 
 
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_loader_on_cuda_is_the_host_paths_bits_wherever_it_lands(tmp_path, backend):
+    """device="cuda": where CUDA cannot take the batches in place (CI: no CUDA driver; the CPU
+    backend) they come in host memory and the loader says why; where it can (an NVIDIA GPU
+    through Vulkan, with torch) they are CUDA tensors in the loader's own memory. Either way the
+    bits are the host path's, batch for batch, on any stream."""
+    pipeline(backend)
+    root = str(image_folder(tmp_path))
+    make = lambda **kw: gpuprep.Loader(root, train_transform(), batch_size=3, shuffle=True,
+                                       seed=3, backend=backend, **kw)
+    expected = [(b["indices"].tolist(), b["images"].copy()) for b in make(pin_memory=False).batches()]
+    cuda = make(device="cuda")
+    if cuda.handed_over.startswith("host memory"):
+        assert cuda.handed_over.startswith("host memory (") and cuda.handed_over.endswith(")")
+        got = [(b["indices"].tolist(), b["images"]) for b in cuda.batches()]
+    else:
+        torch = pytest.importorskip("torch")
+        assert cuda.handed_over.startswith("CUDA memory of device")
+        side = torch.cuda.Stream()
+        got = []
+        with torch.cuda.stream(side):
+            for images, labels in cuda:
+                assert images.is_cuda and labels.is_cuda
+                got.append((cuda.last["indices"].tolist(), (images * 1).cpu().numpy()))
+    assert len(got) == len(expected)
+    for (indices, images), (want_indices, want) in zip(got, expected):
+        assert indices == want_indices and np.array_equal(images, want)
+
+
 def test_loader_reads_webdataset_shards_with_labels():
     shards = os.path.join(ROOT, "tests", "data", "webdataset", "shard-*.tar")
     t = gpuprep.Transform().resize((16, 24))

@@ -33,14 +33,24 @@ pub fn create_device_on(name: Option<&str>) -> Result<Gpu> {
 
 /// Creates a device on `adapter`, as [`create_device_on`] does.
 pub fn open_device(adapter: &wgpu::Adapter) -> Result<Gpu> {
-    let (device, queue) = pollster::block_on(adapter.request_device(&wgpu::DeviceDescriptor {
+    let desc = wgpu::DeviceDescriptor {
         label: Some("gpuprep"),
         required_limits: adapter.limits(),
         // Timestamps between passes, where there are any, for profiling (`--time-stages`).
         required_features: adapter.features() & super::stamps::FEATURES,
         ..Default::default()
-    }))
-    .map_err(GpuError::from)?;
+    };
+    // A Vulkan device that can export semaphores opens with that extension too, so that its
+    // batches can be handed to CUDA in place (`external`); any other the plain way.
+    #[cfg(target_os = "linux")]
+    let exporting = super::external::open_exporting(adapter, &desc);
+    #[cfg(not(target_os = "linux"))]
+    let exporting = None;
+    let opened = match exporting {
+        Some(opened) => opened,
+        None => pollster::block_on(adapter.request_device(&desc)).map_err(GpuError::from)?,
+    };
+    let (device, queue) = opened;
     // gpuprep's own work reports errors through error scopes; anything else is logged rather
     // than panicking the process (wgpu's default).
     device.on_uncaptured_error(std::sync::Arc::new(|e| {

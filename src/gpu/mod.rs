@@ -14,13 +14,16 @@
 //!   then one dispatch per stage of `stages`, arenas from `dispatch`'s pool);
 //! - `pipeline`: submitting, reading back, and redoing on the CPU what stage 0 gives up on;
 //!   `batch` and `stream` are the calls built on it (a GPU-resident batch, the streaming
-//!   loader), `stamps` times stages on the GPU's clock, `context` opens a device.
+//!   loader), `stamps` times stages on the GPU's clock, `context` opens a device, `external` exports
+//!   memory and semaphores for CUDA.
 
 mod batch;
 mod bindings;
 mod context;
 mod dispatch;
 mod entropy;
+#[cfg(target_os = "linux")]
+pub mod external;
 mod jobs;
 mod packing;
 mod pipeline;

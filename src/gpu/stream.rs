@@ -285,6 +285,22 @@ impl GpuPipeline {
         queue: &wgpu::Queue,
         images: &[&[u8]],
         options: &StreamOptions,
+        consume: impl FnMut(DeviceBatch<'_>),
+    ) -> Vec<BatchStats> {
+        let next = Self::largest_first(images, options.samples, options.batching.images);
+        self.preprocess_arriving_on_device(device, queue, next, options, consume)
+    }
+
+    /// [`Self::preprocess_on_device`] for images that arrive as they are read (a training
+    /// loader's): `next` gives them (blocking until one is there; `None` at the end). `consume`
+    /// runs on this thread, the one that submits the stream's work, so that what it submits
+    /// goes in order with it.
+    pub(crate) fn preprocess_arriving_on_device<'a>(
+        &self,
+        device: &wgpu::Device,
+        queue: &wgpu::Queue,
+        next: impl FnMut() -> Option<Arriving<'a>>,
+        options: &StreamOptions,
         mut consume: impl FnMut(DeviceBatch<'_>),
     ) -> Vec<BatchStats> {
         let mut batches = Vec::new();
@@ -301,7 +317,6 @@ impl GpuPipeline {
             );
             batches.extend(stats);
         };
-        let next = Self::largest_first(images, options.samples, options.batching.images);
         self.stream_from(device, queue, next, options, false, land);
         batches
     }

@@ -4,11 +4,12 @@
 //! together in place as its images land (in any order) and handed over once complete.
 
 use super::arrays::{BatchArray, Ring};
+use super::device_arrays::{DeviceArray, DeviceRing};
 use super::{Batch, RawBatch, StepStats};
 use crate::error::{Error, GpuError, Result};
-use crate::gpu::{Arriving, StreamOptions};
+use crate::gpu::{Arriving, DeviceBatch, StreamOptions};
 use crate::plan::{Params, Sample, Samples};
-use crate::tensor::close_up;
+use crate::tensor::{close_up, unstackable};
 use crate::{Backend, GpuBackend, Limits, Transform};
 use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
@@ -69,6 +70,8 @@ fn batch_of(
     let mut batch = Batch {
         shape: [0; 4],
         data,
+        #[cfg(target_os = "linux")]
+        device: None,
         labels: Vec::new(),
         indices: Vec::new(),
         params: Vec::new(),
@@ -121,6 +124,14 @@ pub(super) fn prepare(
     Ok(batch_of((step, read, started), &metas, stacked, failed))
 }
 
+/// Where a step's batch lands.
+enum Landing {
+    /// A host array, each tensor read back into its slot.
+    Host(BatchArray),
+    /// A buffer on the device, each tensor copied into its slot there.
+    Device(DeviceArray),
+}
+
 /// A step's batch on the GPU while its images are being made.
 struct Partial {
     step: usize,
@@ -129,35 +140,57 @@ struct Partial {
     metas: Vec<Meta>,
     failed: Vec<(u64, Error)>,
     /// Slot `k` holds sample `metas[k]`'s tensor once it has landed.
-    data: BatchArray,
+    data: Landing,
     outcomes: Vec<Option<Result<Params>>>,
     /// Samples still to land.
     left: usize,
 }
 
 impl Partial {
-    fn finish(mut self, shape: [usize; 3]) -> Batch {
-        let outcomes = self.outcomes.into_iter();
+    /// Every sample's outcome, now that all have landed.
+    fn outcomes(&mut self) -> Vec<Result<Params>> {
         let never = || Err(GpuError::Internal("an image of the batch never landed").into());
-        let outcomes: Vec<_> = outcomes.map(|o| o.unwrap_or_else(never)).collect();
-        close_up(self.data.data_mut(), shape, &outcomes);
+        let outcomes = std::mem::take(&mut self.outcomes).into_iter();
+        outcomes.map(|o| o.unwrap_or_else(never)).collect()
+    }
+
+    /// The batch, its tensors closed up (the failed samples' slots removed).
+    fn finish(mut self, shape: [usize; 3]) -> Batch {
+        let outcomes = self.outcomes();
         let timing = (self.step, self.read, self.started);
-        batch_of(
-            timing,
-            &self.metas,
-            (shape, self.data, outcomes),
-            self.failed,
-        )
+        match self.data {
+            Landing::Host(mut data) => {
+                close_up(data.data_mut(), shape, &outcomes);
+                batch_of(timing, &self.metas, (shape, data, outcomes), self.failed)
+            }
+            Landing::Device(array) => {
+                let empty = BatchArray::own(crate::TensorData::zeroed(crate::DType::U8, 0));
+                let mut batch =
+                    batch_of(timing, &self.metas, (shape, empty, outcomes), self.failed);
+                batch.device = Some(array);
+                batch
+            }
+        }
+    }
+
+    /// Records `outcome` for slot `k`; whether that was the last one.
+    fn put(&mut self, k: usize, outcome: Result<Params>) -> bool {
+        if let Some(place @ None) = self.outcomes.get_mut(k) {
+            *place = Some(outcome);
+            self.left -= 1;
+        }
+        self.left == 0
     }
 }
 
 /// One epoch on the GPU: the raw batches `raw` gives, as one stream, each step's batch sent to
 /// `done` once all its images have landed; ends when `raw` does or `done`'s receiver is gone.
-/// Sample `k` of step `s` is image `s · batch_size + k` of the stream; each step lands in an
-/// array of `arrays`.
+/// Sample `k` of step `s` is image `s · batch_size + k` of the stream. Each step lands in an
+/// array of `arrays`: read back into host memory, or, with `on_device`, copied into a buffer of
+/// that ring on the device.
 pub(super) fn stream_epoch(
     gpu: &GpuBackend,
-    arrays: &Arc<Ring>,
+    arrays: (&Arc<Ring>, Option<&Arc<DeviceRing>>),
     transform: &Transform,
     limits: &Limits,
     batch_size: usize,
@@ -169,15 +202,25 @@ pub(super) fn stream_epoch(
         let _ = done.send((0, Err(e)));
         return;
     };
+    let (host, on_device) = arrays;
     let elements: usize = shape.iter().product();
     let slot_bytes = elements * transform.dtype.size();
     let partials: Mutex<BTreeMap<usize, Partial>> = Mutex::default();
     let stopped = AtomicBool::new(false);
-    let send = |batch: Partial| {
-        let step = batch.step;
-        if done.send((step, Ok(batch.finish(shape)))).is_err() {
+    let send = |step: usize, batch: Result<Batch>| {
+        if done.send((step, batch)).is_err() {
             stopped.store(true, Ordering::Relaxed);
         }
+    };
+    let take = |samples: usize| -> Result<Landing> {
+        let Some(ring) = on_device else {
+            let (capacity, len) = (batch_size * elements, samples * elements);
+            return Ok(Landing::Host(host.take(transform.dtype, capacity, len)));
+        };
+        let (capacity, len) = (batch_size * slot_bytes, samples * slot_bytes);
+        ring.take(capacity as u64, len as u64)
+            .map(Landing::Device)
+            .map_err(|e| GpuError::HandOff(e).into())
     };
     let mut arriving: std::vec::IntoIter<Arriving<'static>> = Vec::new().into_iter();
     let next = || loop {
@@ -195,6 +238,13 @@ pub(super) fn stream_epoch(
             images,
             failed,
         } = split(raw);
+        let data = match take(metas.len()) {
+            Ok(data) => data,
+            Err(e) => {
+                send(step, Err(e));
+                continue;
+            }
+        };
         let base = step * batch_size;
         arriving = images
             .into_iter()
@@ -211,28 +261,66 @@ pub(super) fn stream_epoch(
             step,
             read,
             started,
-            data: arrays.take(
-                transform.dtype,
-                batch_size * elements,
-                metas.len() * elements,
-            ),
+            data,
             outcomes: (0..metas.len()).map(|_| None).collect(),
             left: metas.len(),
             metas,
             failed,
         };
         if partial.left == 0 {
-            send(partial);
+            send(step, Ok(partial.finish(shape)));
         } else {
             lock(&partials).insert(step, partial);
         }
     };
+    // Outcomes of images, by stream index; the steps they completed, taken out.
+    let put_all = |outcomes: Vec<(usize, Result<Params>)>| -> Vec<Partial> {
+        let mut open = lock(&partials);
+        let mut complete = Vec::new();
+        for (index, outcome) in outcomes {
+            let (step, k) = (index / batch_size, index % batch_size);
+            if open.get_mut(&step).is_some_and(|p| p.put(k, outcome)) {
+                complete.extend(open.remove(&step));
+            }
+        }
+        complete
+    };
+    let options = StreamOptions {
+        transform,
+        limits,
+        batching: gpu.batching,
+        samples: Samples::Positions,
+    };
+    let (device, queue) = (&gpu.gpu.device, &gpu.gpu.queue);
+    if let Some(ring) = on_device {
+        let copier = DeviceCopier {
+            device,
+            queue,
+            ring,
+            slot_bytes: slot_bytes as u64,
+            batch_size,
+            shape,
+        };
+        let consume = |batch: DeviceBatch<'_>| {
+            let outcomes = copier.copy_in(batch, &partials);
+            let complete = put_all(outcomes.0);
+            for partial in complete {
+                let step = partial.step;
+                send(step, copier.close_up(partial, outcomes.1));
+            }
+        };
+        gpu.pipeline
+            .preprocess_arriving_on_device(device, queue, next, &options, consume);
+        return;
+    }
     let read = |bytes: &[u8], placed: Vec<crate::gpu::Placed>| {
         let mut partials = lock(&partials);
         let mut slots: HashMap<usize, &mut [u8]> = HashMap::new();
         for (step, partial) in partials.iter_mut() {
-            let chunks = partial.data.bytes_mut().chunks_mut(slot_bytes.max(1));
-            slots.extend(chunks.enumerate().map(|(k, c)| (step * batch_size + k, c)));
+            if let Landing::Host(data) = &mut partial.data {
+                let chunks = data.bytes_mut().chunks_mut(slot_bytes.max(1));
+                slots.extend(chunks.enumerate().map(|(k, c)| (step * batch_size + k, c)));
+            }
         }
         let copies = placed
             .into_iter()
@@ -244,31 +332,110 @@ pub(super) fn stream_epoch(
         crate::gpu::copy_into_slots(bytes, copies, shape)
     };
     let put = |index: usize, outcome: Result<Params>| {
-        let (step, k) = (index / batch_size, index % batch_size);
-        let mut open = lock(&partials);
-        let Some(partial) = open.get_mut(&step) else {
-            return;
-        };
-        if let Some(place @ None) = partial.outcomes.get_mut(k) {
-            *place = Some(outcome);
-            partial.left -= 1;
-        }
-        if partial.left == 0 {
-            if let Some(partial) = open.remove(&step) {
-                drop(open);
-                send(partial);
-            }
+        for partial in put_all(vec![(index, outcome)]) {
+            send(partial.step, Ok(partial.finish(shape)));
         }
     };
-    let options = StreamOptions {
-        transform,
-        limits,
-        batching: gpu.batching,
-        samples: Samples::Positions,
-    };
-    let (device, queue) = (&gpu.gpu.device, &gpu.gpu.queue);
     gpu.pipeline
         .preprocess_arriving(device, queue, next, &options, read, put);
+}
+
+/// Copies landed tensors into their steps' device buffers, GPU to GPU, on the stream's
+/// thread (so the copies go in order with the stream's own submissions).
+struct DeviceCopier<'a> {
+    device: &'a wgpu::Device,
+    queue: &'a wgpu::Queue,
+    ring: &'a Arc<DeviceRing>,
+    slot_bytes: u64,
+    batch_size: usize,
+    shape: [usize; 3],
+}
+
+impl DeviceCopier<'_> {
+    /// Records and submits the copy of each of `batch`'s tensors into its slot; returns every
+    /// image's outcome (the failed ones' included) and the timeline value the copies signal.
+    fn copy_in(
+        &self,
+        batch: DeviceBatch<'_>,
+        partials: &Mutex<BTreeMap<usize, Partial>>,
+    ) -> (Vec<(usize, Result<Params>)>, u64) {
+        let mut outcomes: Vec<(usize, Result<Params>)> = Vec::new();
+        outcomes.extend(batch.failed.into_iter().map(|(i, e)| (i, Err(e))));
+        let mut encoder = self.device.create_command_encoder(&Default::default());
+        {
+            let open = lock(partials);
+            for tensor in batch.tensors {
+                let (step, k) = (
+                    tensor.index / self.batch_size,
+                    tensor.index % self.batch_size,
+                );
+                let slot = match open.get(&step).map(|p| &p.data) {
+                    Some(Landing::Device(array)) => array.buffer(),
+                    _ => continue,
+                };
+                let Some(from) = batch.buffer.filter(|_| tensor.shape == self.shape) else {
+                    let e = unstackable(&tensor.shape, &self.shape);
+                    outcomes.push((tensor.index, Err(e)));
+                    continue;
+                };
+                let to = k as u64 * self.slot_bytes;
+                encoder.copy_buffer_to_buffer(from, tensor.offset, slot, to, self.slot_bytes);
+                outcomes.push((tensor.index, Ok(tensor.params)));
+            }
+        }
+        let ready = self.submit(encoder);
+        (outcomes, ready)
+    }
+
+    /// Submits `encoder`'s copies; the timeline value they signal (0 without CUDA).
+    fn submit(&self, encoder: wgpu::CommandEncoder) -> u64 {
+        match &self.ring.cuda {
+            Some(link) => link.timeline.submit(self.queue, encoder.finish()),
+            None => {
+                self.queue.submit([encoder.finish()]);
+                0
+            }
+        }
+    }
+
+    /// `partial`'s batch, its copies signalling `ready`: where some samples failed, the
+    /// others are copied up into a buffer of their own, in order.
+    fn close_up(&self, mut partial: Partial, ready: u64) -> Result<Batch> {
+        let Landing::Device(array) = &mut partial.data else {
+            return Err(GpuError::Internal("a device batch without its buffer").into());
+        };
+        array.set_ready(ready);
+        let failed = partial.outcomes.iter().any(|o| !matches!(o, Some(Ok(_))));
+        if !failed {
+            return Ok(partial.finish(self.shape));
+        }
+        let kept: Vec<usize> = (0..partial.outcomes.len())
+            .filter(|&k| matches!(partial.outcomes[k], Some(Ok(_))))
+            .collect();
+        let capacity = self.batch_size as u64 * self.slot_bytes;
+        let len = kept.len() as u64 * self.slot_bytes;
+        let mut closed = self
+            .ring
+            .take(capacity, len)
+            .map_err(GpuError::HandOff)?;
+        let mut encoder = self.device.create_command_encoder(&Default::default());
+        for (j, &k) in kept.iter().enumerate() {
+            let (from, to) = (k as u64 * self.slot_bytes, j as u64 * self.slot_bytes);
+            encoder.copy_buffer_to_buffer(
+                array.buffer(),
+                from,
+                closed.buffer(),
+                to,
+                self.slot_bytes,
+            );
+        }
+        closed.set_ready(self.submit(encoder));
+        closed.set_len(len);
+        // The old buffer goes back to the ring; the copy out of it runs before any later use
+        // (the same queue).
+        partial.data = Landing::Device(closed);
+        Ok(partial.finish(self.shape))
+    }
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {

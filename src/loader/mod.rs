@@ -14,6 +14,8 @@
 mod arrays;
 mod assemble;
 pub mod dataset;
+#[cfg(target_os = "linux")]
+mod device_arrays;
 pub mod order;
 pub mod webdataset;
 
@@ -22,6 +24,8 @@ use crate::gpu::Batching;
 use crate::plan::Params;
 use crate::{Backend, Limits, Transform};
 pub use arrays::{BatchArray, HostMemory};
+#[cfg(target_os = "linux")]
+pub use device_arrays::DeviceArray;
 use order::Split;
 use std::collections::BTreeMap;
 use std::ops::ControlFlow;
@@ -66,6 +70,55 @@ pub struct LoaderOptions {
     /// [`Loader::memory`] says why. On the GPU backend only (CPU batches are arrays of their
     /// own).
     pub pin_memory: Option<u32>,
+    /// Where the batches are handed over: host memory, or (GPU backend) memory of the GPU.
+    pub handoff: Handoff,
+}
+
+/// Where a loader hands its batches over.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Handoff {
+    /// In host arrays ([`Batch::data`]), page-locked where `pin_memory` asks.
+    #[default]
+    Host,
+    /// In buffers of the loader's own wgpu device ([`Batch::device`]), for a consumer on that
+    /// device: each step's tensors copied into place GPU to GPU, nothing read back.
+    Device,
+    /// In CUDA device memory of this CUDA device ([`Batch::device`] with a CUDA pointer): the
+    /// loader's Vulkan device exports its batch buffers and a timeline semaphore, which CUDA
+    /// imports, so nothing is copied through the host. Where that cannot be had (not Vulkan,
+    /// no CUDA, another GPU), host arrays page-locked for that device, and
+    /// [`Loader::handed_over`] says why.
+    Cuda(u32),
+}
+
+/// Where a loader's batches are handed over, as it turned out.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum HandedOver {
+    /// In host arrays, as asked.
+    Host,
+    /// In buffers of the loader's wgpu device.
+    Device,
+    /// In CUDA device memory of this device, without a copy.
+    Cuda {
+        /// The CUDA device's ordinal.
+        device: u32,
+    },
+    /// On the device was asked for; in host arrays, because of this.
+    HostBecause(String),
+}
+
+impl std::fmt::Display for HandedOver {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Host => write!(f, "host memory"),
+            Self::Device => write!(f, "buffers of gpuprep's GPU device"),
+            Self::Cuda { device } => write!(
+                f,
+                "CUDA memory of device {device}, exported by gpuprep's Vulkan device (no copy)"
+            ),
+            Self::HostBecause(why) => write!(f, "host memory ({why})"),
+        }
+    }
 }
 
 impl LoaderOptions {
@@ -79,6 +132,7 @@ impl LoaderOptions {
             wait_warning: 0.1,
             max_member: 256 << 20,
             pin_memory: None,
+            handoff: Handoff::Host,
         }
     }
 }
@@ -89,8 +143,12 @@ pub struct Batch {
     /// (images, then each image's shape in the transform's layout).
     pub shape: [usize; 4],
     /// The stacked elements, C order (on the GPU, in an array of the loader's that it goes back
-    /// to when dropped).
+    /// to when dropped); empty when the batch is handed over on the device.
     pub data: BatchArray,
+    /// The stacked elements in a GPU buffer, when the loader hands over on the device
+    /// ([`Handoff::Device`], [`Handoff::Cuda`]).
+    #[cfg(target_os = "linux")]
+    pub device: Option<DeviceArray>,
     /// Each image's label (−1 for none).
     pub labels: Vec<i64>,
     /// Each image's sample index (the dataset index; for shards, shard · 2³² + place in shard),
@@ -157,6 +215,10 @@ pub struct Loader {
     classes: Vec<String>,
     /// The GPU path's batch arrays, reused from epoch to epoch.
     arrays: Arc<arrays::Ring>,
+    /// Its device arrays, when it hands over on the device.
+    #[cfg(target_os = "linux")]
+    device_arrays: Option<Arc<device_arrays::DeviceRing>>,
+    handed_over: HandedOver,
 }
 
 impl Loader {
@@ -199,6 +261,15 @@ impl Loader {
             images: options.batch_size,
             ..Batching::default()
         };
+        let keep = Self::arrays_kept(&options, &batching);
+        let slot_bytes = transform
+            .fixed_output_shape()
+            .map_or(0, |s| s.iter().product::<usize>() * transform.dtype.size());
+        let on_device = on_device(&backend, options.handoff, slot_bytes, keep)?;
+        let pin = match (&on_device.1, options.handoff) {
+            (HandedOver::HostBecause(_), Handoff::Cuda(device)) => Some(device),
+            _ => options.pin_memory,
+        };
         Ok(Self {
             backend: Arc::new(backend.with_batching(batching)),
             transform: Transform {
@@ -209,8 +280,17 @@ impl Loader {
             options,
             dataset: Arc::new(dataset),
             classes,
-            arrays: arrays::Ring::new(Self::arrays_kept(&options, &batching), options.pin_memory),
+            arrays: arrays::Ring::new(keep, pin),
+            #[cfg(target_os = "linux")]
+            device_arrays: on_device.0,
+            handed_over: on_device.1,
         })
+    }
+
+    /// Where the batches are handed over: as [`LoaderOptions::handoff`] asked, or host memory
+    /// and why.
+    pub fn handed_over(&self) -> HandedOver {
+        self.handed_over.clone()
     }
 
     /// Free batch arrays kept for reuse: as many as a stream has open at once, so that in a
@@ -231,10 +311,14 @@ impl Loader {
         self.arrays.memory()
     }
 
-    /// Batch arrays the GPU path allocated so far; every other batch reused one that a dropped
-    /// batch gave back.
+    /// Batch arrays (host or device) the GPU path allocated so far; every other batch reused
+    /// one that a dropped batch gave back.
     pub fn arrays_made(&self) -> usize {
-        self.arrays.made()
+        #[cfg(target_os = "linux")]
+        let on_device = self.device_arrays.as_ref().map_or(0, |r| r.made());
+        #[cfg(not(target_os = "linux"))]
+        let on_device = 0;
+        self.arrays.made() + on_device
     }
 
     /// The class names of an `ImageFolder` source, in label order (empty otherwise).
@@ -285,11 +369,16 @@ impl Loader {
         if let Backend::Gpu(_) = &*self.backend {
             let backend = Arc::clone(&self.backend);
             let arrays = Arc::clone(&self.arrays);
+            #[cfg(target_os = "linux")]
+            let device_arrays = self.device_arrays.clone();
+            #[cfg(not(target_os = "linux"))]
+            let device_arrays = None;
             let (limits, size) = (self.limits, self.options.batch_size);
             std::thread::spawn(move || {
                 if let Backend::Gpu(gpu) = &*backend {
                     let (raw, done) = (&raw_rx, &done_tx);
-                    assemble::stream_epoch(gpu, &arrays, &transform, &limits, size, raw, done);
+                    let arrays = (&arrays, device_arrays.as_ref());
+                    assemble::stream_epoch(gpu, arrays, &transform, &limits, size, raw, done);
                 }
             });
             return Epoch::new(done_rx, self.options.wait_warning);
@@ -314,6 +403,83 @@ impl Loader {
         }
         Epoch::new(done_rx, self.options.wait_warning)
     }
+}
+
+/// The device ring a loader on `backend` hands over through, as `handoff` asks, for tensors
+/// of `slot_bytes`, keeping `keep` arrays; or none, and why (`HostBecause`). An error where the
+/// device hand-off is asked for on the CPU backend.
+#[cfg(target_os = "linux")]
+fn on_device(
+    backend: &Backend,
+    handoff: Handoff,
+    slot_bytes: usize,
+    keep: usize,
+) -> Result<(Option<Arc<device_arrays::DeviceRing>>, HandedOver)> {
+    use crate::gpu::external::Exporter;
+    let because = |why: String| Ok((None, HandedOver::HostBecause(why)));
+    if handoff == Handoff::Host {
+        return Ok((None, HandedOver::Host));
+    }
+    let Backend::Gpu(gpu) = backend else {
+        if handoff == Handoff::Device {
+            return Err(Error::Options(
+                "handing batches over on the device needs the GPU backend".into(),
+            ));
+        }
+        return because("the loader runs on the CPU backend".into());
+    };
+    // Copies into a batch's slots go by whole words.
+    if !slot_bytes.is_multiple_of(4) {
+        return because(format!(
+            "a tensor of {slot_bytes} bytes is not whole 4-byte words, as GPU copies need"
+        ));
+    }
+    let device = (&gpu.gpu.device, &gpu.gpu.queue);
+    let exporter = Exporter::new(device.0);
+    match handoff {
+        Handoff::Device => {
+            let ring = device_arrays::DeviceRing::new(device, exporter.ok(), None, keep);
+            Ok((Some(ring), HandedOver::Device))
+        }
+        Handoff::Cuda(ordinal) => {
+            let linked = exporter.and_then(|e| {
+                let link = device_arrays::CudaLink::new(&e, ordinal)?;
+                Ok((e, link))
+            });
+            match linked {
+                Ok((exporter, link)) => {
+                    let device_ordinal = link.device();
+                    let ring =
+                        device_arrays::DeviceRing::new(device, Some(exporter), Some(link), keep);
+                    Ok((
+                        Some(ring),
+                        HandedOver::Cuda {
+                            device: device_ordinal,
+                        },
+                    ))
+                }
+                Err(why) => because(why),
+            }
+        }
+        Handoff::Host => Ok((None, HandedOver::Host)),
+    }
+}
+
+/// Elsewhere batches are handed over in host memory.
+#[cfg(not(target_os = "linux"))]
+fn on_device(
+    _backend: &Backend,
+    handoff: Handoff,
+    _slot_bytes: usize,
+    _keep: usize,
+) -> Result<((), HandedOver)> {
+    Ok((
+        (),
+        match handoff {
+            Handoff::Host => HandedOver::Host,
+            _ => HandedOver::HostBecause("exported GPU memory is implemented on Linux only".into()),
+        },
+    ))
 }
 
 /// Reads an epoch's samples in order and sends them as raw batches.

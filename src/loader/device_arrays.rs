@@ -1,0 +1,300 @@
+//! The GPU-resident batch arrays of a loader that hands its batches over on the device: each
+//! step's tensors are copied, GPU to GPU, into one buffer of the loader's ring, in sample
+//! order, and the batch is that buffer. Handed to CUDA, the buffer's memory was allocated
+//! exportable and is imported once into CUDA (a device pointer), and the loader's timeline
+//! semaphore, imported too, tells a consumer's stream when a batch's copies have run.
+//!
+//! The lifetime rules are the host ring's: a batch held keeps its buffer; a dropped one goes
+//! back to the ring and a later step lands in it. A CUDA consumer says when it let go with an
+//! event on its stream ([`DeviceArray::release_after`]); the buffer is written again only once
+//! that event has completed, so work queued on the tensor before it was dropped still reads
+//! the batch it was given.
+
+use crate::cuda::{Cuda, CudaEvent, CudaMemory, CudaTimeline, Stream};
+use crate::gpu::external::{Exporter, Timeline};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, Weak};
+
+/// The CUDA side of a ring: the device, and gpuprep's timeline as both APIs see it.
+pub(crate) struct CudaLink {
+    cuda: Arc<Cuda>,
+    /// Raised by the submissions that fill batches.
+    pub(crate) timeline: Timeline,
+    imported: CudaTimeline,
+}
+
+impl CudaLink {
+    /// CUDA device `device` linked to `exporter`'s device: the same GPU (by UUID), and the
+    /// timeline imported; or why not.
+    pub(crate) fn new(exporter: &Exporter, device: u32) -> Result<Self, String> {
+        let cuda = Cuda::open(device)?;
+        let uuid = cuda.uuid()?;
+        if uuid != exporter.uuid() {
+            return Err(format!(
+                "CUDA device {device} is not the GPU gpuprep runs on (UUID {} against {})",
+                hex(&uuid),
+                hex(&exporter.uuid())
+            ));
+        }
+        let mut timeline = exporter.timeline()?;
+        let fd = timeline
+            .fd
+            .take()
+            .ok_or("the timeline has no file descriptor")?;
+        let imported = cuda.import_timeline(fd)?;
+        Ok(Self {
+            cuda,
+            timeline,
+            imported,
+        })
+    }
+
+    /// The CUDA device's ordinal.
+    pub(crate) fn device(&self) -> u32 {
+        self.cuda.device()
+    }
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// One loader's free device arrays.
+pub(crate) struct DeviceRing {
+    device: wgpu::Device,
+    queue: wgpu::Queue,
+    /// Exportable buffers where the device can make them; plain wgpu buffers otherwise.
+    exporter: Option<Exporter>,
+    /// Where the arrays are imported into CUDA.
+    pub(crate) cuda: Option<CudaLink>,
+    free: Mutex<Vec<Slab>>,
+    keep: usize,
+    made: AtomicUsize,
+}
+
+/// A buffer of the ring, with its CUDA mapping and the event its last reader let go at.
+struct Slab {
+    /// Before `buffer`: the CUDA mapping goes first.
+    cuda: Option<CudaMemory>,
+    buffer: wgpu::Buffer,
+    released: Option<CudaEvent>,
+}
+
+impl DeviceRing {
+    /// A ring of `keep` free arrays on `device`, imported into CUDA through `cuda`.
+    pub(crate) fn new(
+        (device, queue): (&wgpu::Device, &wgpu::Queue),
+        exporter: Option<Exporter>,
+        cuda: Option<CudaLink>,
+        keep: usize,
+    ) -> Arc<Self> {
+        Arc::new(Self {
+            device: device.clone(),
+            queue: queue.clone(),
+            exporter,
+            cuda,
+            free: Mutex::default(),
+            keep,
+            made: AtomicUsize::new(0),
+        })
+    }
+
+    /// Arrays made so far.
+    pub(crate) fn made(&self) -> usize {
+        self.made.load(Ordering::Relaxed)
+    }
+
+    /// An array of `capacity` bytes, `len` of them the batch's: a free one of that capacity
+    /// once its last reader is done with it, else a new one.
+    pub(crate) fn take(self: &Arc<Self>, capacity: u64, len: u64) -> Result<DeviceArray, String> {
+        let reused = {
+            let mut free = lock(&self.free);
+            let fits = free.iter().position(|s| s.buffer.size() == capacity);
+            fits.map(|i| free.swap_remove(i))
+        };
+        let mut slab = match reused {
+            Some(slab) => slab,
+            None => self.make(capacity)?,
+        };
+        if let Some(event) = slab.released.take() {
+            event.synchronize()?;
+        }
+        Ok(DeviceArray {
+            slab: Some(slab),
+            len,
+            ready: 0,
+            home: Arc::downgrade(self),
+        })
+    }
+
+    fn make(&self, capacity: u64) -> Result<Slab, String> {
+        self.made.fetch_add(1, Ordering::Relaxed);
+        let Some(exporter) = &self.exporter else {
+            return Ok(Slab {
+                cuda: None,
+                buffer: self.device.create_buffer(&wgpu::BufferDescriptor {
+                    label: Some("batch"),
+                    size: capacity,
+                    usage: wgpu::BufferUsages::STORAGE
+                        | wgpu::BufferUsages::COPY_SRC
+                        | wgpu::BufferUsages::COPY_DST,
+                    mapped_at_creation: false,
+                }),
+                released: None,
+            });
+        };
+        let mut exported = exporter.buffer(capacity)?;
+        let cuda = match &self.cuda {
+            Some(link) => {
+                let fd = exported
+                    .fd
+                    .take()
+                    .ok_or("the buffer has no file descriptor")?;
+                Some(link.cuda.import_memory(fd, exported.allocation, capacity)?)
+            }
+            None => None,
+        };
+        Ok(Slab {
+            cuda,
+            buffer: exported.buffer,
+            released: None,
+        })
+    }
+
+    fn give_back(&self, slab: Slab) {
+        let mut free = lock(&self.free);
+        if free.len() < self.keep {
+            free.push(slab);
+        }
+    }
+}
+
+/// A batch's elements, C order, in a GPU buffer of its loader's ring; dropped, it goes back to
+/// the ring (or, past the ring's room or after the loader, is freed).
+pub struct DeviceArray {
+    slab: Option<Slab>,
+    len: u64,
+    ready: u64,
+    home: Weak<DeviceRing>,
+}
+
+impl DeviceArray {
+    fn slab(&self) -> &Slab {
+        self.slab.as_ref().expect("a live array has its buffer")
+    }
+
+    /// The buffer, on the loader's wgpu device (`STORAGE | COPY_SRC | COPY_DST`); work
+    /// submitted on that device's queue after the batch was handed over sees its elements.
+    pub fn buffer(&self) -> &wgpu::Buffer {
+        &self.slab().buffer
+    }
+
+    /// The batch's bytes, from the buffer's start.
+    pub fn len_bytes(&self) -> u64 {
+        self.len
+    }
+
+    /// The CUDA device pointer of its first byte, where the loader hands over to CUDA.
+    pub fn cuda_pointer(&self) -> Option<u64> {
+        self.slab().cuda.as_ref().map(CudaMemory::pointer)
+    }
+
+    /// Makes CUDA `stream`'s later work wait until the batch's copies have run (what a
+    /// consumer does before reading it: DLPack's `__dlpack__(stream)`).
+    pub fn wait_on(&self, stream: Stream) -> Result<(), String> {
+        let ring = self.home.upgrade().ok_or("the loader is gone")?;
+        let link = ring
+            .cuda
+            .as_ref()
+            .ok_or("the batch is not in CUDA memory")?;
+        link.imported.wait_on(stream, self.ready)
+    }
+
+    /// Records that the consumer lets go of the batch once the work queued on `stream` so far
+    /// has run: the buffer is not written again before that.
+    pub fn release_after(&mut self, stream: Stream) -> Result<(), String> {
+        let ring = self.home.upgrade().ok_or("the loader is gone")?;
+        let link = ring
+            .cuda
+            .as_ref()
+            .ok_or("the batch is not in CUDA memory")?;
+        let event = link.cuda.record_event(stream)?;
+        if let Some(slab) = self.slab.as_mut() {
+            slab.released = Some(event);
+        }
+        Ok(())
+    }
+
+    /// The batch's bytes, copied back to the host (for checking: a consumer on the device reads
+    /// the buffer in place).
+    pub fn to_host(&self) -> Result<Vec<u8>, String> {
+        let ring = self.home.upgrade().ok_or("the loader is gone")?;
+        let size = self.len.max(4).next_multiple_of(4);
+        let readback = ring.device.create_buffer(&wgpu::BufferDescriptor {
+            label: Some("batch read back"),
+            size,
+            usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+            mapped_at_creation: false,
+        });
+        let mut encoder = ring.device.create_command_encoder(&Default::default());
+        encoder.copy_buffer_to_buffer(self.buffer(), 0, &readback, 0, size);
+        ring.queue.submit([encoder.finish()]);
+        let (sender, receiver) = std::sync::mpsc::channel();
+        readback
+            .slice(..)
+            .map_async(wgpu::MapMode::Read, move |r| drop(sender.send(r)));
+        ring.device
+            .poll(wgpu::PollType::wait_indefinitely())
+            .map_err(|e| e.to_string())?;
+        match receiver.recv() {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => return Err(e.to_string()),
+            Err(e) => return Err(e.to_string()),
+        }
+        let mapped = readback
+            .slice(..)
+            .get_mapped_range()
+            .map_err(|e| e.to_string())?;
+        Ok(mapped[..self.len as usize].to_vec())
+    }
+
+    /// The timeline value the batch's copies signal (0 where there is no timeline).
+    pub(crate) fn set_ready(&mut self, value: u64) {
+        self.ready = value;
+    }
+
+    pub(crate) fn set_len(&mut self, len: u64) {
+        self.len = len;
+    }
+}
+
+impl std::fmt::Debug for DeviceArray {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DeviceArray")
+            .field("bytes", &self.len)
+            .field("cuda_pointer", &self.cuda_pointer())
+            .finish()
+    }
+}
+
+impl Drop for DeviceArray {
+    fn drop(&mut self) {
+        let Some(slab) = self.slab.take() else { return };
+        if let Some(ring) = self.home.upgrade() {
+            ring.give_back(slab);
+        }
+    }
+}
+
+impl Drop for Slab {
+    fn drop(&mut self) {
+        // Freed (unmapped from CUDA first): not before its last reader is done.
+        if let Some(event) = &self.released {
+            let _ = event.synchronize();
+        }
+    }
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|e| e.into_inner())
+}
