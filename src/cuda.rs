@@ -289,6 +289,7 @@ impl Cuda {
         Ok(uuid)
     }
 
+    #[cfg(unix)]
     /// Imports the dedicated allocation of `allocation` bytes behind `fd` (which CUDA then
     /// owns) and maps its first `size` bytes as a device pointer.
     pub fn import_memory(
@@ -336,6 +337,7 @@ impl Cuda {
         })
     }
 
+    #[cfg(unix)]
     /// Imports the timeline semaphore behind `fd` (which CUDA then owns).
     pub fn import_timeline(
         self: &Arc<Self>,

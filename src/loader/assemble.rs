@@ -70,7 +70,6 @@ fn batch_of(
     let mut batch = Batch {
         shape: [0; 4],
         data,
-        #[cfg(target_os = "linux")]
         device: None,
         labels: Vec::new(),
         indices: Vec::new(),
@@ -295,7 +294,6 @@ pub(super) fn stream_epoch(
     if let Some(ring) = on_device {
         let copier = DeviceCopier {
             device,
-            queue,
             ring,
             slot_bytes: slot_bytes as u64,
             batch_size,
@@ -344,7 +342,6 @@ pub(super) fn stream_epoch(
 /// thread (so the copies go in order with the stream's own submissions).
 struct DeviceCopier<'a> {
     device: &'a wgpu::Device,
-    queue: &'a wgpu::Queue,
     ring: &'a Arc<DeviceRing>,
     slot_bytes: u64,
     batch_size: usize,
@@ -389,13 +386,7 @@ impl DeviceCopier<'_> {
 
     /// Submits `encoder`'s copies; the timeline value they signal (0 without CUDA).
     fn submit(&self, encoder: wgpu::CommandEncoder) -> u64 {
-        match &self.ring.cuda {
-            Some(link) => link.timeline.submit(self.queue, encoder.finish()),
-            None => {
-                self.queue.submit([encoder.finish()]);
-                0
-            }
-        }
+        self.ring.submit(encoder.finish())
     }
 
     /// `partial`'s batch, its copies signalling `ready`: where some samples failed, the
@@ -414,10 +405,7 @@ impl DeviceCopier<'_> {
             .collect();
         let capacity = self.batch_size as u64 * self.slot_bytes;
         let len = kept.len() as u64 * self.slot_bytes;
-        let mut closed = self
-            .ring
-            .take(capacity, len)
-            .map_err(GpuError::HandOff)?;
+        let mut closed = self.ring.take(capacity, len).map_err(GpuError::HandOff)?;
         let mut encoder = self.device.create_command_encoder(&Default::default());
         for (j, &k) in kept.iter().enumerate() {
             let (from, to) = (k as u64 * self.slot_bytes, j as u64 * self.slot_bytes);

@@ -161,6 +161,19 @@ impl DeviceRing {
         })
     }
 
+    /// Submits `commands` (copies into this ring's arrays); the timeline value they signal
+    /// (0 where the arrays are not handed to CUDA: a consumer on this device's queue needs
+    /// none).
+    pub(crate) fn submit(&self, commands: wgpu::CommandBuffer) -> u64 {
+        match &self.cuda {
+            Some(link) => link.timeline.submit(&self.queue, commands),
+            None => {
+                self.queue.submit([commands]);
+                0
+            }
+        }
+    }
+
     fn give_back(&self, slab: Slab) {
         let mut free = lock(&self.free);
         if free.len() < self.keep {

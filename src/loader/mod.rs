@@ -16,6 +16,9 @@ mod assemble;
 pub mod dataset;
 #[cfg(target_os = "linux")]
 mod device_arrays;
+#[cfg(not(target_os = "linux"))]
+#[path = "device_arrays_elsewhere.rs"]
+mod device_arrays;
 pub mod order;
 pub mod webdataset;
 
@@ -24,7 +27,6 @@ use crate::gpu::Batching;
 use crate::plan::Params;
 use crate::{Backend, Limits, Transform};
 pub use arrays::{BatchArray, HostMemory};
-#[cfg(target_os = "linux")]
 pub use device_arrays::DeviceArray;
 use order::Split;
 use std::collections::BTreeMap;
@@ -147,7 +149,6 @@ pub struct Batch {
     pub data: BatchArray,
     /// The stacked elements in a GPU buffer, when the loader hands over on the device
     /// ([`Handoff::Device`], [`Handoff::Cuda`]).
-    #[cfg(target_os = "linux")]
     pub device: Option<DeviceArray>,
     /// Each image's label (−1 for none).
     pub labels: Vec<i64>,
@@ -216,7 +217,6 @@ pub struct Loader {
     /// The GPU path's batch arrays, reused from epoch to epoch.
     arrays: Arc<arrays::Ring>,
     /// Its device arrays, when it hands over on the device.
-    #[cfg(target_os = "linux")]
     device_arrays: Option<Arc<device_arrays::DeviceRing>>,
     handed_over: HandedOver,
 }
@@ -281,7 +281,6 @@ impl Loader {
             dataset: Arc::new(dataset),
             classes,
             arrays: arrays::Ring::new(keep, pin),
-            #[cfg(target_os = "linux")]
             device_arrays: on_device.0,
             handed_over: on_device.1,
         })
@@ -314,10 +313,7 @@ impl Loader {
     /// Batch arrays (host or device) the GPU path allocated so far; every other batch reused
     /// one that a dropped batch gave back.
     pub fn arrays_made(&self) -> usize {
-        #[cfg(target_os = "linux")]
         let on_device = self.device_arrays.as_ref().map_or(0, |r| r.made());
-        #[cfg(not(target_os = "linux"))]
-        let on_device = 0;
         self.arrays.made() + on_device
     }
 
@@ -369,10 +365,7 @@ impl Loader {
         if let Backend::Gpu(_) = &*self.backend {
             let backend = Arc::clone(&self.backend);
             let arrays = Arc::clone(&self.arrays);
-            #[cfg(target_os = "linux")]
             let device_arrays = self.device_arrays.clone();
-            #[cfg(not(target_os = "linux"))]
-            let device_arrays = None;
             let (limits, size) = (self.limits, self.options.batch_size);
             std::thread::spawn(move || {
                 if let Backend::Gpu(gpu) = &*backend {
@@ -472,14 +465,12 @@ fn on_device(
     handoff: Handoff,
     _slot_bytes: usize,
     _keep: usize,
-) -> Result<((), HandedOver)> {
-    Ok((
-        (),
-        match handoff {
-            Handoff::Host => HandedOver::Host,
-            _ => HandedOver::HostBecause("exported GPU memory is implemented on Linux only".into()),
-        },
-    ))
+) -> Result<(Option<Arc<device_arrays::DeviceRing>>, HandedOver)> {
+    let handed = match handoff {
+        Handoff::Host => HandedOver::Host,
+        _ => HandedOver::HostBecause("exported GPU memory is implemented on Linux only".into()),
+    };
+    Ok((None, handed))
 }
 
 /// Reads an epoch's samples in order and sends them as raw batches.
