@@ -548,6 +548,15 @@ fn device_batches_equal_host_batches_and_keep_the_rings_rules() {
         made,
         "later batches reused dropped buffers"
     );
+    // A batch may outlive its loader: its buffer stays until it is dropped.
+    let kept = device.epoch(0).next().unwrap().unwrap();
+    drop(device);
+    let bytes = kept.device.as_ref().unwrap().to_host().unwrap();
+    assert!(
+        bytes == expected[0].1,
+        "a batch outliving its loader keeps its bits"
+    );
+    drop(kept);
 
     let cuda = make(Handoff::Cuda(0));
     match cuda.handed_over() {

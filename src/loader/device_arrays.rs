@@ -13,7 +13,7 @@
 use crate::cuda::{Cuda, CudaEvent, CudaMemory, CudaTimeline, Stream};
 use crate::gpu::external::{Exporter, Timeline};
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::{Arc, Mutex};
 
 /// The CUDA side of a ring: the device, and gpuprep's timeline as both APIs see it.
 pub(crate) struct CudaLink {
@@ -66,7 +66,7 @@ pub(crate) struct DeviceRing {
     /// Exportable buffers where the device can make them; plain wgpu buffers otherwise.
     exporter: Option<Exporter>,
     /// Where the arrays are imported into CUDA.
-    pub(crate) cuda: Option<CudaLink>,
+    cuda: Option<CudaLink>,
     free: Mutex<Vec<Slab>>,
     keep: usize,
     made: AtomicUsize,
@@ -123,7 +123,7 @@ impl DeviceRing {
             slab: Some(slab),
             len,
             ready: 0,
-            home: Arc::downgrade(self),
+            ring: Arc::clone(self),
         })
     }
 
@@ -183,12 +183,14 @@ impl DeviceRing {
 }
 
 /// A batch's elements, C order, in a GPU buffer of its loader's ring; dropped, it goes back to
-/// the ring (or, past the ring's room or after the loader, is freed).
+/// the ring (or, past the ring's room, is freed). The ring outlives the loader while any of its
+/// arrays does.
 pub struct DeviceArray {
     slab: Option<Slab>,
     len: u64,
     ready: u64,
-    home: Weak<DeviceRing>,
+    /// Its ring, which lives as long as any of its arrays (a batch may outlive its loader).
+    ring: Arc<DeviceRing>,
 }
 
 impl DeviceArray {
@@ -215,8 +217,8 @@ impl DeviceArray {
     /// Makes CUDA `stream`'s later work wait until the batch's copies have run (what a
     /// consumer does before reading it: DLPack's `__dlpack__(stream)`).
     pub fn wait_on(&self, stream: Stream) -> Result<(), String> {
-        let ring = self.home.upgrade().ok_or("the loader is gone")?;
-        let link = ring
+        let link = self
+            .ring
             .cuda
             .as_ref()
             .ok_or("the batch is not in CUDA memory")?;
@@ -226,8 +228,8 @@ impl DeviceArray {
     /// Records that the consumer lets go of the batch once the work queued on `stream` so far
     /// has run: the buffer is not written again before that.
     pub fn release_after(&mut self, stream: Stream) -> Result<(), String> {
-        let ring = self.home.upgrade().ok_or("the loader is gone")?;
-        let link = ring
+        let link = self
+            .ring
             .cuda
             .as_ref()
             .ok_or("the batch is not in CUDA memory")?;
@@ -241,7 +243,7 @@ impl DeviceArray {
     /// The batch's bytes, copied back to the host (for checking: a consumer on the device reads
     /// the buffer in place).
     pub fn to_host(&self) -> Result<Vec<u8>, String> {
-        let ring = self.home.upgrade().ok_or("the loader is gone")?;
+        let ring = &self.ring;
         let size = self.len.max(4).next_multiple_of(4);
         let readback = ring.device.create_buffer(&wgpu::BufferDescriptor {
             label: Some("batch read back"),
@@ -292,9 +294,8 @@ impl std::fmt::Debug for DeviceArray {
 
 impl Drop for DeviceArray {
     fn drop(&mut self) {
-        let Some(slab) = self.slab.take() else { return };
-        if let Some(ring) = self.home.upgrade() {
-            ring.give_back(slab);
+        if let Some(slab) = self.slab.take() {
+            self.ring.give_back(slab);
         }
     }
 }
