@@ -299,7 +299,7 @@ class Loader:
     in CUDA memory: the tensors are the loader's buffers (no copy through the host), torch's
     current stream waits for each batch's copies (DLPack's stream protocol), and a buffer is
     written again only after the work queued on the tensor before it was freed. Elsewhere
-    each batch is copied up from page-locked memory. `handed_over` says which.
+    each batch is copied up from page-locked memory. `handed_over` (and `stats`) say which.
     Epochs are shuffled from `seed` (`set_epoch` as DistributedSampler); rank/world_size split
     them as DistributedSampler does; drop_last drops the uneven tail and the short last batch.
     Decoding runs ahead in Rust threads with the GIL released (on the GPU one stream an epoch,

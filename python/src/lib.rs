@@ -859,6 +859,7 @@ impl Epoch {
         let epoch = self.inner.lock().unwrap_or_else(|e| e.into_inner()).stats();
         stats.set_item("images_per_second", epoch.images_per_second)?;
         stats.set_item("epoch_data_wait_share", epoch.data_wait_share)?;
+        stats.set_item("handed_over", self.handed.to_string())?;
         let tuple = (images, labels, indices, drawn, failed, stats);
         Ok(Some(tuple.into_pyobject(py)?.into_any()))
     }
