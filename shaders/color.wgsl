@@ -154,6 +154,11 @@ fn oriented_index(x: u32, y: u32, width: u32, height: u32, orientation: u32) -> 
     return to.y * to.z + to.x;
 }
 
+// Pixels of a row an invocation: finding the invocation's job and loading it cost about as much
+// as four pixels, so eight spread it thinner (src/gpu/packing.rs counts invocations with the
+// same number).
+const PIXELS_PER_INVOCATION: u32 = 8u;
+
 @compute @workgroup_size(64)
 fn main(@builtin(global_invocation_id) id: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
     let global = invocation(id, groups);
@@ -169,10 +174,10 @@ fn main(@builtin(global_invocation_id) id: vec3<u32>, @builtin(num_workgroups) g
     job_planes = jobs[job].planes;
     job_axes = jobs[job].axes;
     let index = global - starts[job];
-    let groups_per_row = (width + 3u) / 4u;
+    let groups_per_row = (width + PIXELS_PER_INVOCATION - 1u) / PIXELS_PER_INVOCATION;
     let y = index / groups_per_row;
-    let x0 = (index % groups_per_row) * 4u;
-    for (var x = x0; x < min(x0 + 4u, width); x++) {
+    let x0 = (index % groups_per_row) * PIXELS_PER_INVOCATION;
+    for (var x = x0; x < min(x0 + PIXELS_PER_INVOCATION, width); x++) {
         let at = oriented_index(x, y, width, height, orientation);
         store_rgbx(base + at, rgbx_at(x, y, color_space));
     }

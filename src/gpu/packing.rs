@@ -14,6 +14,10 @@ use bytemuck::Pod;
 use std::ops::Range;
 use std::sync::Arc;
 
+/// Pixels of a row one invocation of the colour stage makes: `PIXELS_PER_INVOCATION` in
+/// shaders/color.wgsl (a test holds the two equal).
+pub(crate) const COLOR_PIXELS_PER_INVOCATION: u32 = 8;
+
 /// One stage's jobs: each job's first invocation, and the job records back to back.
 #[derive(Default)]
 pub(super) struct StageJobs {
@@ -351,11 +355,9 @@ impl Packing {
         for plane in &mut color.planes {
             plane.base += sample_base;
         }
-        // The colour stage takes four pixels of a row an invocation.
-        self.color.push(
-            &color,
-            u64::from(color.width.div_ceil(4)) * u64::from(color.height),
-        );
+        let invocations = color.width.div_ceil(COLOR_PIXELS_PER_INVOCATION);
+        self.color
+            .push(&color, u64::from(invocations) * u64::from(color.height));
         let mut tensor = work.tensor.job;
         match work.horizontal {
             Some(h) => {
@@ -577,4 +579,17 @@ fn table_bits(transform: &Transform) -> Vec<u32> {
                 })
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::COLOR_PIXELS_PER_INVOCATION;
+
+    /// The colour stage's invocations are counted with the shader's own number of pixels each.
+    #[test]
+    fn colour_invocations_are_counted_as_the_shader_makes_them() {
+        let shader = include_str!("../../shaders/color.wgsl");
+        let line = format!("const PIXELS_PER_INVOCATION: u32 = {COLOR_PIXELS_PER_INVOCATION}u;");
+        assert!(shader.contains(&line), "shaders/color.wgsl lacks {line:?}");
+    }
 }
