@@ -199,58 +199,6 @@ struct RawBatch {
     step: usize,
     samples: Vec<RawSample>,
     read: Duration,
-    /// Its bytes' share of the read-ahead, given back when the batch is taken apart.
-    _held: Held,
-}
-
-/// Encoded bytes read ahead of the decoding: the feeder reads whole batches ahead while they
-/// stay within `limit` (at least one batch always), so that the stream that feeds the GPU never
-/// waits for files to be read while it can take a whole submission's images, and memory stays
-/// bounded for large files.
-struct ReadAhead {
-    held: Mutex<u64>,
-    freed: std::sync::Condvar,
-    limit: u64,
-}
-
-/// A batch's share of a [`ReadAhead`].
-struct Held {
-    ahead: Arc<ReadAhead>,
-    bytes: u64,
-}
-
-impl ReadAhead {
-    /// Encoded bytes read ahead at most (beyond the first batch).
-    const LIMIT: u64 = 128 << 20;
-
-    fn new() -> Arc<Self> {
-        Arc::new(Self {
-            held: Mutex::new(0),
-            freed: std::sync::Condvar::new(),
-            limit: Self::LIMIT,
-        })
-    }
-
-    /// Waits until `bytes` more fit (or nothing is held), then holds them.
-    fn hold(self: &Arc<Self>, bytes: u64) -> Held {
-        let mut held = self.held.lock().unwrap_or_else(|e| e.into_inner());
-        while *held > 0 && *held + bytes > self.limit {
-            held = self.freed.wait(held).unwrap_or_else(|e| e.into_inner());
-        }
-        *held += bytes;
-        Held {
-            ahead: Arc::clone(self),
-            bytes,
-        }
-    }
-}
-
-impl Drop for Held {
-    fn drop(&mut self) {
-        let mut held = self.ahead.held.lock().unwrap_or_else(|e| e.into_inner());
-        *held -= self.bytes;
-        self.ahead.freed.notify_all();
-    }
 }
 
 enum Dataset {
@@ -402,14 +350,7 @@ impl Loader {
     /// Epoch `epoch`'s batches, in order; work starts at once.
     pub fn epoch(&self, epoch: u64) -> Epoch {
         let prefetch = self.options.prefetch.max(1);
-        // On the GPU, batches read ahead to fill two submissions (the stream takes that many
-        // ahead), within the read-ahead's bytes.
-        let per_submission = match &*self.backend {
-            Backend::Gpu(gpu) => gpu.batching.submission_images,
-            Backend::Cpu => 0,
-        };
-        let ahead = 2 * per_submission.div_ceil(self.options.batch_size) + 1;
-        let (raw_tx, raw_rx) = sync_channel::<RawBatch>(prefetch.max(ahead));
+        let (raw_tx, raw_rx) = sync_channel::<RawBatch>(prefetch);
         let (done_tx, done_rx) = sync_channel(prefetch);
         let feeder = Feeder {
             dataset: Arc::clone(&self.dataset),
@@ -543,7 +484,6 @@ impl Feeder {
     fn run(self, out: &SyncSender<RawBatch>) {
         let mut batcher = Batcher {
             out,
-            ahead: ReadAhead::new(),
             size: self.options.batch_size,
             drop_last: self.options.split.drop_last,
             pending: Vec::new(),
@@ -684,7 +624,6 @@ impl ShuffleBuffer {
 /// Cuts the stream of samples into numbered batches.
 struct Batcher<'a> {
     out: &'a SyncSender<RawBatch>,
-    ahead: Arc<ReadAhead>,
     size: usize,
     drop_last: bool,
     pending: Vec<RawSample>,
@@ -703,17 +642,10 @@ impl Batcher<'_> {
     }
 
     fn send(&mut self) -> ControlFlow<()> {
-        let read = self.started.elapsed();
-        let samples = std::mem::take(&mut self.pending);
-        let bytes = samples
-            .iter()
-            .map(|s| s.bytes.as_ref().map_or(0, |b| b.len() as u64))
-            .sum();
         let batch = RawBatch {
             step: self.step,
-            samples,
-            read,
-            _held: self.ahead.hold(bytes),
+            samples: std::mem::take(&mut self.pending),
+            read: self.started.elapsed(),
         };
         self.step += 1;
         self.started = Instant::now();
