@@ -8,6 +8,7 @@ usage: python3 tools/cuda_handoff.py DIR [--batch 64] [--epochs 4] [--check 256]
   path (device=None), batch for batch: the CUDA tensors must be the host arrays' bits;
 - loader: --epochs epochs of DIR, each batch consumed by a kernel on torch's current stream
   (its sum), median epoch after the first: images per second, beside the host path copied up;
+- taken: the same, each batch only taken (no kernel), to see what the loop itself costs;
 - profile: torch's profiler over a few steps: device-to-host copies counted (none expected);
 - train: a ResNet-50 step (bf16 autocast, channels_last) on each batch: images per second and
   the loader's data-wait share of each step;
@@ -58,15 +59,17 @@ def check(files, t, batch):
         cuda_tensors=bool(images.is_cuda))
 
 
-def epochs(loader, n):
-    """Images per second of each epoch, every batch consumed by a kernel on the current stream."""
+def epochs(loader, n, consume=True):
+    """Images per second of each epoch, every batch consumed by a kernel on the current stream
+    (or, with consume=False, only taken)."""
     rates = []
     total = torch.zeros((), device="cuda")
     for epoch in range(n):
         loader.set_epoch(epoch)
         start, images_seen = time.perf_counter(), 0
         for images, labels in loader:
-            total += images.sum()
+            if consume:
+                total += images.sum()
             images_seen += images.shape[0]
         torch.cuda.synchronize()
         rates.append(images_seen / (time.perf_counter() - start))
@@ -190,6 +193,10 @@ def main():
         rates = epochs(_copied_up(host), args.epochs)
         log(what="loader_host_copied_up", epochs_img_s=[round(r) for r in rates],
             median_img_s=statistics.median(rates[1:]), memory=host.memory)
+    if "taken" not in skip:
+        rates = epochs(cuda, args.epochs, consume=False)
+        log(what="loader_cuda_taken_only", epochs_img_s=[round(r) for r in rates],
+            median_img_s=statistics.median(rates[1:]))
     if "profile" not in skip:
         profile(cuda)
     if "train" not in skip:
