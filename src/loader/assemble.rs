@@ -245,7 +245,7 @@ pub(super) fn stream_epoch(
             }
         };
         let base = step * batch_size;
-        let mut images: Vec<Arriving<'static>> = images
+        arriving = images
             .into_iter()
             .zip(&metas)
             .enumerate()
@@ -254,12 +254,8 @@ pub(super) fn stream_epoch(
                 sample: Sample::Index(meta.index),
                 bytes: bytes.into(),
             })
-            .collect();
-        // Largest first, as the other streaming calls take a batch (the longest-processing-time
-        // rule: the batch then ends on small images, not on a large one decoded alone); each
-        // keeps its slot.
-        images.sort_by_key(|image| std::cmp::Reverse(image.bytes.len()));
-        arriving = images.into_iter();
+            .collect::<Vec<_>>()
+            .into_iter();
         let partial = Partial {
             step,
             read,
