@@ -36,6 +36,7 @@ mod work;
 
 pub use batch::Batch;
 pub use context::{adapters, create_device, create_device_on, find_adapter, open_device, Gpu};
+pub(crate) use dispatch::read_buffer;
 pub(crate) use pipeline::Placed;
 pub use pipeline::{GpuPipeline, GpuTimings};
 pub(crate) use stream::{copy_into_slots, Arriving};

@@ -396,13 +396,12 @@ impl DeviceCopier<'_> {
             return Err(GpuError::Internal("a device batch without its buffer").into());
         };
         array.set_ready(ready);
-        let failed = partial.outcomes.iter().any(|o| !matches!(o, Some(Ok(_))));
-        if !failed {
-            return Ok(partial.finish(self.shape));
-        }
         let kept: Vec<usize> = (0..partial.outcomes.len())
             .filter(|&k| matches!(partial.outcomes[k], Some(Ok(_))))
             .collect();
+        if kept.len() == partial.outcomes.len() {
+            return Ok(partial.finish(self.shape));
+        }
         let capacity = self.batch_size as u64 * self.slot_bytes;
         let len = kept.len() as u64 * self.slot_bytes;
         let mut closed = self.ring.take(capacity, len).map_err(GpuError::HandOff)?;

@@ -12,6 +12,7 @@
 
 use crate::cuda::{Cuda, CudaEvent, CudaMemory, CudaTimeline, Stream};
 use crate::gpu::external::{Exporter, Timeline};
+use crate::gpu::read_buffer;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
@@ -253,24 +254,12 @@ impl DeviceArray {
         });
         let mut encoder = ring.device.create_command_encoder(&Default::default());
         encoder.copy_buffer_to_buffer(self.buffer(), 0, &readback, 0, size);
-        ring.queue.submit([encoder.finish()]);
-        let (sender, receiver) = std::sync::mpsc::channel();
-        readback
-            .slice(..)
-            .map_async(wgpu::MapMode::Read, move |r| drop(sender.send(r)));
-        ring.device
-            .poll(wgpu::PollType::wait_indefinitely())
-            .map_err(|e| e.to_string())?;
-        match receiver.recv() {
-            Ok(Ok(())) => {}
-            Ok(Err(e)) => return Err(e.to_string()),
-            Err(e) => return Err(e.to_string()),
-        }
-        let mapped = readback
-            .slice(..)
-            .get_mapped_range()
-            .map_err(|e| e.to_string())?;
-        Ok(mapped[..self.len as usize].to_vec())
+        let submission = ring.queue.submit([encoder.finish()]);
+        let len = self.len as usize;
+        read_buffer(&ring.device, &readback, size, submission, |b| {
+            b[..len].to_vec()
+        })
+        .map_err(|e| e.to_string())
     }
 
     /// The timeline value the batch's copies signal (0 where there is no timeline).

@@ -429,32 +429,23 @@ fn on_device(
     }
     let device = (&gpu.gpu.device, &gpu.gpu.queue);
     let exporter = Exporter::new(device.0);
-    match handoff {
-        Handoff::Device => {
-            let ring = device_arrays::DeviceRing::new(device, exporter.ok(), None, keep);
-            Ok((Some(ring), HandedOver::Device))
+    let Handoff::Cuda(ordinal) = handoff else {
+        let ring = device_arrays::DeviceRing::new(device, exporter.ok(), None, keep);
+        return Ok((Some(ring), HandedOver::Device));
+    };
+    let linked = exporter.and_then(|e| {
+        let link = device_arrays::CudaLink::new(&e, ordinal)?;
+        Ok((e, link))
+    });
+    match linked {
+        Ok((exporter, link)) => {
+            let handed = HandedOver::Cuda {
+                device: link.device(),
+            };
+            let ring = device_arrays::DeviceRing::new(device, Some(exporter), Some(link), keep);
+            Ok((Some(ring), handed))
         }
-        Handoff::Cuda(ordinal) => {
-            let linked = exporter.and_then(|e| {
-                let link = device_arrays::CudaLink::new(&e, ordinal)?;
-                Ok((e, link))
-            });
-            match linked {
-                Ok((exporter, link)) => {
-                    let device_ordinal = link.device();
-                    let ring =
-                        device_arrays::DeviceRing::new(device, Some(exporter), Some(link), keep);
-                    Ok((
-                        Some(ring),
-                        HandedOver::Cuda {
-                            device: device_ordinal,
-                        },
-                    ))
-                }
-                Err(why) => because(why),
-            }
-        }
-        Handoff::Host => Ok((None, HandedOver::Host)),
+        Err(why) => because(why),
     }
 }
 
