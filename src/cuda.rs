@@ -59,6 +59,7 @@ struct Driver {
     event_create: unsafe extern "C" fn(*mut CuHandle, c_uint) -> CuResult,
     event_record: unsafe extern "C" fn(CuHandle, CuHandle) -> CuResult,
     event_synchronize: unsafe extern "C" fn(CuHandle) -> CuResult,
+    event_query: unsafe extern "C" fn(CuHandle) -> CuResult,
     event_destroy: unsafe extern "C" fn(CuHandle) -> CuResult,
     /// Kept loaded for as long as the function pointers above are used.
     _library: libloading::Library,
@@ -103,6 +104,7 @@ fn load() -> Result<Driver, String> {
         event_create: symbol(&library, "cuEventCreate")?,
         event_record: symbol(&library, "cuEventRecord")?,
         event_synchronize: symbol(&library, "cuEventSynchronize")?,
+        event_query: symbol(&library, "cuEventQuery")?,
         event_destroy: symbol(&library, "cuEventDestroy_v2")?,
         _library: library,
     };
@@ -470,7 +472,25 @@ impl CudaEvent {
             .in_context(|| unsafe { (self.cuda.driver.event_synchronize)(self.event.0) });
         self.cuda.driver.check("cuEventSynchronize", result)
     }
+
+    /// Whether the work before the event has run, without waiting.
+    pub fn is_done(&self) -> Result<bool, String> {
+        // SAFETY: a live event of this context.
+        let result = self
+            .cuda
+            .in_context(|| unsafe { (self.cuda.driver.event_query)(self.event.0) });
+        if result == CUDA_ERROR_NOT_READY {
+            return Ok(false);
+        }
+        self.cuda
+            .driver
+            .check("cuEventQuery", result)
+            .map(|()| true)
+    }
 }
+
+/// cuEventQuery's answer for an event whose work is still running.
+const CUDA_ERROR_NOT_READY: CuResult = 600;
 
 impl Drop for CudaEvent {
     fn drop(&mut self) {

@@ -61,8 +61,9 @@ def check(files, t, batch):
 
 def epochs(loader, n, consume=True):
     """Images per second of each epoch, every batch consumed by a kernel on the current stream
-    (or, with consume=False, only taken)."""
-    rates = []
+    (or, with consume=False, only taken). `loader.waits` keeps each epoch's wall time and what
+    gpuprep's GPU stream waited for (seconds)."""
+    rates, loader.waits = [], []
     total = torch.zeros((), device="cuda")
     for epoch in range(n):
         loader.set_epoch(epoch)
@@ -72,7 +73,10 @@ def epochs(loader, n, consume=True):
                 total += images.sum()
             images_seen += images.shape[0]
         torch.cuda.synchronize()
-        rates.append(images_seen / (time.perf_counter() - start))
+        wall = time.perf_counter() - start
+        rates.append(images_seen / wall)
+        waited = loader.stats.get("epoch_stream_waited_s", {})
+        loader.waits.append({"wall": round(wall, 4), **{k: round(v, 4) for k, v in waited.items()}})
     return rates
 
 
@@ -188,15 +192,18 @@ def main():
     if "loader" not in skip:
         rates = epochs(cuda, args.epochs)
         log(what="loader_cuda", epochs_img_s=[round(r) for r in rates],
-            median_img_s=statistics.median(rates[1:]), handed_over=cuda.handed_over)
+            median_img_s=statistics.median(rates[1:]), handed_over=cuda.handed_over,
+            stream_waited_s=cuda.waits)
         host = gpuprep.Loader(files, t, args.batch, backend="gpu", pin_memory=True)
-        rates = epochs(_copied_up(host), args.epochs)
+        up = _copied_up(host)
+        rates = epochs(up, args.epochs)
         log(what="loader_host_copied_up", epochs_img_s=[round(r) for r in rates],
-            median_img_s=statistics.median(rates[1:]), memory=host.memory)
+            median_img_s=statistics.median(rates[1:]), memory=host.memory,
+            stream_waited_s=up.waits)
     if "taken" not in skip:
         rates = epochs(cuda, args.epochs, consume=False)
         log(what="loader_cuda_taken_only", epochs_img_s=[round(r) for r in rates],
-            median_img_s=statistics.median(rates[1:]))
+            median_img_s=statistics.median(rates[1:]), stream_waited_s=cuda.waits)
     if "profile" not in skip:
         profile(cuda)
     if "train" not in skip:
@@ -210,9 +217,14 @@ class _copied_up:
 
     def __init__(self, loader):
         self.loader = loader
+        self.waits = []
 
     def set_epoch(self, epoch):
         self.loader.set_epoch(epoch)
+
+    @property
+    def stats(self):
+        return self.loader.stats
 
     def __iter__(self):
         for images, labels in self.loader:

@@ -859,6 +859,12 @@ impl Epoch {
         let epoch = self.inner.lock().unwrap_or_else(|e| e.into_inner()).stats();
         stats.set_item("images_per_second", epoch.images_per_second)?;
         stats.set_item("epoch_data_wait_share", epoch.data_wait_share)?;
+        let waited = pyo3::types::PyDict::new(py);
+        waited.set_item("samples", epoch.stream.samples.as_secs_f64())?;
+        waited.set_item("decoding", epoch.stream.decoding.as_secs_f64())?;
+        waited.set_item("buffers", epoch.stream.buffers.as_secs_f64())?;
+        waited.set_item("consumer", epoch.stream.consumer.as_secs_f64())?;
+        stats.set_item("epoch_stream_waited_s", waited)?;
         stats.set_item("handed_over", self.handed.to_string())?;
         let tuple = (images, labels, indices, drawn, failed, stats);
         Ok(Some(tuple.into_pyobject(py)?.into_any()))

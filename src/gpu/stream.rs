@@ -254,7 +254,12 @@ impl GpuPipeline {
     /// loader's): `next` gives them (blocking until one is there; `None` at the end). As each
     /// batch lands, `read` gets the mapped read-back buffer and where each tensor lies in it,
     /// copies them out (with [`Self::copy_into_slots`]) and says their outcomes; `put` takes
-    /// every image's outcome, the ones that failed before the GPU included.
+    /// every image's outcome, the ones that failed before the GPU included; `landed` each
+    /// landed batch's stats.
+    #[allow(
+        clippy::too_many_arguments,
+        reason = "the stream's callbacks, each a step of the landing"
+    )]
     pub(crate) fn preprocess_arriving<'a>(
         &self,
         device: &wgpu::Device,
@@ -263,12 +268,15 @@ impl GpuPipeline {
         options: &StreamOptions,
         mut read: impl FnMut(&[u8], Vec<Placed>) -> Vec<(usize, Result<Params>)> + Send,
         mut put: impl FnMut(usize, Result<Params>) + Send,
+        mut landed: impl FnMut(&BatchStats) + Send,
     ) -> Vec<BatchStats> {
         let mut batches = Vec::new();
         let land = |flight: Flight| {
             let finish =
                 |s| self.finish_reading(device, queue, s, |bytes, placed, _| read(bytes, placed));
+            let before = batches.len();
             self.land_with(flight, &mut batches, finish, &mut put);
+            batches[before..].iter().for_each(&mut landed);
         };
         self.stream_landing_aside(device, queue, next, options, land);
         batches

@@ -5,7 +5,7 @@
 
 use super::arrays::{BatchArray, Ring};
 use super::device_arrays::{DeviceArray, DeviceRing};
-use super::{Batch, RawBatch, StepStats};
+use super::{Batch, RawBatch, StepStats, StreamWaits, WaitedFor};
 use crate::error::{Error, GpuError, Result};
 use crate::gpu::{Arriving, DeviceBatch, StreamOptions};
 use crate::plan::{Params, Sample, Samples};
@@ -182,160 +182,179 @@ impl Partial {
     }
 }
 
-/// One epoch on the GPU: the raw batches `raw` gives, as one stream, each step's batch sent to
-/// `done` once all its images have landed; ends when `raw` does or `done`'s receiver is gone.
-/// Sample `k` of step `s` is image `s · batch_size + k` of the stream. Each step lands in an
-/// array of `arrays`: read back into host memory, or, with `on_device`, copied into a buffer of
-/// that ring on the device.
-pub(super) fn stream_epoch(
-    gpu: &GpuBackend,
-    arrays: (&Arc<Ring>, Option<&Arc<DeviceRing>>),
-    transform: &Transform,
-    limits: &Limits,
-    batch_size: usize,
-    raw: &Receiver<RawBatch>,
-    done: &SyncSender<(usize, Result<Batch>)>,
-) {
-    let Some(shape) = transform.fixed_output_shape() else {
-        let e = Error::Options("a loader's transform needs one output size".into());
-        let _ = done.send((0, Err(e)));
-        return;
-    };
-    let (host, on_device) = arrays;
-    let elements: usize = shape.iter().product();
-    let slot_bytes = elements * transform.dtype.size();
-    let partials: Mutex<BTreeMap<usize, Partial>> = Mutex::default();
-    let stopped = AtomicBool::new(false);
-    let send = |step: usize, batch: Result<Batch>| {
-        if done.send((step, batch)).is_err() {
-            stopped.store(true, Ordering::Relaxed);
-        }
-    };
-    let take = |samples: usize| -> Result<Landing> {
-        let Some(ring) = on_device else {
-            let (capacity, len) = (batch_size * elements, samples * elements);
-            return Ok(Landing::Host(host.take(transform.dtype, capacity, len)));
-        };
-        let (capacity, len) = (batch_size * slot_bytes, samples * slot_bytes);
-        ring.take(capacity as u64, len as u64)
-            .map(Landing::Device)
-            .map_err(|e| GpuError::HandOff(e).into())
-    };
-    let mut arriving: std::vec::IntoIter<Arriving<'static>> = Vec::new().into_iter();
-    let next = || loop {
-        if stopped.load(Ordering::Relaxed) {
-            return None;
-        }
-        if let Some(image) = arriving.next() {
-            return Some(image);
-        }
-        let raw = raw.recv().ok()?;
-        let started = Instant::now();
-        let (step, read) = (raw.step, raw.read);
-        let Read {
-            metas,
-            images,
-            failed,
-        } = split(raw);
-        let data = match take(metas.len()) {
-            Ok(data) => data,
-            Err(e) => {
-                send(step, Err(e));
-                continue;
-            }
-        };
-        let base = step * batch_size;
-        arriving = images
-            .into_iter()
-            .zip(&metas)
-            .enumerate()
-            .map(|(k, (bytes, meta))| Arriving {
-                index: base + k,
-                sample: Sample::Index(meta.index),
-                bytes: bytes.into(),
-            })
-            .collect::<Vec<_>>()
-            .into_iter();
-        let partial = Partial {
-            step,
-            read,
-            started,
-            data,
-            outcomes: (0..metas.len()).map(|_| None).collect(),
-            left: metas.len(),
-            metas,
-            failed,
-        };
-        if partial.left == 0 {
-            send(step, Ok(partial.finish(shape)));
-        } else {
-            lock(&partials).insert(step, partial);
-        }
-    };
-    // Outcomes of images, by stream index; the steps they completed, taken out.
-    let put_all = |outcomes: Vec<(usize, Result<Params>)>| -> Vec<Partial> {
-        let mut open = lock(&partials);
-        let mut complete = Vec::new();
-        for (index, outcome) in outcomes {
-            let (step, k) = (index / batch_size, index % batch_size);
-            if open.get_mut(&step).is_some_and(|p| p.put(k, outcome)) {
-                complete.extend(open.remove(&step));
-            }
-        }
-        complete
-    };
-    let options = StreamOptions {
-        transform,
-        limits,
-        batching: gpu.batching,
-        samples: Samples::Positions,
-    };
-    let (device, queue) = (&gpu.gpu.device, &gpu.gpu.queue);
-    if let Some(ring) = on_device {
-        let copier = DeviceCopier {
-            device,
-            ring,
-            slot_bytes: slot_bytes as u64,
+/// One epoch on the GPU, as one stream. Sample `k` of step `s` is image `s · batch_size + k` of
+/// the stream. Each step lands in an array: read back into one of `host`, or, with `on_device`,
+/// copied into a buffer of that ring on the device. What the stream's thread waits for goes to
+/// `waits`.
+pub(super) struct EpochStream<'a> {
+    pub gpu: &'a GpuBackend,
+    pub host: &'a Arc<Ring>,
+    pub on_device: Option<&'a Arc<DeviceRing>>,
+    pub transform: &'a Transform,
+    pub limits: &'a Limits,
+    pub batch_size: usize,
+    pub waits: &'a StreamWaits,
+}
+
+impl EpochStream<'_> {
+    /// The raw batches `raw` gives, each step's batch sent to `done` once all its images have
+    /// landed; ends when `raw` does or `done`'s receiver is gone.
+    pub fn run(&self, raw: &Receiver<RawBatch>, done: &SyncSender<(usize, Result<Batch>)>) {
+        let Self {
+            gpu,
+            host,
+            on_device,
+            transform,
+            limits,
             batch_size,
-            shape,
+            waits,
+        } = *self;
+        let Some(shape) = transform.fixed_output_shape() else {
+            let e = Error::Options("a loader's transform needs one output size".into());
+            let _ = done.send((0, Err(e)));
+            return;
         };
-        let consume = |batch: DeviceBatch<'_>| {
-            let outcomes = copier.copy_in(batch, &partials);
-            let complete = put_all(outcomes.0);
-            for partial in complete {
-                let step = partial.step;
-                send(step, copier.close_up(partial, outcomes.1));
+        let elements: usize = shape.iter().product();
+        let slot_bytes = elements * transform.dtype.size();
+        let partials: Mutex<BTreeMap<usize, Partial>> = Mutex::default();
+        let stopped = AtomicBool::new(false);
+        let send = |step: usize, batch: Result<Batch>| {
+            let sent = waits.timing(WaitedFor::Consumer, || done.send((step, batch)).is_ok());
+            if !sent {
+                stopped.store(true, Ordering::Relaxed);
             }
         };
+        let take = |samples: usize| -> Result<Landing> {
+            let Some(ring) = on_device else {
+                let (capacity, len) = (batch_size * elements, samples * elements);
+                return Ok(Landing::Host(host.take(transform.dtype, capacity, len)));
+            };
+            let (capacity, len) = (batch_size * slot_bytes, samples * slot_bytes);
+            waits
+                .timing(WaitedFor::Buffers, || {
+                    ring.take(capacity as u64, len as u64)
+                })
+                .map(Landing::Device)
+                .map_err(|e| GpuError::HandOff(e).into())
+        };
+        let mut arriving: std::vec::IntoIter<Arriving<'static>> = Vec::new().into_iter();
+        let next = || loop {
+            if stopped.load(Ordering::Relaxed) {
+                return None;
+            }
+            if let Some(image) = arriving.next() {
+                return Some(image);
+            }
+            let raw = waits.timing(WaitedFor::Samples, || raw.recv()).ok()?;
+            let started = Instant::now();
+            let (step, read) = (raw.step, raw.read);
+            let Read {
+                metas,
+                images,
+                failed,
+            } = split(raw);
+            let data = match take(metas.len()) {
+                Ok(data) => data,
+                Err(e) => {
+                    send(step, Err(e));
+                    continue;
+                }
+            };
+            let base = step * batch_size;
+            arriving = images
+                .into_iter()
+                .zip(&metas)
+                .enumerate()
+                .map(|(k, (bytes, meta))| Arriving {
+                    index: base + k,
+                    sample: Sample::Index(meta.index),
+                    bytes: bytes.into(),
+                })
+                .collect::<Vec<_>>()
+                .into_iter();
+            let partial = Partial {
+                step,
+                read,
+                started,
+                data,
+                outcomes: (0..metas.len()).map(|_| None).collect(),
+                left: metas.len(),
+                metas,
+                failed,
+            };
+            if partial.left == 0 {
+                send(step, Ok(partial.finish(shape)));
+            } else {
+                lock(&partials).insert(step, partial);
+            }
+        };
+        // Outcomes of images, by stream index; the steps they completed, taken out.
+        let put_all = |outcomes: Vec<(usize, Result<Params>)>| -> Vec<Partial> {
+            let mut open = lock(&partials);
+            let mut complete = Vec::new();
+            for (index, outcome) in outcomes {
+                let (step, k) = (index / batch_size, index % batch_size);
+                if open.get_mut(&step).is_some_and(|p| p.put(k, outcome)) {
+                    complete.extend(open.remove(&step));
+                }
+            }
+            complete
+        };
+        let options = StreamOptions {
+            transform,
+            limits,
+            batching: gpu.batching,
+            samples: Samples::Positions,
+        };
+        let (device, queue) = (&gpu.gpu.device, &gpu.gpu.queue);
+        if let Some(ring) = on_device {
+            let copier = DeviceCopier {
+                device,
+                ring,
+                slot_bytes: slot_bytes as u64,
+                batch_size,
+                shape,
+            };
+            let consume = |batch: DeviceBatch<'_>| {
+                waits.add(WaitedFor::Decoding, batch.stats.waited);
+                let outcomes = copier.copy_in(batch, &partials);
+                let complete = put_all(outcomes.0);
+                for partial in complete {
+                    let step = partial.step;
+                    send(step, copier.close_up(partial, outcomes.1));
+                }
+            };
+            gpu.pipeline
+                .preprocess_arriving_on_device(device, queue, next, &options, consume);
+            return;
+        }
+        let read = |bytes: &[u8], placed: Vec<crate::gpu::Placed>| {
+            let mut partials = lock(&partials);
+            let mut slots: HashMap<usize, &mut [u8]> = HashMap::new();
+            for (step, partial) in partials.iter_mut() {
+                if let Landing::Host(data) = &mut partial.data {
+                    let chunks = data.bytes_mut().chunks_mut(slot_bytes.max(1));
+                    slots.extend(chunks.enumerate().map(|(k, c)| (step * batch_size + k, c)));
+                }
+            }
+            let copies = placed
+                .into_iter()
+                .map(|placed| {
+                    let slot = slots.remove(&placed.0);
+                    (placed, slot)
+                })
+                .collect();
+            crate::gpu::copy_into_slots(bytes, copies, shape)
+        };
+        let put = |index: usize, outcome: Result<Params>| {
+            for partial in put_all(vec![(index, outcome)]) {
+                send(partial.step, Ok(partial.finish(shape)));
+            }
+        };
+        let landed = |stats: &crate::gpu::BatchStats| waits.add(WaitedFor::Decoding, stats.waited);
         gpu.pipeline
-            .preprocess_arriving_on_device(device, queue, next, &options, consume);
-        return;
+            .preprocess_arriving(device, queue, next, &options, read, put, landed);
     }
-    let read = |bytes: &[u8], placed: Vec<crate::gpu::Placed>| {
-        let mut partials = lock(&partials);
-        let mut slots: HashMap<usize, &mut [u8]> = HashMap::new();
-        for (step, partial) in partials.iter_mut() {
-            if let Landing::Host(data) = &mut partial.data {
-                let chunks = data.bytes_mut().chunks_mut(slot_bytes.max(1));
-                slots.extend(chunks.enumerate().map(|(k, c)| (step * batch_size + k, c)));
-            }
-        }
-        let copies = placed
-            .into_iter()
-            .map(|placed| {
-                let slot = slots.remove(&placed.0);
-                (placed, slot)
-            })
-            .collect();
-        crate::gpu::copy_into_slots(bytes, copies, shape)
-    };
-    let put = |index: usize, outcome: Result<Params>| {
-        for partial in put_all(vec![(index, outcome)]) {
-            send(partial.step, Ok(partial.finish(shape)));
-        }
-    };
-    gpu.pipeline
-        .preprocess_arriving(device, queue, next, &options, read, put);
 }
 
 /// Copies landed tensors into their steps' device buffers, GPU to GPU, on the stream's

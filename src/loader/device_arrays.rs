@@ -13,6 +13,7 @@
 use crate::cuda::{Cuda, CudaEvent, CudaMemory, CudaTimeline, Stream};
 use crate::gpu::external::{Exporter, Timeline};
 use crate::gpu::read_buffer;
+use std::collections::VecDeque;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
@@ -68,9 +69,12 @@ pub(crate) struct DeviceRing {
     exporter: Option<Exporter>,
     /// Where the arrays are imported into CUDA.
     cuda: Option<CudaLink>,
-    free: Mutex<Vec<Slab>>,
+    /// Oldest given back first: the consumer's work on it is the likeliest to have run.
+    free: Mutex<VecDeque<Slab>>,
+    /// Arrays alive at most (free or handed out) while a free one must still be waited for.
     keep: usize,
     made: AtomicUsize,
+    alive: AtomicUsize,
 }
 
 /// A buffer of the ring, with its CUDA mapping and the event its last reader let go at.
@@ -97,6 +101,7 @@ impl DeviceRing {
             free: Mutex::default(),
             keep,
             made: AtomicUsize::new(0),
+            alive: AtomicUsize::new(0),
         })
     }
 
@@ -106,16 +111,28 @@ impl DeviceRing {
     }
 
     /// An array of `capacity` bytes, `len` of them the batch's: a free one of that capacity
-    /// once its last reader is done with it, else a new one.
+    /// whose last reader is done with it; else, while fewer than `keep` are alive, a new one;
+    /// else the one given back first, once its last reader is done. The thread that takes
+    /// arrays feeds the GPU: it waits for a consumer's work only when the ring is full.
     pub(crate) fn take(self: &Arc<Self>, capacity: u64, len: u64) -> Result<DeviceArray, String> {
         let reused = {
             let mut free = lock(&self.free);
-            let fits = free.iter().position(|s| s.buffer.size() == capacity);
-            fits.map(|i| free.swap_remove(i))
+            let fits = |s: &Slab| s.buffer.size() == capacity;
+            let done = free.iter().position(|s| fits(s) && s.released_done());
+            let full = self.alive.load(Ordering::Relaxed) >= self.keep;
+            match done {
+                Some(i) => free.remove(i),
+                None if full => free.iter().position(fits).and_then(|i| free.remove(i)),
+                None => None,
+            }
         };
         let mut slab = match reused {
             Some(slab) => slab,
-            None => self.make(capacity)?,
+            None => {
+                let slab = self.make(capacity)?;
+                self.alive.fetch_add(1, Ordering::Relaxed);
+                slab
+            }
         };
         if let Some(event) = slab.released.take() {
             event.synchronize()?;
@@ -178,7 +195,9 @@ impl DeviceRing {
     fn give_back(&self, slab: Slab) {
         let mut free = lock(&self.free);
         if free.len() < self.keep {
-            free.push(slab);
+            free.push_back(slab);
+        } else {
+            self.alive.fetch_sub(1, Ordering::Relaxed);
         }
     }
 }
@@ -286,6 +305,16 @@ impl Drop for DeviceArray {
         if let Some(slab) = self.slab.take() {
             self.ring.give_back(slab);
         }
+    }
+}
+
+impl Slab {
+    /// Whether its last reader is done with it (a failed query counts as done: waiting on the
+    /// event then says why).
+    fn released_done(&self) -> bool {
+        self.released
+            .as_ref()
+            .is_none_or(|event| event.is_done().unwrap_or(true))
     }
 }
 

@@ -32,6 +32,7 @@ use order::Split;
 use std::collections::BTreeMap;
 use std::ops::ControlFlow;
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -292,16 +293,17 @@ impl Loader {
         self.handed_over.clone()
     }
 
-    /// Free batch arrays kept for reuse: as many as a stream has open at once, so that in a
-    /// steady state no array is freed and none made. A step's array is taken when its first
-    /// image is decoded: decoding runs up to two submissions ahead of the one on the GPU (each of
-    /// up to `submission_images`), then `prefetch` batches wait ready, one is being sent and the
-    /// consumer holds one or two.
+    /// Batch arrays kept for reuse: as many as a stream has open at once, so that in a steady
+    /// state none is freed and none made. A step's array is taken when its first image goes to
+    /// decoding, and decoding runs up to two submissions (each of up to `submission_images`)
+    /// ahead of the one the GPU runs; then one submission runs and the one before lands, a
+    /// submission's batches and `prefetch` more wait ready, and the consumer holds one or two.
     fn arrays_kept(options: &LoaderOptions, batching: &Batching) -> usize {
         let per_submission = batching
             .submission_images
-            .div_ceil(options.batch_size.max(1));
-        3 * per_submission.max(1) + options.prefetch.max(1) + 3
+            .div_ceil(options.batch_size.max(1))
+            .max(1);
+        5 * per_submission + options.prefetch.max(1) + 4
     }
 
     /// How the batch arrays of the GPU path are held: pageable, or page-locked for a CUDA
@@ -351,31 +353,54 @@ impl Loader {
     pub fn epoch(&self, epoch: u64) -> Epoch {
         let prefetch = self.options.prefetch.max(1);
         let (raw_tx, raw_rx) = sync_channel::<RawBatch>(prefetch);
-        let (done_tx, done_rx) = sync_channel(prefetch);
+        // On the GPU, files are read as far ahead as the stream decodes: two submissions.
+        let read_ahead = match &*self.backend {
+            Backend::Gpu(gpu) => 2 * gpu.batching.submission_images,
+            Backend::Cpu => self.options.batch_size,
+        };
         let feeder = Feeder {
             dataset: Arc::clone(&self.dataset),
             options: self.options,
             epoch,
+            read_ahead: read_ahead.max(self.options.batch_size),
         };
         std::thread::spawn(move || feeder.run(&raw_tx));
         let transform = Transform {
             epoch,
             ..self.transform
         };
-        if let Backend::Gpu(_) = &*self.backend {
+        let waits = Arc::new(StreamWaits::default());
+        if let Backend::Gpu(gpu) = &*self.backend {
+            // A submission's batches land together: room for all of them beside the
+            // `prefetch` held ready, so that the thread feeding the GPU does not wait for the
+            // consumer in the middle of a landing.
+            let landing = gpu
+                .batching
+                .submission_images
+                .div_ceil(self.options.batch_size);
+            let (done_tx, done_rx) = sync_channel(prefetch + landing.max(1));
             let backend = Arc::clone(&self.backend);
             let arrays = Arc::clone(&self.arrays);
             let device_arrays = self.device_arrays.clone();
             let (limits, size) = (self.limits, self.options.batch_size);
+            let stream_waits = Arc::clone(&waits);
             std::thread::spawn(move || {
                 if let Backend::Gpu(gpu) = &*backend {
-                    let (raw, done) = (&raw_rx, &done_tx);
-                    let arrays = (&arrays, device_arrays.as_ref());
-                    assemble::stream_epoch(gpu, arrays, &transform, &limits, size, raw, done);
+                    let epoch = assemble::EpochStream {
+                        gpu,
+                        host: &arrays,
+                        on_device: device_arrays.as_ref(),
+                        transform: &transform,
+                        limits: &limits,
+                        batch_size: size,
+                        waits: &stream_waits,
+                    };
+                    epoch.run(&raw_rx, &done_tx);
                 }
             });
-            return Epoch::new(done_rx, self.options.wait_warning);
+            return Epoch::new(done_rx, self.options.wait_warning, waits);
         }
+        let (done_tx, done_rx) = sync_channel(prefetch);
         let raw_rx = Arc::new(Mutex::new(raw_rx));
         for _ in 0..prefetch {
             let (raw_rx, done_tx) = (Arc::clone(&raw_rx), done_tx.clone());
@@ -394,7 +419,7 @@ impl Loader {
                 }
             });
         }
-        Epoch::new(done_rx, self.options.wait_warning)
+        Epoch::new(done_rx, self.options.wait_warning, waits)
     }
 }
 
@@ -469,6 +494,8 @@ struct Feeder {
     dataset: Arc<Dataset>,
     options: LoaderOptions,
     epoch: u64,
+    /// Files read ahead of the batcher, at most (and at most [`READ_AHEAD_BYTES`]).
+    read_ahead: usize,
 }
 
 impl Feeder {
@@ -488,16 +515,12 @@ impl Feeder {
         batcher.finish();
     }
 
-    /// The rank's indices of the epoch, read a batch at a time, files in parallel.
+    /// The rank's indices of the epoch, files read in parallel, continuously, ahead of the
+    /// batcher.
     fn read_items(&self, items: &[dataset::Item], batcher: &mut Batcher) {
         let indices = self.options.split.indices(items.len(), self.epoch);
-        for chunk in indices.chunks(self.options.batch_size) {
-            for sample in read_files(items, chunk) {
-                if batcher.push(sample).is_break() {
-                    return;
-                }
-            }
-        }
+        let ahead = (self.read_ahead, READ_AHEAD_BYTES);
+        read_files(items, &indices, ahead, |s| batcher.push(s));
     }
 
     /// The epoch's shard order (shuffled when asked, then every `world_size`-th shard from the
@@ -558,30 +581,120 @@ impl Feeder {
     }
 }
 
-/// Reads the files of `items` at `indices`, in order, on threads of their own: on rayon's,
-/// they would wait behind the decoding tasks that the GPU's stream keeps queued.
-fn read_files(items: &[dataset::Item], indices: &[u64]) -> Vec<RawSample> {
-    const READERS: usize = 4;
-    let read = |&index: &u64| {
+/// Reads the files of `items` at `indices` and hands them to `take` in order, until it says
+/// `Break`. Reader `j` of [`READERS`] reads every `READERS`-th file from the `j`-th, at most
+/// `ahead.0` files and about `ahead.1` bytes before `take` has had them, so that reading
+/// keeps up with a stream that takes a submission's files at once. The readers are threads of
+/// their own: on rayon's, they would wait behind the decoding tasks that the GPU's stream keeps
+/// queued.
+fn read_files(
+    items: &[dataset::Item],
+    indices: &[u64],
+    (ahead, bytes_ahead): (usize, u64),
+    mut take: impl FnMut(RawSample) -> ControlFlow<()>,
+) {
+    let budget = ReadBudget {
+        bound: bytes_ahead,
+        ..ReadBudget::default()
+    };
+    let read = |(position, index): (usize, u64)| {
         let item = &items[index as usize];
-        RawSample {
+        let bytes = std::fs::read(&item.path).map_err(|e| Error::from(e).in_file(&item.path));
+        let len = bytes.as_ref().map_or(0, |b| b.len() as u64);
+        budget.hold(position, len);
+        let sample = RawSample {
             index,
             label: item.label,
             name: item.path.clone(),
-            bytes: std::fs::read(&item.path).map_err(|e| Error::from(e).in_file(&item.path)),
-        }
+            bytes,
+        };
+        (sample, len)
     };
-    let part = indices.len().div_ceil(READERS).max(1);
+    let read = &read;
+    let room = ahead.div_ceil(READERS).max(1);
     std::thread::scope(|scope| {
-        let readers: Vec<_> = indices
-            .chunks(part)
-            .map(|part| scope.spawn(move || part.iter().map(read).collect::<Vec<_>>()))
+        let readers: Vec<Receiver<(RawSample, u64)>> = (0..READERS)
+            .map(|j| {
+                let (sender, receiver) = sync_channel(room);
+                let mine = indices.iter().copied().enumerate().skip(j).step_by(READERS);
+                scope.spawn(move || {
+                    for sample in mine.map(read) {
+                        // Gone: `take` stopped.
+                        if sender.send(sample).is_err() {
+                            return;
+                        }
+                    }
+                });
+                receiver
+            })
             .collect();
-        readers
-            .into_iter()
-            .flat_map(|r| r.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
-            .collect()
-    })
+        for position in 0..indices.len() {
+            let Ok((sample, len)) = readers[position % READERS].recv() else {
+                break;
+            };
+            budget.taken(position, len);
+            if take(sample).is_break() {
+                break;
+            }
+        }
+        // Readers waiting for room go on (and stop at their next send: the receivers go).
+        budget.stop();
+    });
+}
+
+/// Threads reading a loader's files.
+const READERS: usize = 4;
+
+/// Encoded bytes read ahead of the batcher, at most (a file larger than it is read alone).
+const READ_AHEAD_BYTES: u64 = 64 << 20;
+
+/// The bytes read and not yet taken, and the place of the file to be taken next: a reader
+/// holding a later file waits while the bytes pass `bound`; the next file always passes, so
+/// the files taken in order are never held up by later ones.
+#[derive(Default)]
+struct ReadBudget {
+    bound: u64,
+    state: Mutex<Budgeted>,
+    freed: std::sync::Condvar,
+}
+
+#[derive(Default)]
+struct Budgeted {
+    held: u64,
+    next: usize,
+    stopped: bool,
+}
+
+impl ReadBudget {
+    /// Counts `len` bytes of the file at `position` as read, once there is room for them.
+    fn hold(&self, position: usize, len: u64) {
+        let mut state = lock(&self.state);
+        while !state.stopped
+            && position != state.next
+            && state.held > 0
+            && state.held + len > self.bound
+        {
+            state = self.freed.wait(state).unwrap_or_else(|e| e.into_inner());
+        }
+        state.held += len;
+    }
+
+    /// The file at `position`, of `len` bytes, was taken.
+    fn taken(&self, position: usize, len: u64) {
+        let mut state = lock(&self.state);
+        state.held -= len.min(state.held);
+        state.next = position + 1;
+        self.freed.notify_all();
+    }
+
+    fn stop(&self) {
+        lock(&self.state).stopped = true;
+        self.freed.notify_all();
+    }
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 /// webdataset's `shuffle(n)`: samples held up to `capacity`; once full, each new one sends a
@@ -664,6 +777,7 @@ pub struct Epoch {
     images: usize,
     waited: Duration,
     wait_warning: f64,
+    stream: Arc<StreamWaits>,
 }
 
 /// An epoch so far.
@@ -677,10 +791,79 @@ pub struct EpochStats {
     pub images_per_second: f64,
     /// The share of the time the consumer spent waiting for batches.
     pub data_wait_share: f64,
+    /// What the GPU stream's thread waited for so far (zero on the CPU backend): which side
+    /// holds the epoch back.
+    pub stream: StreamWaited,
+}
+
+/// How long an epoch's GPU stream waited, by what it waited for.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct StreamWaited {
+    /// For the feeder's samples (reading is the bottleneck).
+    pub samples: Duration,
+    /// For images to be decoded (the CPU threads are).
+    pub decoding: Duration,
+    /// For a batch buffer that a consumer still held.
+    pub buffers: Duration,
+    /// For the consumer to take finished batches (the consumer is).
+    pub consumer: Duration,
+}
+
+/// [`StreamWaited`] as the stream's thread adds to it while the consumer reads it.
+#[derive(Debug, Default)]
+pub(crate) struct StreamWaits {
+    samples: AtomicU64,
+    decoding: AtomicU64,
+    buffers: AtomicU64,
+    consumer: AtomicU64,
+}
+
+/// What a [`StreamWaits`] entry counts.
+#[derive(Clone, Copy)]
+pub(crate) enum WaitedFor {
+    Samples,
+    Decoding,
+    Buffers,
+    Consumer,
+}
+
+impl StreamWaits {
+    pub(crate) fn add(&self, what: WaitedFor, waited: Duration) {
+        let counter = match what {
+            WaitedFor::Samples => &self.samples,
+            WaitedFor::Decoding => &self.decoding,
+            WaitedFor::Buffers => &self.buffers,
+            WaitedFor::Consumer => &self.consumer,
+        };
+        let nanos = u64::try_from(waited.as_nanos()).unwrap_or(u64::MAX);
+        counter.fetch_add(nanos, Ordering::Relaxed);
+    }
+
+    /// `f`'s result, its time added to `what`.
+    pub(crate) fn timing<T>(&self, what: WaitedFor, f: impl FnOnce() -> T) -> T {
+        let start = Instant::now();
+        let out = f();
+        self.add(what, start.elapsed());
+        out
+    }
+
+    fn snapshot(&self) -> StreamWaited {
+        let read = |c: &AtomicU64| Duration::from_nanos(c.load(Ordering::Relaxed));
+        StreamWaited {
+            samples: read(&self.samples),
+            decoding: read(&self.decoding),
+            buffers: read(&self.buffers),
+            consumer: read(&self.consumer),
+        }
+    }
 }
 
 impl Epoch {
-    fn new(done: Receiver<(usize, Result<Batch>)>, wait_warning: f64) -> Self {
+    fn new(
+        done: Receiver<(usize, Result<Batch>)>,
+        wait_warning: f64,
+        stream: Arc<StreamWaits>,
+    ) -> Self {
         let now = Instant::now();
         Self {
             done,
@@ -691,6 +874,7 @@ impl Epoch {
             images: 0,
             waited: Duration::ZERO,
             wait_warning,
+            stream,
         }
     }
 
@@ -703,6 +887,7 @@ impl Epoch {
             elapsed,
             images_per_second: self.images as f64 / seconds,
             data_wait_share: self.waited.as_secs_f64() / seconds,
+            stream: self.stream.snapshot(),
         }
     }
 }
@@ -747,5 +932,78 @@ impl Iterator for Epoch {
             }
             batch
         }))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A fresh folder of this test process's own.
+    fn scratch(name: &str) -> PathBuf {
+        let dir = std::env::temp_dir().join(format!("gpuprep-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).expect("a temporary folder");
+        dir
+    }
+
+    /// Files of 1 to 40 bytes, each its own place repeated.
+    fn numbered_files(dir: &std::path::Path, n: usize) -> Vec<dataset::Item> {
+        let paths: Vec<PathBuf> = (0..n)
+            .map(|k| {
+                let path = dir.join(format!("{k}.bin"));
+                std::fs::write(&path, vec![k as u8; 1 + k % 40]).expect("written");
+                path
+            })
+            .collect();
+        dataset::files(&paths)
+    }
+
+    #[test]
+    fn files_come_in_order_however_little_is_read_ahead() {
+        let dir = scratch("read-order");
+        let items = numbered_files(&dir, 50);
+        let order: Vec<u64> = (0..50).rev().chain([7, 7]).collect();
+        // One file ahead and fewer bytes than most files: every file must still come.
+        for ahead in [(1, 3), (2, 1), (9, 100), (64, 1 << 20)] {
+            let mut got = Vec::new();
+            read_files(&items, &order, ahead, |sample| {
+                let bytes = sample.bytes.expect("readable");
+                got.push((sample.index, bytes));
+                ControlFlow::Continue(())
+            });
+            let want: Vec<(u64, Vec<u8>)> = order
+                .iter()
+                .map(|&k| (k, vec![k as u8; 1 + k as usize % 40]))
+                .collect();
+            assert_eq!(got, want, "read ahead {ahead:?}");
+        }
+        let _ = std::fs::remove_dir_all(dir);
+    }
+
+    #[test]
+    fn reading_stops_when_told_and_names_a_missing_file() {
+        let dir = scratch("read-stop");
+        let mut items = numbered_files(&dir, 30);
+        items[3].path = dir.join("missing.bin");
+        let order: Vec<u64> = (0..30).collect();
+        let mut got = Vec::new();
+        read_files(&items, &order, (4, 8), |sample| {
+            got.push(sample);
+            if got.len() == 5 {
+                ControlFlow::Break(())
+            } else {
+                ControlFlow::Continue(())
+            }
+        });
+        assert_eq!(got.len(), 5);
+        let error = got[3]
+            .bytes
+            .as_ref()
+            .expect_err("the missing file fails")
+            .to_string();
+        assert!(error.contains("missing.bin"), "{error}");
+        assert!(got[4].bytes.is_ok());
+        let _ = std::fs::remove_dir_all(dir);
     }
 }

@@ -18,6 +18,8 @@ struct EpochRun {
     failed: usize,
     prepared: Vec<Duration>,
     waited: Duration,
+    /// What the GPU stream waited for over the epoch.
+    stream: gpuprep::loader::StreamWaited,
 }
 
 pub fn run(args: &BenchArgs, backend: Backend, files: &[gpuprep::convert::Input]) -> ExitCode {
@@ -62,6 +64,10 @@ pub fn run(args: &BenchArgs, backend: Backend, files: &[gpuprep::convert::Input]
         "epochs": epochs.len(), "steps": best.prepared.len(),
         "prepare_p50_ms": prepared.get(prepared.len() / 2).copied().unwrap_or(0.0),
         "consumer_waited_ms": ms(best.waited), "wall_ms": best.seconds * 1e3,
+        "stream_waited_ms": {
+            "samples": ms(best.stream.samples), "decoding": ms(best.stream.decoding),
+            "buffers": ms(best.stream.buffers), "consumer": ms(best.stream.consumer),
+        },
         "memory": loader.memory().to_string(), "batch_arrays_made": loader.arrays_made(),
     });
     out!("{line}");
@@ -85,8 +91,10 @@ fn timed_epoch(loader: &Loader, epoch: u64) -> EpochRun {
         failed: 0,
         prepared: Vec::new(),
         waited: Duration::ZERO,
+        stream: Default::default(),
     };
-    for batch in loader.epoch(epoch) {
+    let mut batches = loader.epoch(epoch);
+    for batch in batches.by_ref() {
         match batch {
             Ok(batch) => {
                 run.images += batch.indices.len();
@@ -102,5 +110,6 @@ fn timed_epoch(loader: &Loader, epoch: u64) -> EpochRun {
         }
     }
     run.seconds = start.elapsed().as_secs_f64();
+    run.stream = batches.stats().stream;
     run
 }
