@@ -102,6 +102,16 @@ pub(crate) struct Arriving<'a> {
     pub bytes: std::borrow::Cow<'a, [u8]>,
 }
 
+/// What a source of arriving images answers when the streaming loop asks for one.
+pub(crate) enum Arrival<'a> {
+    /// The next image.
+    Image(Arriving<'a>),
+    /// None yet (asked not to wait): the loop goes on with what it has and asks again later.
+    NotYet,
+    /// No more images.
+    End,
+}
+
 /// One image decoded and prepared on a CPU thread.
 struct Decoded {
     index: usize,
@@ -251,7 +261,7 @@ impl GpuPipeline {
     }
 
     /// [`Self::preprocess_stacked`] for images that arrive as they are read (a training
-    /// loader's): `next` gives them (blocking until one is there; `None` at the end). As each
+    /// loader's): `next(wait)` gives them (waiting for one only when `wait`). As each
     /// batch lands, `read` gets the mapped read-back buffer and where each tensor lies in it,
     /// copies them out (with [`Self::copy_into_slots`]) and says their outcomes; `put` takes
     /// every image's outcome, the ones that failed before the GPU included; `landed` each
@@ -264,7 +274,7 @@ impl GpuPipeline {
         &self,
         device: &wgpu::Device,
         queue: &wgpu::Queue,
-        next: impl FnMut() -> Option<Arriving<'a>>,
+        next: impl FnMut(bool) -> Arrival<'a>,
         options: &StreamOptions,
         mut read: impl FnMut(&[u8], Vec<Placed>) -> Vec<(usize, Result<Params>)> + Send,
         mut put: impl FnMut(usize, Result<Params>) + Send,
@@ -300,14 +310,14 @@ impl GpuPipeline {
     }
 
     /// [`Self::preprocess_on_device`] for images that arrive as they are read (a training
-    /// loader's): `next` gives them (blocking until one is there; `None` at the end). `consume`
+    /// loader's): `next(wait)` gives them (waiting for one only when `wait`). `consume`
     /// runs on this thread, the one that submits the stream's work, so that what it submits
     /// goes in order with it.
     pub(crate) fn preprocess_arriving_on_device<'a>(
         &self,
         device: &wgpu::Device,
         queue: &wgpu::Queue,
-        next: impl FnMut() -> Option<Arriving<'a>>,
+        next: impl FnMut(bool) -> Arrival<'a>,
         options: &StreamOptions,
         mut consume: impl FnMut(DeviceBatch<'_>),
     ) -> Vec<BatchStats> {
@@ -402,17 +412,19 @@ impl GpuPipeline {
         images: &'a [&'a [u8]],
         samples: Samples<'a>,
         batch: usize,
-    ) -> impl FnMut() -> Option<Arriving<'a>> + 'a {
+    ) -> impl FnMut(bool) -> Arrival<'a> + 'a {
         let mut order: Vec<usize> = (0..images.len()).collect();
         for window in order.chunks_mut(batch.max(1)) {
             window.sort_by_key(|&i| std::cmp::Reverse(images[i].len()));
         }
         let mut order = order.into_iter();
-        move || {
-            order.next().map(|i| Arriving {
-                index: i,
-                sample: samples.of(i),
-                bytes: std::borrow::Cow::Borrowed(images[i]),
+        move |_wait| {
+            order.next().map_or(Arrival::End, |i| {
+                Arrival::Image(Arriving {
+                    index: i,
+                    sample: samples.of(i),
+                    bytes: std::borrow::Cow::Borrowed(images[i]),
+                })
             })
         }
     }
@@ -424,7 +436,7 @@ impl GpuPipeline {
         &self,
         device: &wgpu::Device,
         queue: &wgpu::Queue,
-        next: impl FnMut() -> Option<Arriving<'a>>,
+        next: impl FnMut(bool) -> Arrival<'a>,
         options: &StreamOptions,
         mut land: impl FnMut(Flight) + Send,
     ) {
@@ -443,14 +455,15 @@ impl GpuPipeline {
         });
     }
 
-    /// The streaming loop: CPU threads decode and prepare the images `next` gives (blocking
-    /// until one is there; `None` at the end), this thread gathers batches, submits each (with
+    /// The streaming loop: CPU threads decode and prepare the images `next(wait)` gives (it
+    /// waits for one only when asked to: while fewer than two batches are being decoded; else
+    /// the loop goes on submitting what is decoded), this thread gathers batches, submits each (with
     /// a copy for reading back when `read_back`) and hands the one submitted before to `land`.
     pub(crate) fn stream_from<'a>(
         &self,
         device: &wgpu::Device,
         queue: &wgpu::Queue,
-        mut next: impl FnMut() -> Option<Arriving<'a>>,
+        mut next: impl FnMut(bool) -> Arrival<'a>,
         options: &StreamOptions,
         read_back: bool,
         mut land: impl FnMut(Flight),
@@ -490,20 +503,27 @@ impl GpuPipeline {
                 queue: VecDeque::new(),
             };
             let (mut spawned, mut spawned_bytes, mut exhausted) = (0, 0, false);
-            // Decoding runs two batches ahead of what submissions took, and up to two
-            // submissions ahead while the encoded bytes ahead stay within `AHEAD_BYTES`.
+            // Decoding runs two batches ahead of what submissions took (waiting for the source
+            // while it is not), and up to two submissions ahead while the encoded bytes ahead
+            // stay within `AHEAD_BYTES` (taking only what the source has: this thread has
+            // decoded batches to submit meanwhile).
             let mut spawn_ahead = |taken: usize, taken_bytes: u64| {
-                loop {
+                while !exhausted {
                     let ahead = spawned - taken;
-                    let more = ahead < 2 * batch
+                    let must = ahead < 2 * batch;
+                    let more = must
                         || (ahead < 2 * per_submission
                             && spawned_bytes - taken_bytes < AHEAD_BYTES);
                     if !more {
                         break;
                     }
-                    let Some(input) = next() else {
-                        exhausted = true;
-                        break;
+                    let input = match next(must) {
+                        Arrival::Image(input) => input,
+                        Arrival::NotYet => break,
+                        Arrival::End => {
+                            exhausted = true;
+                            break;
+                        }
                     };
                     spawned_bytes += input.bytes.len() as u64;
                     let sender = sender.clone();

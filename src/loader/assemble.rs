@@ -7,14 +7,14 @@ use super::arrays::{BatchArray, Ring};
 use super::device_arrays::{DeviceArray, DeviceRing};
 use super::{Batch, RawBatch, StepStats, StreamWaits, WaitedFor};
 use crate::error::{Error, GpuError, Result};
-use crate::gpu::{Arriving, DeviceBatch, StreamOptions};
+use crate::gpu::{Arrival, Arriving, DeviceBatch, StreamOptions};
 use crate::plan::{Params, Sample, Samples};
 use crate::tensor::{close_up, unstackable};
 use crate::{Backend, GpuBackend, Limits, Transform};
 use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc::{Receiver, SyncSender};
+use std::sync::mpsc::{Receiver, SyncSender, TryRecvError};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -238,14 +238,25 @@ impl EpochStream<'_> {
                 .map_err(|e| GpuError::HandOff(e).into())
         };
         let mut arriving: std::vec::IntoIter<Arriving<'static>> = Vec::new().into_iter();
-        let next = || loop {
+        // The stream's source: the current raw batch's images, then the next raw batch's, waited
+        // for only when the stream asks to wait.
+        let next = |wait: bool| loop {
             if stopped.load(Ordering::Relaxed) {
-                return None;
+                return Arrival::End;
             }
             if let Some(image) = arriving.next() {
-                return Some(image);
+                return Arrival::Image(image);
             }
-            let raw = waits.timing(WaitedFor::Samples, || raw.recv()).ok()?;
+            let received = if wait {
+                waits.timing(WaitedFor::Samples, || raw.recv().map_err(|_| true))
+            } else {
+                raw.try_recv().map_err(|e| e == TryRecvError::Disconnected)
+            };
+            let raw = match received {
+                Ok(raw) => raw,
+                Err(true) => return Arrival::End,
+                Err(false) => return Arrival::NotYet,
+            };
             let started = Instant::now();
             let (step, read) = (raw.step, raw.read);
             let Read {
