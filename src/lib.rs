@@ -66,6 +66,30 @@ pub fn preprocess(data: &[u8], transform: &Transform, limits: &Limits) -> Result
     Backend::Cpu.preprocess(data, transform, limits)
 }
 
+/// Decoding threads a process takes by default: `RAYON_NUM_THREADS` where it is set, else its
+/// share of the cores when several ranks of one job share the machine (torchrun's
+/// `LOCAL_WORLD_SIZE`), else every core.
+pub fn default_threads() -> usize {
+    let set = |name: &str| std::env::var(name).ok()?.trim().parse::<usize>().ok();
+    if let Some(threads) = set("RAYON_NUM_THREADS").filter(|&n| n > 0) {
+        return threads;
+    }
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let ranks = set("LOCAL_WORLD_SIZE").filter(|&n| n > 0).unwrap_or(1);
+    (cores / ranks).max(1)
+}
+
+/// Sizes the decoding threads (rayon's global pool) once per process: `threads`, or
+/// [`default_threads`]. Returns how many there are, which is what an earlier call (or rayon's
+/// first use) chose when the pool was already running.
+pub fn init_threads(threads: Option<usize>) -> usize {
+    let wanted = threads.filter(|&n| n > 0).unwrap_or_else(default_threads);
+    let _already_running = rayon::ThreadPoolBuilder::new()
+        .num_threads(wanted)
+        .build_global();
+    rayon::current_num_threads()
+}
+
 /// The pipeline objects are made once and shared by every thread of a host application; this
 /// stops compiling if one of them ever loses `Send + Sync`.
 const _: fn() = || {

@@ -72,10 +72,13 @@ fn instance() -> wgpu::Instance {
     wgpu::Instance::new(wgpu::InstanceDescriptor::new_without_display_handle_from_env())
 }
 
-/// The adapter [`create_device_on`] opens: the one whose name contains `name`, or the one
-/// `WGPU_ADAPTER_NAME` names, or the default high-performance one.
-pub fn find_adapter(name: Option<&str>) -> Result<wgpu::Adapter> {
-    let wanted = name
+/// The adapter [`create_device_on`] opens, which `selector` (else `WGPU_ADAPTER_NAME`) names:
+/// `N` is the N-th of [`adapters`] (as `gpuprep info` numbers them); `cuda:N` is the Vulkan
+/// adapter of the GPU that CUDA calls device N (their UUIDs match), so that a training rank's
+/// loader runs on that rank's GPU; anything else is a part of the adapter's name
+/// (case-insensitive). Without either, the default high-performance adapter.
+pub fn find_adapter(selector: Option<&str>) -> Result<wgpu::Adapter> {
+    let wanted = selector
         .map(str::to_owned)
         .or_else(|| std::env::var("WGPU_ADAPTER_NAME").ok());
     let Some(wanted) = wanted else {
@@ -87,27 +90,76 @@ pub fn find_adapter(name: Option<&str>) -> Result<wgpu::Adapter> {
         .map_err(|e| Error::NoGpu(format!("{e}; {NO_ADAPTER}")));
     };
     let found = adapters();
-    let names: Vec<String> = found
+    let known = || {
+        let names: Vec<String> = found
+            .iter()
+            .enumerate()
+            .map(|(i, a)| {
+                let info = a.get_info();
+                format!("{i}: {} ({:?})", info.name, info.backend)
+            })
+            .collect();
+        if names.is_empty() {
+            "none".to_string()
+        } else {
+            names.join(", ")
+        }
+    };
+    let chosen = match wanted.trim() {
+        index if !index.is_empty() && index.bytes().all(|b| b.is_ascii_digit()) => {
+            let at = index.parse::<usize>().ok();
+            at.and_then(|i| found.get(i)).cloned().ok_or_else(|| {
+                format!(
+                    "there is no adapter {index}; the adapters found: {}",
+                    known()
+                )
+            })
+        }
+        cuda if cuda.starts_with("cuda") => cuda_adapter(cuda, &found)
+            .and_then(|a| a.ok_or_else(|| format!("no Vulkan adapter is {cuda}'s GPU"))),
+        name => {
+            let lower = name.to_lowercase();
+            let matching = found
+                .iter()
+                .find(|a| a.get_info().name.to_lowercase().contains(&lower));
+            matching
+                .cloned()
+                .ok_or_else(|| format!("no GPU adapter's name contains {name:?}"))
+        }
+    };
+    chosen.map_err(|why| Error::NoGpu(format!("{why}; the adapters found: {}", known())))
+}
+
+/// The adapter among `found` whose UUID is CUDA device `selector`'s (`cuda` is device 0,
+/// `cuda:N` device N), if any; an error where CUDA cannot say.
+fn cuda_adapter(
+    selector: &str,
+    found: &[wgpu::Adapter],
+) -> std::result::Result<Option<wgpu::Adapter>, String> {
+    let ordinal = match selector.strip_prefix("cuda").unwrap_or(selector) {
+        "" => 0,
+        rest => rest
+            .strip_prefix(':')
+            .and_then(|n| n.parse::<u32>().ok())
+            .ok_or_else(|| format!("{selector:?} is not cuda or cuda:N"))?,
+    };
+    let uuid = crate::cuda::Cuda::open(ordinal)?.uuid()?;
+    Ok(found
         .iter()
-        .map(|a| {
-            let info = a.get_info();
-            format!("{} ({:?})", info.name, info.backend)
-        })
-        .collect();
-    let lower = wanted.to_lowercase();
-    found
-        .into_iter()
-        .find(|a| a.get_info().name.to_lowercase().contains(&lower))
-        .ok_or_else(|| {
-            let known = if names.is_empty() {
-                "none".to_string()
-            } else {
-                names.join(", ")
-            };
-            Error::NoGpu(format!(
-                "no GPU adapter's name contains {wanted:?}; the adapters found: {known}"
-            ))
-        })
+        .find(|a| adapter_uuid(a) == Some(uuid))
+        .cloned())
+}
+
+/// The adapter's device UUID (Vulkan's `deviceUUID`, which CUDA reports for the same GPU);
+/// `None` on other backends.
+pub fn adapter_uuid(adapter: &wgpu::Adapter) -> Option<[u8; 16]> {
+    #[cfg(target_os = "linux")]
+    return super::external::adapter_uuid(adapter);
+    #[cfg(not(target_os = "linux"))]
+    {
+        let _ = adapter;
+        None
+    }
 }
 
 /// The adapter the library's GPU tests run on. No adapter fails the test with the fix, unless
@@ -127,4 +179,86 @@ pub(crate) fn test_adapter() -> Option<wgpu::Adapter> {
 pub(crate) fn test_gpu() -> Option<Gpu> {
     test_adapter()?;
     Some(create_device().unwrap_or_else(|e| panic!("{e}")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn described(adapter: &wgpu::Adapter) -> (String, wgpu::Backend) {
+        let info = adapter.get_info();
+        (info.name, info.backend)
+    }
+
+    #[test]
+    fn adapters_are_chosen_by_number_and_by_name() {
+        if test_adapter().is_none() {
+            return;
+        }
+        let found = adapters();
+        assert!(!found.is_empty());
+        for (i, adapter) in found.iter().enumerate() {
+            let chosen = find_adapter(Some(&i.to_string())).expect("a listed number");
+            assert_eq!(described(&chosen), described(adapter), "adapter {i}");
+        }
+        let past = found.len().to_string();
+        let error = find_adapter(Some(&past))
+            .expect_err("past the list")
+            .to_string();
+        assert!(
+            error.contains(&format!("there is no adapter {past}")),
+            "{error}"
+        );
+        assert!(
+            error.contains("0: "),
+            "the error lists the adapters: {error}"
+        );
+        let name = found[0].get_info().name;
+        let part: String = name.chars().take(6).collect::<String>().to_uppercase();
+        let by_name = find_adapter(Some(&part)).expect("a part of a name");
+        assert!(by_name.get_info().name.to_uppercase().contains(&part));
+        let error = find_adapter(Some("cuda:x"))
+            .expect_err("not a device")
+            .to_string();
+        assert!(error.contains("is not cuda or cuda:N"), "{error}");
+    }
+
+    #[test]
+    fn cuda_devices_pick_the_adapter_of_their_gpu() {
+        if test_adapter().is_none() {
+            return;
+        }
+        match find_adapter(Some("cuda:0")) {
+            // Where CUDA runs (the GPU machine), the adapter is CUDA device 0's GPU.
+            Ok(adapter) => {
+                let cuda = crate::cuda::Cuda::open(0).expect("CUDA answered before");
+                assert_eq!(adapter_uuid(&adapter), cuda.uuid().ok());
+            }
+            // Elsewhere the error says why, and lists the adapters.
+            Err(e) => {
+                let e = e.to_string();
+                assert!(e.contains("CUDA") || e.contains("no Vulkan adapter"), "{e}");
+                assert!(e.contains("the adapters found: 0: "), "{e}");
+            }
+        }
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn an_adapters_uuid_is_its_devices() {
+        let Some(adapter) = test_adapter() else {
+            return;
+        };
+        let uuid = adapter_uuid(&adapter);
+        if adapter.get_info().backend != wgpu::Backend::Vulkan {
+            assert_eq!(uuid, None);
+            return;
+        }
+        let gpu = open_device(&adapter).expect("the test adapter opens");
+        let exporter = super::super::external::Exporter::new(&gpu.device);
+        match exporter {
+            Ok(exporter) => assert_eq!(uuid, Some(exporter.uuid())),
+            Err(why) => assert!(uuid.is_some(), "{why}"),
+        }
+    }
 }

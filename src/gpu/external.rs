@@ -20,6 +20,20 @@ use wgpu::hal::api::Vulkan;
 /// semaphores can be exported (wgpu already enables `VK_KHR_external_memory_fd` where offered).
 pub(crate) const SEMAPHORE_FD: &std::ffi::CStr = ash::khr::external_semaphore_fd::NAME;
 
+/// `adapter`'s device UUID (`VkPhysicalDeviceIDProperties::deviceUUID`), where it is a Vulkan
+/// adapter.
+pub(crate) fn adapter_uuid(adapter: &wgpu::Adapter) -> Option<[u8; 16]> {
+    // SAFETY: the hal adapter is only read here, while `adapter` lives.
+    let hal = unsafe { adapter.as_hal::<Vulkan>() }?;
+    let instance = hal.shared_instance().raw_instance();
+    let mut id = vk::PhysicalDeviceIDProperties::default();
+    let mut properties = vk::PhysicalDeviceProperties2::default().push_next(&mut id);
+    // SAFETY: the physical device belongs to this instance; `id` is a valid extension of the
+    // properties chain (Vulkan 1.1, which wgpu requires).
+    unsafe { instance.get_physical_device_properties2(hal.raw_physical_device(), &mut properties) };
+    Some(id.device_uuid)
+}
+
 /// Opens `adapter` as wgpu would for `desc`, adding [`SEMAPHORE_FD`] to the device's
 /// extensions; `None` where the adapter is not Vulkan, does not offer it, or the device does
 /// not open so (the caller then opens it the plain way).

@@ -35,11 +35,13 @@ mod stream;
 mod work;
 
 pub use batch::Batch;
-pub use context::{adapters, create_device, create_device_on, find_adapter, open_device, Gpu};
+pub use context::{
+    adapter_uuid, adapters, create_device, create_device_on, find_adapter, open_device, Gpu,
+};
 pub(crate) use dispatch::read_buffer;
 pub(crate) use pipeline::Placed;
 pub use pipeline::{GpuPipeline, GpuTimings};
-pub(crate) use stream::{copy_into_slots, Arriving};
+pub(crate) use stream::{copy_into_slots, Arrival, Arriving};
 pub use stream::{
     BatchStats, Batching, DeviceBatch, DeviceTensor, StreamOptions, Streamed, DEFAULT_BATCH,
     DEFAULT_SUBMISSION,

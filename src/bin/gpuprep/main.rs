@@ -46,7 +46,7 @@ enum Command {
 
 #[derive(clap::Args)]
 struct InfoArgs {
-    /// The adapter --backend auto is asked about: a part of its name.
+    /// The adapter --backend auto is asked about: its number, a part of its name, or cuda:N.
     #[arg(long)]
     adapter: Option<String>,
 }
@@ -68,13 +68,15 @@ struct ConvertArgs {
     /// Where the pixel stages run: a GPU when one is found (auto), or as chosen.
     #[arg(long, value_enum, default_value_t = BackendArg::Auto)]
     backend: BackendArg,
-    /// The GPU adapter to use: a part of its name, as `gpuprep info` lists them (default: the
-    /// WGPU_ADAPTER_NAME variable, else the high-performance one).
+    /// The GPU adapter to use: its number or a part of its name, as `gpuprep info` lists them,
+    /// or cuda:N for the GPU that CUDA calls device N (default: the WGPU_ADAPTER_NAME variable,
+    /// else the high-performance one).
     #[arg(long)]
     adapter: Option<String>,
     #[command(flatten)]
     limits: args::LimitArgs,
-    /// CPU threads for decoding (default: all cores).
+    /// CPU threads for decoding (default: all cores, or their share where torchrun's
+    /// LOCAL_WORLD_SIZE says several ranks share the machine; RAYON_NUM_THREADS overrides).
     #[arg(long, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..))]
     threads: Option<usize>,
     /// Print only errors: no progress line, no notes, no summary.
@@ -100,15 +102,17 @@ struct BenchArgs {
     /// Where the pixel stages run.
     #[arg(long, value_enum, default_value_t = BackendArg::Auto)]
     backend: BackendArg,
-    /// The GPU adapter to use: a part of its name, as `gpuprep info` lists them (default: the
-    /// WGPU_ADAPTER_NAME variable, else the high-performance one).
+    /// The GPU adapter to use: its number or a part of its name, as `gpuprep info` lists them,
+    /// or cuda:N for the GPU that CUDA calls device N (default: the WGPU_ADAPTER_NAME variable,
+    /// else the high-performance one).
     #[arg(long)]
     adapter: Option<String>,
     /// Images per batch (at least 1).
     #[arg(long, default_value_t = gpuprep::gpu::DEFAULT_BATCH,
           value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..))]
     batch: usize,
-    /// CPU threads for decoding (default: all cores).
+    /// CPU threads for decoding (default: all cores, or their share where torchrun's
+    /// LOCAL_WORLD_SIZE says several ranks share the machine; RAYON_NUM_THREADS overrides).
     #[arg(long, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..))]
     threads: Option<usize>,
     /// Timed passes over the files (at least 1); the best and the median are reported.
@@ -199,11 +203,10 @@ fn find_inputs(
     Ok(found)
 }
 
-/// Sizes rayon's global pool, which decodes: `threads`, or every core.
+/// Sizes rayon's global pool, which decodes: `threads`, or the process's share of the cores
+/// ([`gpuprep::default_threads`]).
 fn set_threads(threads: Option<usize>) -> Result<(), ExitCode> {
-    let Some(threads) = threads else {
-        return Ok(());
-    };
+    let threads = threads.unwrap_or_else(gpuprep::default_threads);
     rayon::ThreadPoolBuilder::new()
         .num_threads(threads)
         .build_global()
@@ -311,13 +314,15 @@ fn summarise(
 /// then what `--backend auto` would use.
 fn info(args: InfoArgs) -> ExitCode {
     let adapters = gpuprep::gpu::adapters();
-    for adapter in &adapters {
+    for (index, adapter) in adapters.iter().enumerate() {
         let (info, limits) = (adapter.get_info(), adapter.limits());
+        let uuid = gpuprep::gpu::adapter_uuid(adapter)
+            .map(|u| u.iter().map(|b| format!("{b:02x}")).collect::<String>());
         // An adapter can be listed and still refuse a device (a GL context that is lost, say).
         let opened = pollster::block_on(adapter.request_device(&Default::default()));
         let line = serde_json::json!({
-            "what": "adapter",
-            "name": info.name, "backend": format!("{:?}", info.backend),
+            "what": "adapter", "index": index,
+            "name": info.name, "uuid": uuid, "pci_bus_id": info.device_pci_bus_id, "backend": format!("{:?}", info.backend),
             "device_type": format!("{:?}", info.device_type), "driver": info.driver,
             "driver_info": info.driver_info,
             "opens": opened.is_ok(),
