@@ -305,7 +305,12 @@ class Loader:
     Decoding runs ahead in Rust threads with the GIL released (on the GPU one stream an epoch,
     `prefetch` finished batches held ready; on the CPU `prefetch` batches made at once). `stats` holds the last step's
     figures; a step where the loop waited more than `wait_warning` of it for data warns.
-    `threads` is accepted for DataLoader compatibility; gpuprep decodes on all cores.
+    `threads`: decoding threads of this process (default: all cores, or under torchrun this
+    rank's share, cores / LOCAL_WORLD_SIZE); they are started once per process, so the first
+    loader or pipeline sets them (`threads` then holds the number).
+    `adapter`: the GPU, by number or a part of its name as `gpuprep info` lists them, or
+    "cuda:N" for the GPU CUDA calls device N; with `device="cuda:N"` on a machine of several
+    GPUs it defaults to that device's, so that each rank's loader runs on its rank's GPU.
     """
 
     def __init__(self, source, transform, batch_size, shuffle=False, seed=0, rank=0,
@@ -318,6 +323,13 @@ class Loader:
         if pin_memory is None:
             pin_memory = torch is not None and torch.cuda.is_available()
         self.pin_memory = pin_memory or self.device is not None
+        if adapter is None and self.device is not None and torch is not None \
+                and torch.cuda.is_available() and torch.cuda.device_count() > 1:
+            adapter = f"cuda:{self.device}"
+        self.threads = _gpuprep.init_threads(threads)
+        if threads is not None and self.threads != threads:
+            _warnings.warn(f"threads={threads} asked for, but this process decodes on the "
+                           f"{self.threads} threads it started with", RuntimeWarning, stacklevel=2)
         cuda = self.pin_memory and torch is not None and torch.cuda.is_available()
         pin_for = torch.cuda.current_device() if cuda else None
         if self.device is not None:

@@ -70,6 +70,7 @@ class Loader:
     epoch: int
     stats: dict[str, Any]
     classes: list[str]
+    threads: int
     def __init__(self, source: Union[str, PathLike, Sequence[Union[str, PathLike]]],
                  transform: Transform, batch_size: int, shuffle: bool = False, seed: int = 0,
                  rank: int = 0, world_size: int = 1, drop_last: bool = False,

@@ -537,6 +537,7 @@ impl Pipeline {
     #[new]
     #[pyo3(signature = (backend="auto", adapter=None))]
     fn new(backend: &str, adapter: Option<&str>) -> PyResult<Self> {
+        gpuprep::init_threads(None);
         Ok(Self {
             backend: Arc::new(self::backend(backend, adapter)?),
         })
@@ -901,6 +902,15 @@ fn copy_into(
     Ok(())
 }
 
+/// Sizes the decoding threads once per process: `threads`, or the process's share of the cores
+/// (all of them; under torchrun, cores / LOCAL_WORLD_SIZE; RAYON_NUM_THREADS overrides).
+/// Returns how many there are: what an earlier call chose, once the threads run.
+#[pyfunction]
+#[pyo3(signature = (threads=None))]
+fn init_threads(threads: Option<usize>) -> usize {
+    gpuprep::init_threads(threads)
+}
+
 #[pymodule]
 fn _gpuprep(m: &Bound<'_, PyModule>) -> PyResult<()> {
     let py = m.py();
@@ -910,6 +920,7 @@ fn _gpuprep(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Epoch>()?;
     m.add_class::<dlpack::CudaBatch>()?;
     m.add_function(wrap_pyfunction!(copy_into, m)?)?;
+    m.add_function(wrap_pyfunction!(init_threads, m)?)?;
     for (name, class) in [
         ("GpuprepError", py.get_type::<GpuprepError>()),
         ("DecodeError", py.get_type::<DecodeError>()),

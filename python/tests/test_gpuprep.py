@@ -128,6 +128,49 @@ def test_loader_splits_epochs_and_equals_single_images(tmp_path, backend):
         assert np.array_equal(image, pillow_reference.transformed(path, spec, index=int(index)))
 
 
+RANK_SCRIPT = """
+import sys
+import numpy as np
+import gpuprep
+root, rank, out, backend = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4]
+t = (gpuprep.Transform.imagenet_train().color_jitter(0.4, 0.4, 0.4, 0.1).grayscale(0.2)
+     .with_seed(3))
+loader = gpuprep.Loader(root, t, batch_size=3, shuffle=True, seed=3, rank=rank, world_size=2,
+                        backend=backend, pin_memory=False)
+loader.set_epoch(1)
+batches = list(loader.batches())
+np.savez(out, indices=np.concatenate([b["indices"] for b in batches]),
+         images=np.concatenate([b["images"] for b in batches]), threads=loader.threads)
+"""
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_two_ranks_sharing_a_device_split_the_epoch_as_one_rank_at_a_time(tmp_path, backend):
+    """Two rank processes at once on the one GPU (as torchrun starts them, LOCAL_WORLD_SIZE=2):
+    each decodes on its share of the cores, their samples cover the epoch once, and each
+    rank's batches are the bits that rank makes alone."""
+    import subprocess
+    pipeline(backend)
+    root = str(image_folder(tmp_path / "data"))
+    env = {k: v for k, v in os.environ.items() if k != "RAYON_NUM_THREADS"}
+    env["LOCAL_WORLD_SIZE"] = "2"
+    outs = [str(tmp_path / f"rank{r}.npz") for r in range(2)]
+    ranks = [subprocess.Popen([sys.executable, "-c", RANK_SCRIPT, root, str(r), outs[r], backend],
+                              env=env) for r in range(2)]
+    assert [p.wait(timeout=600) for p in ranks] == [0, 0]
+    got = [np.load(out) for out in outs]
+    assert [int(g["threads"]) for g in got] == [max(1, os.cpu_count() // 2)] * 2
+    everything = np.concatenate([g["indices"] for g in got]).tolist()
+    assert sorted(everything) == list(range(2 * len(PHOTOS)))
+    for rank, g in enumerate(got):
+        alone = gpuprep.Loader(root, train_transform(), batch_size=3, shuffle=True, seed=3,
+                               rank=rank, world_size=2, backend=backend, pin_memory=False)
+        alone.set_epoch(1)
+        batches = list(alone.batches())
+        assert g["indices"].tolist() == np.concatenate([b["indices"] for b in batches]).tolist()
+        assert np.array_equal(g["images"], np.concatenate([b["images"] for b in batches]))
+
+
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_loader_batches_held_keep_their_memory(tmp_path, backend):
     """A batch's arrays are the loader's own memory, handed over without a copy: one held (or a
