@@ -166,7 +166,8 @@ fn check_loader(backend: impl Fn() -> Backend, what: &str) {
             let loader = Loader::new(source, &transform, backend(), &limits, options).unwrap();
             assert_eq!(loader.len(), Some(n.div_ceil(2).div_ceil(4)));
             let mut batches = 0;
-            for batch in loader.epoch(epoch) {
+            let mut running = loader.epoch(epoch);
+            for batch in running.by_ref() {
                 let batch = batch.unwrap();
                 batches += 1;
                 assert!(batch.failed.is_empty(), "{:?}", batch.failed);
@@ -191,6 +192,14 @@ fn check_loader(backend: impl Fn() -> Backend, what: &str) {
                 all.extend_from_slice(&batch.indices);
             }
             assert_eq!(Some(batches), loader.len());
+            // A GPU stream waits for the feeder's first samples at least; the CPU backend has
+            // no stream.
+            let stream = running.stats().stream;
+            if what == "gpu" {
+                assert!(stream.samples > std::time::Duration::ZERO, "{stream:?}");
+            } else {
+                assert_eq!(stream, Default::default());
+            }
         }
         orders.push(all.clone());
         all.sort_unstable();
