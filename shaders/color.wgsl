@@ -177,10 +177,65 @@ fn main(@builtin(global_invocation_id) id: vec3<u32>, @builtin(num_workgroups) g
     let groups_per_row = (width + PIXELS_PER_INVOCATION - 1u) / PIXELS_PER_INVOCATION;
     let y = index / groups_per_row;
     let x0 = (index % groups_per_row) * PIXELS_PER_INVOCATION;
+    if is_fancy_420(color_space) {
+        fancy_420_run(x0, y, width, height, orientation, base);
+        return;
+    }
     for (var x = x0; x < min(x0 + PIXELS_PER_INVOCATION, width); x++) {
         let at = oriented_index(x, y, width, height, orientation);
         store_rgbx(base + at, rgbx_at(x, y, color_space));
     }
+}
+
+// YCbCr with both chroma planes at half resolution each way and libjpeg's fancy (triangle)
+// filter on both axes: most photos, and the case worth its own path.
+fn is_fancy_420(color_space: u32) -> bool {
+    let full = vec4<u32>(1u, 1u, 0u, 0u);
+    let half = vec4<u32>(2u, 2u, 1u, 1u);
+    return color_space == 1u && all(job_axes[0] == full) && all(job_axes[1] == half)
+        && all(job_axes[2] == half);
+}
+
+// `upsample_at` of both chroma planes for the run of pixels x0.. of row y (x0 even), with each
+// chroma column's vertical sum (3 × the near row + the far row) made once for the two output
+// columns on either side that read it, rather than once for each of their four reads.
+fn fancy_420_run(x0: u32, y: u32, width: u32, height: u32, orientation: u32, base: u32) {
+    let row = i32(y >> 1u);
+    let far = select(row + 1, row - 1, y % 2u == 0u);
+    // Source columns x0 / 2 − 1 … x0 / 2 + PIXELS_PER_INVOCATION / 2.
+    let first = i32(x0 >> 1u) - 1;
+    var cb: array<i32, 6>;
+    var cr: array<i32, 6>;
+    for (var k = 0; k < 6; k++) {
+        let cx = first + k;
+        cb[k] = 3 * at(1u, cx, row) + at(1u, cx, far);
+        cr[k] = 3 * at(2u, cx, row) + at(2u, cx, far);
+    }
+    // Output column 2j (even) weighs source column j against j − 1, column 2j + 1 against j + 1:
+    // 3 × this + that, + 8 even / 7 odd, >> 4.
+    for (var pair = 0u; pair < PIXELS_PER_INVOCATION / 2u; pair++) {
+        let j = i32(pair) + 1;
+        let x = x0 + 2u * pair;
+        if x >= width {
+            break;
+        }
+        let even_cb = (3 * cb[j] + cb[j - 1] + 8) >> 4u;
+        let even_cr = (3 * cr[j] + cr[j - 1] + 8) >> 4u;
+        store_rgbx(base + oriented_index(x, y, width, height, orientation),
+                   ycc_word(at(0u, i32(x), i32(y)), even_cb, even_cr));
+        if x + 1u >= width {
+            break;
+        }
+        let odd_cb = (3 * cb[j] + cb[j + 1] + 7) >> 4u;
+        let odd_cr = (3 * cr[j] + cr[j + 1] + 7) >> 4u;
+        store_rgbx(base + oriented_index(x + 1u, y, width, height, orientation),
+                   ycc_word(at(0u, i32(x + 1u), i32(y)), odd_cb, odd_cr));
+    }
+}
+
+fn ycc_word(y: i32, cb: i32, cr: i32) -> u32 {
+    let p = vec3<u32>(ycc_to_rgb(y, cb, cr));
+    return p.x | (p.y << 8u) | (p.z << 16u) | (255u << 24u);
 }
 
 // The RGBX word of pixel (x, y). Each component is upsampled once, and the conversions are
