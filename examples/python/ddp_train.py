@@ -42,7 +42,10 @@ def files_of(root):
 def gpuprep_batches(args, rank, world, local_rank):
     import gpuprep
     t = gpuprep.Transform.imagenet_train()
-    loader = gpuprep.Loader(args.data, t, args.batch, shuffle=True, seed=args.seed, rank=rank,
+    # An ImageFolder tree as it is; a flat folder as its list of files (labels -1).
+    flat = not any(os.path.isdir(os.path.join(args.data, d)) for d in os.listdir(args.data))
+    source = [path for path, _ in files_of(args.data)] if flat else args.data
+    loader = gpuprep.Loader(source, t, args.batch, shuffle=True, seed=args.seed, rank=rank,
                             world_size=world, drop_last=True, backend="gpu",
                             device=f"cuda:{local_rank}")
     about = {"handed_over": loader.handed_over, "threads": loader.threads}
