@@ -124,7 +124,8 @@ def main():
     a.add_argument("--seed", type=int, default=0)
     args = a.parse_args()
     rank, world = int(os.environ.get("RANK", 0)), int(os.environ.get("WORLD_SIZE", 1))
-    local_rank = int(os.environ.get("LOCAL_RANK", 0))
+    # Ranks past the GPUs there are share them, round robin.
+    local_rank = int(os.environ.get("LOCAL_RANK", 0)) % torch.cuda.device_count()
     torch.cuda.set_device(local_rank)
     shared_gpu = world > torch.cuda.device_count()
     if world > 1:
