@@ -198,7 +198,9 @@ fn is_fancy_420(color_space: u32) -> bool {
 
 // `upsample_at` of both chroma planes for the run of pixels x0.. of row y (x0 even), with each
 // chroma column's vertical sum (3 × the near row + the far row) made once for the two output
-// columns on either side that read it, rather than once for each of their four reads.
+// columns on either side that read it, rather than once for each of their four reads. Mirror of
+// the reference's row path for h2v2: `column_sums_scalar`, then `fancy_row_scalar::<4>` over
+// each window of three sums (src/reference/upsample.rs; `at`'s clamp is its padded ends).
 fn fancy_420_run(x0: u32, y: u32, width: u32, height: u32, orientation: u32, base: u32) {
     let row = i32(y >> 1u);
     let far = select(row + 1, row - 1, y % 2u == 0u);
