@@ -192,11 +192,12 @@ fn check_loader(backend: impl Fn() -> Backend, what: &str) {
                 all.extend_from_slice(&batch.indices);
             }
             assert_eq!(Some(batches), loader.len());
-            // A GPU stream waits for the feeder's first samples at least; the CPU backend has
-            // no stream.
+            // A GPU stream waits for the feeder's first samples and for its last submission
+            // at least; the CPU backend has no stream.
             let stream = running.stats().stream;
             if what == "gpu" {
                 assert!(stream.samples > std::time::Duration::ZERO, "{stream:?}");
+                assert!(stream.gpu > std::time::Duration::ZERO, "{stream:?}");
             } else {
                 assert_eq!(stream, Default::default());
             }

@@ -9,6 +9,8 @@ usage: python3 tools/cuda_handoff.py DIR [--batch 64] [--epochs 4] [--check 256]
 - loader: --epochs epochs of DIR, each batch consumed by a kernel on torch's current stream
   (its sum), median epoch after the first: images per second, beside the host path copied up;
 - taken: the same, each batch only taken (no kernel), to see what the loop itself costs;
+- batches: the same, each batch taken as gpuprep hands it over (`Loader.batches()`), never made
+  a torch tensor: no CUDA work at all, to see what torch's side costs;
 - profile: torch's profiler over a few steps: device-to-host copies counted (none expected);
 - train: a ResNet-50 step (bf16 autocast, channels_last) on each batch: images per second and
   the loader's data-wait share of each step;
@@ -59,17 +61,22 @@ def check(files, t, batch):
         cuda_tensors=bool(images.is_cuda))
 
 
-def epochs(loader, n, consume=True):
+def epochs(loader, n, consume="sum"):
     """Images per second of each epoch, every batch consumed by a kernel on the current stream
-    (or, with consume=False, only taken). `loader.waits` keeps each epoch's wall time and what
-    gpuprep's GPU stream waited for (seconds)."""
+    ("sum"), only taken as torch tensors ("take"), or taken as gpuprep hands them over, not
+    touched by torch ("batches": no CUDA work at all). `loader.waits` keeps each epoch's wall
+    time and what gpuprep's GPU stream waited for (seconds)."""
     rates, loader.waits = [], []
     total = torch.zeros((), device="cuda")
     for epoch in range(n):
         loader.set_epoch(epoch)
         start, images_seen = time.perf_counter(), 0
-        for images, labels in loader:
-            if consume:
+        for item in loader.batches() if consume == "batches" else loader:
+            if consume == "batches":
+                images_seen += len(item["indices"])
+                continue
+            images, labels = item
+            if consume == "sum":
                 total += images.sum()
             images_seen += images.shape[0]
         torch.cuda.synchronize()
@@ -201,8 +208,12 @@ def main():
             median_img_s=statistics.median(rates[1:]), memory=host.memory,
             stream_waited_s=up.waits)
     if "taken" not in skip:
-        rates = epochs(cuda, args.epochs, consume=False)
+        rates = epochs(cuda, args.epochs, consume="take")
         log(what="loader_cuda_taken_only", epochs_img_s=[round(r) for r in rates],
+            median_img_s=statistics.median(rates[1:]), stream_waited_s=cuda.waits)
+    if "batches" not in skip:
+        rates = epochs(cuda, args.epochs, consume="batches")
+        log(what="loader_cuda_batches_untouched", epochs_img_s=[round(r) for r in rates],
             median_img_s=statistics.median(rates[1:]), stream_waited_s=cuda.waits)
     if "profile" not in skip:
         profile(cuda)

@@ -865,6 +865,7 @@ impl Epoch {
         waited.set_item("decoding", epoch.stream.decoding.as_secs_f64())?;
         waited.set_item("buffers", epoch.stream.buffers.as_secs_f64())?;
         waited.set_item("consumer", epoch.stream.consumer.as_secs_f64())?;
+        waited.set_item("gpu", epoch.stream.gpu.as_secs_f64())?;
         stats.set_item("epoch_stream_waited_s", waited)?;
         stats.set_item("handed_over", self.handed.to_string())?;
         let tuple = (images, labels, indices, drawn, failed, stats);

@@ -50,7 +50,8 @@ pub struct GpuTimings {
     /// Of `record`: creating and filling the upload buffer (CPU).
     pub upload: std::time::Duration,
     /// Waiting for the GPU's work and the transfers once nothing else is left to do (with a
-    /// batch in flight, most of the GPU's work is hidden behind the next batch's packing).
+    /// batch in flight, most of the GPU's work is hidden behind the next batch's packing),
+    /// stage 0's verdicts included (and the rare images it gave up on, redone).
     pub execute: std::time::Duration,
     /// Mapping the results and copying them into tensors (CPU).
     pub read_back: std::time::Duration,
@@ -342,6 +343,8 @@ impl GpuPipeline {
         mut submitted: Submitted,
         read: impl FnOnce(&[u8], Vec<Placed>, DType) -> R,
     ) -> Result<(R, GpuTimings)> {
+        // Time spent meanwhile on other batches is not this one's.
+        let mut clock = Instant::now();
         self.redo_given_up(device, queue, &mut submitted)?;
         let Submitted {
             output,
@@ -354,8 +357,6 @@ impl GpuPipeline {
             ..
         } = submitted;
         let readback = readback.ok_or(GpuError::Internal("submitted without a read-back"))?;
-        // Time spent meanwhile on other batches is not this one's.
-        let mut clock = Instant::now();
         let read = checked(device, || {
             let read = read_buffer(device, &readback, bytes, submission, |bytes| {
                 timings.execute = lap(&mut clock);
@@ -378,6 +379,7 @@ impl GpuPipeline {
         queue: &wgpu::Queue,
         mut submitted: Submitted,
     ) -> Result<(wgpu::Buffer, Vec<Placed>, GpuTimings)> {
+        let clock = Instant::now();
         self.redo_given_up(device, queue, &mut submitted)?;
         let Submitted {
             output,
@@ -386,7 +388,6 @@ impl GpuPipeline {
             mut timings,
             ..
         } = submitted;
-        let clock = Instant::now();
         device
             .poll(wgpu::PollType::Wait {
                 submission_index: Some(submission),

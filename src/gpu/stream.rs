@@ -68,8 +68,9 @@ pub struct Streamed {
 /// One batch of [`GpuPipeline::preprocess_on_device`], its tensors on the GPU.
 pub struct DeviceBatch<'a> {
     /// The tensors, `STORAGE | COPY_SRC`, little-endian, C order; `None` when the GPU failed
-    /// the whole batch (its images are in `failed`). Usable during the call only: the buffer
-    /// then serves a later batch, after any work the consumer submitted on it.
+    /// the whole batch (its images are in `failed`). The batches of one submission share it;
+    /// it is usable until the call for the last of them ([`Self::last_of_submission`]) returns,
+    /// then serves a later submission, after any work the consumer submitted on it.
     pub buffer: Option<&'a wgpu::Buffer>,
     /// Where each of the batch's tensors lies in `buffer`.
     pub tensors: Vec<DeviceTensor>,
@@ -79,6 +80,10 @@ pub struct DeviceBatch<'a> {
     pub failed: Vec<(usize, Error)>,
     /// What the batch cost.
     pub stats: &'a BatchStats,
+    /// Whether it is the last of the batches that went to the GPU in one submission: a
+    /// consumer recording work on `buffer` over several of them submits it before this one's
+    /// call returns.
+    pub last_of_submission: bool,
 }
 
 /// One tensor of a [`DeviceBatch`].
@@ -365,8 +370,9 @@ impl GpuPipeline {
         };
         // Placed in the order of the submission's images: batch after batch.
         let mut placed = placed.into_iter();
-        let mut all = Vec::with_capacity(batches.len());
-        for mut batch in batches {
+        let together = batches.len();
+        let mut all = Vec::with_capacity(together);
+        for (k, mut batch) in batches.into_iter().enumerate() {
             let mut failed = std::mem::take(&mut batch.failed);
             let tensors = match &error {
                 None => placed
@@ -392,6 +398,7 @@ impl GpuPipeline {
                 dtype: transform.dtype,
                 failed,
                 stats: &stats,
+                last_of_submission: k + 1 == together,
             });
             *consumer_free = Instant::now();
             all.push(stats);

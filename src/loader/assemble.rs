@@ -326,13 +326,20 @@ impl EpochStream<'_> {
                 batch_size,
                 shape,
             };
+            // A submission's copies go to the GPU together, after its last batch.
+            let mut copies = Copies::default();
             let consume = |batch: DeviceBatch<'_>| {
                 waits.add(WaitedFor::Decoding, batch.stats.waited);
-                let outcomes = copier.copy_in(batch, &partials);
-                let complete = put_all(outcomes.0);
-                for partial in complete {
+                waits.add(WaitedFor::Gpu, batch.stats.gpu_timings.execute);
+                let last = batch.last_of_submission;
+                copier.record(batch, &partials, &mut copies);
+                if !last {
+                    return;
+                }
+                let (outcomes, ready) = copier.submit(&mut copies);
+                for partial in put_all(outcomes) {
                     let step = partial.step;
-                    send(step, copier.close_up(partial, outcomes.1));
+                    send(step, copier.close_up(partial, ready));
                 }
             };
             gpu.pipeline
@@ -362,7 +369,10 @@ impl EpochStream<'_> {
                 send(partial.step, Ok(partial.finish(shape)));
             }
         };
-        let landed = |stats: &crate::gpu::BatchStats| waits.add(WaitedFor::Decoding, stats.waited);
+        let landed = |stats: &crate::gpu::BatchStats| {
+            waits.add(WaitedFor::Decoding, stats.waited);
+            waits.add(WaitedFor::Gpu, stats.gpu_timings.execute);
+        };
         gpu.pipeline
             .preprocess_arriving(device, queue, next, &options, read, put, landed);
     }
@@ -378,45 +388,57 @@ struct DeviceCopier<'a> {
     shape: [usize; 3],
 }
 
+/// The copies of one submission's batches, recorded batch by batch, and its images' outcomes.
+#[derive(Default)]
+struct Copies {
+    encoder: Option<wgpu::CommandEncoder>,
+    outcomes: Vec<(usize, Result<Params>)>,
+}
+
 impl DeviceCopier<'_> {
-    /// Records and submits the copy of each of `batch`'s tensors into its slot; returns every
-    /// image's outcome (the failed ones' included) and the timeline value the copies signal.
-    fn copy_in(
+    /// Records the copy of each of `batch`'s tensors into its slot, and every image's outcome
+    /// (the failed ones' included), in `copies`.
+    fn record(
         &self,
         batch: DeviceBatch<'_>,
         partials: &Mutex<BTreeMap<usize, Partial>>,
-    ) -> (Vec<(usize, Result<Params>)>, u64) {
-        let mut outcomes: Vec<(usize, Result<Params>)> = Vec::new();
+        copies: &mut Copies,
+    ) {
+        let outcomes = &mut copies.outcomes;
         outcomes.extend(batch.failed.into_iter().map(|(i, e)| (i, Err(e))));
-        let mut encoder = self.device.create_command_encoder(&Default::default());
-        {
-            let open = lock(partials);
-            for tensor in batch.tensors {
-                let (step, k) = (
-                    tensor.index / self.batch_size,
-                    tensor.index % self.batch_size,
-                );
-                let slot = match open.get(&step).map(|p| &p.data) {
-                    Some(Landing::Device(array)) => array.buffer(),
-                    _ => continue,
-                };
-                let Some(from) = batch.buffer.filter(|_| tensor.shape == self.shape) else {
-                    let e = unstackable(&tensor.shape, &self.shape);
-                    outcomes.push((tensor.index, Err(e)));
-                    continue;
-                };
-                let to = k as u64 * self.slot_bytes;
-                encoder.copy_buffer_to_buffer(from, tensor.offset, slot, to, self.slot_bytes);
-                outcomes.push((tensor.index, Ok(tensor.params)));
-            }
+        let encoder = copies
+            .encoder
+            .get_or_insert_with(|| self.device.create_command_encoder(&Default::default()));
+        let open = lock(partials);
+        for tensor in batch.tensors {
+            let (step, k) = (
+                tensor.index / self.batch_size,
+                tensor.index % self.batch_size,
+            );
+            let slot = match open.get(&step).map(|p| &p.data) {
+                Some(Landing::Device(array)) => array.buffer(),
+                _ => continue,
+            };
+            let Some(from) = batch.buffer.filter(|_| tensor.shape == self.shape) else {
+                let e = unstackable(&tensor.shape, &self.shape);
+                outcomes.push((tensor.index, Err(e)));
+                continue;
+            };
+            let to = k as u64 * self.slot_bytes;
+            encoder.copy_buffer_to_buffer(from, tensor.offset, slot, to, self.slot_bytes);
+            outcomes.push((tensor.index, Ok(tensor.params)));
         }
-        let ready = self.submit(encoder);
-        (outcomes, ready)
     }
 
-    /// Submits `encoder`'s copies; the timeline value they signal (0 without CUDA).
-    fn submit(&self, encoder: wgpu::CommandEncoder) -> u64 {
-        self.ring.submit(encoder.finish())
+    /// Submits the copies recorded in `copies`; returns the outcomes and the timeline value
+    /// the copies signal (0 without CUDA), leaving `copies` empty.
+    fn submit(&self, copies: &mut Copies) -> (Vec<(usize, Result<Params>)>, u64) {
+        let outcomes = std::mem::take(&mut copies.outcomes);
+        let encoder = copies
+            .encoder
+            .take()
+            .unwrap_or_else(|| self.device.create_command_encoder(&Default::default()));
+        (outcomes, self.ring.submit(encoder.finish()))
     }
 
     /// `partial`'s batch, its copies signalling `ready`: where some samples failed, the
@@ -446,7 +468,7 @@ impl DeviceCopier<'_> {
                 self.slot_bytes,
             );
         }
-        closed.set_ready(self.submit(encoder));
+        closed.set_ready(self.ring.submit(encoder.finish()));
         closed.set_len(len);
         // The old buffer goes back to the ring; the copy out of it runs before any later use
         // (the same queue).

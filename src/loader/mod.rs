@@ -807,6 +807,9 @@ pub struct StreamWaited {
     pub buffers: Duration,
     /// For the consumer to take finished batches (the consumer is).
     pub consumer: Duration,
+    /// For the GPU to finish a submission, with the next one already queued behind it (the
+    /// GPU is the bottleneck).
+    pub gpu: Duration,
 }
 
 /// [`StreamWaited`] as the stream's thread adds to it while the consumer reads it.
@@ -816,6 +819,7 @@ pub(crate) struct StreamWaits {
     decoding: AtomicU64,
     buffers: AtomicU64,
     consumer: AtomicU64,
+    gpu: AtomicU64,
 }
 
 /// What a [`StreamWaits`] entry counts.
@@ -825,6 +829,7 @@ pub(crate) enum WaitedFor {
     Decoding,
     Buffers,
     Consumer,
+    Gpu,
 }
 
 impl StreamWaits {
@@ -834,6 +839,7 @@ impl StreamWaits {
             WaitedFor::Decoding => &self.decoding,
             WaitedFor::Buffers => &self.buffers,
             WaitedFor::Consumer => &self.consumer,
+            WaitedFor::Gpu => &self.gpu,
         };
         let nanos = u64::try_from(waited.as_nanos()).unwrap_or(u64::MAX);
         counter.fetch_add(nanos, Ordering::Relaxed);
@@ -854,6 +860,7 @@ impl StreamWaits {
             decoding: read(&self.decoding),
             buffers: read(&self.buffers),
             consumer: read(&self.consumer),
+            gpu: read(&self.gpu),
         }
     }
 }

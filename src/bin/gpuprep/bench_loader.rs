@@ -1,11 +1,11 @@
 //! `gpuprep bench --loader`: throughput of the training loader, epoch by epoch, as a training
 //! loop that does nothing else would see it (files read from disk, batches stacked and read
-//! back into CPU memory).
+//! back into CPU memory, or with `--keep-on-gpu` stacked in buffers of the GPU).
 
 use super::bench::ms;
 use super::BenchArgs;
 use gpuprep::loader::order::Split;
-use gpuprep::loader::{Loader, LoaderOptions, Source};
+use gpuprep::loader::{Handoff, Loader, LoaderOptions, Source};
 use gpuprep::Backend;
 use serde_json::json;
 use std::process::ExitCode;
@@ -33,11 +33,21 @@ pub fn run(args: &BenchArgs, backend: Backend, files: &[gpuprep::convert::Input]
             drop_last: false,
         },
         prefetch: args.prefetch,
+        handoff: if args.keep_on_gpu {
+            Handoff::Device
+        } else {
+            Handoff::Host
+        },
         ..LoaderOptions::new(args.batch)
     };
     let describe = backend.describe();
     let source = Source::Files(files.iter().map(|f| f.path.clone()).collect());
     let limits = args.limits.limits();
+    // Batches kept on the GPU are timed until the device has run their copies too.
+    let device = match &backend {
+        Backend::Gpu(gpu) if args.keep_on_gpu => Some(gpu.gpu.device.clone()),
+        _ => None,
+    };
     let loader = match Loader::new(source, &transform, backend, &limits, options) {
         Ok(loader) => loader,
         Err(e) => {
@@ -46,7 +56,7 @@ pub fn run(args: &BenchArgs, backend: Backend, files: &[gpuprep::convert::Input]
         }
     };
     let epochs: Vec<EpochRun> = (0..args.repeat.max(1) as u64)
-        .map(|epoch| timed_epoch(&loader, transform.epoch + epoch))
+        .map(|epoch| timed_epoch(&loader, transform.epoch + epoch, device.as_ref()))
         .collect();
     let mut rates: Vec<f64> = epochs.iter().map(|e| e.images as f64 / e.seconds).collect();
     rates.sort_by(f64::total_cmp);
@@ -59,16 +69,16 @@ pub fn run(args: &BenchArgs, backend: Backend, files: &[gpuprep::convert::Input]
     let line = json!({
         "what": "loader", "backend": describe, "images": files.len(), "ok": best.images,
         "failed": best.failed, "batch": args.batch, "prefetch": args.prefetch,
-        "threads": rayon::current_num_threads(), "tensors": "stacked, read back to the CPU",
+        "threads": rayon::current_num_threads(), "tensors": loader.handed_over().to_string(),
         "img_s": rates[rates.len() - 1], "img_s_median": rates[rates.len() / 2],
         "epochs": epochs.len(), "steps": best.prepared.len(),
         "prepare_p50_ms": prepared.get(prepared.len() / 2).copied().unwrap_or(0.0),
         "consumer_waited_ms": ms(best.waited), "wall_ms": best.seconds * 1e3,
         "stream_waited_ms": {
             "samples": ms(best.stream.samples), "decoding": ms(best.stream.decoding),
-            "buffers": ms(best.stream.buffers), "consumer": ms(best.stream.consumer),
+            "buffers": ms(best.stream.buffers), "consumer": ms(best.stream.consumer), "gpu": ms(best.stream.gpu),
         },
-        "memory": loader.memory().to_string(), "batch_arrays_made": loader.arrays_made(),
+        "memory": (!args.keep_on_gpu).then(|| loader.memory().to_string()), "batch_arrays_made": loader.arrays_made(),
     });
     out!("{line}");
     if best.failed > 0 {
@@ -82,8 +92,9 @@ pub fn run(args: &BenchArgs, backend: Backend, files: &[gpuprep::convert::Input]
     ExitCode::SUCCESS
 }
 
-/// Takes every batch of `epoch` as it comes, doing nothing with it.
-fn timed_epoch(loader: &Loader, epoch: u64) -> EpochRun {
+/// Takes every batch of `epoch` as it comes, doing nothing with it; the epoch ends once
+/// `device` (where the batches are kept on it) has run all its work.
+fn timed_epoch(loader: &Loader, epoch: u64, device: Option<&gpuprep::wgpu::Device>) -> EpochRun {
     let start = Instant::now();
     let mut run = EpochRun {
         seconds: 0.0,
@@ -107,6 +118,12 @@ fn timed_epoch(loader: &Loader, epoch: u64) -> EpochRun {
                 err!("error: {e}");
                 run.failed = run.failed.max(1);
             }
+        }
+    }
+    if let Some(device) = device {
+        if let Err(e) = device.poll(gpuprep::wgpu::PollType::wait_indefinitely()) {
+            err!("error: {e}");
+            run.failed = run.failed.max(1);
         }
     }
     run.seconds = start.elapsed().as_secs_f64();

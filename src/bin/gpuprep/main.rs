@@ -132,8 +132,9 @@ struct BenchArgs {
     keep_on_gpu: bool,
     /// Time the training loader instead: each pass an epoch of the inputs read from their
     /// files, shuffled (--seed, the pass its epoch), in batches of --batch stacked and read back
-    /// into CPU memory, as a training loop gets them. Needs one output size.
-    #[arg(long, conflicts_with_all = ["keep_on_gpu", "time_stages", "out"])]
+    /// into CPU memory, as a training loop gets them (with --keep-on-gpu: stacked in buffers of
+    /// the GPU, as a consumer on the same device gets them). Needs one output size.
+    #[arg(long, conflicts_with_all = ["time_stages", "out"])]
     loader: bool,
     /// With --loader: batches prepared at once ahead of the consumer.
     #[arg(long, default_value_t = 2, requires = "loader",
