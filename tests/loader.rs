@@ -194,10 +194,14 @@ fn check_loader(backend: impl Fn() -> Backend, what: &str) {
             assert_eq!(Some(batches), loader.len());
             // A GPU stream waits for the feeder's first samples and for its last submission
             // at least; the CPU backend has no stream.
-            let stream = running.stats().stream;
+            let stats = running.stats();
+            let stream = stats.stream;
             if what == "gpu" {
                 assert!(stream.samples > std::time::Duration::ZERO, "{stream:?}");
                 assert!(stream.gpu > std::time::Duration::ZERO, "{stream:?}");
+                // Each submission carries one batch of the stream or several.
+                assert!((1..=batches).contains(&stats.submissions), "{stats:?}");
+                assert!(stats.packing > std::time::Duration::ZERO, "{stats:?}");
             } else {
                 assert_eq!(stream, Default::default());
             }

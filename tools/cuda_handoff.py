@@ -82,8 +82,11 @@ def epochs(loader, n, consume="sum"):
         torch.cuda.synchronize()
         wall = time.perf_counter() - start
         rates.append(images_seen / wall)
-        waited = loader.stats.get("epoch_stream_waited_s", {})
-        loader.waits.append({"wall": round(wall, 4), **{k: round(v, 4) for k, v in waited.items()}})
+        stats = loader.stats
+        waited = stats.get("epoch_stream_waited_s", {})
+        loader.waits.append({"wall": round(wall, 4), **{k: round(v, 4) for k, v in waited.items()},
+                             "submissions": stats.get("epoch_submissions"),
+                             "packing": round(stats.get("epoch_packing_s", 0.0), 4)})
     return rates
 
 

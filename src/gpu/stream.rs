@@ -269,8 +269,8 @@ impl GpuPipeline {
     /// loader's): `next(wait)` gives them (waiting for one only when `wait`). As each
     /// batch lands, `read` gets the mapped read-back buffer and where each tensor lies in it,
     /// copies them out (with [`Self::copy_into_slots`]) and says their outcomes; `put` takes
-    /// every image's outcome, the ones that failed before the GPU included; `landed` each
-    /// landed batch's stats.
+    /// every image's outcome, the ones that failed before the GPU included; `landed` the stats
+    /// of each landed submission's batches.
     #[allow(
         clippy::too_many_arguments,
         reason = "the stream's callbacks, each a step of the landing"
@@ -283,7 +283,7 @@ impl GpuPipeline {
         options: &StreamOptions,
         mut read: impl FnMut(&[u8], Vec<Placed>) -> Vec<(usize, Result<Params>)> + Send,
         mut put: impl FnMut(usize, Result<Params>) + Send,
-        mut landed: impl FnMut(&BatchStats) + Send,
+        mut landed: impl FnMut(&[BatchStats]) + Send,
     ) -> Vec<BatchStats> {
         let mut batches = Vec::new();
         let land = |flight: Flight| {
@@ -291,7 +291,7 @@ impl GpuPipeline {
                 |s| self.finish_reading(device, queue, s, |bytes, placed, _| read(bytes, placed));
             let before = batches.len();
             self.land_with(flight, &mut batches, finish, &mut put);
-            batches[before..].iter().for_each(&mut landed);
+            landed(&batches[before..]);
         };
         self.stream_landing_aside(device, queue, next, options, land);
         batches

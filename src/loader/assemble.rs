@@ -329,13 +329,13 @@ impl EpochStream<'_> {
             // A submission's copies go to the GPU together, after its last batch.
             let mut copies = Copies::default();
             let consume = |batch: DeviceBatch<'_>| {
-                waits.add(WaitedFor::Decoding, batch.stats.waited);
-                waits.add(WaitedFor::Gpu, batch.stats.gpu_timings.execute);
+                waits.landed(batch.stats);
                 let last = batch.last_of_submission;
                 copier.record(batch, &partials, &mut copies);
                 if !last {
                     return;
                 }
+                waits.submitted();
                 let (outcomes, ready) = copier.submit(&mut copies);
                 for partial in put_all(outcomes) {
                     let step = partial.step;
@@ -369,9 +369,9 @@ impl EpochStream<'_> {
                 send(partial.step, Ok(partial.finish(shape)));
             }
         };
-        let landed = |stats: &crate::gpu::BatchStats| {
-            waits.add(WaitedFor::Decoding, stats.waited);
-            waits.add(WaitedFor::Gpu, stats.gpu_timings.execute);
+        let landed = |batches: &[crate::gpu::BatchStats]| {
+            batches.iter().for_each(|stats| waits.landed(stats));
+            waits.submitted();
         };
         gpu.pipeline
             .preprocess_arriving(device, queue, next, &options, read, put, landed);

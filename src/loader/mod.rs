@@ -352,17 +352,23 @@ impl Loader {
     /// Epoch `epoch`'s batches, in order; work starts at once.
     pub fn epoch(&self, epoch: u64) -> Epoch {
         let prefetch = self.options.prefetch.max(1);
-        let (raw_tx, raw_rx) = sync_channel::<RawBatch>(prefetch);
-        // On the GPU, files are read as far ahead as the stream decodes: two submissions.
-        let read_ahead = match &*self.backend {
-            Backend::Gpu(gpu) => 2 * gpu.batching.submission_images,
-            Backend::Cpu => self.options.batch_size,
+        let batch = self.options.batch_size.max(1);
+        // On the GPU, files are read as far ahead as the stream decodes (two submissions), and
+        // the raw batches of that many wait for it: the stream fills a submission of several
+        // batches only with images it has taken ahead.
+        let (read_ahead, raw_room) = match &*self.backend {
+            Backend::Gpu(gpu) => {
+                let ahead = (2 * gpu.batching.submission_images).max(batch);
+                (ahead, ahead.div_ceil(batch).max(prefetch))
+            }
+            Backend::Cpu => (batch, prefetch),
         };
+        let (raw_tx, raw_rx) = sync_channel::<RawBatch>(raw_room);
         let feeder = Feeder {
             dataset: Arc::clone(&self.dataset),
             options: self.options,
             epoch,
-            read_ahead: read_ahead.max(self.options.batch_size),
+            read_ahead,
         };
         std::thread::spawn(move || feeder.run(&raw_tx));
         let transform = Transform {
@@ -794,6 +800,12 @@ pub struct EpochStats {
     /// What the GPU stream's thread waited for so far (zero on the CPU backend): which side
     /// holds the epoch back.
     pub stream: StreamWaited,
+    /// GPU submissions the stream made so far (each of one or several batches: the fewer
+    /// for its images, the less fixed cost a submission's images share).
+    pub submissions: usize,
+    /// The stream thread's own time packing and recording those submissions (uploads
+    /// included), the work it does between its waits.
+    pub packing: Duration,
 }
 
 /// How long an epoch's GPU stream waited, by what it waited for.
@@ -820,6 +832,8 @@ pub(crate) struct StreamWaits {
     buffers: AtomicU64,
     consumer: AtomicU64,
     gpu: AtomicU64,
+    submissions: AtomicU64,
+    packing: AtomicU64,
 }
 
 /// What a [`StreamWaits`] entry counts.
@@ -843,6 +857,20 @@ impl StreamWaits {
         };
         let nanos = u64::try_from(waited.as_nanos()).unwrap_or(u64::MAX);
         counter.fetch_add(nanos, Ordering::Relaxed);
+    }
+
+    /// Counts what a landed batch's stats say the stream waited for and spent packing.
+    pub(crate) fn landed(&self, stats: &crate::gpu::BatchStats) {
+        self.add(WaitedFor::Decoding, stats.waited);
+        self.add(WaitedFor::Gpu, stats.gpu_timings.execute);
+        let packing = stats.gpu_timings.pack + stats.gpu_timings.record;
+        let nanos = u64::try_from(packing.as_nanos()).unwrap_or(u64::MAX);
+        self.packing.fetch_add(nanos, Ordering::Relaxed);
+    }
+
+    /// Counts a landed submission.
+    pub(crate) fn submitted(&self) {
+        self.submissions.fetch_add(1, Ordering::Relaxed);
     }
 
     /// `f`'s result, its time added to `what`.
@@ -895,6 +923,8 @@ impl Epoch {
             images_per_second: self.images as f64 / seconds,
             data_wait_share: self.waited.as_secs_f64() / seconds,
             stream: self.stream.snapshot(),
+            submissions: self.stream.submissions.load(Ordering::Relaxed) as usize,
+            packing: Duration::from_nanos(self.stream.packing.load(Ordering::Relaxed)),
         }
     }
 }

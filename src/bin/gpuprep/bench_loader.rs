@@ -5,7 +5,7 @@
 use super::bench::ms;
 use super::BenchArgs;
 use gpuprep::loader::order::Split;
-use gpuprep::loader::{Handoff, Loader, LoaderOptions, Source};
+use gpuprep::loader::{EpochStats, Handoff, Loader, LoaderOptions, Source};
 use gpuprep::Backend;
 use serde_json::json;
 use std::process::ExitCode;
@@ -18,8 +18,8 @@ struct EpochRun {
     failed: usize,
     prepared: Vec<Duration>,
     waited: Duration,
-    /// What the GPU stream waited for over the epoch.
-    stream: gpuprep::loader::StreamWaited,
+    /// The epoch's stats at its end: what the GPU stream waited for, its submissions.
+    stats: EpochStats,
 }
 
 pub fn run(args: &BenchArgs, backend: Backend, files: &[gpuprep::convert::Input]) -> ExitCode {
@@ -64,6 +64,7 @@ pub fn run(args: &BenchArgs, backend: Backend, files: &[gpuprep::convert::Input]
         .iter()
         .min_by(|a, b| a.seconds.total_cmp(&b.seconds))
         .expect("at least one epoch");
+    let (stats, stream) = (best.stats, best.stats.stream);
     let mut prepared: Vec<f64> = best.prepared.iter().map(|d| ms(*d)).collect();
     prepared.sort_by(f64::total_cmp);
     let line = json!({
@@ -75,9 +76,10 @@ pub fn run(args: &BenchArgs, backend: Backend, files: &[gpuprep::convert::Input]
         "prepare_p50_ms": prepared.get(prepared.len() / 2).copied().unwrap_or(0.0),
         "consumer_waited_ms": ms(best.waited), "wall_ms": best.seconds * 1e3,
         "stream_waited_ms": {
-            "samples": ms(best.stream.samples), "decoding": ms(best.stream.decoding),
-            "buffers": ms(best.stream.buffers), "consumer": ms(best.stream.consumer), "gpu": ms(best.stream.gpu),
+            "samples": ms(stream.samples), "decoding": ms(stream.decoding),
+            "buffers": ms(stream.buffers), "consumer": ms(stream.consumer), "gpu": ms(stream.gpu),
         },
+        "submissions": stats.submissions, "packing_ms": ms(stats.packing),
         "memory": (!args.keep_on_gpu).then(|| loader.memory().to_string()), "batch_arrays_made": loader.arrays_made(),
     });
     out!("{line}");
@@ -96,15 +98,15 @@ pub fn run(args: &BenchArgs, backend: Backend, files: &[gpuprep::convert::Input]
 /// `device` (where the batches are kept on it) has run all its work.
 fn timed_epoch(loader: &Loader, epoch: u64, device: Option<&gpuprep::wgpu::Device>) -> EpochRun {
     let start = Instant::now();
+    let mut batches = loader.epoch(epoch);
     let mut run = EpochRun {
         seconds: 0.0,
         images: 0,
         failed: 0,
         prepared: Vec::new(),
         waited: Duration::ZERO,
-        stream: Default::default(),
+        stats: batches.stats(),
     };
-    let mut batches = loader.epoch(epoch);
     for batch in batches.by_ref() {
         match batch {
             Ok(batch) => {
@@ -127,6 +129,6 @@ fn timed_epoch(loader: &Loader, epoch: u64, device: Option<&gpuprep::wgpu::Devic
         }
     }
     run.seconds = start.elapsed().as_secs_f64();
-    run.stream = batches.stats().stream;
+    run.stats = batches.stats();
     run
 }
