@@ -476,6 +476,46 @@ fn other_formats_convert_and_the_pixel_path_is_counted() {
     }
 }
 
+/// `bench --loader --keep-on-gpu` times the loader handing its batches over in buffers of the
+/// GPU: every file of each epoch converted, what its stream waited for (the GPU at least), its
+/// submissions (one batch each or several) and its packing time; on the CPU backend it is refused.
+#[test]
+fn bench_times_the_loader_keeping_its_batches_on_the_gpu() {
+    let run = |backend: &str| {
+        gpuprep()
+            .args([
+                "bench",
+                "--loader",
+                "--keep-on-gpu",
+                "-q",
+                "--backend",
+                backend,
+            ])
+            .args(["--batch", "2", "--repeat", "2", "--resize", "40x30"])
+            .arg(data("photos"))
+            .output()
+            .unwrap()
+    };
+    let output = run("gpu");
+    assert!(output.status.success(), "{output:?}");
+    let line: serde_json::Value =
+        serde_json::from_str(String::from_utf8(output.stdout).unwrap().trim()).unwrap();
+    assert_eq!(line["what"], "loader");
+    assert_eq!(line["ok"], 6);
+    assert_eq!(line["failed"], 0);
+    assert_eq!(line["tensors"], "buffers of gpuprep's GPU device");
+    assert!(
+        line["stream_waited_ms"]["gpu"].as_f64().unwrap() > 0.0,
+        "{line}"
+    );
+    let submissions = line["submissions"].as_u64().unwrap();
+    assert!((1..=3).contains(&submissions), "{line}");
+    assert!(line["packing_ms"].as_f64().unwrap() > 0.0, "{line}");
+    let refused = run("cpu");
+    assert_eq!(refused.status.code(), Some(2), "{refused:?}");
+    assert!(String::from_utf8_lossy(&refused.stderr).contains("--keep-on-gpu needs the GPU"));
+}
+
 /// Options that would write -inf or NaN, or allocate terabytes, are refused: a zero or NaN std
 /// at once (as torchvision's Normalize refuses it), an output above the pixel limit per image,
 /// with its file named, before anything is allocated.
