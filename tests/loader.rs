@@ -199,8 +199,10 @@ fn check_loader(backend: impl Fn() -> Backend, what: &str) {
             if what == "gpu" {
                 assert!(stream.samples > std::time::Duration::ZERO, "{stream:?}");
                 assert!(stream.gpu > std::time::Duration::ZERO, "{stream:?}");
-                // Each submission carries one batch of the stream or several.
-                assert!((1..=batches).contains(&stats.submissions), "{stats:?}");
+                // Each submission carries at least one image; the stream's first batches are
+                // small (and it submits what is decoded), so there can be more of them than
+                // the loader's batches.
+                assert!((1..=stats.images).contains(&stats.submissions), "{stats:?}");
                 assert!(stats.packing > std::time::Duration::ZERO, "{stats:?}");
             } else {
                 assert_eq!(stream, Default::default());
