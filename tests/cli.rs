@@ -478,7 +478,8 @@ fn other_formats_convert_and_the_pixel_path_is_counted() {
 
 /// `bench --loader --keep-on-gpu` times the loader handing its batches over in buffers of the
 /// GPU: every file of each epoch converted, what its stream waited for (the GPU at least), its
-/// submissions (at least one image each) and its packing time; on the CPU backend it is refused.
+/// submissions (at least one image each), its packing time and the time its copies into the
+/// batches' buffers took (landing); on the CPU backend it is refused.
 #[test]
 fn bench_times_the_loader_keeping_its_batches_on_the_gpu() {
     let run = |backend: &str| {
@@ -513,6 +514,7 @@ fn bench_times_the_loader_keeping_its_batches_on_the_gpu() {
     // depends on timing: between one and the epoch's six images.
     assert!((1..=6).contains(&submissions), "{line}");
     assert!(line["packing_ms"].as_f64().unwrap() > 0.0, "{line}");
+    assert!(line["landing_ms"].as_f64().unwrap() > 0.0, "{line}");
     let refused = run("cpu");
     assert_eq!(refused.status.code(), Some(2), "{refused:?}");
     assert!(String::from_utf8_lossy(&refused.stderr).contains("--keep-on-gpu needs the GPU"));

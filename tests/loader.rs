@@ -204,8 +204,10 @@ fn check_loader(backend: impl Fn() -> Backend, what: &str) {
                 // the loader's batches.
                 assert!((1..=stats.images).contains(&stats.submissions), "{stats:?}");
                 assert!(stats.packing > std::time::Duration::ZERO, "{stats:?}");
+                assert!(stats.landing > std::time::Duration::ZERO, "{stats:?}");
             } else {
                 assert_eq!(stream, Default::default());
+                assert_eq!((stats.submissions, stats.landing), (0, Default::default()));
             }
         }
         orders.push(all.clone());

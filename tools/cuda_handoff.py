@@ -86,7 +86,8 @@ def epochs(loader, n, consume="sum"):
         waited = stats.get("epoch_stream_waited_s", {})
         loader.waits.append({"wall": round(wall, 4), **{k: round(v, 4) for k, v in waited.items()},
                              "submissions": stats.get("epoch_submissions"),
-                             "packing": round(stats.get("epoch_packing_s", 0.0), 4)})
+                             "packing": round(stats.get("epoch_packing_s", 0.0), 4),
+                             "landing": round(stats.get("epoch_landing_s", 0.0), 4)})
     return rates
 
 

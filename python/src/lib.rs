@@ -869,6 +869,7 @@ impl Epoch {
         stats.set_item("epoch_stream_waited_s", waited)?;
         stats.set_item("epoch_submissions", epoch.submissions)?;
         stats.set_item("epoch_packing_s", epoch.packing.as_secs_f64())?;
+        stats.set_item("epoch_landing_s", epoch.landing.as_secs_f64())?;
         stats.set_item("handed_over", self.handed.to_string())?;
         let tuple = (images, labels, indices, drawn, failed, stats);
         Ok(Some(tuple.into_pyobject(py)?.into_any()))

@@ -117,6 +117,18 @@ def test_loader_splits_epochs_and_equals_single_images(tmp_path, backend):
                 everything.extend(batch["indices"].tolist())
                 seen[(epoch, rank)] = batch
         assert sorted(everything) == list(range(n))
+    # A step's stats hold the epoch so far: on the GPU its stream's submissions (the one that
+    # made this batch included), their packing and landing, and what the stream waited for.
+    stats = seen[(1, 1)]["stats"]
+    waited = stats["epoch_stream_waited_s"]
+    assert set(waited) == {"samples", "decoding", "buffers", "consumer", "gpu"}
+    assert stats["images_per_second"] > 0 and 0 <= stats["epoch_data_wait_share"] <= 1
+    streamed = [stats["epoch_submissions"], stats["epoch_packing_s"], stats["epoch_landing_s"],
+                waited["gpu"]]
+    if backend == "gpu":
+        assert all(x > 0 for x in streamed), stats
+    else:
+        assert streamed == [0, 0, 0, 0] and not any(waited.values()), stats
     # Sample k of epoch e is exactly the transform's sample k with epoch e.
     batch = seen[(1, 0)]
     files = sorted((str(p) for p in root.rglob("*.jpg")))

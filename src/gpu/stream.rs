@@ -255,9 +255,9 @@ impl GpuPipeline {
                         copy_into_slots(bytes, copies.collect(), shape)
                     })
                 };
-                self.land_with(flight, &mut batches, finish, |i, outcome| {
-                    outcomes[i] = outcome
-                });
+                for (i, outcome) in self.land_with(flight, &mut batches, finish) {
+                    outcomes[i] = outcome;
+                }
             };
             let next = Self::largest_first(images, options.samples, options.batching.images);
             self.stream_landing_aside(device, queue, next, options, land);
@@ -270,7 +270,7 @@ impl GpuPipeline {
     /// batch lands, `read` gets the mapped read-back buffer and where each tensor lies in it,
     /// copies them out (with [`Self::copy_into_slots`]) and says their outcomes; `put` takes
     /// every image's outcome, the ones that failed before the GPU included; `landed` the stats
-    /// of each landed submission's batches.
+    /// of each landed submission's batches, before their outcomes go to `put`.
     #[allow(
         clippy::too_many_arguments,
         reason = "the stream's callbacks, each a step of the landing"
@@ -290,8 +290,11 @@ impl GpuPipeline {
             let finish =
                 |s| self.finish_reading(device, queue, s, |bytes, placed, _| read(bytes, placed));
             let before = batches.len();
-            self.land_with(flight, &mut batches, finish, &mut put);
+            let outcomes = self.land_with(flight, &mut batches, finish);
             landed(&batches[before..]);
+            for (i, outcome) in outcomes {
+                put(i, outcome);
+            }
         };
         self.stream_landing_aside(device, queue, next, options, land);
         batches
@@ -665,50 +668,46 @@ impl GpuPipeline {
                 timings,
             ))
         };
-        self.land_with(flight, batches, finish, |i, result| {
-            results[i] = Some(result)
-        });
+        for (i, result) in self.land_with(flight, batches, finish) {
+            results[i] = Some(result);
+        }
     }
 
-    /// Waits for `flight` through `finish`, which reads its tensors back, hands each image's
-    /// outcome to `put` and puts the stats of its batches, in order, last in `out`; a GPU
-    /// failure is every image's error.
+    /// Waits for `flight` through `finish`, which reads its tensors back; puts the stats of its
+    /// batches, in order, last in `out` and returns every image's outcome (a GPU failure is
+    /// every image's error), so that a caller counts the batches before it hands them on.
     fn land_with<T>(
         &self,
         flight: Flight,
         out: &mut Vec<BatchStats>,
         finish: impl FnOnce(Submitted) -> Result<(Vec<(usize, Result<T>)>, GpuTimings)>,
-        mut put: impl FnMut(usize, Result<T>),
-    ) {
+    ) -> Vec<(usize, Result<T>)> {
         let Flight {
             mut batches,
             submitted,
             gpu_start,
             call_start,
         } = flight;
+        let mut outcomes: Vec<(usize, Result<T>)> = Vec::new();
         for batch in &mut batches {
-            for (i, e) in batch.failed.drain(..) {
-                put(i, Err(e));
-            }
+            outcomes.extend(batch.failed.drain(..).map(|(i, e)| (i, Err(e))));
         }
         let mut timings = GpuTimings::default();
         match submitted.and_then(finish) {
             Ok((landed, landed_timings)) => {
-                for (i, outcome) in landed {
-                    put(i, outcome);
-                }
+                outcomes.extend(landed);
                 timings = landed_timings;
             }
             Err(e) => {
-                for &i in batches.iter().flat_map(|b| &b.running) {
-                    put(i, Err(e.clone()));
-                }
+                let running = batches.iter().flat_map(|b| &b.running);
+                outcomes.extend(running.map(|&i| (i, Err(e.clone()))));
             }
         }
         for mut batch in batches {
             let stats = batch.landed(gpu_start, call_start, std::mem::take(&mut timings));
             out.push(stats);
         }
+        outcomes
     }
 }
 

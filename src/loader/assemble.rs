@@ -331,15 +331,22 @@ impl EpochStream<'_> {
             let consume = |batch: DeviceBatch<'_>| {
                 waits.landed(batch.stats);
                 let last = batch.last_of_submission;
-                copier.record(batch, &partials, &mut copies);
-                if !last {
-                    return;
+                let closed = waits.landing(|| {
+                    copier.record(batch, &partials, &mut copies);
+                    if !last {
+                        return Vec::new();
+                    }
+                    let (outcomes, ready) = copier.submit(&mut copies);
+                    let complete = put_all(outcomes).into_iter();
+                    complete
+                        .map(|partial| (partial.step, copier.close_up(partial, ready)))
+                        .collect()
+                });
+                if last {
+                    waits.submitted();
                 }
-                waits.submitted();
-                let (outcomes, ready) = copier.submit(&mut copies);
-                for partial in put_all(outcomes) {
-                    let step = partial.step;
-                    send(step, copier.close_up(partial, ready));
+                for (step, batch) in closed {
+                    send(step, batch);
                 }
             };
             gpu.pipeline
@@ -347,23 +354,26 @@ impl EpochStream<'_> {
             return;
         }
         let read = |bytes: &[u8], placed: Vec<crate::gpu::Placed>| {
-            let mut partials = lock(&partials);
-            let mut slots: HashMap<usize, &mut [u8]> = HashMap::new();
-            for (step, partial) in partials.iter_mut() {
-                if let Landing::Host(data) = &mut partial.data {
-                    let chunks = data.bytes_mut().chunks_mut(slot_bytes.max(1));
-                    slots.extend(chunks.enumerate().map(|(k, c)| (step * batch_size + k, c)));
+            waits.landing(|| {
+                let mut partials = lock(&partials);
+                let mut slots: HashMap<usize, &mut [u8]> = HashMap::new();
+                for (step, partial) in partials.iter_mut() {
+                    if let Landing::Host(data) = &mut partial.data {
+                        let chunks = data.bytes_mut().chunks_mut(slot_bytes.max(1));
+                        slots.extend(chunks.enumerate().map(|(k, c)| (step * batch_size + k, c)));
+                    }
                 }
-            }
-            let copies = placed
-                .into_iter()
-                .map(|placed| {
-                    let slot = slots.remove(&placed.0);
-                    (placed, slot)
-                })
-                .collect();
-            crate::gpu::copy_into_slots(bytes, copies, shape)
+                let copies = placed
+                    .into_iter()
+                    .map(|placed| {
+                        let slot = slots.remove(&placed.0);
+                        (placed, slot)
+                    })
+                    .collect();
+                crate::gpu::copy_into_slots(bytes, copies, shape)
+            })
         };
+
         let put = |index: usize, outcome: Result<Params>| {
             for partial in put_all(vec![(index, outcome)]) {
                 send(partial.step, Ok(partial.finish(shape)));

@@ -806,6 +806,11 @@ pub struct EpochStats {
     /// The stream thread's own time packing and recording those submissions (uploads
     /// included), the work it does between its waits.
     pub packing: Duration,
+    /// The time spent putting landed tensors into the steps' arrays and closing steps up: with
+    /// batches kept on the GPU, recording and submitting their copies on the stream's thread;
+    /// read back, copying them out on a thread beside it. What the stream's thread spent
+    /// beyond its waits, `packing` and this (on the GPU) is its bookkeeping.
+    pub landing: Duration,
 }
 
 /// How long an epoch's GPU stream waited, by what it waited for.
@@ -834,6 +839,7 @@ pub(crate) struct StreamWaits {
     gpu: AtomicU64,
     submissions: AtomicU64,
     packing: AtomicU64,
+    landing: AtomicU64,
 }
 
 /// What a [`StreamWaits`] entry counts.
@@ -855,17 +861,25 @@ impl StreamWaits {
             WaitedFor::Consumer => &self.consumer,
             WaitedFor::Gpu => &self.gpu,
         };
-        let nanos = u64::try_from(waited.as_nanos()).unwrap_or(u64::MAX);
-        counter.fetch_add(nanos, Ordering::Relaxed);
+        add_to(counter, waited);
     }
 
     /// Counts what a landed batch's stats say the stream waited for and spent packing.
     pub(crate) fn landed(&self, stats: &crate::gpu::BatchStats) {
         self.add(WaitedFor::Decoding, stats.waited);
         self.add(WaitedFor::Gpu, stats.gpu_timings.execute);
-        let packing = stats.gpu_timings.pack + stats.gpu_timings.record;
-        let nanos = u64::try_from(packing.as_nanos()).unwrap_or(u64::MAX);
-        self.packing.fetch_add(nanos, Ordering::Relaxed);
+        add_to(
+            &self.packing,
+            stats.gpu_timings.pack + stats.gpu_timings.record,
+        );
+    }
+
+    /// `f`'s result, its time counted as landing tensors in their steps' arrays.
+    pub(crate) fn landing<T>(&self, f: impl FnOnce() -> T) -> T {
+        let start = Instant::now();
+        let out = f();
+        add_to(&self.landing, start.elapsed());
+        out
     }
 
     /// Counts a landed submission.
@@ -891,6 +905,12 @@ impl StreamWaits {
             gpu: read(&self.gpu),
         }
     }
+}
+
+/// Adds `time` to `counter`'s nanoseconds.
+fn add_to(counter: &AtomicU64, time: Duration) {
+    let nanos = u64::try_from(time.as_nanos()).unwrap_or(u64::MAX);
+    counter.fetch_add(nanos, Ordering::Relaxed);
 }
 
 impl Epoch {
@@ -925,6 +945,7 @@ impl Epoch {
             stream: self.stream.snapshot(),
             submissions: self.stream.submissions.load(Ordering::Relaxed) as usize,
             packing: Duration::from_nanos(self.stream.packing.load(Ordering::Relaxed)),
+            landing: Duration::from_nanos(self.stream.landing.load(Ordering::Relaxed)),
         }
     }
 }

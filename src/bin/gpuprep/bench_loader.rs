@@ -80,6 +80,7 @@ pub fn run(args: &BenchArgs, backend: Backend, files: &[gpuprep::convert::Input]
             "buffers": ms(stream.buffers), "consumer": ms(stream.consumer), "gpu": ms(stream.gpu),
         },
         "submissions": stats.submissions, "packing_ms": ms(stats.packing),
+        "landing_ms": ms(stats.landing),
         "memory": (!args.keep_on_gpu).then(|| loader.memory().to_string()), "batch_arrays_made": loader.arrays_made(),
     });
     out!("{line}");
