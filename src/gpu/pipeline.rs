@@ -205,12 +205,13 @@ impl GpuPipeline {
         let mut clock = Instant::now();
         let mut shapes = Vec::with_capacity(works.len());
         let mut placed = Vec::with_capacity(works.len());
-        let mut at = 0;
+        let sizes: Vec<(usize, u64)> = works.iter().map(|(i, w)| (*i, w.tensor.words)).collect();
+        let (firsts, words) = output_in_index_order(&sizes);
         // The batch's tensors share one buffer: no larger than the device's largest (the
         // streaming loader closes its batches before that; an image that passes it alone
         // fails alone).
         let max_output = device.limits().max_buffer_size;
-        for (index, work) in works {
+        for ((index, work), at) in works.into_iter().zip(firsts) {
             if let Some(e) = too_large(&work, window) {
                 return Err(e);
             }
@@ -223,15 +224,13 @@ impl GpuPipeline {
                 .into());
             }
             shapes.push((index, work.tensor.shape, at, work.params.clone()));
-            let words = work.tensor.words;
             placed.push((index, work, at));
-            at += words;
         }
         let mut packings = pack(placed, transform, window);
         timings.pack = lap(&mut clock);
         checked(device, || {
             // Every word of the output that is read back is written by the tensor stage.
-            let bytes = (at * 4).max(4);
+            let bytes = (words * 4).max(4);
             let storage = wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC;
             let output = self.pool.take(device, "tensors", bytes, storage);
             let mut stage_clock = Instant::now();
@@ -567,6 +566,22 @@ pub(crate) fn prepare_image(
     too_large(&work, window).map_or(Ok(work), Err)
 }
 
+/// The first word in a submission's output of each image (its index and its tensor's words),
+/// and the output's words: the tensors lie in the order of the images' indices, whatever order
+/// they are packed in, so that a consumer stacking consecutive images (the loader's steps)
+/// copies a run of them at once.
+fn output_in_index_order(sizes: &[(usize, u64)]) -> (Vec<u64>, u64) {
+    let mut order: Vec<usize> = (0..sizes.len()).collect();
+    order.sort_by_key(|&j| sizes[j].0);
+    let mut firsts = vec![0; sizes.len()];
+    let mut words = 0;
+    for j in order {
+        firsts[j] = words;
+        words += sizes[j].1;
+    }
+    (firsts, words)
+}
+
 /// The error for an image whose arenas cannot be bound on this device, if it is one.
 pub(crate) fn too_large(work: &ImageWork, window: u64) -> Option<Error> {
     (!Packing::fits_alone(work, window)).then(|| {
@@ -619,6 +634,15 @@ mod tests {
             ..Default::default()
         };
         Some(pollster::block_on(adapter.request_device(&descriptor)).unwrap())
+    }
+
+    /// A submission's tensors lie in the order of their images' indices, one after the other,
+    /// whatever order the images were packed in.
+    #[test]
+    fn outputs_lie_in_index_order() {
+        let sizes = [(7, 10), (2, 3), (9, 1), (4, 5)];
+        assert_eq!(output_in_index_order(&sizes), (vec![8, 0, 18, 3], 19));
+        assert_eq!(output_in_index_order(&[]), (vec![], 0));
     }
 
     /// A JPEG whose dense coefficients (stage 0's output) would not bind on the device is

@@ -407,7 +407,7 @@ struct Copies {
 
 impl DeviceCopier<'_> {
     /// Records the copy of each of `batch`'s tensors into its slot, and every image's outcome
-    /// (the failed ones' included), in `copies`.
+    /// (the failed ones' included), in `copies`: a copy a [`Run`].
     fn record(
         &self,
         batch: DeviceBatch<'_>,
@@ -416,27 +416,38 @@ impl DeviceCopier<'_> {
     ) {
         let outcomes = &mut copies.outcomes;
         outcomes.extend(batch.failed.into_iter().map(|(i, e)| (i, Err(e))));
-        let encoder = copies
-            .encoder
-            .get_or_insert_with(|| self.device.create_command_encoder(&Default::default()));
         let open = lock(partials);
+        let mut placed = Vec::with_capacity(batch.tensors.len());
         for tensor in batch.tensors {
             let (step, k) = (
                 tensor.index / self.batch_size,
                 tensor.index % self.batch_size,
             );
-            let slot = match open.get(&step).map(|p| &p.data) {
-                Some(Landing::Device(array)) => array.buffer(),
-                _ => continue,
-            };
-            let Some(from) = batch.buffer.filter(|_| tensor.shape == self.shape) else {
+            if !matches!(open.get(&step).map(|p| &p.data), Some(Landing::Device(_))) {
+                continue;
+            }
+            if batch.buffer.is_none() || tensor.shape != self.shape {
                 let e = unstackable(&tensor.shape, &self.shape);
                 outcomes.push((tensor.index, Err(e)));
                 continue;
-            };
-            let to = k as u64 * self.slot_bytes;
-            encoder.copy_buffer_to_buffer(from, tensor.offset, slot, to, self.slot_bytes);
+            }
             outcomes.push((tensor.index, Ok(tensor.params)));
+            placed.push((step, k, tensor.offset));
+        }
+        let (Some(from), false) = (batch.buffer, placed.is_empty()) else {
+            return;
+        };
+        let encoder = copies
+            .encoder
+            .get_or_insert_with(|| self.device.create_command_encoder(&Default::default()));
+        for run in runs(placed, self.slot_bytes) {
+            if let Some(Landing::Device(array)) = open.get(&run.step).map(|p| &p.data) {
+                let (to, bytes) = (
+                    run.first as u64 * self.slot_bytes,
+                    run.slots * self.slot_bytes,
+                );
+                encoder.copy_buffer_to_buffer(from, run.at, array.buffer(), to, bytes);
+            }
         }
     }
 
@@ -487,6 +498,93 @@ impl DeviceCopier<'_> {
     }
 }
 
+/// Consecutive slots of one step whose tensors lie one after the other in a submission's
+/// buffer: one copy. (The stream places a submission's tensors in index order, so a step's
+/// samples that went to the GPU together make one run.)
+#[derive(Debug, PartialEq)]
+struct Run {
+    step: usize,
+    /// The run's first slot of the step's array.
+    first: usize,
+    /// Its first tensor's first byte in the submission's buffer.
+    at: u64,
+    slots: u64,
+}
+
+/// The runs of `placed`: each tensor's step, slot and first byte, in any order.
+fn runs(mut placed: Vec<(usize, usize, u64)>, slot_bytes: u64) -> Vec<Run> {
+    placed.sort_by_key(|&(_, _, at)| at);
+    let mut runs: Vec<Run> = Vec::new();
+    for (step, k, at) in placed {
+        match runs.last_mut() {
+            Some(run)
+                if run.step == step
+                    && run.first + run.slots as usize == k
+                    && run.at + run.slots * slot_bytes == at =>
+            {
+                run.slots += 1
+            }
+            _ => runs.push(Run {
+                step,
+                first: k,
+                at,
+                slots: 1,
+            }),
+        }
+    }
+    runs
+}
+
 fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(step: usize, first: usize, at: u64, slots: u64) -> Run {
+        Run {
+            step,
+            first,
+            at,
+            slots,
+        }
+    }
+
+    /// A submission's tensors, given in any order, copy as one run per stretch of a step's
+    /// consecutive slots that lie one after the other; a gap in the slots (a failed sample), in
+    /// the buffer, or a new step starts another.
+    #[test]
+    fn tensors_copy_in_runs_of_consecutive_slots_and_bytes() {
+        let slot = 12;
+        // Step 3's slots 5..8 at bytes 0, 12, 24; slot 9 after a failed slot 8; step 4's slot 0
+        // right after it; step 4's slot 1 after a gap in the buffer; step 4's slot 2 lying
+        // before slot 1.
+        let placed = vec![
+            (4, 1, 100),
+            (3, 6, 12),
+            (4, 0, 48),
+            (3, 9, 36),
+            (3, 5, 0),
+            (3, 7, 24),
+            (4, 2, 88),
+        ];
+        assert_eq!(
+            runs(placed, slot),
+            vec![
+                run(3, 5, 0, 3),
+                run(3, 9, 36, 1),
+                run(4, 0, 48, 1),
+                run(4, 2, 88, 1),
+                run(4, 1, 100, 1),
+            ]
+        );
+        // A whole step in index order, placed one after the other: one copy.
+        let whole: Vec<_> = (0..64)
+            .rev()
+            .map(|k| (7, k, 1000 + k as u64 * slot))
+            .collect();
+        assert_eq!(runs(whole, slot), vec![run(7, 0, 1000, 64)]);
+    }
 }
