@@ -69,9 +69,9 @@ pub(crate) struct BufferPool {
 }
 
 impl BufferPool {
-    /// Buffers kept at most (a batch's arenas and upload, and the outputs of the two batches
-    /// in flight); the smallest go first.
-    const KEEP: usize = 12;
+    /// Buffers kept at most (a submission's arenas and upload, and the outputs and read-back
+    /// buffers of the submissions in flight); the smallest go first.
+    const KEEP: usize = 16;
 
     /// Bytes of the buffers kept now.
     pub fn bytes(&self) -> u64 {

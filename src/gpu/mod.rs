@@ -41,7 +41,7 @@ pub use context::{
 pub(crate) use dispatch::read_buffer;
 pub(crate) use pipeline::Placed;
 pub use pipeline::{GpuPipeline, GpuTimings};
-pub(crate) use stream::{copy_into_slots, Arrival, Arriving};
+pub(crate) use stream::{copy_into_slots, Arrival, Arriving, IN_FLIGHT};
 pub use stream::{
     BatchStats, Batching, DeviceBatch, DeviceTensor, StreamOptions, Streamed, DEFAULT_BATCH,
     DEFAULT_SUBMISSION,

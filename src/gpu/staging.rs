@@ -25,7 +25,8 @@ struct Staging {
 }
 
 impl StagingRing {
-    /// Buffers kept at most (two batches are in flight at a time); the smallest go first.
+    /// Buffers kept at most (one being written while the submissions in flight run, see
+    /// `stream::IN_FLIGHT`); the smallest go first.
     const KEEP: usize = 4;
 
     /// A mapped staging buffer of at least `size` bytes: a kept one whose mapping has

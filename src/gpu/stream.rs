@@ -1,5 +1,5 @@
-//! Many images of any sizes: CPU threads decode continuously, ahead of the GPU, while one
-//! submission runs on the GPU and the next is packed and submitted. A submission is one batch,
+//! Many images of any sizes: CPU threads decode continuously, ahead of the GPU, while two
+//! submissions run on the GPU and the next is packed and submitted. A submission is one batch,
 //! or, while decoded batches wait for the GPU, several consecutive ones (each still handed over
 //! as a batch of its own), which spreads a submission's fixed cost over more images.
 
@@ -150,6 +150,11 @@ pub struct Batching {
 
 /// Images per GPU submission, at most, when the caller does not say.
 pub const DEFAULT_SUBMISSION: usize = 256;
+
+/// Submissions a stream keeps on the GPU while it packs the next: with two, the GPU has the
+/// next queued when it finishes one, whichever of the two sides (packing on the CPU, running on
+/// the GPU) took longer for the one before; a batch lands a submission later than with one.
+pub(crate) const IN_FLIGHT: usize = 2;
 
 /// Encoded bytes the decoding threads take ahead of the GPU to fill submissions of several
 /// batches (they always take two batches' worth): a bound on the memory of decoded images
@@ -468,7 +473,8 @@ impl GpuPipeline {
     /// The streaming loop: CPU threads decode and prepare the images `next(wait)` gives (it
     /// waits for one only when asked to: while fewer than two batches are being decoded; else
     /// the loop goes on submitting what is decoded), this thread gathers batches, submits each (with
-    /// a copy for reading back when `read_back`) and hands the one submitted before to `land`.
+    /// a copy for reading back when `read_back`) and hands the one submitted [`IN_FLIGHT`]
+    /// submissions before to `land`.
     pub(crate) fn stream_from<'a>(
         &self,
         device: &wgpu::Device,
@@ -549,7 +555,7 @@ impl GpuPipeline {
             // The first batches are small, so the GPU starts early; then they grow to `batch`.
             let mut target = (batch / 8).max(1);
             let (mut taken, mut taken_bytes) = (0, 0);
-            let mut in_flight = None;
+            let mut in_flight = VecDeque::with_capacity(IN_FLIGHT + 1);
             let budget = Budget {
                 upload: batching.max_bytes,
                 output: max_output,
@@ -577,7 +583,7 @@ impl GpuPipeline {
                     .map(|d| d.bytes as u64)
                     .sum::<u64>();
                 (spawned, exhausted) = spawn_ahead(taken, taken_bytes);
-                // One submission stays on the GPU while the next is packed and submitted.
+                // `IN_FLIGHT` submissions stay on the GPU while the next is packed and submitted.
                 let launched = self.launch(
                     device,
                     queue,
@@ -586,14 +592,15 @@ impl GpuPipeline {
                     transform,
                     read_back,
                 );
-                if let Some(previous) = in_flight.replace(launched) {
-                    land(previous);
+                in_flight.push_back(launched);
+                if in_flight.len() > IN_FLIGHT {
+                    if let Some(oldest) = in_flight.pop_front() {
+                        land(oldest);
+                    }
                 }
                 target = (target * 2).min(batch);
             }
-            if let Some(last) = in_flight.take() {
-                land(last);
-            }
+            in_flight.into_iter().for_each(land);
         });
     }
 

@@ -296,14 +296,16 @@ impl Loader {
     /// Batch arrays kept for reuse: as many as a stream has open at once, so that in a steady
     /// state none is freed and none made. A step's array is taken when its first image goes to
     /// decoding, and decoding runs up to two submissions (each of up to `submission_images`)
-    /// ahead of the one the GPU runs; then one submission runs and the one before lands, a
-    /// submission's batches and `prefetch` more wait ready, and the consumer holds one or two.
+    /// ahead of the one being packed; [`IN_FLIGHT`] submissions run and the one before lands,
+    /// a submission's batches and `prefetch` more wait ready, and the consumer holds one or two.
+    ///
+    /// [`IN_FLIGHT`]: crate::gpu::IN_FLIGHT
     fn arrays_kept(options: &LoaderOptions, batching: &Batching) -> usize {
         let per_submission = batching
             .submission_images
             .div_ceil(options.batch_size.max(1))
             .max(1);
-        5 * per_submission + options.prefetch.max(1) + 4
+        (4 + crate::gpu::IN_FLIGHT) * per_submission + options.prefetch.max(1) + 4
     }
 
     /// How the batch arrays of the GPU path are held: pageable, or page-locked for a CUDA
