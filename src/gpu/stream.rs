@@ -306,10 +306,11 @@ impl GpuPipeline {
     }
 
     /// [`Self::preprocess_many`] for a consumer on the same device: each batch's tensors stay
-    /// on the GPU, handed to `consume` as a [`DeviceBatch`] as soon as the GPU has made them (in
-    /// the order batches finish, not input order: files are decoded largest first). Nothing is
-    /// read back, so this is the fast path when a model on this device eats the tensors.
-    /// Returns the per-batch stats.
+    /// on the GPU, handed to `consume` as a [`DeviceBatch`] once the GPU has made them and the
+    /// stream has queued the two submissions after theirs, or run out of images (in the order
+    /// batches finish, not input order: files are decoded largest first). Nothing is read
+    /// back, so this is the fast path when a model on this device eats the tensors. Returns the
+    /// per-batch stats.
     pub fn preprocess_on_device(
         &self,
         device: &wgpu::Device,
