@@ -392,7 +392,7 @@ impl Loader {
             let device_arrays = self.device_arrays.clone();
             let (limits, size) = (self.limits, self.options.batch_size);
             let stream_waits = Arc::clone(&waits);
-            std::thread::spawn(move || {
+            let stream = std::thread::spawn(move || {
                 if let Backend::Gpu(gpu) = &*backend {
                     let epoch = assemble::EpochStream {
                         gpu,
@@ -406,7 +406,9 @@ impl Loader {
                     epoch.run(&raw_rx, &done_tx);
                 }
             });
-            return Epoch::new(done_rx, self.options.wait_warning, waits);
+            let mut epoch = Epoch::new(done_rx, self.options.wait_warning, waits);
+            epoch.stream_thread = Some(stream);
+            return epoch;
         }
         let (done_tx, done_rx) = sync_channel(prefetch);
         let raw_rx = Arc::new(Mutex::new(raw_rx));
@@ -778,6 +780,8 @@ impl Batcher<'_> {
 /// One epoch's batches, in order (an iterator); dropping it stops the work.
 pub struct Epoch {
     done: Receiver<(usize, Result<Batch>)>,
+    /// The thread of the epoch's GPU stream, joined when the epoch is dropped.
+    stream_thread: Option<std::thread::JoinHandle<()>>,
     waiting: BTreeMap<usize, Result<Batch>>,
     next: usize,
     handed: Instant,
@@ -924,6 +928,7 @@ impl Epoch {
         let now = Instant::now();
         Self {
             done,
+            stream_thread: None,
             waiting: BTreeMap::new(),
             next: 0,
             handed: now,
@@ -949,6 +954,22 @@ impl Epoch {
             packing: Duration::from_nanos(self.stream.packing.load(Ordering::Relaxed)),
             landing: Duration::from_nanos(self.stream.landing.load(Ordering::Relaxed)),
         }
+    }
+}
+
+impl Drop for Epoch {
+    /// Stops the work and, on the GPU, waits for the epoch's stream to wind down (it lands what
+    /// it has in flight): a later epoch's stream then never submits on the device beside it,
+    /// which a CUDA hand-off needs, since its timeline's signal goes with the device's next
+    /// submission (`gpu::external::Timeline::submit`).
+    fn drop(&mut self) {
+        let Some(stream) = self.stream_thread.take() else {
+            return;
+        };
+        // With the receiver gone, the stream's next hand-over fails and it stops taking images.
+        let (_, closed) = sync_channel(0);
+        drop(std::mem::replace(&mut self.done, closed));
+        let _ = stream.join();
     }
 }
 
