@@ -351,7 +351,11 @@ impl Loader {
         self.len().map(|n| n == 0)
     }
 
-    /// Epoch `epoch`'s batches, in order; work starts at once.
+    /// Epoch `epoch`'s batches, in order; work starts at once. Iterate one epoch of a loader
+    /// at a time where it hands over in CUDA memory: a dropped epoch's stream winds down before
+    /// the next starts, but two epochs alive at once submit on one device side by side, and a
+    /// batch's timeline signal can then go with the other stream's submission, before its
+    /// copies have run.
     pub fn epoch(&self, epoch: u64) -> Epoch {
         let prefetch = self.options.prefetch.max(1);
         let batch = self.options.batch_size.max(1);
