@@ -594,10 +594,12 @@ impl GpuPipeline {
                     read_back,
                 );
                 in_flight.push_back(launched);
-                if in_flight.len() > IN_FLIGHT {
-                    if let Some(oldest) = in_flight.pop_front() {
-                        land(oldest);
-                    }
+                while in_flight.len() > IN_FLIGHT {
+                    land(
+                        in_flight
+                            .pop_front()
+                            .expect("more than IN_FLIGHT are waiting"),
+                    );
                 }
                 target = (target * 2).min(batch);
             }

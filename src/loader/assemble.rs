@@ -373,7 +373,6 @@ impl EpochStream<'_> {
                 crate::gpu::copy_into_slots(bytes, copies, shape)
             })
         };
-
         let put = |index: usize, outcome: Result<Params>| {
             for partial in put_all(vec![(index, outcome)]) {
                 send(partial.step, Ok(partial.finish(shape)));
