@@ -131,7 +131,7 @@ fn check_transforms(gpu: &Gpu, root: &Path) {
             .iter()
             .map(|g| match g.spec_and_sample().1 {
                 gpuprep::Sample::Index(i) => i,
-                gpuprep::Sample::Given(_) => unreachable!("goldens name sample indices"),
+                _ => unreachable!("goldens name sample indices"),
             })
             .collect();
         let streamed = pipeline.preprocess_many(

@@ -300,14 +300,12 @@ class Loader:
     current stream waits for each batch's copies (DLPack's stream protocol), and a buffer is
     written again only after the work queued on the tensor before it was freed. Elsewhere
     each batch is copied up from page-locked memory. `handed_over` (and `stats`) say which.
-    With device="cuda", iterate one epoch at a time (leaving one early is fine: its work winds
-    down before the next begins); two iterators alive at once may hand over a batch before its
-    copies have run.
     Epochs are shuffled from `seed` (`set_epoch` as DistributedSampler); rank/world_size split
     them as DistributedSampler does; drop_last drops the uneven tail and the short last batch.
-    Decoding runs ahead in Rust threads with the GIL released (on the GPU one stream an epoch,
-    `prefetch` finished batches held ready; on the CPU `prefetch` batches made at once). `stats` holds the last step's
-    figures; a step where the loop waited more than `wait_warning` of it for data warns.
+    Decoding runs ahead in Rust threads with the GIL released (on the GPU one stream that runs
+    on from an epoch iterated to its end into the next, or into the same epoch again once
+    two iterations in a row had the same epoch; `prefetch` finished batches held ready;
+    on the CPU `prefetch` batches made at once). `stats` holds the last step's figures; a step where the loop waited more than `wait_warning` of it for data warns.
     `threads`: decoding threads of this process (default: all cores, or under torchrun this
     rank's share, cores / LOCAL_WORLD_SIZE); they are started once per process, so the first
     loader or pipeline sets them (`threads` then holds the number).

@@ -45,7 +45,7 @@ impl Batch {
         });
         let mut encoder = device.create_command_encoder(&Default::default());
         encoder.copy_buffer_to_buffer(&self.buffer, 0, &readback, 0, readback.size());
-        let submission = queue.submit([encoder.finish()]);
+        let submission = crate::gpu::submit(queue, [encoder.finish()]);
         let elements = self.image_shape.iter().product();
         checked(device, || {
             read_buffer(device, &readback, readback.size(), submission, |bytes| {
@@ -133,7 +133,7 @@ impl GpuPipeline {
                 let mut encoder = device.create_command_encoder(&Default::default());
                 let recorded =
                     recorder.record(packing, &mut encoder, &buffer, window, &mut |_, _| {})?;
-                queue.submit([encoder.finish()]);
+                crate::gpu::submit(queue, [encoder.finish()]);
                 let _ = recorded.submitted(&self.staging);
                 Ok(())
             });

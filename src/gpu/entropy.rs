@@ -421,7 +421,7 @@ mod tests {
             });
             encoder.copy_buffer_to_buffer(&flags, 0, &readback, 0, flag_bytes);
             encoder.copy_buffer_to_buffer(&decoded, 0, &readback, flag_bytes, decoded_bytes);
-            let submission = queue.submit([encoder.finish()]);
+            let submission = crate::gpu::submit(queue, [encoder.finish()]);
             read_buffer(
                 device,
                 &readback,
@@ -582,7 +582,7 @@ mod tests {
             packing
                 .record(device, &mut encoder, &stages, buffers, &mut after_pass)
                 .unwrap();
-            let submission = gpu.queue.submit([encoder.finish()]);
+            let submission = crate::gpu::submit(&gpu.queue, [encoder.finish()]);
             device
                 .poll(wgpu::PollType::Wait {
                     submission_index: Some(submission),

@@ -338,10 +338,12 @@ impl std::fmt::Debug for Timeline {
 impl Timeline {
     /// Submits `commands` on `queue`, the semaphore signalled to the next value once they (and
     /// everything submitted before them, Vulkan's signal scope) have run; returns that value.
-    /// `queue` must be the queue of the device the semaphore was made on, and no other
-    /// thread may submit on it meanwhile (the signal goes with the next submission).
+    /// `queue` must be the queue of the device the semaphore was made on; the signal goes with
+    /// the queue's next submission, so gpuprep's other submissions wait (`gpu::submitting`).
     pub fn submit(&self, queue: &wgpu::Queue, commands: wgpu::CommandBuffer) -> u64 {
         use std::sync::atomic::Ordering;
+        // The signal staged here goes with the submission below, none other between them.
+        let _alone = crate::gpu::submitting();
         let value = self.signalled.fetch_add(1, Ordering::Relaxed) + 1;
         {
             // SAFETY: the hal queue is only used to stage the signal while the guard lives;
@@ -449,7 +451,7 @@ mod tests {
             .unwrap();
         assert_eq!(timeline.reached().unwrap(), 1);
         // An empty submission to wait for: the copy's own index was taken by the timeline.
-        let after = gpu.queue.submit([]);
+        let after = crate::gpu::submit(&gpu.queue, []);
         let got: Vec<u32> =
             super::super::dispatch::read_buffer(&gpu.device, &readback, 4096, after, |b| {
                 bytemuck::cast_slice(b).to_vec()

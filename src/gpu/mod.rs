@@ -15,7 +15,7 @@
 //! - `pipeline`: submitting, reading back, and redoing on the CPU what stage 0 gives up on;
 //!   `batch` and `stream` are the calls built on it (a GPU-resident batch, the streaming
 //!   loader), `stamps` times stages on the GPU's clock, `context` opens a device, `external` exports
-//!   memory and semaphores for CUDA.
+//!   memory and semaphores for CUDA, `submit` makes every submission one at a time.
 
 mod batch;
 mod bindings;
@@ -32,6 +32,7 @@ mod stages;
 mod staging;
 mod stamps;
 mod stream;
+mod submit;
 mod work;
 
 pub use batch::Batch;
@@ -46,3 +47,4 @@ pub use stream::{
     BatchStats, Batching, DeviceBatch, DeviceTensor, StreamOptions, Streamed, DEFAULT_BATCH,
     DEFAULT_SUBMISSION,
 };
+pub(crate) use submit::{submit, submitting};

@@ -246,7 +246,7 @@ impl GpuPipeline {
                         encoder,
                         device.create_command_encoder(&Default::default()),
                     );
-                    queue.submit([done.finish()]);
+                    crate::gpu::submit(queue, [done.finish()]);
                     let _ = device.poll(wgpu::PollType::wait_indefinitely());
                     timings.stages.push((stage, lap(&mut stage_clock)));
                 }
@@ -262,7 +262,7 @@ impl GpuPipeline {
                 let recorded =
                     recorder.record(packing, &mut encoder, &output, window, &mut after_stage)?;
                 timings.upload += recorded.upload;
-                submission = Some(queue.submit([encoder.finish()]));
+                submission = Some(crate::gpu::submit(queue, [encoder.finish()]));
                 let status = recorded.submitted(&self.staging);
                 if let Some(status) = status {
                     let images = std::mem::take(&mut packing.entropy_images);
@@ -282,7 +282,7 @@ impl GpuPipeline {
                         encoder.copy_buffer_to_buffer(&output, 0, &readback, 0, bytes);
                         readback
                     });
-                    (readback, queue.submit([encoder.finish()]))
+                    (readback, crate::gpu::submit(queue, [encoder.finish()]))
                 }
             };
             if let Some(stamps) = stamps.into_inner() {
@@ -464,7 +464,7 @@ impl GpuPipeline {
             if let Some(readback) = &submitted.readback {
                 encoder.copy_buffer_to_buffer(&submitted.output, 0, readback, 0, submitted.bytes);
             }
-            submitted.submission = queue.submit([encoder.finish()]);
+            submitted.submission = crate::gpu::submit(queue, [encoder.finish()]);
             for recorded in recorded {
                 let _ = recorded.submitted(&self.staging);
             }

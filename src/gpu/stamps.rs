@@ -78,7 +78,7 @@ impl StageStamps {
         let mut encoder = device.create_command_encoder(&Default::default());
         encoder.resolve_query_set(&self.queries, 0..count, &resolved, 0);
         encoder.copy_buffer_to_buffer(&resolved, 0, &readback, 0, bytes);
-        let submission = queue.submit([encoder.finish()]);
+        let submission = crate::gpu::submit(queue, [encoder.finish()]);
         let ticks: Vec<u64> = read_buffer(device, &readback, bytes, submission, |b| {
             bytemuck::cast_slice(b).to_vec()
         })?;

@@ -475,7 +475,7 @@ impl GpuPipeline {
     /// waits for one only when asked to: while fewer than two batches are being decoded; else
     /// the loop goes on submitting what is decoded), this thread gathers batches, submits each (with
     /// a copy for reading back when `read_back`) and hands the one submitted [`IN_FLIGHT`]
-    /// submissions before to `land`.
+    /// submissions before to `land` (all in flight, before it waits for the source).
     pub(crate) fn stream_from<'a>(
         &self,
         device: &wgpu::Device,
@@ -521,10 +521,13 @@ impl GpuPipeline {
             };
             let (mut spawned, mut spawned_bytes, mut exhausted) = (0, 0, false);
             // Decoding runs two batches ahead of what submissions took (waiting for the source
-            // while it is not), and up to two submissions ahead while the encoded bytes ahead
-            // stay within `AHEAD_BYTES` (taking only what the source has: this thread has
-            // decoded batches to submit meanwhile).
-            let mut spawn_ahead = |taken: usize, taken_bytes: u64| {
+            // while it is not, where told to `wait`), and up to two submissions ahead while the
+            // encoded bytes ahead stay within `AHEAD_BYTES` (taking only what the source has:
+            // this thread has decoded batches to submit meanwhile). The loop waits for the
+            // source only once what it took is submitted and landed, so that batches made never
+            // wait for images still to come (a loader's source waits for its consumer to take
+            // them, at the end of an epoch).
+            let mut spawn_ahead = |taken: usize, taken_bytes: u64, wait: bool| {
                 while !exhausted {
                     let ahead = spawned - taken;
                     let must = ahead < 2 * batch;
@@ -534,7 +537,7 @@ impl GpuPipeline {
                     if !more {
                         break;
                     }
-                    let input = match next(must) {
+                    let input = match next(must && wait) {
                         Arrival::Image(input) => input,
                         Arrival::NotYet => break,
                         Arrival::End => {
@@ -552,7 +555,7 @@ impl GpuPipeline {
                 }
                 (spawned, exhausted)
             };
-            let (mut spawned, mut exhausted) = spawn_ahead(0, 0);
+            let (mut spawned, mut exhausted) = spawn_ahead(0, 0, true);
             // The first batches are small, so the GPU starts early; then they grow to `batch`.
             let mut target = (batch / 8).max(1);
             let (mut taken, mut taken_bytes) = (0, 0);
@@ -583,7 +586,7 @@ impl GpuPipeline {
                     .flatten()
                     .map(|d| d.bytes as u64)
                     .sum::<u64>();
-                (spawned, exhausted) = spawn_ahead(taken, taken_bytes);
+                (spawned, exhausted) = spawn_ahead(taken, taken_bytes, false);
                 // `IN_FLIGHT` submissions stay on the GPU while the next is packed and submitted.
                 let launched = self.launch(
                     device,
@@ -600,6 +603,11 @@ impl GpuPipeline {
                             .pop_front()
                             .expect("more than IN_FLIGHT are waiting"),
                     );
+                }
+                if spawned == taken && !exhausted {
+                    // Nothing left to decode: what is made lands, then the source is waited for.
+                    in_flight.drain(..).for_each(&mut land);
+                    (spawned, exhausted) = spawn_ahead(taken, taken_bytes, true);
                 }
                 target = (target * 2).min(batch);
             }

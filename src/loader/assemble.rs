@@ -1,11 +1,11 @@
 //! Steps' batches made from their samples. On the CPU backend a worker thread makes a whole
-//! batch at once. On the GPU one stream runs the whole epoch, so that decoding runs ahead across
-//! batch boundaries and the GPU never waits for a batch to start: each step's batch is put
+//! batch at once. On the GPU one stream runs the whole epoch (and on into the next), so that
+//! decoding runs ahead across batch boundaries and the GPU never waits for a batch to start: each step's batch is put
 //! together in place as its images land (in any order) and handed over once complete.
 
 use super::arrays::{BatchArray, Ring};
 use super::device_arrays::{DeviceArray, DeviceRing};
-use super::{Batch, RawBatch, StepStats, StreamWaits, WaitedFor};
+use super::{Batch, Done, Raw, RawBatch, StepStats, StreamWaits, WaitedFor};
 use crate::error::{Error, GpuError, Result};
 use crate::gpu::{Arrival, Arriving, DeviceBatch, StreamOptions};
 use crate::plan::{Params, Sample, Samples};
@@ -97,7 +97,8 @@ fn batch_of(
     batch
 }
 
-/// A whole raw batch through `backend` at once, stacked as it is made.
+/// A whole raw batch through `backend` at once (its samples drawn for its epoch), stacked as
+/// it is made.
 pub(super) fn prepare(
     backend: &Backend,
     transform: &Transform,
@@ -105,6 +106,10 @@ pub(super) fn prepare(
     raw: RawBatch,
 ) -> Result<Batch> {
     let started = Instant::now();
+    let transform = &Transform {
+        epoch: raw.epoch,
+        ..*transform
+    };
     let (step, read) = (raw.step, raw.read);
     let Read {
         metas,
@@ -133,6 +138,7 @@ enum Landing {
 
 /// A step's batch on the GPU while its images are being made.
 struct Partial {
+    pass: u64,
     step: usize,
     read: Duration,
     started: Instant,
@@ -182,10 +188,11 @@ impl Partial {
     }
 }
 
-/// One epoch on the GPU, as one stream. Sample `k` of step `s` is image `s · batch_size + k` of
-/// the stream. Each step lands in an array: read back into one of `host`, or, with `on_device`,
-/// copied into a buffer of that ring on the device. What the stream's thread waits for goes to
-/// `waits`.
+/// A loader's passes on the GPU, as one stream that runs on from epoch to epoch. Sample `k` of
+/// the batch of serial number `s` (its place among all the passes' batches) is image `s ·
+/// batch_size + k` of the stream. Each step lands in an array: read back into one of `host`,
+/// or, with `on_device`, copied into a buffer of that ring on the device. What the stream's
+/// thread waits for goes to `waits`.
 pub(super) struct EpochStream<'a> {
     pub gpu: &'a GpuBackend,
     pub host: &'a Arc<Ring>,
@@ -198,8 +205,8 @@ pub(super) struct EpochStream<'a> {
 
 impl EpochStream<'_> {
     /// The raw batches `raw` gives, each step's batch sent to `done` once all its images have
-    /// landed; ends when `raw` does or `done`'s receiver is gone.
-    pub fn run(&self, raw: &Receiver<RawBatch>, done: &SyncSender<(usize, Result<Batch>)>) {
+    /// landed, and each pass's end; ends when `raw` does or `done`'s receiver is gone.
+    pub fn run(&self, raw: &Receiver<Raw>, done: &SyncSender<Done>) {
         let Self {
             gpu,
             host,
@@ -211,18 +218,27 @@ impl EpochStream<'_> {
         } = *self;
         let Some(shape) = transform.fixed_output_shape() else {
             let e = Error::Options("a loader's transform needs one output size".into());
-            let _ = done.send((0, Err(e)));
+            let batch = Err(e);
+            let _ = done.send(Done::Batch {
+                pass: 0,
+                step: 0,
+                batch,
+            });
             return;
         };
         let elements: usize = shape.iter().product();
         let slot_bytes = elements * transform.dtype.size();
+        // The steps being made, by serial number.
         let partials: Mutex<BTreeMap<usize, Partial>> = Mutex::default();
         let stopped = AtomicBool::new(false);
-        let send = |step: usize, batch: Result<Batch>| {
-            let sent = waits.timing(WaitedFor::Consumer, || done.send((step, batch)).is_ok());
+        let hand_over = |message: Done| {
+            let sent = waits.timing(WaitedFor::Consumer, || done.send(message).is_ok());
             if !sent {
                 stopped.store(true, Ordering::Relaxed);
             }
+        };
+        let send = |(pass, step): (u64, usize), batch: Result<Batch>| {
+            hand_over(Done::Batch { pass, step, batch });
         };
         let take = |samples: usize| -> Result<Landing> {
             let Some(ring) = on_device else {
@@ -253,12 +269,17 @@ impl EpochStream<'_> {
                 raw.try_recv().map_err(|e| e == TryRecvError::Disconnected)
             };
             let raw = match received {
-                Ok(raw) => raw,
+                Ok(Raw::Batch(raw)) => raw,
+                Ok(Raw::End { pass, steps }) => {
+                    hand_over(Done::End { pass, steps });
+                    continue;
+                }
                 Err(true) => return Arrival::End,
                 Err(false) => return Arrival::NotYet,
             };
             let started = Instant::now();
-            let (step, read) = (raw.step, raw.read);
+            let (pass, epoch, step, serial, read) =
+                (raw.pass, raw.epoch, raw.step, raw.serial, raw.read);
             let Read {
                 metas,
                 images,
@@ -267,23 +288,27 @@ impl EpochStream<'_> {
             let data = match take(metas.len()) {
                 Ok(data) => data,
                 Err(e) => {
-                    send(step, Err(e));
+                    send((pass, step), Err(e));
                     continue;
                 }
             };
-            let base = step * batch_size;
+            let base = serial * batch_size;
             arriving = images
                 .into_iter()
                 .zip(&metas)
                 .enumerate()
                 .map(|(k, (bytes, meta))| Arriving {
                     index: base + k,
-                    sample: Sample::Index(meta.index),
+                    sample: Sample::InEpoch {
+                        epoch,
+                        index: meta.index,
+                    },
                     bytes: bytes.into(),
                 })
                 .collect::<Vec<_>>()
                 .into_iter();
             let partial = Partial {
+                pass,
                 step,
                 read,
                 started,
@@ -294,9 +319,9 @@ impl EpochStream<'_> {
                 failed,
             };
             if partial.left == 0 {
-                send(step, Ok(partial.finish(shape)));
+                send((pass, step), Ok(partial.finish(shape)));
             } else {
-                lock(&partials).insert(step, partial);
+                lock(&partials).insert(serial, partial);
             }
         };
         // Outcomes of images, by stream index; the steps they completed, taken out.
@@ -304,9 +329,9 @@ impl EpochStream<'_> {
             let mut open = lock(&partials);
             let mut complete = Vec::new();
             for (index, outcome) in outcomes {
-                let (step, k) = (index / batch_size, index % batch_size);
-                if open.get_mut(&step).is_some_and(|p| p.put(k, outcome)) {
-                    complete.extend(open.remove(&step));
+                let (serial, k) = (index / batch_size, index % batch_size);
+                if open.get_mut(&serial).is_some_and(|p| p.put(k, outcome)) {
+                    complete.extend(open.remove(&serial));
                 }
             }
             complete
@@ -339,14 +364,17 @@ impl EpochStream<'_> {
                     let (outcomes, ready) = copier.submit(&mut copies);
                     let complete = put_all(outcomes).into_iter();
                     complete
-                        .map(|partial| (partial.step, copier.close_up(partial, ready)))
+                        .map(|partial| {
+                            let key = (partial.pass, partial.step);
+                            (key, copier.close_up(partial, ready))
+                        })
                         .collect()
                 });
                 if last {
                     waits.submitted();
                 }
-                for (step, batch) in closed {
-                    send(step, batch);
+                for (key, batch) in closed {
+                    send(key, batch);
                 }
             };
             gpu.pipeline
@@ -357,10 +385,11 @@ impl EpochStream<'_> {
             waits.landing(|| {
                 let mut partials = lock(&partials);
                 let mut slots: HashMap<usize, &mut [u8]> = HashMap::new();
-                for (step, partial) in partials.iter_mut() {
+                for (serial, partial) in partials.iter_mut() {
                     if let Landing::Host(data) = &mut partial.data {
                         let chunks = data.bytes_mut().chunks_mut(slot_bytes.max(1));
-                        slots.extend(chunks.enumerate().map(|(k, c)| (step * batch_size + k, c)));
+                        let first = serial * batch_size;
+                        slots.extend(chunks.enumerate().map(|(k, c)| (first + k, c)));
                     }
                 }
                 let copies = placed
@@ -375,7 +404,7 @@ impl EpochStream<'_> {
         };
         let put = |index: usize, outcome: Result<Params>| {
             for partial in put_all(vec![(index, outcome)]) {
-                send(partial.step, Ok(partial.finish(shape)));
+                send((partial.pass, partial.step), Ok(partial.finish(shape)));
             }
         };
         let landed = |batches: &[crate::gpu::BatchStats]| {
@@ -418,11 +447,11 @@ impl DeviceCopier<'_> {
         let open = lock(partials);
         let mut placed = Vec::with_capacity(batch.tensors.len());
         for tensor in batch.tensors {
-            let (step, k) = (
+            let (serial, k) = (
                 tensor.index / self.batch_size,
                 tensor.index % self.batch_size,
             );
-            if !matches!(open.get(&step).map(|p| &p.data), Some(Landing::Device(_))) {
+            if !matches!(open.get(&serial).map(|p| &p.data), Some(Landing::Device(_))) {
                 continue;
             }
             if batch.buffer.is_none() || tensor.shape != self.shape {
@@ -431,7 +460,7 @@ impl DeviceCopier<'_> {
                 continue;
             }
             outcomes.push((tensor.index, Ok(tensor.params)));
-            placed.push((step, k, tensor.offset));
+            placed.push((serial, k, tensor.offset));
         }
         let (Some(from), false) = (batch.buffer, placed.is_empty()) else {
             return;
@@ -440,7 +469,7 @@ impl DeviceCopier<'_> {
             .encoder
             .get_or_insert_with(|| self.device.create_command_encoder(&Default::default()));
         for run in runs(placed, self.slot_bytes) {
-            if let Some(Landing::Device(array)) = open.get(&run.step).map(|p| &p.data) {
+            if let Some(Landing::Device(array)) = open.get(&run.serial).map(|p| &p.data) {
                 let (to, bytes) = (
                     run.first as u64 * self.slot_bytes,
                     run.slots * self.slot_bytes,
@@ -502,7 +531,8 @@ impl DeviceCopier<'_> {
 /// samples that went to the GPU together make one run.)
 #[derive(Debug, PartialEq)]
 struct Run {
-    step: usize,
+    /// The step's serial number in the stream.
+    serial: usize,
     /// The run's first slot of the step's array.
     first: usize,
     /// Its first tensor's first byte in the submission's buffer.
@@ -510,21 +540,22 @@ struct Run {
     slots: u64,
 }
 
-/// The runs of `placed`: each tensor's step, slot and first byte, in any order.
+/// The runs of `placed`: each tensor's step (by serial number), slot and first byte, in any
+/// order.
 fn runs(mut placed: Vec<(usize, usize, u64)>, slot_bytes: u64) -> Vec<Run> {
     placed.sort_by_key(|&(_, _, at)| at);
     let mut runs: Vec<Run> = Vec::new();
-    for (step, k, at) in placed {
+    for (serial, k, at) in placed {
         match runs.last_mut() {
             Some(run)
-                if run.step == step
+                if run.serial == serial
                     && run.first + run.slots as usize == k
                     && run.at + run.slots * slot_bytes == at =>
             {
                 run.slots += 1
             }
             _ => runs.push(Run {
-                step,
+                serial,
                 first: k,
                 at,
                 slots: 1,
@@ -542,9 +573,9 @@ fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 mod tests {
     use super::*;
 
-    fn run(step: usize, first: usize, at: u64, slots: u64) -> Run {
+    fn run(serial: usize, first: usize, at: u64, slots: u64) -> Run {
         Run {
-            step,
+            serial,
             first,
             at,
             slots,

@@ -186,7 +186,7 @@ impl DeviceRing {
         match &self.cuda {
             Some(link) => link.timeline.submit(&self.queue, commands),
             None => {
-                self.queue.submit([commands]);
+                crate::gpu::submit(&self.queue, [commands]);
                 0
             }
         }
@@ -273,7 +273,7 @@ impl DeviceArray {
         });
         let mut encoder = ring.device.create_command_encoder(&Default::default());
         encoder.copy_buffer_to_buffer(self.buffer(), 0, &readback, 0, size);
-        let submission = ring.queue.submit([encoder.finish()]);
+        let submission = crate::gpu::submit(&ring.queue, [encoder.finish()]);
         let len = self.len as usize;
         read_buffer(&ring.device, &readback, size, submission, |b| {
             b[..len].to_vec()

@@ -4,10 +4,12 @@
 //! sample's random parameters beside the tensors.
 //!
 //! Work runs ahead of the consumer: a feeder thread reads the samples (files in parallel, shards
-//! as streams). On the GPU one streaming call runs the whole epoch: decoding runs ahead across
-//! batch boundaries while the GPU makes the batches before, and each step's batch is put together
-//! in place as its images land, read back straight into the one array it is handed over in
-//! (`assemble`). On the CPU `prefetch` worker threads each make whole batches. Batches are
+//! as streams). On the GPU one streaming call runs the whole epoch, and on into the next (the
+//! epoch expected next is read and decoded while this one's last batches are made, so the GPU
+//! does not drain and fill again between epochs): decoding runs ahead across batch boundaries
+//! while the GPU makes the batches before, and each step's batch is put together in place as
+//! its images land, read back straight into the one array it is handed over in (`assemble`).
+//! On the CPU `prefetch` worker threads each make whole batches. Batches are
 //! handed over in order; each step's stats say how long the consumer waited for it and carry a
 //! warning when that passes a share of the step.
 
@@ -197,9 +199,44 @@ struct RawSample {
 
 /// A batch read, before decoding.
 struct RawBatch {
+    /// Which of the feeder's passes over the dataset it belongs to (see [`Done`]).
+    pass: u64,
+    /// That pass's epoch.
+    epoch: u64,
+    /// The step in the epoch.
     step: usize,
+    /// Its place among all the batches the feeder sent, whatever their pass.
+    serial: usize,
     samples: Vec<RawSample>,
     read: Duration,
+}
+
+/// What the feeder sends: batches read, and where each pass over the dataset ends.
+enum Raw {
+    Batch(RawBatch),
+    /// Pass `pass` ended after `steps` batches.
+    End {
+        pass: u64,
+        steps: usize,
+    },
+}
+
+/// What the workers hand the consumer. The feeder reads the dataset in passes: pass 0 is the
+/// epoch asked for; on the GPU it reads on into the epoch expected next (pass 1), and so on,
+/// so that one stream runs from epoch to epoch without draining the GPU in between.
+#[allow(
+    clippy::large_enum_variant,
+    reason = "a batch moves by value, as it always has; an end is one message a pass"
+)]
+enum Done {
+    /// Step `step` of pass `pass` (or why the step failed as a whole).
+    Batch {
+        pass: u64,
+        step: usize,
+        batch: Result<Batch>,
+    },
+    /// Pass `pass` had `steps` steps.
+    End { pass: u64, steps: usize },
 }
 
 enum Dataset {
@@ -220,6 +257,17 @@ pub struct Loader {
     /// Its device arrays, when it hands over on the device.
     device_arrays: Option<Arc<device_arrays::DeviceRing>>,
     handed_over: HandedOver,
+    /// On the GPU, the stream of the epoch last iterated to its end, running on into the epoch
+    /// expected next.
+    parked: Arc<Mutex<Parked>>,
+}
+
+/// A loader's GPU stream between epochs, and the epoch asked for last (which sets the epoch
+/// expected after the next).
+#[derive(Default)]
+struct Parked {
+    running: Option<Running>,
+    last_asked: Option<u64>,
 }
 
 impl Loader {
@@ -284,6 +332,7 @@ impl Loader {
             arrays: arrays::Ring::new(keep, pin),
             device_arrays: on_device.0,
             handed_over: on_device.1,
+            parked: Arc::default(),
         })
     }
 
@@ -351,12 +400,39 @@ impl Loader {
         self.len().map(|n| n == 0)
     }
 
-    /// Epoch `epoch`'s batches, in order; work starts at once. Iterate one epoch of a loader
-    /// at a time where it hands over in CUDA memory: a dropped epoch's stream winds down before
-    /// the next starts, but two epochs alive at once submit on one device side by side, and a
-    /// batch's timeline signal can then go with the other stream's submission, before its
-    /// copies have run.
+    /// Epoch `epoch`'s batches, in order; work starts at once. On the GPU the stream of an
+    /// epoch iterated to its end runs on into the epoch expected next (the one after it, or
+    /// the same again where the same epoch was asked for twice in a row), so that the GPU
+    /// does not drain and fill again between epochs; asking for another epoch stops it (and
+    /// waits for its stream to wind down).
     pub fn epoch(&self, epoch: u64) -> Epoch {
+        let on_gpu = matches!(*self.backend, Backend::Gpu(_));
+        let (parked, then) = {
+            let mut parked = lock(&self.parked);
+            let then = u64::from(parked.last_asked != Some(epoch));
+            parked.last_asked = Some(epoch);
+            (parked.running.take(), then)
+        };
+        let running = match parked {
+            Some(running) if running.epoch == epoch => {
+                // The feeder may read the pass after this one now (its receiver is gone only
+                // once it stopped).
+                let _ = running.pass_taken.send(());
+                running
+            }
+            other => {
+                // Stopped (and its stream wound down) before the next one starts.
+                drop(other);
+                self.start(epoch, on_gpu.then_some(then))
+            }
+        };
+        let park = on_gpu.then(|| Arc::clone(&self.parked));
+        Epoch::new(running, park, self.options.wait_warning)
+    }
+
+    /// Workers reading and making `epoch`, then, where `then` is given, the epochs `then`
+    /// apart after it, until they are stopped.
+    fn start(&self, epoch: u64, then: Option<u64>) -> Running {
         let prefetch = self.options.prefetch.max(1);
         let batch = self.options.batch_size.max(1);
         // On the GPU, files are read as far ahead as the stream decodes (two submissions), and
@@ -369,19 +445,29 @@ impl Loader {
             }
             Backend::Cpu => (batch, prefetch),
         };
-        let (raw_tx, raw_rx) = sync_channel::<RawBatch>(raw_room);
+        let (raw_tx, raw_rx) = sync_channel::<Raw>(raw_room);
+        let (pass_taken, passes_taken) = std::sync::mpsc::channel();
         let feeder = Feeder {
             dataset: Arc::clone(&self.dataset),
             options: self.options,
-            epoch,
+            first: epoch,
+            then,
+            passes_taken,
             read_ahead,
         };
         std::thread::spawn(move || feeder.run(&raw_tx));
-        let transform = Transform {
-            epoch,
-            ..self.transform
-        };
         let waits = Arc::new(StreamWaits::default());
+        let running = |done, stream_thread| Running {
+            pass: 0,
+            epoch,
+            then,
+            pass_taken: pass_taken.clone(),
+            done,
+            early: BTreeMap::new(),
+            ends: BTreeMap::new(),
+            stream_thread,
+            waits: Arc::clone(&waits),
+        };
         if let Backend::Gpu(gpu) = &*self.backend {
             // A submission's batches land together: room for all of them beside the
             // `prefetch` held ready, so that the thread feeding the GPU does not wait for the
@@ -395,10 +481,11 @@ impl Loader {
             let arrays = Arc::clone(&self.arrays);
             let device_arrays = self.device_arrays.clone();
             let (limits, size) = (self.limits, self.options.batch_size);
+            let transform = self.transform;
             let stream_waits = Arc::clone(&waits);
             let stream = std::thread::spawn(move || {
                 if let Backend::Gpu(gpu) = &*backend {
-                    let epoch = assemble::EpochStream {
+                    let stream = assemble::EpochStream {
                         gpu,
                         host: &arrays,
                         on_device: device_arrays.as_ref(),
@@ -407,33 +494,37 @@ impl Loader {
                         batch_size: size,
                         waits: &stream_waits,
                     };
-                    epoch.run(&raw_rx, &done_tx);
+                    stream.run(&raw_rx, &done_tx);
                 }
             });
-            let mut epoch = Epoch::new(done_rx, self.options.wait_warning, waits);
-            epoch.stream_thread = Some(stream);
-            return epoch;
+            return running(done_rx, Some(stream));
         }
         let (done_tx, done_rx) = sync_channel(prefetch);
         let raw_rx = Arc::new(Mutex::new(raw_rx));
         for _ in 0..prefetch {
             let (raw_rx, done_tx) = (Arc::clone(&raw_rx), done_tx.clone());
             let backend = Arc::clone(&self.backend);
-            let limits = self.limits;
+            let (transform, limits) = (self.transform, self.limits);
             std::thread::spawn(move || loop {
                 let raw = match raw_rx.lock() {
                     Ok(receiver) => receiver.recv(),
                     Err(_) => return,
                 };
-                let Ok(raw) = raw else { return };
-                let step = raw.step;
-                let batch = assemble::prepare(&backend, &transform, &limits, raw);
-                if done_tx.send((step, batch)).is_err() {
+                let done = match raw {
+                    Ok(Raw::Batch(raw)) => {
+                        let (pass, step) = (raw.pass, raw.step);
+                        let batch = assemble::prepare(&backend, &transform, &limits, raw);
+                        Done::Batch { pass, step, batch }
+                    }
+                    Ok(Raw::End { pass, steps }) => Done::End { pass, steps },
+                    Err(_) => return,
+                };
+                if done_tx.send(done).is_err() {
                     return;
                 }
             });
         }
-        Epoch::new(done_rx, self.options.wait_warning, waits)
+        running(done_rx, None)
     }
 }
 
@@ -503,47 +594,67 @@ fn on_device(
     Ok((None, handed))
 }
 
-/// Reads an epoch's samples in order and sends them as raw batches.
+/// Reads epochs' samples in order and sends them as raw batches, each epoch a pass.
 struct Feeder {
     dataset: Arc<Dataset>,
     options: LoaderOptions,
-    epoch: u64,
+    /// The epoch of the first pass.
+    first: u64,
+    /// How far each later pass's epoch lies after the one before; `None`: one pass only.
+    then: Option<u64>,
+    /// A message each time the consumer takes up a pass after the first: the feeder reads at
+    /// most one pass beyond the one being iterated, however small the passes.
+    passes_taken: Receiver<()>,
     /// Files read ahead of the batcher, at most (and at most [`READ_AHEAD_BYTES`]).
     read_ahead: usize,
 }
 
 impl Feeder {
-    fn run(self, out: &SyncSender<RawBatch>) {
-        let mut batcher = Batcher {
-            out,
-            size: self.options.batch_size,
-            drop_last: self.options.split.drop_last,
-            pending: Vec::new(),
-            step: 0,
-            started: Instant::now(),
-        };
-        match &*self.dataset {
-            Dataset::Items(items) => self.read_items(items, &mut batcher),
-            Dataset::Shards(shards) => self.read_shards(shards, &mut batcher),
+    /// Pass after pass, until the last or until the stream is gone.
+    fn run(self, out: &SyncSender<Raw>) {
+        let (mut pass, mut epoch, mut serial) = (0, self.first, 0);
+        loop {
+            // Gone: the workers were stopped.
+            if pass >= 2 && self.passes_taken.recv().is_err() {
+                return;
+            }
+            let mut batcher = Batcher {
+                out,
+                size: self.options.batch_size,
+                drop_last: self.options.split.drop_last,
+                pending: Vec::new(),
+                pass,
+                epoch,
+                step: 0,
+                serial,
+                started: Instant::now(),
+            };
+            match &*self.dataset {
+                Dataset::Items(items) => self.read_items(items, epoch, &mut batcher),
+                Dataset::Shards(shards) => self.read_shards(shards, epoch, &mut batcher),
+            }
+            let (ControlFlow::Continue(next), Some(then)) = (batcher.finish(), self.then) else {
+                return;
+            };
+            (pass, epoch, serial) = (pass + 1, epoch + then, next);
         }
-        batcher.finish();
     }
 
     /// The rank's indices of the epoch, files read in parallel, continuously, ahead of the
     /// batcher.
-    fn read_items(&self, items: &[dataset::Item], batcher: &mut Batcher) {
-        let indices = self.options.split.indices(items.len(), self.epoch);
+    fn read_items(&self, items: &[dataset::Item], epoch: u64, batcher: &mut Batcher) {
+        let indices = self.options.split.indices(items.len(), epoch);
         let ahead = (self.read_ahead, READ_AHEAD_BYTES);
         read_files(items, &indices, ahead, |s| batcher.push(s));
     }
 
     /// The epoch's shard order (shuffled when asked, then every `world_size`-th shard from the
     /// rank's, as webdataset's `split_by_node`), samples through the shuffle buffer.
-    fn read_shards(&self, shards: &[PathBuf], batcher: &mut Batcher) {
+    fn read_shards(&self, shards: &[PathBuf], epoch: u64, batcher: &mut Batcher) {
         let split = self.options.split;
         let mut order: Vec<usize> = (0..shards.len()).collect();
         if split.shuffle {
-            order::shuffle(&mut order, &mut split.stream(self.epoch));
+            order::shuffle(&mut order, &mut split.stream(epoch));
         }
         let mut buffer = ShuffleBuffer {
             held: Vec::new(),
@@ -552,7 +663,7 @@ impl Feeder {
             } else {
                 0
             },
-            stream: split.buffer_stream(self.epoch),
+            stream: split.buffer_stream(epoch),
         };
         for &shard in order
             .iter()
@@ -739,13 +850,16 @@ impl ShuffleBuffer {
     }
 }
 
-/// Cuts the stream of samples into numbered batches.
+/// Cuts a pass's stream of samples into numbered batches.
 struct Batcher<'a> {
-    out: &'a SyncSender<RawBatch>,
+    out: &'a SyncSender<Raw>,
     size: usize,
     drop_last: bool,
     pending: Vec<RawSample>,
+    pass: u64,
+    epoch: u64,
     step: usize,
+    serial: usize,
     started: Instant,
 }
 
@@ -761,32 +875,46 @@ impl Batcher<'_> {
 
     fn send(&mut self) -> ControlFlow<()> {
         let batch = RawBatch {
+            pass: self.pass,
+            epoch: self.epoch,
             step: self.step,
+            serial: self.serial,
             samples: std::mem::take(&mut self.pending),
             read: self.started.elapsed(),
         };
         self.step += 1;
+        self.serial += 1;
         self.started = Instant::now();
-        match self.out.send(batch) {
+        self.sent(Raw::Batch(batch))
+    }
+
+    fn sent(&self, raw: Raw) -> ControlFlow<()> {
+        match self.out.send(raw) {
             Ok(()) => ControlFlow::Continue(()),
             Err(_) => ControlFlow::Break(()),
         }
     }
 
-    /// Sends the short last batch, unless dropped.
-    fn finish(mut self) {
+    /// Sends the short last batch (unless dropped) and the pass's end; the serial number of
+    /// the next pass's first batch, or `Break` once the consumer is gone.
+    fn finish(mut self) -> ControlFlow<(), usize> {
         if !self.pending.is_empty() && !self.drop_last {
-            let _ = self.send();
+            self.send()?;
         }
+        let (pass, steps) = (self.pass, self.step);
+        self.sent(Raw::End { pass, steps })?;
+        ControlFlow::Continue(self.serial)
     }
 }
 
-/// One epoch's batches, in order (an iterator); dropping it stops the work.
+/// One epoch's batches, in order (an iterator). Dropping it before its end stops the work;
+/// on the GPU, once iterated to its end, its stream goes back to the loader and runs on into
+/// the epoch expected next.
 pub struct Epoch {
-    done: Receiver<(usize, Result<Batch>)>,
-    /// The thread of the epoch's GPU stream, joined when the epoch is dropped.
-    stream_thread: Option<std::thread::JoinHandle<()>>,
-    waiting: BTreeMap<usize, Result<Batch>>,
+    /// The workers; `None` once the epoch is over.
+    running: Option<Running>,
+    /// Where the running stream goes at the epoch's end (on the GPU).
+    park: Option<Arc<Mutex<Parked>>>,
     next: usize,
     handed: Instant,
     started: Instant,
@@ -794,6 +922,70 @@ pub struct Epoch {
     waited: Duration,
     wait_warning: f64,
     stream: Arc<StreamWaits>,
+    /// The stream's counts when the epoch began (a stream serves epoch after epoch).
+    stream_at_start: StreamCounts,
+}
+
+/// The workers of a loader's passes over its dataset, and what they sent ahead of its turn.
+struct Running {
+    /// The pass the consumer takes batches of now, and its epoch.
+    pass: u64,
+    epoch: u64,
+    /// How far each pass's epoch lies after the one before; `None`: one pass only.
+    then: Option<u64>,
+    /// Tells the feeder that the consumer took up the next pass.
+    pass_taken: std::sync::mpsc::Sender<()>,
+    done: Receiver<Done>,
+    /// Batches received before their turn, by pass and step.
+    early: BTreeMap<(u64, usize), Result<Batch>>,
+    /// The passes whose end was received, with their steps.
+    ends: BTreeMap<u64, usize>,
+    /// The thread of the GPU stream, joined when the workers are stopped.
+    stream_thread: Option<std::thread::JoinHandle<()>>,
+    waits: Arc<StreamWaits>,
+}
+
+impl Running {
+    /// The current pass's batch of `step`; `None` once the pass is over (`Some(None)`) or the
+    /// workers have ended (`None`).
+    fn batch(&mut self, step: usize) -> Option<Option<Result<Batch>>> {
+        loop {
+            if let Some(batch) = self.early.remove(&(self.pass, step)) {
+                return Some(Some(batch));
+            }
+            if self.ends.get(&self.pass) == Some(&step) {
+                return Some(None);
+            }
+            match self.done.recv().ok()? {
+                Done::Batch { pass, step, batch } => {
+                    self.early.insert((pass, step), batch);
+                }
+                Done::End { pass, steps } => {
+                    self.ends.insert(pass, steps);
+                }
+            }
+        }
+    }
+}
+
+impl Drop for Running {
+    /// Stops the work and, on the GPU, waits for the stream to wind down (it lands what it has
+    /// in flight): a later stream then never submits on the device beside it, which a CUDA
+    /// hand-off needs, since its timeline's signal goes with the device's next submission
+    /// (`gpu::external::Timeline::submit`).
+    fn drop(&mut self) {
+        let Some(stream) = self.stream_thread.take() else {
+            return;
+        };
+        // With these gone, a feeder waiting for the consumer's pass to end stops, and the
+        // stream's next hand-over fails, so that it stops taking images.
+        drop(std::mem::replace(
+            &mut self.pass_taken,
+            std::sync::mpsc::channel().0,
+        ));
+        drop(std::mem::replace(&mut self.done, sync_channel(0).1));
+        let _ = stream.join();
+    }
 }
 
 /// An epoch so far.
@@ -837,6 +1029,34 @@ pub struct StreamWaited {
     /// For the GPU to finish a submission, with the next one already queued behind it (the
     /// GPU is the bottleneck).
     pub gpu: Duration,
+}
+
+/// A stream's counts at one moment: what it waited for, its submissions, packing and landing.
+#[derive(Clone, Copy, Debug, Default)]
+struct StreamCounts {
+    waited: StreamWaited,
+    submissions: usize,
+    packing: Duration,
+    landing: Duration,
+}
+
+impl StreamCounts {
+    /// What was added since `earlier`.
+    fn since(self, earlier: Self) -> Self {
+        let (a, b) = (self.waited, earlier.waited);
+        Self {
+            waited: StreamWaited {
+                samples: a.samples.saturating_sub(b.samples),
+                decoding: a.decoding.saturating_sub(b.decoding),
+                buffers: a.buffers.saturating_sub(b.buffers),
+                consumer: a.consumer.saturating_sub(b.consumer),
+                gpu: a.gpu.saturating_sub(b.gpu),
+            },
+            submissions: self.submissions.saturating_sub(earlier.submissions),
+            packing: self.packing.saturating_sub(earlier.packing),
+            landing: self.landing.saturating_sub(earlier.landing),
+        }
+    }
 }
 
 /// [`StreamWaited`] as the stream's thread adds to it while the consumer reads it.
@@ -905,14 +1125,19 @@ impl StreamWaits {
         out
     }
 
-    fn snapshot(&self) -> StreamWaited {
+    fn snapshot(&self) -> StreamCounts {
         let read = |c: &AtomicU64| Duration::from_nanos(c.load(Ordering::Relaxed));
-        StreamWaited {
-            samples: read(&self.samples),
-            decoding: read(&self.decoding),
-            buffers: read(&self.buffers),
-            consumer: read(&self.consumer),
-            gpu: read(&self.gpu),
+        StreamCounts {
+            waited: StreamWaited {
+                samples: read(&self.samples),
+                decoding: read(&self.decoding),
+                buffers: read(&self.buffers),
+                consumer: read(&self.consumer),
+                gpu: read(&self.gpu),
+            },
+            submissions: self.submissions.load(Ordering::Relaxed) as usize,
+            packing: read(&self.packing),
+            landing: read(&self.landing),
         }
     }
 }
@@ -924,23 +1149,20 @@ fn add_to(counter: &AtomicU64, time: Duration) {
 }
 
 impl Epoch {
-    fn new(
-        done: Receiver<(usize, Result<Batch>)>,
-        wait_warning: f64,
-        stream: Arc<StreamWaits>,
-    ) -> Self {
+    fn new(running: Running, park: Option<Arc<Mutex<Parked>>>, wait_warning: f64) -> Self {
         let now = Instant::now();
+        let stream = Arc::clone(&running.waits);
         Self {
-            done,
-            stream_thread: None,
-            waiting: BTreeMap::new(),
+            stream_at_start: stream.snapshot(),
+            stream,
+            running: Some(running),
+            park,
             next: 0,
             handed: now,
             started: now,
             images: 0,
             waited: Duration::ZERO,
             wait_warning,
-            stream,
         }
     }
 
@@ -948,32 +1170,33 @@ impl Epoch {
     pub fn stats(&self) -> EpochStats {
         let elapsed = self.started.elapsed();
         let seconds = elapsed.as_secs_f64().max(1e-9);
+        let stream = self.stream.snapshot().since(self.stream_at_start);
         EpochStats {
             images: self.images,
             elapsed,
             images_per_second: self.images as f64 / seconds,
             data_wait_share: self.waited.as_secs_f64() / seconds,
-            stream: self.stream.snapshot(),
-            submissions: self.stream.submissions.load(Ordering::Relaxed) as usize,
-            packing: Duration::from_nanos(self.stream.packing.load(Ordering::Relaxed)),
-            landing: Duration::from_nanos(self.stream.landing.load(Ordering::Relaxed)),
+            stream: stream.waited,
+            submissions: stream.submissions,
+            packing: stream.packing,
+            landing: stream.landing,
         }
     }
-}
 
-impl Drop for Epoch {
-    /// Stops the work and, on the GPU, waits for the epoch's stream to wind down (it lands what
-    /// it has in flight): a later epoch's stream then never submits on the device beside it,
-    /// which a CUDA hand-off needs, since its timeline's signal goes with the device's next
-    /// submission (`gpu::external::Timeline::submit`).
-    fn drop(&mut self) {
-        let Some(stream) = self.stream_thread.take() else {
+    /// The epoch is over: on the GPU its workers go back to the loader for the next pass
+    /// (replacing, and so stopping, any parked there before); elsewhere they stop.
+    fn end(&mut self) {
+        let Some(mut running) = self.running.take() else {
             return;
         };
-        // With the receiver gone, the stream's next hand-over fails and it stops taking images.
-        let (_, closed) = sync_channel(0);
-        drop(std::mem::replace(&mut self.done, closed));
-        let _ = stream.join();
+        let (Some(park), Some(then)) = (&self.park, running.then) else {
+            return;
+        };
+        running.ends.remove(&running.pass);
+        running.pass += 1;
+        running.epoch += then;
+        let replaced = lock(park).running.replace(running);
+        drop(replaced);
     }
 }
 
@@ -982,16 +1205,16 @@ impl Iterator for Epoch {
 
     fn next(&mut self) -> Option<Self::Item> {
         let asked = Instant::now();
-        let batch = loop {
-            if let Some(batch) = self.waiting.remove(&self.next) {
-                break batch;
+        let batch = match self.running.as_mut()?.batch(self.next) {
+            Some(Some(batch)) => batch,
+            Some(None) => {
+                self.end();
+                return None;
             }
-            match self.done.recv() {
-                Ok((step, batch)) => {
-                    self.waiting.insert(step, batch);
-                }
-                // Every worker has ended: the epoch is over.
-                Err(_) => return None,
+            // Every worker has ended.
+            None => {
+                self.running = None;
+                return None;
             }
         };
         let now = Instant::now();

@@ -11,6 +11,14 @@ use crate::transform::{ColorJitter, RandomErasing, RandomResizedCrop, Transform}
 pub enum Sample {
     /// Drawn for this sample index, with the transform's seed and epoch.
     Index(u64),
+    /// Drawn for this sample index in this epoch, with the transform's seed: a loader's stream
+    /// that runs on from one epoch into the next makes images of both.
+    InEpoch {
+        /// The epoch the sample is drawn for.
+        epoch: u64,
+        /// The sample index.
+        index: u64,
+    },
     /// Given: every random operation of the transform must have its parameter.
     Given(Params),
 }
@@ -149,18 +157,17 @@ impl Params {
         sample: &Sample,
         size: (usize, usize),
     ) -> Result<Self, String> {
-        match sample {
-            Sample::Index(index) => Ok(Self::draw(
-                transform,
-                SampleKey {
-                    seed: transform.seed,
-                    epoch: transform.epoch,
-                    index: *index,
-                },
-                size,
-            )),
-            Sample::Given(params) => params.check(transform, size).map(|()| params.clone()),
-        }
+        let (epoch, index) = match sample {
+            Sample::Index(index) => (transform.epoch, *index),
+            Sample::InEpoch { epoch, index } => (*epoch, *index),
+            Sample::Given(params) => return params.check(transform, size).map(|()| params.clone()),
+        };
+        let seed = transform.seed;
+        Ok(Self::draw(
+            transform,
+            SampleKey { seed, epoch, index },
+            size,
+        ))
     }
 
     /// Draws the parameters for `key`, each operation from its own stream. `RandomErasing`'s
