@@ -7,7 +7,8 @@ usage: python3 tools/cuda_handoff.py DIR [--batch 64] [--epochs 4] [--check 256]
 - check: one epoch of the first --check files through Loader(device="cuda") and through the host
   path (device=None), batch for batch: the CUDA tensors must be the host arrays' bits;
 - loader: --epochs epochs of DIR, each batch consumed by a kernel on torch's current stream
-  (its sum), median epoch after the first: images per second, beside the host path copied up;
+  (its sum): images per second of each epoch, their median after the first, and the steady rate
+  (from the second epoch's start to the last one's end), beside the host path copied up;
 - taken: the same, each batch only taken (no kernel), to see what the loop itself costs;
 - batches: the same, each batch taken as gpuprep hands it over (`Loader.batches()`), never made
   a torch tensor: no CUDA work at all, to see what torch's side costs;
@@ -65,12 +66,18 @@ def epochs(loader, n, consume="sum"):
     """Images per second of each epoch, every batch consumed by a kernel on the current stream
     ("sum"), only taken as torch tensors ("take"), or taken as gpuprep hands them over, not
     touched by torch ("batches": no CUDA work at all). `loader.waits` keeps each epoch's wall
-    time and what gpuprep's GPU stream waited for (seconds)."""
+    time and what gpuprep's GPU stream waited for (seconds); `loader.steady` the images per second
+    from the second epoch's start to the last one's end (gaps between epochs included: a stream
+    that runs on makes the next epoch's first batches while one ends, so single epochs' rates
+    alone would count that work twice or not at all)."""
     rates, loader.waits = [], []
     total = torch.zeros((), device="cuda")
+    steady_start, steady_images = None, 0
     for epoch in range(n):
         loader.set_epoch(epoch)
         start, images_seen = time.perf_counter(), 0
+        if epoch == 1:
+            steady_start = start
         for item in loader.batches() if consume == "batches" else loader:
             if consume == "batches":
                 images_seen += len(item["indices"])
@@ -80,8 +87,12 @@ def epochs(loader, n, consume="sum"):
                 total += images.sum()
             images_seen += images.shape[0]
         torch.cuda.synchronize()
-        wall = time.perf_counter() - start
+        end = time.perf_counter()
+        wall = end - start
         rates.append(images_seen / wall)
+        if epoch >= 1:
+            steady_images += images_seen
+            loader.steady = steady_images / (end - steady_start)
         stats = loader.stats
         waited = stats.get("epoch_stream_waited_s", {})
         loader.waits.append({"wall": round(wall, 4), **{k: round(v, 4) for k, v in waited.items()},
@@ -167,18 +178,25 @@ def dali(files, batch, mode, n_epochs):
     p.build()
     it = DALIGenericIterator([p], ["images", "labels"], reader_name="reader",
                              last_batch_policy=LastBatchPolicy.PARTIAL, auto_reset=True)
-    rates = []
+    rates, steady_start, steady_images = [], None, 0
     total = torch.zeros((), device="cuda")
-    for _ in range(n_epochs):
+    for epoch in range(n_epochs):
         start, seen = time.perf_counter(), 0
+        if epoch == 1:
+            steady_start = start
         for data in it:
             images = data[0]["images"]
             total += images.sum()
             seen += images.shape[0]
         torch.cuda.synchronize()
-        rates.append(seen / (time.perf_counter() - start))
+        end = time.perf_counter()
+        rates.append(seen / (end - start))
+        if epoch >= 1:
+            steady_images += seen
+            steady = steady_images / (end - steady_start)
     log(what=f"dali_pytorch_iterator_{mode}", batch=batch, epochs_img_s=[round(r) for r in rates],
-        median_img_s=statistics.median(rates[1:] or rates), cuda_tensors=bool(images.is_cuda))
+        median_img_s=statistics.median(rates[1:] or rates), steady_img_s=round(steady),
+        cuda_tensors=bool(images.is_cuda))
 
 
 def main():
@@ -203,22 +221,24 @@ def main():
     if "loader" not in skip:
         rates = epochs(cuda, args.epochs)
         log(what="loader_cuda", epochs_img_s=[round(r) for r in rates],
-            median_img_s=statistics.median(rates[1:]), handed_over=cuda.handed_over,
-            stream_waited_s=cuda.waits)
+            median_img_s=statistics.median(rates[1:]), steady_img_s=round(cuda.steady),
+            handed_over=cuda.handed_over, stream_waited_s=cuda.waits)
         host = gpuprep.Loader(files, t, args.batch, backend="gpu", pin_memory=True)
         up = _copied_up(host)
         rates = epochs(up, args.epochs)
         log(what="loader_host_copied_up", epochs_img_s=[round(r) for r in rates],
-            median_img_s=statistics.median(rates[1:]), memory=host.memory,
+            median_img_s=statistics.median(rates[1:]), steady_img_s=round(up.steady), memory=host.memory,
             stream_waited_s=up.waits)
     if "taken" not in skip:
         rates = epochs(cuda, args.epochs, consume="take")
         log(what="loader_cuda_taken_only", epochs_img_s=[round(r) for r in rates],
-            median_img_s=statistics.median(rates[1:]), stream_waited_s=cuda.waits)
+            median_img_s=statistics.median(rates[1:]), steady_img_s=round(cuda.steady),
+            stream_waited_s=cuda.waits)
     if "batches" not in skip:
         rates = epochs(cuda, args.epochs, consume="batches")
         log(what="loader_cuda_batches_untouched", epochs_img_s=[round(r) for r in rates],
-            median_img_s=statistics.median(rates[1:]), stream_waited_s=cuda.waits)
+            median_img_s=statistics.median(rates[1:]), steady_img_s=round(cuda.steady),
+            stream_waited_s=cuda.waits)
     if "profile" not in skip:
         profile(cuda)
     if "train" not in skip:

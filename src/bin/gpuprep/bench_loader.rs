@@ -11,9 +11,11 @@ use serde_json::json;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
-/// One epoch: its wall time, images handed over, and each step's stats.
+/// One epoch: its wall time (and when it began and ended), images handed over, and each step's
+/// stats.
 struct EpochRun {
     seconds: f64,
+    span: (Instant, Instant),
     images: usize,
     failed: usize,
     prepared: Vec<Duration>,
@@ -58,6 +60,14 @@ pub fn run(args: &BenchArgs, backend: Backend, files: &[gpuprep::convert::Input]
     let epochs: Vec<EpochRun> = (0..args.repeat.max(1) as u64)
         .map(|epoch| timed_epoch(&loader, transform.epoch + epoch, device.as_ref()))
         .collect();
+    // On the GPU the loader's stream runs on into the next epoch while one ends, so a single
+    // epoch's rate may hold work done in the one before: the steady rate runs from the second
+    // epoch's start to the last one's end.
+    let steady = epochs.get(1..).filter(|e| !e.is_empty()).map(|later| {
+        let images: usize = later.iter().map(|e| e.images).sum();
+        let span = later[later.len() - 1].span.1 - later[0].span.0;
+        images as f64 / span.as_secs_f64().max(1e-9)
+    });
     let mut rates: Vec<f64> = epochs.iter().map(|e| e.images as f64 / e.seconds).collect();
     rates.sort_by(f64::total_cmp);
     let best = epochs
@@ -72,6 +82,7 @@ pub fn run(args: &BenchArgs, backend: Backend, files: &[gpuprep::convert::Input]
         "failed": best.failed, "batch": args.batch, "prefetch": args.prefetch,
         "threads": rayon::current_num_threads(), "tensors": loader.handed_over().to_string(),
         "img_s": rates[rates.len() - 1], "img_s_median": rates[rates.len() / 2],
+        "img_s_steady": steady,
         "epochs": epochs.len(), "steps": best.prepared.len(),
         "prepare_p50_ms": prepared.get(prepared.len() / 2).copied().unwrap_or(0.0),
         "consumer_waited_ms": ms(best.waited), "wall_ms": best.seconds * 1e3,
@@ -102,6 +113,7 @@ fn timed_epoch(loader: &Loader, epoch: u64, device: Option<&gpuprep::wgpu::Devic
     let mut batches = loader.epoch(epoch);
     let mut run = EpochRun {
         seconds: 0.0,
+        span: (start, start),
         images: 0,
         failed: 0,
         prepared: Vec::new(),
@@ -129,7 +141,8 @@ fn timed_epoch(loader: &Loader, epoch: u64, device: Option<&gpuprep::wgpu::Devic
             run.failed = run.failed.max(1);
         }
     }
-    run.seconds = start.elapsed().as_secs_f64();
+    let end = Instant::now();
+    (run.seconds, run.span) = ((end - start).as_secs_f64(), (start, end));
     run.stats = batches.stats();
     run
 }
