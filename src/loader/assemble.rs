@@ -1,7 +1,8 @@
 //! Steps' batches made from their samples. On the CPU backend a worker thread makes a whole
 //! batch at once. On the GPU one stream runs the whole epoch (and on into the next), so that
-//! decoding runs ahead across batch boundaries and the GPU never waits for a batch to start: each step's batch is put
-//! together in place as its images land (in any order) and handed over once complete.
+//! decoding runs ahead across batch boundaries and the GPU never waits for a batch to start:
+//! each step's batch is put together in place as its images land (in any order) and handed
+//! over once complete.
 
 use super::arrays::{BatchArray, Ring};
 use super::device_arrays::{DeviceArray, DeviceRing};
@@ -193,7 +194,7 @@ impl Partial {
 /// batch_size + k` of the stream. Each step lands in an array: read back into one of `host`,
 /// or, with `on_device`, copied into a buffer of that ring on the device. What the stream's
 /// thread waits for goes to `waits`.
-pub(super) struct EpochStream<'a> {
+pub(super) struct LoaderStream<'a> {
     pub gpu: &'a GpuBackend,
     pub host: &'a Arc<Ring>,
     pub on_device: Option<&'a Arc<DeviceRing>>,
@@ -203,7 +204,7 @@ pub(super) struct EpochStream<'a> {
     pub waits: &'a StreamWaits,
 }
 
-impl EpochStream<'_> {
+impl LoaderStream<'_> {
     /// The raw batches `raw` gives, each step's batch sent to `done` once all its images have
     /// landed, and each pass's end; ends when `raw` does or `done`'s receiver is gone.
     pub fn run(&self, raw: &Receiver<Raw>, done: &SyncSender<Done>) {

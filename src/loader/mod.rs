@@ -485,7 +485,7 @@ impl Loader {
             let stream_waits = Arc::clone(&waits);
             let stream = std::thread::spawn(move || {
                 if let Backend::Gpu(gpu) = &*backend {
-                    let stream = assemble::EpochStream {
+                    let stream = assemble::LoaderStream {
                         gpu,
                         host: &arrays,
                         on_device: device_arrays.as_ref(),
