@@ -477,9 +477,9 @@ fn other_formats_convert_and_the_pixel_path_is_counted() {
 }
 
 /// `bench --loader --keep-on-gpu` times the loader handing its batches over in buffers of the
-/// GPU: every file of each epoch converted, what its stream waited for (the GPU at least), its
-/// submissions (at least one image each), its packing time and the time its copies into the
-/// batches' buffers took (landing); on the CPU backend it is refused.
+/// GPU: every file of each epoch converted; for a mean epoch, what its stream waited for (the
+/// GPU at least), its submissions (at least one image each), its packing time and the time its
+/// copies into the batches' buffers took (landing); on the CPU backend it is refused.
 #[test]
 fn bench_times_the_loader_keeping_its_batches_on_the_gpu() {
     let run = |backend: &str| {
@@ -509,10 +509,11 @@ fn bench_times_the_loader_keeping_its_batches_on_the_gpu() {
         line["stream_waited_ms"]["gpu"].as_f64().unwrap() > 0.0,
         "{line}"
     );
-    let submissions = line["submissions"].as_u64().unwrap();
-    // The stream's first batches are small and it submits what is decoded, so the count
-    // depends on timing: between one and the epoch's six images.
-    assert!((1..=6).contains(&submissions), "{line}");
+    // A mean epoch's: the stream's first batches are small and it submits what is decoded, so
+    // the count depends on timing: between one and six in all (an epoch's six images), and the
+    // second epoch may have been made while the first ended.
+    let submissions = line["submissions"].as_f64().unwrap();
+    assert!((0.5..=6.0).contains(&submissions), "{line}");
     assert!(line["packing_ms"].as_f64().unwrap() > 0.0, "{line}");
     assert!(line["landing_ms"].as_f64().unwrap() > 0.0, "{line}");
     let refused = run("cpu");

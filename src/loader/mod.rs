@@ -467,6 +467,7 @@ impl Loader {
             ends: BTreeMap::new(),
             stream_thread,
             waits: Arc::clone(&waits),
+            counted: StreamCounts::default(),
         };
         if let Backend::Gpu(gpu) = &*self.backend {
             // A submission's batches land together: room for all of them beside the
@@ -922,7 +923,8 @@ pub struct Epoch {
     waited: Duration,
     wait_warning: f64,
     stream: Arc<StreamWaits>,
-    /// The stream's counts when the epoch began (a stream serves epoch after epoch).
+    /// The stream's counts when the epoch began: when the epoch before it ended, where a stream
+    /// ran on from it (its work between the two counts for this one).
     stream_at_start: StreamCounts,
 }
 
@@ -943,6 +945,8 @@ struct Running {
     /// The thread of the GPU stream, joined when the workers are stopped.
     stream_thread: Option<std::thread::JoinHandle<()>>,
     waits: Arc<StreamWaits>,
+    /// The stream's counts when its last epoch ended (zero before the first).
+    counted: StreamCounts,
 }
 
 impl Running {
@@ -1153,7 +1157,7 @@ impl Epoch {
         let now = Instant::now();
         let stream = Arc::clone(&running.waits);
         Self {
-            stream_at_start: stream.snapshot(),
+            stream_at_start: running.counted,
             stream,
             running: Some(running),
             park,
@@ -1195,6 +1199,7 @@ impl Epoch {
         running.ends.remove(&running.pass);
         running.pass += 1;
         running.epoch += then;
+        running.counted = self.stream.snapshot();
         let replaced = lock(park).running.replace(running);
         drop(replaced);
     }

@@ -74,7 +74,10 @@ pub fn run(args: &BenchArgs, backend: Backend, files: &[gpuprep::convert::Input]
         .iter()
         .min_by(|a, b| a.seconds.total_cmp(&b.seconds))
         .expect("at least one epoch");
-    let (stats, stream) = (best.stats, best.stats.stream);
+    // What the stream did, for a mean epoch: its work runs on from one epoch into the next, so
+    // the best epoch alone may show none of it.
+    let mean = MeanEpoch::of(&epochs);
+    let stream = mean.waited;
     let mut prepared: Vec<f64> = best.prepared.iter().map(|d| ms(*d)).collect();
     prepared.sort_by(f64::total_cmp);
     let line = json!({
@@ -90,8 +93,8 @@ pub fn run(args: &BenchArgs, backend: Backend, files: &[gpuprep::convert::Input]
             "samples": ms(stream.samples), "decoding": ms(stream.decoding),
             "buffers": ms(stream.buffers), "consumer": ms(stream.consumer), "gpu": ms(stream.gpu),
         },
-        "submissions": stats.submissions, "packing_ms": ms(stats.packing),
-        "landing_ms": ms(stats.landing),
+        "submissions": mean.submissions, "packing_ms": ms(mean.packing),
+        "landing_ms": ms(mean.landing),
         "memory": (!args.keep_on_gpu).then(|| loader.memory().to_string()), "batch_arrays_made": loader.arrays_made(),
     });
     out!("{line}");
@@ -145,4 +148,35 @@ fn timed_epoch(loader: &Loader, epoch: u64, device: Option<&gpuprep::wgpu::Devic
     (run.seconds, run.span) = ((end - start).as_secs_f64(), (start, end));
     run.stats = batches.stats();
     run
+}
+
+/// The stream's figures of a mean epoch: what each epoch's stats counted, summed and divided by
+/// the epochs (each epoch counts from the end of the one before, so the sum is the whole run).
+struct MeanEpoch {
+    waited: gpuprep::loader::StreamWaited,
+    submissions: f64,
+    packing: Duration,
+    landing: Duration,
+}
+
+impl MeanEpoch {
+    fn of(epochs: &[EpochRun]) -> Self {
+        let n = epochs.len().max(1) as u32;
+        let sum = |f: &dyn Fn(&EpochStats) -> Duration| -> Duration {
+            epochs.iter().map(|e| f(&e.stats)).sum::<Duration>() / n
+        };
+        Self {
+            waited: gpuprep::loader::StreamWaited {
+                samples: sum(&|s| s.stream.samples),
+                decoding: sum(&|s| s.stream.decoding),
+                buffers: sum(&|s| s.stream.buffers),
+                consumer: sum(&|s| s.stream.consumer),
+                gpu: sum(&|s| s.stream.gpu),
+            },
+            submissions: epochs.iter().map(|e| e.stats.submissions).sum::<usize>() as f64
+                / f64::from(n),
+            packing: sum(&|s| s.packing),
+            landing: sum(&|s| s.landing),
+        }
+    }
 }
