@@ -481,9 +481,22 @@ fn gpu_batches_held_keep_their_arrays_and_dropped_ones_are_reused() {
     assert!(made <= 3 * (n / 2), "{made} arrays for {n} images");
 }
 
+/// Batches of `batch_size`, shuffled from `seed`, on one process.
+fn shuffled(seed: u64, batch_size: usize) -> LoaderOptions {
+    LoaderOptions {
+        split: Split {
+            shuffle: true,
+            seed,
+            rank: 0,
+            world_size: 1,
+            drop_last: false,
+        },
+        ..LoaderOptions::new(batch_size)
+    }
+}
+
 /// The batches of `loader`'s epoch `epoch`, each as (indices, its bytes) however it was handed
 /// over: a host array's bytes, or a device buffer's read back.
-#[cfg(target_os = "linux")]
 fn epoch_bytes(loader: &Loader, epoch: u64) -> Vec<(Vec<u64>, Vec<u8>)> {
     loader
         .epoch(epoch)
@@ -517,14 +530,7 @@ fn device_batches_equal_host_batches_and_keep_the_rings_rules() {
     let make = |handoff| {
         let options = LoaderOptions {
             handoff,
-            split: Split {
-                shuffle: true,
-                seed: 3,
-                rank: 0,
-                world_size: 1,
-                drop_last: false,
-            },
-            ..LoaderOptions::new(3)
+            ..shuffled(3, 3)
         };
         let source = Source::ImageFolder(root.clone());
         Loader::new(source, &train(), Backend::gpu().unwrap(), &limits, options).unwrap()
@@ -612,38 +618,21 @@ fn a_gpu_stream_running_on_between_epochs_keeps_each_epochs_batches() {
     let (root, n) = photo_tree("photos-running-on");
     let limits = Limits::default();
     let make = |backend| {
-        let options = LoaderOptions {
-            split: Split {
-                shuffle: true,
-                seed: 5,
-                rank: 0,
-                world_size: 1,
-                drop_last: false,
-            },
-            ..LoaderOptions::new(5)
-        };
         let source = Source::ImageFolder(root.clone());
-        Loader::new(source, &train(), backend, &limits, options).unwrap()
-    };
-    let batches = |loader: &Loader, epoch| -> Vec<(Vec<u64>, Vec<u8>)> {
-        let batches = loader.epoch(epoch).map(|batch| {
-            let batch = batch.unwrap();
-            assert!(batch.failed.is_empty(), "{:?}", batch.failed);
-            (batch.indices.clone(), batch.data.as_bytes().to_vec())
-        });
-        batches.collect()
+        Loader::new(source, &train(), backend, &limits, shuffled(5, 5)).unwrap()
     };
     let (gpu, cpu) = (make(Backend::gpu().unwrap()), make(Backend::Cpu));
     // In sequence, then the same epoch three times, then back to an earlier one and on.
     for epoch in [0, 1, 2, 3, 3, 3, 1, 2] {
-        let expected = batches(&cpu, epoch);
+        let expected = epoch_bytes(&cpu, epoch);
+        // Every sample in the batches: none failed.
         assert_eq!(expected.iter().map(|(i, _)| i.len()).sum::<usize>(), n);
-        assert!(batches(&gpu, epoch) == expected, "epoch {epoch}");
+        assert!(epoch_bytes(&gpu, epoch) == expected, "epoch {epoch}");
     }
     // An epoch left after its first batch, then the one it would have run on into.
     let first = gpu.epoch(4).next().unwrap().unwrap();
-    assert!(first.data.as_bytes() == batches(&cpu, 4)[0].1.as_slice());
+    assert!(first.data.as_bytes() == epoch_bytes(&cpu, 4)[0].1.as_slice());
     drop(first);
-    assert!(batches(&gpu, 5) == batches(&cpu, 5), "epoch 5");
-    assert_ne!(batches(&cpu, 5), batches(&cpu, 6), "epochs differ");
+    assert!(epoch_bytes(&gpu, 5) == epoch_bytes(&cpu, 5), "epoch 5");
+    assert_ne!(epoch_bytes(&cpu, 5), epoch_bytes(&cpu, 6), "epochs differ");
 }

@@ -11,10 +11,8 @@ use serde_json::json;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
-/// One epoch: its wall time (and when it began and ended), images handed over, and each step's
-/// stats.
+/// One epoch: when it began and ended, images handed over, and each step's stats.
 struct EpochRun {
-    seconds: f64,
     span: (Instant, Instant),
     images: usize,
     failed: usize,
@@ -68,11 +66,14 @@ pub fn run(args: &BenchArgs, backend: Backend, files: &[gpuprep::convert::Input]
         let span = later[later.len() - 1].span.1 - later[0].span.0;
         images as f64 / span.as_secs_f64().max(1e-9)
     });
-    let mut rates: Vec<f64> = epochs.iter().map(|e| e.images as f64 / e.seconds).collect();
+    let mut rates: Vec<f64> = epochs
+        .iter()
+        .map(|e| e.images as f64 / e.seconds())
+        .collect();
     rates.sort_by(f64::total_cmp);
     let best = epochs
         .iter()
-        .min_by(|a, b| a.seconds.total_cmp(&b.seconds))
+        .min_by(|a, b| a.seconds().total_cmp(&b.seconds()))
         .expect("at least one epoch");
     // What the stream did, for a mean epoch: its work runs on from one epoch into the next, so
     // the best epoch alone may show none of it.
@@ -88,7 +89,7 @@ pub fn run(args: &BenchArgs, backend: Backend, files: &[gpuprep::convert::Input]
         "img_s_steady": steady,
         "epochs": epochs.len(), "steps": best.prepared.len(),
         "prepare_p50_ms": prepared.get(prepared.len() / 2).copied().unwrap_or(0.0),
-        "consumer_waited_ms": ms(best.waited), "wall_ms": best.seconds * 1e3,
+        "consumer_waited_ms": ms(best.waited), "wall_ms": best.seconds() * 1e3,
         "stream_waited_ms": {
             "samples": ms(stream.samples), "decoding": ms(stream.decoding),
             "buffers": ms(stream.buffers), "consumer": ms(stream.consumer), "gpu": ms(stream.gpu),
@@ -115,7 +116,6 @@ fn timed_epoch(loader: &Loader, epoch: u64, device: Option<&gpuprep::wgpu::Devic
     let start = Instant::now();
     let mut batches = loader.epoch(epoch);
     let mut run = EpochRun {
-        seconds: 0.0,
         span: (start, start),
         images: 0,
         failed: 0,
@@ -144,10 +144,16 @@ fn timed_epoch(loader: &Loader, epoch: u64, device: Option<&gpuprep::wgpu::Devic
             run.failed = run.failed.max(1);
         }
     }
-    let end = Instant::now();
-    (run.seconds, run.span) = ((end - start).as_secs_f64(), (start, end));
+    run.span = (start, Instant::now());
     run.stats = batches.stats();
     run
+}
+
+impl EpochRun {
+    /// Its wall time.
+    fn seconds(&self) -> f64 {
+        (self.span.1 - self.span.0).as_secs_f64()
+    }
 }
 
 /// The stream's figures of a mean epoch: what each epoch's stats counted, summed and divided by
@@ -162,21 +168,21 @@ struct MeanEpoch {
 impl MeanEpoch {
     fn of(epochs: &[EpochRun]) -> Self {
         let n = epochs.len().max(1) as u32;
-        let sum = |f: &dyn Fn(&EpochStats) -> Duration| -> Duration {
+        let mean = |f: &dyn Fn(&EpochStats) -> Duration| -> Duration {
             epochs.iter().map(|e| f(&e.stats)).sum::<Duration>() / n
         };
         Self {
             waited: gpuprep::loader::StreamWaited {
-                samples: sum(&|s| s.stream.samples),
-                decoding: sum(&|s| s.stream.decoding),
-                buffers: sum(&|s| s.stream.buffers),
-                consumer: sum(&|s| s.stream.consumer),
-                gpu: sum(&|s| s.stream.gpu),
+                samples: mean(&|s| s.stream.samples),
+                decoding: mean(&|s| s.stream.decoding),
+                buffers: mean(&|s| s.stream.buffers),
+                consumer: mean(&|s| s.stream.consumer),
+                gpu: mean(&|s| s.stream.gpu),
             },
             submissions: epochs.iter().map(|e| e.stats.submissions).sum::<usize>() as f64
                 / f64::from(n),
-            packing: sum(&|s| s.packing),
-            landing: sum(&|s| s.landing),
+            packing: mean(&|s| s.packing),
+            landing: mean(&|s| s.landing),
         }
     }
 }
