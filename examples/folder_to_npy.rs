@@ -21,6 +21,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         limits: Limits::default(),
         backend: &backend,
         progress: Some(&|done, total| eprintln!("{done} of {total} images")),
+        stop: None,
     };
     let files = convert::find_inputs(&[folder.into()], false)?;
     let destination = Destination::from_path(out.into());

@@ -175,13 +175,7 @@ impl Backend {
         samples: Samples,
         limits: &Limits,
     ) -> Result<Stacked> {
-        let shape = transform.fixed_output_shape().ok_or_else(|| {
-            Error::Options(
-                "a stacked batch needs one output size (an exact resize, a crop or a random \
-                 resized crop)"
-                    .into(),
-            )
-        })?;
+        let shape = stacked_shape(transform, images.len(), limits)?;
         Ok(match self {
             Self::Cpu => {
                 let tensors = self.preprocess_samples(images, transform, samples, limits);
@@ -229,4 +223,40 @@ impl Backend {
             Self::Gpu(b) => format!("gpu: {} ({:?})", b.gpu.info.name, b.gpu.info.backend),
         }
     }
+}
+
+/// The shape of each tensor of a stacked batch of `images` through `transform`, once the
+/// transform is valid, each output within `limits.max_pixels` and the batch's array within
+/// [`crate::error::MAX_HELD_BYTES`]: checked before the array is allocated.
+pub(crate) fn stacked_shape(
+    transform: &Transform,
+    images: usize,
+    limits: &Limits,
+) -> Result<[usize; 3]> {
+    transform.validate().map_err(Error::Options)?;
+    let shape = transform.fixed_output_shape().ok_or_else(|| {
+        Error::Options(
+            "a stacked batch needs one output size (an exact resize, a crop or a random resized \
+             crop)"
+                .into(),
+        )
+    })?;
+    let (width, height) = transform.fixed_output_size().unwrap_or_default();
+    let (width, height) = (width as u64, height as u64);
+    if width.saturating_mul(height) > limits.max_pixels {
+        return Err(Error::OutputTooLarge {
+            width,
+            height,
+            limit: limits.max_pixels,
+        });
+    }
+    let bytes = shape
+        .iter()
+        .fold(transform.dtype.size() as u64, |n, &d| {
+            n.saturating_mul(d as u64)
+        })
+        .saturating_mul(images as u64);
+    let what = || format!("a stacked batch of {images} tensors of shape {shape:?}");
+    crate::error::check_held(what, bytes)?;
+    Ok(shape)
 }

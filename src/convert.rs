@@ -9,12 +9,10 @@ use rayon::prelude::*;
 use std::collections::HashMap;
 use std::fs;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 
 /// File extensions a directory input contributes (compared without case).
-pub const IMAGE_EXTENSIONS: [&str; 18] = [
-    "jpg", "jpeg", "jpe", "jfif", "jif", "png", "bmp", "gif", "tif", "tiff", "webp", "ico", "jp2",
-    "j2k", "jpc", "j2c", "jpf", "jpx",
-];
+pub use crate::formats::EXTENSIONS as IMAGE_EXTENSIONS;
 
 /// Images read and preprocessed together before their outputs are written (in input order), at
 /// most: bounds memory. The first chunks are smaller (16, 32, …), so that progress shows early
@@ -252,9 +250,17 @@ pub struct Job<'a> {
     /// Called with (images done, images in all) each time a chunk of outputs is written; `None`
     /// for silence.
     pub progress: Option<&'a (dyn Fn(usize, usize) + Sync)>,
+    /// Looked at before each chunk: once set (a signal handler sets it), the job stops, keeps
+    /// what it finished (a stacked array holds the rows done) and reports the inputs it did not
+    /// reach as [`Error::Interrupted`].
+    pub stop: Option<&'a AtomicBool>,
 }
 
 impl Job<'_> {
+    fn stopped(&self) -> bool {
+        self.stop.is_some_and(|s| s.load(Ordering::Relaxed))
+    }
+
     fn report_progress(&self, done: usize, total: usize) {
         if let Some(progress) = self.progress {
             progress(done, total);
@@ -291,6 +297,7 @@ pub fn convert(
 ) -> Result<Vec<ImageReport>, JobError> {
     job.transform.validate().map_err(Error::Options)?;
     destination.check()?;
+    remove_stale_partials(destination);
     let reports = match destination {
         Destination::Directory(dir) => convert_to_directory(files, dir, job)?,
         Destination::Stacked(file) => convert_to_stack(files, file, job)?,
@@ -312,6 +319,9 @@ fn convert_to_directory(
     fs::create_dir_all(dir).map_err(|e| cannot_write(dir, e))?;
     let mut reports = Vec::with_capacity(files.len());
     for (first, chunk) in chunks(files) {
+        if job.stopped() {
+            break;
+        }
         let tensors = job.load_many(first, chunk);
         let written: Vec<ImageReport> = chunk
             .par_iter()
@@ -345,7 +355,58 @@ fn convert_to_directory(
         reports.extend(written);
         job.report_progress(reports.len(), files.len());
     }
-    Ok(reports)
+    Ok(not_reached(reports, files))
+}
+
+/// `reports`, then each input after them reported as not reached (an interrupted job's).
+fn not_reached(mut reports: Vec<ImageReport>, files: &[Input]) -> Vec<ImageReport> {
+    let rest = files[reports.len()..].iter().map(|input| ImageReport {
+        file: input.path.clone(),
+        result: Err(Error::Interrupted),
+    });
+    reports.extend(rest);
+    reports
+}
+
+/// Removes what an interrupted earlier run left under `destination`: temporary files
+/// (`NAME.partial-PID`) of processes no longer running. A running job's stay.
+fn remove_stale_partials(destination: &Destination) {
+    let (folder, recursive) = match destination {
+        Destination::Directory(dir) => (dir.clone(), true),
+        Destination::Stacked(file) => match file.parent() {
+            Some(p) if !p.as_os_str().is_empty() => (p.to_path_buf(), false),
+            _ => (PathBuf::from("."), false),
+        },
+    };
+    let mut folders = vec![folder];
+    while let Some(folder) = folders.pop() {
+        let Ok(entries) = fs::read_dir(&folder) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            let path = entry.path();
+            let is_dir = entry.file_type().is_ok_and(|t| t.is_dir());
+            if is_dir && recursive {
+                folders.push(path);
+            } else if partial_of_a_dead_process(&path) {
+                let _ = fs::remove_file(&path);
+            }
+        }
+    }
+}
+
+/// Whether `path` is a temporary file ([`partial_path`]) of a process that is not running.
+/// Only where processes can be looked up (`/proc`); elsewhere none is taken for dead.
+fn partial_of_a_dead_process(path: &Path) -> bool {
+    let name = path.file_name().unwrap_or_default().to_string_lossy();
+    let Some((_, pid)) = name.rsplit_once(".partial-") else {
+        return false;
+    };
+    let Ok(pid) = pid.parse::<u32>() else {
+        return false;
+    };
+    let proc = Path::new("/proc");
+    proc.join("self").exists() && pid != std::process::id() && !proc.join(pid.to_string()).exists()
 }
 
 /// Writes `path` whole or not at all: into a temporary file beside it, renamed to `path` once
@@ -439,6 +500,9 @@ fn write_stack(
             .map_err(write_error)?;
     let mut reports = Vec::with_capacity(files.len());
     for (at, chunk) in chunks(files) {
+        if job.stopped() {
+            break;
+        }
         let tensors = match first.take() {
             Some(tensor) => vec![tensor],
             None => job.load_many(at, chunk),
@@ -463,7 +527,7 @@ fn write_stack(
         job.report_progress(reports.len(), files.len());
     }
     let to = stack.finish_into().map_err(write_error)?;
-    Ok((to, reports))
+    Ok((to, not_reached(reports, files)))
 }
 
 /// `<dir>/<input's name>.npy`.
@@ -509,13 +573,18 @@ pub fn report_json(reports: &[ImageReport], job: &Job) -> String {
                 Err(e) => {
                     entry["ok"] = false.into();
                     entry["error"] = e.to_string().into();
+                    entry["kind"] = e.kind_name().into();
                 }
             }
             entry
         })
         .collect();
+    let interrupted = reports
+        .iter()
+        .any(|r| matches!(r.result, Err(Error::Interrupted)));
     let report = serde_json::json!({
         "gpuprep": env!("CARGO_PKG_VERSION"),
+        "interrupted": interrupted,
         "backend": job.backend.describe(),
         "transform": transform_json(&job.transform),
         "limits": {

@@ -96,6 +96,17 @@ pub enum Error {
         /// The limit in force.
         limit: u64,
     },
+    /// What a call would hold at once (a stacked batch, the batches made ahead) passes the
+    /// memory gpuprep allows itself, checked before anything is allocated.
+    #[error("{what} would take {bytes} bytes, above the limit of {limit} bytes")]
+    MemoryTooLarge {
+        /// What would be allocated, in words.
+        what: String,
+        /// Its size.
+        bytes: u64,
+        /// The limit in force.
+        limit: u64,
+    },
     /// The file has more scans than [`crate::Limits::max_scans`].
     #[error("more than {limit} scans (a progressive-JPEG CPU bomb?)")]
     TooManyScans {
@@ -122,6 +133,13 @@ pub enum Error {
         /// Why.
         source: Arc<std::io::Error>,
     },
+    /// The job was interrupted (Ctrl-C, SIGTERM) before it reached this input.
+    #[error("not converted: the job was interrupted first")]
+    Interrupted,
+    /// gpuprep itself failed (a bug): a panic caught at the boundary of a call, with its
+    /// message, so that a caller gets an error rather than an abort.
+    #[error("internal error (a bug in gpuprep; please report it): {0}")]
+    Internal(String),
     /// An error about the file at `path`.
     #[error("{}: {source}", path.display())]
     InFile {
@@ -150,6 +168,62 @@ impl Error {
     pub(crate) fn corrupt(what: impl Into<String>) -> Self {
         Self::Corrupt(what.into())
     }
+
+    /// The error a caught panic stands for, with the panic's message.
+    pub fn from_panic(payload: &(dyn std::any::Any + Send)) -> Self {
+        let message = payload
+            .downcast_ref::<&str>()
+            .map(|s| (*s).to_string())
+            .or_else(|| payload.downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "a panic without a message".into());
+        Self::Internal(message)
+    }
+
+    /// The error's kind as the Python package names its exception (report.json's `kind`).
+    pub fn kind_name(&self) -> &'static str {
+        match self.kind() {
+            Self::Truncated(_) => "TruncatedError",
+            Self::Corrupt(_) | Self::NotJpeg(_) | Self::EmptyFile => "CorruptError",
+            Self::UnknownFormat(_) | Self::UnsupportedImage { .. } | Self::Unsupported(_) => {
+                "UnsupportedError"
+            }
+            Self::TooLarge { .. }
+            | Self::OutputTooLarge { .. }
+            | Self::TooManyScans { .. }
+            | Self::MemoryTooLarge { .. } => "TooLargeError",
+            Self::Options(_) => "OptionsError",
+            Self::NoGpu(_) | Self::Gpu(_) => "GpuError",
+            Self::Interrupted => "Interrupted",
+            Self::Internal(_) => "GpuprepError",
+            Self::Io(_) | Self::CannotWrite { .. } | Self::InFile { .. } => "ReadError",
+        }
+    }
+
+    /// The error itself, past the files it is about.
+    pub fn kind(&self) -> &Self {
+        match self {
+            Self::InFile { source, .. } => source.kind(),
+            other => other,
+        }
+    }
+}
+
+/// The memory gpuprep allows itself for what one call holds at once: a stacked batch's array,
+/// or a loader's batches made ahead. Sizes are checked against it before anything is allocated,
+/// so that a mistaken size (`batch_size=10**9`, a resize to 100000×100000) is an error, not an
+/// abort.
+pub const MAX_HELD_BYTES: u64 = 32 << 30;
+
+/// `Ok` when `bytes` of `what` fit in [`MAX_HELD_BYTES`].
+pub(crate) fn check_held(what: impl FnOnce() -> String, bytes: u64) -> Result<()> {
+    if bytes > MAX_HELD_BYTES {
+        return Err(Error::MemoryTooLarge {
+            what: what(),
+            bytes,
+            limit: MAX_HELD_BYTES,
+        });
+    }
+    Ok(())
 }
 
 /// What went wrong on the GPU, as wgpu said it. Cheap to clone: a batch's failure is each of

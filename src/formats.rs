@@ -26,6 +26,13 @@ pub struct Pixels {
     pub orientation: u8,
 }
 
+/// File extensions of the formats gpuprep decodes (lower case): what a folder given to
+/// `convert` contributes and which member of a WebDataset sample is its image.
+pub const EXTENSIONS: [&str; 18] = [
+    "jpg", "jpeg", "jpe", "jfif", "jif", "png", "bmp", "gif", "tif", "tiff", "webp", "ico", "jp2",
+    "j2k", "jpc", "j2c", "jpf", "jpx",
+];
+
 /// The formats besides JPEG, by the name errors use.
 pub const OTHER_FORMATS: [(ImageFormat, &str); 6] = [
     (ImageFormat::Png, "PNG"),

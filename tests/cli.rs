@@ -1061,3 +1061,66 @@ fn trivial_augment_is_recorded_and_replayed_through_pillow() {
         );
     }
 }
+
+/// SIGINT or SIGTERM stops a convert job at its next chunk: it keeps the rows it finished (a
+/// whole .npy of them), leaves no temporary file, writes the report (which says it was
+/// interrupted and names every input it did not reach) and exits 130; a later run removes the
+/// temporary files a killed run left.
+#[test]
+fn an_interrupted_convert_keeps_what_it_finished_and_leaves_no_temporary_file() {
+    let out = fresh_dir("interrupted");
+    std::fs::create_dir_all(&out).unwrap();
+    let stack = out.join("stack.npy");
+    // A temporary file of a process that is gone (pids stay below 2^22 on Linux).
+    let stale = out.join("stack.npy.partial-4194999");
+    std::fs::write(&stale, b"left by a killed run").unwrap();
+    let photo = data("photos/sklearn__china.jpg");
+    for signal in ["INT", "TERM"] {
+        let mut child = gpuprep()
+            .arg("convert")
+            .args(std::iter::repeat_n(&photo, 4000))
+            .args([
+                "--resize",
+                "64x64",
+                "--backend",
+                "cpu",
+                "--threads",
+                "1",
+                "--out",
+            ])
+            .arg(&stack)
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        // Past the first chunks (16, 32, …), well before the last.
+        std::thread::sleep(std::time::Duration::from_millis(1500));
+        let killed = Command::new("kill")
+            .args([format!("-{signal}"), child.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(killed.success());
+        let status = child.wait().unwrap();
+        assert_eq!(status.code(), Some(130), "SIG{signal}");
+        let left: Vec<String> = std::fs::read_dir(&out)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .filter(|name| name.contains(".partial-"))
+            .collect();
+        assert!(left.is_empty(), "SIG{signal}: {left:?}");
+        let report: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(out.join("stack.report.json")).unwrap())
+                .unwrap();
+        assert_eq!(report["interrupted"], true);
+        let images = report["images"].as_array().unwrap();
+        assert_eq!(images.len(), 4000);
+        let done = images.iter().take_while(|e| e["ok"] == true).count();
+        assert!(done > 0 && done < 4000, "SIG{signal}: {done} done");
+        assert!(images[done..]
+            .iter()
+            .all(|e| e["ok"] == false && e["kind"] == "Interrupted"));
+        let (shape, data) = read_u8_npy(&stack);
+        assert_eq!(shape, [done, 64, 64, 3], "SIG{signal}");
+        assert_eq!(data.len(), done * 64 * 64 * 3);
+    }
+    assert!(!stale.exists(), "the stale temporary file was removed");
+}

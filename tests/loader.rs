@@ -164,7 +164,7 @@ fn check_loader(backend: impl Fn() -> Backend, what: &str) {
             let source = Source::ImageFolder(root.clone());
             let limits = Limits::default();
             let loader = Loader::new(source, &transform, backend(), &limits, options).unwrap();
-            assert_eq!(loader.len(), Some(n.div_ceil(2).div_ceil(4)));
+            assert_eq!(loader.len(), n.div_ceil(2).div_ceil(4));
             let mut batches = 0;
             let mut running = loader.epoch(epoch);
             for batch in running.by_ref() {
@@ -191,7 +191,7 @@ fn check_loader(backend: impl Fn() -> Backend, what: &str) {
                 }
                 all.extend_from_slice(&batch.indices);
             }
-            assert_eq!(Some(batches), loader.len());
+            assert_eq!(batches, loader.len());
             // A GPU stream waits for the feeder's first samples and for its last submission
             // at least; the CPU backend has no stream.
             let stats = running.stats();
@@ -635,4 +635,221 @@ fn a_gpu_stream_running_on_between_epochs_keeps_each_epochs_batches() {
     drop(first);
     assert!(epoch_bytes(&gpu, 5) == epoch_bytes(&cpu, 5), "epoch 5");
     assert_ne!(epoch_bytes(&cpu, 5), epoch_bytes(&cpu, 6), "epochs differ");
+}
+
+/// WebDataset shards of `sizes` samples each, written with the tar crate: sample `k` of shard
+/// `s` is a test photo (by turns) with its `.cls` label `s`.
+fn shards_of(name: &str, sizes: &[usize]) -> Vec<PathBuf> {
+    let dir = scratch(name);
+    let photos: Vec<Vec<u8>> = ["mpl__grace_hopper.jpg", "exifsamples__kodak-dc240.jpg"]
+        .iter()
+        .map(|p| std::fs::read(photo(p)).unwrap())
+        .collect();
+    sizes
+        .iter()
+        .enumerate()
+        .map(|(s, &n)| {
+            let path = dir.join(format!("shard-{s:06}.tar"));
+            let mut tar = tar::Builder::new(std::fs::File::create(&path).unwrap());
+            for k in 0..n {
+                for (extension, bytes) in [
+                    ("jpg", photos[k % 2].clone()),
+                    ("cls", s.to_string().into_bytes()),
+                ] {
+                    let mut header = tar::Header::new_gnu();
+                    header.set_size(bytes.len() as u64);
+                    header.set_mode(0o644);
+                    header.set_cksum();
+                    let member = format!("s{s}k{k:04}.{extension}");
+                    tar.append_data(&mut header, member, bytes.as_slice())
+                        .unwrap();
+                }
+            }
+            tar.finish().unwrap();
+            path
+        })
+        .collect()
+}
+
+fn small() -> Transform {
+    Transform {
+        center_crop: Some((8, 8)),
+        ..Transform::default()
+    }
+}
+
+/// Shards go to ranks whole, yet every rank makes the same number of batches, `len()`, in
+/// every epoch, shuffled or not, with and without `drop_last` (a DDP job's collectives would
+/// otherwise wait for ever): a rank short of samples reads its shards again, one with more
+/// stops at the count every rank reads.
+#[test]
+fn every_rank_makes_the_same_batches_over_uneven_shards() {
+    let shards = shards_of("uneven-shards", &[10, 10, 10, 3, 7]);
+    for world_size in [2, 3, 4] {
+        for (shuffle, drop_last) in [(false, false), (false, true), (true, false), (true, true)] {
+            let loaders: Vec<Loader> = (0..world_size)
+                .map(|rank| {
+                    let options = LoaderOptions {
+                        split: Split {
+                            shuffle,
+                            seed: 3,
+                            rank,
+                            world_size,
+                            drop_last,
+                        },
+                        shuffle_buffer: 4,
+                        ..LoaderOptions::new(4)
+                    };
+                    let source = Source::Shards(shards.clone());
+                    Loader::new(source, &small(), Backend::Cpu, &Limits::default(), options)
+                        .unwrap()
+                })
+                .collect();
+            let per_rank = Split {
+                shuffle,
+                seed: 3,
+                rank: 0,
+                world_size,
+                drop_last,
+            }
+            .per_rank(40);
+            for epoch in 0..3 {
+                let mut seen = std::collections::BTreeSet::new();
+                for loader in &loaders {
+                    let batches: Vec<Batch> = loader.epoch(epoch).map(Result::unwrap).collect();
+                    let what = format!("world {world_size}, {shuffle}/{drop_last}, {epoch}");
+                    assert_eq!(loader.samples_per_epoch(), per_rank, "{what}");
+                    assert_eq!(batches.len(), loader.len(), "{what}");
+                    let samples: usize = batches.iter().map(|b| b.indices.len()).sum();
+                    let full = if drop_last {
+                        per_rank / 4 * 4
+                    } else {
+                        per_rank
+                    };
+                    assert_eq!(samples, full, "{what}");
+                    assert!(batches.iter().all(|b| b.failed.is_empty()), "{what}");
+                    for batch in &batches {
+                        for (&index, &label) in batch.indices.iter().zip(&batch.labels) {
+                            assert_eq!(label as u64, index >> 32, "{what}");
+                            seen.insert(index);
+                        }
+                    }
+                }
+                // Ranks short of samples repeat their own: never more distinct samples than
+                // the epoch reads, and with shards split evenly, no fewer.
+                assert!(seen.len() <= per_rank * world_size);
+            }
+        }
+    }
+}
+
+/// A source that cannot be read, or a split that leaves a rank without data, is an error when
+/// the loader is made, not an empty epoch.
+#[test]
+fn sources_that_cannot_be_read_are_refused_up_front() {
+    let make = |source: Source, world_size: usize| {
+        let options = LoaderOptions {
+            split: Split {
+                shuffle: false,
+                seed: 0,
+                rank: 0,
+                world_size,
+                drop_last: false,
+            },
+            ..LoaderOptions::new(2)
+        };
+        Loader::new(source, &small(), Backend::Cpu, &Limits::default(), options)
+    };
+    let shards = shards_of("few-shards", &[3, 3]);
+    let refused = |r: gpuprep::Result<Loader>| r.err().expect("refused").to_string();
+    let e = refused(make(Source::Shards(shards.clone()), 4));
+    assert!(
+        e.contains("2 shard(s) cannot be split between 4 ranks"),
+        "{e}"
+    );
+    let missing = shards[0].with_file_name("shard-999999.tar");
+    let e = refused(make(Source::Shards(vec![missing]), 1));
+    assert!(e.contains("shard-999999.tar"), "{e}");
+    let e = refused(make(Source::Files(vec![photo("no-such-photo.jpg")]), 1));
+    assert!(e.contains("no-such-photo.jpg"), "{e}");
+    let e = refused(make(Source::Files(Vec::new()), 1));
+    assert!(e.contains("at least one"), "{e}");
+    let root = scratch("no-such-root").join("absent");
+    let e = refused(make(Source::ImageFolder(root), 1));
+    assert!(e.contains("absent"), "{e}");
+    assert_eq!(make(Source::Shards(shards), 2).unwrap().len(), 2);
+}
+
+/// torchvision's ImageFolder raises for a class folder without an image; so does the loader.
+#[test]
+fn an_empty_class_folder_is_refused_as_torchvision_refuses_it() {
+    let (root, _) = photo_tree("empty-class");
+    std::fs::create_dir_all(root.join("yak")).unwrap();
+    std::fs::write(root.join("yak/notes.txt"), "no image").unwrap();
+    let e = gpuprep::loader::dataset::image_folder(&root)
+        .expect_err("refused")
+        .to_string();
+    assert!(e.contains("found no valid file for the classes yak"), "{e}");
+}
+
+/// Sizes that would allocate without bound are refused before anything is allocated: a batch
+/// of 10⁹ images, prefetch past its bound, an output of 100000×100000; the same transform is
+/// refused by every entry point with the same message.
+#[test]
+fn sizes_past_their_bounds_are_errors_not_aborts() {
+    let make = |batch_size: usize, prefetch: usize, transform: &Transform| {
+        let options = LoaderOptions {
+            prefetch,
+            ..LoaderOptions::new(batch_size)
+        };
+        let source = Source::Files(vec![photo("mpl__grace_hopper.jpg")]);
+        Loader::new(source, transform, Backend::Cpu, &Limits::default(), options)
+            .err()
+            .expect("refused")
+    };
+    let e = make(1_000_000_000, 2, &Transform::imagenet_train());
+    assert!(matches!(e, gpuprep::Error::MemoryTooLarge { .. }), "{e}");
+    let e = make(4, 1_000_000, &small());
+    assert!(e.to_string().contains("prefetch"), "{e}");
+    let huge = Transform {
+        resize: Some(gpuprep::Resize::Exact {
+            width: 100_000,
+            height: 100_000,
+        }),
+        ..Transform::default()
+    };
+    assert!(matches!(
+        make(1, 2, &huge),
+        gpuprep::Error::OutputTooLarge { .. }
+    ));
+    let bytes = std::fs::read(photo("mpl__grace_hopper.jpg")).unwrap();
+    let stacked = Backend::Cpu.preprocess_stacked(
+        &[&bytes],
+        &huge,
+        gpuprep::Samples::Positions,
+        &Limits::default(),
+    );
+    assert!(matches!(
+        stacked,
+        Err(gpuprep::Error::OutputTooLarge { .. })
+    ));
+    let flipped = Transform {
+        horizontal_flip: Some(-1.0),
+        ..small()
+    };
+    let from_loader = make(1, 2, &flipped).to_string();
+    let stacked = Backend::Cpu
+        .preprocess_stacked(
+            &[&bytes],
+            &flipped,
+            gpuprep::Samples::Positions,
+            &Limits::default(),
+        )
+        .expect_err("refused")
+        .to_string();
+    assert_eq!(from_loader, stacked);
+    assert!(
+        stacked.contains("horizontal_flip's probability"),
+        "{stacked}"
+    );
 }

@@ -14,7 +14,7 @@ use numpy::{
 use pyo3::create_exception;
 use pyo3::exceptions::PyException;
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyList};
+use pyo3::types::{PyByteArray, PyBytes, PyList, PyMemoryView};
 use std::sync::Arc;
 
 mod dlpack;
@@ -78,21 +78,19 @@ create_exception!(
 fn error(e: &gpuprep::Error) -> PyErr {
     use gpuprep::Error as E;
     let message = e.to_string();
-    let mut kind = e;
-    while let E::InFile { source, .. } = kind {
-        kind = source;
-    }
-    match kind {
+    match e.kind() {
         E::Truncated(_) => TruncatedError::new_err(message),
         E::Corrupt(_) | E::NotJpeg(_) | E::EmptyFile => CorruptError::new_err(message),
         E::UnknownFormat(_) | E::UnsupportedImage { .. } | E::Unsupported(_) => {
             UnsupportedError::new_err(message)
         }
-        E::TooLarge { .. } | E::OutputTooLarge { .. } | E::TooManyScans { .. } => {
-            TooLargeError::new_err(message)
-        }
+        E::TooLarge { .. }
+        | E::OutputTooLarge { .. }
+        | E::TooManyScans { .. }
+        | E::MemoryTooLarge { .. } => TooLargeError::new_err(message),
         E::Options(_) => OptionsError::new_err(message),
         E::NoGpu(_) | E::Gpu(_) => GpuError::new_err(message),
+        E::Internal(_) => GpuprepError::new_err(message),
         _ => ReadError::new_err(message),
     }
 }
@@ -103,6 +101,152 @@ fn filter(name: &str) -> PyResult<Filter> {
             "unknown interpolation {name:?}: nearest, box, bilinear, hamming, bicubic, lanczos"
         ))
     })
+}
+
+/// torchvision's size argument: one positive number, or (height, width).
+enum Size {
+    One(usize),
+    Pair { height: usize, width: usize },
+}
+
+impl Size {
+    /// `size` as `name` takes it (an int, or a sequence of one or two), refused by name
+    /// otherwise.
+    fn of(name: &str, size: &Bound<'_, PyAny>) -> PyResult<Self> {
+        let refused = || {
+            let shown = size.repr().map_or_else(|_| "?".into(), |r| r.to_string());
+            OptionsError::new_err(format!(
+                "{name}'s size is a positive int or (height, width) of positive ints, got {shown}"
+            ))
+        };
+        let positive = |v: Bound<'_, PyAny>| match v.extract::<i64>() {
+            Ok(n) if n >= 1 => usize::try_from(n).map_err(|_| refused()),
+            _ => Err(refused()),
+        };
+        if size.extract::<i64>().is_ok() {
+            return positive(size.clone()).map(Self::One);
+        }
+        let items: Vec<Bound<'_, PyAny>> = size.extract().map_err(|_| refused())?;
+        match <[Bound<'_, PyAny>; 2]>::try_from(items) {
+            Ok([height, width]) => Ok(Self::Pair {
+                height: positive(height)?,
+                width: positive(width)?,
+            }),
+            Err(items) if items.len() == 1 => {
+                let [one] = <[Bound<'_, PyAny>; 1]>::try_from(items).map_err(|_| refused())?;
+                positive(one).map(Self::One)
+            }
+            Err(_) => Err(refused()),
+        }
+    }
+
+    /// As (width, height), a single number standing for both.
+    fn square(self) -> (usize, usize) {
+        match self {
+            Self::One(n) => (n, n),
+            Self::Pair { height, width } => (width, height),
+        }
+    }
+}
+
+/// The transform as torchvision's steps, in the order gpuprep applies them.
+fn describe(t: &gpuprep::Transform) -> String {
+    let pair = |(w, h): (usize, usize)| format!("({h}, {w})");
+    let filter = if t.filter == Filter::Bilinear {
+        String::new()
+    } else {
+        format!(", interpolation={}", t.filter.name())
+    };
+    let mut steps = Vec::new();
+    if t.exif_transpose {
+        steps.push("ExifTranspose()".to_string());
+    }
+    if t.draft {
+        steps.push("Draft()".to_string());
+    }
+    match t.resize {
+        Some(Resize::ShorterSide(n)) => steps.push(format!("Resize({n}{filter})")),
+        Some(Resize::Exact { width, height }) => {
+            steps.push(format!("Resize({}{filter})", pair((width, height))))
+        }
+        None => {}
+    }
+    if let Some(c) = t.random_resized_crop {
+        steps.push(format!(
+            "RandomResizedCrop({}, scale={:?}, ratio={:?}{filter})",
+            pair(c.size),
+            c.scale,
+            c.ratio
+        ));
+    }
+    if let Some(c) = t.center_crop {
+        steps.push(format!("CenterCrop({})", pair(c)));
+    }
+    if let Some(p) = t.horizontal_flip {
+        steps.push(format!("RandomHorizontalFlip(p={p})"));
+    }
+    if let Some(p) = t.vertical_flip {
+        steps.push(format!("RandomVerticalFlip(p={p})"));
+    }
+    if let Some(r) = t.random_rotation {
+        steps.push(format!(
+            "RandomRotation(degrees={:?}, fill={:?})",
+            r.degrees, r.fill
+        ));
+    }
+    if let Some(a) = t.trivial_augment {
+        steps.push(format!(
+            "TrivialAugmentWide(num_magnitude_bins={}, fill={:?})",
+            a.bins, a.fill
+        ));
+    }
+    if let Some(j) = t.color_jitter {
+        let ranges: Vec<String> = [
+            ("brightness", j.brightness),
+            ("contrast", j.contrast),
+            ("saturation", j.saturation),
+            ("hue", j.hue),
+        ]
+        .into_iter()
+        .filter_map(|(name, range)| range.map(|r| format!("{name}={r:?}")))
+        .collect();
+        steps.push(format!("ColorJitter({})", ranges.join(", ")));
+    }
+    if let Some(p) = t.grayscale {
+        steps.push(format!("RandomGrayscale(p={p})"));
+    }
+    if t.channel_order == gpuprep::ChannelOrder::Bgr {
+        steps.push("ToBGR()".to_string());
+    }
+    let layout = match t.layout {
+        Layout::Chw => "chw",
+        Layout::Hwc => "hwc",
+    };
+    match (t.dtype, t.layout) {
+        (DType::F32, Layout::Chw) => steps.push("ToTensor()".to_string()),
+        (dtype, _) => steps.push(format!("To({}, {layout})", dtype_name(dtype))),
+    }
+    if let Some(n) = t.normalize {
+        steps.push(format!("Normalize(mean={:?}, std={:?})", n.mean, n.std));
+    }
+    if let Some(e) = t.random_erasing {
+        steps.push(format!(
+            "RandomErasing(p={}, scale={:?}, ratio={:?}, value={:?})",
+            e.p, e.scale, e.ratio, e.value
+        ));
+    }
+    if t.seed != 0 {
+        steps.push(format!("seed={}", t.seed));
+    }
+    format!("Transform({})", steps.join(", "))
+}
+
+fn dtype_name(dtype: DType) -> &'static str {
+    match dtype {
+        DType::U8 => "uint8",
+        DType::F32 => "float32",
+        DType::F16 => "float16",
+    }
 }
 
 /// What Pillow + torchvision do between the decoded image and the tensor. Made from a preset or
@@ -158,12 +302,9 @@ impl Transform {
 
     /// Resize(size): an int resizes the shorter side; (h, w) resizes to exactly that.
     fn resize(&self, size: Bound<'_, PyAny>) -> PyResult<Self> {
-        let resize = match size.extract::<usize>() {
-            Ok(n) => Resize::ShorterSide(n),
-            Err(_) => {
-                let (height, width) = size.extract::<(usize, usize)>()?;
-                Resize::Exact { width, height }
-            }
+        let resize = match Size::of("Resize", &size)? {
+            Size::One(n) => Resize::ShorterSide(n),
+            Size::Pair { height, width } => Resize::Exact { width, height },
         };
         Ok(Self(gpuprep::Transform {
             resize: Some(resize),
@@ -173,12 +314,8 @@ impl Transform {
 
     /// CenterCrop(size): an int or (h, w).
     fn center_crop(&self, size: Bound<'_, PyAny>) -> PyResult<Self> {
-        let (h, w) = size
-            .extract::<usize>()
-            .map(|s| (s, s))
-            .or_else(|_| size.extract::<(usize, usize)>())?;
         Ok(Self(gpuprep::Transform {
-            center_crop: Some((w, h)),
+            center_crop: Some(Size::of("CenterCrop", &size)?.square()),
             ..self.0
         }))
     }
@@ -191,13 +328,9 @@ impl Transform {
         scale: (f64, f64),
         ratio: (f64, f64),
     ) -> PyResult<Self> {
-        let (h, w) = size
-            .extract::<usize>()
-            .map(|s| (s, s))
-            .or_else(|_| size.extract::<(usize, usize)>())?;
         Ok(Self(gpuprep::Transform {
             random_resized_crop: Some(RandomResizedCrop {
-                size: (w, h),
+                size: Size::of("RandomResizedCrop", &size)?.square(),
                 scale,
                 ratio,
                 filters: None,
@@ -382,24 +515,33 @@ impl Transform {
     /// "float32", "float16" or "uint8".
     #[getter]
     fn dtype(&self) -> &'static str {
-        match self.0.dtype {
-            DType::U8 => "uint8",
-            DType::F32 => "float32",
-            DType::F16 => "float16",
-        }
+        dtype_name(self.0.dtype)
+    }
+
+    /// Raises OptionsError naming what does not fit (every call that uses a transform checks
+    /// it so too).
+    fn validate(&self) -> PyResult<()> {
+        self.0.validate().map_err(OptionsError::new_err)
     }
 
     fn __repr__(&self) -> String {
-        format!("Transform({:?})", self.0)
+        describe(&self.0)
+    }
+
+    fn __eq__(&self, other: &Self) -> bool {
+        self.0 == other.0
     }
 }
 
-/// A backend by name: "auto" (a hardware GPU, else the CPU), "gpu" or "cpu".
-fn backend(name: &str, adapter: Option<&str>) -> PyResult<Backend> {
+/// A backend by name: "auto" (a hardware GPU, else the CPU), "gpu" or "cpu"; with "auto", why
+/// the CPU was chosen when it was.
+fn backend(name: &str, adapter: Option<&str>) -> PyResult<(Backend, Option<String>)> {
     match name {
-        "auto" => Ok(Backend::auto(adapter).0),
-        "gpu" => Backend::gpu_on(adapter).map_err(|e| error(&e)),
-        "cpu" => Ok(Backend::Cpu),
+        "auto" => Ok(Backend::auto(adapter)),
+        "gpu" => Backend::gpu_on(adapter)
+            .map(|b| (b, None))
+            .map_err(|e| error(&e)),
+        "cpu" => Ok((Backend::Cpu, None)),
         other => Err(OptionsError::new_err(format!(
             "unknown backend {other:?}: auto, gpu or cpu"
         ))),
@@ -501,6 +643,17 @@ fn input(item: &Bound<'_, PyAny>) -> PyResult<Input> {
     if let Ok(bytes) = item.cast::<PyBytes>() {
         return Ok(Input::Encoded(bytes.as_bytes().to_vec()));
     }
+    // Other bytes-like objects: bytearray, memoryview, mmap (their bytes, copied).
+    if item.cast::<PyByteArray>().is_ok() || item.cast::<PyMemoryView>().is_ok() {
+        let bytes = item.py().get_type::<PyBytes>().call1((item,))?;
+        return input(&bytes);
+    }
+    // A PIL image: its pixels as `convert('RGB')` gives them, as torchvision takes it.
+    if item.hasattr("getbands")? && item.hasattr("convert")? {
+        let rgb = item.call_method1("convert", ("RGB",))?;
+        let array = item.py().import("numpy")?.call_method1("asarray", (rgb,))?;
+        return input(&array);
+    }
     if let Ok(array) = item.extract::<PyReadonlyArrayDyn<'_, u8>>() {
         let shape = array.shape().to_vec();
         let data: Vec<u8> = array.as_array().iter().copied().collect();
@@ -519,7 +672,13 @@ fn input(item: &Bound<'_, PyAny>) -> PyResult<Input> {
             data,
         }));
     }
-    let path: std::path::PathBuf = item.extract()?;
+    let Ok(path) = item.extract::<std::path::PathBuf>() else {
+        let kind = item.get_type().name()?;
+        return Err(OptionsError::new_err(format!(
+            "an image is bytes (or bytearray, memoryview), a path, a uint8 array or a PIL image, \
+             not {kind}"
+        )));
+    };
     std::fs::read(&path)
         .map(Input::Encoded)
         .map_err(|e| error(&gpuprep::Error::from(e).in_file(path)))
@@ -530,6 +689,7 @@ fn input(item: &Bound<'_, PyAny>) -> PyResult<Input> {
 #[pyclass(module = "gpuprep._gpuprep", frozen)]
 struct Pipeline {
     backend: Arc<Backend>,
+    reason: Option<String>,
 }
 
 #[pymethods]
@@ -538,8 +698,10 @@ impl Pipeline {
     #[pyo3(signature = (backend="auto", adapter=None))]
     fn new(backend: &str, adapter: Option<&str>) -> PyResult<Self> {
         gpuprep::init_threads(None);
+        let (backend, reason) = self::backend(backend, adapter)?;
         Ok(Self {
-            backend: Arc::new(self::backend(backend, adapter)?),
+            backend: Arc::new(backend),
+            reason,
         })
     }
 
@@ -547,6 +709,12 @@ impl Pipeline {
     #[getter]
     fn backend(&self) -> String {
         self.backend.describe()
+    }
+
+    /// Why backend="auto" chose the CPU (no GPU, or only a software one), else None.
+    #[getter]
+    fn reason(&self) -> Option<String> {
+        self.reason.clone()
     }
 
     /// `images` (bytes, paths, or uint8 arrays) through `transform`, image i being sample
@@ -580,9 +748,10 @@ impl Pipeline {
             return Err(OptionsError::new_err("one parameter dict per image"));
         }
         let t = transform.0;
+        t.validate().map_err(OptionsError::new_err)?;
         let limits = Limits::default();
         let backend = Arc::clone(&self.backend);
-        let stacked = py.detach(move || {
+        let stacked = interruptible(py, move || {
             let all_encoded = inputs.iter().all(|i| matches!(i, Input::Encoded(_)));
             let samples = |indices| match &given {
                 Some(g) => Samples::Given(g),
@@ -606,7 +775,7 @@ impl Pipeline {
                     Ok(Stacked::from_tensors(shape, t.dtype, tensors))
                 }
             }
-        });
+        })?;
         let stacked = stacked.map_err(|e| error(&e))?;
         let outcomes = PyList::empty(py);
         let drawn = params_list(py, stacked.outcomes.iter().filter_map(|o| o.as_ref().ok()))?;
@@ -637,6 +806,45 @@ impl Pipeline {
         let count = stacked.count();
         Ok((array(py, stacked.data, &[count, a, b, c])?, outcomes))
     }
+}
+
+/// How often a wait with the GIL released looks for an interrupt (Ctrl-C).
+const SIGNAL_CHECK: std::time::Duration = std::time::Duration::from_millis(100);
+
+/// `work`'s result, the work run on a thread of its own while this one waits with the GIL
+/// released, looking for signals every [`SIGNAL_CHECK`]: Ctrl-C raises KeyboardInterrupt at
+/// once (the work then runs to its end, its result dropped). A panic in it is a GpuprepError
+/// naming an internal error, not a PanicException.
+fn interruptible<T: Send + 'static>(
+    py: Python<'_>,
+    work: impl FnOnce() -> T + Send + 'static,
+) -> PyResult<T> {
+    use std::sync::mpsc::RecvTimeoutError;
+    let (sender, receiver) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let done = std::panic::catch_unwind(std::panic::AssertUnwindSafe(work));
+        let _ = sender.send(done.map_err(|panic| gpuprep::Error::from_panic(&*panic)));
+    });
+    let mut receiver = receiver;
+    loop {
+        let (waited, back) = py.detach(move || (receiver.recv_timeout(SIGNAL_CHECK), receiver));
+        receiver = back;
+        match waited {
+            Ok(done) => return done.map_err(|e| error(&e)),
+            Err(RecvTimeoutError::Timeout) => py.check_signals()?,
+            Err(RecvTimeoutError::Disconnected) => {
+                let e = gpuprep::Error::Internal("the work's thread ended with no result".into());
+                return Err(error(&e));
+            }
+        }
+    }
+}
+
+/// Panics inside gpuprep's boundary, as a bug would: a test proves it reaches Python as a
+/// GpuprepError and the interpreter goes on.
+#[pyfunction]
+fn _panic_inside(py: Python<'_>) -> PyResult<()> {
+    interruptible(py, || panic!("planted by a test"))
 }
 
 /// Each input through `transform` on its own (encoded ones in one streaming call, arrays one
@@ -697,6 +905,7 @@ fn preprocess_each(
 struct Loader {
     inner: Arc<loader::Loader>,
     dtype: DType,
+    reason: Option<String>,
 }
 
 #[pymethods]
@@ -707,6 +916,7 @@ impl Loader {
                         pin_memory, cuda=None))]
     #[allow(clippy::too_many_arguments)]
     fn new(
+        py: Python<'_>,
         kind: &str,
         paths: Vec<std::path::PathBuf>,
         transform: &Transform,
@@ -750,23 +960,32 @@ impl Loader {
             handoff: cuda.map_or(loader::Handoff::Host, loader::Handoff::Cuda),
             ..LoaderOptions::new(batch_size)
         };
-        let backend = self::backend(backend, adapter)?;
-        let inner = loader::Loader::new(source, &transform.0, backend, &Limits::default(), options)
+        let (backend, reason) = self::backend(backend, adapter)?;
+        let inner = py
+            .detach(|| {
+                loader::Loader::new(source, &transform.0, backend, &Limits::default(), options)
+            })
             .map_err(|e| error(&e))?;
         Ok(Self {
             inner: Arc::new(inner),
             dtype: transform.0.dtype,
+            reason,
         })
     }
 
-    /// Batches per epoch, or None for shards.
-    fn batches(&self) -> Option<usize> {
+    /// Batches each rank gets per epoch, the same on every rank.
+    fn batches(&self) -> usize {
         self.inner.len()
     }
 
-    /// Samples this rank reads per epoch, or None for shards.
-    fn samples(&self) -> Option<usize> {
+    /// Samples each rank reads per epoch, the same on every rank.
+    fn samples(&self) -> usize {
         self.inner.samples_per_epoch()
+    }
+
+    /// Why backend="auto" chose the CPU, else None.
+    fn reason(&self) -> Option<String> {
+        self.reason.clone()
     }
 
     /// How the batch arrays are held: pageable, or page-locked for a CUDA device (or why not).
@@ -821,12 +1040,17 @@ impl Epoch {
 
     #[allow(clippy::type_complexity)]
     fn __next__<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyAny>>> {
-        let next = py.detach(|| {
-            let mut epoch = self.inner.lock().unwrap_or_else(|e| e.into_inner());
-            epoch.next()
-        });
-        let Some(batch) = next else {
-            return Ok(None);
+        // Waits in slices, with the GIL released, looking for Ctrl-C between them.
+        let batch = loop {
+            let waited = py.detach(|| {
+                let mut epoch = self.inner.lock().unwrap_or_else(|e| e.into_inner());
+                epoch.wait(SIGNAL_CHECK)
+            });
+            match waited {
+                loader::Waited::Batch(batch) => break batch,
+                loader::Waited::End => return Ok(None),
+                loader::Waited::TimedOut => py.check_signals()?,
+            }
         };
         let mut batch = batch.map_err(|e| error(&e))?;
         let images = match batch.device.take() {
@@ -925,6 +1149,7 @@ fn _gpuprep(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<dlpack::CudaBatch>()?;
     m.add_function(wrap_pyfunction!(copy_into, m)?)?;
     m.add_function(wrap_pyfunction!(init_threads, m)?)?;
+    m.add_function(wrap_pyfunction!(_panic_inside, m)?)?;
     for (name, class) in [
         ("GpuprepError", py.get_type::<GpuprepError>()),
         ("DecodeError", py.get_type::<DecodeError>()),

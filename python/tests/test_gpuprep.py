@@ -208,11 +208,21 @@ def test_loader_on_cuda_is_the_host_paths_bits_wherever_it_lands(tmp_path, backe
     """device="cuda": where CUDA cannot take the batches in place (CI: no CUDA driver; the CPU
     backend) they come in host memory and the loader says why; where it can (an NVIDIA GPU
     through Vulkan, with torch) they are CUDA tensors in the loader's own memory. Either way the
-    bits are the host path's, batch for batch, on any stream."""
+    bits are the host path's, batch for batch, on any stream. Where torch has no CUDA at all,
+    device="cuda" raises, as torch does for a CUDA tensor (the Rust loader tests keep the
+    host fallback's bits there)."""
     pipeline(backend)
     root = str(image_folder(tmp_path))
     make = lambda **kw: gpuprep.Loader(root, train_transform(), batch_size=3, shuffle=True,
                                        seed=3, backend=backend, **kw)
+    try:
+        import torch
+    except ImportError:
+        torch = None
+    if torch is None or not torch.cuda.is_available():
+        with pytest.raises((gpuprep.OptionsError, RuntimeError, AssertionError), match="CUDA"):
+            make(device="cuda")
+        return
     expected = [(b["indices"].tolist(), b["images"].copy()) for b in make(pin_memory=False).batches()]
     cuda = make(device="cuda")
     if cuda.handed_over.startswith("host memory"):
@@ -235,15 +245,21 @@ def test_loader_on_cuda_is_the_host_paths_bits_wherever_it_lands(tmp_path, backe
 def test_loader_reads_webdataset_shards_with_labels():
     shards = os.path.join(ROOT, "tests", "data", "webdataset", "shard-*.tar")
     t = gpuprep.Transform().resize((16, 24))
-    loader = gpuprep.Loader(shards, t, batch_size=3, backend="cpu")
+    loader = gpuprep.Loader(shards, t, batch_size=3, backend="cpu", errors="skip")
     labels, failed = [], []
-    for batch in loader.batches():
-        labels.extend(batch["labels"].tolist())
-        failed.extend(batch["failed"])
+    with pytest.warns(RuntimeWarning, match="epoch 0: 1 sample\\(s\\) failed"):
+        for batch in loader.batches():
+            labels.extend(batch["labels"].tolist())
+            failed.extend(batch["failed"])
     with open(os.path.join(ROOT, "tests", "data", "webdataset", "expected.json")) as f:
         expected = json.load(f)["samples"]
     assert labels == [s["label"] for s in expected if s["image"] is not None]
     assert [f[1] for f in failed] == ["TruncatedError"]
+    assert loader.stats["epoch_failed"] == 1
+    # By default, as DataLoader raises a worker's exception, the sample's own exception.
+    with pytest.raises(gpuprep.TruncatedError, match="shard-000001.tar/sample1002"):
+        for _ in gpuprep.Loader(shards, t, batch_size=3, backend="cpu"):
+            pass
 
 
 def test_loader_yields_torch_tensors_when_torch_is_there(tmp_path):

@@ -63,13 +63,38 @@ pub fn open_device(adapter: &wgpu::Adapter) -> Result<Gpu> {
     })
 }
 
-/// Every adapter wgpu finds, on every backend.
+/// Every adapter wgpu finds: on Vulkan, Metal and DX12, or (only where those find none) on GL.
+/// `WGPU_BACKEND` chooses the backends instead.
 pub fn adapters() -> Vec<wgpu::Adapter> {
-    pollster::block_on(instance().enumerate_adapters(wgpu::Backends::all()))
+    let found = pollster::block_on(instance(PRIMARY).enumerate_adapters(wgpu::Backends::all()));
+    if !found.is_empty() {
+        return found;
+    }
+    pollster::block_on(instance(wgpu::Backends::GL).enumerate_adapters(wgpu::Backends::all()))
 }
 
-fn instance() -> wgpu::Instance {
-    wgpu::Instance::new(wgpu::InstanceDescriptor::new_without_display_handle_from_env())
+/// The backends probed first. GL is probed only when they find no adapter: its probe (EGL)
+/// prints to stderr on machines without a display, and GL is the slowest way to the GPU.
+const PRIMARY: wgpu::Backends = wgpu::Backends::VULKAN
+    .union(wgpu::Backends::METAL)
+    .union(wgpu::Backends::DX12);
+
+/// An instance on `backends`, unless `WGPU_BACKEND` names others.
+fn instance(backends: wgpu::Backends) -> wgpu::Instance {
+    let mut descriptor = wgpu::InstanceDescriptor::new_without_display_handle();
+    descriptor.backends = backends;
+    wgpu::Instance::new(descriptor.with_env())
+}
+
+/// The default adapter of the instance on `backends` (see [`instance`]).
+fn default_adapter(backends: wgpu::Backends) -> Result<wgpu::Adapter, wgpu::RequestAdapterError> {
+    pollster::block_on(
+        instance(backends).request_adapter(&wgpu::RequestAdapterOptions {
+            power_preference: wgpu::PowerPreference::from_env()
+                .unwrap_or(wgpu::PowerPreference::HighPerformance),
+            ..Default::default()
+        }),
+    )
 }
 
 /// The adapter [`create_device_on`] opens, which `selector` (else `WGPU_ADAPTER_NAME`) names:
@@ -82,12 +107,9 @@ pub fn find_adapter(selector: Option<&str>) -> Result<wgpu::Adapter> {
         .map(str::to_owned)
         .or_else(|| std::env::var("WGPU_ADAPTER_NAME").ok());
     let Some(wanted) = wanted else {
-        return pollster::block_on(instance().request_adapter(&wgpu::RequestAdapterOptions {
-            power_preference:
-                wgpu::PowerPreference::from_env().unwrap_or(wgpu::PowerPreference::HighPerformance),
-            ..Default::default()
-        }))
-        .map_err(|e| Error::NoGpu(format!("{e}; {NO_ADAPTER}")));
+        return default_adapter(PRIMARY)
+            .or_else(|_| default_adapter(wgpu::Backends::GL))
+            .map_err(|e| Error::NoGpu(format!("{e}; {NO_ADAPTER}")));
     };
     let found = adapters();
     let known = || {

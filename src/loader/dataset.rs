@@ -42,7 +42,9 @@ pub fn image_folder(root: &Path) -> Result<(Vec<Item>, Vec<String>)> {
         .collect();
     sort_paths(&mut classes);
     let mut items = Vec::new();
+    let mut empty = Vec::new();
     for (label, class) in classes.iter().enumerate() {
+        let before = items.len();
         let mut folders = vec![class.clone()];
         collect_folders(class, &mut folders);
         sort_paths(&mut folders);
@@ -58,6 +60,9 @@ pub fn image_folder(root: &Path) -> Result<(Vec<Item>, Vec<String>)> {
                 label: label as i64,
             }));
         }
+        if items.len() == before {
+            empty.push(class_name(class));
+        }
     }
     if classes.is_empty() {
         return Err(Error::Options(format!(
@@ -65,16 +70,25 @@ pub fn image_folder(root: &Path) -> Result<(Vec<Item>, Vec<String>)> {
             root.display()
         )));
     }
-    let names = classes
-        .iter()
-        .map(|c| {
-            c.file_name()
-                .unwrap_or_default()
-                .to_string_lossy()
-                .into_owned()
-        })
-        .collect();
-    Ok((items, names))
+    // torchvision's make_dataset raises likewise (allow_empty=False).
+    if !empty.is_empty() {
+        return Err(Error::Options(format!(
+            "{}: found no valid file for the classes {}; supported extensions are {}",
+            root.display(),
+            empty.join(", "),
+            IMAGE_FOLDER_EXTENSIONS.join(", ")
+        )));
+    }
+    Ok((items, classes.iter().map(|c| class_name(c)).collect()))
+}
+
+/// A class folder's name.
+fn class_name(class: &Path) -> String {
+    class
+        .file_name()
+        .unwrap_or_default()
+        .to_string_lossy()
+        .into_owned()
 }
 
 /// Every folder below `folder` (links followed; a link back up is not entered twice).

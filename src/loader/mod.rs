@@ -237,11 +237,75 @@ enum Done {
     },
     /// Pass `pass` had `steps` steps.
     End { pass: u64, steps: usize },
+    /// A worker failed as a whole (it panicked): the epoch ends with this error.
+    Failed(Error),
+}
+
+/// `work`'s result, or the error a panic in it stands for (a worker's panic ends its epoch
+/// with an error, not in silence).
+fn caught<T>(work: impl FnOnce() -> T) -> std::result::Result<T, Error> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(work))
+        .map_err(|panic| Error::from_panic(&*panic))
 }
 
 enum Dataset {
     Items(Vec<dataset::Item>),
-    Shards(Vec<PathBuf>),
+    Shards(Vec<Shard>),
+}
+
+impl Dataset {
+    /// Samples in one pass over the whole dataset (every rank's together).
+    fn samples(&self) -> usize {
+        match self {
+            Self::Items(items) => items.len(),
+            Self::Shards(shards) => shards.iter().map(|s| s.samples as usize).sum(),
+        }
+    }
+}
+
+/// A WebDataset shard and the samples it holds.
+struct Shard {
+    path: PathBuf,
+    samples: u64,
+}
+
+/// The shards at `paths`, each with its samples counted from its members' headers; an error
+/// for a shard that cannot be opened, and where some rank of `split` would get no shard.
+fn index_shards(paths: &[PathBuf], split: Split) -> Result<Vec<Shard>> {
+    if paths.len() < split.world_size {
+        return Err(Error::Options(format!(
+            "{} shard(s) cannot be split between {} ranks: rank {} would get none (shards go to \
+             ranks whole, as webdataset's split_by_node splits them); give at least as many \
+             shards as ranks",
+            paths.len(),
+            split.world_size,
+            paths.len()
+        )));
+    }
+    paths
+        .iter()
+        .map(|path| {
+            let samples = webdataset::count_samples(path)?;
+            Ok(Shard {
+                path: path.clone(),
+                samples,
+            })
+        })
+        .collect()
+}
+
+/// The files of a list, each checked to be there: a missing one is an error up front, as a
+/// source that cannot be opened.
+fn listed_files(paths: &[PathBuf]) -> Result<Vec<dataset::Item>> {
+    if paths.is_empty() {
+        return Err(Error::Options(
+            "a loader over a list of files needs at least one".into(),
+        ));
+    }
+    for path in paths {
+        std::fs::metadata(path).map_err(|e| Error::from(e).in_file(path))?;
+    }
+    Ok(dataset::files(paths))
 }
 
 /// A loader over one dataset with one transform.
@@ -282,14 +346,6 @@ impl Loader {
         limits: &Limits,
         options: LoaderOptions,
     ) -> Result<Self> {
-        transform.validate().map_err(Error::Options)?;
-        if transform.fixed_output_size().is_none() {
-            return Err(Error::Options(
-                "a loader stacks its batches: the transform needs one output size (an exact \
-                 resize, a crop or a random resized crop)"
-                    .into(),
-            ));
-        }
         let split = options.split;
         if options.batch_size == 0 || split.world_size == 0 || split.rank >= split.world_size {
             return Err(Error::Options(format!(
@@ -298,13 +354,33 @@ impl Loader {
                 options.batch_size, split.rank, split.world_size
             )));
         }
+        if !(1..=MAX_PREFETCH).contains(&options.prefetch) {
+            return Err(Error::Options(format!(
+                "prefetch is the batches made ahead, 1 to {MAX_PREFETCH}, got {}",
+                options.prefetch
+            )));
+        }
+        if !(0.0..=1.0).contains(&options.wait_warning) {
+            return Err(Error::Options(format!(
+                "wait_warning is a share of a step, 0 to 1 (1: never warn), got {}",
+                options.wait_warning
+            )));
+        }
+        // A loader stacks its batches: one output size, each batch's array within bounds, and
+        // the batches made ahead too.
+        let shape = crate::backend::stacked_shape(transform, options.batch_size, limits)?;
+        let batch_bytes = (shape.iter().product::<usize>() * transform.dtype.size()) as u64
+            * options.batch_size as u64;
+        let ahead = (options.prefetch + 2) as u64;
+        let what = || format!("{ahead} batches of {batch_bytes} bytes (prefetch + 2)");
+        crate::error::check_held(what, batch_bytes.saturating_mul(ahead))?;
         let (dataset, classes) = match source {
-            Source::Files(paths) => (Dataset::Items(dataset::files(&paths)), Vec::new()),
+            Source::Files(paths) => (Dataset::Items(listed_files(&paths)?), Vec::new()),
             Source::ImageFolder(root) => {
                 let (items, classes) = dataset::image_folder(&root)?;
                 (Dataset::Items(items), classes)
             }
-            Source::Shards(shards) => (Dataset::Shards(shards), Vec::new()),
+            Source::Shards(paths) => (Dataset::Shards(index_shards(&paths, split)?), Vec::new()),
         };
         let batching = Batching {
             images: options.batch_size,
@@ -375,29 +451,27 @@ impl Loader {
         &self.classes
     }
 
-    /// Samples this rank reads per epoch; `None` for shards, whose length is known only once
-    /// read.
-    pub fn samples_per_epoch(&self) -> Option<usize> {
-        match &*self.dataset {
-            Dataset::Items(items) => Some(self.options.split.per_rank(items.len())),
-            Dataset::Shards(_) => None,
-        }
+    /// Samples each rank reads per epoch, the same on every rank (`DistributedSampler`'s
+    /// `num_samples`): the dataset's samples (for shards, counted from their members when the
+    /// loader was made) split evenly, the tail dropped with `drop_last`, else padded.
+    pub fn samples_per_epoch(&self) -> usize {
+        self.options.split.per_rank(self.dataset.samples())
     }
 
-    /// Batches this rank gets per epoch (`len(DataLoader)`); `None` for shards.
-    pub fn len(&self) -> Option<usize> {
-        let samples = self.samples_per_epoch()?;
+    /// Batches each rank gets per epoch (`len(DataLoader)`), the same on every rank.
+    pub fn len(&self) -> usize {
+        let samples = self.samples_per_epoch();
         let size = self.options.batch_size;
-        Some(if self.options.split.drop_last {
+        if self.options.split.drop_last {
             samples / size
         } else {
             samples.div_ceil(size)
-        })
+        }
     }
 
-    /// Whether an epoch has no batch (`None` for shards).
-    pub fn is_empty(&self) -> Option<bool> {
-        self.len().map(|n| n == 0)
+    /// Whether an epoch has no batch.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
     }
 
     /// Epoch `epoch`'s batches, in order; work starts at once. On the GPU the stream of an
@@ -455,7 +529,11 @@ impl Loader {
             passes_taken,
             read_ahead,
         };
-        std::thread::spawn(move || feeder.run(&raw_tx));
+        std::thread::spawn(move || {
+            // A panic here leaves the stream without its end: the epoch then ends with an
+            // error (see `Running::wait`).
+            let _ = caught(|| feeder.run(&raw_tx));
+        });
         let waits = Arc::new(StreamWaits::default());
         let running = |done, stream_thread| Running {
             pass: 0,
@@ -468,6 +546,7 @@ impl Loader {
             stream_thread,
             waits: Arc::clone(&waits),
             counted: StreamCounts::default(),
+            broken: false,
         };
         if let Backend::Gpu(gpu) = &*self.backend {
             // A submission's batches land together: room for all of them beside the
@@ -495,7 +574,9 @@ impl Loader {
                         batch_size: size,
                         waits: &stream_waits,
                     };
-                    stream.run(&raw_rx, &done_tx);
+                    if let Err(e) = caught(|| stream.run(&raw_rx, &done_tx)) {
+                        let _ = done_tx.send(Done::Failed(e));
+                    }
                 }
             });
             return running(done_rx, Some(stream));
@@ -514,8 +595,10 @@ impl Loader {
                 let done = match raw {
                     Ok(Raw::Batch(raw)) => {
                         let (pass, step) = (raw.pass, raw.step);
-                        let batch = assemble::prepare(&backend, &transform, &limits, raw);
-                        Done::Batch { pass, step, batch }
+                        match caught(|| assemble::prepare(&backend, &transform, &limits, raw)) {
+                            Ok(batch) => Done::Batch { pass, step, batch },
+                            Err(e) => Done::Failed(e),
+                        }
                     }
                     Ok(Raw::End { pass, steps }) => Done::End { pass, steps },
                     Err(_) => return,
@@ -650,13 +733,23 @@ impl Feeder {
     }
 
     /// The epoch's shard order (shuffled when asked, then every `world_size`-th shard from the
-    /// rank's, as webdataset's `split_by_node`), samples through the shuffle buffer.
-    fn read_shards(&self, shards: &[PathBuf], epoch: u64, batcher: &mut Batcher) {
+    /// rank's, as webdataset's `split_by_node`), samples through the shuffle buffer, up to the
+    /// samples every rank reads ([`Split::per_rank`]): a rank whose shards hold more stops
+    /// there (the rest wait for an epoch that gives their shard to a rank with room), one whose
+    /// shards hold fewer reads them again from the first (`DistributedSampler` pads likewise),
+    /// so that every rank makes the same number of batches.
+    fn read_shards(&self, shards: &[Shard], epoch: u64, batcher: &mut Batcher) {
         let split = self.options.split;
+        let per_rank = split.per_rank(shards.iter().map(|s| s.samples as usize).sum()) as u64;
         let mut order: Vec<usize> = (0..shards.len()).collect();
         if split.shuffle {
             order::shuffle(&mut order, &mut split.stream(epoch));
         }
+        let mine: Vec<usize> = order
+            .into_iter()
+            .skip(split.rank)
+            .step_by(split.world_size.max(1))
+            .collect();
         let mut buffer = ShuffleBuffer {
             held: Vec::new(),
             capacity: if split.shuffle {
@@ -666,44 +759,89 @@ impl Feeder {
             },
             stream: split.buffer_stream(epoch),
         };
-        for &shard in order
-            .iter()
-            .skip(split.rank)
-            .step_by(split.world_size.max(1))
-        {
-            let mut stopped = false;
-            webdataset::for_each_sample(&shards[shard], self.options.max_member, |sample| {
-                let sample = match sample {
-                    Ok(s) => RawSample {
-                        index: (shard as u64) << 32 | s.position,
-                        label: s.label,
-                        name: shards[shard].join(&s.key),
-                        bytes: s.image,
-                    },
-                    // A shard that breaks off: its error stands for the rest of it.
-                    Err(e) => RawSample {
-                        index: (shard as u64) << 32 | u64::from(u32::MAX),
-                        label: -1,
-                        name: shards[shard].clone(),
-                        bytes: Err(e),
-                    },
+        let mut quota = Quota { left: per_rank };
+        while quota.left > 0 {
+            let mut read_any = false;
+            for &shard in &mine {
+                let flow = self.read_shard(shard, &shards[shard].path, &mut |sample| {
+                    read_any = true;
+                    match buffer.push(sample) {
+                        Some(out) => quota.send(batcher, out),
+                        None => ControlFlow::Continue(()),
+                    }
+                });
+                if flow.is_break() {
+                    return;
+                }
+            }
+            while let Some(sample) = buffer.pop() {
+                if quota.send(batcher, sample).is_break() {
+                    return;
+                }
+            }
+            if !read_any {
+                let e = Error::Options(format!(
+                    "rank {}'s shards hold no sample in epoch {epoch}, and every rank reads \
+                     {per_rank}",
+                    split.rank
+                ));
+                let failed = RawSample {
+                    index: u64::MAX,
+                    label: -1,
+                    name: shards[mine[0]].path.clone(),
+                    bytes: Err(e),
                 };
-                let flow = match buffer.push(sample) {
-                    Some(out) => batcher.push(out),
-                    None => ControlFlow::Continue(()),
-                };
-                stopped = flow.is_break();
-                flow
-            });
-            if stopped {
+                let _ = quota.send(batcher, failed);
                 return;
             }
         }
-        while let Some(sample) = buffer.pop() {
-            if batcher.push(sample).is_break() {
-                return;
-            }
+    }
+
+    /// The samples of shard number `shard` at `path` to `take`, until it says `Break`.
+    fn read_shard(
+        &self,
+        shard: usize,
+        path: &std::path::Path,
+        take: &mut dyn FnMut(RawSample) -> ControlFlow<()>,
+    ) -> ControlFlow<()> {
+        let mut flow = ControlFlow::Continue(());
+        webdataset::for_each_sample(path, self.options.max_member, |sample| {
+            let sample = match sample {
+                Ok(s) => RawSample {
+                    index: (shard as u64) << 32 | s.position,
+                    label: s.label,
+                    name: path.join(&s.key),
+                    bytes: s.image,
+                },
+                // A shard that breaks off: its error stands for the rest of it.
+                Err(e) => RawSample {
+                    index: (shard as u64) << 32 | u64::from(u32::MAX),
+                    label: -1,
+                    name: path.to_path_buf(),
+                    bytes: Err(e),
+                },
+            };
+            flow = take(sample);
+            flow
+        });
+        flow
+    }
+}
+
+/// The samples a rank still sends in a pass.
+struct Quota {
+    left: u64,
+}
+
+impl Quota {
+    /// `sample` to `batcher`, unless the rank sent all it reads (`Break`, as when the consumer
+    /// is gone).
+    fn send(&mut self, batcher: &mut Batcher, sample: RawSample) -> ControlFlow<()> {
+        if self.left == 0 {
+            return ControlFlow::Break(());
         }
+        self.left -= 1;
+        batcher.push(sample)
     }
 }
 
@@ -737,7 +875,9 @@ fn read_files(
         (sample, len)
     };
     let read = &read;
-    let room = ahead.div_ceil(READERS).max(1);
+    // The budget bounds the bytes read ahead; this bounds the files each reader's channel holds
+    // (allocated up front), whatever the batch size.
+    let room = ahead.div_ceil(READERS).clamp(1, MAX_READ_ROOM);
     std::thread::scope(|scope| {
         let readers: Vec<Receiver<(RawSample, u64)>> = (0..READERS)
             .map(|j| {
@@ -770,6 +910,12 @@ fn read_files(
 
 /// Threads reading a loader's files.
 const READERS: usize = 4;
+
+/// Files each reader holds ready, at most.
+const MAX_READ_ROOM: usize = 1024;
+
+/// Batches a loader makes ahead of its consumer (`prefetch`), at most.
+pub const MAX_PREFETCH: usize = 64;
 
 /// Encoded bytes read ahead of the batcher, at most (a file larger than it is read alone).
 const READ_AHEAD_BYTES: u64 = 64 << 20;
@@ -917,6 +1063,8 @@ pub struct Epoch {
     /// Where the running stream goes at the epoch's end (on the GPU).
     park: Option<Arc<Mutex<Parked>>>,
     next: usize,
+    /// When the batch of step `next` was first asked for.
+    asked: Option<Instant>,
     handed: Instant,
     started: Instant,
     images: usize,
@@ -947,28 +1095,62 @@ struct Running {
     waits: Arc<StreamWaits>,
     /// The stream's counts when its last epoch ended (zero before the first).
     counted: StreamCounts,
+    /// A worker failed: the workers end with this pass.
+    broken: bool,
+}
+
+/// What waiting for a step's batch gave.
+#[derive(Debug)]
+#[allow(
+    clippy::large_enum_variant,
+    reason = "a batch moves by value, as the iterator's item does"
+)]
+pub enum Waited {
+    /// The step's batch (or why the step failed as a whole).
+    Batch(Result<Batch>),
+    /// The epoch is over.
+    End,
+    /// Nothing came in the time given: wait again (a caller checks for an interrupt first).
+    TimedOut,
 }
 
 impl Running {
-    /// The current pass's batch of `step`; `None` once the pass is over (`Some(None)`) or the
-    /// workers have ended (`None`).
-    fn batch(&mut self, step: usize) -> Option<Option<Result<Batch>>> {
+    /// The current pass's batch of `step`, its end, or nothing within `timeout`. Workers that
+    /// failed, or stopped before the pass's end, give an error (once) and then the end.
+    fn wait(&mut self, step: usize, timeout: Duration) -> Waited {
+        let deadline = Instant::now() + timeout;
         loop {
             if let Some(batch) = self.early.remove(&(self.pass, step)) {
-                return Some(Some(batch));
+                return Waited::Batch(batch);
             }
             if self.ends.get(&self.pass) == Some(&step) {
-                return Some(None);
+                return Waited::End;
             }
-            match self.done.recv().ok()? {
-                Done::Batch { pass, step, batch } => {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self.done.recv_timeout(left) {
+                Ok(Done::Batch { pass, step, batch }) => {
                     self.early.insert((pass, step), batch);
                 }
-                Done::End { pass, steps } => {
+                Ok(Done::End { pass, steps }) => {
                     self.ends.insert(pass, steps);
+                }
+                Ok(Done::Failed(e)) => return self.failed(step, e),
+                Err(std::sync::mpsc::RecvTimeoutError::Timeout) => return Waited::TimedOut,
+                Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
+                    let e = Error::Internal(
+                        "the loader's workers stopped before the epoch's end".into(),
+                    );
+                    return self.failed(step, e);
                 }
             }
         }
+    }
+
+    /// `e` as step `step`'s outcome, the pass ending after it.
+    fn failed(&mut self, step: usize, e: Error) -> Waited {
+        self.broken = true;
+        self.ends.insert(self.pass, step + 1);
+        Waited::Batch(Err(e))
     }
 }
 
@@ -1162,6 +1344,7 @@ impl Epoch {
             running: Some(running),
             park,
             next: 0,
+            asked: None,
             handed: now,
             started: now,
             images: 0,
@@ -1193,7 +1376,7 @@ impl Epoch {
         let Some(mut running) = self.running.take() else {
             return;
         };
-        let (Some(park), Some(then)) = (&self.park, running.then) else {
+        let (Some(park), Some(then), false) = (&self.park, running.then, running.broken) else {
             return;
         };
         running.ends.remove(&running.pass);
@@ -1205,29 +1388,29 @@ impl Epoch {
     }
 }
 
-impl Iterator for Epoch {
-    type Item = Result<Batch>;
-
-    fn next(&mut self) -> Option<Self::Item> {
-        let asked = Instant::now();
-        let batch = match self.running.as_mut()?.batch(self.next) {
-            Some(Some(batch)) => batch,
-            Some(None) => {
-                self.end();
-                return None;
-            }
-            // Every worker has ended.
-            None => {
-                self.running = None;
-                return None;
-            }
+impl Epoch {
+    /// The next step's batch, the epoch's end, or nothing within `timeout` (then call again:
+    /// a caller that must answer an interrupt waits in short slices).
+    pub fn wait(&mut self, timeout: Duration) -> Waited {
+        let asked = *self.asked.get_or_insert_with(Instant::now);
+        let Some(running) = self.running.as_mut() else {
+            return Waited::End;
         };
+        let batch = match running.wait(self.next, timeout) {
+            Waited::Batch(batch) => batch,
+            Waited::End => {
+                self.end();
+                return Waited::End;
+            }
+            Waited::TimedOut => return Waited::TimedOut,
+        };
+        self.asked = None;
         let now = Instant::now();
         let (waited, step_time) = (now - asked, now - self.handed);
         self.handed = now;
         self.waited += waited;
         self.next += 1;
-        Some(batch.map(|mut batch| {
+        Waited::Batch(batch.map(|mut batch| {
             self.images += batch.indices.len();
             let share = waited.as_secs_f64() / step_time.as_secs_f64().max(1e-9);
             let stats = &mut batch.stats;
@@ -1245,6 +1428,20 @@ impl Iterator for Epoch {
             }
             batch
         }))
+    }
+}
+
+impl Iterator for Epoch {
+    type Item = Result<Batch>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        loop {
+            match self.wait(Duration::from_secs(3600)) {
+                Waited::Batch(batch) => return Some(batch),
+                Waited::End => return None,
+                Waited::TimedOut => {}
+            }
+        }
     }
 }
 

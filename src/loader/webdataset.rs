@@ -6,8 +6,9 @@ use std::io::Read;
 use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
 
-/// Extensions of the member that is a sample's image (lower case).
-pub const IMAGE_EXTENSIONS: &[&str] = &["jpg", "jpeg", "png", "ppm", "bmp", "tif", "tiff", "webp"];
+/// Extensions of the member that is a sample's image (lower case): the formats gpuprep
+/// decodes.
+pub const IMAGE_EXTENSIONS: &[&str] = &crate::formats::EXTENSIONS;
 
 /// One sample of a shard: its key, its image's bytes (or why there are none) and its label
 /// (−1 without a `.cls` or `.json` label).
@@ -81,6 +82,35 @@ pub fn for_each_sample(
     if let Some(sample) = grouper.finish() {
         let _ = each(Ok(sample));
     }
+}
+
+/// The samples [`for_each_sample`] gives for the shard at `path`, counted from the members'
+/// headers alone (their data is skipped, not read): the key groups, plus one for the error a
+/// shard that breaks off ends with. An error when the shard cannot be opened.
+pub fn count_samples(path: &Path) -> Result<u64> {
+    let in_shard = |e: std::io::Error| Error::from(e).in_file(path);
+    let file = std::fs::File::open(path).map_err(in_shard)?;
+    let mut archive = tar::Archive::new(std::io::BufReader::new(file));
+    let mut members = archive.entries_with_seek().map_err(in_shard)?;
+    let (mut samples, mut key) = (0, None::<String>);
+    for member in &mut members {
+        let Ok(member) = member else {
+            // The reader gives the samples before the break, then the break's error.
+            return Ok(samples + 1);
+        };
+        if !member.header().entry_type().is_file() {
+            continue;
+        }
+        let name = String::from_utf8_lossy(&member.path_bytes()).into_owned();
+        let Some((this, _)) = key_and_extension(&name) else {
+            continue;
+        };
+        if key.as_deref() != Some(this) {
+            samples += 1;
+            key = Some(this.to_string());
+        }
+    }
+    Ok(samples)
 }
 
 /// A regular member with a key: (key, extension in lower case, its bytes or why not); `None`

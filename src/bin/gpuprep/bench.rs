@@ -332,6 +332,7 @@ fn write_outputs(
         limits,
         backend,
         progress: None,
+        stop: None,
     };
     match convert::convert(files, &destination, &job) {
         Ok(reports) => summarise(&reports, &destination, backend, quiet),

@@ -13,9 +13,10 @@ mod progress;
 
 use clap::{Parser, Subcommand, ValueEnum};
 use gpuprep::convert::{self, Destination, Job};
-use gpuprep::Backend;
+use gpuprep::{Backend, Error};
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 /// Encoded images to model-ready arrays, bit-identical to Pillow + torchvision.
 #[derive(Parser)]
@@ -158,11 +159,28 @@ enum BackendArg {
 }
 
 fn main() -> ExitCode {
+    quiet_headless_device_select();
     match Cli::parse().command {
         Command::Convert(args) => run(args),
         Command::Bench(args) => bench::run(args),
         Command::Parity(args) => parity::run(args),
         Command::Info(args) => info(args),
+    }
+}
+
+/// On a machine without a display, Mesa's device-select Vulkan layer (which orders GPUs by the
+/// display's) has nothing to consult, yet prints "XDG_RUNTIME_DIR is invalid" trying Wayland:
+/// disabled there (`NODEVICE_SELECT`, its own switch), unless a device is chosen through it. Set
+/// first thing, while the process has one thread.
+fn quiet_headless_device_select() {
+    let unset = |name| std::env::var_os(name).is_none();
+    if unset("XDG_RUNTIME_DIR")
+        && unset("WAYLAND_DISPLAY")
+        && unset("DISPLAY")
+        && unset("MESA_VK_DEVICE_SELECT")
+        && unset("NODEVICE_SELECT")
+    {
+        std::env::set_var("NODEVICE_SELECT", "1");
     }
 }
 
@@ -246,6 +264,7 @@ fn run(args: ConvertArgs) -> ExitCode {
         progress: line
             .as_ref()
             .map(|_| &report as &(dyn Fn(usize, usize) + Sync)),
+        stop: Some(stop_on_signals()),
     };
     let result = find_inputs(&args.inputs, args.recursive, args.quiet)
         .map_err(convert::JobError::from)
@@ -258,6 +277,25 @@ fn run(args: ConvertArgs) -> ExitCode {
         Err(e) => job_failed(&e),
     }
 }
+
+/// A flag that SIGINT and SIGTERM set, for the job to stop at its next chunk (it keeps what it
+/// finished, removes its temporary files and writes its report); a second signal exits at once
+/// (a later run removes what that leaves).
+fn stop_on_signals() -> &'static AtomicBool {
+    static STOP: AtomicBool = AtomicBool::new(false);
+    let installed = ctrlc::set_handler(|| {
+        if STOP.swap(true, Ordering::Relaxed) {
+            std::process::exit(EXIT_INTERRUPTED);
+        }
+    });
+    if let Err(e) = installed {
+        err!("note: interrupting will not keep the work done: {e}");
+    }
+    &STOP
+}
+
+/// The exit code of a job stopped by a signal (128 + SIGINT, as shells report it).
+const EXIT_INTERRUPTED: i32 = 130;
 
 /// Says why a convert job stopped (naming `--out` when the destination is the problem); exit 2.
 fn job_failed(e: &convert::JobError) -> ExitCode {
@@ -275,10 +313,12 @@ fn summarise(
     backend: &Backend,
     quiet: bool,
 ) -> ExitCode {
-    let failed = reports.iter().filter(|r| r.result.is_err()).count();
+    let interrupted = |r: &&convert::ImageReport| matches!(r.result, Err(Error::Interrupted));
+    let not_reached = reports.iter().filter(interrupted).count();
+    let failed = reports.iter().filter(|r| r.result.is_err()).count() - not_reached;
     // Each error names its file; what to do is said once per kind, after them.
     let mut advice: Vec<(&str, usize)> = Vec::new();
-    for report in reports {
+    for report in reports.iter().filter(|r| !interrupted(r)) {
         if let Err(e) = &report.result {
             err!("error: {e}");
             if let Some(said) = advice::advice(e) {
@@ -294,6 +334,17 @@ fn summarise(
         err!("what to do ({files} file{plural}): {said}");
     }
     let (Destination::Directory(path) | Destination::Stacked(path)) = destination;
+    if not_reached > 0 {
+        err!(
+            "interrupted: converted {} of {} images into {} before the signal; the report ({}) \
+             lists what was finished and what was not reached",
+            reports.len() - failed - not_reached,
+            reports.len(),
+            path.display(),
+            destination.report_path().display()
+        );
+        return ExitCode::from(EXIT_INTERRUPTED as u8);
+    }
     if !quiet {
         err!(
             "converted {} of {} images into {} on {} (report: {})",
