@@ -133,6 +133,17 @@ pub enum Error {
         /// Why.
         source: Arc<std::io::Error>,
     },
+    /// A loader keeping every batch full (`refill`) had more samples of an epoch fail than the
+    /// spare samples it read to replace them.
+    #[error(
+        "more samples of this epoch failed than the batch of spare samples read to replace \
+         them: the epoch's {batches} full batches could not be made (each batch's failed samples \
+         say why)"
+    )]
+    TooManyFailed {
+        /// The batches the epoch was to hand over.
+        batches: usize,
+    },
     /// The job was interrupted (Ctrl-C, SIGTERM) before it reached this input.
     #[error("not converted: the job was interrupted first")]
     Interrupted,
@@ -194,6 +205,7 @@ impl Error {
             Self::Options(_) => "OptionsError",
             Self::NoGpu(_) | Self::Gpu(_) => "GpuError",
             Self::Interrupted => "Interrupted",
+            Self::TooManyFailed { .. } => "GpuprepError",
             Self::Internal(_) => "GpuprepError",
             Self::Io(_) | Self::CannotWrite { .. } | Self::InFile { .. } => "ReadError",
         }

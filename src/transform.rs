@@ -513,10 +513,8 @@ impl Transform {
             ("grayscale", self.grayscale),
             ("random_erasing", self.random_erasing.map(|e| e.p)),
         ] {
-            if p.is_some_and(|p| !(0.0..=1.0).contains(&p)) {
-                return Err(format!(
-                    "{name}'s probability must lie in [0, 1], got {p:?}"
-                ));
+            if let Some(p) = p.filter(|p| !(0.0..=1.0).contains(p)) {
+                return Err(format!("{name}'s probability must lie in [0, 1], got {p}"));
             }
         }
         if let Some(jitter) = self.color_jitter {

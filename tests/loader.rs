@@ -853,3 +853,73 @@ fn sizes_past_their_bounds_are_errors_not_aborts() {
         "{stacked}"
     );
 }
+
+/// With `refill` (Python's errors="skip" with drop_last) every batch is full though samples fail
+/// (a corrupt file, a truncated one, a file gone after the loader was made): a short batch takes
+/// the last samples of the next, the epoch reads spare samples for the last, and the same
+/// number of batches comes on both backends, every tensor the one its sample gives alone.
+#[test]
+fn refilled_batches_are_full_and_each_tensor_is_its_samples() {
+    check_refill(|| Backend::Cpu, "cpu");
+    if common::gpu().is_some() {
+        check_refill(|| Backend::gpu().unwrap(), "gpu");
+    }
+}
+
+fn check_refill(backend: impl Fn() -> Backend, what: &str) {
+    let (root, _) = photo_tree(&format!("refill-{what}"));
+    let corrupt = common::manifest_dir().join("tests/data/malformed");
+    let bad: Vec<PathBuf> = std::fs::read_dir(&corrupt)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "jpg"))
+        .take(2)
+        .collect();
+    put(&root, "cat/zz-corrupt.jpg", &bad[0]);
+    put(&root, "dog/zz-corrupt.jpg", &bad[1]);
+    put(&root, "emu/zz-gone.jpg", &photo("mpl__grace_hopper.jpg"));
+    let (items, _) = gpuprep::loader::dataset::image_folder(&root).unwrap();
+    let transform = train();
+    let options = LoaderOptions {
+        split: Split {
+            shuffle: true,
+            seed: 5,
+            rank: 0,
+            world_size: 1,
+            drop_last: true,
+        },
+        refill: true,
+        ..LoaderOptions::new(4)
+    };
+    let source = Source::ImageFolder(root.clone());
+    let limits = Limits::default();
+    let loader = Loader::new(source, &transform, backend(), &limits, options).unwrap();
+    std::fs::remove_file(root.join("emu/zz-gone.jpg")).unwrap();
+    assert_eq!(loader.len(), items.len() / 4);
+    for epoch in 0..2 {
+        let mut failed = 0;
+        let mut batches = 0;
+        for batch in loader.epoch(epoch) {
+            let batch = batch.unwrap();
+            batches += 1;
+            assert_eq!(batch.shape[0], 4, "{what}: every batch full");
+            failed += batch.failed.len();
+            for (k, &index) in batch.indices.iter().enumerate() {
+                let item = &items[index as usize];
+                assert_eq!(batch.labels[k], item.label);
+                let one = Transform {
+                    seed: 5,
+                    epoch,
+                    ..transform
+                };
+                let bytes = std::fs::read(&item.path).unwrap();
+                let alone = Backend::Cpu
+                    .preprocess_sample(&bytes, &one, &Sample::Index(index), &limits)
+                    .unwrap();
+                assert!(image(&batch, k) == alone, "{what}: sample {index}");
+            }
+        }
+        assert_eq!(batches, loader.len(), "{what}, epoch {epoch}");
+        assert!(failed > 0, "{what}: the failures are reported");
+    }
+}

@@ -16,9 +16,17 @@ The Rust crate is the one implementation; this package names its parts as torchv
 """
 import glob as _glob
 import os as _os
+import re as _re
 import warnings as _warnings
 
-from ._gpuprep import (  # noqa: F401  (the package's public names)
+# On a machine without a display, Mesa's device-select Vulkan layer (which orders GPUs by the
+# display's) has nothing to consult, yet prints "XDG_RUNTIME_DIR is invalid" to stderr trying
+# Wayland: its own switch turns it off there, unless a device is chosen through it.
+if not any(_os.environ.get(name) for name in ("XDG_RUNTIME_DIR", "WAYLAND_DISPLAY", "DISPLAY",
+                                                "MESA_VK_DEVICE_SELECT", "NODEVICE_SELECT")):
+    _os.environ["NODEVICE_SELECT"] = "1"
+
+from ._gpuprep import (  # noqa: E402,F401  (the package's public names)
     CorruptError,
     DecodeError,
     GpuError,
@@ -31,7 +39,7 @@ from ._gpuprep import (  # noqa: F401  (the package's public names)
     TruncatedError,
     UnsupportedError,
 )
-from . import _gpuprep
+from . import _gpuprep  # noqa: E402
 
 __all__ = [
     "Transform", "Pipeline", "Loader", "from_torchvision", "torchvision_params", "GpuprepError", "DecodeError", "TruncatedError",
@@ -47,24 +55,79 @@ def _torch():
     return torch
 
 
+_URL = _re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://|^pipe:")
+_BRACES = _re.compile(r"\{([^{}]*)\}")
+
+
+def _expand_braces(pattern):
+    """webdataset's (braceexpand's) shard patterns: `{000..009}` (zero-padded as written) and
+    `{a,b}`, every brace expanded, left to right."""
+    match = _BRACES.search(pattern)
+    if match is None:
+        return [pattern]
+    body, head, tail = match.group(1), pattern[:match.start()], pattern[match.end():]
+    numbers = _re.fullmatch(r"(\d+)\.\.(\d+)", body)
+    if numbers:
+        low, high = numbers.group(1), numbers.group(2)
+        width = len(low) if low.startswith("0") and len(low) > 1 else 0
+        step = 1 if int(high) >= int(low) else -1
+        choices = [str(n).zfill(width) for n in range(int(low), int(high) + step, step)]
+    elif "," in body:
+        choices = body.split(",")
+    else:
+        choices = ["{" + body + "}"]
+    return [head + c + rest for c in choices for rest in _expand_braces(tail)]
+
+
+def _local(path):
+    """A source path as a local one: `file:` URLs become paths; other URLs and `pipe:` commands
+    are refused by name (local files, folders and tar shards are read)."""
+    if path.startswith("file://"):
+        return path[len("file://"):]
+    if path.startswith("file:"):
+        return path[len("file:"):]
+    if _URL.match(path):
+        raise UnsupportedError(f"{path}: the loader reads local files, folders and tar shards; "
+                               "URLs and pipe: commands are not read")
+    return path
+
+
 def _resolve(source):
-    """(kind, paths) of a loader source: a folder (ImageFolder), a tar shard, a glob of shards,
-    or a list of image files or of shards."""
+    """(kind, paths) of a loader source: a folder (ImageFolder), a tar shard, a glob or a brace
+    pattern of shards, one image file, or a list of image files or of shards. A source that
+    cannot be read raises here, at construction."""
     if isinstance(source, (str, _os.PathLike)):
-        path = _os.fspath(source)
+        path = _local(_os.fspath(source))
+        if _BRACES.search(path):
+            return _resolve_list(_expand_braces(path))
         if _os.path.isdir(path):
             return "folder", [path]
         if any(c in path for c in "*?["):
             paths = sorted(_glob.glob(path))
             if not paths:
-                raise OptionsError(f"{path}: no shard matches")
-            return "shards", paths
-        if path.endswith(".tar"):
-            return "shards", [path]
-        return "files", [path]
-    paths = [_os.fspath(p) for p in source]
-    if paths and all(p.endswith(".tar") for p in paths):
+                raise ReadError(f"{path}: no file matches")
+            return _resolve_list(paths)
+        if not _os.path.exists(path):
+            raise ReadError(f"{path}: no such file or folder")
+        return ("shards" if path.endswith(".tar") else "files"), [path]
+    if isinstance(source, (bytes, bytearray)):
+        raise OptionsError("a loader's source is a path, a pattern or a list of paths, not bytes")
+    return _resolve_list([_local(_os.fspath(p)) for p in source])
+
+
+def _resolve_list(paths):
+    """(kind, paths) of a list of image files or of tar shards."""
+    if not paths:
+        raise OptionsError("a loader's list of files or shards is empty")
+    folders = [p for p in paths if _os.path.isdir(p)]
+    if folders:
+        raise OptionsError(f"{folders[0]}: a list holds files or shards, not folders; give one "
+                           "ImageFolder root instead")
+    shards = [p.endswith(".tar") for p in paths]
+    if all(shards):
         return "shards", paths
+    if any(shards):
+        raise OptionsError("a list holds image files or tar shards, not both")
     return "files", paths
 
 
@@ -79,6 +142,15 @@ _FLIPS = ("RandomHorizontalFlip", "RandomVerticalFlip")
 _GEOMETRIC = ("RandomRotation", "TrivialAugmentWide")
 _INTERPOLATIONS = {"NEAREST": "nearest", "BOX": "box", "BILINEAR": "bilinear",
                    "HAMMING": "hamming", "BICUBIC": "bicubic", "LANCZOS": "lanczos"}
+# Pillow's filter numbers, which torchvision takes for an interpolation too (as its
+# _interpolation_modes_from_int maps them).
+_PIL_FILTERS = {0: "NEAREST", 1: "LANCZOS", 2: "BILINEAR", 3: "BICUBIC", 4: "BOX", 5: "HAMMING"}
+# The tensor conversions, with the element type of the tensor each makes of a PIL image.
+_TO_TENSOR = {"ToTensor": "float32", "PILToTensor": "uint8", "ToImage": "uint8"}
+# gpuprep's Transform holds one of each of these: a second transform of the same slot is refused.
+_SLOTS = {"RandomResizedCrop": "Resize", "PILToTensor": "ToTensor", "ToImage": "ToTensor",
+          "ConvertImageDtype": "ToDtype"}
+_TWICE = {"Resize": "resize", "ToTensor": "convert to a tensor", "ToDtype": "convert the dtype"}
 
 
 def _size(size):
@@ -89,25 +161,123 @@ def _size(size):
     return size[0] if len(size) == 1 else (int(size[0]), int(size[1]))
 
 
+def _checked_size(name, size):
+    """_size of a transform's size, refused by name unless it is one or two positive integers."""
+    sides = [size] if isinstance(size, int) else list(size) if isinstance(size, (list, tuple)) \
+        else []
+    if not 1 <= len(sides) <= 2 or not all(isinstance(s, int) and not isinstance(s, bool) and s >= 1
+                                           for s in sides):
+        raise OptionsError(f"{name}(size={size!r}) is not supported: a size is one or two positive "
+                           "integers")
+    return _size(size)
+
+
+def _interpolation(step):
+    """The name (NEAREST, BILINEAR...) of `step`'s interpolation: an InterpolationMode (or Pillow's
+    Resampling) by its name, a Pillow filter number as torchvision maps it; else its repr."""
+    mode = getattr(step, "interpolation", None)
+    name = getattr(mode, "name", None)
+    if isinstance(name, str):
+        return name.upper()
+    if isinstance(mode, int) and not isinstance(mode, bool) and mode in _PIL_FILTERS:
+        return _PIL_FILTERS[mode]
+    return repr(mode)
+
+
+def _filter(name, step):
+    """gpuprep's name of the resampling filter of `step` (Resize, RandomResizedCrop), refusing
+    any other interpolation by name (NEAREST_EXACT among them)."""
+    interpolation = _interpolation(step)
+    if interpolation not in _INTERPOLATIONS:
+        raise OptionsError(f"{name}(interpolation={interpolation}) is not supported: only "
+                           f"{', '.join(_INTERPOLATIONS)}")
+    return _INTERPOLATIONS[interpolation]
+
+
+def _number(value):
+    """`value` as a float, NaN when it is none."""
+    try:
+        return float(value)
+    except (TypeError, ValueError, OverflowError):
+        return float("nan")
+
+
+def _probability(name, p):
+    p = _number(p)
+    if not 0.0 <= p <= 1.0:
+        raise OptionsError(f"{name}(p={p}) is not supported: a probability lies in [0, 1]")
+    return p
+
+
+def _pair(name, what, value, low=None, high=None, positive=False):
+    """A transform's (min, max) argument as two finite floats, min <= max, within the bounds
+    given, refused by name otherwise (torch's uniform_ refuses min > max when it draws)."""
+    import math
+
+    try:
+        pair = [_number(v) for v in value]
+    except TypeError:
+        pair = []
+    ok = (len(pair) == 2 and all(math.isfinite(v) for v in pair) and pair[0] <= pair[1]
+          and (low is None or pair[0] >= low) and (high is None or pair[1] <= high)
+          and (not positive or pair[0] > 0))
+    if not ok:
+        bounds = " within [0, 1]" if high is not None else ", both positive" if positive else ""
+        raise OptionsError(f"{name}({what}={value!r}) is not supported: (min, max) with "
+                           f"min <= max{bounds}")
+    return tuple(pair)
+
+
+def _channels(name, what, value):
+    """Normalize's mean or std, RandomErasing's value, as three finite floats (R, G, B): one value
+    stands for every channel, as torch's broadcasting makes it."""
+    import math
+
+    try:
+        values = [_number(v) for v in value]
+    except TypeError:
+        values = [_number(value)]
+    if len(values) == 1:
+        values = values * 3
+    if len(values) != 3 or not all(math.isfinite(v) for v in values):
+        raise OptionsError(f"{name}({what}={value!r}) is not supported: one finite number or three "
+                           "(R, G, B)")
+    return values
+
+
 def _rotation_degrees(step):
     """RandomRotation's degrees, refusing what gpuprep does not compute: other interpolations
     than NEAREST (Pillow's bilinear rotation runs in double precision), expand and a centre."""
-    interpolation = getattr(getattr(step, "interpolation", None), "name", "NEAREST")
-    if str(interpolation).upper() != "NEAREST":
+    interpolation = _interpolation(step)
+    if interpolation != "NEAREST":
         raise OptionsError(f"RandomRotation(interpolation={interpolation}) is not supported: "
                            "only NEAREST")
     if getattr(step, "expand", False) or getattr(step, "center", None) is not None:
         raise OptionsError("RandomRotation(expand=True) and a given center are not supported")
-    return (float(step.degrees[0]), float(step.degrees[1]))
+    return _pair("RandomRotation", "degrees", step.degrees)
 
 
 def _rotation_fill(step):
+    """The fill torchvision's PIL kernels give `step` (RandomRotation, TrivialAugmentWide): a
+    number or one per channel, each made an int as its _parse_fill does, none meaning 0. v2's
+    fill keyed by type gives a PIL image its "others" entry (none when there is none)."""
+    name = type(step).__name__
     fill = getattr(step, "fill", 0)
+    if isinstance(fill, dict):
+        if any(getattr(key, "__module__", "").startswith("PIL") for key in fill):
+            raise OptionsError(f"{name}(fill={fill!r}) is not supported: a fill keyed by a PIL "
+                               "image class depends on the image's exact class; give one fill")
+        fill = fill.get("others")
     fill = 0 if fill is None else fill
-    values = [fill] * 3 if isinstance(fill, (int, float)) else list(fill)
-    if len(values) == 1:
-        values = values * 3
-    return [int(v) for v in values]  # torchvision's _parse_fill: int(x) for each channel
+    try:
+        values = list(fill) if isinstance(fill, (list, tuple)) else [fill]
+        values = [int(v) for v in (values * 3 if len(values) == 1 else values)]
+    except (TypeError, ValueError, OverflowError):
+        values = []
+    if len(values) != 3 or not all(0 <= v <= 255 for v in values):
+        raise OptionsError(f"{name}(fill={fill!r}) is not supported: one number or three (R, G, B) "
+                           "in 0..255")
+    return values
 
 
 def _amount(name, value, centre):
@@ -122,20 +292,63 @@ def _amount(name, value, centre):
     return v
 
 
+def _twice(name, first):
+    """The refusal of `name` after `first`, a transform of the same slot of gpuprep's Transform."""
+    if name == first:
+        return (f"{name} twice in one Compose: torchvision would apply it twice, and gpuprep's "
+                f"Transform holds one {name} (the result would differ); keep one")
+    what = _TWICE[_SLOTS.get(name, name)]
+    return (f"{name} after {first}: torchvision would apply both ({what} twice), and gpuprep's "
+            "Transform does it once (the result would differ); keep one")
+
+
+def _steps(compose):
+    """The transforms of a torchvision Compose (v1 or v2), or [compose] for one transform; any
+    other container (RandomApply, RandomChoice, RandomOrder...) is refused by name."""
+    steps = getattr(compose, "transforms", None)
+    if steps is None:
+        return [compose]
+    kind, module = type(compose).__name__, type(compose).__module__ or ""
+    if kind != "Compose" or not module.startswith("torchvision."):
+        raise OptionsError(f"{kind} is not supported by gpuprep: give a torchvision Compose of "
+                           "supported transforms, or one of them")
+    return list(steps)
+
+
 def from_torchvision(compose):
-    """The Transform that computes what `compose` (a torchvision Compose of Resize, CenterCrop,
-    RandomResizedCrop, RandomHorizontalFlip, RandomVerticalFlip, RandomRotation or
-    TrivialAugmentWide (NEAREST), ColorJitter, RandomGrayscale, ToTensor / PILToTensor + ToDtype,
-    Normalize, RandomErasing, in that order) computes on a PIL image; anything else is refused by
-    name (OptionsError)."""
-    steps = list(getattr(compose, "transforms", [compose]))
+    """The Transform that computes what `compose` (a torchvision Compose, v1 or v2, of Resize,
+    CenterCrop, RandomResizedCrop, RandomHorizontalFlip, RandomVerticalFlip, RandomRotation or
+    TrivialAugmentWide (NEAREST), ColorJitter, RandomGrayscale, ToTensor / PILToTensor / ToImage
+    (+ ToDtype / ConvertImageDtype), Normalize, RandomErasing, in that order, ToPureTensor
+    anywhere) computes on a PIL image, bit for bit. Anything else is refused here, by name
+    (OptionsError): another transform (or one of another library of a torchvision name), an
+    option gpuprep does not compute, a transform of which gpuprep's Transform holds one given
+    twice (two Resize, a Resize and a RandomResizedCrop, two flips of one axis, two ColorJitter
+    ...: torchvision would apply both), a geometric or colour transform after the tensor
+    conversion (torchvision would run torch's kernels there, not Pillow's), and v2's ToDtype /
+    ConvertImageDtype from uint8 to float32 (a multiplication by 1/255, not ToTensor's division)."""
     t = Transform()
     last = -1
     rotated = colored = False
-    for step in steps:
-        name = type(step).__name__
-        if name not in _STAGE:
-            raise OptionsError(f"{name} is not supported by gpuprep (supported: {sorted(_STAGE)})")
+    seen = {}  # slot -> the transform that took it
+    tensor = None  # the transform that made the PIL image a tensor
+    dtype = None  # the tensor's element type, once there is one
+    for step in _steps(compose):
+        name, module = type(step).__name__, type(step).__module__ or ""
+        if name not in _STAGE and name != "ToPureTensor":
+            raise OptionsError(f"{name} is not supported by gpuprep (supported: {sorted(_STAGE)} "
+                               "and ToPureTensor)")
+        if not module.startswith("torchvision."):
+            raise OptionsError(f"{module}.{name} is not torchvision's {name}: gpuprep translates "
+                               "torchvision's own transforms (transforms or transforms.v2) only")
+        v2 = module.startswith("torchvision.transforms.v2")
+        if name == "ToPureTensor":
+            continue  # a TVTensor becomes a plain tensor of the same values; a PIL image stays
+        if tensor is not None and _STAGE[name] < _STAGE["ToTensor"]:
+            raise OptionsError(f"{name} after {tensor}(): torchvision would run it on a tensor, "
+                               "with torch's kernels, not Pillow's arithmetic, and gpuprep "
+                               f"computes the PIL path: put {tensor}() after the geometric and "
+                               "colour transforms")
         if _STAGE[name] < last:
             raise OptionsError(f"{name} after a later step: gpuprep applies them in torchvision's "
                                "usual order (resize or crop, flips and colour, tensor, normalise, erase)")
@@ -146,56 +359,122 @@ def from_torchvision(compose):
                                "and before ColorJitter and RandomGrayscale")
         rotated |= name in _GEOMETRIC
         colored |= name in ("ColorJitter", "RandomGrayscale")
+        target = None
+        if name in ("ToDtype", "ConvertImageDtype"):
+            target = getattr(step, "dtype", None)
+            if isinstance(target, dict):
+                raise OptionsError(f"{name} with a dict of dtypes is not supported: give one dtype")
+            target = str(target).replace("torch.", "")
+            if tensor is None:
+                raise OptionsError(f"{name} before a tensor conversion: torchvision passes a PIL "
+                                   "image through it (v2) or refuses one (v1); put it after "
+                                   "ToImage(), PILToTensor() or ToTensor()")
+            if target == dtype:
+                continue  # torchvision returns a tensor of that dtype as it is
+        if name == "ToImage" and tensor is not None:
+            continue  # wraps the tensor as a tv_tensors.Image, its values as they are
+        slot = _SLOTS.get(name, name)
+        if slot in seen:
+            raise OptionsError(_twice(name, seen[slot]))
+        seen[slot] = name
         if name == "RandomRotation":
+            if "TrivialAugmentWide" in seen:
+                raise OptionsError("RandomRotation together with TrivialAugmentWide is not "
+                                   "supported: gpuprep offers one of them")
             t = t.random_rotation(_rotation_degrees(step), _rotation_fill(step))
-            continue
-        if name == "TrivialAugmentWide":
-            interpolation = getattr(step.interpolation, "name", str(step.interpolation))
-            if str(interpolation).upper() != "NEAREST":
+        elif name == "TrivialAugmentWide":
+            if v2:
+                raise OptionsError("torchvision.transforms.v2.TrivialAugmentWide is not supported: "
+                                   "its Solarize threshold (255 * linspace(1, 0)) is not v1's "
+                                   "(linspace(255, 0)), which gpuprep computes: use "
+                                   "torchvision.transforms.TrivialAugmentWide")
+            interpolation = _interpolation(step)
+            if interpolation != "NEAREST":
                 raise OptionsError(f"TrivialAugmentWide(interpolation={interpolation}) is not "
                                    "supported: only NEAREST")
-            t = t.trivial_augment_wide(int(step.num_magnitude_bins), _rotation_fill(step))
-            continue
-        interpolation = getattr(step, "interpolation", None)
-        if interpolation is not None:
-            t = t.interpolation(_INTERPOLATIONS[getattr(interpolation, "name", str(interpolation)).upper()])
-        if name == "Resize":
-            if getattr(step, "max_size", None) is not None:
+            bins = getattr(step, "num_magnitude_bins", None)
+            if not isinstance(bins, int) or not 2 <= bins <= 1024:
+                raise OptionsError(f"TrivialAugmentWide(num_magnitude_bins={bins!r}) is not "
+                                   "supported: 2 to 1024 bins")
+            if "RandomRotation" in seen:
+                raise OptionsError("TrivialAugmentWide together with RandomRotation is not "
+                                   "supported: gpuprep offers one of them")
+            t = t.trivial_augment_wide(bins, _rotation_fill(step))
+        elif name in ("Resize", "RandomResizedCrop"):
+            if name == "Resize" and getattr(step, "max_size", None) is not None:
                 raise OptionsError("Resize(max_size=...) is not supported")
-            t = t.resize(_size(step.size))
-        elif name == "RandomResizedCrop":
-            t = t.random_resized_crop(_size(step.size), tuple(step.scale), tuple(step.ratio))
+            if v2 and getattr(step, "antialias", True) not in (True, None, "warn"):
+                raise OptionsError(f"transforms.v2.{name}(antialias={step.antialias!r}) is not "
+                                   "supported: on a PIL image torchvision antialiases anyway, as "
+                                   "gpuprep does, on a tensor it would not; leave antialias=True")
+            t = t.interpolation(_filter(name, step))
+            if name == "Resize":
+                t = t.resize(_checked_size(name, step.size))
+            else:
+                t = t.random_resized_crop(_checked_size(name, step.size),
+                                          _pair(name, "scale", step.scale, positive=True),
+                                          _pair(name, "ratio", step.ratio, positive=True))
         elif name == "CenterCrop":
-            t = t.center_crop(_size(step.size))
+            t = t.center_crop(_checked_size(name, step.size))
         elif name == "RandomHorizontalFlip":
-            t = t.horizontal_flip(float(step.p))
+            t = t.horizontal_flip(_probability(name, step.p))
         elif name == "RandomVerticalFlip":
-            t = t.vertical_flip(float(step.p))
+            t = t.vertical_flip(_probability(name, step.p))
         elif name == "ColorJitter":
             t = t.color_jitter(_amount("brightness", step.brightness, 1),
                                _amount("contrast", step.contrast, 1),
                                _amount("saturation", step.saturation, 1),
                                _amount("hue", step.hue, 0))
         elif name == "RandomGrayscale":
-            t = t.grayscale(float(step.p))
-        elif name == "ToTensor":
-            t = t.to_tensor()
-        elif name in ("PILToTensor", "ToImage"):
-            t = t.to("uint8", "chw")
+            t = t.grayscale(_probability(name, step.p))
+        elif name in _TO_TENSOR:
+            tensor, dtype = name, _TO_TENSOR[name]
+            t = t.to_tensor() if dtype == "float32" else t.to("uint8", "chw")
         elif name in ("ToDtype", "ConvertImageDtype"):
-            dtype = str(getattr(step, "dtype", "")).replace("torch.", "")
-            if isinstance(getattr(step, "dtype", None), dict):
-                raise OptionsError("ToDtype with a dict of dtypes is not supported")
-            if name == "ToDtype" and dtype.startswith("float") and not getattr(step, "scale", False):
-                raise OptionsError("ToDtype(float, scale=False) is not supported: use scale=True")
+            if target not in ("uint8", "float16", "float32"):
+                raise OptionsError(f"{name}(torch.{target}) is not supported: gpuprep writes "
+                                   "torch.uint8, torch.float16 or torch.float32")
+            if name == "ToDtype" and not getattr(step, "scale", False):
+                raise OptionsError(f"ToDtype(torch.{target}, scale=False) is not supported: it "
+                                   f"casts the {dtype} values unscaled; use scale=True")
+            if v2 and (dtype, target) == ("uint8", "float32"):
+                raise OptionsError(f"transforms.v2.{name}(torch.float32) of a uint8 tensor is not "
+                                   "supported: torchvision multiplies by 1/255 in float32, which "
+                                   "differs in the last bit from ToTensor's division by 255 that "
+                                   "gpuprep computes; use ToTensor(), or PILToTensor() + "
+                                   "transforms.ConvertImageDtype(torch.float32) (v1: it divides)")
+            dtype = target
             t = t.to_tensor() if dtype == "float32" else t.to_tensor().to(dtype)
         elif name == "Normalize":
-            t = t.normalize([float(m) for m in step.mean], [float(s) for s in step.std])
+            if dtype is None:
+                raise OptionsError("Normalize before a tensor conversion: torchvision refuses a "
+                                   "PIL image; put ToTensor() before it")
+            if dtype == "uint8":
+                raise OptionsError("Normalize of a uint8 tensor: torchvision refuses it (a float "
+                                   "tensor only); convert with ToTensor() or "
+                                   "ConvertImageDtype(torch.float32) first")
+            if dtype != "float32":
+                raise OptionsError(f"Normalize of a {dtype} tensor is not supported: torchvision "
+                                   f"normalises in {dtype}, gpuprep in float32")
+            std = _channels(name, "std", step.std)
+            if 0.0 in std:
+                raise OptionsError(f"Normalize(std={step.std!r}): torchvision refuses a zero std")
+            t = t.normalize(_channels(name, "mean", step.mean), std)
         elif name == "RandomErasing":
-            if isinstance(step.value, str):
-                raise OptionsError("RandomErasing(value='random') is not supported")
-            t = t.random_erasing(float(step.p), tuple(step.scale), tuple(step.ratio),
-                                 step.value if isinstance(step.value, (int, float)) else list(step.value))
+            if tensor is None:
+                raise OptionsError("RandomErasing before a tensor conversion: torchvision "
+                                   "refuses a PIL image (v1) or passes it through (v2); put it "
+                                   "after ToTensor(), PILToTensor() or ToImage()")
+            if step.value is None or isinstance(step.value, str):  # v2 keeps 'random' as None
+                raise OptionsError("RandomErasing(value='random') is not supported: gpuprep does "
+                                   "not draw torch's normal noise")
+            value = _channels(name, "value", step.value)
+            if dtype == "uint8" and not all(v == int(v) and 0 <= v <= 255 for v in value):
+                raise OptionsError(f"RandomErasing(value={step.value!r}) of a uint8 tensor is not "
+                                   "supported: integers in 0..255 only")
+            t = t.random_erasing(_probability(name, step.p),
+                                 _pair(name, "scale", step.scale, low=0.0, high=1.0),
+                                 _pair(name, "ratio", step.ratio, positive=True), value)
     return t
 
 
@@ -300,24 +579,47 @@ class Loader:
     current stream waits for each batch's copies (DLPack's stream protocol), and a buffer is
     written again only after the work queued on the tensor before it was freed. Elsewhere
     each batch is copied up from page-locked memory. `handed_over` (and `stats`) say which.
-    Epochs are shuffled from `seed` (`set_epoch` as DistributedSampler); rank/world_size split
-    them as DistributedSampler does; drop_last drops the uneven tail and the short last batch.
+    Epochs: each iteration is a new epoch, in a new order (with `shuffle`) and with new random
+    parameters, as DataLoader's RandomSampler reshuffles at every `iter()`; `set_epoch(e)`
+    (DistributedSampler's) makes the next iteration epoch `e`. Everything is drawn from `seed`
+    and the epoch, so a run is repeatable.
+    Ranks: rank/world_size split each epoch as DistributedSampler does, and every rank gets
+    the same number of batches, `len(loader)`: files and folders are split sample by sample
+    (the tail padded by repetition, or dropped with drop_last); WebDataset shards go to ranks
+    whole (webdataset's split_by_node; at least one shard per rank), their samples counted when
+    the loader is made, and each rank reads ceil(samples / world_size) of them (floor with
+    drop_last): a rank whose shards hold fewer reads its shards again from the first, one whose
+    shards hold more stops there. drop_last also drops the short last batch.
+    Errors: a source that cannot be read raises when the loader is made. A sample that fails
+    (a corrupt or truncated image, a missing file, a broken shard) raises its exception (a
+    DecodeError subclass or ReadError, naming the file or shard member) with errors="raise"
+    (the default, as DataLoader raises a worker's exception); with errors="skip" it is left out
+    of its batch, counted in `stats["failed"]` and `stats["epoch_failed"]`, and the epoch warns
+    once at its end with the count.
     Decoding runs ahead in Rust threads with the GIL released (on the GPU one stream that runs
-    on from an epoch iterated to its end into the next, or into the same epoch again once
-    two iterations in a row had the same epoch; `prefetch` finished batches held ready;
-    on the CPU `prefetch` batches made at once). `stats` holds the last step's figures; a step where the loop waited more than `wait_warning` of it for data warns.
+    on from an epoch iterated to its end into the next; `prefetch` finished batches held
+    ready, 1 to 64; on the CPU `prefetch` batches made at once). Ctrl-C interrupts a wait for
+    a batch within a fraction of a second. `stats` holds the last step's figures; an epoch in
+    which the loop waited more than `wait_warning` of a step for data (after the first step)
+    warns once, at its end, with its data-wait share and worst steps (None: never).
     `threads`: decoding threads of this process (default: all cores, or under torchrun this
     rank's share, cores / LOCAL_WORLD_SIZE); they are started once per process, so the first
     loader or pipeline sets them (`threads` then holds the number).
     `adapter`: the GPU, by number or a part of its name as `gpuprep info` lists them, or
     "cuda:N" for the GPU CUDA calls device N; with `device="cuda:N"` on a machine of several
     GPUs it defaults to that device's, so that each rank's loader runs on its rank's GPU.
+    `reason` says why backend="auto" chose the CPU, when it did.
     """
 
     def __init__(self, source, transform, batch_size, shuffle=False, seed=0, rank=0,
                  world_size=1, drop_last=False, threads=None, backend="auto", prefetch=2,
                  adapter=None, shuffle_buffer=1000, wait_warning=0.1, pin_memory=None,
-                 device=None):
+                 device=None, errors="raise"):
+        if errors not in ("raise", "skip"):
+            raise OptionsError(f'errors is "raise" or "skip", got {errors!r}')
+        if wait_warning is not None and not 0 <= wait_warning <= 1:
+            raise OptionsError(f"wait_warning is a share of a step, 0 to 1, or None, got "
+                               f"{wait_warning!r}")
         kind, paths = _resolve(source)
         torch = _torch()
         self.device = _cuda_device(torch, device)
@@ -337,8 +639,14 @@ class Loader:
             pin_for = self.device
         self._loader = _gpuprep.Loader(kind, paths, transform, batch_size, shuffle, seed, rank,
                                        world_size, drop_last, backend, adapter, prefetch,
-                                       shuffle_buffer, wait_warning, pin_for, self.device)
+                                       shuffle_buffer, 1.0 if wait_warning is None else wait_warning,
+                                       pin_for, self.device,
+                                       refill=errors == "skip" and drop_last)
+        self.errors = errors
+        self.wait_warning = wait_warning
         self.epoch = 0
+        self._epoch_given = False
+        self._iterated = False
         self.stats = {}
         self.last = None
         self.classes = self._loader.classes()
@@ -356,32 +664,72 @@ class Loader:
         why not, when pinning was asked for)."""
         return self._loader.memory()
 
+    @property
+    def reason(self):
+        """Why backend="auto" chose the CPU (no GPU, or only a software one), else None."""
+        return self._loader.reason()
+
     def set_epoch(self, epoch):
-        """The epoch the next iteration draws its order and parameters for."""
+        """The epoch the next iteration draws its order and parameters for
+        (DistributedSampler's `set_epoch`); without it each iteration takes the next epoch."""
         self.epoch = epoch
+        self._epoch_given = True
+
+    def _next_epoch(self):
+        """The epoch an iteration starting now runs: the one set_epoch gave, else the one after
+        the last iteration's (0 for the first)."""
+        if self._iterated and not self._epoch_given:
+            self.epoch += 1
+        self._iterated, self._epoch_given = True, False
+        return self.epoch
 
     def __len__(self):
-        n = self._loader.batches()
-        if n is None:
-            raise TypeError("a loader over shards has no length until read")
-        return n
+        """Batches per epoch, the same on every rank (see the class's doc)."""
+        return self._loader.batches()
 
     def batches(self):
         """This epoch's batches with everything gpuprep knows of them: dicts with images,
-        labels, indices, params (each sample's, report.json's form), failed and stats."""
-        for images, labels, indices, params, failed, stats in self._loader.epoch(self.epoch):
+        labels, indices, params (each sample's, report.json's form), failed (the samples left
+        out with errors="skip": (index, exception name, message)) and stats."""
+        yield from self._batches()
+
+    def _batches(self):
+        """The next epoch's batches as `batches` yields them; its warnings point at the loop
+        iterating `batches()` or the loader (two frames up)."""
+        epoch = self._next_epoch()
+        failed_in_epoch, slow = 0, []
+        for images, labels, indices, params, failed, stats in self._loader.epoch(epoch):
+            if failed and self.errors == "raise":
+                _, kind, message = failed[0]
+                raise getattr(_gpuprep, kind, GpuprepError)(message)
+            failed_in_epoch += len(failed)
+            stats["failed"] = len(failed)
+            stats["epoch_failed"] = failed_in_epoch
+            stats.pop("warning", None)
+            if self.wait_warning is not None and stats["step"] > 0 \
+                    and stats["data_wait_share"] > self.wait_warning:
+                slow.append((stats["data_wait_share"], stats["step"]))
             self.stats = stats
-            if stats.get("warning"):
-                _warnings.warn(stats["warning"], RuntimeWarning, stacklevel=3)
             yield {"images": images, "labels": labels, "indices": indices, "params": params,
                    "failed": failed, "stats": stats}
+        if failed_in_epoch:
+            _warnings.warn(f"epoch {epoch}: {failed_in_epoch} sample(s) failed and were left "
+                           "out (errors='skip'); each batch's 'failed' says which and why",
+                           RuntimeWarning, stacklevel=3)
+        if slow:
+            worst = ", ".join(f"step {step} {share:.0%}" for share, step in sorted(slow)[::-1][:3])
+            share = self.stats.get("epoch_data_wait_share", 0.0)
+            _warnings.warn(f"epoch {epoch}: the loop waited for data {share:.0%} of the epoch; "
+                           f"{len(slow)} step(s) waited more than {self.wait_warning:.0%} of "
+                           f"the step (worst: {worst}): more prefetch, more decoding threads "
+                           "or a larger batch may help", RuntimeWarning, stacklevel=3)
 
     def __iter__(self):
         torch = _torch()
         pin = self.pin_memory and torch is not None and torch.cuda.is_available()
         # device="cuda" where CUDA is there but not in place: copied up from pinned memory.
         up = self.device is not None and pin
-        for batch in self.batches():
+        for batch in self._batches():
             self.last = batch
             images, labels = batch["images"], batch["labels"]
             if torch is None:
@@ -405,19 +753,23 @@ class Loader:
 
 
 def _cuda_device(torch, device):
-    """The CUDA ordinal `device` names ("cuda", "cuda:N", a torch.device, N), or None."""
+    """The CUDA ordinal `device` names ("cuda", "cuda:N", a torch.device, N), or None; where
+    torch has no CUDA, torch's own error (as `torch.zeros(1, device="cuda")` raises)."""
     if device is None or device == "cpu":
         return None
+    text = str(device)
+    if not isinstance(device, int) and not text.startswith("cuda"):
+        raise OptionsError(f"device must be None, 'cpu' or a CUDA device, got {device!r}")
+    if torch is None:
+        raise OptionsError(f"device={device!r} needs torch with CUDA, and torch is not installed")
+    if not torch.cuda.is_available():
+        torch.cuda.init()  # raises torch's error: not compiled with CUDA, or no driver or GPU
+        raise RuntimeError(f"device={device!r}: torch sees no CUDA device")
     if isinstance(device, int):
         return device
-    text = str(device)
-    if not text.startswith("cuda"):
-        raise ValueError(f"device must be None, 'cpu' or a CUDA device, got {device!r}")
     if ":" in text:
         return int(text.split(":", 1)[1])
-    if torch is not None and torch.cuda.is_available():
-        return torch.cuda.current_device()
-    return 0
+    return torch.cuda.current_device()
 
 
 def _pinned(torch, tensor):

@@ -90,7 +90,7 @@ fn error(e: &gpuprep::Error) -> PyErr {
         | E::MemoryTooLarge { .. } => TooLargeError::new_err(message),
         E::Options(_) => OptionsError::new_err(message),
         E::NoGpu(_) | E::Gpu(_) => GpuError::new_err(message),
-        E::Internal(_) => GpuprepError::new_err(message),
+        E::Internal(_) | E::TooManyFailed { .. } => GpuprepError::new_err(message),
         _ => ReadError::new_err(message),
     }
 }
@@ -101,6 +101,14 @@ fn filter(name: &str) -> PyResult<Filter> {
             "unknown interpolation {name:?}: nearest, box, bilinear, hamming, bicubic, lanczos"
         ))
     })
+}
+
+/// `Ok` when `transform`'s options fit together, else the OptionsError every entry point
+/// raises for them.
+fn validated(transform: &gpuprep::Transform) -> PyResult<()> {
+    transform
+        .validate()
+        .map_err(|why| error(&gpuprep::Error::Options(why)))
 }
 
 /// torchvision's size argument: one positive number, or (height, width).
@@ -521,7 +529,7 @@ impl Transform {
     /// Raises OptionsError naming what does not fit (every call that uses a transform checks
     /// it so too).
     fn validate(&self) -> PyResult<()> {
-        self.0.validate().map_err(OptionsError::new_err)
+        validated(&self.0)
     }
 
     fn __repr__(&self) -> String {
@@ -748,7 +756,7 @@ impl Pipeline {
             return Err(OptionsError::new_err("one parameter dict per image"));
         }
         let t = transform.0;
-        t.validate().map_err(OptionsError::new_err)?;
+        validated(&t)?;
         let limits = Limits::default();
         let backend = Arc::clone(&self.backend);
         let stacked = interruptible(py, move || {
@@ -913,7 +921,7 @@ impl Loader {
     #[new]
     #[pyo3(signature = (kind, paths, transform, batch_size, shuffle, seed, rank, world_size,
                         drop_last, backend, adapter, prefetch, shuffle_buffer, wait_warning,
-                        pin_memory, cuda=None))]
+                        pin_memory, cuda=None, refill=false))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
@@ -933,6 +941,7 @@ impl Loader {
         wait_warning: f64,
         pin_memory: Option<u32>,
         cuda: Option<u32>,
+        refill: bool,
     ) -> PyResult<Self> {
         let source = match kind {
             "folder" => Source::ImageFolder(paths.into_iter().next().unwrap_or_default()),
@@ -958,6 +967,7 @@ impl Loader {
             wait_warning,
             pin_memory,
             handoff: cuda.map_or(loader::Handoff::Host, loader::Handoff::Cuda),
+            refill,
             ..LoaderOptions::new(batch_size)
         };
         let (backend, reason) = self::backend(backend, adapter)?;

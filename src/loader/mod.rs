@@ -22,6 +22,7 @@ mod device_arrays;
 #[path = "device_arrays_elsewhere.rs"]
 mod device_arrays;
 pub mod order;
+mod refill;
 pub mod webdataset;
 
 use crate::error::{Error, Result};
@@ -77,6 +78,12 @@ pub struct LoaderOptions {
     pub pin_memory: Option<u32>,
     /// Where the batches are handed over: host memory, or (GPU backend) memory of the GPU.
     pub handoff: Handoff,
+    /// Keep every batch full (with `drop_last`, in host memory): a batch short of samples
+    /// that failed takes the last samples of the batch after it, and so on, and a batch of
+    /// spare samples is read past the epoch's end for the last one (`refill`). The failed
+    /// samples are still in each batch's `failed`. More failures in an epoch than a batch
+    /// holds are an error.
+    pub refill: bool,
 }
 
 /// Where a loader hands its batches over.
@@ -138,6 +145,16 @@ impl LoaderOptions {
             max_member: 256 << 20,
             pin_memory: None,
             handoff: Handoff::Host,
+            refill: false,
+        }
+    }
+
+    /// Samples read past an epoch's end, to top up its batches (see [`Self::refill`]).
+    fn spare(&self) -> usize {
+        if self.refill {
+            self.batch_size
+        } else {
+            0
         }
     }
 }
@@ -360,6 +377,14 @@ impl Loader {
                 options.prefetch
             )));
         }
+        if options.refill && (!split.drop_last || options.handoff != Handoff::Host) {
+            return Err(Error::Options(
+                "keeping every batch full of the samples that did not fail (refill; Python's \
+                 errors=\"skip\" with drop_last=True) needs drop_last and batches handed over in \
+                 host memory: use errors=\"raise\", drop_last=False or host batches"
+                    .into(),
+            ));
+        }
         if !(0.0..=1.0).contains(&options.wait_warning) {
             return Err(Error::Options(format!(
                 "wait_warning is a share of a step, 0 to 1 (1: never warn), got {}",
@@ -501,7 +526,8 @@ impl Loader {
             }
         };
         let park = on_gpu.then(|| Arc::clone(&self.parked));
-        Epoch::new(running, park, self.options.wait_warning)
+        let refill = self.options.refill.then(|| self.len());
+        Epoch::new(running, park, self.options, refill)
     }
 
     /// Workers reading and making `epoch`, then, where `then` is given, the epochs `then`
@@ -727,7 +753,15 @@ impl Feeder {
     /// The rank's indices of the epoch, files read in parallel, continuously, ahead of the
     /// batcher.
     fn read_items(&self, items: &[dataset::Item], epoch: u64, batcher: &mut Batcher) {
-        let indices = self.options.split.indices(items.len(), epoch);
+        let mut indices = self.options.split.indices(items.len(), epoch);
+        // Spare samples past the end, to top batches up: the rank's first again.
+        let spare: Vec<u64> = indices
+            .iter()
+            .copied()
+            .cycle()
+            .take(self.options.spare())
+            .collect();
+        indices.extend(spare);
         let ahead = (self.read_ahead, READ_AHEAD_BYTES);
         read_files(items, &indices, ahead, |s| batcher.push(s));
     }
@@ -740,7 +774,8 @@ impl Feeder {
     /// so that every rank makes the same number of batches.
     fn read_shards(&self, shards: &[Shard], epoch: u64, batcher: &mut Batcher) {
         let split = self.options.split;
-        let per_rank = split.per_rank(shards.iter().map(|s| s.samples as usize).sum()) as u64;
+        let samples = shards.iter().map(|s| s.samples as usize).sum();
+        let per_rank = (split.per_rank(samples) + self.options.spare()) as u64;
         let mut order: Vec<usize> = (0..shards.len()).collect();
         if split.shuffle {
             order::shuffle(&mut order, &mut split.stream(epoch));
@@ -1063,6 +1098,10 @@ pub struct Epoch {
     /// Where the running stream goes at the epoch's end (on the GPU).
     park: Option<Arc<Mutex<Parked>>>,
     next: usize,
+    /// Steps made so far (more than handed over where batches are topped up).
+    made: usize,
+    /// With [`LoaderOptions::refill`], the batches to hand over and the batch being topped up.
+    refill: Option<(usize, refill::Refill)>,
     /// When the batch of step `next` was first asked for.
     asked: Option<Instant>,
     handed: Instant,
@@ -1128,11 +1167,16 @@ impl Running {
             }
             let left = deadline.saturating_duration_since(Instant::now());
             match self.done.recv_timeout(left) {
+                // A pass already over (its spare steps) is not kept.
                 Ok(Done::Batch { pass, step, batch }) => {
-                    self.early.insert((pass, step), batch);
+                    if pass >= self.pass {
+                        self.early.insert((pass, step), batch);
+                    }
                 }
                 Ok(Done::End { pass, steps }) => {
-                    self.ends.insert(pass, steps);
+                    if pass >= self.pass {
+                        self.ends.insert(pass, steps);
+                    }
                 }
                 Ok(Done::Failed(e)) => return self.failed(step, e),
                 Err(std::sync::mpsc::RecvTimeoutError::Timeout) => return Waited::TimedOut,
@@ -1335,15 +1379,24 @@ fn add_to(counter: &AtomicU64, time: Duration) {
 }
 
 impl Epoch {
-    fn new(running: Running, park: Option<Arc<Mutex<Parked>>>, wait_warning: f64) -> Self {
+    /// The epoch `running` makes; `refill`: the batches it hands over, each full.
+    fn new(
+        running: Running,
+        park: Option<Arc<Mutex<Parked>>>,
+        options: LoaderOptions,
+        refill: Option<usize>,
+    ) -> Self {
         let now = Instant::now();
         let stream = Arc::clone(&running.waits);
+        let wait_warning = options.wait_warning;
         Self {
             stream_at_start: running.counted,
             stream,
             running: Some(running),
             park,
             next: 0,
+            made: 0,
+            refill: refill.map(|batches| (batches, refill::Refill::new(options.batch_size))),
             asked: None,
             handed: now,
             started: now,
@@ -1379,7 +1432,10 @@ impl Epoch {
         let (Some(park), Some(then), false) = (&self.park, running.then, running.broken) else {
             return;
         };
-        running.ends.remove(&running.pass);
+        // Steps of the pass not taken (spare samples a topped-up epoch did not need) go.
+        let pass = running.pass;
+        running.ends.remove(&pass);
+        running.early.retain(|&(p, _), _| p > pass);
         running.pass += 1;
         running.epoch += then;
         running.counted = self.stream.snapshot();
@@ -1393,24 +1449,19 @@ impl Epoch {
     /// a caller that must answer an interrupt waits in short slices).
     pub fn wait(&mut self, timeout: Duration) -> Waited {
         let asked = *self.asked.get_or_insert_with(Instant::now);
-        let Some(running) = self.running.as_mut() else {
-            return Waited::End;
-        };
-        let batch = match running.wait(self.next, timeout) {
+        let batch = match self.made_batch(timeout) {
             Waited::Batch(batch) => batch,
-            Waited::End => {
-                self.end();
-                return Waited::End;
-            }
-            Waited::TimedOut => return Waited::TimedOut,
+            other => return other,
         };
         self.asked = None;
         let now = Instant::now();
         let (waited, step_time) = (now - asked, now - self.handed);
         self.handed = now;
         self.waited += waited;
+        let step = self.next;
         self.next += 1;
         Waited::Batch(batch.map(|mut batch| {
+            batch.stats.step = step;
             self.images += batch.indices.len();
             let share = waited.as_secs_f64() / step_time.as_secs_f64().max(1e-9);
             let stats = &mut batch.stats;
@@ -1428,6 +1479,48 @@ impl Epoch {
             }
             batch
         }))
+    }
+}
+
+impl Epoch {
+    /// The next batch to hand over: the next step's as it was made or, topping batches up, the
+    /// next full one.
+    fn made_batch(&mut self, timeout: Duration) -> Waited {
+        loop {
+            if self
+                .refill
+                .as_ref()
+                .is_some_and(|(batches, _)| self.next == *batches)
+            {
+                self.end();
+                return Waited::End;
+            }
+            let Some(running) = self.running.as_mut() else {
+                return Waited::End;
+            };
+            let made = match running.wait(self.made, timeout) {
+                Waited::Batch(batch) => batch,
+                Waited::End => {
+                    if let Some((batches, _)) = self.refill.take() {
+                        // Failures used up the spare samples: the epoch is short.
+                        let e = Error::TooManyFailed { batches };
+                        return Waited::Batch(Err(e));
+                    }
+                    self.end();
+                    return Waited::End;
+                }
+                Waited::TimedOut => return Waited::TimedOut,
+            };
+            self.made += 1;
+            let Some((_, refill)) = &mut self.refill else {
+                return Waited::Batch(made);
+            };
+            match made.and_then(|batch| refill.push(batch)) {
+                Ok(Some(full)) => return Waited::Batch(Ok(full)),
+                Ok(None) => {}
+                Err(e) => return Waited::Batch(Err(e)),
+            }
+        }
     }
 }
 

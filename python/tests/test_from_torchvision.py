@@ -1,0 +1,287 @@
+"""from_torchvision composes exactly or refuses: against the real torchvision (transforms and
+transforms.v2) and timm, where they are installed (this module is skipped without torchvision).
+A refusal is an OptionsError raised by from_torchvision itself, naming the transform."""
+import glob
+import os
+import warnings
+
+import numpy as np
+import pytest
+
+import gpuprep
+
+torch = pytest.importorskip("torch")
+T = pytest.importorskip("torchvision.transforms")
+v2 = pytest.importorskip("torchvision.transforms.v2")
+Image = pytest.importorskip("PIL.Image")
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+PHOTOS = sorted(glob.glob(os.path.join(ROOT, "tests", "data", "photos", "*.jpg")))
+MEAN, STD = (0.485, 0.456, 0.406), (0.229, 0.224, 0.225)
+
+
+def refused(compose, *words):
+    """The OptionsError from_torchvision raises for `compose`, which names every one of `words`."""
+    with pytest.raises(gpuprep.OptionsError) as caught:
+        gpuprep.from_torchvision(compose)
+    for word in words:
+        assert word in str(caught.value), (word, str(caught.value))
+    return caught.value
+
+
+def outputs(transform, paths=PHOTOS):
+    """gpuprep's batch of `paths` through `transform`, on the CPU backend."""
+    batch, _ = gpuprep.Pipeline("cpu").preprocess(paths, transform)
+    return batch
+
+
+def torchvision_output(compose, path):
+    """torchvision's own result of `compose` on the PIL image of `path`, as numpy."""
+    out = compose(Image.open(path).convert("RGB"))
+    if isinstance(out, torch.Tensor):
+        return out.as_subclass(torch.Tensor).numpy()
+    return np.asarray(out)
+
+
+def assert_same(a, b):
+    """Two Transforms that compute the same: the same properties, the same arrays on the photos."""
+    assert (a.output_size, a.dtype, a.is_random) == (b.output_size, b.dtype, b.is_random)
+    assert np.array_equal(outputs(a), outputs(b))
+
+
+def every_byte():
+    """An RGB image holding every uint8 value in each channel."""
+    values = np.arange(256, dtype=np.uint8).reshape(16, 16)
+    return Image.fromarray(np.stack([values, values[::-1], values.T], -1), "RGB")
+
+
+def test_the_photos_are_there():
+    assert len(PHOTOS) >= 2
+
+
+def test_a_repeated_resize_is_refused():
+    # torchvision resizes twice (different pixels from one Resize(256)); gpuprep holds one resize.
+    for compose in (T.Compose([T.Resize(512), T.Resize(256)]),
+                    v2.Compose([v2.Resize(512), v2.Resize(256)])):
+        refused(compose, "Resize twice", "torchvision would apply it twice")
+    refused(T.Compose([T.Resize(256), T.CenterCrop(240), T.CenterCrop(224)]),
+            "CenterCrop twice", "torchvision would apply it twice")
+
+
+def test_repeated_flips_are_refused():
+    # Flipped twice is never flipped: not one RandomHorizontalFlip(1.0).
+    for flip in (T.RandomHorizontalFlip, T.RandomVerticalFlip, v2.RandomHorizontalFlip,
+                 v2.RandomVerticalFlip):
+        refused(T.Compose([flip(1.0), flip(1.0)]), f"{flip.__name__} twice",
+                "torchvision would apply it twice")
+    # One flip of each axis is one of each: with p=1, torchvision's own pixels.
+    compose = T.Compose([T.CenterCrop(64), T.RandomHorizontalFlip(1.0), T.RandomVerticalFlip(1.0),
+                         T.PILToTensor()])
+    batch = outputs(gpuprep.from_torchvision(compose))
+    for image, path in zip(batch, PHOTOS):
+        assert np.array_equal(image, torchvision_output(compose, path)), path
+
+
+def test_repeated_color_jitters_and_others_are_refused():
+    cases = [
+        ([T.ColorJitter(0.4), T.ColorJitter(contrast=0.3)], "ColorJitter"),
+        ([v2.ColorJitter(0.4), v2.ColorJitter(0.4)], "ColorJitter"),
+        ([T.RandomGrayscale(0.2), T.RandomGrayscale(0.2)], "RandomGrayscale"),
+        ([T.RandomRotation(10), T.RandomRotation(10)], "RandomRotation"),
+        ([T.TrivialAugmentWide(), T.TrivialAugmentWide()], "TrivialAugmentWide"),
+        ([T.ToTensor(), T.Normalize(MEAN, STD), T.Normalize(MEAN, STD)], "Normalize"),
+        ([T.ToTensor(), T.RandomErasing(), T.RandomErasing()], "RandomErasing"),
+        ([T.PILToTensor(), T.PILToTensor()], "PILToTensor"),
+        ([T.ToTensor(), T.ConvertImageDtype(torch.float16), T.ConvertImageDtype(torch.uint8)],
+         "ConvertImageDtype"),
+    ]
+    for steps, name in cases:
+        refused(T.Compose(steps), f"{name} twice", "torchvision would apply it twice")
+    refused(T.Compose([T.ToTensor(), T.PILToTensor()]), "PILToTensor after ToTensor",
+            "torchvision would apply both")
+
+
+def test_nearest_exact_is_refused_by_name():
+    refused(T.Compose([T.Resize(256, interpolation=T.InterpolationMode.NEAREST_EXACT)]),
+            "Resize(interpolation=NEAREST_EXACT) is not supported")
+    refused(v2.Compose([v2.RandomResizedCrop(224,
+                                             interpolation=v2.InterpolationMode.NEAREST_EXACT)]),
+            "RandomResizedCrop(interpolation=NEAREST_EXACT) is not supported")
+    # The supported ones are still taken.
+    bicubic = T.InterpolationMode.BICUBIC
+    t = gpuprep.from_torchvision(T.Compose([T.Resize(256, interpolation=bicubic),
+                                            T.CenterCrop(224)]))
+    assert t.output_size == (224, 224)
+
+
+def test_timms_random_erasing_is_refused_by_name():
+    timm_erasing = pytest.importorskip("timm.data.random_erasing")
+    erasing = timm_erasing.RandomErasing(probability=0.25, mode="pixel", device="cpu")
+    refused(T.Compose([T.ToTensor(), T.Normalize(MEAN, STD), erasing]),
+            "timm.data.random_erasing.RandomErasing is not torchvision's RandomErasing")
+    timm_transforms = pytest.importorskip("timm.data.transforms")
+    refused(T.Compose([timm_transforms.RandomResizedCropAndInterpolation(224), T.ToTensor()]),
+            "RandomResizedCropAndInterpolation is not supported")
+
+
+def test_resize_with_random_resized_crop_is_refused_at_translation():
+    refused(T.Compose([T.Resize(256), T.RandomResizedCrop(224), T.ToTensor()]),
+            "RandomResizedCrop after Resize", "torchvision would apply both", "resize twice")
+    refused(T.Compose([T.RandomResizedCrop(224), T.Resize(256)]),
+            "Resize after RandomResizedCrop", "torchvision would apply both")
+    refused(v2.Compose([v2.Resize(256), v2.RandomResizedCrop(224)]),
+            "RandomResizedCrop after Resize")
+
+
+def test_to_pure_tensor_is_accepted_and_changes_nothing():
+    with_it = T.Compose([v2.ToPureTensor(), T.Resize(72), v2.ToPureTensor(), T.CenterCrop(64),
+                         T.RandomHorizontalFlip(), T.ToTensor(), v2.ToPureTensor(),
+                         T.Normalize(MEAN, STD), v2.ToPureTensor()])
+    without = T.Compose([T.Resize(72), T.CenterCrop(64), T.RandomHorizontalFlip(), T.ToTensor(),
+                         T.Normalize(MEAN, STD)])
+    assert_same(gpuprep.from_torchvision(with_it), gpuprep.from_torchvision(without))
+    compose = v2.Compose([v2.Resize(72), v2.CenterCrop(64), v2.ToImage(), v2.ToPureTensor()])
+    t = gpuprep.from_torchvision(compose)
+    assert_same(t, gpuprep.from_torchvision(v2.Compose(compose.transforms[:-1])))
+    for image, path in zip(outputs(t), PHOTOS):
+        assert np.array_equal(image, torchvision_output(compose, path)), path
+    # ToImage of a tensor is a type conversion alone as well.
+    assert_same(gpuprep.from_torchvision(T.Compose([T.CenterCrop(64), T.ToTensor(), v2.ToImage()])),
+                gpuprep.from_torchvision(T.Compose([T.CenterCrop(64), T.ToTensor()])))
+
+
+def test_v2_spellings_give_v1s_arrays():
+    bicubic = T.InterpolationMode.BICUBIC
+    pairs = [
+        (T.Compose([T.Resize(72), T.CenterCrop(64), T.ToTensor(),
+                    T.ConvertImageDtype(torch.float16)]),
+         v2.Compose([v2.Resize(72), v2.CenterCrop(64), v2.ToImage(),
+                     v2.ToDtype(torch.float16, scale=True)]), True),
+        (T.Compose([T.Resize(72, interpolation=bicubic), T.CenterCrop((64, 56)), T.PILToTensor()]),
+         v2.Compose([v2.Resize([72], interpolation=bicubic, antialias=True),
+                     v2.CenterCrop((64, 56)), v2.ToImage()]), True),
+        (T.Compose([T.Resize((70, 60)), T.CenterCrop(56), T.PILToTensor(),
+                    T.ConvertImageDtype(torch.float32), T.Normalize(MEAN, STD),
+                    T.RandomErasing(0.5, value=(0.1, 0.2, 0.3))]),
+         v2.Compose([v2.Resize((70, 60)), v2.CenterCrop(56), v2.PILToTensor(),
+                     T.ConvertImageDtype(torch.float32), v2.Normalize(MEAN, STD),
+                     v2.RandomErasing(0.5, value=(0.1, 0.2, 0.3))]), False),
+        (T.Compose([T.RandomResizedCrop(48, scale=(0.2, 1.0)), T.RandomHorizontalFlip(),
+                    T.RandomVerticalFlip(0.3), T.RandomRotation(20, fill=[10, 20, 30]),
+                    T.ColorJitter(0.4, 0.4, 0.4, 0.1), T.RandomGrayscale(0.3), T.PILToTensor(),
+                    T.RandomErasing(0.7, value=3)]),
+         v2.Compose([v2.RandomResizedCrop(48, scale=(0.2, 1.0)), v2.RandomHorizontalFlip(),
+                     v2.RandomVerticalFlip(0.3), v2.RandomRotation(20, fill=[10, 20, 30]),
+                     v2.ColorJitter(0.4, 0.4, 0.4, 0.1), v2.RandomGrayscale(0.3), v2.ToImage(),
+                     v2.RandomErasing(0.7, value=3)]), False),
+    ]
+    for v1_compose, v2_compose, deterministic in pairs:
+        t = gpuprep.from_torchvision(v2_compose)
+        assert_same(gpuprep.from_torchvision(v1_compose), t)
+        if deterministic:  # and then they are torchvision's own pixels
+            for image, path in zip(outputs(t), PHOTOS):
+                assert np.array_equal(image, torchvision_output(v2_compose, path)), path
+    # v2's deprecated ToTensor is v1's.
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        assert_same(gpuprep.from_torchvision(v2.Compose([v2.CenterCrop(64), v2.ToTensor()])),
+                    gpuprep.from_torchvision(T.Compose([T.CenterCrop(64), T.ToTensor()])))
+
+
+def test_v2_transforms_after_to_image_are_refused():
+    refused(v2.Compose([v2.ToImage(), v2.Resize(256), v2.CenterCrop(224),
+                        v2.ToDtype(torch.float16, scale=True)]),
+            "Resize after ToImage()", "torch's kernels", "PIL path",
+            "put ToImage() after the geometric and colour transforms")
+    refused(v2.Compose([v2.RandomResizedCrop(224), v2.ToImage(), v2.RandomHorizontalFlip()]),
+            "RandomHorizontalFlip after ToImage()")
+    refused(T.Compose([T.CenterCrop(224), T.ToTensor(), T.ColorJitter(0.4)]),
+            "ColorJitter after ToTensor()")
+    # After the geometric and colour transforms, ToImage is the tensor conversion.
+    t = gpuprep.from_torchvision(v2.Compose([v2.Resize(256), v2.CenterCrop(224),
+                                             v2.ColorJitter(0.2), v2.ToImage()]))
+    assert (t.output_size, t.dtype, t.is_random) == ((224, 224), "uint8", True)
+
+
+def test_random_erasing_of_random_values_is_refused():
+    refused(T.Compose([T.ToTensor(), T.RandomErasing(value="random")]), "value='random'")
+    refused(v2.Compose([v2.ToImage(), v2.ToDtype(torch.float16, scale=True),
+                        v2.RandomErasing(value="random")]), "value='random'")
+
+
+def test_v2s_float32_conversion_of_uint8_is_refused_for_its_multiplication():
+    image = every_byte()
+    expected = T.ToTensor()(image)
+    # torchvision's v2 multiplies by 1/255 in float32: not ToTensor's numbers, which gpuprep's are.
+    multiplied = v2.ToDtype(torch.float32, scale=True)(v2.ToImage()(image))
+    assert not torch.equal(multiplied.as_subclass(torch.Tensor), expected)
+    refused(v2.Compose([v2.ToImage(), v2.ToDtype(torch.float32, scale=True)]),
+            "1/255", "ToTensor()")
+    refused(v2.Compose([v2.PILToTensor(), v2.ConvertImageDtype(torch.float32)]), "1/255")
+    # v1's ConvertImageDtype divides, as ToTensor does (after v2's ToImage as well); v2's float16
+    # conversion rounds to ToTensor's float16 numbers: both are taken, with torchvision's results.
+    for compose in (T.Compose([T.PILToTensor(), T.ConvertImageDtype(torch.float32)]),
+                    v2.Compose([v2.ToImage(), T.ConvertImageDtype(torch.float32)]),
+                    v2.Compose([v2.ToImage(), v2.ToDtype(torch.float16, scale=True)]),
+                    T.Compose([T.ToTensor(), v2.ToDtype(torch.float32, scale=True)])):
+        want = compose(image).as_subclass(torch.Tensor)
+        assert torch.equal(want.float(), expected if want.dtype == torch.float32
+                           else expected.half().float())
+        batch, _ = gpuprep.Pipeline("cpu").preprocess([np.asarray(image)],
+                                                      gpuprep.from_torchvision(compose))
+        assert np.array_equal(batch[0], want.numpy())
+
+
+def test_v2s_trivial_augment_wide_is_refused_for_its_solarize_threshold():
+    refused(v2.Compose([v2.TrivialAugmentWide(), v2.PILToTensor()]),
+            "v2.TrivialAugmentWide is not supported", "Solarize")
+    assert gpuprep.from_torchvision(T.Compose([T.TrivialAugmentWide(), T.PILToTensor()])).is_random
+
+
+def test_refusals_are_gpuprep_errors_raised_by_from_torchvision():
+    tv_tensors = pytest.importorskip("torchvision.tv_tensors")
+    nearest_exact = T.InterpolationMode.NEAREST_EXACT
+    composes = [
+        T.Compose([T.Resize(512), T.Resize(256)]),
+        T.Compose([T.RandomHorizontalFlip(1.0), T.RandomHorizontalFlip(1.0)]),
+        T.Compose([T.ColorJitter(0.4), T.ColorJitter(0.4)]),
+        T.Compose([T.Resize(256, interpolation=nearest_exact)]),
+        T.Compose([T.Resize(256), T.RandomResizedCrop(224)]),
+        T.Compose([T.Resize(256, max_size=300)]),
+        v2.Compose([v2.Resize(256, antialias=False)]),
+        v2.Compose([v2.ToImage(), v2.Resize(256)]),
+        T.Compose([T.PILToTensor(), T.Normalize(MEAN, STD)]),
+        T.Compose([T.CenterCrop(224), T.Normalize(MEAN, STD)]),
+        T.Compose([T.ToTensor(), T.Normalize((0.5,), (0.0,))]),
+        T.Compose([T.ToTensor(), T.RandomErasing(value="random")]),
+        T.Compose([T.CenterCrop(8), T.RandomErasing()]),
+        T.Compose([T.PILToTensor(), T.RandomErasing(value=0.5)]),
+        v2.Compose([v2.TrivialAugmentWide()]),
+        T.Compose([T.RandomRotation(10), T.TrivialAugmentWide()]),
+        T.Compose([T.RandomRotation(10, fill=300)]),
+        T.Compose([T.ToTensor(), T.ConvertImageDtype(torch.float64)]),
+        T.Compose([T.ToTensor(), T.ToTensor()]),
+        v2.Compose([v2.CenterCrop(8), v2.ToDtype(torch.float16, scale=True)]),
+        v2.Compose([v2.ToImage(), v2.ToDtype({tv_tensors.Image: torch.float16, "others": None},
+                                             scale=True)]),
+        v2.Compose([v2.ToImage(), v2.ToDtype(torch.float16)]),
+        T.Compose([T.Compose([T.Resize(256)])]),
+        T.RandomApply([T.ColorJitter(0.4)], p=0.5),
+        v2.RandomChoice([v2.RandomHorizontalFlip(), v2.RandomVerticalFlip()]),
+        T.Compose([T.GaussianBlur(3)]),
+    ]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        composes.append(T.Compose([T.RandomResizedCrop(224, scale=(0.9, 0.1))]))
+    timm_erasing = None
+    try:
+        import timm.data.random_erasing as timm_erasing
+    except ImportError:
+        pass
+    if timm_erasing is not None:
+        composes.append(T.Compose([T.ToTensor(), timm_erasing.RandomErasing(
+            probability=0.25, mode="pixel", device="cpu")]))
+    for compose in composes:
+        with pytest.raises(gpuprep.GpuprepError) as caught:
+            gpuprep.from_torchvision(compose)
+        assert isinstance(caught.value, gpuprep.OptionsError), (compose, caught.value)
