@@ -368,45 +368,69 @@ fn not_reached(mut reports: Vec<ImageReport>, files: &[Input]) -> Vec<ImageRepor
     reports
 }
 
-/// Removes what an interrupted earlier run left under `destination`: temporary files
-/// (`NAME.partial-PID`) of processes no longer running. A running job's stay.
+/// Removes what an interrupted earlier run on this machine left under `destination`: the
+/// temporary files of its outputs and report (`NAME.partial-HOST-PID`, see [`partial_path`]) of
+/// processes no longer running. A running job's stay, and so do other tools' files.
 fn remove_stale_partials(destination: &Destination) {
-    let (folder, recursive) = match destination {
-        Destination::Directory(dir) => (dir.clone(), true),
-        Destination::Stacked(file) => match file.parent() {
-            Some(p) if !p.as_os_str().is_empty() => (p.to_path_buf(), false),
-            _ => (PathBuf::from("."), false),
-        },
+    let stale = |path: &Path, ours: &dyn Fn(&str) -> bool| {
+        let name = path.file_name().unwrap_or_default().to_string_lossy();
+        name.split_once(".partial-")
+            .is_some_and(|(output, owner)| ours(output) && owner_is_gone(owner))
     };
-    let mut folders = vec![folder];
-    while let Some(folder) = folders.pop() {
-        let Ok(entries) = fs::read_dir(&folder) else {
-            continue;
-        };
-        for entry in entries.flatten() {
-            let path = entry.path();
-            let is_dir = entry.file_type().is_ok_and(|t| t.is_dir());
-            if is_dir && recursive {
-                folders.push(path);
-            } else if partial_of_a_dead_process(&path) {
-                let _ = fs::remove_file(&path);
+    let remove_in = |folder: &Path, ours: &dyn Fn(&str) -> bool, recursive: bool| {
+        let mut folders = vec![folder.to_path_buf()];
+        while let Some(folder) = folders.pop() {
+            let Ok(entries) = fs::read_dir(&folder) else {
+                continue;
+            };
+            for entry in entries.flatten() {
+                let path = entry.path();
+                if entry.file_type().is_ok_and(|t| t.is_dir()) {
+                    if recursive {
+                        folders.push(path);
+                    }
+                } else if stale(&path, ours) {
+                    let _ = fs::remove_file(&path);
+                }
             }
+        }
+    };
+    match destination {
+        Destination::Directory(dir) => {
+            let ours = |output: &str| output.ends_with(".npy") || output == "report.json";
+            remove_in(dir, &ours, true);
+        }
+        Destination::Stacked(file) => {
+            let report = destination.report_path();
+            let names =
+                [file.file_name(), report.file_name()].map(|n| n.unwrap_or_default().to_owned());
+            let ours = |output: &str| names.iter().any(|n| n.to_string_lossy() == output);
+            let folder = file.parent().filter(|p| !p.as_os_str().is_empty());
+            remove_in(folder.unwrap_or(Path::new(".")), &ours, false);
         }
     }
 }
 
-/// Whether `path` is a temporary file ([`partial_path`]) of a process that is not running.
-/// Only where processes can be looked up (`/proc`); elsewhere none is taken for dead.
-fn partial_of_a_dead_process(path: &Path) -> bool {
-    let name = path.file_name().unwrap_or_default().to_string_lossy();
-    let Some((_, pid)) = name.rsplit_once(".partial-") else {
+/// This machine's name as the temporary files carry it (Linux's; elsewhere none, and no file is
+/// taken for stale there).
+fn host() -> Option<&'static str> {
+    static HOST: std::sync::OnceLock<Option<String>> = std::sync::OnceLock::new();
+    let name = HOST.get_or_init(|| {
+        let name = fs::read_to_string("/proc/sys/kernel/hostname").ok()?;
+        Some(name.trim().to_string()).filter(|n| !n.is_empty())
+    });
+    name.as_deref()
+}
+
+/// Whether the process `HOST-PID` was of this machine and is no longer running.
+fn owner_is_gone(owner: &str) -> bool {
+    let (Some((host, pid)), Some(here)) = (owner.rsplit_once('-'), host()) else {
         return false;
     };
     let Ok(pid) = pid.parse::<u32>() else {
         return false;
     };
-    let proc = Path::new("/proc");
-    proc.join("self").exists() && pid != std::process::id() && !proc.join(pid.to_string()).exists()
+    host == here && pid != std::process::id() && !Path::new("/proc").join(pid.to_string()).exists()
 }
 
 /// Writes `path` whole or not at all: into a temporary file beside it, renamed to `path` once
@@ -428,10 +452,12 @@ fn write_whole(
     })
 }
 
-/// Where `path` is written until it is complete.
+/// Where `path` is written until it is complete: beside it, named for the machine and the
+/// process writing it, so that a later run can tell a file left by a run that is gone.
 fn partial_path(path: &Path) -> PathBuf {
     let mut partial = path.as_os_str().to_owned();
-    partial.push(format!(".partial-{}", std::process::id()));
+    let host = host().unwrap_or("host");
+    partial.push(format!(".partial-{host}-{}", std::process::id()));
     PathBuf::from(partial)
 }
 

@@ -103,6 +103,9 @@ fn convert_writes_pillow_identical_arrays_and_a_report() {
         error.contains("jdec__derive-huffman-codes-overflow.jpg") && error.contains("corrupt"),
         "{error}"
     );
+    // Its kind, as the Python package names its exception.
+    assert_eq!(entries[1]["kind"], "CorruptError");
+    assert_eq!(report["interrupted"], false);
 }
 
 #[test]
@@ -1071,9 +1074,13 @@ fn an_interrupted_convert_keeps_what_it_finished_and_leaves_no_temporary_file() 
     let out = fresh_dir("interrupted");
     std::fs::create_dir_all(&out).unwrap();
     let stack = out.join("stack.npy");
-    // A temporary file of a process that is gone (pids stay below 2^22 on Linux).
-    let stale = out.join("stack.npy.partial-4194999");
+    // A temporary file of a process of this machine that is gone (pids stay below 2^22 on
+    // Linux), and one that is not this job's to remove.
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap();
+    let stale = out.join(format!("stack.npy.partial-{}-4194999", host.trim()));
     std::fs::write(&stale, b"left by a killed run").unwrap();
+    let not_ours = out.join(format!("notes.txt.partial-{}-4194999", host.trim()));
+    std::fs::write(&not_ours, b"another tool's").unwrap();
     let photo = data("photos/sklearn__china.jpg");
     for signal in ["INT", "TERM"] {
         let mut child = gpuprep()
@@ -1092,8 +1099,21 @@ fn an_interrupted_convert_keeps_what_it_finished_and_leaves_no_temporary_file() 
             .stderr(std::process::Stdio::piped())
             .spawn()
             .unwrap();
-        // Past the first chunks (16, 32, …), well before the last.
-        std::thread::sleep(std::time::Duration::from_millis(1500));
+        // Once the first chunks (16, 32, …) are written, well before the last.
+        let started = std::time::Instant::now();
+        let written = |name: &std::ffi::OsStr| {
+            let name = name.to_string_lossy();
+            name.starts_with("stack.npy.partial-") && !name.ends_with("-4194999")
+        };
+        while !std::fs::read_dir(&out).unwrap().flatten().any(|e| {
+            written(&e.file_name()) && e.metadata().is_ok_and(|m| m.len() > 48 * 64 * 64 * 3)
+        }) {
+            assert!(
+                started.elapsed().as_secs() < 60,
+                "no row written in a minute"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
         let killed = Command::new("kill")
             .args([format!("-{signal}"), child.id().to_string()])
             .status()
@@ -1104,7 +1124,7 @@ fn an_interrupted_convert_keeps_what_it_finished_and_leaves_no_temporary_file() 
         let left: Vec<String> = std::fs::read_dir(&out)
             .unwrap()
             .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-            .filter(|name| name.contains(".partial-"))
+            .filter(|name| name.starts_with("stack.") && name.contains(".partial-"))
             .collect();
         assert!(left.is_empty(), "SIG{signal}: {left:?}");
         let report: serde_json::Value =
@@ -1123,4 +1143,5 @@ fn an_interrupted_convert_keeps_what_it_finished_and_leaves_no_temporary_file() 
         assert_eq!(data.len(), done * 64 * 64 * 3);
     }
     assert!(!stale.exists(), "the stale temporary file was removed");
+    assert!(not_ours.exists(), "another output's file stays");
 }

@@ -735,9 +735,15 @@ fn every_rank_makes_the_same_batches_over_uneven_shards() {
                         }
                     }
                 }
-                // Ranks short of samples repeat their own: never more distinct samples than
-                // the epoch reads, and with shards split evenly, no fewer.
-                assert!(seen.len() <= per_rank * world_size);
+                // Ranks short of samples repeat their own; without shuffling, the samples left
+                // unread by ranks with more are said up front, the same every epoch (drop_last
+                // drops each rank's short last batch besides).
+                match loaders[0].unread_per_epoch() {
+                    Some(unread) if drop_last => assert!(seen.len() <= 40 - unread),
+                    Some(unread) => assert_eq!(seen.len(), 40 - unread, "world {world_size}"),
+                    None => assert!(shuffle),
+                }
+                assert_eq!(loaders[0].unread_per_epoch().is_none(), shuffle);
             }
         }
     }
@@ -778,6 +784,51 @@ fn sources_that_cannot_be_read_are_refused_up_front() {
     let e = refused(make(Source::ImageFolder(root), 1));
     assert!(e.contains("absent"), "{e}");
     assert_eq!(make(Source::Shards(shards), 2).unwrap().len(), 2);
+    // An empty shard could leave a rank without samples in some epoch.
+    let with_empty = shards_of("empty-shard", &[3, 0, 3]);
+    let e = refused(make(Source::Shards(with_empty), 1));
+    assert!(
+        e.contains("shard-000001.tar: the shard holds no sample"),
+        "{e}"
+    );
+}
+
+/// More failures in an epoch than the spare samples make up for end a topped-up epoch with an
+/// error rather than short.
+#[test]
+fn an_epoch_whose_failures_outrun_the_spare_samples_ends_with_an_error() {
+    let root = scratch("too-many-failed");
+    for k in 0..6 {
+        put(
+            &root,
+            &format!("a/good-{k}.jpg"),
+            &photo("mpl__grace_hopper.jpg"),
+        );
+        std::fs::create_dir_all(root.join("b")).unwrap();
+        std::fs::write(root.join(format!("b/bad-{k}.jpg")), b"\xff\xd8 not a JPEG").unwrap();
+    }
+    let options = LoaderOptions {
+        split: Split {
+            shuffle: false,
+            seed: 0,
+            rank: 0,
+            world_size: 1,
+            drop_last: true,
+        },
+        refill: true,
+        ..LoaderOptions::new(4)
+    };
+    let source = Source::ImageFolder(root);
+    let loader = Loader::new(source, &small(), Backend::Cpu, &Limits::default(), options).unwrap();
+    assert_eq!(loader.len(), 3);
+    let outcomes: Vec<_> = loader.epoch(0).collect();
+    // 6 good samples and the 4 spare ones (the first 4, good): two full batches, then the error.
+    assert_eq!(outcomes.len(), 3);
+    assert!(outcomes[..2]
+        .iter()
+        .all(|b| b.as_ref().unwrap().shape[0] == 4));
+    let e = outcomes[2].as_ref().expect_err("short").to_string();
+    assert!(e.contains("more samples of this epoch failed"), "{e}");
 }
 
 /// torchvision's ImageFolder raises for a class folder without an image; so does the loader.
@@ -922,4 +973,77 @@ fn check_refill(backend: impl Fn() -> Backend, what: &str) {
         assert_eq!(batches, loader.len(), "{what}, epoch {epoch}");
         assert!(failed > 0, "{what}: the failures are reported");
     }
+}
+
+/// A shard sample's image is its member of a format gpuprep decodes, exactly: GIF, JPEG 2000 and
+/// ICO members are images (each the tensor its bytes give alone), a `.ppm` one (which gpuprep
+/// does not decode) is no image, and its sample fails saying so.
+#[test]
+fn shard_members_are_images_exactly_when_gpuprep_decodes_them() {
+    let dir = scratch("member-formats");
+    let formats = common::manifest_dir().join("tests/data/formats");
+    let members = [
+        (
+            "a",
+            "gif",
+            std::fs::read(formats.join("made__first.gif")).unwrap(),
+        ),
+        (
+            "b",
+            "jp2",
+            std::fs::read(formats.join("made__rgb.jp2")).unwrap(),
+        ),
+        (
+            "c",
+            "j2k",
+            std::fs::read(formats.join("made__rgb_irreversible.j2k")).unwrap(),
+        ),
+        (
+            "d",
+            "ico",
+            std::fs::read(formats.join("made__rgb_bmp.ico")).unwrap(),
+        ),
+        ("e", "ppm", b"P6\n1 1\n255\n\x00\x00\x00".to_vec()),
+    ];
+    let shard = dir.join("shard.tar");
+    let mut tar = tar::Builder::new(std::fs::File::create(&shard).unwrap());
+    for (key, extension, bytes) in &members {
+        let mut header = tar::Header::new_gnu();
+        header.set_size(bytes.len() as u64);
+        header.set_mode(0o644);
+        header.set_cksum();
+        tar.append_data(&mut header, format!("{key}.{extension}"), bytes.as_slice())
+            .unwrap();
+    }
+    tar.finish().unwrap();
+    let options = LoaderOptions::new(5);
+    let loader = Loader::new(
+        Source::Shards(vec![shard]),
+        &small(),
+        Backend::Cpu,
+        &Limits::default(),
+        options,
+    )
+    .unwrap();
+    let batch = loader.epoch(0).next().unwrap().unwrap();
+    assert_eq!(batch.indices, [0, 1, 2, 3]);
+    for (k, (_, _, bytes)) in members[..4].iter().enumerate() {
+        let alone = Backend::Cpu
+            .preprocess_sample(
+                bytes,
+                &small(),
+                &Sample::Index(k as u64),
+                &Limits::default(),
+            )
+            .unwrap();
+        let [_, a, b, c] = batch.shape;
+        let slot = a * b * c;
+        assert_eq!(
+            &batch.data.as_bytes()[k * slot..(k + 1) * slot],
+            alone.data.as_bytes()
+        );
+    }
+    let (index, error) = &batch.failed[0];
+    assert_eq!(*index, 4);
+    assert!(error.to_string().contains("no image member"), "{error}");
 }

@@ -21,7 +21,8 @@ import warnings as _warnings
 
 # On a machine without a display, Mesa's device-select Vulkan layer (which orders GPUs by the
 # display's) has nothing to consult, yet prints "XDG_RUNTIME_DIR is invalid" to stderr trying
-# Wayland: its own switch turns it off there, unless a device is chosen through it.
+# Wayland: its own switch, NODEVICE_SELECT=1, turns it off there (for this process, as the
+# `gpuprep` command does), unless a device is chosen through it.
 if not any(_os.environ.get(name) for name in ("XDG_RUNTIME_DIR", "WAYLAND_DISPLAY", "DISPLAY",
                                                 "MESA_VK_DEVICE_SELECT", "NODEVICE_SELECT")):
     _os.environ["NODEVICE_SELECT"] = "1"
@@ -60,23 +61,25 @@ _BRACES = _re.compile(r"\{([^{}]*)\}")
 
 
 def _expand_braces(pattern):
-    """webdataset's (braceexpand's) shard patterns: `{000..009}` (zero-padded as written) and
-    `{a,b}`, every brace expanded, left to right."""
-    match = _BRACES.search(pattern)
-    if match is None:
-        return [pattern]
-    body, head, tail = match.group(1), pattern[:match.start()], pattern[match.end():]
-    numbers = _re.fullmatch(r"(\d+)\.\.(\d+)", body)
-    if numbers:
-        low, high = numbers.group(1), numbers.group(2)
-        width = len(low) if low.startswith("0") and len(low) > 1 else 0
-        step = 1 if int(high) >= int(low) else -1
-        choices = [str(n).zfill(width) for n in range(int(low), int(high) + step, step)]
-    elif "," in body:
-        choices = body.split(",")
+    """webdataset's (braceexpand's) shard patterns: `{000..009}` (zero-padded to the wider end
+    when either is written with a leading zero) and `{a,b}`, nested ones too, each name once."""
+    for match in _BRACES.finditer(pattern):  # innermost braces, left to right
+        body, head, tail = match.group(1), pattern[:match.start()], pattern[match.end():]
+        numbers = _re.fullmatch(r"(\d+)\.\.(\d+)", body)
+        if numbers:
+            low, high = numbers.group(1), numbers.group(2)
+            padded = any(end.startswith("0") and len(end) > 1 for end in (low, high))
+            width = max(len(low), len(high)) if padded else 0
+            step = 1 if int(high) >= int(low) else -1
+            choices = [str(n).zfill(width) for n in range(int(low), int(high) + step, step)]
+            break
+        if "," in body:
+            choices = body.split(",")
+            break
     else:
-        choices = ["{" + body + "}"]
-    return [head + c + rest for c in choices for rest in _expand_braces(tail)]
+        return [pattern]
+    expanded = [name for c in choices for name in _expand_braces(head + c + tail)]
+    return list(dict.fromkeys(expanded))
 
 
 def _local(path):
@@ -642,6 +645,13 @@ class Loader:
                                        shuffle_buffer, 1.0 if wait_warning is None else wait_warning,
                                        pin_for, self.device,
                                        refill=errors == "skip" and drop_last)
+        unread = self._loader.unread()
+        if unread:
+            _warnings.warn(f"the shards split unevenly between the {world_size} ranks: each rank "
+                           f"reads {self._loader.samples()} samples an epoch, and {unread} "
+                           "samples of ranks with more are never read (the split is the same "
+                           "every epoch without shuffle): use shuffle=True, or as many samples "
+                           "in each rank's shards", RuntimeWarning, stacklevel=2)
         self.errors = errors
         self.wait_warning = wait_warning
         self.epoch = 0

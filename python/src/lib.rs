@@ -971,11 +971,18 @@ impl Loader {
             ..LoaderOptions::new(batch_size)
         };
         let (backend, reason) = self::backend(backend, adapter)?;
-        let inner = py
-            .detach(|| {
-                loader::Loader::new(source, &transform.0, backend, &Limits::default(), options)
-            })
-            .map_err(|e| error(&e))?;
+        // Counting shards' samples can take a while: Ctrl-C stops the wait.
+        let transform_given = transform.0;
+        let inner = interruptible(py, move || {
+            loader::Loader::new(
+                source,
+                &transform_given,
+                backend,
+                &Limits::default(),
+                options,
+            )
+        })?
+        .map_err(|e| error(&e))?;
         Ok(Self {
             inner: Arc::new(inner),
             dtype: transform.0.dtype,
@@ -996,6 +1003,12 @@ impl Loader {
     /// Why backend="auto" chose the CPU, else None.
     fn reason(&self) -> Option<String> {
         self.reason.clone()
+    }
+
+    /// Samples of an epoch no rank reads (shards split unevenly, unshuffled), or None where it
+    /// changes from epoch to epoch.
+    fn unread(&self) -> Option<usize> {
+        self.inner.unread_per_epoch()
     }
 
     /// How the batch arrays are held: pageable, or page-locked for a CUDA device (or why not).

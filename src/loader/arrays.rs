@@ -212,9 +212,20 @@ impl BatchArray {
         self.data.as_bytes().len() / self.data.dtype().size()
     }
 
-    /// The elements, to close up or truncate (never to grow: that could move them).
+    /// The elements, to close up or truncate (never to grow: that could move them; see
+    /// [`Self::resize`]).
     pub(crate) fn data_mut(&mut self) -> &mut TensorData {
         &mut self.data
+    }
+
+    /// Cuts or grows it to `len` elements: `false` (and unchanged) where a page-locked array
+    /// would grow past its capacity, which would move its elements out of the locked pages.
+    pub(crate) fn resize(&mut self, len: usize) -> bool {
+        if self.is_page_locked() && len > self.data.capacity() {
+            return false;
+        }
+        self.data.resize(len);
+        true
     }
 }
 

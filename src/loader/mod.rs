@@ -80,9 +80,10 @@ pub struct LoaderOptions {
     pub handoff: Handoff,
     /// Keep every batch full (with `drop_last`, in host memory): a batch short of samples
     /// that failed takes the last samples of the batch after it, and so on, and a batch of
-    /// spare samples is read past the epoch's end for the last one (`refill`). The failed
-    /// samples are still in each batch's `failed`. More failures in an epoch than a batch
-    /// holds are an error.
+    /// spare samples (the rank's first samples again, with the same random parameters) is
+    /// read past the epoch's end for the last one. The failed samples are still in each
+    /// batch's `failed`. An epoch whose failures the spare samples cannot make up for ends
+    /// with [`Error::TooManyFailed`].
     pub refill: bool,
 }
 
@@ -303,6 +304,14 @@ fn index_shards(paths: &[PathBuf], split: Split) -> Result<Vec<Shard>> {
         .iter()
         .map(|path| {
             let samples = webdataset::count_samples(path)?;
+            if samples == 0 {
+                // A rank could draw only empty shards and make fewer batches than the others.
+                return Err(Error::Options(format!(
+                    "{}: the shard holds no sample (every shard needs one, so that every rank \
+                     makes its batches)",
+                    path.display()
+                )));
+            }
             Ok(Shard {
                 path: path.clone(),
                 samples,
@@ -377,12 +386,9 @@ impl Loader {
                 options.prefetch
             )));
         }
-        if options.refill && (!split.drop_last || options.handoff != Handoff::Host) {
+        if options.refill && !split.drop_last {
             return Err(Error::Options(
-                "keeping every batch full of the samples that did not fail (refill; Python's \
-                 errors=\"skip\" with drop_last=True) needs drop_last and batches handed over in \
-                 host memory: use errors=\"raise\", drop_last=False or host batches"
-                    .into(),
+                "keeping every batch full (refill) is drop_last's promise: set drop_last".into(),
             ));
         }
         if !(0.0..=1.0).contains(&options.wait_warning) {
@@ -416,6 +422,15 @@ impl Loader {
             .fixed_output_shape()
             .map_or(0, |s| s.iter().product::<usize>() * transform.dtype.size());
         let on_device = on_device(&backend, options.handoff, slot_bytes, keep)?;
+        if options.refill && on_device.0.is_some() {
+            return Err(Error::Options(
+                "keeping every batch full of the samples that did not fail (refill; Python's \
+                 errors=\"skip\" with drop_last=True) moves tensors between host arrays, and \
+                 these batches are handed over on the device: use errors=\"raise\", \
+                 drop_last=False, or batches in host memory"
+                    .into(),
+            ));
+        }
         let pin = match (&on_device.1, options.handoff) {
             (HandedOver::HostBecause(_), Handoff::Cuda(device)) => Some(device),
             _ => options.pin_memory,
@@ -481,6 +496,31 @@ impl Loader {
     /// loader was made) split evenly, the tail dropped with `drop_last`, else padded.
     pub fn samples_per_epoch(&self) -> usize {
         self.options.split.per_rank(self.dataset.samples())
+    }
+
+    /// Over shards split unevenly between ranks, the samples of an epoch that no rank reads
+    /// (a rank whose shards hold more than [`Self::samples_per_epoch`] stops there): `Some`
+    /// where the split is the same every epoch (no shuffle), 0 where nothing is left out;
+    /// `None` with shuffled shards, whose split changes from epoch to epoch.
+    pub fn unread_per_epoch(&self) -> Option<usize> {
+        let Dataset::Shards(shards) = &*self.dataset else {
+            return Some(0);
+        };
+        let split = self.options.split;
+        if split.shuffle {
+            return None;
+        }
+        let per_rank = self.samples_per_epoch();
+        let rank_samples = |rank: usize| -> usize {
+            let mine = shards.iter().skip(rank).step_by(split.world_size.max(1));
+            mine.map(|s| s.samples as usize).sum()
+        };
+        let ranks = 0..split.world_size;
+        Some(
+            ranks
+                .map(|r| rank_samples(r).saturating_sub(per_rank))
+                .sum(),
+        )
     }
 
     /// Batches each rank gets per epoch (`len(DataLoader)`), the same on every rank.
@@ -769,9 +809,9 @@ impl Feeder {
     /// The epoch's shard order (shuffled when asked, then every `world_size`-th shard from the
     /// rank's, as webdataset's `split_by_node`), samples through the shuffle buffer, up to the
     /// samples every rank reads ([`Split::per_rank`]): a rank whose shards hold more stops
-    /// there (the rest wait for an epoch that gives their shard to a rank with room), one whose
-    /// shards hold fewer reads them again from the first (`DistributedSampler` pads likewise),
-    /// so that every rank makes the same number of batches.
+    /// there (its last samples are not read this epoch: see [`Loader::unread_per_epoch`]), one
+    /// whose shards hold fewer reads them again from the first (`DistributedSampler` pads
+    /// likewise), so that every rank makes the same number of batches.
     fn read_shards(&self, shards: &[Shard], epoch: u64, batcher: &mut Batcher) {
         let split = self.options.split;
         let samples = shards.iter().map(|s| s.samples as usize).sum();
@@ -1159,6 +1199,9 @@ impl Running {
     fn wait(&mut self, step: usize, timeout: Duration) -> Waited {
         let deadline = Instant::now() + timeout;
         loop {
+            if self.broken {
+                return Waited::End;
+            }
             if let Some(batch) = self.early.remove(&(self.pass, step)) {
                 return Waited::Batch(batch);
             }
@@ -1178,22 +1221,21 @@ impl Running {
                         self.ends.insert(pass, steps);
                     }
                 }
-                Ok(Done::Failed(e)) => return self.failed(step, e),
+                Ok(Done::Failed(e)) => return self.failed(e),
                 Err(std::sync::mpsc::RecvTimeoutError::Timeout) => return Waited::TimedOut,
                 Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
                     let e = Error::Internal(
                         "the loader's workers stopped before the epoch's end".into(),
                     );
-                    return self.failed(step, e);
+                    return self.failed(e);
                 }
             }
         }
     }
 
-    /// `e` as step `step`'s outcome, the pass ending after it.
-    fn failed(&mut self, step: usize, e: Error) -> Waited {
+    /// `e` as the outcome of the step waited for; the workers end with it.
+    fn failed(&mut self, e: Error) -> Waited {
         self.broken = true;
-        self.ends.insert(self.pass, step + 1);
         Waited::Batch(Err(e))
     }
 }
@@ -1498,10 +1540,11 @@ impl Epoch {
             let Some(running) = self.running.as_mut() else {
                 return Waited::End;
             };
+            let broken = running.broken;
             let made = match running.wait(self.made, timeout) {
                 Waited::Batch(batch) => batch,
                 Waited::End => {
-                    if let Some((batches, _)) = self.refill.take() {
+                    if let Some((batches, _)) = self.refill.take().filter(|_| !broken) {
                         // Failures used up the spare samples: the epoch is short.
                         let e = Error::TooManyFailed { batches };
                         return Waited::Batch(Err(e));
@@ -1582,6 +1625,53 @@ mod tests {
             assert_eq!(got, want, "read ahead {ahead:?}");
         }
         let _ = std::fs::remove_dir_all(dir);
+    }
+
+    /// Workers that panic, or stop before their pass's end, end the epoch with an error (once),
+    /// never in silence with the batches missing.
+    #[test]
+    fn workers_that_fail_end_the_epoch_with_an_error() {
+        let panicked = caught(|| -> u8 { panic!("a worker's bug") }).expect_err("caught");
+        assert!(matches!(&panicked, Error::Internal(m) if m == "a worker's bug"));
+        for message in [Some(Done::Failed(panicked)), None] {
+            let (sender, done) = sync_channel(4);
+            let running = Running {
+                pass: 0,
+                epoch: 0,
+                then: None,
+                pass_taken: std::sync::mpsc::channel().0,
+                done,
+                early: BTreeMap::new(),
+                ends: BTreeMap::new(),
+                stream_thread: None,
+                waits: Arc::default(),
+                counted: StreamCounts::default(),
+                broken: false,
+            };
+            let options = LoaderOptions::new(2);
+            let mut epoch = Epoch::new(running, None, options, None);
+            // A failure, then a step sent after it (kept open: the epoch must not wait for
+            // more); or workers gone with nothing sent.
+            let _open = match message {
+                Some(failure) => {
+                    sender.send(failure).expect("sent");
+                    let late = Done::Batch {
+                        pass: 0,
+                        step: 0,
+                        batch: Err(Error::EmptyFile),
+                    };
+                    sender.send(late).expect("sent");
+                    Some(sender)
+                }
+                None => {
+                    drop(sender);
+                    None
+                }
+            };
+            let first = epoch.next().expect("an outcome").expect_err("an error");
+            assert!(first.to_string().contains("internal error"), "{first}");
+            assert!(epoch.next().is_none());
+        }
     }
 
     #[test]

@@ -54,11 +54,15 @@ fn move_tail(from: &mut Batch, to: &mut Batch, wanted: usize) -> Result<()> {
     let moved = wanted.min(had);
     let elements = a * b * c;
     let slot = elements * from.data.dtype().size();
-    let (from_data, to_data) = (from.data.data_mut(), to.data.data_mut());
-    to_data.resize((kept + moved) * elements);
-    let source = &from_data.as_bytes()[(had - moved) * slot..had * slot];
-    to_data.bytes_mut()[kept * slot..].copy_from_slice(source);
-    from_data.resize((had - moved) * elements);
+    // A ring's array holds a full batch without moving; an array of the CPU backend's grows.
+    if !to.data.resize((kept + moved) * elements) {
+        return Err(Error::Internal(
+            "a page-locked batch array without room for a full batch".into(),
+        ));
+    }
+    let source = &from.data.as_bytes()[(had - moved) * slot..had * slot];
+    to.data.bytes_mut()[kept * slot..].copy_from_slice(source);
+    from.data.resize((had - moved) * elements);
     let at = had - moved;
     to.labels.extend(from.labels.drain(at..));
     to.indices.extend(from.indices.drain(at..));
