@@ -1,6 +1,8 @@
 //! Datasets whose samples are known up front: a list of files, or a folder in torchvision's
 //! `ImageFolder` layout.
 
+use super::order::Split;
+use super::webdataset;
 use crate::error::{Error, Result};
 use std::path::{Path, PathBuf};
 
@@ -128,4 +130,73 @@ fn has_image_extension(path: &Path) -> bool {
     path.extension()
         .and_then(|e| e.to_str())
         .is_some_and(|e| IMAGE_FOLDER_EXTENSIONS.contains(&e.to_ascii_lowercase().as_str()))
+}
+
+/// A loader's dataset: samples known up front, or WebDataset shards.
+pub(super) enum Dataset {
+    Items(Vec<Item>),
+    Shards(Vec<Shard>),
+}
+
+impl Dataset {
+    /// Samples in one pass over the whole dataset (every rank's together).
+    pub(super) fn samples(&self) -> usize {
+        match self {
+            Self::Items(items) => items.len(),
+            Self::Shards(shards) => shards.iter().map(|s| s.samples as usize).sum(),
+        }
+    }
+}
+
+/// A WebDataset shard and the samples it holds.
+pub(super) struct Shard {
+    pub(super) path: PathBuf,
+    pub(super) samples: u64,
+}
+
+/// The shards at `paths`, each with its samples counted from its members' headers; an error
+/// for a shard that cannot be opened, and where some rank of `split` would get no shard.
+pub(super) fn index_shards(paths: &[PathBuf], split: Split) -> Result<Vec<Shard>> {
+    if paths.len() < split.world_size {
+        return Err(Error::Options(format!(
+            "{} shard(s) cannot be split between {} ranks: rank {} would get none (shards go to \
+             ranks whole, as webdataset's split_by_node splits them); give at least as many \
+             shards as ranks",
+            paths.len(),
+            split.world_size,
+            paths.len()
+        )));
+    }
+    paths
+        .iter()
+        .map(|path| {
+            let samples = webdataset::count_samples(path)?;
+            if samples == 0 {
+                // A rank could draw only empty shards and make fewer batches than the others.
+                return Err(Error::Options(format!(
+                    "{}: the shard holds no sample (every shard needs one, so that every rank \
+                     makes its batches)",
+                    path.display()
+                )));
+            }
+            Ok(Shard {
+                path: path.clone(),
+                samples,
+            })
+        })
+        .collect()
+}
+
+/// The files of a list, each checked to be there: a missing one is an error up front, as a
+/// source that cannot be opened.
+pub(super) fn listed_files(paths: &[PathBuf]) -> Result<Vec<Item>> {
+    if paths.is_empty() {
+        return Err(Error::Options(
+            "a loader over a list of files needs at least one".into(),
+        ));
+    }
+    for path in paths {
+        std::fs::metadata(path).map_err(|e| Error::from(e).in_file(path))?;
+    }
+    Ok(files(paths))
 }
