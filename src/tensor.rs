@@ -169,6 +169,14 @@ impl Stacked {
     /// Stacks tensors made one by one (the CPU backend's), each of `shape`, in parallel.
     pub fn from_tensors(shape: [usize; 3], dtype: DType, tensors: Vec<Result<Tensor>>) -> Self {
         use rayon::prelude::*;
+        if shape.contains(&0) {
+            // No tensor has this shape (every input failed, and none gave one): their errors.
+            let outcomes = tensors
+                .into_iter()
+                .map(|t| t.and_then(|t| Err(unstackable(&t.shape, &shape))))
+                .collect();
+            return Self::closed_up(shape, TensorData::zeroed(dtype, 0), outcomes);
+        }
         Self::fill(tensors.len(), shape, dtype, |slots| {
             tensors
                 .into_par_iter()

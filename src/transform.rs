@@ -441,9 +441,26 @@ impl Transform {
         {
             return Err("sizes must be at least 1".into());
         }
+        // A side past this passes any pixel limit, and its arithmetic would overflow.
+        let sides = [
+            self.center_crop.map(|(w, h)| w.max(h)),
+            self.random_resized_crop.map(|c| c.size.0.max(c.size.1)),
+            self.resize.map(|r| match r {
+                Resize::ShorterSide(n) => n,
+                Resize::Exact { width, height } => width.max(height),
+            }),
+        ];
+        if let Some(side) = sides.into_iter().flatten().find(|&s| s > MAX_SIDE) {
+            return Err(format!(
+                "sizes must be at most {MAX_SIDE} pixels, got {side}"
+            ));
+        }
         Ok(())
     }
 }
+
+/// The longest side a transform may ask for.
+pub const MAX_SIDE: usize = (1 << 31) - 1;
 
 impl Transform {
     /// Checks the random operations' arguments as torchvision's constructors do.

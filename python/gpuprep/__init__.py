@@ -112,16 +112,22 @@ def _resolve(source):
             return _resolve_list(paths)
         if not _os.path.exists(path):
             raise ReadError(f"{path}: no such file or folder")
+        if path.endswith((".tar.gz", ".tgz", ".tar.zst", ".tar.bz2")):
+            return _resolve_list([path])
         return ("shards" if path.endswith(".tar") else "files"), [path]
     if isinstance(source, (bytes, bytearray)):
         raise OptionsError("a loader's source is a path, a pattern or a list of paths, not bytes")
-    return _resolve_list([_local(_os.fspath(p)) for p in source])
+    return _resolve_list([_local(_os.fsdecode(p)) for p in source])
 
 
 def _resolve_list(paths):
     """(kind, paths) of a list of image files or of tar shards."""
     if not paths:
         raise OptionsError("a loader's list of files or shards is empty")
+    compressed = [p for p in paths if p.endswith((".tar.gz", ".tgz", ".tar.zst", ".tar.bz2"))]
+    if compressed:
+        raise UnsupportedError(f"{compressed[0]}: compressed shards are not read; shards are "
+                               "plain .tar files")
     folders = [p for p in paths if _os.path.isdir(p)]
     if folders:
         raise OptionsError(f"{folders[0]}: a list holds files or shards, not folders; give one "
@@ -620,6 +626,12 @@ class Loader:
                  device=None, errors="raise"):
         if errors not in ("raise", "skip"):
             raise OptionsError(f'errors is "raise" or "skip", got {errors!r}')
+        for name, value, least in (("batch_size", batch_size, 1), ("rank", rank, 0),
+                                   ("world_size", world_size, 1), ("prefetch", prefetch, 1),
+                                   ("shuffle_buffer", shuffle_buffer, 0)):
+            if not isinstance(value, int) or value < least:
+                raise OptionsError(f"{name} is an int of at least {least}, got {value!r}")
+        seed = int(seed) % 2**64  # torch takes any int as a seed; its bits are what count
         if wait_warning is not None and not 0 <= wait_warning <= 1:
             raise OptionsError(f"wait_warning is a share of a step, 0 to 1, or None, got "
                                f"{wait_warning!r}")

@@ -259,20 +259,29 @@ fn dtype_name(dtype: DType) -> &'static str {
 
 /// What Pillow + torchvision do between the decoded image and the tensor. Made from a preset or
 /// `Transform()` (the decoded image itself, uint8 H×W×3), then changed by methods named as
-/// torchvision's transforms, each returning a new Transform.
+/// torchvision's transforms, each returning a new Transform. It holds at most one of each
+/// operation (a method called again replaces it) and applies them in torchvision's usual order,
+/// whatever order the methods were called in: resize or random resized crop, centre crop, flips,
+/// rotation or TrivialAugmentWide, ColorJitter, RandomGrayscale, ToTensor, Normalize,
+/// RandomErasing. Its repr lists them in that order; `from_torchvision` translates a Compose
+/// only where its order is this one.
 #[pyclass(module = "gpuprep._gpuprep", frozen)]
 #[derive(Clone)]
 struct Transform(gpuprep::Transform);
 
 /// A fill given as one number or one per channel (torchvision's); black when none is.
 fn rgb_fill(fill: Option<Bound<'_, PyAny>>) -> PyResult<[u8; 3]> {
-    match fill {
-        None => Ok([0; 3]),
-        Some(v) => v
-            .extract::<u8>()
-            .map(|x| [x; 3])
-            .or_else(|_| v.extract::<[u8; 3]>()),
-    }
+    let Some(v) = fill else {
+        return Ok([0; 3]);
+    };
+    v.extract::<u8>()
+        .map(|x| [x; 3])
+        .or_else(|_| v.extract::<[u8; 3]>())
+        .map_err(|_| {
+            OptionsError::new_err(format!(
+                "a fill is one number or three (R, G, B), each 0 to 255, got {v}"
+            ))
+        })
 }
 
 #[pymethods]
@@ -298,8 +307,15 @@ impl Transform {
     /// timm's evaluation transform (bicubic, crop_pct).
     #[staticmethod]
     #[pyo3(signature = (size=224, crop_pct=0.875))]
-    fn timm_eval(size: usize, crop_pct: f64) -> Self {
-        Self(gpuprep::Transform::timm_eval(size, crop_pct))
+    fn timm_eval(size: usize, crop_pct: f64) -> PyResult<Self> {
+        if !(crop_pct.is_finite() && crop_pct > 0.0) {
+            return Err(OptionsError::new_err(format!(
+                "crop_pct is a positive share of the resized image, got {crop_pct}"
+            )));
+        }
+        let t = gpuprep::Transform::timm_eval(size, crop_pct);
+        validated(&t)?;
+        Ok(Self(t))
     }
 
     /// timm's create_transform(224, is_training=True) defaults.
@@ -471,10 +487,9 @@ impl Transform {
         })
     }
 
-    /// ToTensor() alone: float32 C×H×W in [0, 1].
+    /// ToTensor(): float32 C×H×W in [0, 1] (then normalised, where `normalize` was given).
     fn to_tensor(&self) -> Self {
         Self(gpuprep::Transform {
-            normalize: None,
             dtype: DType::F32,
             layout: Layout::Chw,
             ..self.0
@@ -545,10 +560,17 @@ impl Transform {
 /// the CPU was chosen when it was.
 fn backend(name: &str, adapter: Option<&str>) -> PyResult<(Backend, Option<String>)> {
     match name {
-        "auto" => Ok(Backend::auto(adapter)),
+        "auto" => {
+            let (backend, reason) = Backend::auto(adapter);
+            let python = |why: String| why.replace("--backend gpu", "backend=\"gpu\"");
+            Ok((backend, reason.map(python)))
+        }
         "gpu" => Backend::gpu_on(adapter)
             .map(|b| (b, None))
             .map_err(|e| error(&e)),
+        "cpu" if adapter.is_some() => Err(OptionsError::new_err(
+            "an adapter names a GPU, and backend=\"cpu\" uses none",
+        )),
         "cpu" => Ok((Backend::Cpu, None)),
         other => Err(OptionsError::new_err(format!(
             "unknown backend {other:?}: auto, gpu or cpu"
@@ -636,14 +658,27 @@ fn given_params(py: Python<'_>, dict: &Bound<'_, PyAny>) -> PyResult<Params> {
 enum Input {
     Encoded(Vec<u8>),
     Pixels(gpuprep::RgbImage),
+    /// A path that could not be read: its outcome.
+    Unreadable(gpuprep::Error),
 }
 
 impl Input {
     fn encoded(&self) -> Option<&[u8]> {
         match self {
             Self::Encoded(bytes) => Some(bytes),
-            Self::Pixels(_) => None,
+            Self::Pixels(_) | Self::Unreadable(_) => None,
         }
+    }
+}
+
+/// What an input's errors name: its path, or its place in the call.
+fn input_name(item: &Bound<'_, PyAny>, place: usize) -> std::path::PathBuf {
+    let is_data = item.cast::<PyBytes>().is_ok()
+        || item.cast::<PyByteArray>().is_ok()
+        || item.cast::<PyMemoryView>().is_ok();
+    match item.extract::<std::path::PathBuf>() {
+        Ok(path) if !is_data => path,
+        _ => format!("image {place} of the call").into(),
     }
 }
 
@@ -687,9 +722,9 @@ fn input(item: &Bound<'_, PyAny>) -> PyResult<Input> {
              not {kind}"
         )));
     };
-    std::fs::read(&path)
+    Ok(std::fs::read(&path)
         .map(Input::Encoded)
-        .map_err(|e| error(&gpuprep::Error::from(e).in_file(path)))
+        .unwrap_or_else(|e| Input::Unreadable(gpuprep::Error::from(e))))
 }
 
 /// Decodes and transforms images on a backend. `preprocess` returns the stacked array of the
@@ -745,6 +780,9 @@ impl Pipeline {
             return Err(OptionsError::new_err("errors is \"raise\" or \"skip\""));
         }
         let inputs: Vec<Input> = images.iter().map(|i| input(&i)).collect::<PyResult<_>>()?;
+        let names: Vec<std::path::PathBuf> = (images.iter().enumerate())
+            .map(|(place, item)| input_name(&item, place))
+            .collect();
         let indices = indices.unwrap_or_else(|| (0..inputs.len() as u64).collect());
         if indices.len() != inputs.len() {
             return Err(OptionsError::new_err("one index per image"));
@@ -784,7 +822,15 @@ impl Pipeline {
                 }
             }
         })?;
-        let stacked = stacked.map_err(|e| error(&e))?;
+        let mut stacked = stacked.map_err(|e| error(&e))?;
+        // Each error names its input.
+        for (outcome, name) in stacked.outcomes.iter_mut().zip(&names) {
+            if let Err(e) = outcome {
+                if !matches!(e, gpuprep::Error::InFile { .. }) {
+                    *e = e.clone().in_file(name);
+                }
+            }
+        }
         let outcomes = PyList::empty(py);
         let drawn = params_list(py, stacked.outcomes.iter().filter_map(|o| o.as_ref().ok()))?;
         let mut drawn = drawn.iter();
@@ -903,6 +949,7 @@ fn preprocess_each(
                 };
                 backend.preprocess_decoded(decoded, t, &sample, limits)
             }
+            Input::Unreadable(e) => Err(e),
         })
         .collect()
 }

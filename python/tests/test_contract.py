@@ -305,3 +305,74 @@ def test_no_stray_output_from_probing_adapters_and_the_cpu_choice_is_explained()
     assert done.stderr == ""
     backend, reason = done.stdout.splitlines()
     assert (backend == "cpu") == (reason != "None"), done.stdout
+
+
+def test_sizes_past_any_limit_are_refused_before_work_and_timm_crop_pct_is_checked():
+    p = gpuprep.Pipeline("cpu")
+    with pytest.raises(gpuprep.OptionsError, match="at most"):
+        p.preprocess(PHOTOS[:1], gpuprep.Transform().resize(224_000_000_000).center_crop(224))
+    started = time.monotonic()
+    with pytest.raises(gpuprep.TooLargeError):
+        p.preprocess(PHOTOS[:1], gpuprep.Transform().resize(224_000_000).center_crop(224))
+    assert time.monotonic() - started < 1.0  # refused before the resize's tables are made
+    for crop_pct in (0, -1, float("nan"), 1e-12):
+        with pytest.raises(gpuprep.OptionsError):
+            gpuprep.Transform.timm_eval(224, crop_pct)
+
+
+def test_every_error_of_preprocess_names_its_input_and_skip_keeps_the_others(tmp_path):
+    p = gpuprep.Pipeline("cpu")
+    corrupt = os.path.join(ROOT, "tests", "data", "malformed", "jdec__missing-sos.jpg")
+    t = gpuprep.Transform().resize(16).to_tensor()  # no fixed output size
+    with pytest.raises(gpuprep.CorruptError, match="jdec__missing-sos.jpg"):
+        p.preprocess([corrupt], t)
+    _, outcomes = p.preprocess([corrupt], t, errors="skip")
+    assert outcomes[0]["kind"] == "CorruptError"
+    missing = str(tmp_path / "missing.jpg")
+    batch, outcomes = p.preprocess([PHOTOS[0], missing, b""], gpuprep.Transform().resize((8, 8)),
+                                   errors="skip")
+    assert batch.shape[0] == 1
+    assert [o["kind"] for o in outcomes] == [None, "ReadError", "CorruptError"]
+    assert "missing.jpg" in outcomes[1]["error"] and "image 2 of the call" in outcomes[2]["error"]
+    with pytest.raises(gpuprep.ReadError, match="missing.jpg"):
+        p.preprocess([missing], t)
+
+
+def test_shard_labels_that_are_not_labels_fail_their_sample_and_a_non_tar_is_refused(tmp_path):
+    shard = tmp_path / "shard-000000.tar"
+    with tarfile.open(shard, "w") as tar:
+        for key, cls in (("a", b"3"), ("b", b"cat"), ("c", b"5")):
+            for name, data in ((f"{key}.jpg", read(PHOTOS[0])), (f"{key}.cls", cls)):
+                info = tarfile.TarInfo(name)
+                info.size = len(data)
+                tar.addfile(info, io.BytesIO(data))
+    with pytest.raises(gpuprep.ReadError, match="b: .*its .cls member is not a class index"):
+        for _ in gpuprep.Loader(str(shard), SMALL, batch_size=3, backend="cpu"):
+            pass
+    loader = gpuprep.Loader(str(shard), SMALL, batch_size=3, backend="cpu", errors="skip")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        (batch,) = list(loader.batches())
+    assert batch["labels"].tolist() == [3, 5]
+    not_tar = tmp_path / "shard-000001.tar"
+    not_tar.write_bytes(b"this is not a tar file" * 40)
+    with pytest.raises(gpuprep.ReadError, match="not a tar file"):
+        gpuprep.Loader(str(not_tar), SMALL, batch_size=2, backend="cpu")
+
+
+def test_odd_arguments_are_options_errors_naming_them(tmp_path):
+    root = image_folder(tmp_path)
+    for kw in ({"batch_size": -1}, {"batch_size": 0}, {"rank": -1}, {"prefetch": 0}):
+        args = {"batch_size": 2, **kw}
+        with pytest.raises(gpuprep.OptionsError, match=list(kw)[0]):
+            gpuprep.Loader(root, SMALL, backend="cpu", **args)
+    assert len(gpuprep.Loader(root, SMALL, batch_size=2, seed=-1, backend="cpu")) == 6
+    with pytest.raises(gpuprep.OptionsError, match="fill"):
+        gpuprep.Transform().random_rotation(10, fill=300)
+    with pytest.raises(gpuprep.OptionsError, match="adapter"):
+        gpuprep.Pipeline("cpu", adapter="nvidia")
+    with pytest.raises(gpuprep.UnsupportedError, match="compressed"):
+        gpuprep.Loader([str(tmp_path / "a.tar.gz")], SMALL, batch_size=2)
+    mean, std = [0.5] * 3, [0.25] * 3
+    either = (SMALL.normalize(mean, std).to_tensor(), SMALL.to_tensor().normalize(mean, std))
+    assert either[0] == either[1]

@@ -94,9 +94,15 @@ pub fn count_samples(path: &Path) -> Result<u64> {
     let mut members = archive.entries_with_seek().map_err(in_shard)?;
     let (mut samples, mut key) = (0, None::<String>);
     for member in &mut members {
-        let Ok(member) = member else {
+        let member = match member {
+            Ok(member) => member,
+            // Not a tar file at all: refused up front, as a source that cannot be read.
+            Err(e) if samples == 0 && key.is_none() => {
+                let e = std::io::Error::new(e.kind(), format!("not a tar file: {e}"));
+                return Err(in_shard(e));
+            }
             // The reader gives the samples before the break, then the break's error.
-            return Ok(samples + 1);
+            Err(_) => return Ok(samples + 1),
         };
         if !member.header().entry_type().is_file() {
             continue;
@@ -143,7 +149,10 @@ struct Grouper {
     shard: PathBuf,
     key: Option<String>,
     image: Option<Result<Vec<u8>>>,
-    label: i64,
+    /// From `.cls` (which wins) or `.json`; `Err` for a label member that is not one.
+    label: Result<Option<i64>>,
+    /// Whether the label came from `.cls`.
+    from_cls: bool,
     position: u64,
 }
 
@@ -153,7 +162,8 @@ impl Grouper {
             shard: shard.to_path_buf(),
             key: None,
             image: None,
-            label: -1,
+            label: Ok(None),
+            from_cls: false,
             position: 0,
         }
     }
@@ -167,11 +177,9 @@ impl Grouper {
         self.key = Some(key);
         if IMAGE_EXTENSIONS.contains(&extension.as_str()) && self.image.is_none() {
             self.image = Some(bytes);
-        } else if extension == "cls" || extension == "json" {
-            self.label = bytes
-                .ok()
-                .and_then(|b| parse_label(&extension, &b))
-                .unwrap_or(-1);
+        } else if extension == "cls" || (extension == "json" && !self.from_cls) {
+            self.from_cls = extension == "cls";
+            self.label = bytes.and_then(|b| parse_label(&extension, &b));
         }
         done
     }
@@ -183,10 +191,17 @@ impl Grouper {
             .image
             .take()
             .unwrap_or_else(|| Err(Error::Options("the sample has no image member".into())));
+        let label = std::mem::replace(&mut self.label, Ok(None));
+        self.from_cls = false;
+        // A label member that is not a label fails its sample, as webdataset raises.
+        let (image, label) = match label {
+            Ok(label) => (image, label.unwrap_or(-1)),
+            Err(e) => (Err(e), -1),
+        };
         let sample = TarSample {
             image: image.map_err(|e| e.in_file(self.shard.join(&key))),
             key,
-            label: std::mem::replace(&mut self.label, -1),
+            label,
             position: self.position,
         };
         self.position += 1;
@@ -194,17 +209,27 @@ impl Grouper {
     }
 }
 
-/// A `.cls` member's integer, or a `.json` member's number or `"label"` / `"cls"` field.
-fn parse_label(extension: &str, bytes: &[u8]) -> Option<i64> {
-    let text = std::str::from_utf8(bytes).ok()?.trim();
+/// A `.cls` member's integer (an error when it is not one), or a `.json` member's number or
+/// `"label"` / `"cls"` field (none when it has neither; an error when it is not JSON).
+fn parse_label(extension: &str, bytes: &[u8]) -> Result<Option<i64>> {
+    let text = String::from_utf8_lossy(bytes);
+    let text = text.trim();
+    let refused = |what: &str| {
+        let shown: String = text.chars().take(40).collect();
+        let why = format!("its .{extension} member is {what}: {shown:?}");
+        Error::from(std::io::Error::new(std::io::ErrorKind::InvalidData, why))
+    };
     if extension == "cls" {
-        return text.parse().ok();
+        return text
+            .parse()
+            .map(Some)
+            .map_err(|_| refused("not a class index"));
     }
-    let value: serde_json::Value = serde_json::from_str(text).ok()?;
-    value
-        .as_i64()
-        .or_else(|| value.get("label").and_then(serde_json::Value::as_i64))
-        .or_else(|| value.get("cls").and_then(serde_json::Value::as_i64))
+    let value: serde_json::Value = serde_json::from_str(text).map_err(|_| refused("not JSON"))?;
+    let label = |v: &serde_json::Value| v.as_i64();
+    Ok(label(&value)
+        .or_else(|| value.get("label").and_then(label))
+        .or_else(|| value.get("cls").and_then(label)))
 }
 
 #[cfg(test)]

@@ -95,7 +95,7 @@ impl ImagePlan {
             decoded,
             image.orientation,
             transform,
-            sample,
+            (sample, limits),
         )?
         .check(limits)
     }
@@ -113,7 +113,15 @@ impl ImagePlan {
     ) -> Result<Self> {
         transform.validate().map_err(Error::Options)?;
         let size = (width, height);
-        Self::after_decoding(1, Vec::new(), size, orientation, transform, sample)?.check(limits)
+        Self::after_decoding(
+            1,
+            Vec::new(),
+            size,
+            orientation,
+            transform,
+            (sample, limits),
+        )?
+        .check(limits)
     }
 
     /// The plan, unless an image it makes (the horizontal pass's output, the resized image or
@@ -164,7 +172,7 @@ impl ImagePlan {
         decoded: (usize, usize),
         stored_orientation: u8,
         transform: &Transform,
-        sample: &Sample,
+        (sample, limits): (&Sample, &Limits),
     ) -> Result<Self> {
         let orientation = if transform.exif_transpose {
             stored_orientation
@@ -185,6 +193,17 @@ impl ImagePlan {
             (None, Some(resize)) => resize.target(seen.0, seen.1),
             (None, None) => seen,
         };
+        // The resize's tables are sized by its output: held to the pixel limit before they are
+        // made (`check` holds the rest of the plan to it).
+        for (width, height) in [resized, (resized.0, seen.1)] {
+            if (width as u64).saturating_mul(height as u64) > limits.max_pixels {
+                return Err(Error::OutputTooLarge {
+                    width: width as u64,
+                    height: height as u64,
+                    limit: limits.max_pixels,
+                });
+            }
+        }
         let filter = params.interpolation.unwrap_or(transform.filter);
         let resize = (resized != seen).then(|| ResizePlan::new(filter, seen, resized));
         Ok(Self {
