@@ -573,8 +573,9 @@ class Loader:
     transforms would give them, bit for bit for the same parameters.
 
     source: a folder in ImageFolder layout (class folders, sorted, give the labels), a list of
-    image files (labels -1), or WebDataset shards (paths, a glob, or a .tar; labels from .cls or
-    .json members). Iterating yields (images, labels): torch tensors when torch is importable,
+    image files (labels -1), or WebDataset shards (paths, a glob, a brace pattern or a .tar;
+    labels from .cls or .json members, -1 without; a label member that holds no label fails its
+    sample). Iterating yields (images, labels): torch tensors when torch is importable,
     numpy arrays otherwise. The tensors share the batch's memory with Rust's array (no copy);
     the array goes back to the loader for a later batch once the tensor and its views are gone.
     `pin_memory` (default: whether torch has CUDA), as DataLoader's `pin_memory=True`, gives

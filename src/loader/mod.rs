@@ -64,7 +64,9 @@ pub enum Source {
     /// give the labels.
     ImageFolder(PathBuf),
     /// WebDataset tar shards: samples are members grouped by key, the image from a `.jpg`,
-    /// `.png`, … member and the label from `.cls` or `.json` (−1 without).
+    /// `.png`, … member (a format gpuprep decodes) and the label from `.cls` (an integer) or
+    /// `.json` (a number, or its `"label"` or `"cls"` field): −1 without one; a label member
+    /// that holds none fails its sample.
     Shards(Vec<PathBuf>),
 }
 
