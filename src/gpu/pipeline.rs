@@ -123,8 +123,8 @@ impl GpuPipeline {
         self.pool.bytes() + self.staging.bytes() + hsv + fixes
     }
 
-    /// Runs stages 1–4 on the GPU: the same tensor as [`crate::preprocess`], bit for bit; what
-    /// the transform makes is held to `limits` (see [`crate::ImagePlan::check`]).
+    /// Runs every GPU stage on one image: the same tensor as [`crate::preprocess`], bit for
+    /// bit; what the transform makes is held to `limits` (see [`crate::ImagePlan::check`]).
     pub fn preprocess(
         &self,
         device: &wgpu::Device,

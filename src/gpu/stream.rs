@@ -273,7 +273,7 @@ impl GpuPipeline {
     /// [`Self::preprocess_stacked`] for images that arrive as they are read (a training
     /// loader's): `next(wait)` gives them (waiting for one only when `wait`). As each
     /// batch lands, `read` gets the mapped read-back buffer and where each tensor lies in it,
-    /// copies them out (with [`Self::copy_into_slots`]) and says their outcomes; `put` takes
+    /// copies them out (with [`copy_into_slots`]) and says their outcomes; `put` takes
     /// every image's outcome, the ones that failed before the GPU included; `landed` the stats
     /// of each landed submission's batches, before their outcomes go to `put`.
     #[allow(

@@ -91,7 +91,10 @@ pub(crate) fn decode_compact(
     }
 }
 
-/// [`decode_compact`]'s result as [`Coefficients`].
+/// Entropy-decodes a JPEG file for the GPU's stages: a single-scan sequential image (most
+/// photos) comes with its coefficients in compact form, written as they are decoded, and its
+/// components' dense `blocks` left empty ([`Coefficients::Compact`]); any other image comes
+/// dense.
 pub(crate) fn decode_compact_or_dense(
     data: &[u8],
     limits: &Limits,
@@ -101,9 +104,8 @@ pub(crate) fn decode_compact_or_dense(
 
 /// Reads a JPEG file for the GPU's own Huffman decoding: a single-scan sequential image (whose
 /// restart markers, if any, are where libjpeg expects them) comes as its entropy-coded segment,
-/// not decoded at all; others as
-/// [`decode_compact`] gives them. The components' dense `blocks` are empty unless
-/// [`Coefficients::Dense`].
+/// not decoded at all; others as [`decode_compact_or_dense`] gives them. The components' dense
+/// `blocks` are empty unless [`Coefficients::Dense`].
 pub(crate) fn decode_for_gpu(
     data: &[u8],
     limits: &Limits,

@@ -23,7 +23,7 @@ pub(super) struct RawSample {
 
 /// A batch read, before decoding.
 pub(super) struct RawBatch {
-    /// Which of the feeder's passes over the dataset it belongs to (see [`Done`]).
+    /// Which of the feeder's passes over the dataset it belongs to (see [`super::epoch::Done`]).
     pub(super) pass: u64,
     /// That pass's epoch.
     pub(super) epoch: u64,
@@ -109,8 +109,8 @@ impl Feeder {
 
     /// The epoch's shard order (shuffled when asked, then every `world_size`-th shard from the
     /// rank's, as webdataset's `split_by_node`), samples through the shuffle buffer, up to the
-    /// samples every rank reads ([`Split::per_rank`]): a rank whose shards hold more stops
-    /// there (its last samples are not read this epoch: see [`Loader::unread_per_epoch`]), one
+    /// samples every rank reads ([`super::order::Split::per_rank`]): a rank whose shards hold more stops
+    /// there (its last samples are not read this epoch: see [`super::Loader::unread_per_epoch`]), one
     /// whose shards hold fewer reads them again from the first (`DistributedSampler` pads
     /// likewise), so that every rank makes the same number of batches.
     pub(super) fn read_shards(&self, shards: &[Shard], epoch: u64, batcher: &mut Batcher) {

@@ -1,4 +1,6 @@
-//! The CPU reference: one file per GPU stage, each written to read line by line like its shader.
+//! The CPU reference: the mirror of each GPU stage, written to read line by line like its
+//! shader, in a file of its own per operation (stage 2's upsampling, colour conversion and
+//! orientation each have one; so do stage 4's resampling, rotation and tensor).
 //!
 //! This is the spec in code. It is checked against real Pillow output (tests/goldens), and the
 //! GPU stages are checked against it. Every size, tap and table comes from the image's
