@@ -155,8 +155,8 @@ pub(crate) fn read_buffer<T>(
 }
 
 /// Runs `work` (encoding, submitting, reading back) inside validation and out-of-memory error
-/// scopes, so that a GPU error comes back as [`crate::Error::Gpu`] instead of wgpu's panicking default
-/// handler.
+/// scopes, so that a GPU error comes back as [`crate::Error::Gpu`] instead of wgpu's panicking
+/// default handler.
 pub(crate) fn checked<T>(device: &wgpu::Device, work: impl FnOnce() -> Result<T>) -> Result<T> {
     let validation = device.push_error_scope(wgpu::ErrorFilter::Validation);
     let memory = device.push_error_scope(wgpu::ErrorFilter::OutOfMemory);
