@@ -167,6 +167,37 @@ impl LoaderOptions {
         }
     }
 
+    /// `Ok` when the options fit together, else what does not.
+    fn check(&self) -> Result<()> {
+        let split = self.split;
+        let refused = |why: String| Err(Error::Options(why));
+        if self.batch_size == 0 || split.world_size == 0 || split.rank >= split.world_size {
+            return refused(format!(
+                "a loader needs batch_size >= 1 and rank < world_size, got batch_size {}, rank \
+                 {}, world_size {}",
+                self.batch_size, split.rank, split.world_size
+            ));
+        }
+        if !(1..=MAX_PREFETCH).contains(&self.prefetch) {
+            return refused(format!(
+                "prefetch is the batches made ahead, 1 to {MAX_PREFETCH}, got {}",
+                self.prefetch
+            ));
+        }
+        if self.refill && !split.drop_last {
+            return refused(
+                "keeping every batch full (refill) is drop_last's promise: set drop_last".into(),
+            );
+        }
+        if !(0.0..=1.0).contains(&self.wait_warning) {
+            return refused(format!(
+                "wait_warning is a share of a step, 0 to 1 (1: never warn), got {}",
+                self.wait_warning
+            ));
+        }
+        Ok(())
+    }
+
     /// Samples read past an epoch's end, to top up its batches (see [`Self::refill`]).
     fn spare(&self) -> usize {
         if self.refill {
@@ -261,31 +292,8 @@ impl Loader {
         limits: &Limits,
         options: LoaderOptions,
     ) -> Result<Self> {
+        options.check()?;
         let split = options.split;
-        if options.batch_size == 0 || split.world_size == 0 || split.rank >= split.world_size {
-            return Err(Error::Options(format!(
-                "a loader needs batch_size >= 1 and rank < world_size, got batch_size {}, rank \
-                 {}, world_size {}",
-                options.batch_size, split.rank, split.world_size
-            )));
-        }
-        if !(1..=MAX_PREFETCH).contains(&options.prefetch) {
-            return Err(Error::Options(format!(
-                "prefetch is the batches made ahead, 1 to {MAX_PREFETCH}, got {}",
-                options.prefetch
-            )));
-        }
-        if options.refill && !split.drop_last {
-            return Err(Error::Options(
-                "keeping every batch full (refill) is drop_last's promise: set drop_last".into(),
-            ));
-        }
-        if !(0.0..=1.0).contains(&options.wait_warning) {
-            return Err(Error::Options(format!(
-                "wait_warning is a share of a step, 0 to 1 (1: never warn), got {}",
-                options.wait_warning
-            )));
-        }
         // A loader stacks its batches: one output size, each batch's array within bounds, and
         // the batches made ahead too.
         let shape = crate::backend::stacked_shape(transform, options.batch_size, limits)?;
