@@ -301,6 +301,38 @@ mod tests {
         }
     }
 
+    /// The adjustment kinds are numbered in Rust and again in shaders/adjust.wgsl: the same
+    /// numbers.
+    #[test]
+    fn adjustment_kinds_are_numbered_alike_in_rust_and_wgsl() {
+        let module = stage("adjust.wgsl");
+        let value = |name: &str| -> u32 {
+            let (_, constant) = module
+                .constants
+                .iter()
+                .find(|(_, c)| c.name.as_deref() == Some(name))
+                .unwrap_or_else(|| panic!("adjust.wgsl declares no {name}"));
+            match module.global_expressions[constant.init] {
+                naga::Expression::Literal(naga::Literal::U32(v)) => v,
+                ref other => panic!("{name} is {other:?}"),
+            }
+        };
+        let kinds = [
+            ("BRIGHTNESS", BRIGHTNESS),
+            ("CONTRAST", CONTRAST),
+            ("SATURATION", SATURATION),
+            ("HUE", HUE),
+            ("SHARPNESS", SHARPNESS),
+            ("POSTERIZE", POSTERIZE),
+            ("SOLARIZE", SOLARIZE),
+            ("AUTOCONTRAST", AUTOCONTRAST),
+            ("EQUALIZE", EQUALIZE),
+        ];
+        for (name, rust) in kinds {
+            assert_eq!(value(name), rust, "{name}");
+        }
+    }
+
     /// Where each member of a shader's `Job` lies, as naga lays it out.
     fn member_offsets(file: &str) -> Vec<(String, u32)> {
         let module = stage(file);
