@@ -637,8 +637,22 @@ fn a_gpu_stream_running_on_between_epochs_keeps_each_epochs_batches() {
     assert_ne!(epoch_bytes(&cpu, 5), epoch_bytes(&cpu, 6), "epochs differ");
 }
 
-/// WebDataset shards of `sizes` samples each, written with the tar crate: sample `k` of shard
-/// `s` is a test photo (by turns) with its `.cls` label `s`.
+/// A tar file at `path` holding `members` (name, bytes) in order, written with the tar crate.
+fn write_tar(path: &Path, members: impl IntoIterator<Item = (String, Vec<u8>)>) {
+    let mut tar = tar::Builder::new(std::fs::File::create(path).unwrap());
+    for (name, bytes) in members {
+        let mut header = tar::Header::new_gnu();
+        header.set_size(bytes.len() as u64);
+        header.set_mode(0o644);
+        header.set_cksum();
+        tar.append_data(&mut header, name, bytes.as_slice())
+            .unwrap();
+    }
+    tar.finish().unwrap();
+}
+
+/// WebDataset shards of `sizes` samples each: sample `k` of shard `s` is a test photo (by
+/// turns) with its `.cls` label `s`.
 fn shards_of(name: &str, sizes: &[usize]) -> Vec<PathBuf> {
     let dir = scratch(name);
     let photos: Vec<Vec<u8>> = ["mpl__grace_hopper.jpg", "exifsamples__kodak-dc240.jpg"]
@@ -650,22 +664,13 @@ fn shards_of(name: &str, sizes: &[usize]) -> Vec<PathBuf> {
         .enumerate()
         .map(|(s, &n)| {
             let path = dir.join(format!("shard-{s:06}.tar"));
-            let mut tar = tar::Builder::new(std::fs::File::create(&path).unwrap());
-            for k in 0..n {
-                for (extension, bytes) in [
-                    ("jpg", photos[k % 2].clone()),
-                    ("cls", s.to_string().into_bytes()),
-                ] {
-                    let mut header = tar::Header::new_gnu();
-                    header.set_size(bytes.len() as u64);
-                    header.set_mode(0o644);
-                    header.set_cksum();
-                    let member = format!("s{s}k{k:04}.{extension}");
-                    tar.append_data(&mut header, member, bytes.as_slice())
-                        .unwrap();
-                }
-            }
-            tar.finish().unwrap();
+            let members = (0..n).flat_map(|k| {
+                [
+                    (format!("s{s}k{k:04}.jpg"), photos[k % 2].clone()),
+                    (format!("s{s}k{k:04}.cls"), s.to_string().into_bytes()),
+                ]
+            });
+            write_tar(&path, members);
             path
         })
         .collect()
@@ -984,38 +989,28 @@ fn shard_members_are_images_exactly_when_gpuprep_decodes_them() {
     let formats = common::manifest_dir().join("tests/data/formats");
     let members = [
         (
-            "a",
-            "gif",
+            "a.gif",
             std::fs::read(formats.join("made__first.gif")).unwrap(),
         ),
         (
-            "b",
-            "jp2",
+            "b.jp2",
             std::fs::read(formats.join("made__rgb.jp2")).unwrap(),
         ),
         (
-            "c",
-            "j2k",
+            "c.j2k",
             std::fs::read(formats.join("made__rgb_irreversible.j2k")).unwrap(),
         ),
         (
-            "d",
-            "ico",
+            "d.ico",
             std::fs::read(formats.join("made__rgb_bmp.ico")).unwrap(),
         ),
-        ("e", "ppm", b"P6\n1 1\n255\n\x00\x00\x00".to_vec()),
+        ("e.ppm", b"P6\n1 1\n255\n\x00\x00\x00".to_vec()),
     ];
     let shard = dir.join("shard.tar");
-    let mut tar = tar::Builder::new(std::fs::File::create(&shard).unwrap());
-    for (key, extension, bytes) in &members {
-        let mut header = tar::Header::new_gnu();
-        header.set_size(bytes.len() as u64);
-        header.set_mode(0o644);
-        header.set_cksum();
-        tar.append_data(&mut header, format!("{key}.{extension}"), bytes.as_slice())
-            .unwrap();
-    }
-    tar.finish().unwrap();
+    write_tar(
+        &shard,
+        members.iter().map(|(n, b)| (n.to_string(), b.clone())),
+    );
     let options = LoaderOptions::new(5);
     let loader = Loader::new(
         Source::Shards(vec![shard]),
@@ -1027,7 +1022,7 @@ fn shard_members_are_images_exactly_when_gpuprep_decodes_them() {
     .unwrap();
     let batch = loader.epoch(0).next().unwrap().unwrap();
     assert_eq!(batch.indices, [0, 1, 2, 3]);
-    for (k, (_, _, bytes)) in members[..4].iter().enumerate() {
+    for (k, (_, bytes)) in members[..4].iter().enumerate() {
         let alone = Backend::Cpu
             .preprocess_sample(
                 bytes,
