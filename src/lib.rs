@@ -43,10 +43,10 @@ pub use backend::{Backend, GpuBackend};
 pub use error::{Error, GpuError, Result, Unsupported};
 pub use image::RgbImage;
 pub use jpeg::Limits;
-pub use plan::{Adjustment, CropBox, Filter, ImagePlan, Params, Sample, Samples};
+pub use plan::{Adjustment, CropBox, ImagePlan, Params, Sample, Samples};
 pub use tensor::{Stacked, Tensor, TensorData};
 pub use transform::{
-    ChannelOrder, ColorJitter, DType, Layout, Normalize, RandomErasing, RandomResizedCrop,
+    ChannelOrder, ColorJitter, DType, Filter, Layout, Normalize, RandomErasing, RandomResizedCrop,
     RandomRotation, Resize, Transform, TrivialAugment,
 };
 pub use wgpu;

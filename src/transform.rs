@@ -7,7 +7,54 @@
 //! parameters from `seed`, `epoch` and the sample's index (see [`crate::plan::random`]), or take
 //! them as given ([`crate::Sample`]).
 
-use crate::plan::Filter;
+/// Pillow's resampling filters.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Filter {
+    /// Nearest neighbour. Pillow's `Image.NEAREST`, which it runs as an affine scale
+    /// (`ImagingScaleAffine`), not as a convolution: see [`Taps::nearest`].
+    Nearest,
+    /// Box (area average for integer ratios). Pillow's `Image.BOX`.
+    Box,
+    /// Triangle, antialiased when downscaling. Pillow's `Image.BILINEAR`, torchvision's default.
+    Bilinear,
+    /// Hamming-windowed sinc. Pillow's `Image.HAMMING`.
+    Hamming,
+    /// Keys cubic with a = −0.5. Pillow's `Image.BICUBIC`.
+    Bicubic,
+    /// Lanczos-3. Pillow's `Image.LANCZOS`.
+    Lanczos,
+}
+
+impl Filter {
+    /// Every filter, by [`Filter::name`].
+    pub const ALL: [Self; 6] = [
+        Self::Nearest,
+        Self::Box,
+        Self::Bilinear,
+        Self::Hamming,
+        Self::Bicubic,
+        Self::Lanczos,
+    ];
+
+    /// Pillow's name of the filter, in lower case (`"bilinear"`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Nearest => "nearest",
+            Self::Box => "box",
+            Self::Bilinear => "bilinear",
+            Self::Hamming => "hamming",
+            Self::Bicubic => "bicubic",
+            Self::Lanczos => "lanczos",
+        }
+    }
+
+    /// The filter of [`Filter::name`] `name`, in any case.
+    pub fn from_name(name: &str) -> Option<Self> {
+        Self::ALL
+            .into_iter()
+            .find(|f| f.name().eq_ignore_ascii_case(name))
+    }
+}
 
 /// How to resize before cropping.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -5,7 +5,9 @@
 //!   both backends read it, so it can favour neither;
 //! - src/gpu/ names nothing of src/reference/ and src/reference/ nothing of src/gpu/: the CPU
 //!   reference is the oracle the GPU is checked against, not a source of its numbers;
-//! - within each folder of src/, the files' imports of one another form no circle.
+//! - within each folder of src/ (the CLI's too), the files' imports of one another form no
+//!   circle, and neither do the crate's top-level modules;
+//! - no file of src/ holds more than 800 lines of library code.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -117,14 +119,15 @@ fn sibling_imports(module: &str) -> BTreeMap<String, BTreeSet<String>> {
     let files: Vec<PathBuf> = std::fs::read_dir(&dir)
         .unwrap()
         .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|e| e == "rs") && stem(p) != "mod")
+        .filter(|p| p.extension().is_some_and(|e| e == "rs"))
+        .filter(|p| !["mod", "main"].contains(&stem(p).as_str()))
         .collect();
     let siblings: BTreeSet<String> = std::fs::read_dir(&dir)
         .unwrap()
         .map(|e| e.unwrap().path())
         .filter(|p| p.is_dir() || p.extension().is_some_and(|e| e == "rs"))
         .map(|p| stem(&p))
-        .filter(|name| name != "mod")
+        .filter(|name| name != "mod" && name != "main")
         .collect();
     files
         .iter()
@@ -192,13 +195,80 @@ fn find_circle(imports: &BTreeMap<String, BTreeSet<String>>) -> Option<Vec<Strin
 
 #[test]
 fn no_folder_of_src_imports_in_a_circle() {
-    for module in ["gpu", "jpeg", "plan", "reference"] {
+    for module in ["bin/gpuprep", "gpu", "jpeg", "loader", "plan", "reference"] {
         let imports = sibling_imports(module);
         assert!(imports.len() > 2, "src/{module}: its files were not found");
         if let Some(circle) = find_circle(&imports) {
             panic!("src/{module} imports in a circle: {}", circle.join(" -> "));
         }
     }
+}
+
+/// The crate's top-level modules (a file or folder of src/ each), with the others each one's
+/// library code names as `crate::x` or `crate::{x, ..}`.
+fn top_level_imports() -> BTreeMap<String, BTreeSet<String>> {
+    let modules: BTreeMap<String, PathBuf> = std::fs::read_dir(src())
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.is_dir() || p.extension().is_some_and(|e| e == "rs"))
+        .map(|p| (p.file_stem().unwrap().to_string_lossy().into_owned(), p))
+        .filter(|(name, _)| !["lib", "bin"].contains(&name.as_str()))
+        .collect();
+    modules
+        .iter()
+        .map(|(name, path)| {
+            let files = if path.is_dir() { rust_files(path) } else { vec![path.clone()] };
+            let mut used = BTreeSet::new();
+            for file in files {
+                let code = library_code(&file);
+                for (at, _) in code.match_indices("crate::") {
+                    let rest = &code[at + "crate::".len()..];
+                    let names: Vec<&str> = match rest.strip_prefix('{') {
+                        Some(group) => group[..group.find('}').unwrap_or(0)]
+                            .split(',')
+                            .map(|n| n.trim().split("::").next().unwrap_or(""))
+                            .collect(),
+                        None => vec![rest
+                            .split(|c: char| !c.is_alphanumeric() && c != '_')
+                            .next()
+                            .unwrap_or("")],
+                    };
+                    used.extend(
+                        names
+                            .into_iter()
+                            .filter(|n| modules.contains_key(*n) && n != name)
+                            .map(String::from),
+                    );
+                }
+            }
+            (name.clone(), used)
+        })
+        .collect()
+}
+
+#[test]
+fn the_top_level_modules_import_in_no_circle() {
+    let imports = top_level_imports();
+    assert!(imports.len() > 10, "src/: its modules were not found");
+    // The layering the rest rests on: the transform vocabulary and errors name nothing above them.
+    assert!(imports["transform"].is_empty(), "{:?}", imports["transform"]);
+    assert!(imports["error"].is_empty(), "{:?}", imports["error"]);
+    if let Some(circle) = find_circle(&imports) {
+        panic!("src/ imports in a circle: {}", circle.join(" -> "));
+    }
+}
+
+#[test]
+fn no_file_of_src_holds_more_than_800_lines_of_library_code() {
+    let files = rust_files(&src());
+    assert!(files.len() > 50, "src/: its files were not found");
+    let long: Vec<String> = files
+        .iter()
+        .map(|path| (path, library_code(path).lines().count()))
+        .filter(|(_, lines)| *lines > 800)
+        .map(|(path, lines)| format!("{}: {lines}", path.display()))
+        .collect();
+    assert!(long.is_empty(), "{long:#?}");
 }
 
 /// The checks above can fail: the circle that packing.rs, pipeline.rs and entropy.rs formed

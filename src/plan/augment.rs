@@ -3,7 +3,7 @@
 //! torchvision's own `get_params` and the torch generator).
 
 use super::random::{Op, SampleKey, Stream};
-use super::resize::Filter;
+use crate::transform::Filter;
 use crate::transform::{ColorJitter, RandomErasing, RandomResizedCrop, Transform};
 
 /// Where one image's random parameters come from.

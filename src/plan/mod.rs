@@ -39,7 +39,7 @@ use crate::jpeg::{CoefficientImage, Limits};
 use crate::Transform;
 pub use augment::{Adjustment, CropBox, Params, Sample, Samples};
 pub use output::{Crop, OutputPlan};
-pub use resize::{Filter, ResizePlan, Taps, PRECISION_BITS};
+pub use resize::{ResizePlan, Taps, PRECISION_BITS};
 pub use rotate::Rotation;
 pub use scaling::{ComponentScaling, Upsampling, UpsamplingAxis};
 pub use trivial::{Augment, AugmentOp};

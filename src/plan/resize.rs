@@ -4,59 +4,14 @@
 //! Pillow computes them, and rounded to Q22 integers. Both backends consume the same tables, so
 //! the floating-point part never runs on a GPU (WGSL has no f64).
 
+use crate::transform::Filter;
 use std::f64::consts::PI;
 
 /// Fixed-point precision of the taps: 32 − 8 − 2 bits (`PRECISION_BITS` in Pillow).
 pub const PRECISION_BITS: u32 = 22;
 
-/// Pillow's resampling filters.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Filter {
-    /// Nearest neighbour. Pillow's `Image.NEAREST`, which it runs as an affine scale
-    /// (`ImagingScaleAffine`), not as a convolution: see [`Taps::nearest`].
-    Nearest,
-    /// Box (area average for integer ratios). Pillow's `Image.BOX`.
-    Box,
-    /// Triangle, antialiased when downscaling. Pillow's `Image.BILINEAR`, torchvision's default.
-    Bilinear,
-    /// Hamming-windowed sinc. Pillow's `Image.HAMMING`.
-    Hamming,
-    /// Keys cubic with a = −0.5. Pillow's `Image.BICUBIC`.
-    Bicubic,
-    /// Lanczos-3. Pillow's `Image.LANCZOS`.
-    Lanczos,
-}
-
+/// The tap arithmetic of each of Pillow's filters.
 impl Filter {
-    /// Every filter, by [`Filter::name`].
-    pub const ALL: [Self; 6] = [
-        Self::Nearest,
-        Self::Box,
-        Self::Bilinear,
-        Self::Hamming,
-        Self::Bicubic,
-        Self::Lanczos,
-    ];
-
-    /// Pillow's name of the filter, in lower case (`"bilinear"`).
-    pub fn name(self) -> &'static str {
-        match self {
-            Self::Nearest => "nearest",
-            Self::Box => "box",
-            Self::Bilinear => "bilinear",
-            Self::Hamming => "hamming",
-            Self::Bicubic => "bicubic",
-            Self::Lanczos => "lanczos",
-        }
-    }
-
-    /// The filter of [`Filter::name`] `name`, in any case.
-    pub fn from_name(name: &str) -> Option<Self> {
-        Self::ALL
-            .into_iter()
-            .find(|f| f.name().eq_ignore_ascii_case(name))
-    }
-
     /// Half-width of the filter at scale 1 (`_filters_support`).
     pub fn support(self) -> f64 {
         match self {

@@ -187,7 +187,8 @@ pub fn resize(image: &Image8, plan: &crate::plan::ResizePlan) -> Image8 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::plan::{Filter, ResizePlan};
+    use crate::plan::ResizePlan;
+    use crate::Filter;
 
     #[test]
     fn whole_passes_equal_the_per_sample_spec() {

@@ -1,6 +1,6 @@
 //! `gpuprep bench`: throughput of the pipeline on files held in memory, as JSON lines.
 
-use super::{backend, summarise, BenchArgs};
+use super::{backend, ms, summarise, BenchArgs};
 use gpuprep::convert::{self, Destination, Job};
 use gpuprep::gpu::{BatchStats, StreamOptions};
 use gpuprep::{Backend, Limits, Transform};
@@ -219,10 +219,6 @@ fn gpu_phases(batches: &[BatchStats]) -> serde_json::Value {
         }
     }
     line
-}
-
-pub(super) fn ms(d: Duration) -> f64 {
-    d.as_secs_f64() * 1e3
 }
 
 /// One pass over every image, `batch` at a time; with `keep_on_gpu`, the tensors stay there.

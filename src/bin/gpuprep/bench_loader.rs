@@ -2,8 +2,7 @@
 //! loop that does nothing else would see it (files read from disk, batches stacked and read
 //! back into CPU memory, or with `--keep-on-gpu` stacked in buffers of the GPU).
 
-use super::bench::ms;
-use super::BenchArgs;
+use super::{ms, BenchArgs};
 use gpuprep::loader::order::Split;
 use gpuprep::loader::{EpochStats, Handoff, Loader, LoaderOptions, Source};
 use gpuprep::Backend;

@@ -306,6 +306,11 @@ fn job_failed(e: &convert::JobError) -> ExitCode {
     ExitCode::from(2)
 }
 
+/// A duration in milliseconds, as the bench reports print them.
+fn ms(d: std::time::Duration) -> f64 {
+    d.as_secs_f64() * 1e3
+}
+
 /// Prints each failure and a count; the exit code is 1 when any image failed.
 fn summarise(
     reports: &[convert::ImageReport],

@@ -114,7 +114,7 @@ fn dot(plane: &[u8], start: usize, lo: &[i16], hi: &[i16]) -> i32 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::plan::Filter;
+    use crate::Filter;
     use crate::reference::resample::horizontal_row;
 
     #[test]
