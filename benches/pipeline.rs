@@ -184,8 +184,6 @@ fn pipelines(c: &mut Criterion) {
                     b.iter(|| {
                         let mut tensors = 0;
                         g.pipeline.preprocess_on_device(
-                            &g.gpu.device,
-                            &g.gpu.queue,
                             &images,
                             &StreamOptions::new(&transform, &limits, gpuprep::gpu::DEFAULT_BATCH),
                             |batch| tensors += batch.tensors.len(),

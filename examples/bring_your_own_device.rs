@@ -18,15 +18,14 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     }))?;
 
     // gpuprep compiles its shaders once for that device and never makes one of its own.
-    let pipeline = GpuPipeline::new(&device);
+    let pipeline = GpuPipeline::new(&device, &queue);
     let files: Vec<Vec<u8>> = std::env::args()
         .skip(1)
         .map(std::fs::read)
         .collect::<Result<_, _>>()?;
     let images: Vec<&[u8]> = files.iter().map(Vec::as_slice).collect();
     let transform = Transform::exact(224, 224);
-    let batch =
-        pipeline.preprocess_batch(&device, &queue, &images, &transform, &Limits::default())?;
+    let batch = pipeline.preprocess_batch(&images, &transform, &Limits::default())?;
 
     // `batch.buffer` is ready to bind as a storage buffer: N images of [3, 224, 224] f32.
     println!(

@@ -138,7 +138,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         required_limits: adapter.limits(),
         ..Default::default()
     }))?;
-    let pipeline = GpuPipeline::new(&device);
+    let pipeline = GpuPipeline::new(&device, &queue);
     let transform = Transform::imagenet_train();
     let limits = Limits::default();
     let options = StreamOptions {
@@ -154,7 +154,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     // Warm up (shaders, pools), then each way three times; the best of each.
     let run = |mode: &str| -> Result<f64, Box<dyn std::error::Error>> {
         let start = Instant::now();
-        pipeline.preprocess_on_device(&device, &queue, &images, &options, |b| match mode {
+        pipeline.preprocess_on_device(&images, &options, |b| match mode {
             "alone" => {}
             "serial" => {
                 host.submit(&device, &queue, &b);

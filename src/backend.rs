@@ -57,7 +57,7 @@ impl Backend {
     /// A GPU backend on `adapter`.
     fn gpu_with(adapter: &wgpu::Adapter) -> Result<Self> {
         let gpu = open_device(adapter)?;
-        let pipeline = GpuPipeline::new(&gpu.device);
+        let pipeline = GpuPipeline::new(&gpu.device, &gpu.queue);
         Ok(Self::Gpu(Box::new(GpuBackend {
             gpu,
             pipeline,
@@ -117,9 +117,8 @@ impl Backend {
         match self {
             Self::Cpu => reference::preprocess_decoded(decoded, transform, sample, limits),
             Self::Gpu(backend) => {
-                let GpuBackend { gpu, pipeline, .. } = &**backend;
-                let (device, queue) = (&gpu.device, &gpu.queue);
-                pipeline.preprocess_decoded(device, queue, &decoded, transform, sample, limits)
+                let pipeline = &backend.pipeline;
+                pipeline.preprocess_decoded(&decoded, transform, sample, limits)
             }
         }
     }
@@ -154,12 +153,7 @@ impl Backend {
             Self::Gpu(backend) => {
                 backend
                     .pipeline
-                    .preprocess_many(
-                        &backend.gpu.device,
-                        &backend.gpu.queue,
-                        images,
-                        &backend.stream_options(transform, limits, samples),
-                    )
+                    .preprocess_many(images, &backend.stream_options(transform, limits, samples))
                     .results
             }
         }
@@ -182,8 +176,6 @@ impl Backend {
                 Stacked::from_tensors(shape, transform.dtype, tensors)
             }
             Self::Gpu(backend) => backend.pipeline.preprocess_stacked(
-                &backend.gpu.device,
-                &backend.gpu.queue,
                 images,
                 &backend.stream_options(transform, limits, samples),
                 shape,

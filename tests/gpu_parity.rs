@@ -24,7 +24,7 @@ fn gpu() -> Option<Gpu> {
 /// Every file under `root` that Pillow decodes and gpuprep supports: GPU RGB == CPU RGB ==
 /// Pillow's golden.
 fn check_root(gpu: &Gpu, root: &Path) {
-    let pipeline = GpuPipeline::new(&gpu.device);
+    let pipeline = GpuPipeline::new(&gpu.device, &gpu.queue);
     let mut checked = 0;
     let mut failures = Vec::new();
     for golden in common::goldens().into_values() {
@@ -41,7 +41,7 @@ fn check_root(gpu: &Gpu, root: &Path) {
             continue; // out of scope (arithmetic, lossless) or another format: tests elsewhere
         };
         let cpu = gpuprep::reference::decode_rgb(&coefficients).unwrap();
-        let gpu_rgb = match pipeline.decode_rgb(&gpu.device, &gpu.queue, &coefficients) {
+        let gpu_rgb = match pipeline.decode_rgb(&coefficients) {
             Ok(rgb) => rgb,
             Err(e) => {
                 failures.push(format!("{}: {e}", golden.file));
@@ -94,7 +94,7 @@ fn gpu_decode_equals_reference_on_shared_corpus() {
 
 /// Every golden transform that runs on the GPU, for every file of `root`: GPU tensor == Pillow.
 fn check_transforms(gpu: &Gpu, root: &Path) {
-    let pipeline = gpuprep::gpu::GpuPipeline::new(&gpu.device);
+    let pipeline = gpuprep::gpu::GpuPipeline::new(&gpu.device, &gpu.queue);
     let specs = common::transform_specs();
     let mut checked = 0;
     let mut failures = Vec::new();
@@ -135,8 +135,6 @@ fn check_transforms(gpu: &Gpu, root: &Path) {
             })
             .collect();
         let streamed = pipeline.preprocess_many(
-            &gpu.device,
-            &gpu.queue,
             &inputs,
             &StreamOptions {
                 samples: gpuprep::Samples::Indices(&indices),
@@ -197,7 +195,7 @@ fn gpu_transforms_equal_goldens_on_shared_corpus() {
 #[test]
 fn a_bad_image_fails_alone_in_a_gpu_batch() {
     let Some(gpu) = gpu() else { return };
-    let pipeline = gpuprep::gpu::GpuPipeline::new(&gpu.device);
+    let pipeline = gpuprep::gpu::GpuPipeline::new(&gpu.device, &gpu.queue);
     let transform = common::transform_specs()["exact224_imagenet_f32"];
     let files = [
         "photos/mpl__grace_hopper.jpg",
@@ -207,13 +205,7 @@ fn a_bad_image_fails_alone_in_a_gpu_batch() {
     let bytes = test_files(&files);
     let inputs: Vec<&[u8]> = bytes.iter().map(Vec::as_slice).collect();
     let batch = pipeline
-        .preprocess_batch(
-            &gpu.device,
-            &gpu.queue,
-            &inputs,
-            &transform,
-            &Limits::default(),
-        )
+        .preprocess_batch(&inputs, &transform, &Limits::default())
         .unwrap();
     assert!(batch.outcomes[0].is_ok() && batch.outcomes[2].is_ok());
     assert!(matches!(batch.outcomes[1], Err(gpuprep::Error::Corrupt(_))));
@@ -238,7 +230,7 @@ fn a_bad_image_fails_alone_in_a_gpu_batch() {
 #[test]
 fn streamed_images_keep_their_order_and_fail_alone() {
     let Some(gpu) = gpu() else { return };
-    let pipeline = GpuPipeline::new(&gpu.device);
+    let pipeline = GpuPipeline::new(&gpu.device, &gpu.queue);
     let files = [
         "photos/mpl__grace_hopper.jpg",
         "conformance/jdec__mozilla__jpg-progressive.jpg",
@@ -255,8 +247,6 @@ fn streamed_images_keep_their_order_and_fail_alone() {
         ..Default::default()
     };
     let streamed = pipeline.preprocess_many(
-        &gpu.device,
-        &gpu.queue,
         &inputs,
         &StreamOptions::new(&transform, &Limits::default(), 2),
     );
@@ -304,7 +294,7 @@ fn mixed_inputs() -> (Vec<Vec<u8>>, gpuprep::Transform) {
 #[test]
 fn batch_byte_limit_splits_batches() {
     let Some(gpu) = gpu() else { return };
-    let pipeline = GpuPipeline::new(&gpu.device);
+    let pipeline = GpuPipeline::new(&gpu.device, &gpu.queue);
     let (bytes, transform) = mixed_inputs();
     let inputs: Vec<&[u8]> = bytes.iter().map(Vec::as_slice).collect();
     let limits = Limits::default();
@@ -317,7 +307,7 @@ fn batch_byte_limit_splits_batches() {
             },
             ..StreamOptions::new(&transform, &limits, 64)
         };
-        pipeline.preprocess_many(&gpu.device, &gpu.queue, &inputs, &options)
+        pipeline.preprocess_many(&inputs, &options)
     };
     let tight = run(1);
     let roomy = run(Batching::default().max_bytes);
@@ -356,18 +346,14 @@ fn batches_of_progressive_files_alone_are_the_reference() {
     let bytes = test_files(&files);
     let inputs: Vec<&[u8]> = bytes.iter().map(Vec::as_slice).collect();
     for draft in [false, true] {
-        let pipeline = GpuPipeline::new(&gpu.device);
+        let pipeline = GpuPipeline::new(&gpu.device, &gpu.queue);
         let transform = gpuprep::Transform {
             draft,
             ..gpuprep::Transform::exact(32, 32)
         };
         let limits = Limits::default();
-        let streamed = pipeline.preprocess_many(
-            &gpu.device,
-            &gpu.queue,
-            &inputs,
-            &StreamOptions::new(&transform, &limits, 64),
-        );
+        let streamed =
+            pipeline.preprocess_many(&inputs, &StreamOptions::new(&transform, &limits, 64));
         for (i, result) in streamed.results.iter().enumerate() {
             let expected = gpuprep::preprocess(inputs[i], &transform, &limits).unwrap();
             let tensor = result
@@ -384,7 +370,7 @@ fn batches_of_progressive_files_alone_are_the_reference() {
 #[test]
 fn tensors_kept_on_the_device_are_the_reference() {
     let Some(gpu) = gpu() else { return };
-    let pipeline = GpuPipeline::new(&gpu.device);
+    let pipeline = GpuPipeline::new(&gpu.device, &gpu.queue);
     let (bytes, _) = mixed_inputs();
     let inputs: Vec<&[u8]> = bytes.iter().map(Vec::as_slice).collect();
     let transform = gpuprep::Transform {
@@ -397,8 +383,6 @@ fn tensors_kept_on_the_device_are_the_reference() {
     let call = std::time::Instant::now();
     let mut consuming = std::time::Duration::ZERO;
     let stats = pipeline.preprocess_on_device(
-        &gpu.device,
-        &gpu.queue,
         &inputs,
         &StreamOptions::new(&transform, &limits, 2),
         |batch| {
@@ -474,7 +458,7 @@ fn check_device_batch(
 #[test]
 fn batches_waiting_for_the_gpu_share_a_submission() {
     let Some(gpu) = gpu() else { return };
-    let pipeline = GpuPipeline::new(&gpu.device);
+    let pipeline = GpuPipeline::new(&gpu.device, &gpu.queue);
     let (bytes, _) = mixed_inputs();
     let inputs: Vec<&[u8]> = bytes
         .iter()
@@ -496,11 +480,10 @@ fn batches_waiting_for_the_gpu_share_a_submission() {
     };
     let mut seen = vec![0; inputs.len()];
     let mut sizes = Vec::new();
-    let stats =
-        pipeline.preprocess_on_device(&gpu.device, &gpu.queue, &inputs, &options, |batch| {
-            sizes.push(batch.tensors.len() + batch.failed.len());
-            check_device_batch(&gpu, &batch, &inputs, &transform, &mut seen);
-        });
+    let stats = pipeline.preprocess_on_device(&inputs, &options, |batch| {
+        sizes.push(batch.tensors.len() + batch.failed.len());
+        check_device_batch(&gpu, &batch, &inputs, &transform, &mut seen);
+    });
     assert_eq!(seen, vec![1; inputs.len()], "each image once");
     assert!(
         sizes.iter().all(|&n| (1..=3).contains(&n)),
@@ -531,7 +514,7 @@ fn batches_waiting_for_the_gpu_share_a_submission() {
 #[test]
 fn one_pipeline_serves_concurrent_callers() {
     let Some(gpu) = gpu() else { return };
-    let pipeline = GpuPipeline::new(&gpu.device);
+    let pipeline = GpuPipeline::new(&gpu.device, &gpu.queue);
     let (bytes, transform) = mixed_inputs();
     let inputs: Vec<&[u8]> = bytes.iter().map(Vec::as_slice).collect();
     let expected: Vec<_> = inputs
@@ -541,19 +524,15 @@ fn one_pipeline_serves_concurrent_callers() {
     std::thread::scope(|scope| {
         let callers: Vec<_> = (0..4)
             .map(|caller| {
-                let (pipeline, gpu, inputs, transform) = (&pipeline, &gpu, &inputs, &transform);
+                let (pipeline, inputs, transform) = (&pipeline, &inputs, &transform);
                 scope.spawn(move || {
                     // Each caller its own order, so that batches differ between them.
                     let mut order: Vec<usize> = (0..inputs.len()).collect();
                     order.rotate_left(caller);
                     let mine: Vec<&[u8]> = order.iter().map(|&i| inputs[i]).collect();
                     let limits = Limits::default();
-                    let streamed = pipeline.preprocess_many(
-                        &gpu.device,
-                        &gpu.queue,
-                        &mine,
-                        &StreamOptions::new(transform, &limits, 2),
-                    );
+                    let streamed =
+                        pipeline.preprocess_many(&mine, &StreamOptions::new(transform, &limits, 2));
                     (order, streamed.results)
                 })
             })
@@ -572,13 +551,11 @@ fn one_pipeline_serves_concurrent_callers() {
 #[test]
 fn a_lost_device_is_an_error_for_every_image() {
     let Some(gpu) = gpu() else { return };
-    let pipeline = GpuPipeline::new(&gpu.device);
+    let pipeline = GpuPipeline::new(&gpu.device, &gpu.queue);
     let (bytes, transform) = mixed_inputs();
     let inputs: Vec<&[u8]> = bytes.iter().map(Vec::as_slice).collect();
     gpu.device.destroy();
     let streamed = pipeline.preprocess_many(
-        &gpu.device,
-        &gpu.queue,
         &inputs,
         &StreamOptions::new(&transform, &Limits::default(), 2),
     );
@@ -612,12 +589,10 @@ fn images_larger_than_the_device_binds_fail_alone() {
         ..Default::default()
     }))
     .unwrap();
-    let pipeline = GpuPipeline::new(&device);
+    let pipeline = GpuPipeline::new(&device, &queue);
     let (bytes, transform) = mixed_inputs();
     let inputs: Vec<&[u8]> = bytes.iter().map(Vec::as_slice).collect();
     let streamed = pipeline.preprocess_many(
-        &device,
-        &queue,
         &inputs,
         &StreamOptions::new(&transform, &Limits::default(), 64),
     );
@@ -646,7 +621,7 @@ fn images_larger_than_the_device_binds_fail_alone() {
 #[test]
 fn images_stage_0_gives_up_on_are_redone_exactly() {
     let Some(gpu) = gpu() else { return };
-    let pipeline = GpuPipeline::new(&gpu.device);
+    let pipeline = GpuPipeline::new(&gpu.device, &gpu.queue);
     let dir = common::manifest_dir().join("tests/data/photos");
     let mut bytes = Vec::new();
     for name in [
@@ -665,12 +640,7 @@ fn images_stage_0_gives_up_on_are_redone_exactly() {
         ..Limits::default()
     };
     let transform = gpuprep::Transform::exact(96, 80);
-    let streamed = pipeline.preprocess_many(
-        &gpu.device,
-        &gpu.queue,
-        &inputs,
-        &StreamOptions::new(&transform, &limits, 4),
-    );
+    let streamed = pipeline.preprocess_many(&inputs, &StreamOptions::new(&transform, &limits, 4));
     let timings = streamed.batches.iter().map(|b| &b.gpu_timings);
     let on_gpu: usize = timings.clone().map(|t| t.huffman_on_gpu).sum();
     let redone: usize = timings.map(|t| t.redone_on_cpu).sum();
@@ -678,8 +648,6 @@ fn images_stage_0_gives_up_on_are_redone_exactly() {
     assert_eq!(redone, 6, "the cut files were given up and redone");
     let mut kept: Vec<Option<Vec<u8>>> = vec![None; inputs.len()];
     pipeline.preprocess_on_device(
-        &gpu.device,
-        &gpu.queue,
         &inputs,
         &StreamOptions::new(&transform, &limits, 4),
         |batch| {

@@ -217,7 +217,11 @@ fn top_level_imports() -> BTreeMap<String, BTreeSet<String>> {
     modules
         .iter()
         .map(|(name, path)| {
-            let files = if path.is_dir() { rust_files(path) } else { vec![path.clone()] };
+            let files = if path.is_dir() {
+                rust_files(path)
+            } else {
+                vec![path.clone()]
+            };
             let mut used = BTreeSet::new();
             for file in files {
                 let code = library_code(&file);
@@ -251,7 +255,11 @@ fn the_top_level_modules_import_in_no_circle() {
     let imports = top_level_imports();
     assert!(imports.len() > 10, "src/: its modules were not found");
     // The layering the rest rests on: the transform vocabulary and errors name nothing above them.
-    assert!(imports["transform"].is_empty(), "{:?}", imports["transform"]);
+    assert!(
+        imports["transform"].is_empty(),
+        "{:?}",
+        imports["transform"]
+    );
     assert!(imports["error"].is_empty(), "{:?}", imports["error"]);
     if let Some(circle) = find_circle(&imports) {
         panic!("src/ imports in a circle: {}", circle.join(" -> "));

@@ -112,15 +112,13 @@ fn gpu_loader_streams_without_growing() {
     let Some(gpu) = common::gpu() else {
         return;
     };
-    let pipeline = GpuPipeline::new(&gpu.device);
+    let pipeline = GpuPipeline::new(&gpu.device, &gpu.queue);
     let transform = Transform::exact(24, 24);
     soak(
         "GPU loader",
         |images| {
             pipeline
                 .preprocess_many(
-                    &gpu.device,
-                    &gpu.queue,
                     images,
                     &StreamOptions::new(&transform, &Limits::default(), 64),
                 )

@@ -11,7 +11,7 @@ fn gpu() -> &'static (Gpu, GpuPipeline) {
     static GPU: OnceLock<(Gpu, GpuPipeline)> = OnceLock::new();
     GPU.get_or_init(|| {
         let gpu = create_device().expect("the differential target needs a GPU (or lavapipe)");
-        let pipeline = GpuPipeline::new(&gpu.device);
+        let pipeline = GpuPipeline::new(&gpu.device, &gpu.queue);
         (gpu, pipeline)
     })
 }
@@ -22,11 +22,10 @@ fuzz_target!(|data: &[u8]| {
         return;
     };
     let (gpu, pipeline) = gpu();
-    let (device, queue) = (&gpu.device, &gpu.queue);
     // The decoded image, and the normalised resize of it: every shader runs.
     let rgb = gpuprep::reference::decode_rgb(&coefficients);
     if let Ok(expected) = &rgb {
-        let actual = pipeline.decode_rgb(device, queue, &coefficients).unwrap();
+        let actual = pipeline.decode_rgb(&coefficients).unwrap();
         assert!(
             &actual == expected,
             "GPU RGB differs from the CPU reference"
@@ -35,12 +34,7 @@ fuzz_target!(|data: &[u8]| {
     // The tensor through the streaming loader, the path `convert` takes: there, single-scan
     // files are decoded straight into the compact upload rather than through dense blocks.
     let transform = gpuprep_fuzz::transform();
-    let streamed = pipeline.preprocess_many(
-        device,
-        queue,
-        &[data],
-        &StreamOptions::new(&transform, &limits, 1),
-    );
+    let streamed = pipeline.preprocess_many(&[data], &StreamOptions::new(&transform, &limits, 1));
     match (
         gpuprep::preprocess(data, &transform, &limits),
         &streamed.results[0],

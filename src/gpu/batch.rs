@@ -78,8 +78,6 @@ impl GpuPipeline {
     /// exact.
     pub fn preprocess_batch(
         &self,
-        device: &wgpu::Device,
-        queue: &wgpu::Queue,
         images: &[&[u8]],
         transform: &Transform,
         limits: &Limits,
@@ -92,16 +90,16 @@ impl GpuPipeline {
         let image_shape = output.shape;
         let image_stride = output.bytes().next_multiple_of(4) as u64;
         let size = image_stride * images.len() as u64;
-        let max = device.limits().max_buffer_size;
+        let max = self.device.limits().max_buffer_size;
         if size > max {
             return Err(Error::Options(format!(
-                "a batch of {} images needs {size} bytes, above this device's largest buffer ({max} bytes): \
+                "a batch of {} images needs {size} bytes, above this &self.device's largest buffer ({max} bytes): \
                  split it into batches of at most {} images",
                 images.len(),
                 max / image_stride
             )));
         }
-        let window = binding_window(device);
+        let window = binding_window(&self.device);
         let works: Vec<Result<ImageWork>> = images
             .par_iter()
             .enumerate()
@@ -121,19 +119,19 @@ impl GpuPipeline {
         }
         let packings = pack(placed, transform, window);
         let buffer = output_buffer(
-            device,
+            &self.device,
             size,
             wgpu::BufferUsages::COPY_SRC | wgpu::BufferUsages::COPY_DST,
         );
         // Each packing is recorded and submitted in its own error scope, so that a GPU failure
         // stays with its images.
-        let recorder = self.recorder(device);
+        let recorder = self.recorder();
         for packing in &packings {
-            let submitted = checked(device, || {
-                let mut encoder = device.create_command_encoder(&Default::default());
+            let submitted = checked(&self.device, || {
+                let mut encoder = self.device.create_command_encoder(&Default::default());
                 let recorded =
                     recorder.record(packing, &mut encoder, &buffer, window, &mut |_, _| {})?;
-                crate::gpu::submit(queue, [encoder.finish()]);
+                crate::gpu::submit(&self.queue, [encoder.finish()]);
                 let _ = recorded.submitted(&self.staging);
                 Ok(())
             });

@@ -25,13 +25,16 @@ mod entropy;
 #[cfg(target_os = "linux")]
 pub mod external;
 mod jobs;
+mod landing;
 mod packing;
 mod pipeline;
 mod record;
 mod stages;
 mod staging;
 mod stamps;
+mod stats;
 mod stream;
+mod submission;
 mod submit;
 mod work;
 
@@ -40,11 +43,11 @@ pub use context::{
     adapter_uuid, adapters, create_device, create_device_on, find_adapter, open_device, Gpu,
 };
 pub(crate) use dispatch::read_buffer;
+pub(crate) use landing::{copy_into_slots, Flight, Landing};
+pub use landing::{DeviceBatch, DeviceTensor, Streamed};
 pub(crate) use pipeline::Placed;
 pub use pipeline::{GpuPipeline, GpuTimings};
-pub(crate) use stream::{copy_into_slots, Arrival, Arriving, IN_FLIGHT};
-pub use stream::{
-    BatchStats, Batching, DeviceBatch, DeviceTensor, StreamOptions, Streamed, DEFAULT_BATCH,
-    DEFAULT_SUBMISSION,
-};
+pub use stats::BatchStats;
+pub(crate) use stream::{Arrival, Arriving, Source, IN_FLIGHT};
+pub use stream::{Batching, StreamOptions, DEFAULT_BATCH, DEFAULT_SUBMISSION};
 pub(crate) use submit::{submit, submitting};

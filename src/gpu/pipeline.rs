@@ -20,6 +20,9 @@ use std::time::Instant;
 
 /// Compiled pipelines for every stage; make once per device and share (it is `Send + Sync`).
 pub struct GpuPipeline {
+    /// The device it runs on, and the queue it submits to (handles: clones of the caller's).
+    pub(crate) device: wgpu::Device,
+    pub(crate) queue: wgpu::Queue,
     pub(crate) stages: Stages,
     /// Arenas and output buffers kept between calls.
     pub(crate) pool: BufferPool,
@@ -70,9 +73,11 @@ pub struct GpuTimings {
 }
 
 impl GpuPipeline {
-    /// Compiles the shaders for the host's `device`.
-    pub fn new(device: &wgpu::Device) -> Self {
+    /// Compiles the shaders for `device`, whose `queue` it submits to.
+    pub fn new(device: &wgpu::Device, queue: &wgpu::Queue) -> Self {
         Self {
+            device: device.clone(),
+            queue: queue.clone(),
             stages: Stages::new(device),
             pool: BufferPool::default(),
             staging: StagingRing::default(),
@@ -96,10 +101,10 @@ impl GpuPipeline {
         self
     }
 
-    /// What recording a packing on `device` needs of this pipeline.
-    pub(crate) fn recorder<'a>(&'a self, device: &'a wgpu::Device) -> Recorder<'a> {
+    /// What recording a packing needs of this pipeline.
+    pub(crate) fn recorder(&self) -> Recorder<'_> {
         Recorder {
-            device,
+            device: &self.device,
             stages: &self.stages,
             pool: &self.pool,
             staging: &self.staging,
@@ -127,14 +132,12 @@ impl GpuPipeline {
     /// bit; what the transform makes is held to `limits` (see [`crate::ImagePlan::check`]).
     pub fn preprocess(
         &self,
-        device: &wgpu::Device,
-        queue: &wgpu::Queue,
         image: &CoefficientImage,
         transform: &Transform,
         limits: &crate::Limits,
     ) -> Result<Tensor> {
         let work = ImageWork::new(image, transform, &Sample::default(), limits)?;
-        let (mut results, _) = self.run_images(device, queue, vec![(0, work)], transform)?;
+        let (mut results, _) = self.run_images(vec![(0, work)], transform)?;
         Ok(results.remove(0).1)
     }
 
@@ -142,28 +145,21 @@ impl GpuPipeline {
     /// `sample` of `transform`.
     pub fn preprocess_decoded(
         &self,
-        device: &wgpu::Device,
-        queue: &wgpu::Queue,
         image: &crate::formats::Decoded,
         transform: &Transform,
         sample: &Sample,
         limits: &crate::Limits,
     ) -> Result<Tensor> {
         let work = ImageWork::prepare(image, transform, sample, limits)?;
-        let (mut results, _) = self.run_images(device, queue, vec![(0, work)], transform)?;
+        let (mut results, _) = self.run_images(vec![(0, work)], transform)?;
         Ok(results.remove(0).1)
     }
 
     /// Decodes `image` to RGB on the GPU: bit-identical to [`crate::reference::decode_rgb`].
-    pub fn decode_rgb(
-        &self,
-        device: &wgpu::Device,
-        queue: &wgpu::Queue,
-        image: &CoefficientImage,
-    ) -> Result<RgbImage> {
+    pub fn decode_rgb(&self, image: &CoefficientImage) -> Result<RgbImage> {
         // The decoder checked the image against the limits it was given.
         let limits = crate::Limits::default().without_pixel_limit();
-        let tensor = self.preprocess(device, queue, image, &Transform::default(), &limits)?;
+        let tensor = self.preprocess(image, &Transform::default(), &limits)?;
         let TensorData::U8(data) = tensor.data else {
             unreachable!("the default transform gives u8");
         };
@@ -180,13 +176,11 @@ impl GpuPipeline {
     /// check [`too_large`] first.
     pub(crate) fn run_images(
         &self,
-        device: &wgpu::Device,
-        queue: &wgpu::Queue,
         works: Vec<(usize, ImageWork)>,
         transform: &Transform,
     ) -> Result<(Vec<(usize, Tensor)>, GpuTimings)> {
-        let submitted = self.submit_images(device, queue, works, transform, true)?;
-        self.finish(device, queue, submitted)
+        let submitted = self.submit_images(works, transform, true)?;
+        self.finish(submitted)
     }
 
     /// The first half of [`Self::run_images`]: packs, records and submits (with the copy to a
@@ -194,13 +188,11 @@ impl GpuPipeline {
     /// caller can prepare the next batch meanwhile.
     pub(crate) fn submit_images(
         &self,
-        device: &wgpu::Device,
-        queue: &wgpu::Queue,
         works: Vec<(usize, ImageWork)>,
         transform: &Transform,
         read_back: bool,
     ) -> Result<Submitted> {
-        let window = binding_window(device);
+        let window = binding_window(&self.device);
         let mut timings = GpuTimings::default();
         let mut clock = Instant::now();
         let mut shapes = Vec::with_capacity(works.len());
@@ -210,7 +202,7 @@ impl GpuPipeline {
         // The batch's tensors share one buffer: no larger than the device's largest (the
         // streaming loader closes its batches before that; an image that passes it alone
         // fails alone).
-        let max_output = device.limits().max_buffer_size;
+        let max_output = self.device.limits().max_buffer_size;
         for ((index, work), at) in works.into_iter().zip(firsts) {
             if let Some(e) = too_large(&work, window) {
                 return Err(e);
@@ -223,20 +215,27 @@ impl GpuPipeline {
                 }
                 .into());
             }
-            shapes.push((index, work.tensor.shape, at, work.params.clone()));
+            shapes.push(Placed {
+                index,
+                shape: work.tensor.shape,
+                at,
+                params: work.params.clone(),
+            });
             placed.push((index, work, at));
         }
         let mut packings = pack(placed, transform, window);
         timings.pack = lap(&mut clock);
-        checked(device, || {
+        checked(&self.device, || {
             // Every word of the output that is read back is written by the tensor stage.
             let bytes = (words * 4).max(4);
             let storage = wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC;
-            let output = self.pool.take(device, "tensors", bytes, storage);
+            let output = self.pool.take(&self.device, "tensors", bytes, storage);
             let mut stage_clock = Instant::now();
             // Timed on the GPU's clock where the device writes timestamps, else one by one.
             let stamps = std::cell::RefCell::new(
-                self.time_stages.then(|| StageStamps::new(device)).flatten(),
+                self.time_stages
+                    .then(|| StageStamps::new(&self.device))
+                    .flatten(),
             );
             let mut after_stage = |stage: &'static str, encoder: &mut wgpu::CommandEncoder| {
                 if let Some(stamps) = stamps.borrow_mut().as_mut() {
@@ -244,25 +243,25 @@ impl GpuPipeline {
                 } else if self.time_stages {
                     let done = std::mem::replace(
                         encoder,
-                        device.create_command_encoder(&Default::default()),
+                        self.device.create_command_encoder(&Default::default()),
                     );
-                    crate::gpu::submit(queue, [done.finish()]);
-                    let _ = device.poll(wgpu::PollType::wait_indefinitely());
+                    crate::gpu::submit(&self.queue, [done.finish()]);
+                    let _ = self.device.poll(wgpu::PollType::wait_indefinitely());
                     timings.stages.push((stage, lap(&mut stage_clock)));
                 }
             };
             let mut checks = Vec::new();
             let mut submission = None;
-            let recorder = self.recorder(device);
+            let recorder = self.recorder();
             for packing in &mut packings {
-                let mut encoder = device.create_command_encoder(&Default::default());
+                let mut encoder = self.device.create_command_encoder(&Default::default());
                 if let Some(stamps) = stamps.borrow_mut().as_mut() {
                     stamps.start(&mut encoder);
                 }
                 let recorded =
                     recorder.record(packing, &mut encoder, &output, window, &mut after_stage)?;
                 timings.upload += recorded.upload;
-                submission = Some(crate::gpu::submit(queue, [encoder.finish()]));
+                submission = Some(crate::gpu::submit(&self.queue, [encoder.finish()]));
                 let status = recorded.submitted(&self.staging);
                 if let Some(status) = status {
                     let images = std::mem::take(&mut packing.entropy_images);
@@ -275,18 +274,23 @@ impl GpuPipeline {
             let (readback, submission) = match submission {
                 Some(submission) if !read_back => (None, submission),
                 _ => {
-                    let mut encoder = device.create_command_encoder(&Default::default());
+                    let mut encoder = self.device.create_command_encoder(&Default::default());
                     let readback = read_back.then(|| {
                         let mapped = wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST;
-                        let readback = self.pool.take(device, "tensor readback", bytes, mapped);
+                        let readback =
+                            self.pool
+                                .take(&self.device, "tensor readback", bytes, mapped);
                         encoder.copy_buffer_to_buffer(&output, 0, &readback, 0, bytes);
                         readback
                     });
-                    (readback, crate::gpu::submit(queue, [encoder.finish()]))
+                    (
+                        readback,
+                        crate::gpu::submit(&self.queue, [encoder.finish()]),
+                    )
                 }
             };
             if let Some(stamps) = stamps.into_inner() {
-                timings.stages = stamps.read(device, queue)?;
+                timings.stages = stamps.read(&self.device, &self.queue)?;
                 timings.stages_on_gpu_clock = true;
             }
             timings.record = lap(&mut clock);
@@ -308,26 +312,22 @@ impl GpuPipeline {
     /// back, each into a fresh tensor.
     pub(crate) fn finish(
         &self,
-        device: &wgpu::Device,
-        queue: &wgpu::Queue,
         submitted: Submitted,
     ) -> Result<(Vec<(usize, Tensor)>, GpuTimings)> {
-        self.finish_reading(device, queue, submitted, |bytes, placed, dtype| {
+        self.finish_reading(submitted, |bytes, placed, dtype| {
             // On rayon's global pool: measured faster than the copy threads here, as the
             // fresh tensors' page faults spread over every core.
             placed
                 .into_par_iter()
-                .map(|(index, shape, at, params)| {
-                    let elements = shape.iter().product();
-                    let data = tensor_data(&bytes[at as usize * 4..], dtype, elements);
-                    (
-                        index,
-                        Tensor {
-                            shape,
-                            data,
-                            params,
-                        },
-                    )
+                .map(|placed| {
+                    let elements = placed.shape.iter().product();
+                    let data = tensor_data(&bytes[placed.at as usize * 4..], dtype, elements);
+                    let tensor = Tensor {
+                        shape: placed.shape,
+                        data,
+                        params: placed.params,
+                    };
+                    (placed.index, tensor)
                 })
                 .collect()
         })
@@ -337,14 +337,12 @@ impl GpuPipeline {
     /// word `at` of its [`Placed`]) to `read`, which copies out what it keeps.
     pub(crate) fn finish_reading<R>(
         &self,
-        device: &wgpu::Device,
-        queue: &wgpu::Queue,
         mut submitted: Submitted,
         read: impl FnOnce(&[u8], Vec<Placed>, DType) -> R,
     ) -> Result<(R, GpuTimings)> {
         // Time spent meanwhile on other batches is not this one's.
         let mut clock = Instant::now();
-        self.redo_given_up(device, queue, &mut submitted)?;
+        self.redo_given_up(&mut submitted)?;
         let Submitted {
             output,
             readback,
@@ -356,8 +354,8 @@ impl GpuPipeline {
             ..
         } = submitted;
         let readback = readback.ok_or(GpuError::Internal("submitted without a read-back"))?;
-        let read = checked(device, || {
-            let read = read_buffer(device, &readback, bytes, submission, |bytes| {
+        let read = checked(&self.device, || {
+            let read = read_buffer(&self.device, &readback, bytes, submission, |bytes| {
                 timings.execute = lap(&mut clock);
                 read(bytes, shapes, dtype)
             });
@@ -374,12 +372,10 @@ impl GpuPipeline {
     /// caller's index, shape and first word, and the timings.
     pub(crate) fn finish_on_device(
         &self,
-        device: &wgpu::Device,
-        queue: &wgpu::Queue,
         mut submitted: Submitted,
     ) -> Result<(wgpu::Buffer, Vec<Placed>, GpuTimings)> {
         let clock = Instant::now();
-        self.redo_given_up(device, queue, &mut submitted)?;
+        self.redo_given_up(&mut submitted)?;
         let Submitted {
             output,
             shapes,
@@ -387,7 +383,7 @@ impl GpuPipeline {
             mut timings,
             ..
         } = submitted;
-        device
+        self.device
             .poll(wgpu::PollType::Wait {
                 submission_index: Some(submission),
                 timeout: None,
@@ -402,17 +398,12 @@ impl GpuPipeline {
     /// Waits for stage 0's verdicts on `submitted` and redoes, in place, the images the GPU
     /// gave up on (their data ran out, or their states never settled), decoded on the CPU
     /// exactly as the CPU decoder would; then the submission to wait for is the redo's.
-    fn redo_given_up(
-        &self,
-        device: &wgpu::Device,
-        queue: &wgpu::Queue,
-        submitted: &mut Submitted,
-    ) -> Result<()> {
+    fn redo_given_up(&self, submitted: &mut Submitted) -> Result<()> {
         let mut given_up = Vec::new();
         for check in std::mem::take(&mut submitted.checks) {
             let size = check.status.size();
             let status = read_buffer(
-                device,
+                &self.device,
                 &check.status,
                 size,
                 submitted.submission.clone(),
@@ -446,12 +437,12 @@ impl GpuPipeline {
                 Ok((index, work, at))
             })
             .collect::<Result<_>>()?;
-        let window = binding_window(device);
+        let window = binding_window(&self.device);
         let packings = pack(works, &transform, window);
-        checked(device, || {
-            let mut encoder = device.create_command_encoder(&Default::default());
+        checked(&self.device, || {
+            let mut encoder = self.device.create_command_encoder(&Default::default());
             let mut recorded = Vec::with_capacity(packings.len());
-            let recorder = self.recorder(device);
+            let recorder = self.recorder();
             for packing in &packings {
                 recorded.push(recorder.record(
                     packing,
@@ -464,7 +455,7 @@ impl GpuPipeline {
             if let Some(readback) = &submitted.readback {
                 encoder.copy_buffer_to_buffer(&submitted.output, 0, readback, 0, submitted.bytes);
             }
-            submitted.submission = crate::gpu::submit(queue, [encoder.finish()]);
+            submitted.submission = crate::gpu::submit(&self.queue, [encoder.finish()]);
             for recorded in recorded {
                 let _ = recorded.submitted(&self.staging);
             }
@@ -480,9 +471,18 @@ pub(crate) struct EntropyCheck {
     images: Vec<(usize, u64, std::sync::Arc<super::work::SegmentImage>)>,
 }
 
-/// One image's tensor in a batch's output: the caller's index, its shape, its first word, and
-/// the random parameters it was made with.
-pub(crate) type Placed = (usize, [usize; 3], u64, Params);
+/// One image's tensor in a submission's output.
+#[derive(Clone, Debug)]
+pub(crate) struct Placed {
+    /// The caller's index of the image.
+    pub index: usize,
+    /// The tensor's dimensions.
+    pub shape: [usize; 3],
+    /// Its first word in the output.
+    pub at: u64,
+    /// The random parameters it was made with.
+    pub params: Params,
+}
 
 /// A batch submitted to the GPU whose tensors are still to be read back.
 pub(crate) struct Submitted {
@@ -701,7 +701,7 @@ mod tests {
             return;
         };
         assert_eq!(binding_window(&device), window);
-        let pipeline = GpuPipeline::new(&device);
+        let pipeline = GpuPipeline::new(&device, &queue);
         let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/photos/");
         let transform = Transform::exact(224, 224);
         let images: Vec<CoefficientImage> = ["mpl__grace_hopper.jpg", "sklearn__china.jpg"]
@@ -737,10 +737,8 @@ mod tests {
                     mapped_at_creation: false,
                 }));
         }
-        let submitted = pipeline
-            .submit_images(&device, &queue, works, &transform, true)
-            .unwrap();
-        let (tensors, _) = pipeline.finish(&device, &queue, submitted).unwrap();
+        let submitted = pipeline.submit_images(works, &transform, true).unwrap();
+        let (tensors, _) = pipeline.finish(submitted).unwrap();
         assert_eq!(tensors.len(), 4);
         for (i, tensor) in tensors {
             let expected = crate::reference::preprocess(&images[i % 2], &transform).unwrap();
@@ -762,7 +760,7 @@ mod tests {
             return;
         };
         assert!(binding_window(&device) < 2 << 20);
-        let pipeline = GpuPipeline::new(&device);
+        let pipeline = GpuPipeline::new(&device, &queue);
         let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/photos/");
         let files = ["sklearn__china.jpg", "mpl__grace_hopper.jpg"];
         let bytes: Vec<Vec<u8>> = files
@@ -779,7 +777,7 @@ mod tests {
         let limits = crate::Limits::default();
         for batch in [1, 2, 6] {
             let options = super::super::StreamOptions::new(&transform, &limits, batch);
-            let streamed = pipeline.preprocess_many(&device, &queue, &inputs, &options);
+            let streamed = pipeline.preprocess_many(&inputs, &options);
             let on_gpu: usize = streamed
                 .batches
                 .iter()
@@ -806,7 +804,7 @@ mod tests {
         else {
             return;
         };
-        let pipeline = GpuPipeline::new(&device);
+        let pipeline = GpuPipeline::new(&device, &queue);
         let path = concat!(
             env!("CARGO_MANIFEST_DIR"),
             "/tests/data/photos/mpl__grace_hopper.jpg"
@@ -817,7 +815,7 @@ mod tests {
         let transform = Transform::exact(418, 418);
         let limits = crate::Limits::default();
         let options = super::super::StreamOptions::new(&transform, &limits, 8);
-        let streamed = pipeline.preprocess_many(&device, &queue, &inputs, &options);
+        let streamed = pipeline.preprocess_many(&inputs, &options);
         let expected = crate::preprocess(&bytes, &transform, &limits).unwrap();
         for (i, result) in streamed.results.iter().enumerate() {
             let tensor = result.as_ref().unwrap_or_else(|e| panic!("image {i}: {e}"));

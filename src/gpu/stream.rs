@@ -1,103 +1,23 @@
-//! Many images of any sizes: CPU threads decode continuously, ahead of the GPU, while two
-//! submissions run on the GPU and the next is packed and submitted. A submission is one batch,
-//! or, while decoded batches wait for the GPU, several consecutive ones (each still handed over
-//! as a batch of its own), which spreads a submission's fixed cost over more images.
+//! The stream: many images of any sizes, taken from a [`Source`] as they arrive, decoded
+//! continuously by CPU threads ahead of the GPU while two submissions run on the GPU and the
+//! next is packed and submitted; each submission, once run, goes to a [`Landing`]. A
+//! submission is one batch, or, while decoded batches wait for the GPU, several consecutive ones
+//! (each still handed over as a batch of its own), which spreads a submission's fixed cost over
+//! more images. What each submission takes is planned in [`super::submission`].
 
 use super::bindings::binding_window;
-use super::pipeline::{prepare_image, GpuPipeline, GpuTimings, Placed, Submitted};
+use super::landing::{Aside, Flight, FlyingBatch, IntoSlots, Landing, OnDevice, Streamed, Tensors};
+use super::pipeline::{prepare_image, GpuPipeline};
+use super::stats::BatchStats;
+use super::submission::{Budget, Cost, Ready};
 use super::work::ImageWork;
+use super::DeviceBatch;
 use crate::error::{Error, GpuError, Result};
-use crate::plan::{Params, Sample, Samples};
-use crate::tensor::{unstackable, Stacked};
-use crate::transform::DType;
-use crate::{Limits, Tensor, Transform};
+use crate::plan::{Sample, Samples};
+use crate::tensor::Stacked;
+use crate::{Limits, Transform};
 use std::collections::VecDeque;
-use std::sync::mpsc::Receiver;
 use std::time::{Duration, Instant};
-
-/// What one batch cost.
-#[derive(Clone, Debug, Default)]
-pub struct BatchStats {
-    /// Images in the batch.
-    pub images: usize,
-    /// Their encoded bytes (the files as given).
-    pub bytes_in: u64,
-    /// Of them, non-JPEG images, uploaded as pixels: the slower path.
-    pub pixel_images: usize,
-    /// Bytes uploaded to the GPU (compact coefficients, job records, taps).
-    pub bytes_uploaded: u64,
-    /// What the same coefficients take as dense 16-bit blocks, for comparison.
-    pub dense_coefficient_bytes: u64,
-    /// CPU time of entropy decoding and preparing its images, summed over the threads.
-    pub decode: Duration,
-    /// From packing the batch to its tensors being read back (with a batch in flight, this
-    /// overlaps the next batch's packing).
-    pub gpu: Duration,
-    /// How long the GPU side waited for this batch's images to be decoded (the decoding the
-    /// previous batches' GPU work did not hide).
-    pub waited: Duration,
-    /// How long the consumer of [`GpuPipeline::preprocess_on_device`] waited for this batch:
-    /// from when it returned from the batch before (or the call began) until it was handed
-    /// this one. Zero for [`GpuPipeline::preprocess_many`], whose caller gets every result when
-    /// the call returns.
-    pub consumer_waited: Duration,
-    /// From the start of its decoding to its tensors being on the CPU.
-    pub latency: Duration,
-    /// The loader's timeline, from the start of the call: when the batch's images were all
-    /// decoded and gathered,
-    pub gathered_at: Duration,
-    /// when it was submitted to the GPU (packed, uploaded and recorded),
-    pub submitted_at: Duration,
-    /// and when it landed (its tensors ready).
-    pub landed_at: Duration,
-    /// The GPU side's time, phase by phase: the submission's, which the first of the batches
-    /// that went together carries (the others' are zero).
-    pub gpu_timings: GpuTimings,
-    /// How many batches went to the GPU in one submission with this one (itself included).
-    pub submitted_with: usize,
-}
-
-/// The results of [`GpuPipeline::preprocess_many`], in input order, and per-batch stats.
-pub struct Streamed {
-    /// One result per input image.
-    pub results: Vec<Result<Tensor>>,
-    /// One entry per batch, in order.
-    pub batches: Vec<BatchStats>,
-}
-
-/// One batch of [`GpuPipeline::preprocess_on_device`], its tensors on the GPU.
-pub struct DeviceBatch<'a> {
-    /// The tensors, `STORAGE | COPY_SRC`, little-endian, C order; `None` when the GPU failed
-    /// the whole batch (its images are in `failed`). The batches of one submission share it;
-    /// it is usable until the call for the last of them ([`Self::last_of_submission`]) returns,
-    /// then serves a later submission, after any work the consumer submitted on it.
-    pub buffer: Option<&'a wgpu::Buffer>,
-    /// Where each of the batch's tensors lies in `buffer`.
-    pub tensors: Vec<DeviceTensor>,
-    /// Element type of every tensor.
-    pub dtype: DType,
-    /// The batch's images that failed, with why (each alone: the others are exact).
-    pub failed: Vec<(usize, Error)>,
-    /// What the batch cost.
-    pub stats: &'a BatchStats,
-    /// Whether it is the last of the batches that went to the GPU in one submission: a
-    /// consumer recording work on `buffer` over several of them submits it before this one's
-    /// call returns.
-    pub last_of_submission: bool,
-}
-
-/// One tensor of a [`DeviceBatch`].
-#[derive(Clone, Debug, PartialEq)]
-pub struct DeviceTensor {
-    /// The input image's index.
-    pub index: usize,
-    /// Dimensions in the transform's layout: `[h, w, 3]` or `[3, h, w]`.
-    pub shape: [usize; 3],
-    /// Its first byte in the buffer (a multiple of 4).
-    pub offset: u64,
-    /// The random parameters it was made with.
-    pub params: Params,
-}
 
 /// One image for the streaming loop: its place among the call's results, which sample of the
 /// transform it is, and its encoded bytes.
@@ -107,7 +27,14 @@ pub(crate) struct Arriving<'a> {
     pub bytes: std::borrow::Cow<'a, [u8]>,
 }
 
-/// What a source of arriving images answers when the streaming loop asks for one.
+/// Where the stream's images come from. Asked for the next image, a source gives it, or says
+/// that none has arrived yet (only when not asked to `wait` for one), or that there are no
+/// more. A new source is one impl.
+pub(crate) trait Source<'a> {
+    fn next(&mut self, wait: bool) -> Arrival<'a>;
+}
+
+/// What a [`Source`] answers when the streaming loop asks for an image.
 pub(crate) enum Arrival<'a> {
     /// The next image.
     Image(Arriving<'a>),
@@ -125,6 +52,51 @@ struct Decoded {
     work: Result<ImageWork>,
     started: Instant,
     took: Duration,
+}
+
+impl Cost for Decoded {
+    fn cost(&self) -> (u64, u64) {
+        let work = self.work.as_ref();
+        let upload = work.map_or(0, ImageWork::uploaded_bytes);
+        let output = work.map_or(0, |w| w.tensor.words * 4);
+        (upload, output)
+    }
+}
+
+/// A call's images as a source: in input order, `batch` at a time, each batch largest first
+/// (the longest-processing-time-first rule: a call then ends on small images, not on a large
+/// one decoded alone while the other threads wait). Sorting the whole call instead would make
+/// batches of the largest files and batches of the smallest, whose latencies lie far apart.
+struct LargestFirst<'a> {
+    images: &'a [&'a [u8]],
+    samples: Samples<'a>,
+    order: std::vec::IntoIter<usize>,
+}
+
+impl<'a> LargestFirst<'a> {
+    fn new(images: &'a [&'a [u8]], options: &StreamOptions<'a>) -> Self {
+        let mut order: Vec<usize> = (0..images.len()).collect();
+        for window in order.chunks_mut(options.batching.images.max(1)) {
+            window.sort_by_key(|&i| std::cmp::Reverse(images[i].len()));
+        }
+        Self {
+            images,
+            samples: options.samples,
+            order: order.into_iter(),
+        }
+    }
+}
+
+impl<'a> Source<'a> for LargestFirst<'a> {
+    fn next(&mut self, _wait: bool) -> Arrival<'a> {
+        self.order.next().map_or(Arrival::End, |i| {
+            Arrival::Image(Arriving {
+                index: i,
+                sample: self.samples.of(i),
+                bytes: std::borrow::Cow::Borrowed(self.images[i]),
+            })
+        })
+    }
 }
 
 /// Images per batch when the caller does not say.
@@ -210,25 +182,21 @@ impl GpuPipeline {
     /// Decodes and transforms `images` in the batches `options` asks for: CPU threads decode
     /// continuously while the GPU runs what they have finished. Outputs may differ in shape; each
     /// result stands alone (a bad image fails alone, in its own slot).
-    pub fn preprocess_many(
-        &self,
-        device: &wgpu::Device,
-        queue: &wgpu::Queue,
-        images: &[&[u8]],
-        options: &StreamOptions,
-    ) -> Streamed {
-        let mut results: Vec<Option<Result<Tensor>>> = (0..images.len()).map(|_| None).collect();
-        let mut batches = Vec::new();
-        let land = |flight| self.land(device, queue, flight, &mut results, &mut batches);
-        let next = Self::largest_first(images, options.samples, options.batching.images);
-        self.stream_landing_aside(device, queue, next, options, land);
+    pub fn preprocess_many(&self, images: &[&[u8]], options: &StreamOptions) -> Streamed {
+        let tensors = Tensors {
+            results: (0..images.len()).map(|_| None).collect(),
+            batches: Vec::new(),
+        };
+        let landed =
+            self.stream_landing_aside(LargestFirst::new(images, options), options, tensors);
         Streamed {
-            results: results
+            results: landed
+                .results
                 .into_iter()
                 .enumerate()
                 .map(|(i, r)| r.unwrap_or_else(|| Err(GpuError::NotRun(i).into())))
                 .collect(),
-            batches,
+            batches: landed.batches,
         }
     }
 
@@ -238,255 +206,89 @@ impl GpuPipeline {
     /// parallel, so no tensor is allocated or copied on its own.
     pub fn preprocess_stacked(
         &self,
-        device: &wgpu::Device,
-        queue: &wgpu::Queue,
         images: &[&[u8]],
         options: &StreamOptions,
         shape: [usize; 3],
     ) -> Stacked {
-        let transform = options.transform;
-        Stacked::fill(images.len(), shape, transform.dtype, |slots| {
-            let mut outcomes: Vec<Result<Params>> = (0..images.len())
-                .map(|i| Err(GpuError::NotRun(i).into()))
-                .collect();
-            let mut batches = Vec::new();
-            let land = |flight: Flight| {
-                let finish = |s| {
-                    self.finish_reading(device, queue, s, |bytes, placed, _| {
-                        let copies = placed.into_iter().map(|placed| {
-                            let slot = slots.get_mut(placed.0).and_then(Option::take);
-                            (placed, slot)
-                        });
-                        copy_into_slots(bytes, copies.collect(), shape)
-                    })
-                };
-                for (i, outcome) in self.land_with(flight, &mut batches, finish) {
-                    outcomes[i] = outcome;
-                }
+        Stacked::fill(images.len(), shape, options.transform.dtype, |slots| {
+            let into_slots = IntoSlots {
+                slots,
+                shape,
+                outcomes: (0..images.len())
+                    .map(|i| Err(GpuError::NotRun(i).into()))
+                    .collect(),
+                batches: Vec::new(),
             };
-            let next = Self::largest_first(images, options.samples, options.batching.images);
-            self.stream_landing_aside(device, queue, next, options, land);
-            outcomes
+            let source = LargestFirst::new(images, options);
+            self.stream_landing_aside(source, options, into_slots)
+                .outcomes
         })
-    }
-
-    /// [`Self::preprocess_stacked`] for images that arrive as they are read (a training
-    /// loader's): `next(wait)` gives them (waiting for one only when `wait`). As each
-    /// batch lands, `read` gets the mapped read-back buffer and where each tensor lies in it,
-    /// copies them out (with [`copy_into_slots`]) and says their outcomes; `put` takes
-    /// every image's outcome, the ones that failed before the GPU included; `landed` the stats
-    /// of each landed submission's batches, before their outcomes go to `put`.
-    #[allow(
-        clippy::too_many_arguments,
-        reason = "the stream's callbacks, each a step of the landing"
-    )]
-    pub(crate) fn preprocess_arriving<'a>(
-        &self,
-        device: &wgpu::Device,
-        queue: &wgpu::Queue,
-        next: impl FnMut(bool) -> Arrival<'a>,
-        options: &StreamOptions,
-        mut read: impl FnMut(&[u8], Vec<Placed>) -> Vec<(usize, Result<Params>)> + Send,
-        mut put: impl FnMut(usize, Result<Params>) + Send,
-        mut landed: impl FnMut(&[BatchStats]) + Send,
-    ) -> Vec<BatchStats> {
-        let mut batches = Vec::new();
-        let land = |flight: Flight| {
-            let finish =
-                |s| self.finish_reading(device, queue, s, |bytes, placed, _| read(bytes, placed));
-            let before = batches.len();
-            let outcomes = self.land_with(flight, &mut batches, finish);
-            landed(&batches[before..]);
-            for (i, outcome) in outcomes {
-                put(i, outcome);
-            }
-        };
-        self.stream_landing_aside(device, queue, next, options, land);
-        batches
     }
 
     /// [`Self::preprocess_many`] for a consumer on the same device: each batch's tensors stay
     /// on the GPU, handed to `consume` as a [`DeviceBatch`] once the GPU has made them and the
     /// stream has queued the two submissions after theirs, or run out of images (in the order
-    /// batches finish, not input order: files are decoded largest first). Nothing is read
-    /// back, so this is the fast path when a model on this device eats the tensors. Returns the
-    /// per-batch stats.
+    /// batches finish, not input order: files are decoded largest first). `consume` runs on
+    /// this thread, the one that submits the stream's work, so that what it submits goes in
+    /// order with it. Nothing is read back, so this is the fast path when a model on this
+    /// device eats the tensors. Returns the per-batch stats.
     pub fn preprocess_on_device(
         &self,
-        device: &wgpu::Device,
-        queue: &wgpu::Queue,
         images: &[&[u8]],
         options: &StreamOptions,
         consume: impl FnMut(DeviceBatch<'_>),
     ) -> Vec<BatchStats> {
-        let next = Self::largest_first(images, options.samples, options.batching.images);
-        self.preprocess_arriving_on_device(device, queue, next, options, consume)
-    }
-
-    /// [`Self::preprocess_on_device`] for images that arrive as they are read (a training
-    /// loader's): `next(wait)` gives them (waiting for one only when `wait`). `consume`
-    /// runs on this thread, the one that submits the stream's work, so that what it submits
-    /// goes in order with it.
-    pub(crate) fn preprocess_arriving_on_device<'a>(
-        &self,
-        device: &wgpu::Device,
-        queue: &wgpu::Queue,
-        next: impl FnMut(bool) -> Arrival<'a>,
-        options: &StreamOptions,
-        mut consume: impl FnMut(DeviceBatch<'_>),
-    ) -> Vec<BatchStats> {
-        let mut batches = Vec::new();
-        // When the consumer was last done with a batch (at first, when the call began).
-        let mut consumer_free = Instant::now();
-        let land = |flight| {
-            let stats = self.hand_over(
-                device,
-                queue,
-                flight,
-                options.transform,
-                &mut consume,
-                &mut consumer_free,
-            );
-            batches.extend(stats);
+        let mut on_device = OnDevice {
+            dtype: options.transform.dtype,
+            consume,
+            consumer_free: Instant::now(),
+            batches: Vec::new(),
         };
-        self.stream_from(device, queue, next, options, false, land);
-        batches
+        self.stream(LargestFirst::new(images, options), options, &mut on_device);
+        on_device.batches
     }
 
-    /// Waits for `flight` and hands its tensors, still on the GPU, to `consume`, batch by
-    /// batch, with their failures (every image's, when the GPU failed the submission); returns
-    /// the batches' stats. `consumer_free`: when the consumer returned from the batch before,
-    /// updated.
-    fn hand_over(
+    /// [`Self::stream`] with `landing` on a thread of its own ([`Aside`]): this thread packs
+    /// and submits the next batch meanwhile, so the landing's copies are off the path that
+    /// feeds the GPU. Returns the landing.
+    pub(crate) fn stream_landing_aside<'a, L: Landing + Send>(
         &self,
-        device: &wgpu::Device,
-        queue: &wgpu::Queue,
-        flight: Flight,
-        transform: &Transform,
-        consume: &mut impl FnMut(DeviceBatch<'_>),
-        consumer_free: &mut Instant,
-    ) -> Vec<BatchStats> {
-        let Flight {
-            batches,
-            submitted,
-            gpu_start,
-            call_start,
-        } = flight;
-        let landed = submitted.and_then(|s| self.finish_on_device(device, queue, s));
-        let (buffer, placed, mut timings, error) = match landed {
-            Ok((buffer, placed, timings)) => (Some(buffer), placed, timings, None),
-            Err(e) => (None, Vec::new(), GpuTimings::default(), Some(e)),
-        };
-        // Placed in the order of the submission's images: batch after batch.
-        let mut placed = placed.into_iter();
-        let together = batches.len();
-        let mut all = Vec::with_capacity(together);
-        for (k, mut batch) in batches.into_iter().enumerate() {
-            let mut failed = std::mem::take(&mut batch.failed);
-            let tensors = match &error {
-                None => placed
-                    .by_ref()
-                    .take(batch.running.len())
-                    .map(|(index, shape, at, params)| DeviceTensor {
-                        index,
-                        shape,
-                        offset: at * 4,
-                        params,
-                    })
-                    .collect(),
-                Some(e) => {
-                    failed.extend(batch.running.iter().map(|&i| (i, e.clone())));
-                    Vec::new()
-                }
-            };
-            let mut stats = batch.landed(gpu_start, call_start, std::mem::take(&mut timings));
-            stats.consumer_waited = consumer_free.elapsed();
-            consume(DeviceBatch {
-                buffer: buffer.as_ref(),
-                tensors,
-                dtype: transform.dtype,
-                failed,
-                stats: &stats,
-                last_of_submission: k + 1 == together,
-            });
-            *consumer_free = Instant::now();
-            all.push(stats);
-        }
-        // Work the consumer submitted on it runs before any later use.
-        if let Some(buffer) = buffer {
-            self.pool.put(buffer);
-        }
-        all
-    }
-
-    /// `images` for the streaming loop in input order, `batch` at a time, each `batch` largest
-    /// first (the longest-processing-time-first rule: a call then ends on small images, not on
-    /// a large one decoded alone while the other threads wait). Sorting the whole call instead
-    /// would make batches of the largest files and batches of the smallest, whose latencies lie
-    /// far apart.
-    fn largest_first<'a>(
-        images: &'a [&'a [u8]],
-        samples: Samples<'a>,
-        batch: usize,
-    ) -> impl FnMut(bool) -> Arrival<'a> + 'a {
-        let mut order: Vec<usize> = (0..images.len()).collect();
-        for window in order.chunks_mut(batch.max(1)) {
-            window.sort_by_key(|&i| std::cmp::Reverse(images[i].len()));
-        }
-        let mut order = order.into_iter();
-        move |_wait| {
-            order.next().map_or(Arrival::End, |i| {
-                Arrival::Image(Arriving {
-                    index: i,
-                    sample: samples.of(i),
-                    bytes: std::borrow::Cow::Borrowed(images[i]),
-                })
-            })
-        }
-    }
-
-    /// [`Self::stream_from`] reading the tensors back, with the landing (waiting for the GPU,
-    /// copying the tensors out) on a thread of its own: this thread packs and submits the next
-    /// batch meanwhile, so the copies are off the path that feeds the GPU.
-    fn stream_landing_aside<'a>(
-        &self,
-        device: &wgpu::Device,
-        queue: &wgpu::Queue,
-        next: impl FnMut(bool) -> Arrival<'a>,
+        source: impl Source<'a>,
         options: &StreamOptions,
-        mut land: impl FnMut(Flight) + Send,
-    ) {
+        mut landing: L,
+    ) -> L {
         std::thread::scope(|scope| {
-            // One batch waits for the lander while it lands the one before.
             let (sender, receiver) = std::sync::mpsc::sync_channel::<Flight>(1);
-            scope.spawn(move || {
+            let reads_back = landing.reads_back();
+            let lander = scope.spawn(move || {
                 for flight in receiver {
-                    land(flight);
+                    landing.land(self, flight);
                 }
+                landing
             });
-            let hand = move |flight| {
-                let _ = sender.send(flight);
-            };
-            self.stream_from(device, queue, next, options, true, hand);
-        });
+            self.stream(source, options, &mut Aside { sender, reads_back });
+            match lander.join() {
+                Ok(landing) => landing,
+                Err(panic) => std::panic::resume_unwind(panic),
+            }
+        })
     }
 
-    /// The streaming loop: CPU threads decode and prepare the images `next(wait)` gives (it
-    /// waits for one only when asked to: while fewer than two batches are being decoded; else
-    /// the loop goes on submitting what is decoded), this thread gathers batches, submits each (with
-    /// a copy for reading back when `read_back`) and hands the one submitted [`IN_FLIGHT`]
-    /// submissions before to `land` (all in flight, before it waits for the source).
-    pub(crate) fn stream_from<'a>(
+    /// The streaming loop: CPU threads decode and prepare the images `source` gives (it is
+    /// asked to wait for one only while fewer than two batches are being decoded; else the
+    /// loop goes on submitting what is decoded), this thread gathers batches, submits each
+    /// (with a copy for reading back when the landing reads back) and hands the one submitted
+    /// [`IN_FLIGHT`] submissions before to `landing` (all in flight, before it waits for the
+    /// source).
+    pub(crate) fn stream<'a>(
         &self,
-        device: &wgpu::Device,
-        queue: &wgpu::Queue,
-        mut next: impl FnMut(bool) -> Arrival<'a>,
+        mut source: impl Source<'a>,
         options: &StreamOptions,
-        read_back: bool,
-        mut land: impl FnMut(Flight),
+        landing: &mut impl Landing,
     ) {
         let call_start = Instant::now();
-        let window = binding_window(device);
+        let read_back = landing.reads_back();
+        let window = binding_window(&self.device);
         let StreamOptions {
             transform,
             limits,
@@ -496,7 +298,7 @@ impl GpuPipeline {
         let batch = batching.images.max(1);
         let per_submission = batching.submission_images.max(batch);
         // One output buffer holds the whole batch's tensors.
-        let max_output = device.limits().max_buffer_size;
+        let max_output = self.device.limits().max_buffer_size;
         let prepare = |input: Arriving<'a>| -> Decoded {
             let started = Instant::now();
             let work = prepare_image(&input.bytes, transform, &input.sample, limits, window, true);
@@ -515,10 +317,7 @@ impl GpuPipeline {
         // the GPU side's own parallel copies always find threads.
         rayon::in_place_scope(|scope| {
             let (sender, receiver) = std::sync::mpsc::channel::<Decoded>();
-            let mut ready = Ready {
-                receiver,
-                queue: VecDeque::new(),
-            };
+            let mut ready = Ready::new(receiver);
             let (mut spawned, mut spawned_bytes, mut exhausted) = (0, 0, false);
             // Decoding runs two batches ahead of what submissions took (waiting for the source
             // while it is not, where told to `wait`), and up to two submissions ahead while the
@@ -537,7 +336,7 @@ impl GpuPipeline {
                     if !more {
                         break;
                     }
-                    let input = match next(must && wait) {
+                    let input = match source.next(must && wait) {
                         Arrival::Image(input) => input,
                         Arrival::NotYet => break,
                         Arrival::End => {
@@ -588,30 +387,20 @@ impl GpuPipeline {
                     .sum::<u64>();
                 (spawned, exhausted) = spawn_ahead(taken, taken_bytes, false);
                 // `IN_FLIGHT` submissions stay on the GPU while the next is packed and submitted.
-                let launched = self.launch(
-                    device,
-                    queue,
-                    batches,
-                    (waited, call_start),
-                    transform,
-                    read_back,
-                );
+                let launched = self.launch(batches, (waited, call_start), transform, read_back);
                 in_flight.push_back(launched);
                 while in_flight.len() > IN_FLIGHT {
-                    land(
-                        in_flight
-                            .pop_front()
-                            .expect("more than IN_FLIGHT are waiting"),
-                    );
+                    let flight = in_flight.pop_front().expect("more than IN_FLIGHT wait");
+                    landing.land(self, flight);
                 }
                 if spawned == taken && !exhausted {
                     // Nothing left to decode: what is made lands, then the source is waited for.
-                    in_flight.drain(..).for_each(&mut land);
+                    in_flight.drain(..).for_each(|f| landing.land(self, f));
                     (spawned, exhausted) = spawn_ahead(taken, taken_bytes, true);
                 }
                 target = (target * 2).min(batch);
             }
-            in_flight.into_iter().for_each(land);
+            in_flight.into_iter().for_each(|f| landing.land(self, f));
         });
     }
 
@@ -620,8 +409,6 @@ impl GpuPipeline {
     /// beside them.
     fn launch(
         &self,
-        device: &wgpu::Device,
-        queue: &wgpu::Queue,
         batches: Vec<Vec<Decoded>>,
         (waited, call_start): (Duration, Instant),
         transform: &Transform,
@@ -657,7 +444,7 @@ impl GpuPipeline {
                 started,
             });
         }
-        let submitted = self.submit_images(device, queue, works, transform, read_back);
+        let submitted = self.submit_images(works, transform, read_back);
         let submitted_at = call_start.elapsed();
         for batch in &mut flying {
             batch.stats.submitted_at = submitted_at;
@@ -667,127 +454,6 @@ impl GpuPipeline {
             submitted,
             gpu_start,
             call_start,
-        }
-    }
-
-    /// Waits for `flight`, puts its results in place and its stats last in `batches`.
-    fn land(
-        &self,
-        device: &wgpu::Device,
-        queue: &wgpu::Queue,
-        flight: Flight,
-        results: &mut [Option<Result<Tensor>>],
-        batches: &mut Vec<BatchStats>,
-    ) {
-        let finish = |s| {
-            let (tensors, timings) = self.finish(device, queue, s)?;
-            Ok((
-                tensors.into_iter().map(|(i, t)| (i, Ok(t))).collect(),
-                timings,
-            ))
-        };
-        for (i, result) in self.land_with(flight, batches, finish) {
-            results[i] = Some(result);
-        }
-    }
-
-    /// Waits for `flight` through `finish`, which reads its tensors back; puts the stats of its
-    /// batches, in order, last in `out` and returns every image's outcome (a GPU failure is
-    /// every image's error), so that a caller counts the batches before it hands them on.
-    fn land_with<T>(
-        &self,
-        flight: Flight,
-        out: &mut Vec<BatchStats>,
-        finish: impl FnOnce(Submitted) -> Result<(Vec<(usize, Result<T>)>, GpuTimings)>,
-    ) -> Vec<(usize, Result<T>)> {
-        let Flight {
-            mut batches,
-            submitted,
-            gpu_start,
-            call_start,
-        } = flight;
-        let mut outcomes: Vec<(usize, Result<T>)> = Vec::new();
-        for batch in &mut batches {
-            outcomes.extend(batch.failed.drain(..).map(|(i, e)| (i, Err(e))));
-        }
-        let mut timings = GpuTimings::default();
-        match submitted.and_then(finish) {
-            Ok((landed, landed_timings)) => {
-                outcomes.extend(landed);
-                timings = landed_timings;
-            }
-            Err(e) => {
-                let running = batches.iter().flat_map(|b| &b.running);
-                outcomes.extend(running.map(|&i| (i, Err(e.clone()))));
-            }
-        }
-        for mut batch in batches {
-            let stats = batch.landed(gpu_start, call_start, std::mem::take(&mut timings));
-            out.push(stats);
-        }
-        outcomes
-    }
-}
-
-/// Copies each tensor of a mapped read-back buffer (`bytes`; a tensor's elements start at
-/// word `at`) into its slot, on rayon's pool, where the fresh slots' page faults spread over
-/// every core (the landing runs aside, off the path that feeds the GPU); a tensor without a
-/// slot, or of another shape than `shape`, fails its image.
-pub(crate) fn copy_into_slots(
-    bytes: &[u8],
-    copies: Vec<(Placed, Option<&mut [u8]>)>,
-    shape: [usize; 3],
-) -> Vec<(usize, Result<Params>)> {
-    use rayon::prelude::*;
-    copies
-        .into_par_iter()
-        .map(|((index, got, at, params), slot)| {
-            let tensor = bytes.get(at as usize * 4..);
-            let outcome = match (slot, tensor) {
-                (Some(slot), Some(tensor)) if got == shape && tensor.len() >= slot.len() => {
-                    slot.copy_from_slice(&tensor[..slot.len()]);
-                    Ok(params)
-                }
-                _ => Err(unstackable(&got, &shape)),
-            };
-            (index, outcome)
-        })
-        .collect()
-}
-
-/// One submission on the GPU: its batches, in order.
-pub(crate) struct Flight {
-    batches: Vec<FlyingBatch>,
-    submitted: Result<Submitted>,
-    gpu_start: Instant,
-    /// The start of the call, which the timeline counts from.
-    call_start: Instant,
-}
-
-/// One batch of a [`Flight`], and the images of it that failed before.
-struct FlyingBatch {
-    failed: Vec<(usize, Error)>,
-    /// The images on the GPU.
-    running: Vec<usize>,
-    stats: BatchStats,
-    /// When the first of its images began decoding.
-    started: Option<Instant>,
-}
-
-impl FlyingBatch {
-    /// Its stats, now that its submission landed with `timings`.
-    fn landed(
-        &mut self,
-        gpu_start: Instant,
-        call_start: Instant,
-        timings: GpuTimings,
-    ) -> BatchStats {
-        BatchStats {
-            gpu: gpu_start.elapsed(),
-            latency: self.started.map_or(Duration::ZERO, |s| s.elapsed()),
-            landed_at: call_start.elapsed(),
-            gpu_timings: timings,
-            ..std::mem::take(&mut self.stats)
         }
     }
 }
@@ -833,131 +499,4 @@ fn prepare_caught(i: usize, bytes: usize, prepare: impl FnOnce() -> Decoded) -> 
             took: started.elapsed(),
         }
     })
-}
-
-/// What one submission may hold: bytes of uploads, bytes of output.
-#[derive(Clone, Copy)]
-struct Budget {
-    /// [`Batching::max_bytes`]: one image alone may pass it.
-    upload: u64,
-    /// The device's largest buffer, which holds a submission's tensors: an image whose output
-    /// passes it alone runs, and fails, in a submission of its own.
-    output: u64,
-}
-
-/// Decoded images in the order they arrived, waiting for a batch.
-struct Ready {
-    receiver: Receiver<Decoded>,
-    queue: VecDeque<Decoded>,
-}
-
-impl Ready {
-    /// The next submission's batches of up to `batch` images: the first of what waits, then
-    /// whole batches that wait too, up to `most` images in all, within `budget`. `left`: how
-    /// many images were handed to the decoders and not yet taken, and whether those are all the
-    /// call's (then its last batch may be short).
-    fn submission(
-        &mut self,
-        budget: Budget,
-        batch: usize,
-        most: usize,
-        (left, exhausted): (usize, bool),
-    ) -> Vec<Vec<Decoded>> {
-        let mut filling = Filling::new(budget);
-        let mut batches = vec![filling.first_batch(&mut self.queue, batch)];
-        let mut images = batches[0].len();
-        while images + batch <= most {
-            self.wait_for(0);
-            let rest = left - images;
-            if rest < batch && !exhausted {
-                break;
-            }
-            let Some(more) = filling.whole_batch(&mut self.queue, batch.min(rest)) else {
-                break;
-            };
-            images += more.len();
-            batches.push(more);
-        }
-        batches
-    }
-
-    /// Blocks until `n` images wait (the caller knows that many are coming), then takes in
-    /// whatever else has arrived.
-    fn wait_for(&mut self, n: usize) {
-        while self.queue.len() < n {
-            match self.receiver.recv() {
-                Ok(decoded) => self.queue.push_back(decoded),
-                Err(_) => break,
-            }
-        }
-        self.queue.extend(self.receiver.try_iter());
-    }
-}
-
-/// One submission's batches as they are taken, against its budget.
-#[derive(Clone, Copy)]
-struct Filling {
-    budget: Budget,
-    upload: u64,
-    output: u64,
-}
-
-impl Filling {
-    fn new(budget: Budget) -> Self {
-        Self {
-            budget,
-            upload: 0,
-            output: 0,
-        }
-    }
-
-    /// What `decoded` takes of the budget: bytes of uploads and of output.
-    fn cost(decoded: &Decoded) -> (u64, u64) {
-        let work = decoded.work.as_ref();
-        let upload = work.map_or(0, ImageWork::uploaded_bytes);
-        let output = work.map_or(0, |w| w.tensor.words * 4);
-        (upload, output)
-    }
-
-    fn fits(&self, (upload, output): (u64, u64)) -> bool {
-        self.upload + upload <= self.budget.upload && self.output + output <= self.budget.output
-    }
-
-    fn add(&mut self, (upload, output): (u64, u64)) {
-        self.upload += upload;
-        self.output += output;
-    }
-
-    /// The submission's first batch: up to `size` of the waiting images, closing early at one
-    /// that would pass the budget (it waits for the next); its first image whatever it costs.
-    fn first_batch(&mut self, queue: &mut VecDeque<Decoded>, size: usize) -> Vec<Decoded> {
-        let mut batch = Vec::with_capacity(size);
-        while let Some(decoded) = queue.front() {
-            let cost = Self::cost(decoded);
-            if batch.len() == size || (!batch.is_empty() && !self.fits(cost)) {
-                break;
-            }
-            self.add(cost);
-            batch.extend(queue.pop_front());
-        }
-        batch
-    }
-
-    /// Another batch of `size` of the waiting images, or `None` when fewer wait or they would
-    /// pass the budget: a later batch goes whole or waits for a submission of its own.
-    fn whole_batch(&mut self, queue: &mut VecDeque<Decoded>, size: usize) -> Option<Vec<Decoded>> {
-        if size == 0 || queue.len() < size {
-            return None;
-        }
-        let mut after = *self;
-        for decoded in queue.iter().take(size) {
-            let cost = Self::cost(decoded);
-            if !after.fits(cost) {
-                return None;
-            }
-            after.add(cost);
-        }
-        *self = after;
-        Some(queue.drain(..size).collect())
-    }
 }

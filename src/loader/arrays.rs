@@ -5,6 +5,7 @@
 //! CUDA device once ([`Cuda::lock`]: tens of milliseconds per array), so that the batch is
 //! handed over pinned without a copy.
 
+use super::lock;
 use crate::cuda::Cuda;
 use crate::tensor::TensorData;
 use crate::transform::DType;
@@ -269,10 +270,6 @@ fn release(data: TensorData, locked: Option<&Arc<Cuda>>) {
             std::mem::forget(data);
         }
     }
-}
-
-fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 #[cfg(test)]

@@ -10,6 +10,7 @@
 //! that event has completed, so work queued on the tensor before it was dropped still reads
 //! the batch it was given.
 
+use super::lock;
 use crate::cuda::{Cuda, CudaEvent, CudaMemory, CudaTimeline, Stream};
 use crate::gpu::external::{Exporter, Timeline};
 use crate::gpu::read_buffer;
@@ -325,8 +326,4 @@ impl Drop for Slab {
             let _ = event.synchronize();
         }
     }
-}
-
-fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(|e| e.into_inner())
 }

@@ -33,6 +33,7 @@ mod feeder;
 pub mod order;
 mod refill;
 mod stats;
+mod stream;
 pub mod webdataset;
 
 use crate::error::{Error, Result};
@@ -528,7 +529,7 @@ impl Loader {
             let stream_waits = Arc::clone(&waits);
             let stream = std::thread::spawn(move || {
                 if let Backend::Gpu(gpu) = &*backend {
-                    let stream = assemble::LoaderStream {
+                    let stream = stream::LoaderStream {
                         gpu,
                         host: &arrays,
                         on_device: device_arrays.as_ref(),
@@ -642,6 +643,6 @@ fn on_device(
 }
 
 /// A mutex's guard, also where a thread panicked holding it (what it guards stays whole).
-fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+pub(super) fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(|e| e.into_inner())
 }

@@ -31,7 +31,8 @@ pub fn run(args: BenchArgs) -> ExitCode {
             return ExitCode::from(2);
         }
         Ok(Backend::Gpu(mut gpu)) if args.time_stages => {
-            gpu.pipeline = gpuprep::gpu::GpuPipeline::new(&gpu.gpu.device).timing_stages();
+            gpu.pipeline =
+                gpuprep::gpu::GpuPipeline::new(&gpu.gpu.device, &gpu.gpu.queue).timing_stages();
             Backend::Gpu(gpu)
         }
         Ok(b) => b.with_batching(args.limits.batching(args.batch)),
@@ -245,24 +246,16 @@ fn timed_pass(
     let (batches, ok) = match backend {
         Backend::Gpu(gpu) if keep_on_gpu => {
             let mut ok = 0;
-            let batches = gpu.pipeline.preprocess_on_device(
-                &gpu.gpu.device,
-                &gpu.gpu.queue,
-                images,
-                options,
-                |batch| {
-                    ok += batch.tensors.len();
-                    for (index, e) in &batch.failed {
-                        failed(*index, e);
-                    }
-                },
-            );
+            let batches = gpu.pipeline.preprocess_on_device(images, options, |batch| {
+                ok += batch.tensors.len();
+                for (index, e) in &batch.failed {
+                    failed(*index, e);
+                }
+            });
             (batches, ok)
         }
         Backend::Gpu(gpu) => {
-            let streamed =
-                gpu.pipeline
-                    .preprocess_many(&gpu.gpu.device, &gpu.gpu.queue, images, options);
+            let streamed = gpu.pipeline.preprocess_many(images, options);
             for (index, result) in streamed.results.iter().enumerate() {
                 if let Err(e) = result {
                     failed(index, e);

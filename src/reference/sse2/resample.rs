@@ -114,8 +114,8 @@ fn dot(plane: &[u8], start: usize, lo: &[i16], hi: &[i16]) -> i32 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::Filter;
     use crate::reference::resample::horizontal_row;
+    use crate::Filter;
 
     #[test]
     fn equals_the_spec_for_every_filter_and_scale() {
