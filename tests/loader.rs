@@ -5,9 +5,10 @@
 mod common;
 
 use gpuprep::loader::order::Split;
-use gpuprep::loader::{Batch, Loader, LoaderOptions, Source};
+use gpuprep::loader::{Batch, Loader, LoaderOptions, Source, WaitedFor};
 use gpuprep::{Backend, Limits, Sample, Tensor, TensorData, Transform};
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 /// torch 2.11's `DistributedSampler(range(n), num_replicas=w, rank=r, shuffle=False,
 /// drop_last=d)` lists, recorded by tools/distributed_sampler.py: 96 cases, every rank.
@@ -197,8 +198,8 @@ fn check_loader(backend: impl Fn() -> Backend, what: &str) {
             let stats = running.stats();
             let stream = stats.stream;
             if what == "gpu" {
-                assert!(stream.samples > std::time::Duration::ZERO, "{stream:?}");
-                assert!(stream.gpu > std::time::Duration::ZERO, "{stream:?}");
+                assert!(stream[WaitedFor::Samples] > Duration::ZERO, "{stream:?}");
+                assert!(stream[WaitedFor::Gpu] > Duration::ZERO, "{stream:?}");
                 // Each submission carries at least one image; the stream's first batches are
                 // small (and it submits what is decoded), so there can be more of them than
                 // the loader's batches.

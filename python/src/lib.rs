@@ -1155,11 +1155,9 @@ impl Epoch {
         stats.set_item("images_per_second", epoch.images_per_second)?;
         stats.set_item("epoch_data_wait_share", epoch.data_wait_share)?;
         let waited = pyo3::types::PyDict::new(py);
-        waited.set_item("samples", epoch.stream.samples.as_secs_f64())?;
-        waited.set_item("decoding", epoch.stream.decoding.as_secs_f64())?;
-        waited.set_item("buffers", epoch.stream.buffers.as_secs_f64())?;
-        waited.set_item("consumer", epoch.stream.consumer.as_secs_f64())?;
-        waited.set_item("gpu", epoch.stream.gpu.as_secs_f64())?;
+        for (what, time) in epoch.stream.iter() {
+            waited.set_item(what.name(), time.as_secs_f64())?;
+        }
         stats.set_item("epoch_stream_waited_s", waited)?;
         stats.set_item("epoch_submissions", epoch.submissions)?;
         stats.set_item("epoch_packing_s", epoch.packing.as_secs_f64())?;

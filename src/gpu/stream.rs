@@ -63,7 +63,7 @@ impl Cost for Decoded {
     }
 }
 
-/// A call's images as a source: in input order, `batch` at a time, each batch largest first
+/// A call's images as a source: in input order, a batch's worth at a time, each largest first
 /// (the longest-processing-time-first rule: a call then ends on small images, not on a large
 /// one decoded alone while the other threads wait). Sorting the whole call instead would make
 /// batches of the largest files and batches of the smallest, whose latencies lie far apart.

@@ -31,20 +31,66 @@ pub struct EpochStats {
     pub landing: Duration,
 }
 
-/// How long an epoch's GPU stream waited, by what it waited for.
+/// What the GPU stream's thread waits for: which side holds an epoch back.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WaitedFor {
+    /// The feeder's samples (reading is the bottleneck).
+    Samples,
+    /// Images to be decoded (the CPU threads are).
+    Decoding,
+    /// A batch buffer that a consumer still held.
+    Buffers,
+    /// The consumer to take finished batches (the consumer is).
+    Consumer,
+    /// The GPU to finish a submission, with the next one already queued behind it (the GPU is
+    /// the bottleneck).
+    Gpu,
+}
+
+impl WaitedFor {
+    /// Every kind, in the order reports list them.
+    pub const ALL: [Self; 5] = [
+        Self::Samples,
+        Self::Decoding,
+        Self::Buffers,
+        Self::Consumer,
+        Self::Gpu,
+    ];
+
+    /// Its name in reports and in Python's stats (`"samples"`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Samples => "samples",
+            Self::Decoding => "decoding",
+            Self::Buffers => "buffers",
+            Self::Consumer => "consumer",
+            Self::Gpu => "gpu",
+        }
+    }
+}
+
+/// How long an epoch's GPU stream waited, by what it waited for (`waited[WaitedFor::Gpu]`).
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
-pub struct StreamWaited {
-    /// For the feeder's samples (reading is the bottleneck).
-    pub samples: Duration,
-    /// For images to be decoded (the CPU threads are).
-    pub decoding: Duration,
-    /// For a batch buffer that a consumer still held.
-    pub buffers: Duration,
-    /// For the consumer to take finished batches (the consumer is).
-    pub consumer: Duration,
-    /// For the GPU to finish a submission, with the next one already queued behind it (the
-    /// GPU is the bottleneck).
-    pub gpu: Duration,
+pub struct StreamWaited([Duration; WaitedFor::ALL.len()]);
+
+impl StreamWaited {
+    /// Each kind's time from `time`.
+    pub fn from_fn(mut time: impl FnMut(WaitedFor) -> Duration) -> Self {
+        Self(WaitedFor::ALL.map(&mut time))
+    }
+
+    /// Each kind with its time, in [`WaitedFor::ALL`]'s order.
+    pub fn iter(&self) -> impl Iterator<Item = (WaitedFor, Duration)> + '_ {
+        WaitedFor::ALL.into_iter().zip(self.0)
+    }
+}
+
+impl std::ops::Index<WaitedFor> for StreamWaited {
+    type Output = Duration;
+
+    fn index(&self, what: WaitedFor) -> &Duration {
+        &self.0[what as usize]
+    }
 }
 
 /// A stream's counts at one moment: what it waited for, its submissions, packing and landing.
@@ -61,13 +107,7 @@ impl StreamCounts {
     pub(super) fn since(self, earlier: Self) -> Self {
         let (a, b) = (self.waited, earlier.waited);
         Self {
-            waited: StreamWaited {
-                samples: a.samples.saturating_sub(b.samples),
-                decoding: a.decoding.saturating_sub(b.decoding),
-                buffers: a.buffers.saturating_sub(b.buffers),
-                consumer: a.consumer.saturating_sub(b.consumer),
-                gpu: a.gpu.saturating_sub(b.gpu),
-            },
+            waited: StreamWaited::from_fn(|what| a[what].saturating_sub(b[what])),
             submissions: self.submissions.saturating_sub(earlier.submissions),
             packing: self.packing.saturating_sub(earlier.packing),
             landing: self.landing.saturating_sub(earlier.landing),
@@ -78,36 +118,16 @@ impl StreamCounts {
 /// [`StreamWaited`] as the stream's thread adds to it while the consumer reads it.
 #[derive(Debug, Default)]
 pub(crate) struct StreamWaits {
-    pub(super) samples: AtomicU64,
-    pub(super) decoding: AtomicU64,
-    pub(super) buffers: AtomicU64,
-    pub(super) consumer: AtomicU64,
-    pub(super) gpu: AtomicU64,
+    /// Nanoseconds, by [`WaitedFor`].
+    waited: [AtomicU64; WaitedFor::ALL.len()],
     pub(super) submissions: AtomicU64,
     pub(super) packing: AtomicU64,
     pub(super) landing: AtomicU64,
 }
 
-/// What a [`StreamWaits`] entry counts.
-#[derive(Clone, Copy)]
-pub(crate) enum WaitedFor {
-    Samples,
-    Decoding,
-    Buffers,
-    Consumer,
-    Gpu,
-}
-
 impl StreamWaits {
     pub(crate) fn add(&self, what: WaitedFor, waited: Duration) {
-        let counter = match what {
-            WaitedFor::Samples => &self.samples,
-            WaitedFor::Decoding => &self.decoding,
-            WaitedFor::Buffers => &self.buffers,
-            WaitedFor::Consumer => &self.consumer,
-            WaitedFor::Gpu => &self.gpu,
-        };
-        add_to(counter, waited);
+        add_to(&self.waited[what as usize], waited);
     }
 
     /// Counts what a landed batch's stats say the stream waited for and spent packing.
@@ -144,13 +164,7 @@ impl StreamWaits {
     pub(super) fn snapshot(&self) -> StreamCounts {
         let read = |c: &AtomicU64| Duration::from_nanos(c.load(Ordering::Relaxed));
         StreamCounts {
-            waited: StreamWaited {
-                samples: read(&self.samples),
-                decoding: read(&self.decoding),
-                buffers: read(&self.buffers),
-                consumer: read(&self.consumer),
-                gpu: read(&self.gpu),
-            },
+            waited: StreamWaited::from_fn(|what| read(&self.waited[what as usize])),
             submissions: self.submissions.load(Ordering::Relaxed) as usize,
             packing: read(&self.packing),
             landing: read(&self.landing),

@@ -4,7 +4,7 @@
 
 use super::{ms, BenchArgs};
 use gpuprep::loader::order::Split;
-use gpuprep::loader::{EpochStats, Handoff, Loader, LoaderOptions, Source};
+use gpuprep::loader::{EpochStats, Handoff, Loader, LoaderOptions, Source, StreamWaited};
 use gpuprep::Backend;
 use serde_json::json;
 use std::process::ExitCode;
@@ -89,10 +89,10 @@ pub fn run(args: &BenchArgs, backend: Backend, files: &[gpuprep::convert::Input]
         "epochs": epochs.len(), "steps": best.prepared.len(),
         "prepare_p50_ms": prepared.get(prepared.len() / 2).copied().unwrap_or(0.0),
         "consumer_waited_ms": ms(best.waited), "wall_ms": best.seconds() * 1e3,
-        "stream_waited_ms": {
-            "samples": ms(stream.samples), "decoding": ms(stream.decoding),
-            "buffers": ms(stream.buffers), "consumer": ms(stream.consumer), "gpu": ms(stream.gpu),
-        },
+        "stream_waited_ms": stream
+            .iter()
+            .map(|(what, time)| (what.name().to_string(), ms(time).into()))
+            .collect::<serde_json::Map<_, _>>(),
         "submissions": mean.submissions, "packing_ms": ms(mean.packing),
         "landing_ms": ms(mean.landing),
         "memory": (!args.keep_on_gpu).then(|| loader.memory().to_string()), "batch_arrays_made": loader.arrays_made(),
@@ -171,13 +171,7 @@ impl MeanEpoch {
             epochs.iter().map(|e| f(&e.stats)).sum::<Duration>() / n
         };
         Self {
-            waited: gpuprep::loader::StreamWaited {
-                samples: mean(&|s| s.stream.samples),
-                decoding: mean(&|s| s.stream.decoding),
-                buffers: mean(&|s| s.stream.buffers),
-                consumer: mean(&|s| s.stream.consumer),
-                gpu: mean(&|s| s.stream.gpu),
-            },
+            waited: StreamWaited::from_fn(|what| mean(&|s| s.stream[what])),
             submissions: epochs.iter().map(|e| e.stats.submissions).sum::<usize>() as f64
                 / f64::from(n),
             packing: mean(&|s| s.packing),
