@@ -11,9 +11,6 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 
-/// File extensions a directory input contributes (compared without case).
-pub use crate::formats::EXTENSIONS as IMAGE_EXTENSIONS;
-
 /// Images read and preprocessed together before their outputs are written (in input order), at
 /// most: bounds memory. The first chunks are smaller (16, 32, …), so that progress shows early
 /// on large images.
@@ -192,9 +189,7 @@ fn images_below(dir: &Path, recursive: bool, files: &mut Vec<PathBuf>) -> Result
 
 fn has_image_extension(path: &Path) -> bool {
     let ext = path.extension().and_then(|e| e.to_str()).unwrap_or("");
-    IMAGE_EXTENSIONS
-        .iter()
-        .any(|known| ext.eq_ignore_ascii_case(known))
+    crate::formats::is_image_extension(ext)
 }
 
 /// Why a convert job stopped; one image's failure is in its own report instead.

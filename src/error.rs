@@ -53,11 +53,14 @@ pub enum Error {
     /// The file is empty.
     #[error("empty file")]
     EmptyFile,
-    /// The bytes are no format gpuprep reads (JPEG, PNG, BMP, GIF, TIFF, WebP, ICO).
-    #[error(
-        "not an image gpuprep reads (JPEG, PNG, BMP, GIF, TIFF, WebP, ICO): starts with {0:02x?}"
-    )]
-    UnknownFormat(Vec<u8>),
+    /// The bytes are no format gpuprep reads (the table `gpuprep::formats::FORMATS`).
+    #[error("not an image gpuprep reads ({known}): starts with {start:02x?}")]
+    UnknownFormat {
+        /// The file's first bytes.
+        start: Vec<u8>,
+        /// The formats gpuprep reads, by name.
+        known: String,
+    },
     /// A non-JPEG image using a feature its decoder does not handle.
     #[error("unsupported {format} image: {reason}")]
     UnsupportedImage {
@@ -69,9 +72,14 @@ pub enum Error {
     /// The file ends before the image data does.
     #[error("truncated JPEG: {0}")]
     Truncated(&'static str),
-    /// The file breaks the JPEG format in a way no decoder can recover from.
-    #[error("corrupt JPEG: {0}")]
-    Corrupt(String),
+    /// The file breaks its format in a way no decoder can recover from.
+    #[error("corrupt {format}: {reason}")]
+    Corrupt {
+        /// The format, by its name in `gpuprep::formats::FORMATS`.
+        format: &'static str,
+        /// What is broken.
+        reason: String,
+    },
     /// A valid JPEG that uses a feature gpuprep does not decode.
     #[error("unsupported JPEG: {0}")]
     Unsupported(Unsupported),
@@ -176,8 +184,17 @@ impl Error {
         }
     }
 
-    pub(crate) fn corrupt(what: impl Into<String>) -> Self {
-        Self::Corrupt(what.into())
+    /// A corrupt JPEG: `reason` says what is broken.
+    pub(crate) fn corrupt(reason: impl Into<String>) -> Self {
+        Self::corrupt_image("JPEG", reason)
+    }
+
+    /// A corrupt file of `format`.
+    pub(crate) fn corrupt_image(format: &'static str, reason: impl Into<String>) -> Self {
+        Self::Corrupt {
+            format,
+            reason: reason.into(),
+        }
     }
 
     /// The error a caught panic stands for, with the panic's message.
@@ -194,8 +211,8 @@ impl Error {
     pub fn kind_name(&self) -> &'static str {
         match self.kind() {
             Self::Truncated(_) => "TruncatedError",
-            Self::Corrupt(_) | Self::NotJpeg(_) | Self::EmptyFile => "CorruptError",
-            Self::UnknownFormat(_) | Self::UnsupportedImage { .. } | Self::Unsupported(_) => {
+            Self::Corrupt { .. } | Self::NotJpeg(_) | Self::EmptyFile => "CorruptError",
+            Self::UnknownFormat { .. } | Self::UnsupportedImage { .. } | Self::Unsupported(_) => {
                 "UnsupportedError"
             }
             Self::TooLarge { .. }

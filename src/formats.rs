@@ -1,7 +1,7 @@
-//! Every input format: JPEG through gpuprep's own decoder (coefficients for the GPU stages), and
-//! PNG, BMP, GIF, TIFF, WebP and ICO (its largest image, as Pillow opens it) through the `image`
-//! crate, converted to RGB pixels exactly as
-//! Pillow's `convert('RGB')` converts them. The pixel path is the slower one on the GPU (the
+//! Every input format, in one table ([`FORMATS`]): JPEG through gpuprep's own decoder
+//! (coefficients for the GPU stages); JPEG 2000 through OpenJPEG; PNG, BMP, GIF, TIFF, WebP and
+//! ICO (its largest image, as Pillow opens it) through the `image` crate; all but JPEG converted
+//! to RGB pixels exactly as Pillow's `convert('RGB')` converts them. The pixel path is the slower one on the GPU (the
 //! pixels are uploaded, not coefficients), and every batch report counts its images.
 
 use crate::error::{Error, Result};
@@ -26,39 +26,131 @@ pub struct Pixels {
     pub orientation: u8,
 }
 
-/// File extensions of the formats gpuprep decodes (lower case): what a folder given to
-/// `convert` contributes and which member of a WebDataset sample is its image.
-pub const EXTENSIONS: [&str; 18] = [
-    "jpg", "jpeg", "jpe", "jfif", "jif", "png", "bmp", "gif", "tif", "tiff", "webp", "ico", "jp2",
-    "j2k", "jpc", "j2c", "jpf", "jpx",
+/// One input format gpuprep reads: its name in messages, its file extensions, and its decoder,
+/// which also says how a file of it is recognised from its first bytes.
+pub struct Format {
+    /// Its name in errors and messages (`"PNG"`).
+    pub name: &'static str,
+    /// Its file extensions, in lower case: what a folder given to `convert` contributes and
+    /// which member of a WebDataset sample is its image.
+    pub extensions: &'static [&'static str],
+    decoder: Decoder,
+}
+
+/// Who decodes a format.
+enum Decoder {
+    /// gpuprep's own decoder, to coefficients for the GPU stages.
+    Jpeg,
+    /// OpenJPEG, as Pillow decodes it.
+    Jpeg2000,
+    /// The `image` crate.
+    Image(ImageFormat),
+}
+
+/// Every format gpuprep reads, the one table the decoders, the extension lists, the messages
+/// and the command line's help read. A new format is a row here and its decoder.
+pub const FORMATS: [Format; 8] = [
+    Format {
+        name: "JPEG",
+        extensions: &["jpg", "jpeg", "jpe", "jfif", "jif"],
+        decoder: Decoder::Jpeg,
+    },
+    Format {
+        name: "PNG",
+        extensions: &["png"],
+        decoder: Decoder::Image(ImageFormat::Png),
+    },
+    Format {
+        name: "BMP",
+        extensions: &["bmp"],
+        decoder: Decoder::Image(ImageFormat::Bmp),
+    },
+    Format {
+        name: "GIF",
+        extensions: &["gif"],
+        decoder: Decoder::Image(ImageFormat::Gif),
+    },
+    Format {
+        name: "TIFF",
+        extensions: &["tif", "tiff"],
+        decoder: Decoder::Image(ImageFormat::Tiff),
+    },
+    Format {
+        name: "WebP",
+        extensions: &["webp"],
+        decoder: Decoder::Image(ImageFormat::WebP),
+    },
+    Format {
+        name: "ICO",
+        extensions: &["ico"],
+        decoder: Decoder::Image(ImageFormat::Ico),
+    },
+    Format {
+        name: "JPEG 2000",
+        extensions: &["jp2", "j2k", "jpc", "j2c", "jpf", "jpx"],
+        decoder: Decoder::Jpeg2000,
+    },
 ];
 
-/// The formats besides JPEG, by the name errors use.
-pub const OTHER_FORMATS: [(ImageFormat, &str); 6] = [
-    (ImageFormat::Png, "PNG"),
-    (ImageFormat::Ico, "ICO"),
-    (ImageFormat::Bmp, "BMP"),
-    (ImageFormat::Gif, "GIF"),
-    (ImageFormat::Tiff, "TIFF"),
-    (ImageFormat::WebP, "WebP"),
-];
+/// JPEG, the format the GPU decodes from its coefficients.
+pub const JPEG: &Format = &FORMATS[0];
+
+impl Format {
+    /// Whether `data` starts as a file of this format: JPEG's SOI marker, JPEG 2000's JP2
+    /// signature box or bare codestream, the `image` crate's guess for the others.
+    pub fn sniffs(&self, data: &[u8]) -> bool {
+        match self.decoder {
+            Decoder::Jpeg => data.starts_with(&[0xFF, 0xD8]),
+            Decoder::Jpeg2000 => JPEG_2000_SIGNATURES.iter().any(|s| data.starts_with(s)),
+            Decoder::Image(format) => image::guess_format(data).is_ok_and(|f| f == format),
+        }
+    }
+}
+
+/// The format `data` is a file of, if gpuprep reads it.
+pub fn sniff(data: &[u8]) -> Option<&'static Format> {
+    FORMATS.iter().find(|format| format.sniffs(data))
+}
+
+/// Every format's extensions, in the table's order.
+pub fn extensions() -> impl Iterator<Item = &'static str> {
+    FORMATS
+        .iter()
+        .flat_map(|format| format.extensions.iter().copied())
+}
+
+/// Whether `extension` (any case) is one of a format gpuprep reads.
+pub fn is_image_extension(extension: &str) -> bool {
+    extensions().any(|e| e.eq_ignore_ascii_case(extension))
+}
+
+/// The formats' names, joined by `", "`, the last by `last` (`"JPEG, PNG, …, or ICO"`).
+pub fn names(last: &str) -> String {
+    let names: Vec<&str> = FORMATS.iter().map(|f| f.name).collect();
+    match names.split_last() {
+        Some((tail, head)) if !head.is_empty() => format!("{}{last}{tail}", head.join(", ")),
+        _ => names.concat(),
+    }
+}
 
 /// Decodes `data` of any supported format, checking `limits` before the pixels are allocated.
 pub fn decode(data: &[u8], limits: &Limits) -> Result<Decoded> {
     if data.is_empty() {
         return Err(Error::EmptyFile);
     }
-    if data.starts_with(&[0xFF, 0xD8]) {
-        return jpeg::decode_coefficients(data, limits).map(Decoded::Jpeg);
-    }
-    if JPEG_2000_SIGNATURES.iter().any(|s| data.starts_with(s)) {
-        return decode_jpeg_2000(data, limits).map(Decoded::Pixels);
-    }
-    let format = image::guess_format(data).ok();
-    let Some(&(format, name)) = OTHER_FORMATS.iter().find(|(f, _)| Some(*f) == format) else {
-        return Err(Error::UnknownFormat(data.iter().take(4).copied().collect()));
+    let Some(format) = sniff(data) else {
+        return Err(Error::UnknownFormat {
+            start: data.iter().take(4).copied().collect(),
+            known: names(", "),
+        });
     };
-    decode_pixels(data, format, name, limits).map(Decoded::Pixels)
+    match format.decoder {
+        Decoder::Jpeg => jpeg::decode_coefficients(data, limits).map(Decoded::Jpeg),
+        Decoder::Jpeg2000 => decode_jpeg_2000(data, limits).map(Decoded::Pixels),
+        Decoder::Image(image_format) => {
+            decode_pixels(data, image_format, format.name, limits).map(Decoded::Pixels)
+        }
+    }
 }
 
 /// The JP2 file signature box and the bare codestream's SOC + SIZ markers.
@@ -74,7 +166,7 @@ fn decode_jpeg_2000(data: &[u8], limits: &Limits) -> Result<Pixels> {
         format: NAME.into(),
         reason,
     };
-    let failed = |e: jpeg2k::error::Error| Error::corrupt(format!("{NAME}: {e}"));
+    let failed = |e: jpeg2k::error::Error| Error::corrupt_image(NAME, e.to_string());
     let file = jpeg2k::DumpImage::from_bytes(data).map_err(failed)?;
     let (width, height) = (file.img.orig_width(), file.img.orig_height());
     let components = file.img.num_components();
@@ -129,13 +221,18 @@ fn decode_jpeg_2000(data: &[u8], limits: &Limits) -> Result<Pixels> {
     })
 }
 
-fn decode_pixels(data: &[u8], format: ImageFormat, name: &str, limits: &Limits) -> Result<Pixels> {
+fn decode_pixels(
+    data: &[u8],
+    format: ImageFormat,
+    name: &'static str,
+    limits: &Limits,
+) -> Result<Pixels> {
     let failed = |e: image::ImageError| match e {
         image::ImageError::Unsupported(e) => Error::UnsupportedImage {
             format: name.into(),
             reason: e.to_string(),
         },
-        e => Error::corrupt(format!("{name}: {e}")),
+        e => Error::corrupt_image(name, e.to_string()),
     };
     let mut reader = ImageReader::with_format(Cursor::new(data), format);
     let mut bounds = image::Limits::default();
@@ -196,4 +293,55 @@ fn pillow_rgb(image: DynamicImage, name: &str) -> Result<RgbImage> {
         height,
         data,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Each file of tests/data/formats/ (and a JPEG photo) is sniffed as the format its
+    /// extension names, by the one table; every format of the table is met.
+    #[test]
+    fn each_file_is_sniffed_as_the_format_of_its_extension() {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data");
+        let mut files: Vec<_> = std::fs::read_dir(root.join("formats"))
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .collect();
+        files.push(root.join("photos/mpl__grace_hopper.jpg"));
+        let mut met = std::collections::BTreeSet::new();
+        for path in files {
+            let extension = path.extension().unwrap().to_str().unwrap().to_lowercase();
+            let by_extension = FORMATS
+                .iter()
+                .find(|f| f.extensions.contains(&extension.as_str()))
+                .unwrap_or_else(|| panic!("{}: no format has this extension", path.display()));
+            let data = std::fs::read(&path).unwrap();
+            let sniffed = sniff(&data).map(|f| f.name);
+            assert_eq!(sniffed, Some(by_extension.name), "{}", path.display());
+            met.insert(by_extension.name);
+        }
+        assert_eq!(met.len(), FORMATS.len(), "formats without a file: {met:?}");
+    }
+
+    #[test]
+    fn the_names_and_extensions_come_from_the_table() {
+        assert_eq!(
+            names(" or "),
+            "JPEG, PNG, BMP, GIF, TIFF, WebP, ICO or JPEG 2000"
+        );
+        assert!(is_image_extension("JPG") && is_image_extension("j2k"));
+        assert!(!is_image_extension("ppm") && !is_image_extension(""));
+        let unknown = decode(b"P6\n1 1\n255\n\0\0\0", &Limits::default()).err();
+        assert_eq!(
+            unknown.map(|e| e.to_string()).as_deref(),
+            Some(
+                "not an image gpuprep reads (JPEG, PNG, BMP, GIF, TIFF, WebP, ICO, JPEG 2000): \
+                 starts with [50, 36, 0a, 31]"
+            )
+        );
+        let corrupt = decode(b"\x89PNG\r\n\x1a\n broken", &Limits::default()).err();
+        let message = corrupt.map(|e| e.to_string()).unwrap_or_default();
+        assert!(message.starts_with("corrupt PNG: "), "{message}");
+    }
 }

@@ -1,4 +1,4 @@
-//! gpuprep turns encoded images (JPEG first; PNG, BMP, GIF, TIFF and WebP too) into the tensors
+//! gpuprep turns encoded images (JPEG first; every format of [`formats::FORMATS`]) into the tensors
 //! vision models eat, with exactly the numbers Pillow + torchvision give.
 //!
 //! Decoding is split where the work changes nature: entropy decoding ([`jpeg`]) is serial per
@@ -51,7 +51,7 @@ pub use transform::{
 };
 pub use wgpu;
 
-/// Decodes an image (JPEG, PNG, BMP, GIF, TIFF, WebP or ICO) to RGB on the CPU, bit-identical to
+/// Decodes an image (of any format of [`formats::FORMATS`]) to RGB on the CPU, bit-identical to
 /// Pillow's `np.asarray(Image.open(f).convert('RGB'))`.
 pub fn decode_rgb(data: &[u8], limits: &Limits) -> Result<RgbImage> {
     match formats::decode(data, limits)? {

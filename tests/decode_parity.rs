@@ -43,7 +43,7 @@ fn check(root: &Path, golden: &Golden) -> Verdict {
             Some(_),
             Err(Error::Unsupported(Unsupported::ArithmeticCoding | Unsupported::Lossless)),
         ) => Verdict::OutOfScope,
-        (Some(_), Err(Error::UnknownFormat(_) | Error::UnsupportedImage { .. })) => {
+        (Some(_), Err(Error::UnknownFormat { .. } | Error::UnsupportedImage { .. })) => {
             Verdict::OtherFormat
         }
         (Some(_), Err(e)) => {

@@ -208,7 +208,10 @@ fn a_bad_image_fails_alone_in_a_gpu_batch() {
         .preprocess_batch(&inputs, &transform, &Limits::default())
         .unwrap();
     assert!(batch.outcomes[0].is_ok() && batch.outcomes[2].is_ok());
-    assert!(matches!(batch.outcomes[1], Err(gpuprep::Error::Corrupt(_))));
+    assert!(matches!(
+        batch.outcomes[1],
+        Err(gpuprep::Error::Corrupt { .. })
+    ));
     let tensors = batch.read_back(&gpu.device, &gpu.queue).unwrap();
     let goldens = common::transform_goldens();
     for (i, file) in [(0, files[0]), (2, files[2])] {

@@ -68,13 +68,13 @@ fn unknown_formats_are_named_and_the_jpeg_decoder_refuses_others() {
     );
     for bytes in [&b"GIF"[..], b"hello, world"] {
         assert!(
-            matches!(decode(bytes), Err(Error::UnknownFormat(_))),
+            matches!(decode(bytes), Err(Error::UnknownFormat { .. })),
             "{bytes:?}"
         );
     }
     // A JPEG 2000 signature alone is a JPEG 2000 file that ends before its header.
     let jp2 = decode(b"\x00\x00\x00\x0cjP  \r\n\x87\n");
-    assert!(matches!(jp2, Err(Error::Corrupt(_))), "{:?}", jp2.err());
+    assert!(matches!(jp2, Err(Error::Corrupt { .. })), "{:?}", jp2.err());
     let png = data("malformed/pillow__hopper.png");
     let err = gpuprep::jpeg::decode_coefficients(&png, &Limits::default()).unwrap_err();
     assert!(matches!(err, Error::NotJpeg(_)), "{err}");
@@ -127,7 +127,7 @@ fn every_truncation_of_a_photo_is_an_error_or_an_image() {
             Ok(Err(e)) => assert!(
                 matches!(
                     e,
-                    Error::Truncated(_) | Error::UnknownFormat(_) | Error::EmptyFile
+                    Error::Truncated(_) | Error::UnknownFormat { .. } | Error::EmptyFile
                 ),
                 "length {len}: {e}"
             ),
@@ -248,7 +248,7 @@ fn marker_lengths_are_checked_against_the_file() {
     let err = decode(&with_length(u16::MAX)).unwrap_err();
     assert!(matches!(err, Error::Truncated(_)), "{err}");
     let err = decode(&with_length(1)).unwrap_err();
-    assert!(matches!(err, Error::Corrupt(_)), "{err}");
+    assert!(matches!(err, Error::Corrupt { .. }), "{err}");
     // The same segment cut off at its length field.
     let err = decode(&original[..dqt + 3]).unwrap_err();
     assert!(matches!(err, Error::Truncated(_)), "{err}");

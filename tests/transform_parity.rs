@@ -31,9 +31,9 @@ fn check_file(root: &Path, file: &str, goldens: &[&TransformGolden]) -> Vec<Stri
             {
                 Ok(t) => t,
                 // Formats (or variants) that gpuprep names as unsupported: decode_parity counts.
-                Err(gpuprep::Error::UnknownFormat(_) | gpuprep::Error::UnsupportedImage { .. }) => {
-                    return None
-                }
+                Err(
+                    gpuprep::Error::UnknownFormat { .. } | gpuprep::Error::UnsupportedImage { .. },
+                ) => return None,
                 Err(e) => return Some(format!("{file} {}: {e}", g.transform)),
             };
             if tensor.shape.to_vec() != g.shape || dtype_name(tensor.dtype()) != g.dtype {

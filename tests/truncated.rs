@@ -77,7 +77,7 @@ fn truncated_files_decode_as_pillow_decodes_them() {
             }
             // libjpeg output nothing before the data ran out (a multi-scan file cut inside a
             // marker segment): Pillow returns its blank buffer, gpuprep refuses to invent one.
-            (Err(Error::Truncated(_) | Error::Corrupt(_)), _) if row.lenient_blank => {
+            (Err(Error::Truncated(_) | Error::Corrupt { .. }), _) if row.lenient_blank => {
                 *counts
                     .entry("lenient: refused, Pillow gives a blank image")
                     .or_default() += 1;

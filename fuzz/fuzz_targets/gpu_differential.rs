@@ -21,7 +21,7 @@ fuzz_target!(|data: &[u8]| {
     let Ok(coefficients) = gpuprep::jpeg::decode_coefficients(data, &limits) else {
         return;
     };
-    let (gpu, pipeline) = gpu();
+    let (_, pipeline) = gpu();
     // The decoded image, and the normalised resize of it: every shader runs.
     let rgb = gpuprep::reference::decode_rgb(&coefficients);
     if let Ok(expected) = &rgb {

@@ -80,8 +80,8 @@ fn error(e: &gpuprep::Error) -> PyErr {
     let message = e.to_string();
     match e.kind() {
         E::Truncated(_) => TruncatedError::new_err(message),
-        E::Corrupt(_) | E::NotJpeg(_) | E::EmptyFile => CorruptError::new_err(message),
-        E::UnknownFormat(_) | E::UnsupportedImage { .. } | E::Unsupported(_) => {
+        E::Corrupt { .. } | E::NotJpeg(_) | E::EmptyFile => CorruptError::new_err(message),
+        E::UnknownFormat { .. } | E::UnsupportedImage { .. } | E::Unsupported(_) => {
             UnsupportedError::new_err(message)
         }
         E::TooLarge { .. }

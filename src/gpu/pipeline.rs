@@ -533,7 +533,7 @@ pub(crate) fn prepare_image(
     window: u64,
     huffman_on_gpu: bool,
 ) -> Result<ImageWork> {
-    let work = if bytes.starts_with(&[0xFF, 0xD8]) {
+    let work = if crate::formats::JPEG.sniffs(bytes) {
         // Otherwise a JPEG's coefficients are decoded straight into the compact form where
         // they can be.
         let (image, coefficients) = match huffman_on_gpu {

@@ -484,17 +484,10 @@ fn batch_stats(pending: &[Decoded]) -> BatchStats {
 fn prepare_caught(i: usize, bytes: usize, prepare: impl FnOnce() -> Decoded) -> Decoded {
     let started = Instant::now();
     std::panic::catch_unwind(std::panic::AssertUnwindSafe(prepare)).unwrap_or_else(|panic| {
-        let what = panic
-            .downcast_ref::<&str>()
-            .map(|s| s.to_string())
-            .or_else(|| panic.downcast_ref::<String>().cloned())
-            .unwrap_or_default();
         Decoded {
             index: i,
             bytes,
-            work: Err(Error::Corrupt(format!(
-                "the decoder failed unexpectedly ({what}); please report this file"
-            ))),
+            work: Err(Error::from_panic(&*panic)),
             started,
             took: started.elapsed(),
         }

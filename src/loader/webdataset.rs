@@ -6,10 +6,6 @@ use std::io::Read;
 use std::ops::ControlFlow;
 use std::path::{Path, PathBuf};
 
-/// Extensions of the member that is a sample's image (lower case): the formats gpuprep
-/// decodes.
-pub const IMAGE_EXTENSIONS: &[&str] = &crate::formats::EXTENSIONS;
-
 /// One sample of a shard: its key, its image's bytes (or why there are none) and its label
 /// (−1 without a `.cls` or `.json` label).
 #[derive(Debug)]
@@ -175,7 +171,10 @@ impl Grouper {
             _ => None,
         };
         self.key = Some(key);
-        if IMAGE_EXTENSIONS.contains(&extension.as_str()) && self.image.is_none() {
+        // The member that is the image: one of a format gpuprep reads (its lower-case
+        // extensions, as webdataset's decoders match them).
+        let image = crate::formats::extensions().any(|e| e == extension);
+        if image && self.image.is_none() {
             self.image = Some(bytes);
         } else if extension == "cls" || (extension == "json" && !self.from_cls) {
             self.from_cls = extension == "cls";

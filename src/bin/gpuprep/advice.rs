@@ -1,7 +1,12 @@
 //! What a user of the command line can do about an error, in a sentence: the library's errors
 //! state facts, the command line says what to do about them (once per kind, after the errors).
 
-use gpuprep::{Error, GpuError};
+use gpuprep::{formats, Error, GpuError};
+use std::sync::LazyLock;
+
+/// The advice for a file of no format gpuprep reads, naming those it does.
+static CONVERT_IT: LazyLock<String> =
+    LazyLock::new(|| format!("convert it to {}, or leave it out", formats::names(" or ")));
 
 /// The advice for `error`, if it needs any beyond its message.
 pub fn advice(error: &Error) -> Option<&'static str> {
@@ -11,14 +16,12 @@ pub fn advice(error: &Error) -> Option<&'static str> {
         Error::OutputTooLarge { .. } => {
             "ask for a smaller --resize or --crop, or raise --max-pixels"
         }
-        Error::NotJpeg(_) | Error::UnknownFormat(_) => {
-            "convert it to JPEG, PNG, BMP, GIF, TIFF, WebP or ICO, or leave it out"
-        }
+        Error::NotJpeg(_) | Error::UnknownFormat { .. } => CONVERT_IT.as_str(),
         Error::Truncated(_) => {
             "re-fetch the file, or decode what is there with --load-truncated, as Pillow's \
              LOAD_TRUNCATED_IMAGES does"
         }
-        Error::Corrupt(_) => "leave the file out, or re-encode it from a good copy",
+        Error::Corrupt { .. } => "leave the file out, or re-encode it from a good copy",
         Error::Unsupported(_) => {
             "re-encode it as 8-bit baseline or progressive JPEG (Huffman coding)"
         }

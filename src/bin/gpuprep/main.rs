@@ -54,9 +54,7 @@ struct InfoArgs {
 
 #[derive(clap::Args)]
 struct ConvertArgs {
-    /// Image files, or directories: their JPEG, PNG, BMP, GIF, TIFF, WebP and ICO files in name order,
-    /// those directly inside them only unless --recursive.
-    #[arg(required = true)]
+    #[arg(required = true, help = inputs_help())]
     inputs: Vec<PathBuf>,
     /// Also take the images in every folder below the directories given (an ImageFolder tree:
     /// sorted path order; each output mirrors its path below the directory).
@@ -89,9 +87,7 @@ struct ConvertArgs {
 
 #[derive(clap::Args)]
 struct BenchArgs {
-    /// Image files, or directories: their JPEG, PNG, BMP, GIF, TIFF, WebP and ICO files in name order,
-    /// those directly inside them only unless --recursive.
-    #[arg(required = true)]
+    #[arg(required = true, help = inputs_help())]
     inputs: Vec<PathBuf>,
     /// Also take the images in every folder below the directories given (an ImageFolder tree:
     /// sorted path order; each output mirrors its path below the directory).
@@ -304,6 +300,15 @@ fn job_failed(e: &convert::JobError) -> ExitCode {
         _ => err!("error: {e}"),
     }
     ExitCode::from(2)
+}
+
+/// The help of a command's inputs, naming the formats gpuprep reads.
+fn inputs_help() -> String {
+    format!(
+        "Image files, or directories: their {} files in name order, those directly inside them \
+         only unless --recursive",
+        gpuprep::formats::names(" and ")
+    )
 }
 
 /// A duration in milliseconds, as the bench reports print them.

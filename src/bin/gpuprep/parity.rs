@@ -16,8 +16,10 @@ const CHUNK: usize = 256;
 
 #[derive(clap::Args)]
 pub struct ParityArgs {
-    /// Image files, or directories (their JPEG, PNG, BMP, GIF, TIFF, WebP and ICO files, in name order).
-    #[arg(required = true)]
+    #[arg(required = true, help = format!(
+        "Image files, or directories (their {} files, in name order)",
+        gpuprep::formats::names(" and ")
+    ))]
     inputs: Vec<PathBuf>,
     /// Also run Pillow + torchvision's arithmetic (Python with Pillow and numpy) as a third
     /// column.
