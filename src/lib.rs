@@ -40,7 +40,7 @@ mod tensor;
 mod transform;
 
 pub use backend::{Backend, GpuBackend};
-pub use error::{Error, GpuError, Result, Unsupported};
+pub use error::{Error, GpuError, HandoffError, Result, Unsupported};
 pub use image::RgbImage;
 pub use jpeg::Limits;
 pub use plan::{Adjustment, CropBox, ImagePlan, Params, Sample, Samples};

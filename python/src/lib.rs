@@ -69,6 +69,13 @@ create_exception!(
 );
 create_exception!(
     _gpuprep,
+    HandoffError,
+    GpuError,
+    "A batch could not be handed over on the device: no CUDA driver or device, a Vulkan device \
+     that cannot export its memory, or a driver call that failed on the way."
+);
+create_exception!(
+    _gpuprep,
     ReadError,
     GpuprepError,
     "A file that could not be read."
@@ -89,6 +96,7 @@ fn error(e: &gpuprep::Error) -> PyErr {
         | E::TooManyScans { .. }
         | E::MemoryTooLarge { .. } => TooLargeError::new_err(message),
         E::Options(_) => OptionsError::new_err(message),
+        E::Gpu(gpuprep::GpuError::HandOff(_)) => HandoffError::new_err(message),
         E::NoGpu(_) | E::Gpu(_) => GpuError::new_err(message),
         E::Internal(_) | E::TooManyFailed { .. } => GpuprepError::new_err(message),
         _ => ReadError::new_err(message),
@@ -1229,6 +1237,7 @@ fn _gpuprep(m: &Bound<'_, PyModule>) -> PyResult<()> {
         ("TooLargeError", py.get_type::<TooLargeError>()),
         ("OptionsError", py.get_type::<OptionsError>()),
         ("GpuError", py.get_type::<GpuError>()),
+        ("HandoffError", py.get_type::<HandoffError>()),
         ("ReadError", py.get_type::<ReadError>()),
     ] {
         m.add(name, class)?;
