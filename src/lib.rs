@@ -46,9 +46,17 @@ pub use jpeg::Limits;
 pub use plan::{Adjustment, CropBox, ImagePlan, Params, Sample, Samples};
 pub use tensor::{Stacked, Tensor, TensorData};
 pub use transform::{
-    ChannelOrder, ColorJitter, DType, Filter, Layout, Normalize, RandomErasing, RandomResizedCrop,
-    RandomRotation, Resize, Transform, TrivialAugment,
+    ChannelOrder, ColorJitter, DType, Filter, InvalidTransform, Layout, Normalize, RandomErasing,
+    RandomResizedCrop, RandomRotation, Resize, Transform, TrivialAugment,
 };
+
+/// Here rather than in either module: the transform vocabulary and the errors name nothing of
+/// the crate above them (tests/layers.rs), so what joins the two lives above both.
+impl From<InvalidTransform> for Error {
+    fn from(e: InvalidTransform) -> Self {
+        Self::Options(e.0)
+    }
+}
 pub use wgpu;
 
 /// Decodes an image (JPEG, PNG, BMP, GIF, TIFF, WebP or ICO) to RGB on the CPU, bit-identical to

@@ -114,9 +114,7 @@ fn filter(name: &str) -> PyResult<Filter> {
 /// `Ok` when `transform`'s options fit together, else the OptionsError every entry point
 /// raises for them.
 fn validated(transform: &gpuprep::Transform) -> PyResult<()> {
-    transform
-        .validate()
-        .map_err(|why| error(&gpuprep::Error::Options(why)))
+    transform.validate().map_err(|why| error(&why.into()))
 }
 
 /// torchvision's size argument: one positive number, or (height, width).
@@ -658,7 +656,7 @@ fn given_params(py: Python<'_>, dict: &Bound<'_, PyAny>) -> PyResult<Params> {
         .extract()?;
     let value: serde_json::Value =
         serde_json::from_str(&text).map_err(|e| OptionsError::new_err(e.to_string()))?;
-    gpuprep::convert::params_from_json(&value).map_err(OptionsError::new_err)
+    gpuprep::convert::params_from_json(&value).map_err(|e| error(&e))
 }
 
 /// One input as gpuprep decodes it: bytes or a path are files; an array is uint8 RGB pixels
