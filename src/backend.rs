@@ -225,7 +225,7 @@ pub(crate) fn stacked_shape(
     images: usize,
     limits: &Limits,
 ) -> Result<[usize; 3]> {
-    transform.validate().map_err(Error::Options)?;
+    transform.validate()?;
     let shape = transform.fixed_output_shape().ok_or_else(|| {
         Error::Options(
             "a stacked batch needs one output size (an exact resize, a crop or a random resized \

@@ -290,7 +290,7 @@ pub fn convert(
     destination: &Destination,
     job: &Job,
 ) -> Result<Vec<ImageReport>, JobError> {
-    job.transform.validate().map_err(Error::Options)?;
+    job.transform.validate().map_err(Error::from)?;
     destination.check()?;
     remove_stale_partials(destination);
     let reports = match destination {
@@ -664,17 +664,20 @@ pub fn params_json(params: &crate::Params) -> serde_json::Value {
 }
 
 /// [`params_json`]'s form read back: the parameters to give a transform (`Sample::Given`), for
-/// instance drawn by torchvision's own `get_params` and written in this form.
-pub fn params_from_json(json: &serde_json::Value) -> Result<crate::Params, String> {
+/// instance drawn by torchvision's own `get_params` and written in this form. A form that is not
+/// this one is `Error::Options`, saying what is wrong with it.
+pub fn params_from_json(json: &serde_json::Value) -> Result<crate::Params> {
     use crate::plan::{Adjustment, CropBox};
-    let object = json.as_object().ok_or("the parameters are a JSON object")?;
+    let object = json
+        .as_object()
+        .ok_or_else(|| Error::Options("the parameters are a JSON object".into()))?;
     let int = |v: &serde_json::Value, key: &str| {
         v.get(key)
             .and_then(serde_json::Value::as_u64)
             .map(|n| n as usize)
-            .ok_or_else(|| format!("`{key}` must be a non-negative integer"))
+            .ok_or_else(|| Error::Options(format!("`{key}` must be a non-negative integer")))
     };
-    let get_box = |v: &serde_json::Value| -> Result<CropBox, String> {
+    let get_box = |v: &serde_json::Value| -> Result<CropBox> {
         Ok(CropBox {
             top: int(v, "top")?,
             left: int(v, "left")?,
@@ -682,10 +685,13 @@ pub fn params_from_json(json: &serde_json::Value) -> Result<crate::Params, Strin
             width: int(v, "width")?,
         })
     };
-    let flag = |key: &str| -> Result<Option<bool>, String> {
+    let flag = |key: &str| -> Result<Option<bool>> {
         object
             .get(key)
-            .map(|v| v.as_bool().ok_or(format!("`{key}` must be true or false")))
+            .map(|v| {
+                v.as_bool()
+                    .ok_or_else(|| Error::Options(format!("`{key}` must be true or false")))
+            })
             .transpose()
     };
     for key in object.keys() {
@@ -701,14 +707,15 @@ pub fn params_from_json(json: &serde_json::Value) -> Result<crate::Params, Strin
             "erase",
         ];
         if !known.contains(&key.as_str()) {
-            return Err(format!("unknown parameter `{key}`"));
+            return Err(Error::Options(format!("unknown parameter `{key}`")));
         }
     }
     let interpolation = object
         .get("interpolation")
         .map(|v| {
             let name = v.as_str().unwrap_or("");
-            crate::Filter::from_name(name).ok_or(format!("unknown interpolation {name:?}"))
+            crate::Filter::from_name(name)
+                .ok_or_else(|| Error::Options(format!("unknown interpolation {name:?}")))
         })
         .transpose()?;
     let color = match object.get("color") {
@@ -717,21 +724,26 @@ pub fn params_from_json(json: &serde_json::Value) -> Result<crate::Params, Strin
             let order = c
                 .get("order")
                 .and_then(serde_json::Value::as_array)
-                .ok_or("`color` needs an `order` list")?;
+                .ok_or_else(|| Error::Options("`color` needs an `order` list".into()))?;
             let mut adjustments = Vec::new();
             for name in order {
                 let name = name.as_str().unwrap_or("");
                 let factor = c
                     .get(name)
                     .and_then(serde_json::Value::as_f64)
-                    .ok_or(format!("`color` lacks the factor of {name:?}"))?
-                    as f32;
+                    .ok_or_else(|| {
+                        Error::Options(format!("`color` lacks the factor of {name:?}"))
+                    })? as f32;
                 adjustments.push(match name {
                     "brightness" => Adjustment::Brightness(factor),
                     "contrast" => Adjustment::Contrast(factor),
                     "saturation" => Adjustment::Saturation(factor),
                     "hue" => Adjustment::Hue(factor),
-                    other => return Err(format!("unknown colour adjustment {other:?}")),
+                    other => {
+                        return Err(Error::Options(format!(
+                            "unknown colour adjustment {other:?}"
+                        )))
+                    }
                 });
             }
             Some(adjustments)
@@ -744,7 +756,10 @@ pub fn params_from_json(json: &serde_json::Value) -> Result<crate::Params, Strin
         vertical_flip: flag("vflip")?,
         rotation: object
             .get("rotation")
-            .map(|v| v.as_f64().ok_or("`rotation` must be a number of degrees"))
+            .map(|v| {
+                v.as_f64()
+                    .ok_or_else(|| Error::Options("`rotation` must be a number of degrees".into()))
+            })
             .transpose()?,
         augment: object.get("augment").map(augment_from_json).transpose()?,
         color,
@@ -763,17 +778,17 @@ pub fn params_from_json(json: &serde_json::Value) -> Result<crate::Params, Strin
 }
 
 /// `{"op": name, "magnitude": m}`: a `TrivialAugmentWide` draw.
-fn augment_from_json(v: &serde_json::Value) -> Result<crate::plan::Augment, String> {
+fn augment_from_json(v: &serde_json::Value) -> Result<crate::plan::Augment> {
     let name = v
         .get("op")
         .and_then(serde_json::Value::as_str)
         .unwrap_or("");
     let op = crate::plan::AugmentOp::from_name(name)
-        .ok_or(format!("unknown TrivialAugmentWide operation {name:?}"))?;
+        .ok_or_else(|| Error::Options(format!("unknown TrivialAugmentWide operation {name:?}")))?;
     let magnitude = v
         .get("magnitude")
         .and_then(serde_json::Value::as_f64)
-        .ok_or("`augment` needs a numeric `magnitude`")?;
+        .ok_or_else(|| Error::Options("`augment` needs a numeric `magnitude`".into()))?;
     Ok(crate::plan::Augment { op, magnitude })
 }
 
@@ -835,9 +850,12 @@ mod tests {
             let json = params_json(&params);
             let text = json.to_string();
             let parsed: serde_json::Value = serde_json::from_str(&text).unwrap();
-            assert_eq!(params_from_json(&parsed), Ok(params), "{text}");
+            assert_eq!(params_from_json(&parsed).unwrap(), params, "{text}");
         }
         let unknown = serde_json::json!({"rotate": 3});
-        assert!(params_from_json(&unknown).unwrap_err().contains("rotate"));
+        match params_from_json(&unknown) {
+            Err(Error::Options(why)) => assert_eq!(why, "unknown parameter `rotate`"),
+            other => panic!("not refused as options: {other:?}"),
+        }
     }
 }

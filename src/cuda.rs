@@ -15,6 +15,7 @@
     reason = "calls into a C library loaded at run time; see each SAFETY note"
 )]
 
+use crate::error::HandoffError;
 use std::ffi::{c_char, c_int, c_uint, c_void, CStr};
 use std::sync::{Arc, Mutex, OnceLock};
 
@@ -66,23 +67,39 @@ struct Driver {
 }
 
 /// The process's driver, loaded and initialised once (`cuInit`), or why not.
-fn driver() -> Result<&'static Driver, String> {
-    static DRIVER: OnceLock<Result<Driver, String>> = OnceLock::new();
-    DRIVER.get_or_init(load).as_ref().map_err(Clone::clone)
+fn driver() -> Result<&'static Driver, HandoffError> {
+    static DRIVER: OnceLock<Result<Driver, HandoffError>> = OnceLock::new();
+    DRIVER
+        .get_or_init(|| load(LIBRARY))
+        .as_ref()
+        .map_err(Clone::clone)
 }
 
-fn load() -> Result<Driver, String> {
+/// The driver library's file name.
+const LIBRARY: &str = "libcuda.so.1";
+
+/// The driver from the library `file`, initialised.
+fn load(file: &'static str) -> Result<Driver, HandoffError> {
     // SAFETY: loading the NVIDIA driver library runs its initialisers, which have no
     // preconditions on the loading process.
-    let library = unsafe { libloading::Library::new("libcuda.so.1") }
-        .map_err(|e| format!("no CUDA driver library (libcuda.so.1): {e}"))?;
+    let library =
+        unsafe { libloading::Library::new(file) }.map_err(|e| HandoffError::NoCudaDriver {
+            library: file,
+            reason: e.to_string(),
+        })?;
     /// A symbol of `library` as a function pointer of the type the binding declares.
-    fn symbol<T: Copy>(library: &libloading::Library, name: &str) -> Result<T, String> {
+    fn symbol<T: Copy>(
+        library: &libloading::Library,
+        name: &'static str,
+    ) -> Result<T, HandoffError> {
         // SAFETY: each binding's type is the C prototype of the driver API function of that
         // name (cuda.h, API version 2 names where the driver exports several).
         unsafe { library.get::<T>(name.as_bytes()) }
             .map(|s| *s)
-            .map_err(|e| format!("the CUDA driver has no {name}: {e}"))
+            .map_err(|e| HandoffError::NoCudaSymbol {
+                symbol: name,
+                reason: e.to_string(),
+            })
     }
     let init: unsafe extern "C" fn(c_uint) -> CuResult = symbol(&library, "cuInit")?;
     let driver = Driver {
@@ -115,7 +132,7 @@ fn load() -> Result<Driver, String> {
 
 impl Driver {
     /// `Ok` for success, else the call's name and the driver's name of the error.
-    fn check(&self, call: &str, result: CuResult) -> Result<(), String> {
+    fn check(&self, call: &'static str, result: CuResult) -> Result<(), HandoffError> {
         if result == 0 {
             return Ok(());
         }
@@ -123,15 +140,17 @@ impl Driver {
         // SAFETY: cuGetErrorName writes a pointer to a static string, or leaves it null for
         // an unknown code.
         let known = unsafe { (self.get_error_name)(result, &mut name) } == 0 && !name.is_null();
-        let name = if known {
+        let name = known.then(|| {
             // SAFETY: a non-null result of cuGetErrorName is a static NUL-terminated string.
             unsafe { CStr::from_ptr(name) }
                 .to_string_lossy()
                 .into_owned()
-        } else {
-            format!("error {result}")
-        };
-        Err(format!("{call} failed: {name}"))
+        });
+        Err(HandoffError::Cuda {
+            call,
+            code: result,
+            name,
+        })
     }
 }
 
@@ -158,9 +177,10 @@ unsafe impl Sync for SendContext {}
 impl Cuda {
     /// CUDA device `device` through the driver library, or why it cannot be had (no library, no
     /// driver, no such device).
-    pub fn open(device: u32) -> Result<Arc<Cuda>, String> {
+    pub fn open(device: u32) -> Result<Arc<Cuda>, HandoffError> {
+        // Checked before the driver is loaded: no driver has a device past `int`'s range.
+        let ordinal = c_int::try_from(device).map_err(|_| HandoffError::NoCudaDevice(device))?;
         let driver = driver()?;
-        let ordinal = c_int::try_from(device).map_err(|_| format!("no CUDA device {device}"))?;
         let mut handle: c_int = 0;
         // SAFETY: cuDeviceGet writes the device handle of an ordinal.
         driver.check("cuDeviceGet", unsafe {
@@ -203,7 +223,7 @@ impl Cuda {
 
     /// Page-locks `memory` until [`Cuda::unlock`] is called on the same address. The caller
     /// keeps the memory allocated, and at its address, until then.
-    pub(crate) fn lock(&self, memory: &mut [u8]) -> Result<(), String> {
+    pub(crate) fn lock(&self, memory: &mut [u8]) -> Result<(), HandoffError> {
         if memory.is_empty() {
             return Ok(());
         }
@@ -216,7 +236,7 @@ impl Cuda {
     }
 
     /// Ends the page-locking of the memory at `address` that [`Cuda::lock`] began.
-    pub(crate) fn unlock(&self, address: *mut u8) -> Result<(), String> {
+    pub(crate) fn unlock(&self, address: *mut u8) -> Result<(), HandoffError> {
         // SAFETY: `address` was registered by `lock` and is still allocated (caller's
         // contract); unregistering only unpins it.
         let result =
@@ -283,7 +303,7 @@ pub type Stream = usize;
 
 impl Cuda {
     /// The device's UUID, as Vulkan reports it for the same GPU.
-    pub fn uuid(&self) -> Result<[u8; 16], String> {
+    pub fn uuid(&self) -> Result<[u8; 16], HandoffError> {
         let mut uuid = [0u8; 16];
         // SAFETY: cuDeviceGetUuid writes 16 bytes for a valid device handle.
         let result = unsafe { (self.driver.device_get_uuid)(&mut uuid, self.handle) };
@@ -299,7 +319,7 @@ impl Cuda {
         fd: std::os::fd::OwnedFd,
         allocation: u64,
         size: u64,
-    ) -> Result<CudaMemory, String> {
+    ) -> Result<CudaMemory, HandoffError> {
         use std::os::fd::{AsRawFd, IntoRawFd};
         let desc = MemoryHandleDesc {
             kind: MEMORY_OPAQUE_FD,
@@ -344,7 +364,7 @@ impl Cuda {
     pub fn import_timeline(
         self: &Arc<Self>,
         fd: std::os::fd::OwnedFd,
-    ) -> Result<CudaTimeline, String> {
+    ) -> Result<CudaTimeline, HandoffError> {
         use std::os::fd::{AsRawFd, IntoRawFd};
         let desc = SemaphoreHandleDesc {
             kind: SEMAPHORE_TIMELINE_FD,
@@ -367,7 +387,7 @@ impl Cuda {
     }
 
     /// An event recorded on `stream` now: it completes once the work queued there so far has.
-    pub fn record_event(self: &Arc<Self>, stream: Stream) -> Result<CudaEvent, String> {
+    pub fn record_event(self: &Arc<Self>, stream: Stream) -> Result<CudaEvent, HandoffError> {
         let mut event: CuHandle = std::ptr::null_mut();
         // SAFETY: creates an event in this device's context.
         let result = self
@@ -422,7 +442,7 @@ pub struct CudaTimeline {
 
 impl CudaTimeline {
     /// Makes `stream`'s later work wait until the semaphore reaches `value`.
-    pub fn wait_on(&self, stream: Stream, value: u64) -> Result<(), String> {
+    pub fn wait_on(&self, stream: Stream, value: u64) -> Result<(), HandoffError> {
         let params = SemaphoreWaitParams {
             value,
             nv_sci_sync: 0,
@@ -465,7 +485,7 @@ pub struct CudaEvent {
 
 impl CudaEvent {
     /// Blocks until the work before the event has run.
-    pub fn synchronize(&self) -> Result<(), String> {
+    pub fn synchronize(&self) -> Result<(), HandoffError> {
         // SAFETY: a live event of this context.
         let result = self
             .cuda
@@ -474,7 +494,7 @@ impl CudaEvent {
     }
 
     /// Whether the work before the event has run, without waiting.
-    pub fn is_done(&self) -> Result<bool, String> {
+    pub fn is_done(&self) -> Result<bool, HandoffError> {
         // SAFETY: a live event of this context.
         let result = self
             .cuda
@@ -504,6 +524,39 @@ impl Drop for CudaEvent {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A library that is not there is the driver missing, named with the loader's reason; an
+    /// ordinal past `int`'s range is no device, with or without a driver.
+    #[test]
+    fn a_missing_driver_and_a_bad_ordinal_are_typed() {
+        let missing = "libgpuprep-test-no-such-driver.so.1";
+        match load(missing) {
+            Err(HandoffError::NoCudaDriver { library, reason }) => {
+                assert_eq!(library, missing);
+                // dlerror's message names the file; Windows' loader error does not.
+                #[cfg(unix)]
+                assert!(reason.contains(missing), "{reason}");
+                let error = HandoffError::NoCudaDriver { library, reason }.to_string();
+                let prefix = "no CUDA driver library (libgpuprep-test-no-such-driver.so.1): ";
+                assert!(error.starts_with(prefix), "{error}");
+                // glibc's dlerror, word for word.
+                #[cfg(all(target_os = "linux", target_env = "gnu"))]
+                assert_eq!(
+                    error,
+                    "no CUDA driver library (libgpuprep-test-no-such-driver.so.1): \
+                     libgpuprep-test-no-such-driver.so.1: cannot open shared object file: No \
+                     such file or directory"
+                );
+            }
+            Err(other) => panic!("not the missing library: {other}"),
+            Ok(_) => panic!("a library that does not exist was loaded"),
+        }
+        let Err(error) = Cuda::open(u32::MAX) else {
+            panic!("CUDA device {} opened", u32::MAX);
+        };
+        assert_eq!(error, HandoffError::NoCudaDevice(u32::MAX));
+        assert_eq!(error.to_string(), "no CUDA device 4294967295");
+    }
 
     /// The structures' sizes are cuda.h's on a 64-bit machine.
     #[test]

@@ -58,6 +58,22 @@ pub struct Drift {
     pub histogram: [u64; BIN_EDGES.len()],
 }
 
+/// Two tensors that cannot be compared value for value: their shapes or element types differ.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "shapes differ: {actual_shape:?} {actual_dtype:?} against {expected_shape:?} {expected_dtype:?}"
+)]
+pub struct ShapesDiffer {
+    /// The shape of the tensor measured.
+    pub actual_shape: [usize; 3],
+    /// Its element type.
+    pub actual_dtype: DType,
+    /// The shape of the tensor it is measured against.
+    pub expected_shape: [usize; 3],
+    /// Its element type.
+    pub expected_dtype: DType,
+}
+
 impl Drift {
     /// The drift of `actual` from `expected`, two outputs of `transform`; an error when their
     /// shapes or element types differ.
@@ -65,7 +81,7 @@ impl Drift {
         actual: &Tensor,
         expected: &Tensor,
         transform: &Transform,
-    ) -> Result<Self, String> {
+    ) -> Result<Self, ShapesDiffer> {
         let mut drift = Self::default();
         for_each_difference(actual, expected, transform, |channel, _, grey_levels| {
             drift.channels[channel].add(grey_levels);
@@ -108,7 +124,7 @@ pub fn per_pixel(
     actual: &Tensor,
     expected: &Tensor,
     transform: &Transform,
-) -> Result<(usize, usize, Vec<f64>), String> {
+) -> Result<(usize, usize, Vec<f64>), ShapesDiffer> {
     let (height, width) = pixel_dims(expected, transform);
     let mut map = vec![0f64; width * height];
     for_each_difference(actual, expected, transform, |_, pixel, grey_levels| {
@@ -131,15 +147,14 @@ fn for_each_difference(
     expected: &Tensor,
     transform: &Transform,
     mut visit: impl FnMut(usize, usize, f64),
-) -> Result<(), String> {
+) -> Result<(), ShapesDiffer> {
     if actual.shape != expected.shape || actual.dtype() != expected.dtype() {
-        return Err(format!(
-            "shapes differ: {:?} {:?} against {:?} {:?}",
-            actual.shape,
-            actual.dtype(),
-            expected.shape,
-            expected.dtype()
-        ));
+        return Err(ShapesDiffer {
+            actual_shape: actual.shape,
+            actual_dtype: actual.dtype(),
+            expected_shape: expected.shape,
+            expected_dtype: expected.dtype(),
+        });
     }
     let scale = grey_levels_per_unit(transform);
     let (height, width) = pixel_dims(expected, transform);
@@ -240,6 +255,10 @@ mod tests {
             data: TensorData::U8(vec![0; 6]),
             params: Default::default(),
         };
-        assert!(Drift::between(&a, &b, &Transform::default()).is_err());
+        let error = Drift::between(&a, &b, &Transform::default()).unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            "shapes differ: [1, 1, 3] U8 against [1, 2, 3] U8"
+        );
     }
 }

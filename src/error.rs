@@ -220,6 +220,7 @@ impl Error {
             | Self::TooManyScans { .. }
             | Self::MemoryTooLarge { .. } => "TooLargeError",
             Self::Options(_) => "OptionsError",
+            Self::Gpu(GpuError::HandOff(_)) => "HandoffError",
             Self::NoGpu(_) | Self::Gpu(_) => "GpuError",
             Self::Interrupted => "Interrupted",
             Self::TooManyFailed { .. } => "GpuprepError",
@@ -289,9 +290,9 @@ pub enum GpuError {
         limit: u64,
     },
     /// A batch could not be handed over on the device (its buffer, exported memory, CUDA's
-    /// import of it), with the driver's message.
+    /// import of it, a CUDA stream's wait for it): the hand-off layer's own error.
     #[error("cannot hand the batch over on the device: {0}")]
-    HandOff(String),
+    HandOff(#[from] HandoffError),
     /// An image of the call was never run (a bug, should it happen).
     #[error("image {0} was never run")]
     NotRun(usize),
@@ -312,5 +313,200 @@ impl From<wgpu::PollError> for GpuError {
     }
 }
 
+/// What went wrong handing batches over on the device: exporting gpuprep's Vulkan memory and
+/// timeline semaphore, loading CUDA's driver and importing them into it, a consumer's stream
+/// waiting on a batch. Its kinds are the failures' own, so that a caller can tell a machine
+/// without CUDA or without the Vulkan extensions (take the host path) from a driver call that
+/// failed on the way. Cheap to clone, as [`GpuError`] is.
+#[non_exhaustive]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum HandoffError {
+    /// CUDA's driver library could not be loaded (no NVIDIA driver on the machine).
+    #[error("no CUDA driver library ({library}): {reason}")]
+    NoCudaDriver {
+        /// The library's file name.
+        library: &'static str,
+        /// The dynamic loader's message.
+        reason: String,
+    },
+    /// The driver library lacks an entry point gpuprep binds (a driver older than the API it
+    /// needs).
+    #[error("the CUDA driver has no {symbol}: {reason}")]
+    NoCudaSymbol {
+        /// The entry point's name.
+        symbol: &'static str,
+        /// The dynamic loader's message.
+        reason: String,
+    },
+    /// A CUDA driver call returned an error.
+    #[error("{call} failed: {}", cuda_error(name.as_deref(), *code))]
+    Cuda {
+        /// The driver API function (`cuDeviceGet`, `cuImportExternalMemory`, ...).
+        call: &'static str,
+        /// Its `CUresult`.
+        code: i32,
+        /// The driver's name of that result (`CUDA_ERROR_INVALID_DEVICE`), where it knows it.
+        name: Option<String>,
+    },
+    /// A CUDA device ordinal the driver API cannot take (past `int`'s range).
+    #[error("no CUDA device {0}")]
+    NoCudaDevice(u32),
+    /// The CUDA device asked for is another GPU than the one gpuprep's device runs on.
+    #[error(
+        "CUDA device {device} is not the GPU gpuprep runs on (UUID {} against {})",
+        hex(cuda_uuid),
+        hex(vulkan_uuid)
+    )]
+    OtherGpu {
+        /// The CUDA device's ordinal.
+        device: u32,
+        /// Its UUID, as CUDA reports it.
+        cuda_uuid: [u8; 16],
+        /// The UUID of gpuprep's device, as Vulkan reports it.
+        vulkan_uuid: [u8; 16],
+    },
+    /// gpuprep's GPU device is not a Vulkan one, the only API whose memory gpuprep exports.
+    #[error("the GPU device is not a Vulkan one: it cannot export memory")]
+    NotVulkan,
+    /// The Vulkan device lacks an extension the export needs.
+    #[error("the Vulkan device offers no {extension}: it cannot export {exports}")]
+    NoExtension {
+        /// The extension's name.
+        extension: &'static str,
+        /// What it would export ("memory", "semaphores").
+        exports: &'static str,
+    },
+    /// The Vulkan device has no timeline semaphores (a Vulkan 1.2 feature), which tell a
+    /// consumer when a batch is written.
+    #[error("the Vulkan device has no timeline semaphores")]
+    NoTimelineSemaphores,
+    /// No memory type of the Vulkan device is both device-local and usable by an exportable
+    /// buffer.
+    #[error("no device-local memory type for an exportable buffer")]
+    NoMemoryType,
+    /// A Vulkan call of the export failed.
+    #[error("{call}{}: {message}", about.as_ref().map(|a| format!(" ({a})")).unwrap_or_default())]
+    Vulkan {
+        /// The Vulkan function (`vkAllocateMemory`, `vkGetMemoryFdKHR`, ...).
+        call: &'static str,
+        /// What it was called for (`exportable, 4096 bytes`), where that says more.
+        about: Option<String>,
+        /// Its `VkResult`.
+        code: i32,
+        /// That result in words.
+        message: String,
+    },
+    /// The GPU did not reach a timeline value within the time waited for it.
+    #[error("vkWaitSemaphores (value {value}): the GPU did not reach it within {waited:?}")]
+    Timeout {
+        /// The value waited for.
+        value: u64,
+        /// How long it was waited for.
+        waited: std::time::Duration,
+    },
+    /// An exported buffer's or semaphore's file descriptor was already taken (a bug, should
+    /// it happen: each is imported once).
+    #[error("the {0} has no file descriptor")]
+    NoFileDescriptor(&'static str),
+    /// A CUDA stream was to wait on a batch, or let go of one, that is not in CUDA memory.
+    #[error("the batch is not in CUDA memory")]
+    NotInCuda,
+}
+
+/// A CUDA error as the driver names it, or its number where the driver does not know it.
+fn cuda_error(name: Option<&str>, code: i32) -> String {
+    match name {
+        Some(name) => name.to_string(),
+        None => format!("error {code}"),
+    }
+}
+
+/// A UUID's 16 bytes as 32 hex digits.
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
 /// The crate's result type.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Each kind of hand-off failure reads as the string it replaced did, its fields in it.
+    #[test]
+    fn handoff_errors_say_what_failed() {
+        let call = |name: Option<&str>, code| HandoffError::Cuda {
+            call: "cuDeviceGet",
+            code,
+            name: name.map(str::to_string),
+        };
+        assert_eq!(
+            call(Some("CUDA_ERROR_INVALID_DEVICE"), 101).to_string(),
+            "cuDeviceGet failed: CUDA_ERROR_INVALID_DEVICE"
+        );
+        assert_eq!(
+            call(None, 12345).to_string(),
+            "cuDeviceGet failed: error 12345"
+        );
+        let mut vulkan_uuid = [0u8; 16];
+        vulkan_uuid[15] = 0xab;
+        let other = HandoffError::OtherGpu {
+            device: 1,
+            cuda_uuid: [0x01; 16],
+            vulkan_uuid,
+        };
+        assert_eq!(
+            other.to_string(),
+            "CUDA device 1 is not the GPU gpuprep runs on (UUID \
+             01010101010101010101010101010101 against 000000000000000000000000000000ab)"
+        );
+        let vulkan = |about: Option<&str>| HandoffError::Vulkan {
+            call: "vkAllocateMemory",
+            about: about.map(str::to_string),
+            code: -2,
+            message: "A device memory allocation has failed".into(),
+        };
+        assert_eq!(
+            vulkan(Some("exportable, 4096 bytes")).to_string(),
+            "vkAllocateMemory (exportable, 4096 bytes): A device memory allocation has failed"
+        );
+        assert_eq!(
+            vulkan(None).to_string(),
+            "vkAllocateMemory: A device memory allocation has failed"
+        );
+        let extension = HandoffError::NoExtension {
+            extension: "VK_KHR_external_semaphore_fd",
+            exports: "semaphores",
+        };
+        assert_eq!(
+            extension.to_string(),
+            "the Vulkan device offers no VK_KHR_external_semaphore_fd: it cannot export semaphores"
+        );
+        let timeout = HandoffError::Timeout {
+            value: 7,
+            waited: std::time::Duration::from_secs(10),
+        };
+        assert_eq!(
+            timeout.to_string(),
+            "vkWaitSemaphores (value 7): the GPU did not reach it within 10s"
+        );
+    }
+
+    /// A hand-off failure reaches a caller as a GPU error carrying it, which the Python package
+    /// raises as its own class.
+    #[test]
+    fn a_handoff_error_is_a_gpu_error_of_its_own_kind() {
+        let error = Error::from(GpuError::from(HandoffError::NotInCuda));
+        assert_eq!(
+            error.to_string(),
+            "GPU error: cannot hand the batch over on the device: the batch is not in CUDA memory"
+        );
+        assert_eq!(error.kind_name(), "HandoffError");
+        assert!(matches!(
+            error.kind(),
+            Error::Gpu(GpuError::HandOff(HandoffError::NotInCuda))
+        ));
+        assert_eq!(Error::Gpu(GpuError::NotRun(0)).kind_name(), "GpuError");
+    }
+}

@@ -40,15 +40,23 @@ mod tensor;
 mod transform;
 
 pub use backend::{Backend, GpuBackend};
-pub use error::{Error, GpuError, Result, Unsupported};
+pub use error::{Error, GpuError, HandoffError, Result, Unsupported};
 pub use image::RgbImage;
 pub use jpeg::Limits;
 pub use plan::{Adjustment, CropBox, ImagePlan, Params, Sample, Samples};
 pub use tensor::{Stacked, Tensor, TensorData};
 pub use transform::{
-    ChannelOrder, ColorJitter, DType, Filter, Layout, Normalize, RandomErasing, RandomResizedCrop,
-    RandomRotation, Resize, Transform, TrivialAugment,
+    ChannelOrder, ColorJitter, DType, Filter, InvalidTransform, Layout, Normalize, RandomErasing,
+    RandomResizedCrop, RandomRotation, Resize, Transform, TrivialAugment,
 };
+
+/// Here rather than in either module: the transform vocabulary and the errors name nothing of
+/// the crate above them (tests/layers.rs), so what joins the two lives above both.
+impl From<InvalidTransform> for Error {
+    fn from(e: InvalidTransform) -> Self {
+        Self::Options(e.0)
+    }
+}
 pub use wgpu;
 
 /// Decodes an image (of any format of [`formats::FORMATS`]) to RGB on the CPU, bit-identical to

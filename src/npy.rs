@@ -99,38 +99,80 @@ impl<W: Write + Seek> StackedWriter<W> {
     }
 }
 
+/// Why a `.npy` file is not one image's array that [`read_tensor`] reads.
+#[non_exhaustive]
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum NpyError {
+    /// The bytes do not start with the `.npy` magic string.
+    #[error("not an npy file")]
+    NotNpy,
+    /// A format version other than 1 to 3.
+    #[error("npy version {0}")]
+    Version(u8),
+    /// The header is cut short, or is not text.
+    #[error("truncated npy header")]
+    TruncatedHeader,
+    /// The header lacks one of its keys (`descr`, `fortran_order`, `shape`).
+    #[error("npy header without {0}")]
+    MissingKey(&'static str),
+    /// The array is in Fortran order.
+    #[error("Fortran-ordered npy array")]
+    FortranOrder,
+    /// The shape is not a tuple.
+    #[error("bad npy shape")]
+    BadShape,
+    /// A dimension of the shape is not a number.
+    #[error("bad npy dimension {0:?}")]
+    BadDimension(String),
+    /// The array does not have three dimensions.
+    #[error("npy array of shape {0:?}, not one image")]
+    NotOneImage(Vec<usize>),
+    /// The data's length is not the shape's.
+    #[error("npy data of {bytes} bytes for shape {shape:?}")]
+    DataSize {
+        /// The data's length in bytes.
+        bytes: usize,
+        /// The shape the header gives.
+        shape: [usize; 3],
+    },
+    /// An element type other than uint8, little-endian float32 or float16.
+    #[error("npy element type {0}")]
+    ElementType(String),
+}
+
 /// Reads a `.npy` file of one image: a C-ordered 3-D array of uint8, little-endian float32 or
 /// float16. Anything else is an error saying what was found.
-pub fn read_tensor(bytes: &[u8]) -> Result<Tensor, String> {
+pub fn read_tensor(bytes: &[u8]) -> Result<Tensor, NpyError> {
     let (header, data) = split_header(bytes)?;
-    let field = |key: &str| {
+    let field = |key: &'static str| {
         let start = header
             .find(&format!("'{key}':"))
-            .ok_or(format!("npy header without {key}"))?
+            .ok_or(NpyError::MissingKey(key))?
             + key.len()
             + 3;
-        Ok::<&str, String>(header[start..].trim_start())
+        Ok::<&str, NpyError>(header[start..].trim_start())
     };
     if !field("fortran_order")?.starts_with("False") {
-        return Err("Fortran-ordered npy array".into());
+        return Err(NpyError::FortranOrder);
     }
     let shape_text = field("shape")?;
-    let shape_text = &shape_text[1..shape_text.find(')').ok_or("bad npy shape")?];
+    let shape_text = &shape_text[1..shape_text.find(')').ok_or(NpyError::BadShape)?];
     let dims: Vec<usize> = shape_text
         .split(',')
         .map(str::trim)
         .filter(|d| !d.is_empty())
-        .map(|d| d.parse().map_err(|_| format!("bad npy dimension {d:?}")))
+        .map(|d| d.parse().map_err(|_| NpyError::BadDimension(d.to_string())))
         .collect::<Result<_, _>>()?;
-    let shape: [usize; 3] = dims
-        .try_into()
-        .map_err(|dims| format!("npy array of shape {dims:?}, not one image"))?;
+    let shape: [usize; 3] = dims.try_into().map_err(NpyError::NotOneImage)?;
     let count = shape.iter().product::<usize>();
     let descr = field("descr")?;
     let element = |size: usize| {
         (data.len() == count * size)
             .then_some(data)
-            .ok_or_else(|| format!("npy data of {} bytes for shape {shape:?}", data.len()))
+            .ok_or(NpyError::DataSize {
+                bytes: data.len(),
+                shape,
+            })
     };
     let data = if descr.starts_with("'|u1'") {
         TensorData::U8(element(1)?.to_vec())
@@ -149,10 +191,8 @@ pub fn read_tensor(bytes: &[u8]) -> Result<Tensor, String> {
                 .collect(),
         )
     } else {
-        return Err(format!(
-            "npy element type {}",
-            descr.split(',').next().unwrap_or("")
-        ));
+        let found = descr.split(',').next().unwrap_or("");
+        return Err(NpyError::ElementType(found.to_string()));
     };
     Ok(Tensor {
         shape,
@@ -162,9 +202,9 @@ pub fn read_tensor(bytes: &[u8]) -> Result<Tensor, String> {
 }
 
 /// The header dictionary and the data of a `.npy` file (versions 1 to 3).
-fn split_header(bytes: &[u8]) -> Result<(&str, &[u8]), String> {
+fn split_header(bytes: &[u8]) -> Result<(&str, &[u8]), NpyError> {
     if !bytes.starts_with(b"\x93NUMPY") || bytes.len() < 10 {
-        return Err("not an npy file".into());
+        return Err(NpyError::NotNpy);
     }
     let (len, start) = match bytes[6] {
         1 => (usize::from(u16::from_le_bytes([bytes[8], bytes[9]])), 10),
@@ -172,12 +212,12 @@ fn split_header(bytes: &[u8]) -> Result<(&str, &[u8]), String> {
             let len = u32::from_le_bytes(bytes[8..12].try_into().expect("4"));
             (len as usize, 12)
         }
-        version => return Err(format!("npy version {version}")),
+        version => return Err(NpyError::Version(version)),
     };
     let header = bytes
         .get(start..start + len)
         .and_then(|h| std::str::from_utf8(h).ok())
-        .ok_or("truncated npy header")?;
+        .ok_or(NpyError::TruncatedHeader)?;
     Ok((header, &bytes[start + len..]))
 }
 
@@ -240,6 +280,6 @@ mod tests {
             write_tensor(&mut bytes, &tensor).unwrap();
             assert_eq!(read_tensor(&bytes).unwrap(), tensor);
         }
-        assert!(read_tensor(b"\x93NUMPY\x01\x00").is_err());
+        assert_eq!(read_tensor(b"\x93NUMPY\x01\x00"), Err(NpyError::NotNpy));
     }
 }

@@ -460,23 +460,30 @@ impl Transform {
     }
 
     /// Checks that the options fit together.
-    pub fn validate(&self) -> Result<(), String> {
+    pub fn validate(&self) -> Result<(), InvalidTransform> {
         if self.exif_transpose && self.draft {
-            return Err("draft decoding and EXIF transposition do not combine yet".into());
+            return Err(InvalidTransform(
+                "draft decoding and EXIF transposition do not combine yet".into(),
+            ));
         }
         if self.normalize.is_some() && self.dtype == DType::U8 {
-            return Err("normalisation needs a float dtype (f32 or f16)".into());
+            return Err(InvalidTransform(
+                "normalisation needs a float dtype (f32 or f16)".into(),
+            ));
         }
         if let Some(n) = self.normalize {
             // torchvision's Normalize refuses a zero std (it would divide by zero).
             if n.std.iter().any(|&s| s == 0.0 || !s.is_finite()) {
-                return Err(format!(
+                return Err(InvalidTransform(format!(
                     "normalize's std must be finite and non-zero, got {:?}",
                     n.std
-                ));
+                )));
             }
             if n.mean.iter().any(|m| !m.is_finite()) {
-                return Err(format!("normalize's mean must be finite, got {:?}", n.mean));
+                return Err(InvalidTransform(format!(
+                    "normalize's mean must be finite, got {:?}",
+                    n.mean
+                )));
             }
         }
         self.validate_random()?;
@@ -486,7 +493,7 @@ impl Transform {
             || matches!(self.resize, Some(Resize::ShorterSide(0)))
             || self.random_resized_crop.is_some_and(|c| zero(c.size))
         {
-            return Err("sizes must be at least 1".into());
+            return Err(InvalidTransform("sizes must be at least 1".into()));
         }
         // A side past this passes any pixel limit, and its arithmetic would overflow.
         let sides = [
@@ -498,23 +505,32 @@ impl Transform {
             }),
         ];
         if let Some(side) = sides.into_iter().flatten().find(|&s| s > MAX_SIDE) {
-            return Err(format!(
+            return Err(InvalidTransform(format!(
                 "sizes must be at most {MAX_SIDE} pixels, got {side}"
-            ));
+            )));
         }
         Ok(())
     }
 }
+
+/// Options of a [`Transform`] that do not fit together, as [`Transform::validate`] finds them:
+/// the message names the option and what it needs. Every entry point refuses them as
+/// `Error::Options`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct InvalidTransform(pub(crate) String);
 
 /// The longest side a transform may ask for.
 pub const MAX_SIDE: usize = (1 << 31) - 1;
 
 impl Transform {
     /// Checks the random operations' arguments as torchvision's constructors do.
-    fn validate_random(&self) -> Result<(), String> {
+    fn validate_random(&self) -> Result<(), InvalidTransform> {
         if let Some(crop) = self.random_resized_crop {
             if self.resize.is_some() || self.draft {
-                return Err("random_resized_crop replaces resize (and draft decoding)".into());
+                return Err(InvalidTransform(
+                    "random_resized_crop replaces resize (and draft decoding)".into(),
+                ));
             }
             let (s0, s1) = crop.scale;
             let (r0, r1) = crop.ratio;
@@ -522,35 +538,35 @@ impl Transform {
             if !(positive(s0) && positive(s1) && s0 <= s1 && positive(r0) && positive(r1))
                 || r0 > r1
             {
-                return Err(format!(
+                return Err(InvalidTransform(format!(
                     "random_resized_crop needs 0 < scale.0 <= scale.1 and 0 < ratio.0 <= ratio.1, \
                      got scale {:?}, ratio {:?}",
                     crop.scale, crop.ratio
-                ));
+                )));
             }
         }
         if let Some(r) = self.random_rotation {
             let (low, high) = r.degrees;
             if !(low.is_finite() && high.is_finite() && low <= high) {
-                return Err(format!(
+                return Err(InvalidTransform(format!(
                     "random_rotation needs finite degrees with low <= high, got {:?}",
                     r.degrees
-                ));
+                )));
             }
         }
         if let Some(t) = self.trivial_augment {
             if !(2..=1024).contains(&t.bins) {
-                return Err(format!(
+                return Err(InvalidTransform(format!(
                     "trivial_augment needs 2..=1024 magnitude bins, got {}",
                     t.bins
-                ));
+                )));
             }
             if self.random_rotation.is_some() {
-                return Err(
+                return Err(InvalidTransform(
                     "trivial_augment and random_rotation are not offered together (two \
                      nearest-neighbour maps in a row)"
                         .into(),
-                );
+                ));
             }
         }
         if let Some(e) = self.random_erasing {
@@ -559,16 +575,16 @@ impl Transform {
             if !(0.0 <= s0 && s0 <= s1 && s1 <= 1.0 && r0 > 0.0 && r0 <= r1 && r1.is_finite())
                 || e.value.iter().any(|v| !v.is_finite())
             {
-                return Err(format!(
+                return Err(InvalidTransform(format!(
                     "random_erasing needs 0 <= scale.0 <= scale.1 <= 1, 0 < ratio.0 <= ratio.1 and \
                      finite values, got scale {:?}, ratio {:?}, value {:?}",
                     e.scale, e.ratio, e.value
-                ));
+                )));
             }
             if self.dtype == DType::U8 && e.value.iter().any(|v| v.fract() != 0.0 || *v > 255.0) {
-                return Err(
+                return Err(InvalidTransform(
                     "random_erasing's values must be integers 0..=255 for u8 outputs".into(),
-                );
+                ));
             }
         }
         for (name, p) in [
@@ -578,24 +594,26 @@ impl Transform {
             ("random_erasing", self.random_erasing.map(|e| e.p)),
         ] {
             if let Some(p) = p.filter(|p| !(0.0..=1.0).contains(p)) {
-                return Err(format!("{name}'s probability must lie in [0, 1], got {p}"));
+                return Err(InvalidTransform(format!(
+                    "{name}'s probability must lie in [0, 1], got {p}"
+                )));
             }
         }
         if let Some(jitter) = self.color_jitter {
             let factors = [jitter.brightness, jitter.contrast, jitter.saturation];
             for (low, high) in factors.into_iter().flatten() {
                 if !(low.is_finite() && high.is_finite() && 0.0 <= low && low <= high) {
-                    return Err(format!(
+                    return Err(InvalidTransform(format!(
                         "color_jitter's factor ranges must satisfy 0 <= low <= high, got \
                          ({low}, {high})"
-                    ));
+                    )));
                 }
             }
             if let Some((low, high)) = jitter.hue {
                 if !(-0.5 <= low && low <= high && high <= 0.5) {
-                    return Err(format!(
+                    return Err(InvalidTransform(format!(
                         "color_jitter's hue range must lie in [-0.5, 0.5], got ({low}, {high})"
-                    ));
+                    )));
                 }
             }
         }

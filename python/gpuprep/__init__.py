@@ -32,6 +32,7 @@ from ._gpuprep import (  # noqa: E402,F401  (the package's public names)
     DecodeError,
     GpuError,
     GpuprepError,
+    HandoffError,
     OptionsError,
     Pipeline,
     ReadError,
@@ -44,7 +45,8 @@ from . import _gpuprep  # noqa: E402
 
 __all__ = [
     "Transform", "Pipeline", "Loader", "from_torchvision", "torchvision_params", "GpuprepError", "DecodeError", "TruncatedError",
-    "CorruptError", "UnsupportedError", "TooLargeError", "OptionsError", "GpuError", "ReadError",
+    "CorruptError", "UnsupportedError", "TooLargeError", "OptionsError", "GpuError", "HandoffError",
+    "ReadError",
 ]
 
 

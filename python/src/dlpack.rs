@@ -175,7 +175,7 @@ impl CudaBatch {
                 Some(s) => return Err(PyValueError::new_err(format!("no CUDA stream {s}"))),
             };
         py.detach(|| array.wait_on(stream))
-            .map_err(crate::GpuError::new_err)?;
+            .map_err(|e| crate::HandoffError::new_err(e.to_string()))?;
         let pointer = array
             .cuda_pointer()
             .ok_or_else(|| PyBufferError::new_err("the batch is not in CUDA memory"))?;

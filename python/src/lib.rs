@@ -69,6 +69,13 @@ create_exception!(
 );
 create_exception!(
     _gpuprep,
+    HandoffError,
+    GpuError,
+    "A batch could not be handed over on the device: no CUDA driver or device, a Vulkan device \
+     that cannot export its memory, or a driver call that failed on the way."
+);
+create_exception!(
+    _gpuprep,
     ReadError,
     GpuprepError,
     "A file that could not be read."
@@ -89,6 +96,7 @@ fn error(e: &gpuprep::Error) -> PyErr {
         | E::TooManyScans { .. }
         | E::MemoryTooLarge { .. } => TooLargeError::new_err(message),
         E::Options(_) => OptionsError::new_err(message),
+        E::Gpu(gpuprep::GpuError::HandOff(_)) => HandoffError::new_err(message),
         E::NoGpu(_) | E::Gpu(_) => GpuError::new_err(message),
         E::Internal(_) | E::TooManyFailed { .. } => GpuprepError::new_err(message),
         _ => ReadError::new_err(message),
@@ -106,9 +114,7 @@ fn filter(name: &str) -> PyResult<Filter> {
 /// `Ok` when `transform`'s options fit together, else the OptionsError every entry point
 /// raises for them.
 fn validated(transform: &gpuprep::Transform) -> PyResult<()> {
-    transform
-        .validate()
-        .map_err(|why| error(&gpuprep::Error::Options(why)))
+    transform.validate().map_err(|why| error(&why.into()))
 }
 
 /// torchvision's size argument: one positive number, or (height, width).
@@ -650,7 +656,7 @@ fn given_params(py: Python<'_>, dict: &Bound<'_, PyAny>) -> PyResult<Params> {
         .extract()?;
     let value: serde_json::Value =
         serde_json::from_str(&text).map_err(|e| OptionsError::new_err(e.to_string()))?;
-    gpuprep::convert::params_from_json(&value).map_err(OptionsError::new_err)
+    gpuprep::convert::params_from_json(&value).map_err(|e| error(&e))
 }
 
 /// One input as gpuprep decodes it: bytes or a path are files; an array is uint8 RGB pixels
@@ -1227,6 +1233,7 @@ fn _gpuprep(m: &Bound<'_, PyModule>) -> PyResult<()> {
         ("TooLargeError", py.get_type::<TooLargeError>()),
         ("OptionsError", py.get_type::<OptionsError>()),
         ("GpuError", py.get_type::<GpuError>()),
+        ("HandoffError", py.get_type::<HandoffError>()),
         ("ReadError", py.get_type::<ReadError>()),
     ] {
         m.add(name, class)?;

@@ -82,7 +82,7 @@ impl GpuPipeline {
         transform: &Transform,
         limits: &Limits,
     ) -> Result<Batch> {
-        transform.validate().map_err(Error::Options)?;
+        transform.validate()?;
         let (width, height) = transform.fixed_output_size().ok_or_else(|| {
             Error::Options("a batch needs one output size: an exact resize or a crop".into())
         })?;

@@ -1,7 +1,7 @@
 //! Making a device for callers that have none. Library entry points borrow the host's
 //! `wgpu::Device` and `wgpu::Queue` instead; this helper is for the CLI, tests and examples.
 
-use crate::error::{Error, GpuError, Result};
+use crate::error::{Error, GpuError, HandoffError, Result};
 
 /// A device and its queue, with what the adapter said about itself.
 pub struct Gpu {
@@ -137,8 +137,12 @@ pub fn find_adapter(selector: Option<&str>) -> Result<wgpu::Adapter> {
                 )
             })
         }
-        cuda if cuda.starts_with("cuda") => cuda_adapter(cuda, &found)
-            .and_then(|a| a.ok_or_else(|| format!("no Vulkan adapter is {cuda}'s GPU"))),
+        cuda if cuda.starts_with("cuda") => match cuda_ordinal(cuda) {
+            None => Err(format!("{cuda:?} is not cuda or cuda:N")),
+            Some(ordinal) => cuda_adapter(ordinal, &found)
+                .map_err(|e| e.to_string())
+                .and_then(|a| a.ok_or_else(|| format!("no Vulkan adapter is {cuda}'s GPU"))),
+        },
         name => {
             let lower = name.to_lowercase();
             let matching = found
@@ -152,19 +156,21 @@ pub fn find_adapter(selector: Option<&str>) -> Result<wgpu::Adapter> {
     chosen.map_err(|why| Error::NoGpu(format!("{why}; the adapters found: {}", known())))
 }
 
-/// The adapter among `found` whose UUID is CUDA device `selector`'s (`cuda` is device 0,
-/// `cuda:N` device N), if any; an error where CUDA cannot say.
+/// The CUDA device `selector` names: `cuda` is device 0, `cuda:N` device N; `None` for
+/// anything else.
+fn cuda_ordinal(selector: &str) -> Option<u32> {
+    match selector.strip_prefix("cuda")? {
+        "" => Some(0),
+        rest => rest.strip_prefix(':')?.parse::<u32>().ok(),
+    }
+}
+
+/// The adapter among `found` whose UUID is CUDA device `ordinal`'s, if any; an error where
+/// CUDA cannot say.
 fn cuda_adapter(
-    selector: &str,
+    ordinal: u32,
     found: &[wgpu::Adapter],
-) -> std::result::Result<Option<wgpu::Adapter>, String> {
-    let ordinal = match selector.strip_prefix("cuda").unwrap_or(selector) {
-        "" => 0,
-        rest => rest
-            .strip_prefix(':')
-            .and_then(|n| n.parse::<u32>().ok())
-            .ok_or_else(|| format!("{selector:?} is not cuda or cuda:N"))?,
-    };
+) -> std::result::Result<Option<wgpu::Adapter>, HandoffError> {
     let uuid = crate::cuda::Cuda::open(ordinal)?.uuid()?;
     Ok(found
         .iter()
@@ -243,6 +249,15 @@ mod tests {
             .expect_err("not a device")
             .to_string();
         assert!(error.contains("is not cuda or cuda:N"), "{error}");
+    }
+
+    #[test]
+    fn cuda_selectors_name_an_ordinal() {
+        assert_eq!(cuda_ordinal("cuda"), Some(0));
+        assert_eq!(cuda_ordinal("cuda:3"), Some(3));
+        for not in ["cuda:", "cuda:x", "cuda3", "cuda:-1", "gpu:0"] {
+            assert_eq!(cuda_ordinal(not), None, "{not}");
+        }
     }
 
     #[test]

@@ -12,6 +12,7 @@
     reason = "raw Vulkan calls through wgpu-hal; see each SAFETY note"
 )]
 
+use crate::error::HandoffError;
 use ash::vk;
 use std::os::fd::{FromRawFd, OwnedFd};
 use wgpu::hal::api::Vulkan;
@@ -104,18 +105,16 @@ impl std::fmt::Debug for Exporter {
 impl Exporter {
     /// An exporter on `device`, or why there cannot be one (not Vulkan; no external memory
     /// extension; no timeline semaphores).
-    pub fn new(device: &wgpu::Device) -> Result<Self, String> {
+    pub fn new(device: &wgpu::Device) -> Result<Self, HandoffError> {
         // SAFETY: the hal device is only read while the guard lives; the handles cloned out of
         // it stay valid while `device`, kept in the exporter, lives.
-        let hal = unsafe { device.as_hal::<Vulkan>() }
-            .ok_or("the GPU device is not a Vulkan one: it cannot export memory")?;
+        let hal = unsafe { device.as_hal::<Vulkan>() }.ok_or(HandoffError::NotVulkan)?;
         let enabled = hal.enabled_device_extensions();
         if !enabled.contains(&ash::khr::external_memory_fd::NAME) {
-            return Err(
-                "the Vulkan device offers no VK_KHR_external_memory_fd: it cannot \
-                        export memory"
-                    .into(),
-            );
+            return Err(HandoffError::NoExtension {
+                extension: "VK_KHR_external_memory_fd",
+                exports: "memory",
+            });
         }
         let semaphores = enabled.contains(&SEMAPHORE_FD);
         let instance = hal.shared_instance().raw_instance();
@@ -134,7 +133,7 @@ impl Exporter {
             unsafe { instance.get_physical_device_features2(physical, &mut features) };
         }
         if timeline.timeline_semaphore == vk::FALSE {
-            return Err("the Vulkan device has no timeline semaphores".into());
+            return Err(HandoffError::NoTimelineSemaphores);
         }
         Ok(Self {
             device: device.clone(),
@@ -155,7 +154,7 @@ impl Exporter {
 
     /// A device-local buffer of `size` bytes (`STORAGE | COPY_SRC | COPY_DST` to wgpu) in
     /// memory of its own, exported as an opaque file descriptor.
-    pub fn buffer(&self, size: u64) -> Result<ExportedBuffer, String> {
+    pub fn buffer(&self, size: u64) -> Result<ExportedBuffer, HandoffError> {
         let size = size.max(4);
         let handle = vk::ExternalMemoryHandleTypeFlags::OPAQUE_FD;
         let mut external = vk::ExternalMemoryBufferCreateInfo::default().handle_types(handle);
@@ -169,8 +168,13 @@ impl Exporter {
             .sharing_mode(vk::SharingMode::EXCLUSIVE)
             .push_next(&mut external);
         // SAFETY: a valid create info on a live device.
-        let buffer = unsafe { self.raw.create_buffer(&info, None) }
-            .map_err(|e| format!("vkCreateBuffer (exportable, {size} bytes): {e}"))?;
+        let buffer = unsafe { self.raw.create_buffer(&info, None) }.map_err(|e| {
+            vulkan(
+                "vkCreateBuffer",
+                Some(format!("exportable, {size} bytes")),
+                e,
+            )
+        })?;
         let memory = self.exportable_memory(buffer).inspect_err(|_| {
             // SAFETY: the buffer was created above and is not in use.
             unsafe { self.raw.destroy_buffer(buffer, None) }
@@ -191,7 +195,7 @@ impl Exporter {
             Ok(fd) => fd,
             Err(e) => {
                 free();
-                return Err(format!("vkGetMemoryFdKHR: {e}"));
+                return Err(vulkan("vkGetMemoryFdKHR", None, e));
             }
         };
         // SAFETY: vkGetMemoryFdKHR returned a new file descriptor that this process owns.
@@ -221,7 +225,10 @@ impl Exporter {
     /// Device-local memory for `buffer`, allocated for it alone (what CUDA's import of a
     /// dedicated allocation expects) and exportable; bound to it. Returns the memory and its
     /// size.
-    fn exportable_memory(&self, buffer: vk::Buffer) -> Result<(vk::DeviceMemory, u64), String> {
+    fn exportable_memory(
+        &self,
+        buffer: vk::Buffer,
+    ) -> Result<(vk::DeviceMemory, u64), HandoffError> {
         // SAFETY: `buffer` is a live buffer of this device.
         let needs = unsafe { self.raw.get_buffer_memory_requirements(buffer) };
         let local = vk::MemoryPropertyFlags::DEVICE_LOCAL;
@@ -230,7 +237,7 @@ impl Exporter {
                 needs.memory_type_bits & (1 << i) != 0
                     && self.memory_types[i as usize].property_flags.contains(local)
             })
-            .ok_or("no device-local memory type for an exportable buffer")?;
+            .ok_or(HandoffError::NoMemoryType)?;
         let mut export = vk::ExportMemoryAllocateInfo::default()
             .handle_types(vk::ExternalMemoryHandleTypeFlags::OPAQUE_FD);
         let mut dedicated = vk::MemoryDedicatedAllocateInfo::default().buffer(buffer);
@@ -240,26 +247,27 @@ impl Exporter {
             .push_next(&mut export)
             .push_next(&mut dedicated);
         // SAFETY: a valid allocate info on a live device.
-        let memory = unsafe { self.raw.allocate_memory(&info, None) }
-            .map_err(|e| format!("vkAllocateMemory (exportable, {} bytes): {e}", needs.size))?;
+        let memory = unsafe { self.raw.allocate_memory(&info, None) }.map_err(|e| {
+            let about = format!("exportable, {} bytes", needs.size);
+            vulkan("vkAllocateMemory", Some(about), e)
+        })?;
         // SAFETY: fresh memory of a type the buffer accepts, large enough, at offset 0.
         if let Err(e) = unsafe { self.raw.bind_buffer_memory(buffer, memory, 0) } {
             // SAFETY: the memory was allocated above and is bound to nothing.
             unsafe { self.raw.free_memory(memory, None) };
-            return Err(format!("vkBindBufferMemory: {e}"));
+            return Err(vulkan("vkBindBufferMemory", None, e));
         }
         Ok((memory, needs.size))
     }
 
     /// A timeline semaphore at value 0, exported as an opaque file descriptor; an error where
     /// the device offers no semaphore export.
-    pub fn timeline(&self) -> Result<Timeline, String> {
+    pub fn timeline(&self) -> Result<Timeline, HandoffError> {
         if !self.semaphores {
-            return Err(
-                "the Vulkan device offers no VK_KHR_external_semaphore_fd: it cannot \
-                        export semaphores"
-                    .into(),
-            );
+            return Err(HandoffError::NoExtension {
+                extension: "VK_KHR_external_semaphore_fd",
+                exports: "semaphores",
+            });
         }
         let handle = vk::ExternalSemaphoreHandleTypeFlags::OPAQUE_FD;
         let mut timeline = self.local_timeline(Some(handle))?;
@@ -268,7 +276,7 @@ impl Exporter {
             .handle_type(handle);
         // SAFETY: the semaphore was created exportable as this handle type.
         let fd = unsafe { self.semaphore_fd.get_semaphore_fd(&get) }
-            .map_err(|e| format!("vkGetSemaphoreFdKHR: {e}"))?;
+            .map_err(|e| vulkan("vkGetSemaphoreFdKHR", None, e))?;
         // SAFETY: vkGetSemaphoreFdKHR returned a new file descriptor this process owns.
         timeline.fd = Some(unsafe { OwnedFd::from_raw_fd(fd) });
         Ok(timeline)
@@ -278,7 +286,7 @@ impl Exporter {
     fn local_timeline(
         &self,
         export: Option<vk::ExternalSemaphoreHandleTypeFlags>,
-    ) -> Result<Timeline, String> {
+    ) -> Result<Timeline, HandoffError> {
         let mut kind = vk::SemaphoreTypeCreateInfo::default()
             .semaphore_type(vk::SemaphoreType::TIMELINE)
             .initial_value(0);
@@ -290,7 +298,7 @@ impl Exporter {
         }
         // SAFETY: a valid create info on a live device.
         let semaphore = unsafe { self.raw.create_semaphore(&info, None) }
-            .map_err(|e| format!("vkCreateSemaphore (timeline): {e}"))?;
+            .map_err(|e| vulkan("vkCreateSemaphore", Some("timeline".into()), e))?;
         Ok(Timeline {
             _device: self.device.clone(),
             raw: self.raw.clone(),
@@ -358,14 +366,14 @@ impl Timeline {
     }
 
     /// The value the GPU has reached.
-    pub fn reached(&self) -> Result<u64, String> {
+    pub fn reached(&self) -> Result<u64, HandoffError> {
         // SAFETY: a live timeline semaphore of this device.
         unsafe { self.raw.get_semaphore_counter_value(self.semaphore) }
-            .map_err(|e| format!("vkGetSemaphoreCounterValue: {e}"))
+            .map_err(|e| vulkan("vkGetSemaphoreCounterValue", None, e))
     }
 
     /// Blocks until the GPU has reached `value` (at most `timeout`).
-    pub fn wait(&self, value: u64, timeout: std::time::Duration) -> Result<(), String> {
+    pub fn wait(&self, value: u64, timeout: std::time::Duration) -> Result<(), HandoffError> {
         let semaphores = [self.semaphore];
         let values = [value];
         let info = vk::SemaphoreWaitInfo::default()
@@ -373,8 +381,23 @@ impl Timeline {
             .values(&values);
         let nanos = u64::try_from(timeout.as_nanos()).unwrap_or(u64::MAX);
         // SAFETY: a live timeline semaphore of this device, waited for on the host.
-        unsafe { self.raw.wait_semaphores(&info, nanos) }
-            .map_err(|e| format!("vkWaitSemaphores (value {value}): {e}"))
+        unsafe { self.raw.wait_semaphores(&info, nanos) }.map_err(|e| match e {
+            vk::Result::TIMEOUT => HandoffError::Timeout {
+                value,
+                waited: timeout,
+            },
+            e => vulkan("vkWaitSemaphores", Some(format!("value {value}")), e),
+        })
+    }
+}
+
+/// The failure of Vulkan function `call`, made for `about` where given.
+fn vulkan(call: &'static str, about: Option<String>, result: vk::Result) -> HandoffError {
+    HandoffError::Vulkan {
+        call,
+        about,
+        code: result.as_raw(),
+        message: result.to_string(),
     }
 }
 

@@ -25,7 +25,7 @@ pub enum HostMemory {
     },
     /// Page-locking was asked for but cannot be had (no CUDA driver, no such device, the
     /// driver refused): pageable, and why.
-    PageableBecause(String),
+    PageableBecause(crate::HandoffError),
 }
 
 impl std::fmt::Display for HostMemory {
@@ -347,7 +347,7 @@ mod tests {
             Err(why) => {
                 assert_eq!(ring.memory(), HostMemory::PageableBecause(why.clone()));
                 assert!(!array.is_page_locked());
-                assert!(ring.memory().to_string().contains(&why));
+                assert!(ring.memory().to_string().contains(&why.to_string()));
             }
             Ok(_) => {
                 assert_eq!(ring.memory(), HostMemory::PageLocked { device: 0 });

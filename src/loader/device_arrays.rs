@@ -12,6 +12,7 @@
 
 use super::lock;
 use crate::cuda::{Cuda, CudaEvent, CudaMemory, CudaTimeline, Stream};
+use crate::error::{HandoffError, Result};
 use crate::gpu::external::{Exporter, Timeline};
 use crate::gpu::read_buffer;
 use std::collections::VecDeque;
@@ -29,21 +30,21 @@ pub(crate) struct CudaLink {
 impl CudaLink {
     /// CUDA device `device` linked to `exporter`'s device: the same GPU (by UUID), and the
     /// timeline imported; or why not.
-    pub(crate) fn new(exporter: &Exporter, device: u32) -> Result<Self, String> {
+    pub(crate) fn new(exporter: &Exporter, device: u32) -> Result<Self, HandoffError> {
         let cuda = Cuda::open(device)?;
         let uuid = cuda.uuid()?;
         if uuid != exporter.uuid() {
-            return Err(format!(
-                "CUDA device {device} is not the GPU gpuprep runs on (UUID {} against {})",
-                hex(&uuid),
-                hex(&exporter.uuid())
-            ));
+            return Err(HandoffError::OtherGpu {
+                device,
+                cuda_uuid: uuid,
+                vulkan_uuid: exporter.uuid(),
+            });
         }
         let mut timeline = exporter.timeline()?;
         let fd = timeline
             .fd
             .take()
-            .ok_or("the timeline has no file descriptor")?;
+            .ok_or(HandoffError::NoFileDescriptor("timeline"))?;
         let imported = cuda.import_timeline(fd)?;
         Ok(Self {
             cuda,
@@ -56,10 +57,6 @@ impl CudaLink {
     pub(crate) fn device(&self) -> u32 {
         self.cuda.device()
     }
-}
-
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 /// One loader's free device arrays.
@@ -115,7 +112,11 @@ impl DeviceRing {
     /// whose last reader is done with it; else, while fewer than `keep` are alive, a new one;
     /// else the one given back first, once its last reader is done. The thread that takes
     /// arrays feeds the GPU: it waits for a consumer's work only when the ring is full.
-    pub(crate) fn take(self: &Arc<Self>, capacity: u64, len: u64) -> Result<DeviceArray, String> {
+    pub(crate) fn take(
+        self: &Arc<Self>,
+        capacity: u64,
+        len: u64,
+    ) -> Result<DeviceArray, HandoffError> {
         let reused = {
             let mut free = lock(&self.free);
             let fits = |s: &Slab| s.buffer.size() == capacity;
@@ -146,7 +147,7 @@ impl DeviceRing {
         })
     }
 
-    fn make(&self, capacity: u64) -> Result<Slab, String> {
+    fn make(&self, capacity: u64) -> Result<Slab, HandoffError> {
         self.made.fetch_add(1, Ordering::Relaxed);
         let Some(exporter) = &self.exporter else {
             return Ok(Slab {
@@ -168,7 +169,7 @@ impl DeviceRing {
                 let fd = exported
                     .fd
                     .take()
-                    .ok_or("the buffer has no file descriptor")?;
+                    .ok_or(HandoffError::NoFileDescriptor("buffer"))?;
                 Some(link.cuda.import_memory(fd, exported.allocation, capacity)?)
             }
             None => None,
@@ -237,23 +238,15 @@ impl DeviceArray {
 
     /// Makes CUDA `stream`'s later work wait until the batch's copies have run (what a
     /// consumer does before reading it: DLPack's `__dlpack__(stream)`).
-    pub fn wait_on(&self, stream: Stream) -> Result<(), String> {
-        let link = self
-            .ring
-            .cuda
-            .as_ref()
-            .ok_or("the batch is not in CUDA memory")?;
+    pub fn wait_on(&self, stream: Stream) -> Result<(), HandoffError> {
+        let link = self.ring.cuda.as_ref().ok_or(HandoffError::NotInCuda)?;
         link.imported.wait_on(stream, self.ready)
     }
 
     /// Records that the consumer lets go of the batch once the work queued on `stream` so far
     /// has run: the buffer is not written again before that.
-    pub fn release_after(&mut self, stream: Stream) -> Result<(), String> {
-        let link = self
-            .ring
-            .cuda
-            .as_ref()
-            .ok_or("the batch is not in CUDA memory")?;
+    pub fn release_after(&mut self, stream: Stream) -> Result<(), HandoffError> {
+        let link = self.ring.cuda.as_ref().ok_or(HandoffError::NotInCuda)?;
         let event = link.cuda.record_event(stream)?;
         if let Some(slab) = self.slab.as_mut() {
             slab.released = Some(event);
@@ -263,7 +256,7 @@ impl DeviceArray {
 
     /// The batch's bytes, copied back to the host (for checking: a consumer on the device reads
     /// the buffer in place).
-    pub fn to_host(&self) -> Result<Vec<u8>, String> {
+    pub fn to_host(&self) -> Result<Vec<u8>> {
         let ring = &self.ring;
         let size = self.len.max(4).next_multiple_of(4);
         let readback = ring.device.create_buffer(&wgpu::BufferDescriptor {
@@ -279,7 +272,6 @@ impl DeviceArray {
         read_buffer(&ring.device, &readback, size, submission, |b| {
             b[..len].to_vec()
         })
-        .map_err(|e| e.to_string())
     }
 
     /// The timeline value the batch's copies signal (0 where there is no timeline).

@@ -23,17 +23,17 @@ impl DeviceArray {
     }
 
     /// Makes a CUDA stream wait for the batch.
-    pub fn wait_on(&self, _stream: usize) -> Result<(), String> {
+    pub fn wait_on(&self, _stream: usize) -> Result<(), crate::HandoffError> {
         match *self {}
     }
 
     /// Lets go of the batch once a CUDA stream's work so far has run.
-    pub fn release_after(&mut self, _stream: usize) -> Result<(), String> {
+    pub fn release_after(&mut self, _stream: usize) -> Result<(), crate::HandoffError> {
         match *self {}
     }
 
     /// The batch's bytes, copied to the host.
-    pub fn to_host(&self) -> Result<Vec<u8>, String> {
+    pub fn to_host(&self) -> crate::Result<Vec<u8>> {
         match *self {}
     }
 
@@ -58,7 +58,7 @@ impl DeviceRing {
         self: &std::sync::Arc<Self>,
         _capacity: u64,
         _len: u64,
-    ) -> Result<DeviceArray, String> {
+    ) -> Result<DeviceArray, crate::HandoffError> {
         match **self {}
     }
 

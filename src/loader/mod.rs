@@ -623,7 +623,7 @@ fn on_device(
             let ring = device_arrays::DeviceRing::new(device, Some(exporter), Some(link), keep);
             Ok((Some(ring), handed))
         }
-        Err(why) => because(why),
+        Err(why) => because(why.to_string()),
     }
 }
 

@@ -3,6 +3,7 @@
 //! torchvision's own `get_params` and the torch generator).
 
 use super::random::{Op, SampleKey, Stream};
+use crate::error::{Error, Result};
 use crate::transform::Filter;
 use crate::transform::{ColorJitter, RandomErasing, RandomResizedCrop, Transform};
 
@@ -151,12 +152,8 @@ pub struct Params {
 impl Params {
     /// The parameters of `transform`'s random operations for `sample`, on an image of
     /// (`width`, `height`) as oriented. Given parameters are checked against the transform and
-    /// the image.
-    pub fn of(
-        transform: &Transform,
-        sample: &Sample,
-        size: (usize, usize),
-    ) -> Result<Self, String> {
+    /// the image: those that do not fit are `Error::Options`.
+    pub fn of(transform: &Transform, sample: &Sample, size: (usize, usize)) -> Result<Self> {
         let (epoch, index) = match sample {
             Sample::Index(index) => (transform.epoch, *index),
             Sample::InEpoch { epoch, index } => (*epoch, *index),
@@ -204,7 +201,7 @@ impl Params {
 
     /// Checks given parameters: one for each random operation of `transform` and none for
     /// another, a crop box inside the image, factors as `ColorJitter` allows.
-    fn check(&self, transform: &Transform, (width, height): (usize, usize)) -> Result<(), String> {
+    fn check(&self, transform: &Transform, (width, height): (usize, usize)) -> Result<()> {
         let pairs = [
             (
                 "crop",
@@ -245,9 +242,9 @@ impl Params {
         for (name, wanted, given) in pairs {
             if wanted != given {
                 let verb = if wanted { "lack" } else { "have" };
-                return Err(format!(
+                return Err(Error::Options(format!(
                     "the given parameters {verb} `{name}`, and the transform does not match"
-                ));
+                )));
             }
         }
         if let Some(b) = self.crop {
@@ -256,30 +253,30 @@ impl Params {
                 || b.left + b.width > width
                 || b.top + b.height > height
             {
-                return Err(format!(
+                return Err(Error::Options(format!(
                     "the crop box {b:?} does not lie inside the {width}x{height} image"
-                ));
+                )));
             }
         }
         if let Some(Some(b)) = self.erase {
             let (w, h) = super::output_size(transform, (width, height));
             if b.left + b.width > w || b.top + b.height > h {
-                return Err(format!(
+                return Err(Error::Options(format!(
                     "the erased box {b:?} does not lie inside the {w}x{h} output"
-                ));
+                )));
             }
         }
         if let Some(angle) = self.rotation.filter(|a| !a.is_finite()) {
-            return Err(format!(
+            return Err(Error::Options(format!(
                 "the rotation's angle {angle} is not a finite number"
-            ));
+            )));
         }
         if let Some(a) = self.augment.filter(|a| !a.op.allows(a.magnitude)) {
-            return Err(format!(
+            return Err(Error::Options(format!(
                 "the {} magnitude {} lies outside TrivialAugmentWide's bins",
                 a.op.name(),
                 a.magnitude
-            ));
+            )));
         }
         for a in self.color.iter().flatten() {
             let f = a.factor();
@@ -288,7 +285,10 @@ impl Params {
                 _ => f.is_finite() && f >= 0.0,
             };
             if !fits {
-                return Err(format!("{} factor {f} is out of range", a.name()));
+                return Err(Error::Options(format!(
+                    "{} factor {f} is out of range",
+                    a.name()
+                )));
             }
         }
         Ok(())
@@ -475,7 +475,11 @@ mod tests {
             ..Params::default()
         };
         let given = |p: &Params| Params::of(&transform, &Sample::Given(p.clone()), (100, 100));
-        assert_eq!(given(&good), Ok(good.clone()));
+        assert_eq!(given(&good).unwrap(), good);
+        let refused = |p: &Params| match given(p) {
+            Err(Error::Options(why)) => why,
+            other => panic!("not refused as options: {other:?}"),
+        };
         let outside = Params {
             crop: Some(CropBox {
                 left: 11,
@@ -483,16 +487,16 @@ mod tests {
             }),
             ..good.clone()
         };
-        assert!(given(&outside).unwrap_err().contains("inside"));
+        assert!(refused(&outside).contains("inside"));
         let lacking = Params {
             horizontal_flip: None,
             ..good.clone()
         };
-        assert!(given(&lacking).unwrap_err().contains("horizontal_flip"));
+        assert!(refused(&lacking).contains("horizontal_flip"));
         let extra = Params {
             grayscale: Some(false),
             ..good
         };
-        assert!(given(&extra).unwrap_err().contains("grayscale"));
+        assert!(refused(&extra).contains("grayscale"));
     }
 }

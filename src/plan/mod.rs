@@ -83,7 +83,7 @@ impl ImagePlan {
         sample: &Sample,
         limits: &Limits,
     ) -> Result<Self> {
-        transform.validate().map_err(Error::Options)?;
+        transform.validate()?;
         let denominator = draft_denominator(transform, image.width, image.height);
         let components = (0..image.components.len())
             .map(|ci| scaling::component_scaling(image, ci, denominator))
@@ -111,7 +111,7 @@ impl ImagePlan {
         sample: &Sample,
         limits: &Limits,
     ) -> Result<Self> {
-        transform.validate().map_err(Error::Options)?;
+        transform.validate()?;
         let size = (width, height);
         Self::after_decoding(
             1,
@@ -180,7 +180,7 @@ impl ImagePlan {
             1
         };
         let oriented = oriented_size(decoded, orientation);
-        let params = Params::of(transform, sample, oriented).map_err(Error::Options)?;
+        let params = Params::of(transform, sample, oriented)?;
         let region = params.crop.unwrap_or(CropBox {
             top: 0,
             left: 0,

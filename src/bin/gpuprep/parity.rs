@@ -135,7 +135,7 @@ pub fn run(args: ParityArgs) -> ExitCode {
 
 fn compare_all(args: &ParityArgs) -> Result<Vec<Comparison>, String> {
     let transform = args.transform.transform();
-    transform.validate()?;
+    transform.validate().map_err(|e| e.to_string())?;
     let limits = args.limits.limits();
     let files = convert::expand_inputs(&args.inputs).map_err(|e| e.to_string())?;
     let gpu = match Backend::gpu_on(args.adapter.as_deref()) {
@@ -251,7 +251,7 @@ fn compare_file(
     let drift = match Drift::between(left, right, transform) {
         Ok(drift) => drift,
         Err(e) => {
-            comparison.disagreements.push((index, e));
+            comparison.disagreements.push((index, e.to_string()));
             return Ok(());
         }
     };
@@ -260,7 +260,7 @@ fn compare_file(
         if let Some(dir) = &args.diff_dir {
             let stem = file.file_name().unwrap_or_default().to_string_lossy();
             let path = dir.join(format!("{stem}.{}-vs-{}.png", a.tag(), b.tag()));
-            let map = drift::per_pixel(left, right, transform)?;
+            let map = drift::per_pixel(left, right, transform).map_err(|e| e.to_string())?;
             let title = format!("{}: MAX {:.2}", comparison.title(), total.max);
             picture::heat_map(right, transform, map, &title)
                 .save(&path)

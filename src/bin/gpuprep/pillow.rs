@@ -48,7 +48,7 @@ pub fn outputs(
         .map(|i| {
             let read = |ext: &str| std::fs::read(scratch.join(format!("{i}.{ext}")));
             match (read("npy"), read("err")) {
-                (Ok(npy), _) => gpuprep::npy::read_tensor(&npy),
+                (Ok(npy), _) => gpuprep::npy::read_tensor(&npy).map_err(|e| e.to_string()),
                 (_, Ok(error)) => Err(format!("Pillow: {}", String::from_utf8_lossy(&error))),
                 _ => Err("Pillow wrote nothing for this file".into()),
             }
