@@ -643,7 +643,7 @@ fn params_list<'py, 'a>(
     py: Python<'py>,
     params: impl Iterator<Item = &'a Params>,
 ) -> PyResult<Vec<Bound<'py, PyAny>>> {
-    let all: Vec<_> = params.map(gpuprep::convert::params_json).collect();
+    let all: Vec<_> = params.map(gpuprep::plan::params_json).collect();
     let text = serde_json::Value::Array(all).to_string();
     py.import("json")?.call_method1("loads", (text,))?.extract()
 }
@@ -656,7 +656,7 @@ fn given_params(py: Python<'_>, dict: &Bound<'_, PyAny>) -> PyResult<Params> {
         .extract()?;
     let value: serde_json::Value =
         serde_json::from_str(&text).map_err(|e| OptionsError::new_err(e.to_string()))?;
-    gpuprep::convert::params_from_json(&value).map_err(|e| error(&e))
+    gpuprep::plan::params_from_json(&value).map_err(|e| error(&e))
 }
 
 /// One input as gpuprep decodes it: bytes or a path are files; an array is uint8 RGB pixels

@@ -33,6 +33,7 @@ pub mod resize;
 pub mod rotate;
 pub mod scaling;
 pub mod trivial;
+mod wire;
 
 use crate::error::{Error, Result};
 use crate::jpeg::{CoefficientImage, Limits};
@@ -43,6 +44,7 @@ pub use resize::{ResizePlan, Taps, PRECISION_BITS};
 pub use rotate::Rotation;
 pub use scaling::{ComponentScaling, Upsampling, UpsamplingAxis};
 pub use trivial::{Augment, AugmentOp};
+pub use wire::{params_from_json, params_json};
 
 /// Everything about one image's way through the pixel stages that does not depend on its
 /// pixels.

@@ -173,7 +173,7 @@ impl TransformGolden {
 /// The parameters in report.json's form: `{"crop": {...}, "flip": b, "vflip": b, "color":
 /// {"order": [...], name: factor}, "grayscale": b}`, absent keys for absent operations.
 pub fn params_json(params: &gpuprep::Params) -> serde_json::Value {
-    gpuprep::convert::params_json(params)
+    gpuprep::plan::params_json(params)
 }
 
 pub fn transform_goldens() -> Vec<TransformGolden> {

@@ -1,0 +1,214 @@
+//! The parameter record's JSON form: each image's random parameters as report.json and the
+//! Python bindings write them, and as a caller gives them back to be replayed.
+
+use super::{Adjustment, CropBox};
+use crate::error::{Error, Result};
+
+/// One image's random parameters as report.json writes them, to be replayed through Pillow and
+/// torchvision: `{"crop": {"top", "left", "height", "width"}, "interpolation": filter, "flip":
+/// bool, "vflip": bool, "rotation": degrees, "augment": {"op": name, "magnitude": m}, "color":
+/// {"order": [names], "brightness": factor, …}, "grayscale": bool, "erase": box or null}`, the
+/// angle and the factors as the float32 values used (`augment`: `TrivialAugmentWide`'s operation
+/// in torchvision's name and the signed magnitude `_apply_op` is given), a key only for an
+/// operation the transform has.
+pub fn params_json(params: &super::Params) -> serde_json::Value {
+    let box_json = |b: super::CropBox| serde_json::json!({"top": b.top, "left": b.left, "height": b.height, "width": b.width});
+    let mut json = serde_json::json!({});
+    if let Some(b) = params.crop {
+        json["crop"] = box_json(b);
+    }
+    if let Some(filter) = params.interpolation {
+        json["interpolation"] = filter.name().into();
+    }
+    if let Some(flip) = params.horizontal_flip {
+        json["flip"] = flip.into();
+    }
+    if let Some(flip) = params.vertical_flip {
+        json["vflip"] = flip.into();
+    }
+    if let Some(angle) = params.rotation {
+        json["rotation"] = angle.into();
+    }
+    if let Some(a) = params.augment {
+        json["augment"] = serde_json::json!({ "op": a.op.name(), "magnitude": a.magnitude });
+    }
+    if let Some(adjustments) = &params.color {
+        let order: Vec<&str> = adjustments.iter().map(|a| a.name()).collect();
+        let mut color = serde_json::json!({ "order": order });
+        for a in adjustments {
+            color[a.name()] = f64::from(a.factor()).into();
+        }
+        json["color"] = color;
+    }
+    if let Some(grey) = params.grayscale {
+        json["grayscale"] = grey.into();
+    }
+    if let Some(erased) = params.erase {
+        json["erase"] = erased.map_or(serde_json::Value::Null, box_json);
+    }
+    json
+}
+
+/// [`params_json`]'s form read back: the parameters to give a transform (`Sample::Given`), for
+/// instance drawn by torchvision's own `get_params` and written in this form. A form that is not
+/// this one is `Error::Options`, saying what is wrong with it.
+pub fn params_from_json(json: &serde_json::Value) -> Result<super::Params> {
+    let object = json
+        .as_object()
+        .ok_or_else(|| Error::Options("the parameters are a JSON object".into()))?;
+    let int = |v: &serde_json::Value, key: &str| {
+        v.get(key)
+            .and_then(serde_json::Value::as_u64)
+            .map(|n| n as usize)
+            .ok_or_else(|| Error::Options(format!("`{key}` must be a non-negative integer")))
+    };
+    let get_box = |v: &serde_json::Value| -> Result<CropBox> {
+        Ok(CropBox {
+            top: int(v, "top")?,
+            left: int(v, "left")?,
+            height: int(v, "height")?,
+            width: int(v, "width")?,
+        })
+    };
+    let flag = |key: &str| -> Result<Option<bool>> {
+        object
+            .get(key)
+            .map(|v| {
+                v.as_bool()
+                    .ok_or_else(|| Error::Options(format!("`{key}` must be true or false")))
+            })
+            .transpose()
+    };
+    for key in object.keys() {
+        let known = [
+            "crop",
+            "interpolation",
+            "flip",
+            "vflip",
+            "rotation",
+            "augment",
+            "color",
+            "grayscale",
+            "erase",
+        ];
+        if !known.contains(&key.as_str()) {
+            return Err(Error::Options(format!("unknown parameter `{key}`")));
+        }
+    }
+    let interpolation = object
+        .get("interpolation")
+        .map(|v| {
+            let name = v.as_str().unwrap_or("");
+            crate::Filter::from_name(name)
+                .ok_or_else(|| Error::Options(format!("unknown interpolation {name:?}")))
+        })
+        .transpose()?;
+    let color = match object.get("color") {
+        None => None,
+        Some(c) => {
+            let order = c
+                .get("order")
+                .and_then(serde_json::Value::as_array)
+                .ok_or_else(|| Error::Options("`color` needs an `order` list".into()))?;
+            let mut adjustments = Vec::new();
+            for name in order {
+                let name = name.as_str().unwrap_or("");
+                let factor = c
+                    .get(name)
+                    .and_then(serde_json::Value::as_f64)
+                    .ok_or_else(|| {
+                        Error::Options(format!("`color` lacks the factor of {name:?}"))
+                    })? as f32;
+                adjustments.push(match name {
+                    "brightness" => Adjustment::Brightness(factor),
+                    "contrast" => Adjustment::Contrast(factor),
+                    "saturation" => Adjustment::Saturation(factor),
+                    "hue" => Adjustment::Hue(factor),
+                    other => {
+                        return Err(Error::Options(format!(
+                            "unknown colour adjustment {other:?}"
+                        )))
+                    }
+                });
+            }
+            Some(adjustments)
+        }
+    };
+    Ok(super::Params {
+        crop: object.get("crop").map(get_box).transpose()?,
+        interpolation,
+        horizontal_flip: flag("flip")?,
+        vertical_flip: flag("vflip")?,
+        rotation: object
+            .get("rotation")
+            .map(|v| {
+                v.as_f64()
+                    .ok_or_else(|| Error::Options("`rotation` must be a number of degrees".into()))
+            })
+            .transpose()?,
+        augment: object.get("augment").map(augment_from_json).transpose()?,
+        color,
+        grayscale: flag("grayscale")?,
+        erase: object
+            .get("erase")
+            .map(|v| {
+                if v.is_null() {
+                    Ok(None)
+                } else {
+                    get_box(v).map(Some)
+                }
+            })
+            .transpose()?,
+    })
+}
+
+/// `{"op": name, "magnitude": m}`: a `TrivialAugmentWide` draw.
+fn augment_from_json(v: &serde_json::Value) -> Result<super::Augment> {
+    let name = v
+        .get("op")
+        .and_then(serde_json::Value::as_str)
+        .unwrap_or("");
+    let op = super::AugmentOp::from_name(name)
+        .ok_or_else(|| Error::Options(format!("unknown TrivialAugmentWide operation {name:?}")))?;
+    let magnitude = v
+        .get("magnitude")
+        .and_then(serde_json::Value::as_f64)
+        .ok_or_else(|| Error::Options("`augment` needs a numeric `magnitude`".into()))?;
+    Ok(super::Augment { op, magnitude })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::plan::random::SampleKey;
+    use crate::Transform;
+
+    /// What report.json writes reads back as the same parameters, for every operation.
+    #[test]
+    fn parameters_read_back_from_their_json() {
+        let transform = Transform {
+            color_jitter: Some(crate::ColorJitter::new(0.4, 0.4, 0.4, 0.1)),
+            vertical_flip: Some(0.5),
+            grayscale: Some(0.5),
+            random_erasing: Some(crate::RandomErasing::new(1.0)),
+            ..Transform::timm_train()
+        };
+        for index in 0..20 {
+            let key = SampleKey {
+                seed: 1,
+                epoch: 2,
+                index,
+            };
+            let params = crate::Params::draw(&transform, key, (640, 480));
+            let json = params_json(&params);
+            let text = json.to_string();
+            let parsed: serde_json::Value = serde_json::from_str(&text).unwrap();
+            assert_eq!(params_from_json(&parsed).unwrap(), params, "{text}");
+        }
+        let unknown = serde_json::json!({"rotate": 3});
+        match params_from_json(&unknown) {
+            Err(Error::Options(why)) => assert_eq!(why, "unknown parameter `rotate`"),
+            other => panic!("not refused as options: {other:?}"),
+        }
+    }
+}
