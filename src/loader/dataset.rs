@@ -132,22 +132,6 @@ fn has_image_extension(path: &Path) -> bool {
         .is_some_and(|e| IMAGE_FOLDER_EXTENSIONS.contains(&e.to_ascii_lowercase().as_str()))
 }
 
-/// A loader's dataset: samples known up front, or WebDataset shards.
-pub(super) enum Dataset {
-    Items(Vec<Item>),
-    Shards(Vec<Shard>),
-}
-
-impl Dataset {
-    /// Samples in one pass over the whole dataset (every rank's together).
-    pub(super) fn samples(&self) -> usize {
-        match self {
-            Self::Items(items) => items.len(),
-            Self::Shards(shards) => shards.iter().map(|s| s.samples as usize).sum(),
-        }
-    }
-}
-
 /// A WebDataset shard and the samples it holds.
 pub(super) struct Shard {
     pub(super) path: PathBuf,

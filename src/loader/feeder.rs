@@ -1,9 +1,9 @@
-//! Reading a loader's samples ahead of decoding: the feeder reads each epoch's samples (files in
-//! parallel, within a budget of bytes; shards as streams, through the shuffle buffer) and cuts
-//! them into numbered raw batches, one pass over the dataset an epoch.
+//! Reading a loader's samples ahead of decoding: the feeder reads each epoch's samples from
+//! its [`Dataset`] (files in parallel, within a budget of bytes; shards as streams, through the
+//! shuffle buffer) and cuts them into numbered raw batches, one pass over the dataset an epoch.
 
-use super::dataset::{self, Dataset, Shard};
-use super::order;
+use super::dataset::{self, Shard};
+use super::order::{self, Split};
 use super::{lock, webdataset, LoaderOptions};
 use crate::error::{Error, Result};
 use std::ops::ControlFlow;
@@ -45,9 +45,32 @@ pub(super) enum Raw {
     },
 }
 
+/// Where a loader's samples come from: how many a pass holds, and how a rank reads an epoch's
+/// in order. A new source of samples (URLs, object stores) is one impl.
+pub(super) trait Dataset: Send + Sync {
+    /// Samples in one pass over the whole dataset (every rank's together).
+    fn samples(&self) -> usize;
+
+    /// Of a pass, the samples that no rank reads when each reads `per_rank`: `None` where that
+    /// changes from epoch to epoch.
+    fn unread(&self, split: Split, per_rank: usize) -> Option<usize> {
+        let _ = (split, per_rank);
+        Some(0)
+    }
+
+    /// Reads the rank's samples of `epoch` into `batcher`, in order, as `feeder` is set to.
+    fn read_epoch(&self, feeder: &Feeder, epoch: u64, batcher: &mut Batcher);
+}
+
+/// Samples known up front, each a file read on its own: a list of files, an `ImageFolder` tree.
+pub(super) struct Indexed(pub Vec<dataset::Item>);
+
+/// WebDataset shards, each read as a stream, their samples counted up front.
+pub(super) struct Shards(pub Vec<Shard>);
+
 /// Reads epochs' samples in order and sends them as raw batches, each epoch a pass.
 pub(super) struct Feeder {
-    pub(super) dataset: Arc<Dataset>,
+    pub(super) dataset: Arc<dyn Dataset>,
     pub(super) options: LoaderOptions,
     /// The epoch of the first pass.
     pub(super) first: u64,
@@ -80,31 +103,60 @@ impl Feeder {
                 serial,
                 started: Instant::now(),
             };
-            match &*self.dataset {
-                Dataset::Items(items) => self.read_items(items, epoch, &mut batcher),
-                Dataset::Shards(shards) => self.read_shards(shards, epoch, &mut batcher),
-            }
+            self.dataset.read_epoch(&self, epoch, &mut batcher);
             let (ControlFlow::Continue(next), Some(then)) = (batcher.finish(), self.then) else {
                 return;
             };
             (pass, epoch, serial) = (pass + 1, epoch + then, next);
         }
     }
+}
+
+impl Dataset for Indexed {
+    fn samples(&self) -> usize {
+        self.0.len()
+    }
 
     /// The rank's indices of the epoch, files read in parallel, continuously, ahead of the
     /// batcher.
-    pub(super) fn read_items(&self, items: &[dataset::Item], epoch: u64, batcher: &mut Batcher) {
-        let mut indices = self.options.split.indices(items.len(), epoch);
+    fn read_epoch(&self, feeder: &Feeder, epoch: u64, batcher: &mut Batcher) {
+        let items = &self.0;
+        let mut indices = feeder.options.split.indices(items.len(), epoch);
         // Spare samples past the end, to top batches up: the rank's first again.
         let spare: Vec<u64> = indices
             .iter()
             .copied()
             .cycle()
-            .take(self.options.spare())
+            .take(feeder.options.spare())
             .collect();
         indices.extend(spare);
-        let ahead = (self.read_ahead, READ_AHEAD_BYTES);
+        let ahead = (feeder.read_ahead, READ_AHEAD_BYTES);
         read_files(items, &indices, ahead, |s| batcher.push(s));
+    }
+}
+
+impl Dataset for Shards {
+    fn samples(&self) -> usize {
+        self.0.iter().map(|s| s.samples as usize).sum()
+    }
+
+    /// A rank whose shards hold more than `per_rank` stops there (see
+    /// [`super::Loader::unread_per_epoch`]); with shards shuffled, which rank that is changes
+    /// from epoch to epoch.
+    fn unread(&self, split: Split, per_rank: usize) -> Option<usize> {
+        if split.shuffle {
+            return None;
+        }
+        let rank_samples = |rank: usize| -> usize {
+            let mine = self.0.iter().skip(rank).step_by(split.world_size.max(1));
+            mine.map(|s| s.samples as usize).sum()
+        };
+        let ranks = 0..split.world_size;
+        Some(
+            ranks
+                .map(|r| rank_samples(r).saturating_sub(per_rank))
+                .sum(),
+        )
     }
 
     /// The epoch's shard order (shuffled when asked, then every `world_size`-th shard from the
@@ -113,10 +165,11 @@ impl Feeder {
     /// there (its last samples are not read this epoch: see [`super::Loader::unread_per_epoch`]), one
     /// whose shards hold fewer reads them again from the first (`DistributedSampler` pads
     /// likewise), so that every rank makes the same number of batches.
-    pub(super) fn read_shards(&self, shards: &[Shard], epoch: u64, batcher: &mut Batcher) {
-        let split = self.options.split;
+    fn read_epoch(&self, feeder: &Feeder, epoch: u64, batcher: &mut Batcher) {
+        let shards = &self.0;
+        let split = feeder.options.split;
         let samples = shards.iter().map(|s| s.samples as usize).sum();
-        let per_rank = (split.per_rank(samples) + self.options.spare()) as u64;
+        let per_rank = (split.per_rank(samples) + feeder.options.spare()) as u64;
         let mut order: Vec<usize> = (0..shards.len()).collect();
         if split.shuffle {
             order::shuffle(&mut order, &mut split.stream(epoch));
@@ -129,7 +182,7 @@ impl Feeder {
         let mut buffer = ShuffleBuffer {
             held: Vec::new(),
             capacity: if split.shuffle {
-                self.options.shuffle_buffer
+                feeder.options.shuffle_buffer
             } else {
                 0
             },
@@ -139,13 +192,15 @@ impl Feeder {
         while quota.left > 0 {
             let mut read_any = false;
             for &shard in &mine {
-                let flow = self.read_shard(shard, &shards[shard].path, &mut |sample| {
-                    read_any = true;
-                    match buffer.push(sample) {
-                        Some(out) => quota.send(batcher, out),
-                        None => ControlFlow::Continue(()),
-                    }
-                });
+                let path = &shards[shard].path;
+                let flow =
+                    Self::read_shard(shard, path, feeder.options.max_member, &mut |sample| {
+                        read_any = true;
+                        match buffer.push(sample) {
+                            Some(out) => quota.send(batcher, out),
+                            None => ControlFlow::Continue(()),
+                        }
+                    });
                 if flow.is_break() {
                     return;
                 }
@@ -172,16 +227,19 @@ impl Feeder {
             }
         }
     }
+}
 
-    /// The samples of shard number `shard` at `path` to `take`, until it says `Break`.
-    pub(super) fn read_shard(
-        &self,
+impl Shards {
+    /// The samples of shard number `shard` at `path` to `take`, until it says `Break`; no
+    /// member larger than `max_member` bytes is read.
+    fn read_shard(
         shard: usize,
         path: &std::path::Path,
+        max_member: u64,
         take: &mut dyn FnMut(RawSample) -> ControlFlow<()>,
     ) -> ControlFlow<()> {
         let mut flow = ControlFlow::Continue(());
-        webdataset::for_each_sample(path, self.options.max_member, |sample| {
+        webdataset::for_each_sample(path, max_member, |sample| {
             let sample = match sample {
                 Ok(s) => RawSample {
                     index: (shard as u64) << 32 | s.position,

@@ -41,12 +41,12 @@ use crate::gpu::Batching;
 use crate::plan::Params;
 use crate::{Backend, Limits, Transform};
 pub use arrays::{BatchArray, HostMemory};
-use dataset::{index_shards, listed_files, Dataset};
+use dataset::{index_shards, listed_files};
 pub use device_arrays::DeviceArray;
 use epoch::{caught, Done, Running};
 pub use epoch::{Epoch, Waited};
 pub use feeder::MAX_PREFETCH;
-use feeder::{Feeder, Raw, RawBatch};
+use feeder::{Dataset, Feeder, Indexed, Raw, RawBatch, Shards};
 use order::Split;
 pub use stats::{EpochStats, StreamWaited, WaitedFor};
 use stats::{StreamCounts, StreamWaits};
@@ -261,7 +261,7 @@ pub struct Loader {
     transform: Transform,
     limits: Limits,
     options: LoaderOptions,
-    dataset: Arc<Dataset>,
+    dataset: Arc<dyn Dataset>,
     classes: Vec<String>,
     /// The GPU path's batch arrays, reused from epoch to epoch.
     arrays: Arc<arrays::Ring>,
@@ -303,13 +303,13 @@ impl Loader {
         let ahead = (options.prefetch + 2) as u64;
         let what = || format!("{ahead} batches of {batch_bytes} bytes (prefetch + 2)");
         crate::error::check_held(what, batch_bytes.saturating_mul(ahead))?;
-        let (dataset, classes) = match source {
-            Source::Files(paths) => (Dataset::Items(listed_files(&paths)?), Vec::new()),
+        let (dataset, classes): (Arc<dyn Dataset>, _) = match source {
+            Source::Files(paths) => (Arc::new(Indexed(listed_files(&paths)?)), Vec::new()),
             Source::ImageFolder(root) => {
                 let (items, classes) = dataset::image_folder(&root)?;
-                (Dataset::Items(items), classes)
+                (Arc::new(Indexed(items)), classes)
             }
-            Source::Shards(paths) => (Dataset::Shards(index_shards(&paths, split)?), Vec::new()),
+            Source::Shards(paths) => (Arc::new(Shards(index_shards(&paths, split)?)), Vec::new()),
         };
         let batching = Batching {
             images: options.batch_size,
@@ -341,7 +341,7 @@ impl Loader {
             },
             limits: *limits,
             options,
-            dataset: Arc::new(dataset),
+            dataset,
             classes,
             arrays: arrays::Ring::new(keep, pin),
             device_arrays: on_device.0,
@@ -401,24 +401,8 @@ impl Loader {
     /// where the split is the same every epoch (no shuffle), 0 where nothing is left out;
     /// `None` with shuffled shards, whose split changes from epoch to epoch.
     pub fn unread_per_epoch(&self) -> Option<usize> {
-        let Dataset::Shards(shards) = &*self.dataset else {
-            return Some(0);
-        };
-        let split = self.options.split;
-        if split.shuffle {
-            return None;
-        }
         let per_rank = self.samples_per_epoch();
-        let rank_samples = |rank: usize| -> usize {
-            let mine = shards.iter().skip(rank).step_by(split.world_size.max(1));
-            mine.map(|s| s.samples as usize).sum()
-        };
-        let ranks = 0..split.world_size;
-        Some(
-            ranks
-                .map(|r| rank_samples(r).saturating_sub(per_rank))
-                .sum(),
-        )
+        self.dataset.unread(self.options.split, per_rank)
     }
 
     /// Batches each rank gets per epoch (`len(DataLoader)`), the same on every rank.
