@@ -93,7 +93,7 @@ impl GpuPipeline {
         let max = self.device.limits().max_buffer_size;
         if size > max {
             return Err(Error::Options(format!(
-                "a batch of {} images needs {size} bytes, above this &self.device's largest buffer ({max} bytes): \
+                "a batch of {} images needs {size} bytes, above this device's largest buffer ({max} bytes): \
                  split it into batches of at most {} images",
                 images.len(),
                 max / image_stride

@@ -1,5 +1,6 @@
-//! Making a device for callers that have none. Library entry points borrow the host's
-//! `wgpu::Device` and `wgpu::Queue` instead; this helper is for the CLI, tests and examples.
+//! Making a device for callers that have none. An application with a device of its own hands
+//! it (and its queue) to [`super::GpuPipeline::new`] instead; this is for the CLI, the
+//! backends, tests and examples.
 
 use crate::error::{Error, GpuError, HandoffError, Result};
 

@@ -1,7 +1,7 @@
 //! Where the stream's submissions land once the GPU has run them: each image's tensor read back
 //! on its own ([`Tensors`]), read back into the slots of one stacked array ([`IntoSlots`]), or
 //! left on the device for a consumer there ([`OnDevice`]). The loader's steps are landings of
-//! their own (src/loader/assemble.rs). A new landing is one [`Landing`] impl.
+//! their own (src/loader/stream.rs). A new landing is one [`Landing`] impl.
 
 use super::pipeline::{GpuPipeline, GpuTimings, Placed, Submitted};
 use super::stats::BatchStats;
@@ -18,8 +18,9 @@ pub(crate) trait Landing {
     /// they stay in the submission's output buffer, on the device).
     fn reads_back(&self) -> bool;
 
-    /// Waits for `flight` (the stream has queued the submissions after it meanwhile) and puts
-    /// its images' tensors, and the failures of the others, where they go.
+    /// Takes `flight` (the stream has queued the submissions after it meanwhile): waits for it,
+    /// or hands it to what does, and puts its images' tensors, and the failures of the others,
+    /// where they go.
     fn land(&mut self, pipeline: &GpuPipeline, flight: Flight);
 }
 
@@ -338,8 +339,10 @@ impl Landing for Aside {
     }
 
     fn land(&mut self, _: &GpuPipeline, flight: Flight) {
-        // The landing's thread ends only after the stream's, unless it panicked: then the
-        // scope that joins it reports that.
-        let _ = self.sender.send(flight);
+        // The landing's thread takes flights until the stream ends, unless it panicked: then
+        // the stream stops here, and `stream_landing_aside` passes the landing's panic on.
+        if self.sender.send(flight).is_err() {
+            panic!("the landing thread stopped");
+        }
     }
 }

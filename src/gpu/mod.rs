@@ -13,9 +13,11 @@
 //! - `record`: a packing recorded with wgpu (upload through `staging`, stage 0 by `entropy`,
 //!   then one dispatch per stage of `stages`, arenas from `dispatch`'s pool);
 //! - `pipeline`: submitting, reading back, and redoing on the CPU what stage 0 gives up on;
-//!   `batch` and `stream` are the calls built on it (a GPU-resident batch, the streaming
-//!   loader), `stamps` times stages on the GPU's clock, `context` opens a device, `external` exports
-//!   memory and semaphores for CUDA, `submit` makes every submission one at a time.
+//!   `batch` and `stream` are the calls built on it (a GPU-resident batch; the stream, which
+//!   takes images from a `Source`, plans each submission in `submission` and hands it to a
+//!   `Landing` of `landing` once run, its costs in `stats`), `stamps` times stages on the GPU's
+//!   clock, `context` opens a device, `external` exports memory and semaphores for CUDA,
+//!   `submit` makes every submission one at a time.
 
 mod batch;
 mod bindings;

@@ -18,7 +18,8 @@ use crate::{RgbImage, Transform};
 use rayon::prelude::*;
 use std::time::Instant;
 
-/// Compiled pipelines for every stage; make once per device and share (it is `Send + Sync`).
+/// Compiled pipelines for every stage, with the device they run on and the queue they submit to
+/// (handles of the caller's): make once per device and share (it is `Send + Sync`).
 pub struct GpuPipeline {
     /// The device it runs on, and the queue it submits to (handles: clones of the caller's).
     pub(crate) device: wgpu::Device,

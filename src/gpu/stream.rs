@@ -250,13 +250,19 @@ impl GpuPipeline {
 
     /// [`Self::stream`] with `landing` on a thread of its own ([`Aside`]): this thread packs
     /// and submits the next batch meanwhile, so the landing's copies are off the path that
-    /// feeds the GPU. Returns the landing.
+    /// feeds the GPU. For landings that read tensors back: one on the device must run on the
+    /// thread that submits. Returns the landing; a panic of the landing's (which stops the
+    /// stream) or of the stream's goes on to the caller as it was.
     pub(crate) fn stream_landing_aside<'a, L: Landing + Send>(
         &self,
         source: impl Source<'a>,
         options: &StreamOptions,
         mut landing: L,
     ) -> L {
+        debug_assert!(
+            landing.reads_back(),
+            "a landing on the device runs on the stream's thread"
+        );
         std::thread::scope(|scope| {
             let (sender, receiver) = std::sync::mpsc::sync_channel::<Flight>(1);
             let reads_back = landing.reads_back();
@@ -266,10 +272,15 @@ impl GpuPipeline {
                 }
                 landing
             });
-            self.stream(source, options, &mut Aside { sender, reads_back });
-            match lander.join() {
-                Ok(landing) => landing,
-                Err(panic) => std::panic::resume_unwind(panic),
+            let streamed = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                let mut aside = Aside { sender, reads_back };
+                self.stream(source, options, &mut aside);
+                // Its sender gone, the landing thread ends once it has landed what it was sent.
+                drop(aside);
+            }));
+            match (lander.join(), streamed) {
+                (Ok(landing), Ok(())) => landing,
+                (Err(panic), _) | (Ok(_), Err(panic)) => std::panic::resume_unwind(panic),
             }
         })
     }

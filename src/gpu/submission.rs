@@ -151,15 +151,21 @@ mod tests {
         }
     }
 
-    /// `Ready` holding `costs` (upload, output) as images 0, 1, …, all arrived.
-    fn waiting(costs: &[(u64, u64)]) -> Ready<Image> {
+    /// `Ready` holding `costs` (upload, output) as images 0, 1, …, all arrived, and the
+    /// sender more would come on: while it is held, a wait for more blocks.
+    fn arrived(costs: &[(u64, u64)]) -> (Ready<Image>, std::sync::mpsc::Sender<Image>) {
         let (sender, receiver) = std::sync::mpsc::channel();
         for (i, &(upload, output)) in costs.iter().enumerate() {
             sender.send(Image(i, upload, output)).unwrap();
         }
         let mut ready = Ready::new(receiver);
         ready.wait_for(costs.len());
-        ready
+        (ready, sender)
+    }
+
+    /// [`arrived`], with no more to come.
+    fn waiting(costs: &[(u64, u64)]) -> Ready<Image> {
+        arrived(costs).0
     }
 
     fn names(batches: &[Vec<Image>]) -> Vec<Vec<usize>> {
@@ -196,8 +202,9 @@ mod tests {
         let mut ready = waiting(&[(1, 1); 5]);
         let taken = ready.submission(ROOMY, 3, 12, (5, true));
         assert_eq!(names(&taken), [vec![0, 1, 2], vec![3, 4]]);
-        // Images handed out but not yet decoded are not waited for past the first batch.
-        let mut ready = waiting(&[(1, 1); 4]);
+        // Images handed out but not yet decoded are not waited for past the first batch (the
+        // sender is held: a wait for the five still decoding would block for ever).
+        let (mut ready, _decoding) = arrived(&[(1, 1); 4]);
         let taken = ready.submission(ROOMY, 3, 12, (9, true));
         assert_eq!(names(&taken), [vec![0, 1, 2]]);
     }
@@ -234,11 +241,11 @@ mod tests {
     #[test]
     fn a_later_batch_goes_whole_or_not_at_all() {
         let budget = Budget {
-            upload: 10,
+            upload: 13,
             output: 1 << 20,
         };
-        // The first two batches take 2 + 2 and 3 + 3; the third (3 + 3) would pass 10 on top
-        // of them, so it waits for a submission of its own although one of its images fits.
+        // The first two batches take 2 + 2 and 3 + 3; the third (3 + 3) would pass 13 on top
+        // of them, so it waits for a submission of its own although its first image fits.
         let mut ready = waiting(&[(2, 1), (2, 1), (3, 1), (3, 1), (3, 1), (3, 1)]);
         let taken = ready.submission(budget, 2, 6, (6, true));
         assert_eq!(names(&taken), [vec![0, 1], vec![2, 3]]);

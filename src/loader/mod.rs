@@ -8,7 +8,7 @@
 //! epoch expected next is read and decoded while this one's last batches are made, so the GPU
 //! does not drain and fill again between epochs): decoding runs ahead across batch boundaries
 //! while the GPU makes the batches before, and each step's batch is put together in place as
-//! its images land, read back straight into the one array it is handed over in (`assemble`).
+//! its images land, read back straight into the one array it is handed over in (`stream`).
 //! On the CPU `prefetch` worker threads each make whole batches. Batches are
 //! handed over in order; each step's stats say how long the consumer waited for it and carry a
 //! warning when that passes a share of the step.
@@ -16,9 +16,10 @@
 //! Where things are: this file holds the options, the public types and the loader, which starts
 //! the workers; `dataset` what a loader reads (files, `ImageFolder`, shards counted up front) and
 //! `webdataset` how shards are read; `order` each epoch's order and split between ranks;
-//! `feeder` reading samples ahead into raw batches; `assemble` making steps' batches (on the
-//! GPU, one stream); `epoch` handing them over in order (`refill` topping them up); `stats`
-//! what an epoch cost; `arrays` and `device_arrays` the memory batches land in.
+//! `feeder` the sources behind its `Dataset` trait, reading samples ahead into raw batches;
+//! `assemble` making steps' batches (whole on the CPU, as `Partial`s on the GPU) and `stream`
+//! the GPU stream that lands them; `epoch` handing them over in order (`refill` topping them
+//! up); `stats` what an epoch cost; `arrays` and `device_arrays` the memory batches land in.
 
 mod arrays;
 mod assemble;

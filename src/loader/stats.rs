@@ -177,3 +177,34 @@ pub(super) fn add_to(counter: &AtomicU64, time: Duration) {
     let nanos = u64::try_from(time.as_nanos()).unwrap_or(u64::MAX);
     counter.fetch_add(nanos, Ordering::Relaxed);
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `StreamWaited` and `StreamWaits` index by `what as usize`: `ALL` lists the kinds in
+    /// their declared order, each once, each with a name of its own.
+    #[test]
+    fn every_kind_of_wait_is_listed_once_in_order() {
+        for (i, what) in WaitedFor::ALL.into_iter().enumerate() {
+            assert_eq!(what as usize, i);
+        }
+        let names: std::collections::BTreeSet<_> = WaitedFor::ALL.map(WaitedFor::name).into();
+        assert_eq!(names.len(), WaitedFor::ALL.len());
+        let waited = StreamWaited::from_fn(|what| Duration::from_millis(what as u64 + 1));
+        let listed: Vec<_> = waited
+            .iter()
+            .map(|(w, t)| (w.name(), t.as_millis()))
+            .collect();
+        assert_eq!(
+            listed,
+            [
+                ("samples", 1),
+                ("decoding", 2),
+                ("buffers", 3),
+                ("consumer", 4),
+                ("gpu", 5)
+            ]
+        );
+    }
+}

@@ -81,7 +81,7 @@ impl LoaderStream<'_> {
                     device: &self.gpu.gpu.device,
                     ring,
                     dtype: self.transform.dtype,
-                    copies: None,
+                    encoder: None,
                     outcomes: Vec::new(),
                     consumer_free: Instant::now(),
                 };
@@ -296,8 +296,9 @@ struct DeviceSteps<'s, 'a> {
     device: &'s wgpu::Device,
     ring: &'s Arc<DeviceRing>,
     dtype: crate::DType,
-    /// The copies recorded for the submission landing, and its images' outcomes.
-    copies: Option<wgpu::CommandEncoder>,
+    /// The copies recorded so far of the submission landing.
+    encoder: Option<wgpu::CommandEncoder>,
+    /// Its images' outcomes so far.
     outcomes: Vec<(usize, Result<Params>)>,
     /// When the stream last returned from handing a batch over.
     consumer_free: Instant,
@@ -375,7 +376,7 @@ impl DeviceSteps<'_, '_> {
         };
         let device = self.device;
         let encoder = self
-            .copies
+            .encoder
             .get_or_insert_with(|| device.create_command_encoder(&Default::default()));
         for run in runs(placed, slot_bytes) {
             if let Some(StepArray::Device(array)) = open.get(&run.serial).map(|p| &p.data) {
@@ -390,7 +391,7 @@ impl DeviceSteps<'_, '_> {
     fn submit(&mut self) -> (Vec<(usize, Result<Params>)>, u64) {
         let outcomes = std::mem::take(&mut self.outcomes);
         let encoder = self
-            .copies
+            .encoder
             .take()
             .unwrap_or_else(|| self.device.create_command_encoder(&Default::default()));
         (outcomes, self.ring.submit(encoder.finish()))
