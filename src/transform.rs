@@ -11,7 +11,7 @@
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Filter {
     /// Nearest neighbour. Pillow's `Image.NEAREST`, which it runs as an affine scale
-    /// (`ImagingScaleAffine`), not as a convolution: see [`Taps::nearest`].
+    /// (`ImagingScaleAffine`), not as a convolution: see [`crate::plan::Taps::nearest`].
     Nearest,
     /// Box (area average for integer ratios). Pillow's `Image.BOX`.
     Box,
@@ -171,7 +171,7 @@ impl RandomRotation {
 
 /// torchvision `TrivialAugmentWide(num_magnitude_bins, interpolation=NEAREST, fill)` of the
 /// cropped, flipped image, before `ColorJitter`: one operation a sample, drawn with its magnitude
-/// ([`crate::plan::trivial`]).
+/// (`crate::plan::trivial`).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct TrivialAugment {
     /// The magnitudes' bins; torchvision's default 31.

@@ -90,7 +90,7 @@ impl Split {
 }
 
 /// A uniform shuffle of `items` (Fisher–Yates from the last place down, as
-/// [`Stream::permutation`]).
+/// `Stream::permutation`).
 pub fn shuffle<T>(items: &mut [T], stream: &mut Stream) {
     for i in (1..items.len()).rev() {
         let j = stream.below(i as u64 + 1) as usize;

@@ -9,30 +9,30 @@
 //!
 //! The plan follows the order in which Pillow and torchvision work on a PIL image:
 //!
-//! 1. decoding at scale 1/`draft_denominator` ([`scaling`]: per component, the IDCT size and the
+//! 1. decoding at scale 1/`draft_denominator` (`scaling`: per component, the IDCT size and the
 //!    upsampling libjpeg picks);
 //! 2. the EXIF orientation, when the transform asks for it;
-//! 3. the region `Resize` sees: the whole image, or `RandomResizedCrop`'s box ([`augment`]: each
-//!    sample's random parameters, drawn from [`random`]'s counter-based streams or given);
-//! 4. `Resize` ([`resize`]: Pillow's tap tables), skipped when the size does not change;
-//! 5. `CenterCrop`, the flips, `RandomRotation` ([`rotate`]: Pillow's fixed-point map) or
-//!    `TrivialAugmentWide` ([`trivial`]: its draw, as that map or a colour operation, with
-//!    [`levels`]' tables), `ColorJitter` and `RandomGrayscale`, and the tensor ([`output`]: crop
+//! 3. the region `Resize` sees: the whole image, or `RandomResizedCrop`'s box (`augment`: each
+//!    sample's random parameters, drawn from `random`'s counter-based streams or given);
+//! 4. `Resize` (`resize`: Pillow's tap tables), skipped when the size does not change;
+//! 5. `CenterCrop`, the flips, `RandomRotation` (`rotate`: Pillow's fixed-point map) or
+//!    `TrivialAugmentWide` (`trivial`: its draw, as that map or a colour operation, with
+//!    `levels`' tables), `ColorJitter` and `RandomGrayscale`, and the tensor (`output`: crop
 //!    offsets, flips, the colour adjustments in order, shape, element type, value table).
 //!
 //! A new transform option goes here once (a field of the plan that both backends read), then
 //! into each backend's arithmetic: src/reference/ for the CPU, shaders/ and src/gpu/work.rs for
 //! the GPU.
 
-pub mod augment;
-pub mod hsv;
-pub mod levels;
-pub mod output;
-pub mod random;
-pub mod resize;
-pub mod rotate;
-pub mod scaling;
-pub mod trivial;
+pub(crate) mod augment;
+pub(crate) mod hsv;
+pub(crate) mod levels;
+pub(crate) mod output;
+pub(crate) mod random;
+pub(crate) mod resize;
+pub(crate) mod rotate;
+pub(crate) mod scaling;
+pub(crate) mod trivial;
 mod wire;
 
 use crate::error::{Error, Result};

@@ -6,16 +6,16 @@
 //! GPU stages are checked against it. Every size, tap and table comes from the image's
 //! [`ImagePlan`]; this module only computes pixels.
 
-pub mod adjust;
-pub mod color;
-pub mod idct;
-pub mod orient;
-pub mod resample;
-pub mod rotate;
+pub(crate) mod adjust;
+pub(crate) mod color;
+pub(crate) mod idct;
+pub(crate) mod orient;
+pub(crate) mod resample;
+pub(crate) mod rotate;
 #[cfg(target_arch = "x86_64")]
-pub mod sse2;
-pub mod tensor;
-pub mod upsample;
+pub(crate) mod sse2;
+pub(crate) mod tensor;
+pub(crate) mod upsample;
 
 use crate::error::Result;
 use crate::image::RgbImage;
@@ -26,7 +26,7 @@ use upsample::Plane;
 
 /// Stage 1 for component `ci`: every block (block-smoothed when libjpeg would) through the
 /// IDCT of `idct_size`, into a plane of `blocks_w * idct_size` × `blocks_h * idct_size` samples.
-pub fn component_samples(image: &CoefficientImage, ci: usize, idct_size: usize) -> Vec<u8> {
+pub(crate) fn component_samples(image: &CoefficientImage, ci: usize, idct_size: usize) -> Vec<u8> {
     let comp = &image.components[ci];
     let idct = idct::idct_of_size(idct_size);
     let stride = comp.blocks_w * idct_size;
@@ -119,14 +119,14 @@ fn for_each_rgb_row(
 }
 
 /// Stages 1–4 on the CPU: the tensor of `transform` for `image` (sample 0 of a random
-/// transform), as [`preprocess_planned`] computes it, under the default [`Limits`].
+/// transform), as `preprocess_planned` computes it, under the default [`Limits`].
 pub fn preprocess(image: &CoefficientImage, transform: &Transform) -> Result<Tensor> {
     let plan = ImagePlan::for_jpeg(image, transform, &Sample::default(), &Limits::default())?;
     preprocess_planned(image, &plan)
 }
 
 /// Stages 1–4 on the CPU as `plan` says, the tensor carrying the plan's random parameters.
-pub fn preprocess_planned(image: &CoefficientImage, plan: &ImagePlan) -> Result<Tensor> {
+pub(crate) fn preprocess_planned(image: &CoefficientImage, plan: &ImagePlan) -> Result<Tensor> {
     let mut tensor = transform_planned(image, plan)?;
     tensor.params = plan.params.clone();
     Ok(tensor)
@@ -167,7 +167,7 @@ fn transform_planned(image: &CoefficientImage, plan: &ImagePlan) -> Result<Tenso
 
 /// [`preprocess`] for an input of any format, what the transform makes held to `limits`: a
 /// non-JPEG image's pixels go straight to the transform (oriented first when it asks).
-pub fn preprocess_decoded(
+pub(crate) fn preprocess_decoded(
     decoded: crate::formats::Decoded,
     transform: &Transform,
     sample: &Sample,
@@ -189,7 +189,11 @@ pub fn preprocess_decoded(
 
 /// Stage 2 for one row of a colour-converted space (YCbCr, CMYK, YCCK): full-size component
 /// rows → R, G and B rows, [`pixel_rgb`] for every pixel (SSE2 for YCbCr where the CPU has it).
-pub fn convert_colors(color_space: ColorSpace, components: &[&[u8]], [r, g, b]: [&mut [u8]; 3]) {
+pub(crate) fn convert_colors(
+    color_space: ColorSpace,
+    components: &[&[u8]],
+    [r, g, b]: [&mut [u8]; 3],
+) {
     if color_space == ColorSpace::YCbCr {
         #[cfg(target_arch = "x86_64")]
         return sse2::color::ycc_to_rgb_rows(
@@ -206,7 +210,7 @@ pub fn convert_colors(color_space: ColorSpace, components: &[&[u8]], [r, g, b]: 
 
 /// Stage 2 for one pixel: the full-size component samples at index `i` → RGB.
 #[inline]
-pub fn pixel_rgb(color_space: ColorSpace, components: &[&[u8]], i: usize) -> [u8; 3] {
+pub(crate) fn pixel_rgb(color_space: ColorSpace, components: &[&[u8]], i: usize) -> [u8; 3] {
     let sample = |c: usize| components[c][i];
     match color_space {
         ColorSpace::Grayscale => [sample(0); 3],
@@ -228,7 +232,7 @@ pub fn apply_transform(rgb: RgbImage, transform: &Transform) -> Result<Tensor> {
 /// Stages 3–4 as `plan` says, for an image already decoded and oriented (`plan.oriented`): its
 /// region cut out (Pillow's `crop`), resized, then the output; the tensor carries the plan's
 /// random parameters.
-pub fn apply_plan(rgb: RgbImage, plan: &ImagePlan) -> Tensor {
+pub(crate) fn apply_plan(rgb: RgbImage, plan: &ImagePlan) -> Tensor {
     debug_assert_eq!((rgb.width, rgb.height), plan.oriented);
     let image = crop(
         resample::Image8 {

@@ -25,6 +25,7 @@ fn clip8(acc: i32) -> u8 {
 
 /// One output sample of the horizontal pass: row `y`, output column `x`, channel `c`, reading
 /// input row `y + row_offset`.
+#[cfg(test)]
 #[inline]
 pub fn horizontal_at(
     input: &Image8,
@@ -46,6 +47,7 @@ pub fn horizontal_at(
 }
 
 /// One output sample of the vertical pass: output row `y`, column `x`, channel `c`.
+#[cfg(test)]
 #[inline]
 pub fn vertical_at(input: &Image8, taps: &Taps, x: usize, y: usize, c: usize) -> u8 {
     let (start, len) = taps.bounds[y];

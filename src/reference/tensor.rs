@@ -8,9 +8,9 @@ use super::resample::Image8;
 use crate::plan::{Crop, OutputPlan, Params};
 use crate::tensor::{Tensor, TensorData};
 use crate::transform::{DType, Layout};
-
 /// The sample of `image` under output position (`x`, `y`), channel `c` (RGB order), after
 /// `crop`; zero in the padding.
+#[cfg(test)]
 #[inline]
 pub fn cropped_sample(image: &Image8, crop: &Crop, x: usize, y: usize, c: usize) -> u8 {
     let sx = crop.x + x as isize;
@@ -22,6 +22,7 @@ pub fn cropped_sample(image: &Image8, crop: &Crop, x: usize, y: usize, c: usize)
 }
 
 /// The image column and row under output position (`x`, `y`): the flips, then the crop.
+#[cfg(test)]
 #[inline]
 pub fn source_position(plan: &OutputPlan, x: usize, y: usize) -> (isize, isize) {
     let x = if plan.horizontal_flip {

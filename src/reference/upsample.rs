@@ -1,7 +1,9 @@
 //! Chroma upsampling with libjpeg's "fancy" filters and their box fallbacks (`jdsample.c`,
 //! PARITY §2b). One function per output sample, as the shader computes it.
 
-use crate::plan::{Upsampling, UpsamplingAxis};
+use crate::plan::Upsampling;
+#[cfg(test)]
+use crate::plan::UpsamplingAxis;
 
 /// A component's decoded samples: `width`×`height` real samples in rows of `stride` bytes.
 pub struct Plane<'a> {
@@ -15,6 +17,7 @@ pub struct Plane<'a> {
     pub height: usize,
 }
 
+#[cfg(test)]
 impl Plane<'_> {
     /// Sample at (x, y) with both indices clamped to the real samples.
     #[inline]
@@ -27,6 +30,7 @@ impl Plane<'_> {
 
 /// The full-resolution sample at (`x`, `y`): the weighted sum of [`Upsampling::axes`]' 2×2
 /// taps, rounded as libjpeg rounds each filter.
+#[cfg(test)]
 #[inline]
 pub fn upsample_at(plane: &Plane, method: Upsampling, x: usize, y: usize) -> u8 {
     let [horizontal, vertical] = method.axes();
@@ -47,6 +51,7 @@ pub fn upsample_at(plane: &Plane, method: Upsampling, x: usize, y: usize) -> u8 
 }
 
 /// The two source samples output index `i` reads along `axis`, and their weights.
+#[cfg(test)]
 #[inline]
 fn taps(axis: UpsamplingAxis, i: usize) -> ((isize, isize), (i32, i32)) {
     let source = (i / axis.repeat) as isize;
@@ -63,6 +68,7 @@ fn taps(axis: UpsamplingAxis, i: usize) -> ((isize, isize), (i32, i32)) {
 
 /// Upsamples a whole plane to `width`×`height` samples: [`upsample_at`] for every sample,
 /// computed a row at a time (a test holds the two equal).
+#[cfg(test)]
 pub fn upsample(plane: &Plane, method: Upsampling, width: usize, height: usize) -> Vec<u8> {
     let mut out = vec![0u8; width * height];
     let mut rows = RowUpsampler::new(plane, method);
