@@ -346,3 +346,67 @@ impl Landing for Aside {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::gpu::context::test_gpu;
+    use crate::gpu::stream::{Arrival, Arriving, Source, StreamOptions};
+    use crate::plan::Sample;
+
+    /// A landing that panics on its second flight, counting the flights it took.
+    struct Fails(usize);
+
+    impl Landing for Fails {
+        fn reads_back(&self) -> bool {
+            true
+        }
+
+        fn land(&mut self, _: &GpuPipeline, _: Flight) {
+            self.0 += 1;
+            assert!(self.0 < 2, "the landing's own panic");
+        }
+    }
+
+    /// A photo over and over, without end, counting what was taken.
+    struct Endless<'a>(&'a [u8], &'a std::sync::atomic::AtomicUsize);
+
+    impl<'a> Source<'a> for Endless<'a> {
+        fn next(&mut self, _wait: bool) -> Arrival<'a> {
+            let index = self.1.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            Arrival::Image(Arriving {
+                index,
+                sample: Sample::Index(index as u64),
+                bytes: std::borrow::Cow::Borrowed(self.0),
+            })
+        }
+    }
+
+    /// A landing that panics stops a stream whose source never ends, and the caller gets the
+    /// landing's own panic, not a hang or another message.
+    #[test]
+    fn a_landing_that_panics_stops_the_stream_with_its_panic() {
+        let Some(gpu) = test_gpu() else { return };
+        let pipeline = GpuPipeline::new(&gpu.device, &gpu.queue);
+        let path = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/data/photos/mpl__grace_hopper.jpg"
+        );
+        let bytes = std::fs::read(path).unwrap();
+        let transform = crate::Transform::exact(32, 32);
+        let limits = crate::Limits::default();
+        let options = StreamOptions::new(&transform, &limits, 2);
+        let taken = std::sync::atomic::AtomicUsize::new(0);
+        let stream = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            pipeline.stream_landing_aside(Endless(&bytes, &taken), &options, Fails(0))
+        }));
+        let panic = stream.err().expect("the stream stopped with a panic");
+        let message = match panic.downcast_ref::<&str>() {
+            Some(text) => text.to_string(),
+            None => panic.downcast_ref::<String>().cloned().unwrap_or_default(),
+        };
+        assert!(message.contains("the landing's own panic"), "{message:?}");
+        // It stopped within a few submissions of the failure, not at the source's end.
+        assert!(taken.load(std::sync::atomic::Ordering::Relaxed) < 10_000);
+    }
+}
