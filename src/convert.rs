@@ -608,7 +608,7 @@ pub fn report_json(reports: &[ImageReport], job: &Job) -> String {
         "gpuprep": env!("CARGO_PKG_VERSION"),
         "interrupted": interrupted,
         "backend": job.backend.describe(),
-        "transform": transform_json(&job.transform),
+        "transform": job.transform.to_json(),
         "limits": {
             "max_pixels": job.limits.max_pixels,
             "max_scans": job.limits.max_scans,
@@ -630,24 +630,3 @@ fn path_fields(entry: &mut serde_json::Value, key: &str, path: &Path) {
     }
 }
 
-/// The transform as its parts, in torchvision's terms.
-fn transform_json(t: &Transform) -> serde_json::Value {
-    let resize = match t.resize {
-        None => serde_json::Value::Null,
-        Some(crate::Resize::ShorterSide(n)) => serde_json::json!({ "shorter_side": n }),
-        Some(crate::Resize::Exact { width, height }) => {
-            serde_json::json!({ "width": width, "height": height })
-        }
-    };
-    serde_json::json!({
-        "resize": resize,
-        "center_crop": t.center_crop.map(|(w, h)| serde_json::json!({ "width": w, "height": h })),
-        "filter": t.filter.name(),
-        "draft": t.draft,
-        "exif_transpose": t.exif_transpose,
-        "normalize": t.normalize.map(|n| serde_json::json!({ "mean": n.mean, "std": n.std })),
-        "layout": format!("{:?}", t.layout).to_lowercase(),
-        "dtype": format!("{:?}", t.dtype).to_lowercase(),
-        "channels": format!("{:?}", t.channel_order).to_lowercase(),
-    })
-}

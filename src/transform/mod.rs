@@ -7,6 +7,8 @@
 //! parameters from `seed`, `epoch` and the sample's index (see [`crate::plan::random`]), or take
 //! them as given ([`crate::Sample`]).
 
+mod wire;
+
 /// Pillow's resampling filters.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Filter {

@@ -1,0 +1,473 @@
+//! A transform's JSON form, every field of it: what report.json records of how its outputs were
+//! made, and what reads back as the same transform. Sizes are `{"width", "height"}`, ranges
+//! `[low, high]`, probabilities and factors the values used (float32 ones exactly), an operation
+//! the transform lacks `null`.
+
+use super::{
+    ChannelOrder, ColorJitter, DType, Filter, InvalidTransform, Layout, Normalize, RandomErasing,
+    RandomResizedCrop, RandomRotation, Resize, Transform, TrivialAugment,
+};
+use serde_json::{json, Map, Value};
+
+type Parsed<T> = Result<T, InvalidTransform>;
+
+impl Transform {
+    /// Every field, as JSON (see the module's documentation).
+    pub fn to_json(&self) -> Value {
+        // Named one by one, without `..`: a field added to Transform fails to compile here
+        // until it is recorded.
+        let Transform {
+            resize,
+            center_crop,
+            filter,
+            draft,
+            normalize,
+            layout,
+            dtype,
+            channel_order,
+            exif_transpose,
+            random_resized_crop,
+            horizontal_flip,
+            vertical_flip,
+            color_jitter,
+            grayscale,
+            random_rotation,
+            trivial_augment,
+            random_erasing,
+            seed,
+            epoch,
+        } = *self;
+        let size = |(width, height): (usize, usize)| json!({ "width": width, "height": height });
+        let range32 = |r: Option<(f32, f32)>| r.map(|(a, b)| json!([a, b]));
+        json!({
+            "resize": resize.map(|r| match r {
+                Resize::ShorterSide(n) => json!({ "shorter_side": n }),
+                Resize::Exact { width, height } => size((width, height)),
+            }),
+            "center_crop": center_crop.map(size),
+            "filter": filter.name(),
+            "draft": draft,
+            "exif_transpose": exif_transpose,
+            "normalize": normalize.map(|n| json!({ "mean": n.mean, "std": n.std })),
+            "layout": layout_name(layout),
+            "dtype": dtype_name(dtype),
+            "channels": channels_name(channel_order),
+            "random_resized_crop": random_resized_crop.map(|c| json!({
+                "width": c.size.0,
+                "height": c.size.1,
+                "scale": [c.scale.0, c.scale.1],
+                "ratio": [c.ratio.0, c.ratio.1],
+                "filters": c.filters.map(|f| f.map(Filter::name)),
+            })),
+            "horizontal_flip": horizontal_flip,
+            "vertical_flip": vertical_flip,
+            "color_jitter": color_jitter.map(|j| json!({
+                "brightness": range32(j.brightness),
+                "contrast": range32(j.contrast),
+                "saturation": range32(j.saturation),
+                "hue": range32(j.hue),
+            })),
+            "grayscale": grayscale,
+            "random_rotation": random_rotation.map(|r| json!({
+                "degrees": [r.degrees.0, r.degrees.1],
+                "fill": r.fill,
+            })),
+            "trivial_augment": trivial_augment.map(|t| json!({ "bins": t.bins, "fill": t.fill })),
+            "random_erasing": random_erasing.map(|e| json!({
+                "p": e.p,
+                "scale": [e.scale.0, e.scale.1],
+                "ratio": [e.ratio.0, e.ratio.1],
+                "value": e.value,
+            })),
+            "seed": seed,
+            "epoch": epoch,
+        })
+    }
+
+    /// The transform [`Self::to_json`] wrote: a key left out is its default, a key it does not
+    /// write is refused, and the result must pass [`Self::validate`].
+    pub fn from_json(json: &Value) -> Parsed<Self> {
+        let object = json
+            .as_object()
+            .ok_or_else(|| invalid("a transform is a JSON object".into()))?;
+        let mut t = Transform::default();
+        for (key, value) in object {
+            let value = Some(value).filter(|v| !v.is_null());
+            let field = Field { key, value };
+            match key.as_str() {
+                "resize" => t.resize = field.object_with(resize)?,
+                "center_crop" => t.center_crop = field.object_with(size)?,
+                "filter" => t.filter = field.required("a filter name", filter)?,
+                "draft" => t.draft = field.required("true or false", boolean)?,
+                "exif_transpose" => t.exif_transpose = field.required("true or false", boolean)?,
+                "normalize" => t.normalize = field.object_with(normalize)?,
+                "layout" => t.layout = field.required("`hwc` or `chw`", layout)?,
+                "dtype" => t.dtype = field.required("`u8`, `f32` or `f16`", dtype)?,
+                "channels" => t.channel_order = field.required("`rgb` or `bgr`", channels)?,
+                "random_resized_crop" => {
+                    t.random_resized_crop = field.object_with(random_resized_crop)?
+                }
+                "horizontal_flip" => t.horizontal_flip = field.optional(number)?,
+                "vertical_flip" => t.vertical_flip = field.optional(number)?,
+                "color_jitter" => t.color_jitter = field.object_with(color_jitter)?,
+                "grayscale" => t.grayscale = field.optional(number)?,
+                "random_rotation" => t.random_rotation = field.object_with(random_rotation)?,
+                "trivial_augment" => t.trivial_augment = field.object_with(trivial_augment)?,
+                "random_erasing" => t.random_erasing = field.object_with(random_erasing)?,
+                "seed" => t.seed = field.required("a non-negative integer", integer)?,
+                "epoch" => t.epoch = field.required("a non-negative integer", integer)?,
+                _ => return Err(invalid(format!("unknown transform field `{key}`"))),
+            }
+        }
+        t.validate()?;
+        Ok(t)
+    }
+}
+
+fn invalid(why: String) -> InvalidTransform {
+    InvalidTransform(why)
+}
+
+/// One key of the object being read, and its value (`None` for null).
+struct Field<'a> {
+    key: &'a str,
+    value: Option<&'a Value>,
+}
+
+impl Field<'_> {
+    fn wrong(&self, what: &str) -> InvalidTransform {
+        invalid(format!("transform field `{}` must be {what}", self.key))
+    }
+
+    /// A value that may not be null: `what` it must be, as read by `read`.
+    fn required<T>(&self, what: &str, read: impl Fn(&Value) -> Option<T>) -> Parsed<T> {
+        self.value.and_then(read).ok_or_else(|| self.wrong(what))
+    }
+
+    /// A value, or null for none.
+    fn optional<T>(&self, read: impl Fn(&Value) -> Option<T>) -> Parsed<Option<T>> {
+        match self.value {
+            None => Ok(None),
+            Some(v) => read(v)
+                .map(Some)
+                .ok_or_else(|| self.wrong("a number or null")),
+        }
+    }
+
+    /// An object read by `read`, or null for none.
+    fn object_with<T>(&self, read: impl Fn(&Map<String, Value>) -> Parsed<T>) -> Parsed<Option<T>> {
+        match self.value {
+            None => Ok(None),
+            Some(v) => {
+                let object = v
+                    .as_object()
+                    .ok_or_else(|| self.wrong("an object or null"))?;
+                read(object)
+                    .map(Some)
+                    .map_err(|e| invalid(format!("transform field `{}`: {}", self.key, e.0)))
+            }
+        }
+    }
+}
+
+fn boolean(v: &Value) -> Option<bool> {
+    v.as_bool()
+}
+
+fn number(v: &Value) -> Option<f64> {
+    v.as_f64()
+}
+
+fn integer(v: &Value) -> Option<u64> {
+    v.as_u64()
+}
+
+fn filter(v: &Value) -> Option<Filter> {
+    v.as_str().and_then(Filter::from_name)
+}
+
+fn layout_name(layout: Layout) -> &'static str {
+    match layout {
+        Layout::Hwc => "hwc",
+        Layout::Chw => "chw",
+    }
+}
+
+fn layout(v: &Value) -> Option<Layout> {
+    [Layout::Hwc, Layout::Chw]
+        .into_iter()
+        .find(|&l| v.as_str() == Some(layout_name(l)))
+}
+
+fn dtype_name(dtype: DType) -> &'static str {
+    match dtype {
+        DType::U8 => "u8",
+        DType::F32 => "f32",
+        DType::F16 => "f16",
+    }
+}
+
+fn dtype(v: &Value) -> Option<DType> {
+    [DType::U8, DType::F32, DType::F16]
+        .into_iter()
+        .find(|&d| v.as_str() == Some(dtype_name(d)))
+}
+
+fn channels_name(order: ChannelOrder) -> &'static str {
+    match order {
+        ChannelOrder::Rgb => "rgb",
+        ChannelOrder::Bgr => "bgr",
+    }
+}
+
+fn channels(v: &Value) -> Option<ChannelOrder> {
+    [ChannelOrder::Rgb, ChannelOrder::Bgr]
+        .into_iter()
+        .find(|&c| v.as_str() == Some(channels_name(c)))
+}
+
+/// The value of `key`, which the object must have.
+fn member<'a>(object: &'a Map<String, Value>, key: &str) -> Parsed<&'a Value> {
+    object
+        .get(key)
+        .ok_or_else(|| invalid(format!("`{key}` is missing")))
+}
+
+fn known(object: &Map<String, Value>, keys: &[&str]) -> Parsed<()> {
+    match object.keys().find(|k| !keys.contains(&k.as_str())) {
+        Some(key) => Err(invalid(format!("unknown key `{key}`"))),
+        None => Ok(()),
+    }
+}
+
+fn usize_of(object: &Map<String, Value>, key: &str) -> Parsed<usize> {
+    let v = member(object, key)?;
+    v.as_u64()
+        .and_then(|n| usize::try_from(n).ok())
+        .ok_or_else(|| invalid(format!("`{key}` must be a non-negative integer")))
+}
+
+fn f64_of(object: &Map<String, Value>, key: &str) -> Parsed<f64> {
+    member(object, key)?
+        .as_f64()
+        .ok_or_else(|| invalid(format!("`{key}` must be a number")))
+}
+
+/// `[a, b, …]`, `N` numbers.
+fn numbers<const N: usize>(v: &Value, key: &str) -> Parsed<[f64; N]> {
+    let wrong = || invalid(format!("`{key}` must be a list of {N} numbers"));
+    let list = v.as_array().filter(|l| l.len() == N).ok_or_else(wrong)?;
+    let mut out = [0.0; N];
+    for (slot, item) in out.iter_mut().zip(list) {
+        *slot = item.as_f64().ok_or_else(wrong)?;
+    }
+    Ok(out)
+}
+
+fn range_of(object: &Map<String, Value>, key: &str) -> Parsed<(f64, f64)> {
+    let [a, b] = numbers(member(object, key)?, key)?;
+    Ok((a, b))
+}
+
+/// A float32 range or null (f32 → f64 → text → f64 → f32 is exact).
+fn range32_of(object: &Map<String, Value>, key: &str) -> Parsed<Option<(f32, f32)>> {
+    match object.get(key).filter(|v| !v.is_null()) {
+        None => Ok(None),
+        Some(v) => numbers(v, key).map(|[a, b]| Some((a as f32, b as f32))),
+    }
+}
+
+fn fill_of(object: &Map<String, Value>) -> Parsed<[u8; 3]> {
+    let wrong = || invalid("`fill` must be three integers 0..=255".into());
+    let values = numbers::<3>(member(object, "fill")?, "fill").map_err(|_| wrong())?;
+    let mut fill = [0u8; 3];
+    for (slot, v) in fill.iter_mut().zip(values) {
+        *slot = (v.fract() == 0.0 && (0.0..=255.0).contains(&v))
+            .then_some(v as u8)
+            .ok_or_else(wrong)?;
+    }
+    Ok(fill)
+}
+
+fn size(object: &Map<String, Value>) -> Parsed<(usize, usize)> {
+    known(object, &["width", "height"])?;
+    Ok((usize_of(object, "width")?, usize_of(object, "height")?))
+}
+
+fn resize(object: &Map<String, Value>) -> Parsed<Resize> {
+    if object.contains_key("shorter_side") {
+        known(object, &["shorter_side"])?;
+        return Ok(Resize::ShorterSide(usize_of(object, "shorter_side")?));
+    }
+    let (width, height) = size(object)?;
+    Ok(Resize::Exact { width, height })
+}
+
+fn normalize(object: &Map<String, Value>) -> Parsed<Normalize> {
+    known(object, &["mean", "std"])?;
+    let [mean, std] = ["mean", "std"].map(|key| numbers::<3>(member(object, key)?, key));
+    Ok(Normalize {
+        mean: mean?.map(|v| v as f32),
+        std: std?.map(|v| v as f32),
+    })
+}
+
+fn random_resized_crop(object: &Map<String, Value>) -> Parsed<RandomResizedCrop> {
+    known(object, &["width", "height", "scale", "ratio", "filters"])?;
+    let filters = match object.get("filters").filter(|v| !v.is_null()) {
+        None => None,
+        Some(v) => {
+            let wrong = || invalid("`filters` must be two filter names or null".into());
+            let list = v.as_array().filter(|l| l.len() == 2).ok_or_else(wrong)?;
+            let [a, b] = [&list[0], &list[1]].map(filter);
+            Some([a.ok_or_else(wrong)?, b.ok_or_else(wrong)?])
+        }
+    };
+    Ok(RandomResizedCrop {
+        size: (usize_of(object, "width")?, usize_of(object, "height")?),
+        scale: range_of(object, "scale")?,
+        ratio: range_of(object, "ratio")?,
+        filters,
+    })
+}
+
+fn color_jitter(object: &Map<String, Value>) -> Parsed<ColorJitter> {
+    known(object, &["brightness", "contrast", "saturation", "hue"])?;
+    Ok(ColorJitter {
+        brightness: range32_of(object, "brightness")?,
+        contrast: range32_of(object, "contrast")?,
+        saturation: range32_of(object, "saturation")?,
+        hue: range32_of(object, "hue")?,
+    })
+}
+
+fn random_rotation(object: &Map<String, Value>) -> Parsed<RandomRotation> {
+    known(object, &["degrees", "fill"])?;
+    Ok(RandomRotation {
+        degrees: range_of(object, "degrees")?,
+        fill: fill_of(object)?,
+    })
+}
+
+fn trivial_augment(object: &Map<String, Value>) -> Parsed<TrivialAugment> {
+    known(object, &["bins", "fill"])?;
+    let bins = usize_of(object, "bins")?;
+    Ok(TrivialAugment {
+        bins: u32::try_from(bins).map_err(|_| invalid("`bins` is too large".into()))?,
+        fill: fill_of(object)?,
+    })
+}
+
+fn random_erasing(object: &Map<String, Value>) -> Parsed<RandomErasing> {
+    known(object, &["p", "scale", "ratio", "value"])?;
+    let value = numbers::<3>(member(object, "value")?, "value")?;
+    Ok(RandomErasing {
+        p: f64_of(object, "p")?,
+        scale: range_of(object, "scale")?,
+        ratio: range_of(object, "ratio")?,
+        value: value.map(|v| v as f32),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A transform with every field away from its default.
+    fn everything() -> Transform {
+        Transform {
+            resize: None,
+            center_crop: Some((224, 200)),
+            filter: Filter::Bicubic,
+            draft: false,
+            normalize: Some(Normalize::IMAGENET),
+            layout: Layout::Chw,
+            dtype: DType::F16,
+            channel_order: ChannelOrder::Bgr,
+            exif_transpose: true,
+            random_resized_crop: Some(RandomResizedCrop {
+                filters: Some([Filter::Bilinear, Filter::Bicubic]),
+                ..RandomResizedCrop::new(176)
+            }),
+            horizontal_flip: Some(0.5),
+            vertical_flip: Some(0.25),
+            color_jitter: Some(ColorJitter::new(0.4, 0.3, 0.2, 0.1)),
+            grayscale: Some(0.2),
+            random_rotation: Some(RandomRotation {
+                degrees: (-12.5, 30.0),
+                fill: [1, 2, 3],
+            }),
+            trivial_augment: None,
+            random_erasing: Some(RandomErasing {
+                value: [0.1, -0.2, 0.3],
+                ..RandomErasing::new(0.25)
+            }),
+            seed: u64::MAX,
+            epoch: 7,
+        }
+    }
+
+    /// Every field is written and reads back as it was (float32 values exactly), through the
+    /// text report.json holds; presets too.
+    #[test]
+    fn every_field_reads_back_from_its_json() {
+        let with_trivial = Transform {
+            random_rotation: None,
+            trivial_augment: Some(TrivialAugment {
+                bins: 15,
+                fill: [255, 0, 9],
+            }),
+            exif_transpose: false,
+            draft: true,
+            resize: Some(Resize::Exact {
+                width: 300,
+                height: 200,
+            }),
+            random_resized_crop: None,
+            ..everything()
+        };
+        let shorter_side = Transform {
+            resize: Some(Resize::ShorterSide(256)),
+            random_resized_crop: None,
+            ..everything()
+        };
+        let presets = [
+            Transform::default(),
+            Transform::imagenet_eval(),
+            Transform::timm_train(),
+        ];
+        for t in [everything(), with_trivial, shorter_side]
+            .into_iter()
+            .chain(presets)
+        {
+            assert_eq!(t.validate(), Ok(()), "{t:?}");
+            let text = t.to_json().to_string();
+            let parsed: Value = serde_json::from_str(&text).unwrap();
+            assert_eq!(Transform::from_json(&parsed), Ok(t), "{text}");
+        }
+        let written = everything().to_json();
+        let keys = written.as_object().unwrap().len();
+        assert_eq!(keys, 19, "one key per field of Transform: {written}");
+    }
+
+    #[test]
+    fn a_field_it_does_not_write_or_a_wrong_value_is_refused() {
+        let refused = |json: Value| Transform::from_json(&json).unwrap_err().to_string();
+        assert_eq!(
+            refused(json!({ "rotate": 3 })),
+            "unknown transform field `rotate`"
+        );
+        assert_eq!(
+            refused(json!({ "random_rotation": { "degrees": [0, 1], "fill": [0, 0, 256] } })),
+            "transform field `random_rotation`: `fill` must be three integers 0..=255"
+        );
+        assert_eq!(
+            refused(json!({ "dtype": "u8", "normalize": { "mean": [0, 0, 0], "std": [1, 1, 1] } })),
+            "normalisation needs a float dtype (f32 or f16)"
+        );
+        assert_eq!(
+            refused(json!({ "layout": "nchw" })),
+            "transform field `layout` must be `hwc` or `chw`"
+        );
+    }
+}
