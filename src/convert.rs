@@ -629,4 +629,3 @@ fn path_fields(entry: &mut serde_json::Value, key: &str, path: &Path) {
         entry[format!("{key}_hex")] = hex.into();
     }
 }
-

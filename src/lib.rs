@@ -46,8 +46,9 @@ pub use jpeg::Limits;
 pub use plan::{Adjustment, CropBox, ImagePlan, Params, Sample, Samples};
 pub use tensor::{Stacked, Tensor, TensorData};
 pub use transform::{
-    ChannelOrder, ColorJitter, DType, Filter, InvalidTransform, Layout, Normalize, RandomErasing,
-    RandomResizedCrop, RandomRotation, Resize, Transform, TrivialAugment,
+    ChannelOrder, ColorJitter, DType, Filter, InvalidTransform, Layout, Normalize, Operation,
+    RandomErasing, RandomResizedCrop, RandomRotation, Resize, Transform, TrivialAugment,
+    OPERATIONS, SETTINGS,
 };
 
 /// Here rather than in either module: the transform vocabulary and the errors name nothing of

@@ -1145,3 +1145,22 @@ fn an_interrupted_convert_keeps_what_it_finished_and_leaves_no_temporary_file() 
     assert!(!stale.exists(), "the stale temporary file was removed");
     assert!(not_ours.exists(), "another output's file stays");
 }
+
+/// Every operation a transform holds has its declared flag in `convert` and `bench`, which
+/// set it: the command line is checked against the one table of operations.
+#[test]
+fn every_declared_operation_has_its_flag() {
+    for command in ["convert", "bench"] {
+        let out = gpuprep().args([command, "--help"]).output().unwrap();
+        let help = String::from_utf8(out.stdout).unwrap();
+        for operation in gpuprep::OPERATIONS {
+            let flag = format!("{} ", operation.flag);
+            assert!(
+                help.contains(&flag) || help.contains(&format!("{} <", operation.flag)),
+                "{command} has no {} for {}",
+                operation.flag,
+                operation.torchvision
+            );
+        }
+    }
+}

@@ -143,12 +143,11 @@ def _resolve_list(paths):
 
 
 # Where each torchvision transform may stand: gpuprep applies them in this order, so a Compose
-# whose order differs (a crop after a colour jitter, say) would compute something else.
-_STAGE = {"Resize": 0, "RandomResizedCrop": 0, "CenterCrop": 1, "RandomHorizontalFlip": 2,
-          "RandomVerticalFlip": 2, "RandomRotation": 2, "TrivialAugmentWide": 2, "ColorJitter": 2,
-          "RandomGrayscale": 3, "ToTensor": 4,
-          "PILToTensor": 4, "ToImage": 4, "ToDtype": 5, "ConvertImageDtype": 5, "Normalize": 6,
-          "RandomErasing": 7}
+# whose order differs (a crop after a colour jitter, say) would compute something else. The
+# operations' places come from the crate's one table of them; the tensor conversions sit between.
+_STAGE = {name: stage for name, _field, _flag, _method, stage in _gpuprep.operations()}
+_STAGE.update({"ToTensor": 4, "PILToTensor": 4, "ToImage": 4, "ToDtype": 5,
+               "ConvertImageDtype": 5})
 _FLIPS = ("RandomHorizontalFlip", "RandomVerticalFlip")
 _GEOMETRIC = ("RandomRotation", "TrivialAugmentWide")
 _INTERPOLATIONS = {"NEAREST": "nearest", "BOX": "box", "BILINEAR": "bilinear",

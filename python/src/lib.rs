@@ -1213,6 +1213,16 @@ fn init_threads(threads: Option<usize>) -> usize {
     gpuprep::init_threads(threads)
 }
 
+/// The operations a `Transform` holds, from the crate's one table: (torchvision's class, the
+/// field, the command line's flag, the Python method, the place in torchvision's usual order).
+#[pyfunction]
+fn operations() -> Vec<(&'static str, &'static str, &'static str, &'static str, u8)> {
+    gpuprep::OPERATIONS
+        .iter()
+        .map(|o| (o.torchvision, o.field, o.flag, o.method, o.stage))
+        .collect()
+}
+
 #[pymodule]
 fn _gpuprep(m: &Bound<'_, PyModule>) -> PyResult<()> {
     let py = m.py();
@@ -1223,6 +1233,7 @@ fn _gpuprep(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<dlpack::CudaBatch>()?;
     m.add_function(wrap_pyfunction!(copy_into, m)?)?;
     m.add_function(wrap_pyfunction!(init_threads, m)?)?;
+    m.add_function(wrap_pyfunction!(operations, m)?)?;
     m.add_function(wrap_pyfunction!(_panic_inside, m)?)?;
     for (name, class) in [
         ("GpuprepError", py.get_type::<GpuprepError>()),

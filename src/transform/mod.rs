@@ -7,7 +7,10 @@
 //! parameters from `seed`, `epoch` and the sample's index (see [`crate::plan::random`]), or take
 //! them as given ([`crate::Sample`]).
 
+mod operations;
 mod wire;
+
+pub use operations::{Operation, OPERATIONS, SETTINGS};
 
 /// Pillow's resampling filters.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
