@@ -124,11 +124,14 @@ pub fn is_image_extension(extension: &str) -> bool {
     extensions().any(|e| e.eq_ignore_ascii_case(extension))
 }
 
-/// The formats' names, joined by `", "`, the last by `last` (`"JPEG, PNG, …, or ICO"`).
+/// The formats' names, joined by `", "`, the last by `last` (`"JPEG, PNG, …, ICO or JPEG 2000"`
+/// for `" or "`).
 pub fn names(last: &str) -> String {
     let names: Vec<&str> = FORMATS.iter().map(|f| f.name).collect();
     match names.split_last() {
-        Some((tail, head)) if !head.is_empty() => format!("{}{last}{tail}", head.join(", ")),
+        Some((final_name, others)) if !others.is_empty() => {
+            format!("{}{last}{final_name}", others.join(", "))
+        }
         _ => names.concat(),
     }
 }

@@ -156,7 +156,8 @@ pub fn read_tensor(bytes: &[u8]) -> Result<Tensor, NpyError> {
         return Err(NpyError::FortranOrder);
     }
     let shape_text = field("shape")?;
-    let shape_text = &shape_text[1..shape_text.find(')').ok_or(NpyError::BadShape)?];
+    let shape_text = shape_text.strip_prefix('(').ok_or(NpyError::BadShape)?;
+    let shape_text = &shape_text[..shape_text.find(')').ok_or(NpyError::BadShape)?];
     let dims: Vec<usize> = shape_text
         .split(',')
         .map(str::trim)
@@ -225,6 +226,23 @@ fn split_header(bytes: &[u8]) -> Result<(&str, &[u8]), NpyError> {
 mod tests {
     use super::*;
     use crate::tensor::TensorData;
+
+    /// A header whose shape is no tuple, or is cut off, is an error naming it, not a panic.
+    #[test]
+    fn a_shape_that_is_no_tuple_is_refused() {
+        for shape in [")", "é", "(2, 3", "", "(2, x, 3)"] {
+            let text = format!("{{'descr': '|u1', 'fortran_order': False, 'shape': {shape}, }}");
+            let mut bytes = b"\x93NUMPY\x01\x00".to_vec();
+            let padded = format!("{text:<118}\n");
+            bytes.extend((padded.len() as u16).to_le_bytes());
+            bytes.extend(padded.bytes());
+            let err = read_tensor(&bytes).err();
+            assert!(
+                matches!(err, Some(NpyError::BadShape | NpyError::BadDimension(_))),
+                "{shape:?}: {err:?}"
+            );
+        }
+    }
 
     #[test]
     fn header_is_aligned_and_describes_the_array() {

@@ -1146,21 +1146,53 @@ fn an_interrupted_convert_keeps_what_it_finished_and_leaves_no_temporary_file() 
     assert!(not_ours.exists(), "another output's file stays");
 }
 
-/// Every operation a transform holds has its declared flag in `convert` and `bench`, which
-/// set it: the command line is checked against the one table of operations.
+/// Every operation a transform holds has its declared flag in `convert` and `bench`, and the
+/// flag sets it: `convert` with it alone records the operation in report.json, which reads back
+/// as a transform. The command line is checked against the one table of operations.
 #[test]
-fn every_declared_operation_has_its_flag() {
+fn every_declared_operation_has_its_flag_and_the_flag_sets_it() {
     for command in ["convert", "bench"] {
         let out = gpuprep().args([command, "--help"]).output().unwrap();
         let help = String::from_utf8(out.stdout).unwrap();
         for operation in gpuprep::OPERATIONS {
-            let flag = format!("{} ", operation.flag);
-            assert!(
-                help.contains(&flag) || help.contains(&format!("{} <", operation.flag)),
-                "{command} has no {} for {}",
-                operation.flag,
-                operation.torchvision
-            );
+            let flag = format!("{} <", operation.flag);
+            assert!(help.contains(&flag), "{command} has no {flag}>");
         }
+    }
+    let value = |flag: &str| match flag {
+        "--resize" | "--random-resized-crop" | "--crop" => "16",
+        "--hflip" | "--vflip" | "--grayscale" | "--random-erasing" => "0.5",
+        "--random-rotation" => "10",
+        "--trivial-augment" => "31",
+        "--color-jitter" => "0.4,0.4,0.4",
+        "--normalize" => "imagenet",
+        other => panic!("no value to try {other} with"),
+    };
+    for operation in gpuprep::OPERATIONS {
+        let dir = fresh_dir(&format!("operation-{}", operation.field));
+        let out = gpuprep()
+            .args(["convert", "--backend", "cpu", "-q", "--out"])
+            .arg(&dir)
+            .arg(data("photos/mpl__grace_hopper.jpg"))
+            .args([operation.flag, value(operation.flag)])
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}: {}",
+            operation.flag,
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let report: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(dir.join("report.json")).unwrap()).unwrap();
+        let recorded = &report["transform"];
+        assert!(
+            !recorded[operation.field].is_null(),
+            "{}: {recorded}",
+            operation.flag
+        );
+        let transform = gpuprep::Transform::from_json(recorded).unwrap();
+        assert_eq!(transform.to_json(), *recorded);
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

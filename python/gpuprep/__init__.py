@@ -485,6 +485,11 @@ def from_torchvision(compose):
             t = t.random_erasing(_probability(name, step.p),
                                  _pair(name, "scale", step.scale, low=0.0, high=1.0),
                                  _pair(name, "ratio", step.ratio, positive=True), value)
+        else:
+            # An operation the crate declares (see _STAGE) without a translation here: refused,
+            # never dropped in silence.
+            raise OptionsError(f"{name} is not translated by this version of gpuprep's Python "
+                               "package (its operations table and from_torchvision disagree)")
     return t
 
 

@@ -71,8 +71,9 @@ create_exception!(
     _gpuprep,
     HandoffError,
     GpuError,
-    "A batch could not be handed over on the device: no CUDA driver or device, a Vulkan device \
-     that cannot export its memory, or a driver call that failed on the way."
+    "A batch handed over on the device failed once under way: a CUDA or Vulkan call that \
+     failed, or a wait that timed out. (Where CUDA or exportable memory is missing, the loader \
+     hands batches over in host memory instead and says why.)"
 );
 create_exception!(
     _gpuprep,

@@ -442,21 +442,21 @@ def test_copy_into_copies_every_byte_and_refuses_other_lengths():
 
 
 def test_every_declared_operation_has_its_method_stub_and_translation():
-    """The crate's one table of operations: each has its Transform method (which sets it: the
-    repr names it), its stub, and a place from_torchvision knows."""
+    """The crate's one table of operations: each has its Transform method, which sets it (the
+    repr names its torchvision class), its stub, its place in from_torchvision's order and a
+    branch of from_torchvision that translates it."""
+    import inspect
     import pathlib
 
     stubs = (pathlib.Path(gpuprep.__file__).parent / "__init__.pyi").read_text()
+    translation = inspect.getsource(gpuprep.from_torchvision)
     operations = gpuprep._gpuprep.operations()
     assert len(operations) == 11
-    for torchvision, field, flag, method, stage in operations:
-        assert callable(getattr(gpuprep.Transform, method, None)), method
-        assert f"def {method}(" in stubs, method
-        assert gpuprep._STAGE[torchvision] == stage
-    # Each method sets what it says: the transform is no longer the default.
-    default = repr(gpuprep.Transform())
     args = {"resize": (8,), "random_resized_crop": (8,), "center_crop": (8,),
             "random_rotation": (10,), "normalize": ([0.5] * 3, [0.5] * 3)}
-    for _torchvision, _field, _flag, method, _stage in operations:
+    for torchvision, _field, _flag, method, stage in operations:
+        assert f"def {method}(" in stubs, method
+        assert gpuprep._STAGE[torchvision] == stage
+        assert f'"{torchvision}"' in translation, torchvision
         t = getattr(gpuprep.Transform(), method)(*args.get(method, ()))
-        assert repr(t) != default, method
+        assert f"{torchvision}(" in repr(t), (method, repr(t))

@@ -53,10 +53,7 @@ pub(super) trait Dataset: Send + Sync {
 
     /// Of a pass, the samples that no rank reads when each reads `per_rank`: `None` where that
     /// changes from epoch to epoch.
-    fn unread(&self, split: Split, per_rank: usize) -> Option<usize> {
-        let _ = (split, per_rank);
-        Some(0)
-    }
+    fn unread(&self, split: Split, per_rank: usize) -> Option<usize>;
 
     /// Reads the rank's samples of `epoch` into `batcher`, in order, as `feeder` is set to.
     fn read_epoch(&self, feeder: &Feeder, epoch: u64, batcher: &mut Batcher);
@@ -115,6 +112,12 @@ impl Feeder {
 impl Dataset for Indexed {
     fn samples(&self) -> usize {
         self.0.len()
+    }
+
+    /// Indices are split as `DistributedSampler` splits them, each a rank's (the tail that
+    /// `drop_last` drops is the sampler's own rule, not counted here).
+    fn unread(&self, _split: Split, _per_rank: usize) -> Option<usize> {
+        Some(0)
     }
 
     /// The rank's indices of the epoch, files read in parallel, continuously, ahead of the

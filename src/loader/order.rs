@@ -67,7 +67,7 @@ impl Split {
 
     /// The stream an epoch's orders are drawn from (shared by every rank, so that they split
     /// one permutation).
-    pub fn stream(&self, epoch: u64) -> Stream {
+    pub(crate) fn stream(&self, epoch: u64) -> Stream {
         let key = SampleKey {
             seed: self.seed,
             epoch,
@@ -79,7 +79,7 @@ impl Split {
 
 impl Split {
     /// The stream of this rank's shuffle buffer in `epoch` (a stream of its own per rank).
-    pub fn buffer_stream(&self, epoch: u64) -> Stream {
+    pub(crate) fn buffer_stream(&self, epoch: u64) -> Stream {
         let key = SampleKey {
             seed: self.seed,
             epoch,
@@ -91,7 +91,7 @@ impl Split {
 
 /// A uniform shuffle of `items` (Fisher–Yates from the last place down, as
 /// `Stream::permutation`).
-pub fn shuffle<T>(items: &mut [T], stream: &mut Stream) {
+pub(crate) fn shuffle<T>(items: &mut [T], stream: &mut Stream) {
     for i in (1..items.len()).rev() {
         let j = stream.below(i as u64 + 1) as usize;
         items.swap(i, j);

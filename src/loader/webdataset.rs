@@ -171,8 +171,8 @@ impl Grouper {
             _ => None,
         };
         self.key = Some(key);
-        // The member that is the image: one of a format gpuprep reads (its lower-case
-        // extensions, as webdataset's decoders match them).
+        // The member that is the image: its (lower-cased) extension is one of a format gpuprep
+        // reads.
         let image = crate::formats::extensions().any(|e| e == extension);
         if image && self.image.is_none() {
             self.image = Some(bytes);

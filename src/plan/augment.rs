@@ -169,7 +169,7 @@ impl Params {
 
     /// Draws the parameters for `key`, each operation from its own stream. `RandomErasing`'s
     /// box is drawn on the output's size, which the crop or resize fixes.
-    pub fn draw(transform: &Transform, key: SampleKey, size: (usize, usize)) -> Self {
+    pub(crate) fn draw(transform: &Transform, key: SampleKey, size: (usize, usize)) -> Self {
         let coin = |p: Option<f64>, op| p.map(|p| Stream::new(key, op).uniform() < p);
         Self {
             crop: transform

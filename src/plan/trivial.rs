@@ -171,7 +171,7 @@ pub enum Effect {
 impl Augment {
     /// `TrivialAugmentWide.forward`'s draws: the operation, then (for one with magnitudes) the
     /// bin, then (for a signed one) whether it is negated, each uniform.
-    pub fn draw(bins: u32, s: &mut Stream) -> Self {
+    pub(crate) fn draw(bins: u32, s: &mut Stream) -> Self {
         let op = OPS[s.below(OPS.len() as u64) as usize];
         let Some(magnitude) = op.magnitude(s.below(u64::from(bins)) as u32, bins) else {
             return Self { op, magnitude: 0.0 };
@@ -184,7 +184,7 @@ impl Augment {
     }
 
     /// What `_apply_op(img, op, magnitude, NEAREST, fill)` does to an image of `size`.
-    pub fn effect(&self, size: (usize, usize), fill: [u8; 3]) -> Effect {
+    pub(crate) fn effect(&self, size: (usize, usize), fill: [u8; 3]) -> Effect {
         let m = self.magnitude;
         // ImageEnhance's factors: `1.0 + magnitude`, handed to C as a float.
         let factor = (1.0 + m) as f32;

@@ -1,23 +1,23 @@
-//! The operations a [`Transform`] holds, declared once with the names each front end gives
+//! The operations a [`Transform`](crate::Transform) holds, declared once with the names each front end gives
 //! them: torchvision's class, the field of `Transform` (its key in the JSON form), the command
 //! line's flag and the Python `Transform` method, and where torchvision's usual order puts it.
 //! The command line, the Python methods and their stubs, `from_torchvision` (which reads this
 //! table) and the JSON form are checked against it by tests.
 
-/// One operation of a [`Transform`].
+/// One operation of a [`Transform`](crate::Transform).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Operation {
     /// torchvision's class (`transforms` and `transforms.v2` spell it alike).
     pub torchvision: &'static str,
-    /// The field of [`Transform`] it sets, and its key in [`Transform::to_json`].
+    /// The field of [`Transform`](crate::Transform) it sets, and its key in [`Transform::to_json`](crate::Transform::to_json).
     pub field: &'static str,
     /// The command line's flag.
     pub flag: &'static str,
     /// The Python `Transform` method.
     pub method: &'static str,
-    /// Its place in torchvision's usual order, the one gpuprep applies: operations of one
-    /// place commute with one another or are refused together; `from_torchvision` refuses a
-    /// pipeline that goes back to an earlier place (the tensor conversions sit at 4 and 5).
+    /// Its place in torchvision's usual order, the one gpuprep applies: `from_torchvision`
+    /// refuses a pipeline that goes back to an earlier place (the tensor conversions sit at 4
+    /// and 5), and checks the order within a place where it matters (a rotation after a flip).
     pub stage: u8,
 }
 
@@ -100,7 +100,8 @@ pub const OPERATIONS: [Operation; 11] = [
     ),
 ];
 
-/// The fields of [`Transform`] that are settings of the whole transform, not operations.
+/// The keys of [`Transform::to_json`](crate::Transform::to_json) that are settings of the whole
+/// transform, not operations (`channels` is the field `channel_order`).
 pub const SETTINGS: [&str; 8] = [
     "filter",
     "draft",

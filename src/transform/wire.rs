@@ -373,7 +373,8 @@ fn random_erasing(object: &Map<String, Value>) -> Parsed<RandomErasing> {
 mod tests {
     use super::*;
 
-    /// A transform with every field away from its default.
+    /// A transform with most fields away from their defaults (the others, which do not
+    /// combine with these, are changed in the test's variants).
     fn everything() -> Transform {
         Transform {
             resize: None,
