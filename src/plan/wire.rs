@@ -63,6 +63,7 @@ pub fn params_from_json(json: &serde_json::Value) -> Result<super::Params> {
             .ok_or_else(|| Error::Options(format!("`{key}` must be a non-negative integer")))
     };
     let get_box = |v: &serde_json::Value| -> Result<CropBox> {
+        only(v, &["top", "left", "height", "width"], "a box")?;
         Ok(CropBox {
             top: int(v, "top")?,
             left: int(v, "left")?,
@@ -110,6 +111,8 @@ pub fn params_from_json(json: &serde_json::Value) -> Result<super::Params> {
                 .get("order")
                 .and_then(serde_json::Value::as_array)
                 .ok_or_else(|| Error::Options("`color` needs an `order` list".into()))?;
+            let named: Vec<&str> = order.iter().filter_map(serde_json::Value::as_str).collect();
+            only(c, &[&["order"], named.as_slice()].concat(), "`color`")?;
             let mut adjustments = Vec::new();
             for name in order {
                 let name = name.as_str().unwrap_or("");
@@ -162,8 +165,21 @@ pub fn params_from_json(json: &serde_json::Value) -> Result<super::Params> {
     })
 }
 
+/// Refuses a key of the object `v` (`what`) that is not one of `keys`: a parameter given under a
+/// misspelt name would otherwise be dropped in silence.
+fn only(v: &serde_json::Value, keys: &[&str], what: &str) -> Result<()> {
+    let unknown = v
+        .as_object()
+        .and_then(|o| o.keys().find(|k| !keys.contains(&k.as_str())));
+    match unknown {
+        Some(key) => Err(Error::Options(format!("unknown key `{key}` in {what}"))),
+        None => Ok(()),
+    }
+}
+
 /// `{"op": name, "magnitude": m}`: a `TrivialAugmentWide` draw.
 fn augment_from_json(v: &serde_json::Value) -> Result<super::Augment> {
+    only(v, &["op", "magnitude"], "`augment`")?;
     let name = v
         .get("op")
         .and_then(serde_json::Value::as_str)
@@ -205,10 +221,36 @@ mod tests {
             let parsed: serde_json::Value = serde_json::from_str(&text).unwrap();
             assert_eq!(params_from_json(&parsed).unwrap(), params, "{text}");
         }
-        let unknown = serde_json::json!({"rotate": 3});
-        match params_from_json(&unknown) {
-            Err(Error::Options(why)) => assert_eq!(why, "unknown parameter `rotate`"),
+        let refused = |json: serde_json::Value| match params_from_json(&json) {
+            Err(Error::Options(why)) => why,
             other => panic!("not refused as options: {other:?}"),
-        }
+        };
+        assert_eq!(
+            refused(serde_json::json!({"rotate": 3})),
+            "unknown parameter `rotate`"
+        );
+        // A misspelt key inside an operation's object is refused, not dropped.
+        assert_eq!(
+            refused(
+                serde_json::json!({"color": {"order": ["brightness"], "brightness": 1.2, "brigtness": 0.8}})
+            ),
+            "unknown key `brigtness` in `color`"
+        );
+        assert_eq!(
+            refused(serde_json::json!({"color": {"order": [], "contrast": 1.2}})),
+            "unknown key `contrast` in `color`"
+        );
+        assert_eq!(
+            refused(
+                serde_json::json!({"crop": {"top": 0, "left": 0, "height": 4, "width": 4, "x": 1}})
+            ),
+            "unknown key `x` in a box"
+        );
+        assert_eq!(
+            refused(
+                serde_json::json!({"augment": {"op": "Identity", "magnitude": 0.0, "sign": 1}})
+            ),
+            "unknown key `sign` in `augment`"
+        );
     }
 }
