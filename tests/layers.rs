@@ -111,6 +111,25 @@ fn the_gpu_and_the_cpu_reference_name_each_other_only_in_tests() {
     assert!(found.is_empty(), "{found:#?}");
 }
 
+/// The first path segment named after each `prefix` in `code` (`prefix::a::B` names `a`;
+/// `prefix::{a, b::C}` names `a` and `b`).
+fn names_after<'a>(code: &'a str, prefix: &'a str) -> impl Iterator<Item = &'a str> + 'a {
+    code.match_indices(prefix).flat_map(move |(at, _)| {
+        let rest = &code[at + prefix.len()..];
+        let names: Vec<&str> = match rest.strip_prefix('{') {
+            Some(group) => group[..group.find('}').unwrap_or(0)]
+                .split(',')
+                .map(|n| n.trim().split("::").next().unwrap_or(""))
+                .collect(),
+            None => vec![rest
+                .split(|c: char| !c.is_alphanumeric() && c != '_')
+                .next()
+                .unwrap_or("")],
+        };
+        names
+    })
+}
+
 /// For each file of the folder `module` of src/ (the folder's mod.rs aside), the sibling files
 /// its library code uses (`super::x`, `crate::module::x`).
 fn sibling_imports(module: &str) -> BTreeMap<String, BTreeSet<String>> {
@@ -135,26 +154,11 @@ fn sibling_imports(module: &str) -> BTreeMap<String, BTreeSet<String>> {
             let code = library_code(path);
             let mut used = BTreeSet::new();
             for prefix in ["super::".to_string(), format!("crate::{module}::")] {
-                for (at, _) in code.match_indices(&prefix) {
-                    let rest = &code[at + prefix.len()..];
-                    // `super::{a, b::C}` names several.
-                    let names: Vec<&str> = match rest.strip_prefix('{') {
-                        Some(group) => group[..group.find('}').unwrap_or(0)]
-                            .split(',')
-                            .map(|n| n.trim().split("::").next().unwrap_or(""))
-                            .collect(),
-                        None => vec![rest
-                            .split(|c: char| !c.is_alphanumeric() && c != '_')
-                            .next()
-                            .unwrap_or("")],
-                    };
-                    used.extend(
-                        names
-                            .into_iter()
-                            .filter(|n| siblings.contains(*n) && *n != stem(path))
-                            .map(String::from),
-                    );
-                }
+                used.extend(
+                    names_after(&code, &prefix)
+                        .filter(|n| siblings.contains(*n) && *n != stem(path))
+                        .map(String::from),
+                );
             }
             (stem(path), used)
         })
@@ -225,25 +229,11 @@ fn top_level_imports() -> BTreeMap<String, BTreeSet<String>> {
             let mut used = BTreeSet::new();
             for file in files {
                 let code = library_code(&file);
-                for (at, _) in code.match_indices("crate::") {
-                    let rest = &code[at + "crate::".len()..];
-                    let names: Vec<&str> = match rest.strip_prefix('{') {
-                        Some(group) => group[..group.find('}').unwrap_or(0)]
-                            .split(',')
-                            .map(|n| n.trim().split("::").next().unwrap_or(""))
-                            .collect(),
-                        None => vec![rest
-                            .split(|c: char| !c.is_alphanumeric() && c != '_')
-                            .next()
-                            .unwrap_or("")],
-                    };
-                    used.extend(
-                        names
-                            .into_iter()
-                            .filter(|n| modules.contains_key(*n) && n != name)
-                            .map(String::from),
-                    );
-                }
+                used.extend(
+                    names_after(&code, "crate::")
+                        .filter(|n| modules.contains_key(*n) && n != name)
+                        .map(String::from),
+                );
             }
             (name.clone(), used)
         })
