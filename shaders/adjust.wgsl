@@ -1,5 +1,6 @@
 // Stage 5: TrivialAugmentWide's colour operation, ColorJitter's brightness, contrast, saturation
-// and hue in the drawn order, then RandomGrayscale, on the cropped, flipped pixels stage 4 wrote
+// and hue in the drawn order, RandomGrayscale, then the single-operation transforms (RandomInvert,
+// RandomPosterize, ...), each as it drew, on the cropped, flipped pixels stage 4 wrote
 // (RGB in a word's low bytes), in place. Mirror of src/reference/adjust.rs: Pillow's ImageEnhance
 // blends with a degenerate image in ImagingBlend's float32 arithmetic (sharpness's is the image
 // smoothed by ImageFilter.SMOOTH, in float32 too), the hue goes through Pillow's HSV conversions,
@@ -16,14 +17,13 @@ struct Job {
     // Where the image's pixels start in `pixels`, and how many.
     pixels_base: u32,
     pixels: u32,
-    // Adjustments in `kinds` / `factors`, and 1 to turn grey after them.
+    // Adjustments in `kinds` / `factors` (at most `MAX_ADJUSTMENTS` of src/gpu/jobs.rs).
     adjustments: u32,
-    grayscale: u32,
-    // BRIGHTNESS (blended with black), CONTRAST, ... EQUALIZE.
-    kinds: array<u32, 8>,
+    // BRIGHTNESS (blended with black), CONTRAST, ... GRAYSCALE.
+    kinds: array<u32, 12>,
     // The factors; for the hue, the H channel's shift (an integer 0..=255); posterize's bits,
     // solarize's first inverted value.
-    factors: array<f32, 8>,
+    factors: array<f32, 12>,
     // The image's width.
     width: u32,
     // Always 0 (see `blend`).
@@ -51,6 +51,7 @@ const POSTERIZE: u32 = 5u;
 const SOLARIZE: u32 = 6u;
 const AUTOCONTRAST: u32 = 7u;
 const EQUALIZE: u32 = 8u;
+const GRAYSCALE: u32 = 9u;
 var<workgroup> partial: array<u32, LANES>;
 // Per channel: the histogram, then the table made of it (autocontrast, equalize).
 var<workgroup> histogram: array<atomic<u32>, 768>;
@@ -303,6 +304,10 @@ fn main(@builtin(local_invocation_index) lane: u32, @builtin(workgroup_id) group
                 pixels[at] = shift_hue(pixel, u32(alpha));
                 continue;
             }
+            if kind == GRAYSCALE {
+                pixels[at] = luma(pixel) * 0x010101u;
+                continue;
+            }
             if kind >= POSTERIZE {
                 pixels[at] = through_table(pixel, kind, u32(alpha));
                 continue;
@@ -314,12 +319,6 @@ fn main(@builtin(local_invocation_index) lane: u32, @builtin(workgroup_id) group
                 grey = vec3<u32>(luma(pixel));
             }
             pixels[at] = blend_pixel(pixel, grey, alpha, p.zero);
-        }
-    }
-    if p.grayscale == 1u {
-        for (var i = lane; i < p.pixels; i += LANES) {
-            let at = p.pixels_base + i;
-            pixels[at] = luma(pixels[at]) * 0x010101u;
         }
     }
 }

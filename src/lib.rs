@@ -43,12 +43,13 @@ pub use backend::{Backend, GpuBackend};
 pub use error::{Error, GpuError, HandoffError, Result, Unsupported};
 pub use image::RgbImage;
 pub use jpeg::Limits;
-pub use plan::{Adjustment, CropBox, ImagePlan, Params, Sample, Samples};
+pub use plan::{CropBox, ImagePlan, Params, Sample, Samples};
 pub use tensor::{Stacked, Tensor, TensorData};
+pub use transform::Adjustment;
 pub use transform::{
-    ChannelOrder, ColorJitter, DType, Filter, InvalidTransform, Layout, Normalize, Operation,
-    RandomErasing, RandomResizedCrop, RandomRotation, Resize, Transform, TrivialAugment,
-    OPERATIONS, SETTINGS,
+    ChannelOrder, ColorJitter, ColorOp, ColorOpArgument, ColorOperation, ColorOps, DType, Filter,
+    InvalidTransform, Layout, Normalize, Operation, RandomErasing, RandomResizedCrop,
+    RandomRotation, Resize, Transform, TrivialAugment, COLOR_OPERATIONS, OPERATIONS, SETTINGS,
 };
 
 /// Here rather than in either module: the transform vocabulary and the errors name nothing of

@@ -215,15 +215,13 @@ pub(crate) struct AdjustJob {
     /// Where the image's RGBX pixels start in the pixel arena, and how many there are.
     pub pixels_base: u32,
     pub pixels: u32,
-    /// Adjustments in `kinds`/`factors` (at most five: `TrivialAugmentWide`'s, then
-    /// `ColorJitter`'s four), and 1 to turn grey after them.
+    /// Adjustments in `kinds`/`factors`.
     pub adjustments: u32,
-    pub grayscale: u32,
-    /// Each adjustment: [`BRIGHTNESS`], [`CONTRAST`], ... [`EQUALIZE`].
-    pub kinds: [u32; 8],
+    /// Each adjustment: [`BRIGHTNESS`], [`CONTRAST`], ... [`GRAYSCALE`].
+    pub kinds: [u32; MAX_ADJUSTMENTS],
     /// Their factors, as the float32 values Pillow is given; for the hue, the shift of the H
     /// channel (0..=255, exact in a float); posterize's bits, solarize's first inverted value.
-    pub factors: [f32; 8],
+    pub factors: [f32; MAX_ADJUSTMENTS],
     /// The image's width (sharpness reads its neighbours).
     pub width: u32,
     /// Always 0, read at run time: XOR-ed into a product's bits so that the shader compiler
@@ -245,6 +243,10 @@ impl AdjustJob {
     }
 }
 
+/// The most colour operations one image goes through: `TrivialAugmentWide`'s one,
+/// `ColorJitter`'s four, `RandomGrayscale` and each single-operation transform once.
+pub(crate) const MAX_ADJUSTMENTS: usize = 1 + 4 + 1 + crate::transform::COLOR_OPERATIONS.len();
+
 /// `AdjustJob::kinds`, as shaders/adjust.wgsl numbers them.
 pub(crate) const BRIGHTNESS: u32 = 0;
 pub(crate) const CONTRAST: u32 = 1;
@@ -255,6 +257,7 @@ pub(crate) const POSTERIZE: u32 = 5;
 pub(crate) const SOLARIZE: u32 = 6;
 pub(crate) const AUTOCONTRAST: u32 = 7;
 pub(crate) const EQUALIZE: u32 = 8;
+pub(crate) const GRAYSCALE: u32 = 9;
 
 /// A job record as the words the upload holds.
 pub(crate) fn words<J: Pod>(job: &J) -> &[u32] {
@@ -327,6 +330,7 @@ mod tests {
             ("SOLARIZE", SOLARIZE),
             ("AUTOCONTRAST", AUTOCONTRAST),
             ("EQUALIZE", EQUALIZE),
+            ("GRAYSCALE", GRAYSCALE),
         ];
         for (name, rust) in kinds {
             assert_eq!(value(name), rust, "{name}");

@@ -4,8 +4,8 @@
 
 use super::jobs::{
     word_count, AdjustJob, ColorJob, HorizontalJob, IdctJob, PlaneGeometry, PlaneUpsampling,
-    TensorJob, AUTOCONTRAST, BRIGHTNESS, CONTRAST, EQUALIZE, HUE, POSTERIZE, SATURATION, SHARPNESS,
-    SOLARIZE,
+    TensorJob, AUTOCONTRAST, BRIGHTNESS, CONTRAST, EQUALIZE, GRAYSCALE, HUE, POSTERIZE, SATURATION,
+    SHARPNESS, SOLARIZE,
 };
 use crate::error::Result;
 use crate::formats::{Decoded, Pixels};
@@ -447,7 +447,6 @@ fn adjusted(pixels: &TensorJob, plan: &ImagePlan) -> Adjusted {
         pixels: width * height,
         width,
         adjustments: output.color.len() as u32,
-        grayscale: u32::from(output.grayscale),
         ..AdjustJob::default()
     };
     for (k, adjustment) in output.color.iter().enumerate() {
@@ -461,6 +460,7 @@ fn adjusted(pixels: &TensorJob, plan: &ImagePlan) -> Adjusted {
             Adjustment::Solarize(from) => (SOLARIZE, f32::from(from)),
             Adjustment::AutoContrast => (AUTOCONTRAST, 0.0),
             Adjustment::Equalize => (EQUALIZE, 0.0),
+            Adjustment::Grayscale => (GRAYSCALE, 0.0),
         };
     }
     let tensor = TensorJob {

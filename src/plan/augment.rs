@@ -5,7 +5,8 @@
 use super::random::{Op, SampleKey, Stream};
 use crate::error::{Error, Result};
 use crate::transform::Filter;
-use crate::transform::{ColorJitter, RandomErasing, RandomResizedCrop, Transform};
+use crate::transform::{Adjustment, ColorJitter, RandomErasing, RandomResizedCrop, Transform};
+use std::collections::BTreeMap;
 
 /// Where one image's random parameters come from.
 #[derive(Clone, Debug, PartialEq)]
@@ -68,62 +69,6 @@ pub struct CropBox {
     pub width: usize,
 }
 
-/// One of `ColorJitter`'s adjustments with its factor (the float32 value Pillow is given).
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub enum Adjustment {
-    /// `ImageEnhance.Brightness(img).enhance(factor)`.
-    Brightness(f32),
-    /// `ImageEnhance.Contrast(img).enhance(factor)`.
-    Contrast(f32),
-    /// `ImageEnhance.Color(img).enhance(factor)`.
-    Saturation(f32),
-    /// torchvision's `adjust_hue(img, factor)`.
-    Hue(f32),
-    /// `ImageEnhance.Sharpness(img).enhance(factor)` (`TrivialAugmentWide`'s): blended with the
-    /// image smoothed by `ImageFilter.SMOOTH`.
-    Sharpness(f32),
-    /// `ImageOps.posterize(img, bits)`: each value's low `8 - bits` bits cleared.
-    Posterize(u8),
-    /// `ImageOps.solarize(img, threshold)`: the values from this one (the first at or above the
-    /// threshold; 256 for none) inverted.
-    Solarize(u16),
-    /// `ImageOps.autocontrast(img)`: each channel's range stretched to 0..=255.
-    AutoContrast,
-    /// `ImageOps.equalize(img)`: each channel's histogram equalised.
-    Equalize,
-}
-
-impl Adjustment {
-    /// torchvision's name of the adjustment.
-    pub fn name(&self) -> &'static str {
-        match self {
-            Self::Brightness(_) => "brightness",
-            Self::Contrast(_) => "contrast",
-            Self::Saturation(_) => "saturation",
-            Self::Hue(_) => "hue",
-            Self::Sharpness(_) => "sharpness",
-            Self::Posterize(_) => "posterize",
-            Self::Solarize(_) => "solarize",
-            Self::AutoContrast => "autocontrast",
-            Self::Equalize => "equalize",
-        }
-    }
-
-    /// The factor (the value, for posterize and solarize; 0 for the others without one).
-    pub fn factor(&self) -> f32 {
-        match *self {
-            Self::Brightness(f)
-            | Self::Contrast(f)
-            | Self::Saturation(f)
-            | Self::Hue(f)
-            | Self::Sharpness(f) => f,
-            Self::Posterize(bits) => f32::from(bits),
-            Self::Solarize(from) => f32::from(from),
-            Self::AutoContrast | Self::Equalize => 0.0,
-        }
-    }
-}
-
 /// The parameters of every random operation of a transform for one sample; `None` for the
 /// operations it does not have.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -144,6 +89,8 @@ pub struct Params {
     pub rotation: Option<f64>,
     /// `TrivialAugmentWide`'s operation and magnitude.
     pub augment: Option<super::Augment>,
+    /// Whether each single-operation transform applies, by its method's name.
+    pub color_ops: Option<BTreeMap<&'static str, bool>>,
     /// `RandomErasing`'s box of the output (`Some(None)`: the transform has it, and it did not
     /// erase).
     pub erase: Option<Option<CropBox>>,
@@ -192,6 +139,12 @@ impl Params {
             augment: transform
                 .trivial_augment
                 .map(|t| super::Augment::draw(t.bins, &mut Stream::new(key, Op::TrivialAugment))),
+            color_ops: (!transform.color_ops.is_empty()).then(|| {
+                let operations = transform.color_ops.iter().map(|o| (o.operation(), o.p()));
+                operations
+                    .map(|(o, p)| (o.method, Stream::numbered(key, o.stream).uniform() < p))
+                    .collect()
+            }),
             erase: transform.random_erasing.map(|e| {
                 let output = super::output_size(transform, size);
                 erase_box(&e, output, &mut Stream::new(key, Op::Erase))
@@ -239,6 +192,20 @@ impl Params {
                 self.augment.is_some(),
             ),
         ];
+        let declared: Vec<&str> = transform
+            .color_ops
+            .iter()
+            .map(|o| o.operation().method)
+            .collect();
+        let given: Vec<&str> = self.color_ops.iter().flatten().map(|(&m, _)| m).collect();
+        if self.color_ops.is_some() != !declared.is_empty()
+            || declared.iter().any(|m| !given.contains(m))
+            || given.len() != declared.len()
+        {
+            return Err(Error::Options(format!(
+                "the given parameters have `color_ops` {given:?}, and the transform has {declared:?}"
+            )));
+        }
         for (name, wanted, given) in pairs {
             if wanted != given {
                 let verb = if wanted { "lack" } else { "have" };

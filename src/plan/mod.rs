@@ -37,8 +37,9 @@ mod wire;
 
 use crate::error::{Error, Result};
 use crate::jpeg::{CoefficientImage, Limits};
+pub use crate::transform::Adjustment;
 use crate::Transform;
-pub use augment::{Adjustment, CropBox, Params, Sample, Samples};
+pub use augment::{CropBox, Params, Sample, Samples};
 pub use output::{Crop, OutputPlan};
 pub use resize::{ResizePlan, Taps, PRECISION_BITS};
 pub use rotate::Rotation;
@@ -157,8 +158,8 @@ impl ImagePlan {
             )));
         }
         // The contrast adjustment's mean is summed in 32 bits on the GPU.
-        let colored = !self.output.color.is_empty() || self.output.grayscale;
-        if colored && (crop.width * crop.height) as u64 > MAX_ADJUSTED_PIXELS {
+        if !self.output.color.is_empty() && (crop.width * crop.height) as u64 > MAX_ADJUSTED_PIXELS
+        {
             return Err(Error::OutputTooLarge {
                 width: crop.width as u64,
                 height: crop.height as u64,

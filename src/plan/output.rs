@@ -2,8 +2,9 @@
 //! the flips, the rotation, the colour adjustments in the order they run, then `ToTensor` + `Normalize`
 //! through a 3×256 float32 table, in the chosen layout, dtype and channel order (PARITY §4–5).
 
-use super::augment::{Adjustment, Params};
+use super::augment::Params;
 use super::trivial::Effect;
+use crate::transform::Adjustment;
 use crate::transform::{ChannelOrder, DType, Layout, Normalize, Transform};
 
 /// A `CenterCrop` of a resized image: the output's size and where its first sample lies in the
@@ -32,11 +33,10 @@ pub struct OutputPlan {
     /// `RandomRotation` of the flipped image, or `TrivialAugmentWide`'s shear, translation or
     /// rotation.
     pub rotation: Option<super::Rotation>,
-    /// `TrivialAugmentWide`'s colour operation, then `ColorJitter`'s adjustments, of the rotated
-    /// image, in order.
+    /// The colour operations of the rotated image, in order: `TrivialAugmentWide`'s,
+    /// `ColorJitter`'s, `RandomGrayscale`'s where it drew one, then the single-operation
+    /// transforms' that drew theirs.
     pub color: Vec<Adjustment>,
-    /// Whether the adjusted image then turns grey (`RandomGrayscale` drew it).
-    pub grayscale: bool,
     /// `RandomErasing`'s box of the output, and the value per output channel written there.
     pub erase: Option<(super::CropBox, [f32; 3])>,
     /// Dimensions in the chosen layout: `[h, w, 3]` or `[3, h, w]`.
@@ -69,6 +69,17 @@ impl OutputPlan {
         if let Effect::Adjust(adjustment) = augment {
             color.insert(0, adjustment);
         }
+        if params.grayscale == Some(true) {
+            color.push(Adjustment::Grayscale);
+        }
+        let applies = |method| params.color_ops.as_ref().and_then(|c| c.get(method)) == Some(&true);
+        color.extend(
+            transform
+                .color_ops
+                .iter()
+                .filter(|o| applies(o.operation().method))
+                .map(|o| o.adjustment()),
+        );
         Self {
             crop: Crop {
                 width: crop_w,
@@ -86,7 +97,6 @@ impl OutputPlan {
                     .and_then(|(angle, r)| super::Rotation::new(angle, (crop_w, crop_h), r.fill)),
             },
             color,
-            grayscale: params.grayscale == Some(true),
             erase: params
                 .erase
                 .flatten()
@@ -105,6 +115,7 @@ impl OutputPlan {
         transform.color_jitter.is_some()
             || transform.grayscale.is_some()
             || transform.trivial_augment.is_some()
+            || !transform.color_ops.is_empty()
     }
 
     /// Elements of the tensor.

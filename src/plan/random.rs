@@ -36,6 +36,7 @@ pub enum Op {
     Rotation = 9,
     /// `TrivialAugmentWide`'s operation, magnitude and sign.
     TrivialAugment = 10,
+    // 11 and on: the single-operation transforms, each its declared `ColorOperation::stream`.
 }
 
 /// Which sample a stream belongs to.
@@ -60,9 +61,14 @@ pub struct Stream {
 impl Stream {
     /// The stream of `op` for `sample`.
     pub fn new(sample: SampleKey, op: Op) -> Self {
+        Self::numbered(sample, op as u64)
+    }
+
+    /// The stream numbered `op` (the counter's fourth word) for `sample`.
+    pub fn numbered(sample: SampleKey, op: u64) -> Self {
         Self {
             key: [sample.seed, 0],
-            counter: [0, sample.index, sample.epoch, op as u64],
+            counter: [0, sample.index, sample.epoch, op],
             block: [0; 4],
             used: 4,
         }

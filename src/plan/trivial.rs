@@ -216,7 +216,7 @@ impl Augment {
             AugmentOp::Contrast => Effect::Adjust(Adjustment::Contrast(factor)),
             AugmentOp::Sharpness => Effect::Adjust(Adjustment::Sharpness(factor)),
             AugmentOp::Posterize => Effect::Adjust(Adjustment::Posterize(m.clamp(0.0, 8.0) as u8)),
-            AugmentOp::Solarize => Effect::Adjust(Adjustment::Solarize(solarized_from(m))),
+            AugmentOp::Solarize => Effect::Adjust(Adjustment::solarize(m)),
             AugmentOp::AutoContrast => Effect::Adjust(Adjustment::AutoContrast),
             AugmentOp::Equalize => Effect::Adjust(Adjustment::Equalize),
         }
@@ -226,13 +226,6 @@ impl Augment {
 /// `math.degrees(math.atan(magnitude))`.
 fn shear(m: f64) -> f64 {
     m.atan().to_degrees()
-}
-
-/// `ImageOps.solarize(img, threshold)` inverts the values `i >= threshold`: the first of them.
-fn solarized_from(threshold: f64) -> u16 {
-    (0..256u16)
-        .find(|&i| f64::from(i) >= threshold)
-        .unwrap_or(256)
 }
 
 /// torchvision's `_get_inverse_affine_matrix(center, 0, translate, 1.0, shear)` for a PIL image,
@@ -339,13 +332,5 @@ mod tests {
         assert!(!AugmentOp::TranslateX.allows(1e9));
         assert!(!AugmentOp::ShearY.allows(f64::NAN));
         assert!(!AugmentOp::Posterize.allows(9.0));
-    }
-
-    #[test]
-    fn solarize_inverts_from_the_threshold() {
-        assert_eq!(solarized_from(255.0), 255);
-        assert_eq!(solarized_from(246.5), 247);
-        assert_eq!(solarized_from(0.0), 0);
-        assert_eq!(solarized_from(300.0), 256);
     }
 }

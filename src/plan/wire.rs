@@ -3,11 +3,13 @@
 
 use super::{Adjustment, CropBox};
 use crate::error::{Error, Result};
+use std::collections::BTreeMap;
 
 /// One image's random parameters as report.json writes them, to be replayed through Pillow and
 /// torchvision: `{"crop": {"top", "left", "height", "width"}, "interpolation": filter, "flip":
 /// bool, "vflip": bool, "rotation": degrees, "augment": {"op": name, "magnitude": m}, "color":
-/// {"order": [names], "brightness": factor, …}, "grayscale": bool, "erase": box or null}`, the
+/// {"order": [names], "brightness": factor, …}, "grayscale": bool, "color_ops": {method: bool, …},
+/// "erase": box or null}`, the
 /// angle and the factors as the float32 values used (`augment`: `TrivialAugmentWide`'s operation
 /// in torchvision's name and the signed magnitude `_apply_op` is given), a key only for an
 /// operation the transform has.
@@ -42,6 +44,9 @@ pub fn params_json(params: &super::Params) -> serde_json::Value {
     }
     if let Some(grey) = params.grayscale {
         json["grayscale"] = grey.into();
+    }
+    if let Some(applied) = &params.color_ops {
+        json["color_ops"] = serde_json::json!(applied);
     }
     if let Some(erased) = params.erase {
         json["erase"] = erased.map_or(serde_json::Value::Null, box_json);
@@ -90,6 +95,7 @@ pub fn params_from_json(json: &serde_json::Value) -> Result<super::Params> {
             "augment",
             "color",
             "grayscale",
+            "color_ops",
             "erase",
         ];
         if !known.contains(&key.as_str()) {
@@ -152,6 +158,10 @@ pub fn params_from_json(json: &serde_json::Value) -> Result<super::Params> {
         augment: object.get("augment").map(augment_from_json).transpose()?,
         color,
         grayscale: flag("grayscale")?,
+        color_ops: object
+            .get("color_ops")
+            .map(color_ops_from_json)
+            .transpose()?,
         erase: object
             .get("erase")
             .map(|v| {
@@ -175,6 +185,22 @@ fn only(v: &serde_json::Value, keys: &[&str], what: &str) -> Result<()> {
         Some(key) => Err(Error::Options(format!("unknown key `{key}` in {what}"))),
         None => Ok(()),
     }
+}
+
+/// `{method: bool, …}`: whether each single-operation transform applies.
+fn color_ops_from_json(v: &serde_json::Value) -> Result<BTreeMap<&'static str, bool>> {
+    let wrong = || Error::Options("`color_ops` maps operations to true or false".into());
+    let object = v.as_object().ok_or_else(wrong)?;
+    let mut applied = BTreeMap::new();
+    for (method, value) in object {
+        let operation = crate::transform::ColorOperation::named(method).ok_or_else(|| {
+            Error::Options(format!(
+                "unknown single-operation transform `{method}` in `color_ops`"
+            ))
+        })?;
+        applied.insert(operation.method, value.as_bool().ok_or_else(wrong)?);
+    }
+    Ok(applied)
 }
 
 /// `{"op": name, "magnitude": m}`: a `TrivialAugmentWide` draw.
@@ -207,6 +233,9 @@ mod tests {
             vertical_flip: Some(0.5),
             grayscale: Some(0.5),
             random_erasing: Some(crate::RandomErasing::new(1.0)),
+            color_ops: crate::ColorOps::default()
+                .with(crate::ColorOp::new("random_posterize", Some(3.0), 0.5).unwrap())
+                .with(crate::ColorOp::new("random_invert", None, 0.5).unwrap()),
             ..Transform::timm_train()
         };
         for index in 0..20 {
@@ -225,6 +254,10 @@ mod tests {
             Err(Error::Options(why)) => why,
             other => panic!("not refused as options: {other:?}"),
         };
+        assert_eq!(
+            refused(serde_json::json!({"color_ops": {"random_blur": true}})),
+            "unknown single-operation transform `random_blur` in `color_ops`"
+        );
         assert_eq!(
             refused(serde_json::json!({"rotate": 3})),
             "unknown parameter `rotate`"

@@ -1,4 +1,4 @@
-//! `ColorJitter`'s adjustments and `RandomGrayscale` on an 8-bit RGB image, as torchvision's
+//! The colour stage's operations ([`Adjustment`]) on an 8-bit RGB image, as torchvision's
 //! PIL functions compute them (`_functional_pil.adjust_*`, `to_grayscale`): Pillow's
 //! `ImageEnhance` blends with a degenerate image in `ImagingBlend`'s float32 arithmetic, and the
 //! hue shift goes through Pillow's HSV conversion ([`crate::plan::hsv`]). Mirror of
@@ -8,8 +8,8 @@ use super::resample::Image8;
 use crate::plan::hsv::{hsv_to_rgb, hue_shift, rgb_to_hsv};
 use crate::plan::{levels, Adjustment};
 
-/// Applies `adjustments` in order, then the grey conversion when `grayscale`.
-pub fn adjust(image: &mut Image8, adjustments: &[Adjustment], grayscale: bool) {
+/// Applies `adjustments` in order.
+pub fn adjust(image: &mut Image8, adjustments: &[Adjustment]) {
     debug_assert_eq!(image.channels, 3);
     for adjustment in adjustments {
         match *adjustment {
@@ -58,11 +58,11 @@ pub fn adjust(image: &mut Image8, adjustments: &[Adjustment], grayscale: bool) {
                 levels::autocontrast_table(lo, hi)
             }),
             Adjustment::Equalize => through_tables(image, levels::equalize_table),
-        }
-    }
-    if grayscale {
-        for pixel in image.data.chunks_exact_mut(3) {
-            pixel.fill(luma(pixel));
+            Adjustment::Grayscale => {
+                for pixel in image.data.chunks_exact_mut(3) {
+                    pixel.fill(luma(pixel));
+                }
+            }
         }
     }
 }

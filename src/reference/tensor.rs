@@ -41,7 +41,7 @@ pub fn source_position(plan: &OutputPlan, x: usize, y: usize) -> (isize, isize) 
 /// Crops and flips the resized `image` as `plan` says, adjusts its colours, and turns it into
 /// the output tensor (its `params` left empty for the caller).
 pub fn to_tensor(image: &Image8, plan: &OutputPlan) -> Tensor {
-    if plan.rotation.is_some() || !plan.color.is_empty() || plan.grayscale {
+    if plan.rotation.is_some() || !plan.color.is_empty() {
         // Rotated and adjusted as an RGB image of the output's size, which then goes out as
         // it is.
         let mut rgb = Image8 {
@@ -53,7 +53,7 @@ pub fn to_tensor(image: &Image8, plan: &OutputPlan) -> Tensor {
         if let Some(rotation) = &plan.rotation {
             rgb = super::rotate::rotate(&rgb, rotation);
         }
-        super::adjust::adjust(&mut rgb, &plan.color, plan.grayscale);
+        super::adjust::adjust(&mut rgb, &plan.color);
         let whole = OutputPlan {
             crop: Crop {
                 x: 0,
@@ -64,7 +64,6 @@ pub fn to_tensor(image: &Image8, plan: &OutputPlan) -> Tensor {
             vertical_flip: false,
             rotation: None,
             color: Vec::new(),
-            grayscale: false,
             erase: plan.erase,
             ..plan.clone()
         };

@@ -2,14 +2,19 @@
 //!
 //! A [`Transform`] is applied as torchvision applies it to a PIL image: optional draft decoding
 //! (Pillow's `Image.draft`), `Resize` or `RandomResizedCrop`, `CenterCrop`, the random flips,
-//! `ColorJitter` and `RandomGrayscale`, then `ToTensor` + `Normalize`, with the output layout,
+//! `ColorJitter`, `RandomGrayscale` and the single-operation transforms
+//! ([`COLOR_OPERATIONS`]), then `ToTensor` + `Normalize`, with the output layout,
 //! dtype and channel order chosen here (PARITY §3–5). Random operations draw each sample's
 //! parameters from `seed`, `epoch` and the sample's index (see [`crate::plan::random`]), or take
 //! them as given ([`crate::Sample`]).
 
+mod adjustment;
+mod color_ops;
 mod operations;
 mod wire;
 
+pub use adjustment::Adjustment;
+pub use color_ops::{ColorOp, ColorOpArgument, ColorOperation, ColorOps, COLOR_OPERATIONS};
 pub use operations::{Operation, OPERATIONS, SETTINGS};
 
 /// Pillow's resampling filters.
@@ -327,6 +332,9 @@ pub struct Transform {
     /// `TrivialAugmentWide` after the flips, before `ColorJitter` (not with `RandomRotation`);
     /// default none.
     pub trivial_augment: Option<TrivialAugment>,
+    /// torchvision's single-operation transforms (`RandomInvert`, `RandomPosterize`, ...), after
+    /// `RandomGrayscale`, in their order; default none.
+    pub color_ops: ColorOps,
     /// `RandomErasing` of the output tensor, last; default none.
     pub random_erasing: Option<RandomErasing>,
     /// The seed the random operations' parameters are drawn from; default 0.
@@ -354,6 +362,7 @@ impl Default for Transform {
             grayscale: None,
             random_rotation: None,
             trivial_augment: None,
+            color_ops: ColorOps::default(),
             random_erasing: None,
             seed: 0,
             epoch: 0,
@@ -430,6 +439,7 @@ impl Transform {
             || self.grayscale.is_some()
             || self.random_rotation.is_some()
             || self.trivial_augment.is_some()
+            || !self.color_ops.is_empty()
             || self.random_erasing.is_some()
     }
 

@@ -1,8 +1,12 @@
 //! The operations a [`Transform`](crate::Transform) holds, declared once with the names each front end gives
 //! them: torchvision's class, the field of `Transform` (its key in the JSON form), the command
 //! line's flag and the Python `Transform` method, and where torchvision's usual order puts it.
-//! The command line, the Python methods and their stubs, `from_torchvision` (which reads this
-//! table) and the JSON form are checked against it by tests.
+//! The single-operation transforms come from their own table ([`super::COLOR_OPERATIONS`]),
+//! which declares the rest of each of them too. The command line, the Python methods and their
+//! stubs, `from_torchvision` (which reads this table) and the JSON form are checked against it
+//! by tests.
+
+use super::COLOR_OPERATIONS;
 
 /// One operation of a [`Transform`](crate::Transform).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -16,8 +20,8 @@ pub struct Operation {
     /// The Python `Transform` method.
     pub method: &'static str,
     /// Its place in torchvision's usual order, the one gpuprep applies: `from_torchvision`
-    /// refuses a pipeline that goes back to an earlier place (the tensor conversions sit at 4
-    /// and 5), and checks the order within a place where it matters (a rotation after a flip).
+    /// refuses a pipeline that goes back to an earlier place (the tensor conversions sit at 5
+    /// and 6), and checks the order within a place where it matters (a rotation after a flip).
     pub stage: u8,
 }
 
@@ -38,7 +42,33 @@ const fn op(
 }
 
 /// Every operation, in torchvision's usual order.
-pub const OPERATIONS: [Operation; 11] = [
+pub const OPERATIONS: [Operation; FIELDS.len() + COLOR_OPERATIONS.len()] = every_operation();
+
+/// Where the single-operation transforms go among the operations of [`FIELDS`]: after
+/// `RandomGrayscale`.
+const COLOR_STAGE: u8 = 4;
+
+/// [`FIELDS`] with [`COLOR_OPERATIONS`] in their place.
+const fn every_operation() -> [Operation; FIELDS.len() + COLOR_OPERATIONS.len()] {
+    let mut all = [FIELDS[0]; FIELDS.len() + COLOR_OPERATIONS.len()];
+    let (mut from, mut to) = (0, 0);
+    while from < FIELDS.len() {
+        if FIELDS[from].stage > COLOR_STAGE && to == from {
+            let mut c = 0;
+            while c < COLOR_OPERATIONS.len() {
+                let o = &COLOR_OPERATIONS[c];
+                all[to] = op(o.torchvision, "color_ops", o.flag, o.method, COLOR_STAGE);
+                (c, to) = (c + 1, to + 1);
+            }
+        }
+        all[to] = FIELDS[from];
+        (from, to) = (from + 1, to + 1);
+    }
+    all
+}
+
+/// The operations that are fields of their own.
+const FIELDS: [Operation; 11] = [
     op("Resize", "resize", "--resize", "resize", 0),
     op(
         "RandomResizedCrop",
@@ -90,13 +120,13 @@ pub const OPERATIONS: [Operation; 11] = [
         "grayscale",
         3,
     ),
-    op("Normalize", "normalize", "--normalize", "normalize", 6),
+    op("Normalize", "normalize", "--normalize", "normalize", 7),
     op(
         "RandomErasing",
         "random_erasing",
         "--random-erasing",
         "random_erasing",
-        7,
+        8,
     ),
 ];
 
@@ -118,6 +148,15 @@ mod tests {
     use super::*;
     use crate::Transform;
 
+    #[test]
+    fn the_single_operation_transforms_stand_after_random_grayscale() {
+        let names: Vec<&str> = OPERATIONS.iter().map(|o| o.torchvision).collect();
+        let grey = names.iter().position(|&n| n == "RandomGrayscale").unwrap();
+        let singles: Vec<&str> = COLOR_OPERATIONS.iter().map(|o| o.torchvision).collect();
+        assert_eq!(names[grey + 1..grey + 1 + singles.len()], singles);
+        assert_eq!(names.last(), Some(&"RandomErasing"));
+    }
+
     /// The JSON form's keys are the operations' fields and the settings, each once.
     #[test]
     fn every_field_of_a_transform_is_an_operation_or_a_setting() {
@@ -132,6 +171,7 @@ mod tests {
         let mut declared: Vec<&str> = OPERATIONS.iter().map(|o| o.field).collect();
         declared.extend(SETTINGS);
         declared.sort_unstable();
+        declared.dedup();
         assert_eq!(keys, declared);
     }
 
@@ -139,7 +179,6 @@ mod tests {
     fn names_are_unique_and_the_order_never_goes_back() {
         for name in [
             |o: &Operation| o.torchvision,
-            |o: &Operation| o.field,
             |o: &Operation| o.flag,
             |o: &Operation| o.method,
         ] {
@@ -148,6 +187,11 @@ mod tests {
             names.dedup();
             assert_eq!(names.len(), OPERATIONS.len());
         }
+        // One field each, but the single-operation transforms' list they share.
+        let mut fields: Vec<&str> = FIELDS.iter().map(|o| o.field).collect();
+        fields.sort_unstable();
+        fields.dedup();
+        assert_eq!(fields.len(), FIELDS.len());
         assert!(OPERATIONS.windows(2).all(|w| w[0].stage <= w[1].stage));
     }
 }

@@ -4,8 +4,8 @@
 //! the transform lacks `null`.
 
 use super::{
-    ChannelOrder, ColorJitter, DType, Filter, InvalidTransform, Layout, Normalize, RandomErasing,
-    RandomResizedCrop, RandomRotation, Resize, Transform, TrivialAugment,
+    ChannelOrder, ColorJitter, ColorOp, ColorOps, DType, Filter, InvalidTransform, Layout,
+    Normalize, RandomErasing, RandomResizedCrop, RandomRotation, Resize, Transform, TrivialAugment,
 };
 use serde_json::{json, Map, Value};
 
@@ -33,6 +33,7 @@ impl Transform {
             grayscale,
             random_rotation,
             trivial_augment,
+            color_ops,
             random_erasing,
             seed,
             epoch,
@@ -73,6 +74,7 @@ impl Transform {
                 "fill": r.fill,
             })),
             "trivial_augment": trivial_augment.map(|t| json!({ "bins": t.bins, "fill": t.fill })),
+            "color_ops": (!color_ops.is_empty()).then(|| color_ops_json(&color_ops)),
             "random_erasing": random_erasing.map(|e| json!({
                 "p": e.p,
                 "scale": [e.scale.0, e.scale.1],
@@ -113,6 +115,7 @@ impl Transform {
                 "grayscale" => t.grayscale = field.optional(number)?,
                 "random_rotation" => t.random_rotation = field.object_with(random_rotation)?,
                 "trivial_augment" => t.trivial_augment = field.object_with(trivial_augment)?,
+                "color_ops" => t.color_ops = field.list_with(color_op)?,
                 "random_erasing" => t.random_erasing = field.object_with(random_erasing)?,
                 "seed" => t.seed = field.required("a non-negative integer", integer)?,
                 "epoch" => t.epoch = field.required("a non-negative integer", integer)?,
@@ -168,6 +171,63 @@ impl Field<'_> {
             }
         }
     }
+}
+
+impl Field<'_> {
+    /// A list of objects each read by `read` into a [`ColorOps`], or null for none.
+    fn list_with(&self, read: impl Fn(&Map<String, Value>) -> Parsed<ColorOp>) -> Parsed<ColorOps> {
+        let Some(v) = self.value else {
+            return Ok(ColorOps::default());
+        };
+        let list = v
+            .as_array()
+            .ok_or_else(|| self.wrong("a list of objects or null"))?;
+        let mut ops = ColorOps::default();
+        for item in list {
+            let object = item
+                .as_object()
+                .ok_or_else(|| self.wrong("a list of objects or null"))?;
+            let op = read(object)
+                .map_err(|e| invalid(format!("transform field `{}`: {}", self.key, e.0)))?;
+            if ops
+                .iter()
+                .any(|o| o.operation().method == op.operation().method)
+            {
+                return Err(invalid(format!(
+                    "transform field `{}` lists {} twice",
+                    self.key,
+                    op.operation().method
+                )));
+            }
+            ops = ops.with(op);
+        }
+        Ok(ops)
+    }
+}
+
+/// `[{"op": method, <argument>: value, "p": p}, …]` in the order they run.
+fn color_ops_json(ops: &ColorOps) -> Value {
+    ops.iter()
+        .map(|o| {
+            let mut object = json!({ "op": o.operation().method, "p": o.p() });
+            if let (Some(a), Some(value)) = (o.operation().argument, o.argument()) {
+                object[a.name] = json!(value);
+            }
+            object
+        })
+        .collect()
+}
+
+fn color_op(object: &Map<String, Value>) -> Parsed<ColorOp> {
+    let method = member(object, "op")?
+        .as_str()
+        .ok_or_else(|| invalid("`op` must be a name".into()))?;
+    let operation = super::ColorOperation::named(method)
+        .ok_or_else(|| ColorOp::new(method, None, 0.0).unwrap_err())?;
+    let argument = operation.argument.map(|a| a.name);
+    known(object, &[&["op", "p"][..], argument.as_slice()].concat())?;
+    let argument = argument.map(|name| f64_of(object, name)).transpose()?;
+    ColorOp::new(method, argument, f64_of(object, "p")?)
 }
 
 fn boolean(v: &Value) -> Option<bool> {
@@ -399,6 +459,10 @@ mod tests {
                 fill: [1, 2, 3],
             }),
             trivial_augment: None,
+            color_ops: ColorOps::default()
+                .with(ColorOp::new("random_solarize", Some(127.5), 0.25).unwrap())
+                .with(ColorOp::new("random_equalize", None, 1.0).unwrap())
+                .with(ColorOp::new("random_adjust_sharpness", Some(0.1), 0.5).unwrap()),
             random_erasing: Some(RandomErasing {
                 value: [0.1, -0.2, 0.3],
                 ..RandomErasing::new(0.25)
@@ -448,7 +512,7 @@ mod tests {
         }
         let written = everything().to_json();
         let keys = written.as_object().unwrap().len();
-        assert_eq!(keys, 19, "one key per field of Transform: {written}");
+        assert_eq!(keys, 20, "one key per field of Transform: {written}");
     }
 
     #[test]
@@ -465,6 +529,20 @@ mod tests {
         assert_eq!(
             refused(json!({ "dtype": "u8", "normalize": { "mean": [0, 0, 0], "std": [1, 1, 1] } })),
             "normalisation needs a float dtype (f32 or f16)"
+        );
+        assert_eq!(
+            refused(json!({ "color_ops": [{ "op": "random_posterize", "bits": 9, "p": 0.5 }] })),
+            "transform field `color_ops`: random_posterize's bits must be an integer from 0 to 8, \
+             got 9"
+        );
+        assert_eq!(
+            refused(json!({ "color_ops": [{ "op": "random_invert", "p": 0.5, "bits": 1 }] })),
+            "transform field `color_ops`: unknown key `bits`"
+        );
+        assert_eq!(
+            refused(json!({ "color_ops": [{ "op": "random_invert", "p": 0.5 },
+                                          { "op": "random_invert", "p": 0.2 }] })),
+            "transform field `color_ops` lists random_invert twice"
         );
         assert_eq!(
             refused(json!({ "layout": "nchw" })),

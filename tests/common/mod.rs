@@ -317,6 +317,12 @@ pub fn transform_specs() -> BTreeMap<String, gpuprep::Transform> {
                         }),
                     }
                 }),
+                // The transform's own JSON form of the list.
+                color_ops: gpuprep::Transform::from_json(
+                    &serde_json::json!({ "color_ops": s.get("color_ops") }),
+                )
+                .unwrap()
+                .color_ops,
                 seed: s["seed"].as_u64().unwrap_or(0),
                 epoch: s["epoch"].as_u64().unwrap_or(0),
             };
