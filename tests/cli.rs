@@ -1159,14 +1159,24 @@ fn every_declared_operation_has_its_flag_and_the_flag_sets_it() {
             assert!(help.contains(&flag), "{command} has no {flag}>");
         }
     }
-    let value = |flag: &str| match flag {
-        "--resize" | "--random-resized-crop" | "--crop" => "16",
-        "--hflip" | "--vflip" | "--grayscale" | "--random-erasing" => "0.5",
-        "--random-rotation" => "10",
-        "--trivial-augment" => "31",
-        "--color-jitter" => "0.4,0.4,0.4",
-        "--normalize" => "imagenet",
-        other => panic!("no value to try {other} with"),
+    let value = |flag: &str| -> String {
+        let single = gpuprep::COLOR_OPERATIONS.iter().find(|o| o.flag == flag);
+        if let Some(operation) = single {
+            // The declared example of the argument, if it has one.
+            return operation
+                .argument
+                .map_or("0.5".into(), |a| format!("{},0.5", a.example));
+        }
+        match flag {
+            "--resize" | "--random-resized-crop" | "--crop" => "16",
+            "--hflip" | "--vflip" | "--grayscale" | "--random-erasing" => "0.5",
+            "--random-rotation" => "10",
+            "--trivial-augment" => "31",
+            "--color-jitter" => "0.4,0.4,0.4",
+            "--normalize" => "imagenet",
+            other => panic!("no value to try {other} with"),
+        }
+        .into()
     };
     for operation in gpuprep::OPERATIONS {
         let dir = fresh_dir(&format!("operation-{}", operation.field));
@@ -1174,7 +1184,7 @@ fn every_declared_operation_has_its_flag_and_the_flag_sets_it() {
             .args(["convert", "--backend", "cpu", "-q", "--out"])
             .arg(&dir)
             .arg(data("photos/mpl__grace_hopper.jpg"))
-            .args([operation.flag, value(operation.flag)])
+            .args([operation.flag, &value(operation.flag)])
             .output()
             .unwrap();
         assert!(
@@ -1191,6 +1201,9 @@ fn every_declared_operation_has_its_flag_and_the_flag_sets_it() {
             "{}: {recorded}",
             operation.flag
         );
+        if operation.field == "color_ops" {
+            assert_eq!(recorded["color_ops"][0]["op"], operation.method);
+        }
         let transform = gpuprep::Transform::from_json(recorded).unwrap();
         assert_eq!(transform.to_json(), *recorded);
         std::fs::remove_dir_all(&dir).unwrap();

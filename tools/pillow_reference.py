@@ -9,7 +9,8 @@ channel_order (rgb|bgr), exif_transpose (ImageOps.exif_transpose before convert(
 is done in numpy float32 in torchvision's operation order. The random operations
 (random_resized_crop {size, scale, ratio}, hflip P, vflip P, random_rotation {degrees, fill},
 trivial_augment {bins, fill},
-color_jitter [b, c, s, h], grayscale P, random_erasing {p, scale, ratio, value}, with seed and
+color_jitter [b, c, s, h], grayscale P, color_ops [{op, <argument>, p}, ...] (the transform's JSON
+form of the single-operation transforms), random_erasing {p, scale, ratio, value}, with seed and
 epoch; first_index: the sample index of the first file) draw each
 sample's parameters as gpuprep does and apply them as torchvision's PIL functions do.
 
@@ -46,6 +47,18 @@ TRIVIAL_OPS = ("Identity", "ShearX", "ShearY", "TranslateX", "TranslateY", "Rota
                "Contrast", "Sharpness", "Posterize", "Solarize", "AutoContrast", "Equalize")
 UNSIGNED = ("Identity", "Posterize", "Solarize", "AutoContrast", "Equalize")
 ADJUSTMENTS = ("brightness", "contrast", "saturation", "hue")
+# torchvision's single-operation transforms (src/transform/color_ops.rs, COLOR_OPERATIONS): by
+# the Python method's name, the counter word of its stream, its argument's name and what
+# torchvision's _functional_pil does with it.
+COLOR_OPS = {
+    "random_invert": (11, None, lambda img, _: ImageOps.invert(img)),
+    "random_posterize": (12, "bits", lambda img, bits: ImageOps.posterize(img, bits)),
+    "random_solarize": (13, "threshold", lambda img, threshold: ImageOps.solarize(img, threshold)),
+    "random_adjust_sharpness": (14, "sharpness_factor",
+                                lambda img, factor: ImageEnhance.Sharpness(img).enhance(factor)),
+    "random_autocontrast": (15, None, lambda img, _: ImageOps.autocontrast(img)),
+    "random_equalize": (16, None, lambda img, _: ImageOps.equalize(img)),
+}
 
 
 class Stream:
@@ -171,6 +184,9 @@ def draw(spec, size, index):
         params["color"] = color
     if "grayscale" in spec:
         params["grayscale"] = stream(OP_GRAY).uniform() < spec["grayscale"]
+    if spec.get("color_ops"):  # each RandomX.forward: torch.rand(1) < p
+        params["color_ops"] = {op["op"]: stream(COLOR_OPS[op["op"]][0]).uniform() < op["p"]
+                               for op in spec["color_ops"]}
     if "random_erasing" in spec:
         width, height = output_size(spec, size)
         params["erase"] = erase_box(spec["random_erasing"], width, height, stream(OP_ERASE))
@@ -316,13 +332,17 @@ def finish(a, params, spec=None):
         fill = tuple(int(v) for v in (spec or {}).get("trivial_augment", {}).get("fill", [0, 0, 0]))
         im = Image.fromarray(np.ascontiguousarray(a), "RGB")
         a = np.asarray(trivial_apply(im, params["augment"]["op"], params["augment"]["magnitude"], fill))
-    color, grey = params.get("color"), params.get("grayscale")
-    if color or grey:
+    color, grey, applied = params.get("color"), params.get("grayscale"), params.get("color_ops", {})
+    if color or grey or any(applied.values()):
         im = Image.fromarray(np.ascontiguousarray(a), "RGB")
         for name in (color or {}).get("order", []):
             im = ADJUST[name](im, float(np.float32(color[name])))
         if grey:
             im = to_grayscale(im)
+        for op in (spec or {}).get("color_ops") or []:
+            if applied[op["op"]]:
+                _, argument, apply = COLOR_OPS[op["op"]]
+                im = apply(im, op[argument] if argument else None)
         a = np.asarray(im)
     return a
 
@@ -356,11 +376,11 @@ def center_crop(a, crop):
 
 
 RANDOM = ("random_resized_crop", "hflip", "vflip", "random_rotation", "trivial_augment", "color_jitter",
-          "grayscale", "random_erasing")
+          "grayscale", "color_ops", "random_erasing")
 
 
 def is_random(spec):
-    return any(key in spec for key in RANDOM)
+    return any(spec.get(key) is not None for key in RANDOM)
 
 
 def transformed(path, spec, decoded=None, index=0):

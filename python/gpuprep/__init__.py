@@ -50,6 +50,53 @@ __all__ = [
 ]
 
 
+def _color_method(torchvision, method, summary, argument):
+    """The Transform method of one single-operation transform, as the crate's table declares it:
+    (self, <argument>, p=0.5), or (self, p=0.5) for one without an argument (p=0.5 is
+    torchvision's default for each), with a signature help() and keyword calls read."""
+    import inspect
+
+    def parameter(name, annotation, **default):
+        return inspect.Parameter(name, inspect.Parameter.POSITIONAL_OR_KEYWORD,
+                                 annotation=annotation, **default)
+
+    parameters = [inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD)]
+    if argument is not None:
+        name, integer, _low, _high = argument
+        parameters.append(parameter(name, int if integer else float))
+    parameters.append(parameter("p", float, default=0.5))
+    signature = inspect.Signature(parameters, return_annotation=Transform)
+
+    def with_operation(self, *args, **kwargs):
+        given = signature.bind(self, *args, **kwargs)
+        given.apply_defaults()
+        value = None if argument is None else given.arguments[argument[0]]
+        return self._with_color_op(method, value, given.arguments["p"])
+
+    shown = "" if argument is None else f"{argument[0]}, "
+    with_operation.__name__ = method
+    with_operation.__qualname__ = f"{Transform.__name__}.{method}"
+    with_operation.__module__ = Transform.__module__
+    with_operation.__signature__ = signature
+    with_operation.__doc__ = (
+        f"{torchvision}({shown}p=0.5), applied with probability p.\n\n{summary}.\n\n"
+        "Applied after RandomGrayscale, with the other single-operation transforms in the order "
+        "their methods were first called; called again, it keeps its place and takes the new "
+        "values.")
+    return with_operation
+
+
+# One Transform method per single-operation transform (random_posterize, ...), made from the
+# crate's table of them, so that a new one needs no code here.
+for _operation in _gpuprep.color_operations():
+    setattr(Transform, _operation[1], _color_method(*_operation))
+del _operation
+# from_torchvision's and torchvision_params' view of that table: class -> (method, the name of
+# its argument besides p, or None).
+_COLOR_OPERATIONS = {torchvision: (method, argument and argument[0])
+                     for torchvision, method, _summary, argument in _gpuprep.color_operations()}
+
+
 def _torch():
     try:
         import torch
@@ -146,8 +193,8 @@ def _resolve_list(paths):
 # whose order differs (a crop after a colour jitter, say) would compute something else. The
 # operations' places come from the crate's one table of them; the tensor conversions sit between.
 _STAGE = {name: stage for name, _field, _flag, _method, stage in _gpuprep.operations()}
-_STAGE.update({"ToTensor": 4, "PILToTensor": 4, "ToImage": 4, "ToDtype": 5,
-               "ConvertImageDtype": 5})
+_STAGE.update({"ToTensor": 5, "PILToTensor": 5, "ToImage": 5, "ToDtype": 6,
+               "ConvertImageDtype": 6})
 _FLIPS = ("RandomHorizontalFlip", "RandomVerticalFlip")
 _GEOMETRIC = ("RandomRotation", "TrivialAugmentWide")
 _INTERPOLATIONS = {"NEAREST": "nearest", "BOX": "box", "BILINEAR": "bilinear",
@@ -328,14 +375,16 @@ def _steps(compose):
 def from_torchvision(compose):
     """The Transform that computes what `compose` (a torchvision Compose, v1 or v2, of Resize,
     CenterCrop, RandomResizedCrop, RandomHorizontalFlip, RandomVerticalFlip, RandomRotation or
-    TrivialAugmentWide (NEAREST), ColorJitter, RandomGrayscale, ToTensor / PILToTensor / ToImage
-    (+ ToDtype / ConvertImageDtype), Normalize, RandomErasing, in that order, ToPureTensor
-    anywhere) computes on a PIL image, bit for bit. Anything else is refused here, by name
-    (OptionsError): another transform (or one of another library of a torchvision name), an
-    option gpuprep does not compute, a transform of which gpuprep's Transform holds one given
-    twice (two Resize, a Resize and a RandomResizedCrop, two flips of one axis, two ColorJitter
-    ...: torchvision would apply both), a geometric or colour transform after the tensor
-    conversion (torchvision would run torch's kernels there, not Pillow's), and v2's ToDtype /
+    TrivialAugmentWide (NEAREST), ColorJitter, RandomGrayscale, RandomInvert / RandomPosterize /
+    RandomSolarize / RandomAdjustSharpness / RandomAutocontrast / RandomEqualize (in any order
+    among themselves, which is kept), ToTensor / PILToTensor / ToImage (+ ToDtype /
+    ConvertImageDtype), Normalize, RandomErasing, in that order, ToPureTensor anywhere) computes
+    on a PIL image, bit for bit. Anything else is refused here, by name (OptionsError): another
+    transform (or one of another library of a torchvision name), an option gpuprep does not
+    compute, a transform of which gpuprep's Transform holds one given twice (two Resize, a Resize
+    and a RandomResizedCrop, two flips of one axis, two ColorJitter, two RandomPosterize ...:
+    torchvision would apply both), a geometric or colour transform after the tensor conversion
+    (torchvision would run torch's kernels there, not Pillow's), and v2's ToDtype /
     ConvertImageDtype from uint8 to float32 (a multiplication by 1/255, not ToTensor's division)."""
     t = Transform()
     last = -1
@@ -361,14 +410,17 @@ def from_torchvision(compose):
                                "colour transforms")
         if _STAGE[name] < last:
             raise OptionsError(f"{name} after a later step: gpuprep applies them in torchvision's "
-                               "usual order (resize or crop, flips and colour, tensor, normalise, erase)")
+                               "usual order (resize or crop; flips, rotation and ColorJitter; "
+                               f"RandomGrayscale; {', '.join(_COLOR_OPERATIONS)}, in any order "
+                               "among themselves; tensor; normalise; erase)")
         last = _STAGE[name]
         # Flips and colour commute; a rotation (or TrivialAugmentWide) commutes with neither.
         if (rotated and name in _FLIPS) or (colored and name in _GEOMETRIC):
             raise OptionsError(f"{name} where gpuprep cannot put it: it runs after the flips "
-                               "and before ColorJitter and RandomGrayscale")
+                               "and before ColorJitter, RandomGrayscale and the single-operation "
+                               f"transforms ({', '.join(_COLOR_OPERATIONS)})")
         rotated |= name in _GEOMETRIC
-        colored |= name in ("ColorJitter", "RandomGrayscale")
+        colored |= name in ("ColorJitter", "RandomGrayscale") or name in _COLOR_OPERATIONS
         target = None
         if name in ("ToDtype", "ConvertImageDtype"):
             target = getattr(step, "dtype", None)
@@ -437,6 +489,8 @@ def from_torchvision(compose):
                                _amount("hue", step.hue, 0))
         elif name == "RandomGrayscale":
             t = t.grayscale(_probability(name, step.p))
+        elif name in _COLOR_OPERATIONS:
+            t = _with_color_operation(t, step)
         elif name in _TO_TENSOR:
             tensor, dtype = name, _TO_TENSOR[name]
             t = t.to_tensor() if dtype == "float32" else t.to("uint8", "chw")
@@ -491,6 +545,20 @@ def from_torchvision(compose):
             raise OptionsError(f"{name} is not translated by this version of gpuprep's Python "
                                "package (its operations table and from_torchvision disagree)")
     return t
+
+
+def _with_color_operation(t, step):
+    """`t` with the single-operation transform `step` (RandomPosterize, ...) last, its argument
+    and p read by the names the crate's table gives; a value the crate refuses is refused by
+    name."""
+    name = type(step).__name__
+    method, argument = _COLOR_OPERATIONS[name]
+    arguments = () if argument is None else (_number(getattr(step, argument)),)
+    p = _probability(name, step.p)
+    try:
+        return getattr(t, method)(*arguments, p=p)
+    except OptionsError as e:
+        raise OptionsError(f"{step!r} is not supported: {e}") from None
 
 
 _ADJUSTMENTS = ("brightness", "contrast", "saturation", "hue")
@@ -560,6 +628,11 @@ def torchvision_params(compose, size):
             params["augment"] = _trivial_augment_draw(step, width, height)
         elif name == "RandomGrayscale":
             params["grayscale"] = bool(torch.rand(1) < step.p)
+        elif name in _COLOR_OPERATIONS:
+            # v1 applies when `torch.rand(1).item() < p`, v2 returns early when
+            # `torch.rand(1) >= p`: the same one draw.
+            method = _COLOR_OPERATIONS[name][0]
+            params.setdefault("color_ops", {})[method] = bool(torch.rand(1) < step.p)
         elif name == "RandomErasing":
             params["erase"] = None
             if torch.rand(1) < step.p:

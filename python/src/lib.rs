@@ -230,6 +230,7 @@ fn describe(t: &gpuprep::Transform) -> String {
     if let Some(p) = t.grayscale {
         steps.push(format!("RandomGrayscale(p={p})"));
     }
+    steps.extend(t.color_ops.iter().map(gpuprep::ColorOp::describe));
     if t.channel_order == gpuprep::ChannelOrder::Bgr {
         steps.push("ToBGR()".to_string());
     }
@@ -269,7 +270,9 @@ fn dtype_name(dtype: DType) -> &'static str {
 /// torchvision's transforms, each returning a new Transform. It holds at most one of each
 /// operation (a method called again replaces it) and applies them in torchvision's usual order,
 /// whatever order the methods were called in: resize or random resized crop, centre crop, flips,
-/// rotation or TrivialAugmentWide, ColorJitter, RandomGrayscale, ToTensor, Normalize,
+/// rotation or TrivialAugmentWide, ColorJitter, RandomGrayscale, the single-operation transforms
+/// (RandomInvert, RandomPosterize, RandomSolarize, RandomAdjustSharpness, RandomAutocontrast,
+/// RandomEqualize) in the order their methods were first called, ToTensor, Normalize,
 /// RandomErasing. Its repr lists them in that order; `from_torchvision` translates a Compose
 /// only where its order is this one.
 #[pyclass(module = "gpuprep._gpuprep", frozen)]
@@ -453,6 +456,18 @@ impl Transform {
                 bins: num_magnitude_bins,
                 fill,
             }),
+            ..self.0
+        }))
+    }
+
+    /// The single-operation transform whose method is `method` (see `color_operations`), with
+    /// its `argument` (None for those without one) and probability `p`: after those given
+    /// before, or in the place of the same one given before. The package's generated methods
+    /// (`random_posterize`, ...) call this; the crate checks the values by name.
+    fn _with_color_op(&self, method: &str, argument: Option<f64>, p: f64) -> PyResult<Self> {
+        let op = gpuprep::ColorOp::new(method, argument, p).map_err(|why| error(&why.into()))?;
+        Ok(Self(gpuprep::Transform {
+            color_ops: self.0.color_ops.with(op),
             ..self.0
         }))
     }
@@ -1224,6 +1239,29 @@ fn operations() -> Vec<(&'static str, &'static str, &'static str, &'static str, 
         .collect()
 }
 
+/// A single-operation transform as `color_operations` gives it: (torchvision's class, the Python
+/// method, what it does in Pillow's terms, its argument besides `p`: None or (name, whether it
+/// is an integer, lowest, highest), the bounds inclusive and infinite for none).
+type ColorOperationRow = (
+    &'static str,
+    &'static str,
+    &'static str,
+    Option<(&'static str, bool, f64, f64)>,
+);
+
+/// The single-operation transforms (RandomPosterize, ...), from the crate's one table of them, in
+/// its order: the package makes a Transform method of each.
+#[pyfunction]
+fn color_operations() -> Vec<ColorOperationRow> {
+    gpuprep::COLOR_OPERATIONS
+        .iter()
+        .map(|o| {
+            let argument = o.argument.map(|a| (a.name, a.integer, a.low, a.high));
+            (o.torchvision, o.method, o.summary, argument)
+        })
+        .collect()
+}
+
 #[pymodule]
 fn _gpuprep(m: &Bound<'_, PyModule>) -> PyResult<()> {
     let py = m.py();
@@ -1235,6 +1273,7 @@ fn _gpuprep(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(copy_into, m)?)?;
     m.add_function(wrap_pyfunction!(init_threads, m)?)?;
     m.add_function(wrap_pyfunction!(operations, m)?)?;
+    m.add_function(wrap_pyfunction!(color_operations, m)?)?;
     m.add_function(wrap_pyfunction!(_panic_inside, m)?)?;
     for (name, class) in [
         ("GpuprepError", py.get_type::<GpuprepError>()),

@@ -91,6 +91,8 @@ def test_repeated_color_jitters_and_others_are_refused():
         ([T.TrivialAugmentWide(), T.TrivialAugmentWide()], "TrivialAugmentWide"),
         ([T.ToTensor(), T.Normalize(MEAN, STD), T.Normalize(MEAN, STD)], "Normalize"),
         ([T.ToTensor(), T.RandomErasing(), T.RandomErasing()], "RandomErasing"),
+        ([T.RandomInvert(), T.RandomEqualize(), T.RandomInvert()], "RandomInvert"),
+        ([v2.RandomPosterize(3), v2.RandomPosterize(2)], "RandomPosterize"),
         ([T.PILToTensor(), T.PILToTensor()], "PILToTensor"),
         ([T.ToTensor(), T.ConvertImageDtype(torch.float16), T.ConvertImageDtype(torch.uint8)],
          "ConvertImageDtype"),
@@ -269,6 +271,11 @@ def test_refusals_are_gpuprep_errors_raised_by_from_torchvision():
         T.RandomApply([T.ColorJitter(0.4)], p=0.5),
         v2.RandomChoice([v2.RandomHorizontalFlip(), v2.RandomVerticalFlip()]),
         T.Compose([T.GaussianBlur(3)]),
+        T.Compose([T.RandomPosterize(9)]),
+        v2.Compose([v2.RandomSolarize(float("nan"))]),
+        T.Compose([T.RandomAdjustSharpness(2.0, p=1.5)]),
+        T.Compose([T.RandomInvert(), T.RandomGrayscale()]),
+        T.Compose([T.ToTensor(), T.RandomEqualize()]),
     ]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -285,3 +292,67 @@ def test_refusals_are_gpuprep_errors_raised_by_from_torchvision():
         with pytest.raises(gpuprep.GpuprepError) as caught:
             gpuprep.from_torchvision(compose)
         assert isinstance(caught.value, gpuprep.OptionsError), (compose, caught.value)
+
+
+# A value of each argument the crate's table of single-operation transforms names.
+ARGUMENTS = {"bits": 3, "threshold": 100.5, "sharpness_factor": 2.0}
+
+
+def single_operations(module, p):
+    """`module`'s (transforms' or v2's) single-operation transforms, as the crate's table lists
+    them, each with probability p."""
+    return [getattr(module, torchvision)(*([ARGUMENTS[argument[0]]] if argument else []), p=p)
+            for torchvision, _method, _summary, argument in gpuprep._gpuprep.color_operations()]
+
+
+def test_single_operation_transforms_give_torchvisions_pixels():
+    for module, to_tensor in ((T, T.PILToTensor()), (v2, v2.ToImage())):
+        for step in single_operations(module, 1.0):
+            compose = module.Compose([module.CenterCrop(96), step, to_tensor])
+            for image, path in zip(outputs(gpuprep.from_torchvision(compose)), PHOTOS):
+                assert np.array_equal(image, torchvision_output(compose, path)), (step, path)
+    # In the Compose's order, which matters, after RandomGrayscale.
+    compose = T.Compose([T.CenterCrop(96), T.RandomGrayscale(0.0), T.RandomSolarize(128, p=1.0),
+                         T.RandomPosterize(2, p=1.0), T.PILToTensor()])
+    t = gpuprep.from_torchvision(compose)
+    assert "RandomSolarize(threshold=128, p=1), RandomPosterize(bits=2, p=1)" in repr(t)
+    for image, path in zip(outputs(t), PHOTOS):
+        assert np.array_equal(image, torchvision_output(compose, path)), path
+
+
+def test_single_operation_transforms_are_refused_where_gpuprep_cannot_put_them():
+    names = [torchvision for torchvision, *_ in gpuprep._gpuprep.color_operations()]
+    refused(T.Compose([T.RandomPosterize(3), T.RandomGrayscale()]),
+            "RandomGrayscale after a later step", *names)
+    refused(T.Compose([T.RandomInvert(), T.RandomRotation(10)]),
+            "RandomRotation after a later step")
+    refused(T.Compose([T.PILToTensor(), T.RandomAutocontrast()]),
+            "RandomAutocontrast after PILToTensor()")
+    refused(T.Compose([T.RandomPosterize(9)]), "RandomPosterize", "bits", "0 to 8")
+    refused(T.Compose([T.RandomEqualize(), T.RandomEqualize()]), "RandomEqualize twice")
+
+
+@pytest.mark.parametrize("module", [T, v2], ids=["v1", "v2"])
+def test_with_torchs_seed_single_operation_transforms_are_torchvisions(module):
+    """Whether each applies, as torchvision draws it after torch.manual_seed (v1's
+    `rand < p`, v2's `rand >= p` to skip), through torchvision_params and params=."""
+    if module is T:  # with v1's other draws before them
+        steps = [T.RandomResizedCrop(64), T.RandomHorizontalFlip(), T.RandomGrayscale(0.3)]
+        to_tensor = T.PILToTensor()
+    else:
+        steps, to_tensor = [v2.CenterCrop(64)], v2.ToImage()
+    compose = module.Compose([*steps, *single_operations(module, 0.5), to_tensor])
+    transform = gpuprep.from_torchvision(compose)
+    p = gpuprep.Pipeline("cpu")
+    seen = set()
+    for seed in range(24):
+        path = PHOTOS[seed % len(PHOTOS)]
+        image = Image.open(path).convert("RGB")
+        torch.manual_seed(seed)
+        expected = torchvision_output(compose, path)
+        torch.manual_seed(seed)
+        params = gpuprep.torchvision_params(compose, image.size)
+        seen.update(params["color_ops"].items())
+        batch, _ = p.preprocess([path], transform, params=[params])
+        assert np.array_equal(batch[0], expected), (path, seed, params)
+    assert len(seen) == 2 * len(gpuprep._gpuprep.color_operations()), seen

@@ -444,19 +444,26 @@ def test_copy_into_copies_every_byte_and_refuses_other_lengths():
 def test_every_declared_operation_has_its_method_stub_and_translation():
     """The crate's one table of operations: each has its Transform method, which sets it (the
     repr names its torchvision class), its stub, its place in from_torchvision's order and a
-    branch of from_torchvision that translates it."""
+    branch of from_torchvision that translates it (one branch for all the single-operation
+    transforms, keyed by their own table: test_color_operations.py checks their methods)."""
     import inspect
     import pathlib
 
     stubs = (pathlib.Path(gpuprep.__file__).parent / "__init__.pyi").read_text()
     translation = inspect.getsource(gpuprep.from_torchvision)
     operations = gpuprep._gpuprep.operations()
-    assert len(operations) == 11
+    singles = gpuprep._gpuprep.color_operations()
+    assert len(operations) == 11 + len(singles)
     args = {"resize": (8,), "random_resized_crop": (8,), "center_crop": (8,),
             "random_rotation": (10,), "normalize": ([0.5] * 3, [0.5] * 3)}
+    args.update({method: (2,) for _, method, _, argument in singles if argument is not None})
+    assert "_COLOR_OPERATIONS" in translation
     for torchvision, _field, _flag, method, stage in operations:
         assert f"def {method}(" in stubs, method
         assert gpuprep._STAGE[torchvision] == stage
-        assert f'"{torchvision}"' in translation, torchvision
+        if torchvision in gpuprep._COLOR_OPERATIONS:
+            assert gpuprep._COLOR_OPERATIONS[torchvision][0] == method
+        else:
+            assert f'"{torchvision}"' in translation, torchvision
         t = getattr(gpuprep.Transform(), method)(*args.get(method, ()))
         assert f"{torchvision}(" in repr(t), (method, repr(t))

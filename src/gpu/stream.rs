@@ -35,6 +35,11 @@ pub(crate) trait Source<'a> {
 }
 
 /// What a [`Source`] answers when the streaming loop asks for an image.
+#[allow(
+    clippy::large_enum_variant,
+    reason = "an image's sample (its given parameters) makes it large; moved once per image, \
+              it costs less than a box would"
+)]
 pub(crate) enum Arrival<'a> {
     /// The next image.
     Image(Arriving<'a>),

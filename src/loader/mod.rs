@@ -136,7 +136,35 @@ pub enum HandedOver {
         device: u32,
     },
     /// On the device was asked for; in host arrays, because of this.
-    HostBecause(String),
+    HostBecause(HostReason),
+}
+
+/// Why a loader asked to hand batches over on the device hands them over in host arrays.
+#[non_exhaustive]
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum HostReason {
+    /// The loader runs on the CPU backend.
+    CpuBackend,
+    /// A tensor of this many bytes is not whole 4-byte words, as GPU copies need.
+    UnalignedTensor(usize),
+    /// The CUDA hand-off could not be set up.
+    Handoff(crate::HandoffError),
+    /// Exported GPU memory is implemented on Linux only.
+    NotLinux,
+}
+
+impl std::fmt::Display for HostReason {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::CpuBackend => write!(f, "the loader runs on the CPU backend"),
+            Self::UnalignedTensor(bytes) => write!(
+                f,
+                "a tensor of {bytes} bytes is not whole 4-byte words, as GPU copies need"
+            ),
+            Self::Handoff(why) => write!(f, "{why}"),
+            Self::NotLinux => write!(f, "exported GPU memory is implemented on Linux only"),
+        }
+    }
 }
 
 impl std::fmt::Display for HandedOver {
@@ -572,7 +600,7 @@ fn on_device(
     keep: usize,
 ) -> Result<(Option<Arc<device_arrays::DeviceRing>>, HandedOver)> {
     use crate::gpu::external::Exporter;
-    let because = |why: String| Ok((None, HandedOver::HostBecause(why)));
+    let because = |why| Ok((None, HandedOver::HostBecause(why)));
     if handoff == Handoff::Host {
         return Ok((None, HandedOver::Host));
     }
@@ -582,13 +610,11 @@ fn on_device(
                 "handing batches over on the device needs the GPU backend".into(),
             ));
         }
-        return because("the loader runs on the CPU backend".into());
+        return because(HostReason::CpuBackend);
     };
     // Copies into a batch's slots go by whole words.
     if !slot_bytes.is_multiple_of(4) {
-        return because(format!(
-            "a tensor of {slot_bytes} bytes is not whole 4-byte words, as GPU copies need"
-        ));
+        return because(HostReason::UnalignedTensor(slot_bytes));
     }
     let device = (&gpu.gpu.device, &gpu.gpu.queue);
     let exporter = Exporter::new(device.0);
@@ -608,7 +634,7 @@ fn on_device(
             let ring = device_arrays::DeviceRing::new(device, Some(exporter), Some(link), keep);
             Ok((Some(ring), handed))
         }
-        Err(why) => because(why.to_string()),
+        Err(why) => because(HostReason::Handoff(why)),
     }
 }
 
@@ -622,7 +648,7 @@ fn on_device(
 ) -> Result<(Option<Arc<device_arrays::DeviceRing>>, HandedOver)> {
     let handed = match handoff {
         Handoff::Host => HandedOver::Host,
-        _ => HandedOver::HostBecause("exported GPU memory is implemented on Linux only".into()),
+        _ => HandedOver::HostBecause(HostReason::NotLinux),
     };
     Ok((None, handed))
 }

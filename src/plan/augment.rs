@@ -198,7 +198,7 @@ impl Params {
             .map(|o| o.operation().method)
             .collect();
         let given: Vec<&str> = self.color_ops.iter().flatten().map(|(&m, _)| m).collect();
-        if self.color_ops.is_some() != !declared.is_empty()
+        if self.color_ops.is_some() == declared.is_empty()
             || declared.iter().any(|m| !given.contains(m))
             || given.len() != declared.len()
         {

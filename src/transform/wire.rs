@@ -211,7 +211,11 @@ fn color_ops_json(ops: &ColorOps) -> Value {
         .map(|o| {
             let mut object = json!({ "op": o.operation().method, "p": o.p() });
             if let (Some(a), Some(value)) = (o.operation().argument, o.argument()) {
-                object[a.name] = json!(value);
+                object[a.name] = if a.integer {
+                    json!(value as i64)
+                } else {
+                    json!(value)
+                };
             }
             object
         })

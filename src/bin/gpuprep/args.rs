@@ -1,10 +1,10 @@
 //! Command-line spellings of the transform options and the input limits.
 
-use clap::{Args, ValueEnum};
+use clap::{Arg, ArgMatches, Args, Command, FromArgMatches, ValueEnum};
 use gpuprep::gpu::Batching;
 use gpuprep::Filter;
 use gpuprep::{ChannelOrder, DType, Layout, Normalize, Resize};
-use gpuprep::{Limits, Transform};
+use gpuprep::{ColorOp, ColorOperation, Limits, Transform, COLOR_OPERATIONS};
 
 /// The input limits, as options.
 #[derive(Args, Debug)]
@@ -121,6 +121,10 @@ pub struct TransformArgs {
     /// RandomGrayscale(P), after the colour jitter.
     #[arg(long, value_name = "P")]
     grayscale: Option<f64>,
+    /// torchvision's single-operation transforms, one flag each, after --grayscale in the
+    /// order given.
+    #[command(flatten)]
+    color_ops: ColorOpArgs,
     /// RandomErasing(P) of the output tensor (torchvision's scale and ratio), writing `V` or
     /// `V1,V2,V3` per channel (default 0).
     #[arg(long, value_parser = parse_erasing, value_name = "P[:V[,V,V]]")]
@@ -132,6 +136,67 @@ pub struct TransformArgs {
     /// The epoch the random parameters are drawn for.
     #[arg(long, default_value_t = 0)]
     epoch: u64,
+}
+
+/// The flags of [`COLOR_OPERATIONS`], made from the table: `--random-posterize BITS[,P]`,
+/// `--random-invert P`, ...; the operations in the order their flags are given.
+#[derive(Debug)]
+struct ColorOpArgs(Vec<ColorOp>);
+
+impl Args for ColorOpArgs {
+    fn augment_args(command: Command) -> Command {
+        COLOR_OPERATIONS.iter().fold(command, |command, operation| {
+            let value_name = operation
+                .argument
+                .map_or("P".into(), |a| format!("{}[,P]", a.name.to_uppercase()));
+            let (call, p) = match operation.argument {
+                Some(a) => (format!("{}, p", a.name), "; P defaults to 0.5"),
+                None => ("p".into(), ""),
+            };
+            command.arg(
+                Arg::new(operation.method)
+                    .long(&operation.flag[2..])
+                    .value_name(value_name)
+                    .help(format!(
+                        "torchvision's {}({call}): {}{p}. After --grayscale, in the order given",
+                        operation.torchvision, operation.summary
+                    ))
+                    .value_parser(move |text: &str| parse_color_op(operation, text)),
+            )
+        })
+    }
+
+    fn augment_args_for_update(command: Command) -> Command {
+        Self::augment_args(command)
+    }
+}
+
+impl FromArgMatches for ColorOpArgs {
+    fn from_arg_matches(matches: &ArgMatches) -> Result<Self, clap::Error> {
+        let mut given: Vec<(usize, ColorOp)> = COLOR_OPERATIONS
+            .iter()
+            .filter_map(|o| Some((matches.index_of(o.method)?, *matches.get_one(o.method)?)))
+            .collect();
+        given.sort_by_key(|&(place, _)| place);
+        Ok(Self(given.into_iter().map(|(_, op)| op).collect()))
+    }
+
+    fn update_from_arg_matches(&mut self, matches: &ArgMatches) -> Result<(), clap::Error> {
+        *self = Self::from_arg_matches(matches)?;
+        Ok(())
+    }
+}
+
+/// `ARG[,P]`, or `P` for an operation without an argument.
+fn parse_color_op(operation: &ColorOperation, text: &str) -> Result<ColorOp, String> {
+    let numbers = parse_numbers(text, 1..=1 + usize::from(operation.argument.is_some()))?;
+    let (argument, p) = match (operation.argument, numbers.as_slice()) {
+        (None, &[p]) => (None, p),
+        (Some(_), &[argument]) => (Some(argument), 0.5),
+        (Some(_), &[argument, p]) => (Some(argument), p),
+        _ => unreachable!("parse_numbers gives one or two"),
+    };
+    ColorOp::new(operation.method, argument, p).map_err(|e| e.to_string())
 }
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
@@ -375,6 +440,9 @@ impl TransformArgs {
         t.color_jitter = self.color_jitter.or(t.color_jitter);
         t.grayscale = self.grayscale.or(t.grayscale);
         t.random_erasing = self.random_erasing.or(t.random_erasing);
+        for &op in &self.color_ops.0 {
+            t.color_ops = t.color_ops.with(op);
+        }
         (t.seed, t.epoch) = (self.seed, self.epoch);
         t.resize = self.resize.or(t.resize);
         t.center_crop = self.crop.or(t.center_crop);

@@ -142,6 +142,10 @@ fn spec(t: &Transform) -> Value {
             json!({"bins": a.bins, "fill": a.fill}),
         );
     }
+    if !t.color_ops.is_empty() {
+        // The transform's own JSON form of them.
+        spec.insert("color_ops".into(), t.to_json()["color_ops"].clone());
+    }
     if let Some(e) = t.random_erasing {
         spec.insert(
             "random_erasing".into(),
