@@ -17,7 +17,7 @@ struct Job {
     // Where the image's pixels start in `pixels`, and how many.
     pixels_base: u32,
     pixels: u32,
-    // Adjustments in `kinds` / `factors` (at most `MAX_ADJUSTMENTS` of src/gpu/jobs.rs).
+    // Adjustments in `kinds` / `factors`, whose length is `MAX_ADJUSTMENTS` of src/gpu/jobs.rs.
     adjustments: u32,
     // BRIGHTNESS (blended with black), CONTRAST, ... GRAYSCALE.
     kinds: array<u32, 12>,

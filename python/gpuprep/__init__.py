@@ -70,7 +70,8 @@ def _color_method(torchvision, method, summary, argument):
     def with_operation(self, *args, **kwargs):
         given = signature.bind(self, *args, **kwargs)
         given.apply_defaults()
-        value = None if argument is None else given.arguments[argument[0]]
+        value = None if argument is None else _color_argument(method, argument,
+                                                              given.arguments[argument[0]])
         return self._with_color_op(method, value, given.arguments["p"])
 
     shown = "" if argument is None else f"{argument[0]}, "
@@ -84,6 +85,20 @@ def _color_method(torchvision, method, summary, argument):
         "their methods were first called; called again, it keeps its place and takes the new "
         "values.")
     return with_operation
+
+
+def _color_argument(method, argument, value):
+    """`value` of a single-operation transform's argument as a float, refused by name unless it
+    is a number of the argument's kind: an int where it is an integer (Pillow's posterize takes
+    no float: torchvision would fail), else an int or a float."""
+    import numbers
+
+    name, integer = argument[0], argument[1]
+    kind = numbers.Integral if integer else numbers.Real
+    if isinstance(value, bool) or not isinstance(value, kind):
+        raise OptionsError(f"{method}'s {name} must be {'an integer' if integer else 'a number'}, "
+                           f"got {value!r}")
+    return float(value)
 
 
 # One Transform method per single-operation transform (random_posterize, ...), made from the
@@ -193,8 +208,8 @@ def _resolve_list(paths):
 # whose order differs (a crop after a colour jitter, say) would compute something else. The
 # operations' places come from the crate's one table of them; the tensor conversions sit between.
 _STAGE = {name: stage for name, _field, _flag, _method, stage in _gpuprep.operations()}
-_STAGE.update({"ToTensor": 5, "PILToTensor": 5, "ToImage": 5, "ToDtype": 6,
-               "ConvertImageDtype": 6})
+_STAGE.update({name: _STAGE["Normalize"] - 2 for name in ("ToTensor", "PILToTensor", "ToImage")})
+_STAGE.update({name: _STAGE["Normalize"] - 1 for name in ("ToDtype", "ConvertImageDtype")})
 _FLIPS = ("RandomHorizontalFlip", "RandomVerticalFlip")
 _GEOMETRIC = ("RandomRotation", "TrivialAugmentWide")
 _INTERPOLATIONS = {"NEAREST": "nearest", "BOX": "box", "BILINEAR": "bilinear",
@@ -553,7 +568,7 @@ def _with_color_operation(t, step):
     name."""
     name = type(step).__name__
     method, argument = _COLOR_OPERATIONS[name]
-    arguments = () if argument is None else (_number(getattr(step, argument)),)
+    arguments = () if argument is None else (getattr(step, argument),)
     p = _probability(name, step.p)
     try:
         return getattr(t, method)(*arguments, p=p)

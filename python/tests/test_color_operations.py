@@ -54,7 +54,9 @@ def allowed(argument):
 def refused(argument):
     """A value past the argument's bounds, NaN where it has none."""
     _name, _integer, low, high = argument
-    return high + 1 if math.isfinite(high) else low - 1 if math.isfinite(low) else math.nan
+    if math.isfinite(high):
+        return math.nextafter(high, math.inf)
+    return math.nextafter(low, -math.inf) if math.isfinite(low) else math.nan
 
 
 @pytest.mark.parametrize("torchvision, method, summary, argument", OPERATIONS)
@@ -95,6 +97,13 @@ def test_posterize_takes_whole_bits_from_0_to_8():
         gpuprep.Transform().random_posterize(bits=9)
     with pytest.raises(gpuprep.OptionsError, match="got 2.5"):
         gpuprep.Transform().random_posterize(2.5)
+    # Pillow's posterize takes no float, nor a bool: torchvision would fail on them.
+    for value in (3.0, True, "3"):
+        with pytest.raises(gpuprep.OptionsError, match="bits must be an integer"):
+            gpuprep.Transform().random_posterize(value)
+    with pytest.raises(gpuprep.OptionsError, match="threshold must be a number"):
+        gpuprep.Transform().random_solarize("128")
+    assert gpuprep.Transform().random_posterize(np.int64(3)) == gpuprep.Transform().random_posterize(3)
 
 
 def test_a_method_called_again_keeps_its_place_and_another_goes_last():

@@ -243,9 +243,9 @@ impl AdjustJob {
     }
 }
 
-/// The most colour operations one image goes through: `TrivialAugmentWide`'s one,
-/// `ColorJitter`'s four, `RandomGrayscale` and each single-operation transform once.
-pub(crate) const MAX_ADJUSTMENTS: usize = 1 + 4 + 1 + crate::transform::COLOR_OPERATIONS.len();
+/// The most colour operations of one image ([`crate::plan::MAX_COLOR_STEPS`]); shaders/adjust.wgsl
+/// writes the number again, and `job_sizes_match_the_shaders` holds the two alike.
+pub(crate) const MAX_ADJUSTMENTS: usize = crate::plan::MAX_COLOR_STEPS;
 
 /// `AdjustJob::kinds`, as shaders/adjust.wgsl numbers them.
 pub(crate) const BRIGHTNESS: u32 = 0;

@@ -203,7 +203,8 @@ impl Params {
             || given.len() != declared.len()
         {
             return Err(Error::Options(format!(
-                "the given parameters have `color_ops` {given:?}, and the transform has {declared:?}"
+                "the given parameters' `color_ops` name {given:?}, and the transform has \
+                 {declared:?}"
             )));
         }
         for (name, wanted, given) in pairs {
@@ -245,6 +246,9 @@ impl Params {
                 a.magnitude
             )));
         }
+        if let (Some(jitter), Some(color)) = (transform.color_jitter, &self.color) {
+            check_jitter_order(&jitter, color)?;
+        }
         for a in self.color.iter().flatten() {
             let f = a.factor();
             let fits = match a {
@@ -260,6 +264,33 @@ impl Params {
         }
         Ok(())
     }
+}
+
+/// Given `ColorJitter` adjustments: each at most once, and only those the jitter draws (as
+/// many as it has), so that an image's colour steps stay within what its transform makes.
+fn check_jitter_order(jitter: &ColorJitter, color: &[Adjustment]) -> Result<()> {
+    let drawn = [
+        ("brightness", jitter.brightness.is_some()),
+        ("contrast", jitter.contrast.is_some()),
+        ("saturation", jitter.saturation.is_some()),
+        ("hue", jitter.hue.is_some()),
+    ];
+    for (i, a) in color.iter().enumerate() {
+        if !drawn.contains(&(a.name(), true)) {
+            return Err(Error::Options(format!(
+                "the given colour adjustments have {}, which the transform's ColorJitter does \
+                 not draw",
+                a.name()
+            )));
+        }
+        if color[..i].iter().any(|b| b.name() == a.name()) {
+            return Err(Error::Options(format!(
+                "the given colour adjustments have {} twice",
+                a.name()
+            )));
+        }
+    }
+    Ok(())
 }
 
 /// torchvision's `RandomResizedCrop.get_params`: ten tries at a box of random area and aspect
@@ -462,8 +493,25 @@ mod tests {
         assert!(refused(&lacking).contains("horizontal_flip"));
         let extra = Params {
             grayscale: Some(false),
-            ..good
+            ..good.clone()
         };
         assert!(refused(&extra).contains("grayscale"));
+        // Colour adjustments: only those the jitter draws, each once.
+        let jittered = Transform {
+            color_jitter: Some(ColorJitter::new(0.4, 0.0, 0.0, 0.0)),
+            ..transform
+        };
+        let with_color = |color: Vec<Adjustment>| {
+            let p = Params {
+                color: Some(color),
+                ..good.clone()
+            };
+            Params::of(&jittered, &Sample::Given(p), (100, 100))
+        };
+        assert!(with_color(vec![Adjustment::Brightness(1.2)]).is_ok());
+        let twice = with_color(vec![Adjustment::Brightness(1.2); 13]).unwrap_err();
+        assert!(twice.to_string().contains("brightness twice"), "{twice}");
+        let undrawn = with_color(vec![Adjustment::Contrast(1.2)]).unwrap_err();
+        assert!(undrawn.to_string().contains("does not draw"), "{undrawn}");
     }
 }

@@ -1,8 +1,8 @@
-//! The value tables of Pillow's `ImageOps` operations that `TrivialAugmentWide` uses
-//! (`posterize`, `solarize`, `autocontrast`, `equalize`): integer operations but for
-//! `autocontrast`'s stretch, which Python computes in double precision. Both backends build the
-//! tables from each channel's histogram; the GPU, without doubles, computes the stretch in
-//! integers and subtracts the one it is off by where [`autocontrast_fixes`] says.
+//! The value tables of Pillow's `ImageOps` operations that `TrivialAugmentWide` and the
+//! single-operation transforms use (`posterize`, `solarize`, `autocontrast`, `equalize`): integer
+//! operations but for `autocontrast`'s stretch, which Python computes in double precision. Both
+//! backends build the tables from each channel's histogram; the GPU, without doubles, computes
+//! the stretch in integers and subtracts the one it is off by where [`autocontrast_fixes`] says.
 
 /// `ImageOps.posterize`'s table entry: the low `8 - bits` bits cleared.
 pub fn posterize(v: u8, bits: u8) -> u8 {

@@ -40,7 +40,7 @@ use crate::jpeg::{CoefficientImage, Limits};
 pub use crate::transform::Adjustment;
 use crate::Transform;
 pub use augment::{CropBox, Params, Sample, Samples};
-pub use output::{Crop, OutputPlan};
+pub use output::{Crop, OutputPlan, MAX_COLOR_STEPS};
 pub use resize::{ResizePlan, Taps, PRECISION_BITS};
 pub use rotate::Rotation;
 pub use scaling::{ComponentScaling, Upsampling, UpsamplingAxis};
@@ -155,6 +155,13 @@ impl ImagePlan {
                 rotate::MAX_ROTATED_SIDE,
                 crop.width,
                 crop.height
+            )));
+        }
+        if self.output.color.len() > MAX_COLOR_STEPS {
+            return Err(Error::Options(format!(
+                "{} colour operations for one image, more than the {MAX_COLOR_STEPS} a transform \
+                 makes",
+                self.output.color.len()
             )));
         }
         // The contrast adjustment's mean is summed in 32 bits on the GPU.

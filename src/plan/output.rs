@@ -21,6 +21,11 @@ pub struct Crop {
     pub y: isize,
 }
 
+/// The most colour operations one image goes through: `TrivialAugmentWide`'s one,
+/// `ColorJitter`'s four, `RandomGrayscale` and each single-operation transform once (given
+/// parameters are held to that too). The GPU's job record has room for this many.
+pub const MAX_COLOR_STEPS: usize = 1 + 4 + 1 + crate::transform::COLOR_OPERATIONS.len();
+
 /// How the resized image becomes the output tensor.
 #[derive(Clone, Debug, PartialEq)]
 pub struct OutputPlan {

@@ -36,7 +36,8 @@ pub enum Op {
     Rotation = 9,
     /// `TrivialAugmentWide`'s operation, magnitude and sign.
     TrivialAugment = 10,
-    // 11 and on: the single-operation transforms, each its declared `ColorOperation::stream`.
+    // 11 to 16 are the single-operation transforms' (`ColorOperation::stream`): a new operation
+    // here takes a number none of them has.
 }
 
 /// Which sample a stream belongs to.
@@ -144,6 +145,19 @@ fn philox4x64(mut counter: [u64; 4], mut key: [u64; 2]) -> [u64; 4] {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Each single-operation transform's stream is its own, past the numbers of [`Op`].
+    #[test]
+    fn single_operation_streams_are_their_own() {
+        let mut streams: Vec<u64> = crate::transform::COLOR_OPERATIONS
+            .iter()
+            .map(|o| o.stream)
+            .collect();
+        assert!(streams.iter().all(|&s| s > Op::TrivialAugment as u64));
+        streams.sort_unstable();
+        streams.dedup();
+        assert_eq!(streams.len(), crate::transform::COLOR_OPERATIONS.len());
+    }
 
     /// numpy 2's `Philox(key=[0, 0], counter=[0, 0, 0, 0]).random_raw(4)` and
     /// `Philox(key=[7, 0], counter=[0, 5, 2, 1]).random_raw(5)`.

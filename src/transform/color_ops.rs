@@ -21,7 +21,7 @@ pub struct ColorOpArgument {
     pub low: f64,
     /// See `low`.
     pub high: f64,
-    /// A value to show in help texts and to try in tests.
+    /// A value it takes, for the tests that try every operation.
     pub example: f64,
 }
 
@@ -35,11 +35,26 @@ impl ColorOpArgument {
 
     /// What `allows` accepts, in words.
     pub fn accepted(&self) -> String {
-        match (self.integer, self.low.is_finite(), self.high.is_finite()) {
-            (true, _, _) => format!("an integer from {} to {}", self.low, self.high),
-            (false, true, true) => format!("a number from {} to {}", self.low, self.high),
-            (false, true, false) => format!("a number of at least {}", self.low),
-            _ => "a finite number".into(),
+        let kind = if self.integer {
+            "an integer"
+        } else {
+            "a number"
+        };
+        // Large bounds (float32's) in exponent form.
+        let shown = |v: f64| {
+            if v.abs() < 1e9 {
+                format!("{v}")
+            } else {
+                format!("{v:e}")
+            }
+        };
+        let (low, high) = (shown(self.low), shown(self.high));
+        match (self.low.is_finite(), self.high.is_finite()) {
+            (true, true) => format!("{kind} from {low} to {high}"),
+            (true, false) => format!("{kind} of at least {low}"),
+            (false, true) => format!("{kind} of at most {high}"),
+            (false, false) if self.integer => "an integer".into(),
+            (false, false) => "a finite number".into(),
         }
     }
 }
@@ -66,7 +81,8 @@ pub struct ColorOperation {
 
 /// Every single-operation transform. A new one is an entry here (its Pillow arithmetic an
 /// [`Adjustment`], new ones with their CPU stage and shader) and one in
-/// tools/pillow_reference.py.
+/// tools/pillow_reference.py; tests then ask for its Python stub and the colour job's longer
+/// arrays in shaders/adjust.wgsl (docs/ARCHITECTURE.md says where).
 pub const COLOR_OPERATIONS: [ColorOperation; 6] = [
     ColorOperation {
         torchvision: "RandomInvert",
@@ -98,6 +114,7 @@ pub const COLOR_OPERATIONS: [ColorOperation; 6] = [
         method: "random_solarize",
         flag: "--random-solarize",
         summary: "ImageOps.solarize: the values at or above `threshold` inverted",
+        // NaN, which Pillow compares as inverting everything, is refused with the infinities.
         argument: Some(ColorOpArgument {
             name: "threshold",
             integer: false,
@@ -114,11 +131,13 @@ pub const COLOR_OPERATIONS: [ColorOperation; 6] = [
         flag: "--random-adjust-sharpness",
         summary: "ImageEnhance.Sharpness: blended with the image smoothed by `sharpness_factor` \
                   (0 smooths, 1 keeps, 2 sharpens)",
+        // Any factor, as torchvision's PIL path takes it (below 0 Pillow extrapolates), that a
+        // float32 holds: Pillow's blend works in float32.
         argument: Some(ColorOpArgument {
             name: "sharpness_factor",
             integer: false,
-            low: 0.0,
-            high: f64::INFINITY,
+            low: f32::MIN as f64,
+            high: f32::MAX as f64,
             example: 2.0,
         }),
         stream: 14,
@@ -186,11 +205,16 @@ impl ColorOp {
             (None, None) => 0.0,
             (Some(a), Some(value)) if a.allows(value) => value,
             (Some(a), Some(value)) => {
+                let shown = if value.abs() < 1e9 || !value.is_finite() {
+                    format!("{value}")
+                } else {
+                    format!("{value:e}")
+                };
                 return Err(InvalidTransform(format!(
-                    "{method}'s {} must be {}, got {value}",
+                    "{method}'s {} must be {}, got {shown}",
                     a.name,
                     a.accepted()
-                )))
+                )));
             }
             (Some(a), None) => {
                 return Err(InvalidTransform(format!("{method} needs its {}", a.name)))
@@ -280,8 +304,6 @@ mod tests {
         for (i, o) in COLOR_OPERATIONS.iter().enumerate() {
             assert_eq!(o.flag, format!("--{}", o.method.replace('_', "-")));
             assert!(o.torchvision.starts_with("Random"));
-            // Past every stream `plan::random::Op` numbers.
-            assert!(o.stream > 10);
             for other in &COLOR_OPERATIONS[i + 1..] {
                 assert_ne!(o.method, other.method);
                 assert_ne!(o.torchvision, other.torchvision);
@@ -305,9 +327,11 @@ mod tests {
             "random_posterize's bits must be an integer from 0 to 8, got 2.5"
         );
         assert_eq!(
-            refused("random_adjust_sharpness", Some(-1.0), 0.5),
-            "random_adjust_sharpness's sharpness_factor must be a number of at least 0, got -1"
+            refused("random_adjust_sharpness", Some(1e39), 0.5),
+            "random_adjust_sharpness's sharpness_factor must be a number from \
+             -3.4028234663852886e38 to 3.4028234663852886e38, got 1e39"
         );
+        assert!(ColorOp::new("random_adjust_sharpness", Some(-1.5), 0.5).is_ok());
         assert_eq!(
             refused("random_solarize", Some(f64::NAN), 0.5),
             "random_solarize's threshold must be a finite number, got NaN"

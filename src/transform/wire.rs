@@ -226,8 +226,10 @@ fn color_op(object: &Map<String, Value>) -> Parsed<ColorOp> {
     let method = member(object, "op")?
         .as_str()
         .ok_or_else(|| invalid("`op` must be a name".into()))?;
-    let operation = super::ColorOperation::named(method)
-        .ok_or_else(|| ColorOp::new(method, None, 0.0).unwrap_err())?;
+    let Some(operation) = super::ColorOperation::named(method) else {
+        // `new` names the operations there are.
+        return ColorOp::new(method, None, 0.0);
+    };
     let argument = operation.argument.map(|a| a.name);
     known(object, &[&["op", "p"][..], argument.as_slice()].concat())?;
     let argument = argument.map(|name| f64_of(object, name)).transpose()?;
