@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The test command: installs the pinned Pillow (and lavapipe when there is no Vulkan driver),
 # re-makes the goldens with it to prove the committed ones are real Pillow output, then runs the
-# whole test suite, GPU tests included, then builds and installs the Python package (maturin, from
-# python/) and runs its tests.
+# whole test suite, GPU tests included, then builds the Python package's wheel (tools/wheel.sh),
+# installs it into a fresh virtual environment with no Rust toolchain on its PATH, and runs the
+# Python tests against that install.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 python3 -m pip install --quiet --disable-pip-version-check -r tools/requirements.txt
@@ -14,6 +15,23 @@ if ! ls /usr/share/vulkan/icd.d/*.json /etc/vulkan/icd.d/*.json >/dev/null 2>&1;
 fi
 python3 tools/goldens.py --check
 cargo test --release
-# The package builds in the same target directory, reusing the crate's release build.
-CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$PWD/target}" python3 -m pip install --quiet --disable-pip-version-check ./python
-python3 -m pytest -q -rs python/tests
+# The wheel builds in a target folder of its own: it links with zig, which would rebuild the
+# crate's release build above in place.
+CARGO_TARGET_DIR="$PWD/target/wheel" tools/wheel.sh
+venv="$(mktemp -d)/venv"
+python3 -m venv "$venv"
+"$venv/bin/python" -m pip install --quiet --disable-pip-version-check dist/gpuprep-*.whl \
+  -r tools/requirements.txt
+# Run from the tests' folder, so that `import gpuprep` finds the installed package, not python/.
+(
+  cd python/tests
+  export PATH="$venv/bin:/usr/bin:/bin"
+  for tool in cargo rustc; do
+    if command -v "$tool" >/dev/null; then
+      echo "test.sh: the Python tests must run with no Rust toolchain on the PATH ($tool)" >&2
+      exit 1
+    fi
+  done
+  python -c 'import gpuprep; assert "site-packages" in gpuprep.__file__, gpuprep.__file__'
+  python -m pytest -q -rs -p no:cacheprovider .
+)
