@@ -1,17 +1,23 @@
 #!/usr/bin/env bash
-# The test command: installs the pinned Pillow (and lavapipe when there is no Vulkan driver),
-# re-makes the goldens with it to prove the committed ones are real Pillow output, then runs the
-# whole test suite, GPU tests included, then builds the Python package's wheel (tools/wheel.sh),
-# installs it into a fresh virtual environment with no Rust toolchain on its PATH, and runs the
-# Python tests against that install.
+# The test command: installs the pinned Pillow (and SPIRV-Tools, and lavapipe when there is no
+# Vulkan driver), re-makes the goldens with it to prove the committed ones are real Pillow output,
+# then runs the whole test suite, GPU tests included, then builds the Python package's wheel
+# (tools/wheel.sh), installs it into a fresh virtual environment with no Rust toolchain on its
+# PATH, and runs the Python tests against that install.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 python3 -m pip install --quiet --disable-pip-version-check -r tools/requirements.txt
 # The GPU tests run the real shaders; without a Vulkan driver, install Mesa's CPU one (lavapipe).
+# The shaders' SPIR-V is checked by the Khronos validator, spirv-val (SPIRV-Tools).
+packages=()
 if ! ls /usr/share/vulkan/icd.d/*.json /etc/vulkan/icd.d/*.json >/dev/null 2>&1; then
+  packages+=(mesa-vulkan-drivers libvulkan1)
+fi
+command -v spirv-val >/dev/null || packages+=(spirv-tools)
+if [ ${#packages[@]} -gt 0 ]; then
   sudo=$([ "$(id -u)" = 0 ] || echo sudo)
   $sudo apt-get update -qq
-  $sudo apt-get install -y -qq mesa-vulkan-drivers libvulkan1 >/dev/null
+  $sudo apt-get install -y -qq "${packages[@]}" >/dev/null
 fi
 python3 tools/goldens.py --check
 cargo test --release

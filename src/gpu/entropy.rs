@@ -12,6 +12,13 @@ use wgpu::util::DeviceExt;
 /// Words of one subsequence's record in the spans arena (`SPAN_WORDS` of the shader).
 const SPAN_WORDS: u64 = 16;
 
+/// The values of shaders/entropy.wgsl's `override` constants.
+pub(super) const CONSTANTS: &[(&str, f64)] = &[
+    ("SUBSEQUENCE_BITS", SUBSEQUENCE_BITS as f64),
+    ("TABLE_WORDS", TABLE_WORDS as f64),
+    ("SPAN_WORDS", SPAN_WORDS as f64),
+];
+
 /// The passes, sharing one bind group layout.
 pub(crate) struct EntropyStages {
     layout: wgpu::BindGroupLayout,
@@ -65,18 +72,13 @@ impl EntropyStages {
             immediate_size: 0,
         });
         let pipeline = |entry_point: &str| {
-            let constants = [
-                ("SUBSEQUENCE_BITS", f64::from(SUBSEQUENCE_BITS)),
-                ("TABLE_WORDS", TABLE_WORDS as f64),
-                ("SPAN_WORDS", SPAN_WORDS as f64),
-            ];
             device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
                 label: Some(entry_point),
                 layout: Some(&pipeline_layout),
                 module: &module,
                 entry_point: Some(entry_point),
                 compilation_options: wgpu::PipelineCompilationOptions {
-                    constants: &constants,
+                    constants: CONSTANTS,
                     ..Default::default()
                 },
                 cache: None,

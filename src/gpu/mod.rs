@@ -38,6 +38,8 @@ mod stats;
 mod stream;
 mod submission;
 mod submit;
+#[cfg(test)]
+mod translations;
 mod work;
 
 pub use batch::Batch;

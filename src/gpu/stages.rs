@@ -42,7 +42,7 @@ const IDCT: &str = include_str!("../../shaders/idct.wgsl");
 const TENSOR: &str = include_str!("../../shaders/tensor.wgsl");
 
 /// The overrides of the resampling shaders: the taps' fixed-point precision.
-const TAPS: &[(&str, f64)] = &[("PRECISION_BITS", PRECISION_BITS as f64)];
+pub(super) const TAPS: &[(&str, f64)] = &[("PRECISION_BITS", PRECISION_BITS as f64)];
 
 /// A compute pipeline from one stage shader, compiled with shaders/jobs.wgsl before it (entry
 /// point `main`, layout from the shader).
