@@ -795,6 +795,55 @@ mod tests {
         }
     }
 
+    /// A device with WebGPU's default limits (what a browser or a small GPU gives: 8 storage
+    /// buffers a stage, 128 MiB a binding, 256 MiB a buffer, 16 KiB of workgroup memory, 256
+    /// invocations a workgroup) runs every stage, Huffman decoding and the colour stage
+    /// included, and gives the CPU reference's tensors: gpuprep asks for the adapter's own
+    /// limits to bind more at once, and needs no more than these.
+    #[test]
+    fn webgpu_default_limits_run_every_stage() {
+        let Some((device, queue)) = test_device(|limits| *limits = wgpu::Limits::default()) else {
+            return;
+        };
+        assert_eq!(device.limits(), wgpu::Limits::default());
+        let pipeline = GpuPipeline::new(&device, &queue);
+        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/photos/");
+        let bytes: Vec<Vec<u8>> = std::fs::read_dir(dir)
+            .unwrap()
+            .map(|e| std::fs::read(e.unwrap().path()).unwrap())
+            .collect();
+        let inputs: Vec<&[u8]> = bytes.iter().map(Vec::as_slice).collect();
+        let training = Transform {
+            color_jitter: Some(crate::ColorJitter::new(0.4, 0.4, 0.4, 0.1)),
+            grayscale: Some(0.3),
+            trivial_augment: Some(crate::TrivialAugment::default()),
+            color_ops: crate::ColorOps::default()
+                .with(crate::ColorOp::new("random_adjust_sharpness", Some(2.0), 0.5).unwrap())
+                .with(crate::ColorOp::new("random_equalize", None, 0.5).unwrap()),
+            ..Transform::imagenet_train()
+        };
+        let limits = crate::Limits::default();
+        for transform in [Transform::imagenet_eval(), training] {
+            let options = super::super::StreamOptions::new(&transform, &limits, 4);
+            let streamed = pipeline.preprocess_many(&inputs, &options);
+            let on_gpu: usize = streamed
+                .batches
+                .iter()
+                .map(|b| b.gpu_timings.huffman_on_gpu)
+                .sum();
+            assert!(on_gpu > 0, "stage 0 ran");
+            for (i, (result, input)) in streamed.results.iter().zip(&inputs).enumerate() {
+                // Image i of the stream is sample i.
+                let sample = Sample::Index(i as u64);
+                let expected = crate::Backend::Cpu
+                    .preprocess_sample(input, &transform, &sample, &limits)
+                    .unwrap();
+                let tensor = result.as_ref().unwrap_or_else(|e| panic!("image {i}: {e}"));
+                assert!(*tensor == expected, "image {i}");
+            }
+        }
+    }
+
     /// A device whose largest buffer is small: a stream's batches close before their tensors
     /// pass it (each output here is half of it), so no batch asks for a buffer the device
     /// cannot create, and every image converts exactly.
