@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# The test command: installs the pinned Pillow (and SPIRV-Tools, and lavapipe when there is no
-# Vulkan driver), re-makes the goldens with it to prove the committed ones are real Pillow output,
-# then runs the whole test suite, GPU tests included, then builds the Python package's wheel
+# The test command: installs the pinned Pillow, Dawn's node bindings and SPIRV-Tools (and
+# lavapipe when there is no Vulkan driver), re-makes the goldens with Pillow to prove the committed
+# ones are real Pillow output, then runs the whole test suite, GPU tests included, then builds the
+# Python package's wheel
 # (tools/wheel.sh), installs it into a fresh virtual environment with no Rust toolchain on its
 # PATH, and runs the Python tests against that install.
 set -euo pipefail
@@ -19,6 +20,8 @@ if [ ${#packages[@]} -gt 0 ]; then
   $sudo apt-get update -qq
   $sudo apt-get install -y -qq "${packages[@]}" >/dev/null
 fi
+# Dawn's node bindings, whose WGSL compiler (Tint) compiles every shader in the tests.
+(cd tools/dawn && npm ci --no-audit --no-fund --silent)
 python3 tools/goldens.py --check
 cargo test --release
 # The wheel builds in a target folder of its own: it links with zig, which would rebuild the

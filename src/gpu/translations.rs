@@ -1,7 +1,7 @@
 //! Every entry point of every shader through naga's other back ends, as wgpu would translate it
 //! for Vulkan (SPIR-V, checked by spirv-val of the Khronos SPIRV-Tools), D3D12 (HLSL), Metal
-//! (MSL) and OpenGL ES 3.1 (GLSL): a shader that only one back end takes is a GPU on which
-//! gpuprep cannot run. Each stage shader is compiled with shaders/jobs.wgsl before it, and with
+//! (MSL) and OpenGL ES 3.1 (GLSL), and through another WGSL compiler, Dawn's Tint (Chrome's): a
+//! shader that only one compiler takes is a GPU on which gpuprep cannot run. Each stage shader is compiled with shaders/jobs.wgsl before it, and with
 //! the values its `override` constants get, as src/gpu/stages.rs and entropy.rs compile it.
 
 use naga::back::{glsl, hlsl, msl, spv};
@@ -33,19 +33,10 @@ fn stage_shaders() -> Vec<(String, String)> {
 /// them.
 fn specialised(module: &Module, entry_point: &str) -> (Module, ModuleInfo) {
     let info = validate(module);
-    let declared = |name: &str| {
-        module
-            .overrides
-            .iter()
-            .any(|(_, o)| o.name.as_deref() == Some(name))
-    };
-    let constants: naga::back::PipelineConstants = super::stages::TAPS
-        .iter()
-        .chain(super::entropy::CONSTANTS)
-        .filter(|(name, _)| declared(name))
-        .map(|&(name, value)| (name.to_string(), value))
+    let constants: naga::back::PipelineConstants = override_values(module)
+        .into_iter()
+        .map(|(name, value)| (name.to_string(), value))
         .collect();
-    assert_eq!(constants.len(), module.overrides.len(), "{entry_point}");
     let (module, info) = naga::back::pipeline_constants::process_overrides(
         module,
         &info,
@@ -60,6 +51,28 @@ fn validate(module: &Module) -> ModuleInfo {
     Validator::new(ValidationFlags::all(), Capabilities::empty())
         .validate(module)
         .unwrap()
+}
+
+/// The values of the `override` constants `module` declares, as gpuprep gives them.
+fn override_values(module: &Module) -> Vec<(&'static str, f64)> {
+    let declared = |name: &str| {
+        module
+            .overrides
+            .iter()
+            .any(|(_, o)| o.name.as_deref() == Some(name))
+    };
+    let values: Vec<(&str, f64)> = super::stages::TAPS
+        .iter()
+        .chain(super::entropy::CONSTANTS)
+        .filter(|(name, _)| declared(name))
+        .copied()
+        .collect();
+    assert_eq!(
+        values.len(),
+        module.overrides.len(),
+        "an override without a value"
+    );
+    values
 }
 
 /// Every (file, entry point, specialised module, its info).
@@ -167,4 +180,53 @@ fn every_entry_point_translates_to_hlsl_msl_and_glsl() {
         .unwrap_or_else(|e| panic!("{what}: GLSL: {e}"));
         assert!(glsl_text.contains("local_size_x"), "{what}: {glsl_text}");
     }
+}
+
+/// Tint compiles every shader and validates each entry point's pipeline, with its override
+/// values and WebGPU's default limits: tools/dawn/compile.mjs on Dawn's node bindings (the npm
+/// package `webgpu`, which the test command installs with `npm ci` there). Without node or that
+/// package this test fails rather than pass having checked nothing.
+#[test]
+fn every_shader_compiles_with_tint() {
+    let shaders: Vec<serde_json::Value> = stage_shaders()
+        .into_iter()
+        .map(|(file, source)| {
+            let module = naga::front::wgsl::parse_str(&source).unwrap();
+            let constants: serde_json::Map<String, serde_json::Value> = override_values(&module)
+                .into_iter()
+                .map(|(name, value)| (name.to_string(), value.into()))
+                .collect();
+            let entry_points: Vec<serde_json::Value> = module
+                .entry_points
+                .iter()
+                .map(|e| serde_json::json!({ "name": e.name, "constants": constants }))
+                .collect();
+            serde_json::json!({ "file": file, "source": source, "entry_points": entry_points })
+        })
+        .collect();
+    let path = std::env::temp_dir().join(format!("gpuprep-tint-{}.json", std::process::id()));
+    std::fs::write(&path, serde_json::to_vec(&shaders).unwrap()).unwrap();
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tools/dawn");
+    let run = Command::new("node")
+        .current_dir(&dir)
+        .arg("compile.mjs")
+        .arg(&path)
+        .output();
+    std::fs::remove_file(&path).unwrap();
+    let out = run.unwrap_or_else(|e| panic!("cannot run node ({e}): install Node.js"));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "Tint refuses a shader, or Dawn is missing (npm ci in tools/dawn):\n{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let pipelines: usize = shaders
+        .iter()
+        .map(|s| s["entry_points"].as_array().unwrap().len())
+        .sum();
+    let expected = format!(
+        "Tint: {} shaders, {pipelines} pipelines, 0 failures",
+        shaders.len()
+    );
+    assert!(stdout.contains(&expected), "{stdout}");
 }
