@@ -2,9 +2,8 @@
 # The test command: installs the pinned Pillow, Dawn's node bindings and SPIRV-Tools (and
 # lavapipe when there is no Vulkan driver), re-makes the goldens with Pillow to prove the committed
 # ones are real Pillow output, then runs the whole test suite, GPU tests included, then builds the
-# Python package's wheel
-# (tools/wheel.sh), installs it into a fresh virtual environment with no Rust toolchain on its
-# PATH, and runs the Python tests against that install.
+# Python package's wheel (tools/wheel.sh), installs it into a fresh virtual environment with no
+# Rust toolchain on its PATH, and runs the Python tests against that install.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 python3 -m pip install --quiet --disable-pip-version-check -r tools/requirements.txt
