@@ -106,6 +106,12 @@ impl Backend {
     ) -> Result<Tensor> {
         if let formats::Decoded::Pixels(pixels) = &decoded {
             let (w, h) = (pixels.rgb.width as u64, pixels.rgb.height as u64);
+            let bytes = pixels.rgb.data.len() as u64;
+            if w.checked_mul(h).and_then(|n| n.checked_mul(3)) != Some(bytes) {
+                return Err(crate::Error::Options(format!(
+                    "{w}x{h} RGB pixels are {w}·{h}·3 bytes, not {bytes}"
+                )));
+            }
             if w * h > limits.max_pixels {
                 return Err(crate::Error::TooLarge {
                     width: w as u32,
@@ -115,7 +121,12 @@ impl Backend {
             }
         }
         match self {
-            Self::Cpu => reference::preprocess_decoded(decoded, transform, sample, limits),
+            // A panic (a bug) is this image's error: it neither takes down the images beside it
+            // in a batch nor reaches a caller in another language.
+            Self::Cpu => std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                reference::preprocess_decoded(decoded, transform, sample, limits)
+            }))
+            .unwrap_or_else(|panic| Err(crate::Error::from_panic(&*panic))),
             Self::Gpu(backend) => {
                 let pipeline = &backend.pipeline;
                 pipeline.preprocess_decoded(&decoded, transform, sample, limits)
@@ -251,4 +262,40 @@ pub(crate) fn stacked_shape(
     let what = || format!("a stacked batch of {images} tensors of shape {shape:?}");
     crate::error::check_held(what, bytes)?;
     Ok(shape)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Pixels a caller hands over whose bytes do not make their size are refused by name (they
+    /// would otherwise be read past their end).
+    #[test]
+    fn pixels_whose_bytes_do_not_make_their_size_are_refused() {
+        let pixels = |data: Vec<u8>| {
+            formats::Decoded::Pixels(formats::Pixels {
+                rgb: crate::RgbImage {
+                    width: 64,
+                    height: 48,
+                    data,
+                },
+                orientation: 1,
+            })
+        };
+        let run = |data| {
+            Backend::Cpu.preprocess_decoded(
+                pixels(data),
+                &Transform::imagenet_eval(),
+                &Sample::default(),
+                &Limits::default(),
+            )
+        };
+        match run(vec![0; 10]) {
+            Err(Error::Options(why)) => {
+                assert_eq!(why, "64x48 RGB pixels are 64·48·3 bytes, not 10")
+            }
+            other => panic!("not refused as options: {other:?}"),
+        }
+        assert_eq!(run(vec![7; 64 * 48 * 3]).unwrap().shape, [3, 224, 224]);
+    }
 }
