@@ -246,4 +246,41 @@ mod tests {
         assert_eq!(key_and_extension("dir/noext"), None);
         assert_eq!(key_and_extension("dir/.hidden"), None);
     }
+
+    /// Members' extensions count in any case (webdataset's image decoder matches them so): an
+    /// upper-case image member is the sample's image, an upper-case label member its label.
+    #[test]
+    fn upper_case_member_extensions_are_read() {
+        let path = std::env::temp_dir().join(format!("gpuprep-case-{}.tar", std::process::id()));
+        let mut tar = tar::Builder::new(std::fs::File::create(&path).unwrap());
+        for (name, bytes) in [
+            ("000.JPG", &b"\xff\xd8 image"[..]),
+            ("000.CLS", b"7"),
+            ("001.Png", b"\x89PNG image"),
+            ("001.JSON", b"{\"label\": 3}"),
+        ] {
+            let mut header = tar::Header::new_gnu();
+            header.set_size(bytes.len() as u64);
+            header.set_cksum();
+            tar.append_data(&mut header, name, bytes).unwrap();
+        }
+        tar.into_inner().unwrap();
+        let mut samples = Vec::new();
+        for_each_sample(&path, 1 << 20, |s| {
+            samples.push(s.unwrap());
+            ControlFlow::Continue(())
+        });
+        std::fs::remove_file(&path).unwrap();
+        let read: Vec<(&str, &[u8], i64)> = samples
+            .iter()
+            .map(|s| (s.key.as_str(), s.image.as_deref().unwrap(), s.label))
+            .collect();
+        assert_eq!(
+            read,
+            [
+                ("000", &b"\xff\xd8 image"[..], 7),
+                ("001", &b"\x89PNG image"[..], 3)
+            ]
+        );
+    }
 }
