@@ -1146,6 +1146,53 @@ fn an_interrupted_convert_keeps_what_it_finished_and_leaves_no_temporary_file() 
     assert!(not_ours.exists(), "another output's file stays");
 }
 
+/// The single-operation transforms' flags: a negative threshold or factor is a value, not a
+/// flag; an integer argument must be written as one (Pillow's posterize takes no float).
+#[test]
+fn single_operation_flags_take_negative_values_and_whole_bits() {
+    let dir = fresh_dir("single-operation-flags");
+    let convert = |flags: &[&str]| {
+        gpuprep()
+            .args(["convert", "--backend", "cpu", "-q", "--out"])
+            .arg(&dir)
+            .arg(data("photos/mpl__grace_hopper.jpg"))
+            .args(flags)
+            .output()
+            .unwrap()
+    };
+    let out = convert(&[
+        "--random-solarize",
+        "-1",
+        "--random-adjust-sharpness",
+        "-1.5,1",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let report: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.join("report.json")).unwrap()).unwrap();
+    let ops = &report["transform"]["color_ops"];
+    assert_eq!(
+        (
+            ops[0]["threshold"].as_f64(),
+            ops[1]["sharpness_factor"].as_f64()
+        ),
+        (Some(-1.0), Some(-1.5))
+    );
+    for bits in ["3.0", "3e0"] {
+        let out = convert(&["--random-posterize", bits]);
+        assert_eq!(out.status.code(), Some(2), "{bits}");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            stderr.contains("random_posterize's bits must be an integer"),
+            "{stderr}"
+        );
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
 /// Every operation a transform holds has its declared flag in `convert` and `bench`, and the
 /// flag sets it: `convert` with it alone records the operation in report.json, which reads back
 /// as a transform. The command line is checked against the one table of operations.

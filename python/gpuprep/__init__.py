@@ -72,7 +72,8 @@ def _color_method(torchvision, method, summary, argument):
         given.apply_defaults()
         value = None if argument is None else _color_argument(method, argument,
                                                               given.arguments[argument[0]])
-        return self._with_color_op(method, value, given.arguments["p"])
+        p = _color_argument(method, ("p", False), given.arguments["p"])
+        return self._with_color_op(method, value, p)
 
     shown = "" if argument is None else f"{argument[0]}, "
     with_operation.__name__ = method

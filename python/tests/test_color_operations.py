@@ -103,6 +103,10 @@ def test_posterize_takes_whole_bits_from_0_to_8():
             gpuprep.Transform().random_posterize(value)
     with pytest.raises(gpuprep.OptionsError, match="threshold must be a number"):
         gpuprep.Transform().random_solarize("128")
+    # p too is refused by name, as the operation's own error.
+    for p in ("x", None, True):
+        with pytest.raises(gpuprep.OptionsError, match="random_invert's p must be a number"):
+            gpuprep.Transform().random_invert(p=p)
     assert gpuprep.Transform().random_posterize(np.int64(3)) == gpuprep.Transform().random_posterize(3)
 
 

@@ -161,7 +161,10 @@ impl Args for ColorOpArgs {
                         "torchvision's {}({call}): {}{p}. After --grayscale, in the order given",
                         operation.torchvision, operation.summary
                     ))
-                    .value_parser(move |text: &str| parse_color_op(operation, text)),
+                    .value_parser(move |text: &str| parse_color_op(operation, text))
+                    // A threshold or a factor may be negative: the value is read as numbers
+                    // whatever it starts with.
+                    .allow_hyphen_values(true),
             )
         })
     }
@@ -187,9 +190,18 @@ impl FromArgMatches for ColorOpArgs {
     }
 }
 
-/// `ARG[,P]`, or `P` for an operation without an argument.
+/// `ARG[,P]`, or `P` for an operation without an argument; an integer argument written as one.
 fn parse_color_op(operation: &ColorOperation, text: &str) -> Result<ColorOp, String> {
     let numbers = parse_numbers(text, 1..=1 + usize::from(operation.argument.is_some()))?;
+    if let Some(a) = operation.argument.filter(|a| a.integer) {
+        let first = text.split(',').next().unwrap_or("").trim();
+        if first.parse::<i64>().is_err() {
+            return Err(format!(
+                "{}'s {} must be an integer, got {first:?}",
+                operation.method, a.name
+            ));
+        }
+    }
     let (argument, p) = match (operation.argument, numbers.as_slice()) {
         (None, &[p]) => (None, p),
         (Some(_), &[argument]) => (Some(argument), 0.5),
