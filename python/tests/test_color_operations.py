@@ -4,9 +4,7 @@ order) and their pixels against Pillow's, given and drawn, on the CPU backend an
 adapter opens, on the GPU."""
 import inspect
 import math
-import os
 import pathlib
-import sys
 
 import numpy as np
 import pytest
@@ -14,22 +12,11 @@ from PIL import Image, ImageOps
 
 import gpuprep
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-sys.path.insert(0, os.path.join(ROOT, "tools"))
-import pillow_reference  # noqa: E402
+from support import BACKENDS, PHOTOS, pipeline
+import pillow_reference  # after support, which puts tools/ on the path
 
-PHOTOS = sorted(os.path.join(ROOT, "tests", "data", "photos", f)
-                for f in os.listdir(os.path.join(ROOT, "tests", "data", "photos")))
-BACKENDS = ["cpu", "gpu"]
 OPERATIONS = gpuprep._gpuprep.color_operations()
 STUBS = (pathlib.Path(gpuprep.__file__).parent / "__init__.pyi").read_text().splitlines()
-def pipeline(backend):
-    try:
-        return gpuprep.Pipeline(backend)
-    except gpuprep.GpuError as e:
-        if os.environ.get("GPUPREP_NO_GPU") == "1":
-            pytest.skip(f"GPUPREP_NO_GPU=1: {e}")
-        raise
 
 
 def rgb(path):

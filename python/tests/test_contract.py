@@ -17,9 +17,7 @@ import pytest
 
 import gpuprep
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-PHOTOS = sorted(os.path.join(ROOT, "tests", "data", "photos", f)
-                for f in os.listdir(os.path.join(ROOT, "tests", "data", "photos")))
+from support import PHOTOS, ROOT
 SMALL = gpuprep.Transform().center_crop(8)
 
 

@@ -10,22 +10,8 @@ import pytest
 
 import gpuprep
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-sys.path.insert(0, os.path.join(ROOT, "tools"))
-import pillow_reference  # noqa: E402
-
-PHOTOS = sorted(os.path.join(ROOT, "tests", "data", "photos", f)
-                for f in os.listdir(os.path.join(ROOT, "tests", "data", "photos")))
-BACKENDS = ["cpu", "gpu"]
-
-
-def pipeline(backend):
-    try:
-        return gpuprep.Pipeline(backend)
-    except gpuprep.GpuError as e:
-        if os.environ.get("GPUPREP_NO_GPU") == "1":
-            pytest.skip(f"GPUPREP_NO_GPU=1: {e}")
-        raise
+from support import BACKENDS, PHOTOS, ROOT, pipeline
+import pillow_reference  # after support, which puts tools/ on the path
 
 
 TRAIN_SPEC = {"random_resized_crop": {"size": [224, 224]}, "hflip": 0.5,

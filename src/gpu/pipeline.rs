@@ -775,23 +775,37 @@ mod tests {
             .map(Vec::as_slice)
             .collect();
         let transform = Transform::exact(224, 224);
-        let limits = crate::Limits::default();
         for batch in [1, 2, 6] {
-            let options = super::super::StreamOptions::new(&transform, &limits, batch);
-            let streamed = pipeline.preprocess_many(&inputs, &options);
-            let on_gpu: usize = streamed
-                .batches
-                .iter()
-                .map(|b| b.gpu_timings.huffman_on_gpu)
-                .sum();
-            assert!(on_gpu > 0, "stage 0 ran");
-            for (i, (result, input)) in streamed.results.iter().zip(&inputs).enumerate() {
-                let expected = crate::preprocess(input, &transform, &limits).unwrap();
-                let tensor = result
-                    .as_ref()
-                    .unwrap_or_else(|e| panic!("batch {batch}, image {i}: {e}"));
-                assert!(*tensor == expected, "batch {batch}, image {i}");
-            }
+            streams_the_cpu_tensors(&pipeline, &inputs, &transform, batch);
+        }
+    }
+
+    /// `inputs` streamed through `pipeline` in batches of `batch`: stage 0 decodes on the GPU,
+    /// and image i's tensor is the CPU backend's for sample i.
+    fn streams_the_cpu_tensors(
+        pipeline: &GpuPipeline,
+        inputs: &[&[u8]],
+        transform: &Transform,
+        batch: usize,
+    ) {
+        let limits = crate::Limits::default();
+        let options = super::super::StreamOptions::new(transform, &limits, batch);
+        let streamed = pipeline.preprocess_many(inputs, &options);
+        let on_gpu: usize = streamed
+            .batches
+            .iter()
+            .map(|b| b.gpu_timings.huffman_on_gpu)
+            .sum();
+        assert!(on_gpu > 0, "stage 0 ran");
+        for (i, (result, input)) in streamed.results.iter().zip(inputs).enumerate() {
+            let sample = Sample::Index(i as u64);
+            let expected = crate::Backend::Cpu
+                .preprocess_sample(input, transform, &sample, &limits)
+                .unwrap();
+            let tensor = result
+                .as_ref()
+                .unwrap_or_else(|e| panic!("batch {batch}, image {i}: {e}"));
+            assert!(*tensor == expected, "batch {batch}, image {i}");
         }
     }
 
@@ -822,25 +836,8 @@ mod tests {
                 .with(crate::ColorOp::new("random_equalize", None, 0.5).unwrap()),
             ..Transform::imagenet_train()
         };
-        let limits = crate::Limits::default();
         for transform in [Transform::imagenet_eval(), training] {
-            let options = super::super::StreamOptions::new(&transform, &limits, 4);
-            let streamed = pipeline.preprocess_many(&inputs, &options);
-            let on_gpu: usize = streamed
-                .batches
-                .iter()
-                .map(|b| b.gpu_timings.huffman_on_gpu)
-                .sum();
-            assert!(on_gpu > 0, "stage 0 ran");
-            for (i, (result, input)) in streamed.results.iter().zip(&inputs).enumerate() {
-                // Image i of the stream is sample i.
-                let sample = Sample::Index(i as u64);
-                let expected = crate::Backend::Cpu
-                    .preprocess_sample(input, &transform, &sample, &limits)
-                    .unwrap();
-                let tensor = result.as_ref().unwrap_or_else(|e| panic!("image {i}: {e}"));
-                assert!(*tensor == expected, "image {i}");
-            }
+            streams_the_cpu_tensors(&pipeline, &inputs, &transform, 4);
         }
     }
 

@@ -40,14 +40,6 @@ impl ColorOpArgument {
         } else {
             "a number"
         };
-        // Large bounds (float32's) in exponent form.
-        let shown = |v: f64| {
-            if v.abs() < 1e9 {
-                format!("{v}")
-            } else {
-                format!("{v:e}")
-            }
-        };
         let (low, high) = (shown(self.low), shown(self.high));
         match (self.low.is_finite(), self.high.is_finite()) {
             (true, true) => format!("{kind} from {low} to {high}"),
@@ -56,6 +48,15 @@ impl ColorOpArgument {
             (false, false) if self.integer => "an integer".into(),
             (false, false) => "a finite number".into(),
         }
+    }
+}
+
+/// A number in a message: large ones (float32's bounds) in exponent form.
+fn shown(v: f64) -> String {
+    if v.abs() < 1e9 || !v.is_finite() {
+        format!("{v}")
+    } else {
+        format!("{v:e}")
     }
 }
 
@@ -205,15 +206,11 @@ impl ColorOp {
             (None, None) => 0.0,
             (Some(a), Some(value)) if a.allows(value) => value,
             (Some(a), Some(value)) => {
-                let shown = if value.abs() < 1e9 || !value.is_finite() {
-                    format!("{value}")
-                } else {
-                    format!("{value:e}")
-                };
                 return Err(InvalidTransform(format!(
-                    "{method}'s {} must be {}, got {shown}",
+                    "{method}'s {} must be {}, got {}",
                     a.name,
-                    a.accepted()
+                    a.accepted(),
+                    shown(value)
                 )));
             }
             (Some(a), None) => {
