@@ -27,20 +27,20 @@ if not any(_os.environ.get(name) for name in ("XDG_RUNTIME_DIR", "WAYLAND_DISPLA
                                                 "MESA_VK_DEVICE_SELECT", "NODEVICE_SELECT")):
     _os.environ["NODEVICE_SELECT"] = "1"
 
-from ._gpuprep import (  # noqa: E402,F401  (the package's public names)
+from . import _errors  # noqa: E402
+from ._errors import (  # noqa: E402,F401  (the package's public names)
     CorruptError,
     DecodeError,
     GpuError,
     GpuprepError,
     HandoffError,
     OptionsError,
-    Pipeline,
     ReadError,
     TooLargeError,
-    Transform,
     TruncatedError,
     UnsupportedError,
 )
+from ._gpuprep import Pipeline, Transform, __version__  # noqa: E402,F401
 from . import _gpuprep  # noqa: E402
 
 __all__ = [
@@ -394,8 +394,9 @@ def from_torchvision(compose):
     TrivialAugmentWide (NEAREST), ColorJitter, RandomGrayscale, RandomInvert / RandomPosterize /
     RandomSolarize / RandomAdjustSharpness / RandomAutocontrast / RandomEqualize (in any order
     among themselves, which is kept), ToTensor / PILToTensor / ToImage (+ ToDtype /
-    ConvertImageDtype), Normalize, RandomErasing, in that order, ToPureTensor anywhere) computes
-    on a PIL image, bit for bit. Anything else is refused here, by name (OptionsError): another
+    ConvertImageDtype), Normalize, RandomErasing, in that order, ToPureTensor anywhere; the
+    flips also after the colour transforms but RandomAdjustSharpness, with which alone they do
+    not commute) computes on a PIL image, bit for bit. Anything else is refused here, by name (OptionsError): another
     transform (or one of another library of a torchvision name), an option gpuprep does not
     compute, a transform of which gpuprep's Transform holds one given twice (two Resize, a Resize
     and a RandomResizedCrop, two flips of one axis, two ColorJitter, two RandomPosterize ...:
@@ -404,7 +405,7 @@ def from_torchvision(compose):
     ConvertImageDtype from uint8 to float32 (a multiplication by 1/255, not ToTensor's division)."""
     t = Transform()
     last = -1
-    rotated = colored = False
+    rotated = colored = sharpened = False
     seen = {}  # slot -> the transform that took it
     tensor = None  # the transform that made the PIL image a tensor
     dtype = None  # the tensor's element type, once there is one
@@ -424,12 +425,20 @@ def from_torchvision(compose):
                                "with torch's kernels, not Pillow's arithmetic, and gpuprep "
                                f"computes the PIL path: put {tensor}() after the geometric and "
                                "colour transforms")
-        if _STAGE[name] < last:
+        if name in _FLIPS and sharpened:
+            raise OptionsError(f"{name} after RandomAdjustSharpness: Pillow's smoothing adds its "
+                               "float products in an order a flip reverses, so the two do not "
+                               f"commute bit for bit, and gpuprep flips first: put {name} first")
+        # A flip moves pixels without changing them, and the colour steps (but sharpness) change
+        # each pixel alone or by a histogram: a flip after them is a flip before them.
+        commutes = name in _FLIPS and last <= _STAGE[next(iter(_COLOR_OPERATIONS))]
+        if _STAGE[name] < last and not commutes:
             raise OptionsError(f"{name} after a later step: gpuprep applies them in torchvision's "
                                "usual order (resize or crop; flips, rotation and ColorJitter; "
                                f"RandomGrayscale; {', '.join(_COLOR_OPERATIONS)}, in any order "
                                "among themselves; tensor; normalise; erase)")
-        last = _STAGE[name]
+        last = max(last, _STAGE[name])
+        sharpened |= name == "RandomAdjustSharpness"
         # Flips and colour commute; a rotation (or TrivialAugmentWide) commutes with neither.
         if (rotated and name in _FLIPS) or (colored and name in _GEOMETRIC):
             raise OptionsError(f"{name} where gpuprep cannot put it: it runs after the flips "
@@ -819,7 +828,7 @@ class Loader:
         for images, labels, indices, params, failed, stats in self._loader.epoch(epoch):
             if failed and self.errors == "raise":
                 _, kind, message = failed[0]
-                raise getattr(_gpuprep, kind, GpuprepError)(message)
+                raise getattr(_errors, kind, GpuprepError)(message)
             failed_in_epoch += len(failed)
             stats["failed"] = len(failed)
             stats["epoch_failed"] = failed_in_epoch

@@ -11,76 +11,25 @@ use gpuprep::{
 use numpy::{
     PyArray1, PyReadonlyArray1, PyReadonlyArrayDyn, PyReadwriteArray1, PyUntypedArrayMethods,
 };
-use pyo3::create_exception;
-use pyo3::exceptions::PyException;
+use pyo3::import_exception;
 use pyo3::prelude::*;
 use pyo3::types::{PyByteArray, PyBytes, PyList, PyMemoryView};
 use std::sync::Arc;
 
 mod dlpack;
 
-create_exception!(
-    _gpuprep,
-    GpuprepError,
-    PyException,
-    "Every error gpuprep raises."
-);
-create_exception!(
-    _gpuprep,
-    DecodeError,
-    GpuprepError,
-    "An image that could not be turned into a tensor."
-);
-create_exception!(
-    _gpuprep,
-    TruncatedError,
-    DecodeError,
-    "The file ends early."
-);
-create_exception!(
-    _gpuprep,
-    CorruptError,
-    DecodeError,
-    "The file's data is invalid."
-);
-create_exception!(
-    _gpuprep,
-    UnsupportedError,
-    DecodeError,
-    "A format or variant gpuprep does not decode."
-);
-create_exception!(
-    _gpuprep,
-    TooLargeError,
-    DecodeError,
-    "The image, or what the transform makes of it, passes a limit."
-);
-create_exception!(
-    _gpuprep,
-    OptionsError,
-    GpuprepError,
-    "Options that do not fit together."
-);
-create_exception!(
-    _gpuprep,
-    GpuError,
-    GpuprepError,
-    "No GPU, or the GPU failed."
-);
-create_exception!(
-    _gpuprep,
-    HandoffError,
-    GpuError,
-    "A batch handed over on the device failed once under way: a CUDA or Vulkan call that \
-     failed, or a wait that timed out. (Where CUDA or exportable memory is missing, the loader \
-     hands batches over in host memory instead and says why.)"
-);
-create_exception!(
-    _gpuprep,
-    ReadError,
-    GpuprepError,
-    "A file that could not be read."
-);
+// The exception classes live in Python (gpuprep/_errors.py), where a class can also be a
+// ValueError or an OSError; the extension raises those very classes.
+import_exception!(gpuprep._errors, GpuprepError);
+import_exception!(gpuprep._errors, DecodeError);
+import_exception!(gpuprep._errors, TruncatedError);
+import_exception!(gpuprep._errors, CorruptError);
+import_exception!(gpuprep._errors, UnsupportedError);
+import_exception!(gpuprep._errors, TooLargeError);
+import_exception!(gpuprep._errors, OptionsError);
+import_exception!(gpuprep._errors, GpuError);
+import_exception!(gpuprep._errors, HandoffError);
+import_exception!(gpuprep._errors, ReadError);
 
 /// The Python exception of `e`, by its kind (the file it names, if any, in the message).
 fn error(e: &gpuprep::Error) -> PyErr {
@@ -1264,7 +1213,6 @@ fn color_operations() -> Vec<ColorOperationRow> {
 
 #[pymodule]
 fn _gpuprep(m: &Bound<'_, PyModule>) -> PyResult<()> {
-    let py = m.py();
     m.add_class::<Transform>()?;
     m.add_class::<Pipeline>()?;
     m.add_class::<Loader>()?;
@@ -1275,19 +1223,6 @@ fn _gpuprep(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(operations, m)?)?;
     m.add_function(wrap_pyfunction!(color_operations, m)?)?;
     m.add_function(wrap_pyfunction!(_panic_inside, m)?)?;
-    for (name, class) in [
-        ("GpuprepError", py.get_type::<GpuprepError>()),
-        ("DecodeError", py.get_type::<DecodeError>()),
-        ("TruncatedError", py.get_type::<TruncatedError>()),
-        ("CorruptError", py.get_type::<CorruptError>()),
-        ("UnsupportedError", py.get_type::<UnsupportedError>()),
-        ("TooLargeError", py.get_type::<TooLargeError>()),
-        ("OptionsError", py.get_type::<OptionsError>()),
-        ("GpuError", py.get_type::<GpuError>()),
-        ("HandoffError", py.get_type::<HandoffError>()),
-        ("ReadError", py.get_type::<ReadError>()),
-    ] {
-        m.add(name, class)?;
-    }
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

@@ -10,6 +10,7 @@ import sys
 import tarfile
 import threading
 import time
+import traceback
 import warnings
 
 import numpy as np
@@ -356,6 +357,28 @@ def test_shard_labels_that_are_not_labels_fail_their_sample_and_a_non_tar_is_ref
     not_tar.write_bytes(b"this is not a tar file" * 40)
     with pytest.raises(gpuprep.ReadError, match="not a tar file"):
         gpuprep.Loader(str(not_tar), SMALL, batch_size=2, backend="cpu")
+
+
+def test_errors_are_python_kinds_too_and_named_by_the_package(tmp_path):
+    # Code written for Python's own errors catches gpuprep's: a bad option is a ValueError, an
+    # unreadable file an OSError; the Rust extension raises these very classes.
+    with pytest.raises(ValueError) as bad_option:
+        gpuprep.Transform().random_rotation(10, fill=300)
+    assert type(bad_option.value) is gpuprep.OptionsError
+    with pytest.raises(OSError) as unreadable:
+        gpuprep.Loader([str(tmp_path / "missing.jpg")], SMALL, batch_size=2, backend="cpu")
+    assert type(unreadable.value) is gpuprep.ReadError
+    with pytest.raises(ValueError):
+        gpuprep.Transform().random_invert(p="often")
+    for name in ("GpuprepError", "DecodeError", "TruncatedError", "CorruptError",
+                 "UnsupportedError", "TooLargeError", "OptionsError", "GpuError", "HandoffError",
+                 "ReadError"):
+        error = getattr(gpuprep, name)
+        assert issubclass(error, gpuprep.GpuprepError) and error.__module__ == "gpuprep", name
+        assert f"gpuprep.{name}" in "".join(traceback.format_exception_only(error, error("x")))
+    assert not issubclass(gpuprep.DecodeError, (ValueError, OSError))
+    with open(os.path.join(ROOT, "python", "pyproject.toml")) as f:
+        assert f'version = "{gpuprep.__version__}"' in f.read()
 
 
 def test_odd_arguments_are_options_errors_naming_them(tmp_path):

@@ -320,6 +320,26 @@ def test_single_operation_transforms_give_torchvisions_pixels():
         assert np.array_equal(image, torchvision_output(compose, path)), path
 
 
+def test_flips_after_the_colour_steps_that_commute_with_them_give_torchvisions_pixels():
+    # Every colour step but sharpness changes a pixel alone or through the image's histogram, so
+    # gpuprep's flip before them is torchvision's after them, bit for bit.
+    commuting = [step for step in single_operations(T, 1.0)
+                 if type(step).__name__ != "RandomAdjustSharpness"]
+    compose = T.Compose([T.CenterCrop(96), T.ColorJitter(0.4, 0.4, 0.4, 0.1), T.RandomGrayscale(1.0),
+                         T.RandomHorizontalFlip(1.0), *commuting, T.RandomVerticalFlip(1.0),
+                         T.PILToTensor()])
+    t = gpuprep.from_torchvision(compose)
+    p = gpuprep.Pipeline("cpu")
+    for seed, path in enumerate(PHOTOS):
+        torch.manual_seed(seed)
+        expected = torchvision_output(compose, path)
+        torch.manual_seed(seed)
+        params = gpuprep.torchvision_params(compose, Image.open(path).size)
+        assert params["flip"] and params["vflip"] and params["grayscale"]
+        batch, _ = p.preprocess([path], t, params=[params])
+        assert np.array_equal(batch[0], expected), (path, params)
+
+
 def test_single_operation_transforms_are_refused_where_gpuprep_cannot_put_them():
     names = [torchvision for torchvision, *_ in gpuprep._gpuprep.color_operations()]
     refused(T.Compose([T.RandomPosterize(3), T.RandomGrayscale()]),
@@ -328,6 +348,8 @@ def test_single_operation_transforms_are_refused_where_gpuprep_cannot_put_them()
             "RandomRotation after a later step")
     refused(T.Compose([T.PILToTensor(), T.RandomAutocontrast()]),
             "RandomAutocontrast after PILToTensor()")
+    refused(T.Compose([T.RandomAdjustSharpness(2.0), T.RandomEqualize(), T.RandomVerticalFlip()]),
+            "RandomVerticalFlip after RandomAdjustSharpness", "do not commute")
     refused(T.Compose([T.RandomPosterize(9)]), "RandomPosterize", "bits", "0 to 8")
     refused(T.Compose([T.RandomEqualize(), T.RandomEqualize()]), "RandomEqualize twice")
 
