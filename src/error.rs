@@ -220,7 +220,7 @@ impl Error {
             | Self::TooManyScans { .. }
             | Self::MemoryTooLarge { .. } => "TooLargeError",
             Self::Options(_) => "OptionsError",
-            Self::Gpu(GpuError::HandOff(_)) => "HandoffError",
+            Self::Gpu(GpuError::Handoff(_)) => "HandoffError",
             Self::NoGpu(_) | Self::Gpu(_) => "GpuError",
             Self::Interrupted => "Interrupted",
             Self::TooManyFailed { .. } => "GpuprepError",
@@ -268,6 +268,18 @@ pub enum GpuError {
     /// The device could not be opened.
     #[error("cannot open the device: {0}")]
     Open(#[from] wgpu::RequestDeviceError),
+    /// wgpu's GL backend made a desktop OpenGL context older than 4.3, for which naga writes no
+    /// compute shader (wgpu asks EGL for OpenGL 3.3, and NVIDIA's headless EGL gives exactly
+    /// that); wgpu itself would report the failure as a lost device.
+    #[error(
+        "cannot run compute shaders on this GL adapter: wgpu's GL backend opened OpenGL {version}, \
+         and its shader compiler writes compute shaders for OpenGL 4.3 or later (or OpenGL ES 3.1) \
+         only; use the GPU's Vulkan driver (WGPU_BACKEND=vulkan)"
+    )]
+    GlWithoutCompute {
+        /// The context's version, as the driver reports it (`GL_VERSION`).
+        version: String,
+    },
     /// Waiting for submitted work failed.
     #[error("waiting for the GPU: {0}")]
     Wait(Arc<wgpu::PollError>),
@@ -292,7 +304,7 @@ pub enum GpuError {
     /// A batch could not be handed over on the device (its buffer, exported memory, CUDA's
     /// import of it, a CUDA stream's wait for it): the hand-off layer's own error.
     #[error("cannot hand the batch over on the device: {0}")]
-    HandOff(#[from] HandoffError),
+    Handoff(#[from] HandoffError),
     /// An image of the call was never run (a bug, should it happen).
     #[error("image {0} was never run")]
     NotRun(usize),
@@ -505,7 +517,7 @@ mod tests {
         assert_eq!(error.kind_name(), "HandoffError");
         assert!(matches!(
             error.kind(),
-            Error::Gpu(GpuError::HandOff(HandoffError::NotInCuda))
+            Error::Gpu(GpuError::Handoff(HandoffError::NotInCuda))
         ));
         assert_eq!(Error::Gpu(GpuError::NotRun(0)).kind_name(), "GpuError");
     }

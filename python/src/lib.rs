@@ -46,7 +46,7 @@ fn error(e: &gpuprep::Error) -> PyErr {
         | E::TooManyScans { .. }
         | E::MemoryTooLarge { .. } => TooLargeError::new_err(message),
         E::Options(_) => OptionsError::new_err(message),
-        E::Gpu(gpuprep::GpuError::HandOff(_)) => HandoffError::new_err(message),
+        E::Gpu(gpuprep::GpuError::Handoff(_)) => HandoffError::new_err(message),
         E::NoGpu(_) | E::Gpu(_) => GpuError::new_err(message),
         E::Internal(_) | E::TooManyFailed { .. } => GpuprepError::new_err(message),
         _ => ReadError::new_err(message),

@@ -34,6 +34,13 @@ pub fn create_device_on(name: Option<&str>) -> Result<Gpu> {
 
 /// Creates a device on `adapter`, as [`create_device_on`] does.
 pub fn open_device(adapter: &wgpu::Adapter) -> Result<Gpu> {
+    let info = adapter.get_info();
+    if info.backend == wgpu::Backend::Gl && !gl_runs_compute(&info.driver_info) {
+        return Err(GpuError::GlWithoutCompute {
+            version: info.driver_info,
+        }
+        .into());
+    }
     let desc = wgpu::DeviceDescriptor {
         label: Some("gpuprep"),
         required_limits: adapter.limits(),
@@ -62,6 +69,21 @@ pub fn open_device(adapter: &wgpu::Adapter) -> Result<Gpu> {
         queue,
         info: adapter.get_info(),
     })
+}
+
+/// Whether naga writes compute shaders for the GL context whose `GL_VERSION` is `version`:
+/// OpenGL ES (3.1 or later, which wgpu's own checks ensure) or desktop OpenGL 4.3 or later.
+fn gl_runs_compute(version: &str) -> bool {
+    if version.starts_with("OpenGL ES") {
+        return true;
+    }
+    let mut numbers = version
+        .split(|c: char| !c.is_ascii_digit())
+        .map(|n| n.parse::<u32>().ok());
+    match (numbers.next().flatten(), numbers.next().flatten()) {
+        (Some(major), Some(minor)) => (major, minor) >= (4, 3),
+        _ => true, // a form not known: let wgpu try
+    }
 }
 
 /// Every adapter wgpu finds: on Vulkan, Metal and DX12, or (only where those find none) on GL.
@@ -213,6 +235,24 @@ pub(crate) fn test_gpu() -> Option<Gpu> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn desktop_gl_under_4_3_is_refused_before_wgpu_calls_it_a_lost_device() {
+        // GL_VERSION as NVIDIA's headless EGL reports wgpu's context, and as Mesa's do.
+        assert!(!gl_runs_compute("3.3.0 NVIDIA 580.159.04"));
+        assert!(!gl_runs_compute("4.2.0 NVIDIA 390.157"));
+        assert!(gl_runs_compute("4.3.0 NVIDIA 580.159.04"));
+        assert!(gl_runs_compute("4.6 (Core Profile) Mesa 22.3.6"));
+        assert!(gl_runs_compute("OpenGL ES 3.2 Mesa 22.3.6"));
+        let message = Error::from(GpuError::GlWithoutCompute {
+            version: "3.3.0 NVIDIA 580.159.04".into(),
+        })
+        .to_string();
+        assert!(
+            message.contains("OpenGL 3.3.0 NVIDIA") && message.contains("Vulkan"),
+            "{message}"
+        );
+    }
 
     fn described(adapter: &wgpu::Adapter) -> (String, wgpu::Backend) {
         let info = adapter.get_info();

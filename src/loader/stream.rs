@@ -171,7 +171,7 @@ impl RawBatches<'_, '_> {
                 ring.take(capacity as u64, len as u64)
             })
             .map(StepArray::Device)
-            .map_err(|e| GpuError::HandOff(e).into())
+            .map_err(|e| GpuError::Handoff(e).into())
     }
 
     /// Opens the step of `raw`: its images become the ones arriving next.
@@ -412,7 +412,7 @@ impl DeviceSteps<'_, '_> {
         let slot_bytes = self.steps.slot_bytes as u64;
         let capacity = self.steps.batch_size as u64 * slot_bytes;
         let len = kept.len() as u64 * slot_bytes;
-        let mut closed = self.ring.take(capacity, len).map_err(GpuError::HandOff)?;
+        let mut closed = self.ring.take(capacity, len).map_err(GpuError::Handoff)?;
         let mut encoder = self.device.create_command_encoder(&Default::default());
         for (j, &k) in kept.iter().enumerate() {
             let (from, to) = (k as u64 * slot_bytes, j as u64 * slot_bytes);
