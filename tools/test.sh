@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# The test command: installs the pinned Pillow, Dawn's node bindings and SPIRV-Tools (and
+# The test command: installs the pinned Pillow, Dawn's node bindings (and, for the Dawn replay,
+# Mesa 25's lavapipe unpacked beside them) and SPIRV-Tools (and
 # lavapipe when there is no Vulkan driver), re-makes the goldens with Pillow to prove the committed
 # ones are real Pillow output, then runs the whole test suite, GPU tests included, then builds the
 # Python package's wheel (tools/wheel.sh), installs it into a fresh virtual environment with no
@@ -19,8 +20,10 @@ if [ ${#packages[@]} -gt 0 ]; then
   $sudo apt-get update -qq
   $sudo apt-get install -y -qq "${packages[@]}" >/dev/null
 fi
-# Dawn's node bindings, whose WGSL compiler (Tint) compiles every shader in the tests.
+# Dawn's node bindings, whose WGSL compiler (Tint) compiles every shader in the tests, and on
+# which a test replays batches through every stage (over Mesa 25's lavapipe, unpacked beside).
 (cd tools/dawn && npm ci --no-audit --no-fund --silent)
+tools/dawn/lavapipe.sh
 python3 tools/goldens.py --check
 cargo test --release
 # The wheel builds in a target folder of its own: it links with zig, which would rebuild the

@@ -22,6 +22,8 @@
 mod batch;
 mod bindings;
 mod context;
+#[cfg(test)]
+mod dawn;
 mod dispatch;
 mod entropy;
 #[cfg(target_os = "linux")]

@@ -1,8 +1,7 @@
 // Compiles gpuprep's stage shaders with Tint, Dawn's WGSL compiler (a front end apart from naga's,
 // with its own validation and uniformity analysis), and creates each entry point's compute
-// pipeline with the override values gpuprep gives it, under WebGPU's default limits. Dawn runs on
-// its null back end here: the Vulkan driver this is tested on (Mesa's lavapipe) lacks a feature
-// Dawn requires, so nothing is run, only compiled and validated.
+// pipeline with the override values gpuprep gives it, under WebGPU's default limits, on Dawn's null
+// back end (no driver needed: compiled and validated; replay.mjs runs batches on Dawn's Vulkan).
 //
 // usage: node compile.mjs SHADERS.json
 //   SHADERS.json: [{"file": name, "source": WGSL, "entry_points": [{"name", "constants": {..}}]}]
