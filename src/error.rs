@@ -268,13 +268,13 @@ pub enum GpuError {
     /// The device could not be opened.
     #[error("cannot open the device: {0}")]
     Open(#[from] wgpu::RequestDeviceError),
-    /// wgpu's GL backend made a desktop OpenGL context older than 4.3, for which naga writes no
-    /// compute shader (wgpu asks EGL for OpenGL 3.3, and NVIDIA's headless EGL gives exactly
-    /// that); wgpu itself would report the failure as a lost device.
+    /// wgpu's GL backend made a context older than OpenGL 4.3 or OpenGL ES 3.1, for which naga
+    /// writes no compute shader (wgpu asks EGL for OpenGL 3.3, and NVIDIA's headless EGL gives
+    /// exactly that); wgpu itself would report the failure as a lost device.
     #[error(
         "cannot run compute shaders on this GL adapter: wgpu's GL backend opened OpenGL {version}, \
-         and its shader compiler writes compute shaders for OpenGL 4.3 or later (or OpenGL ES 3.1) \
-         only; use the GPU's Vulkan driver (WGPU_BACKEND=vulkan)"
+         and gpuprep's compute shaders need OpenGL 4.3 or OpenGL ES 3.1 or later; use the GPU's \
+         Vulkan driver (WGPU_BACKEND=vulkan)"
     )]
     GlWithoutCompute {
         /// The context's version, as the driver reports it (`GL_VERSION`).

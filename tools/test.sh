@@ -1,19 +1,22 @@
 #!/usr/bin/env bash
-# The test command: installs the pinned Pillow, Dawn's node bindings (and, for the Dawn replay,
-# Mesa 25's lavapipe unpacked beside them) and SPIRV-Tools (and
-# lavapipe when there is no Vulkan driver), re-makes the goldens with Pillow to prove the committed
-# ones are real Pillow output, then runs the whole test suite, GPU tests included, then builds the
-# Python package's wheel (tools/wheel.sh), installs it into a fresh virtual environment with no
-# Rust toolchain on its PATH, and runs the Python tests against that install.
+# The test command: installs the pinned Pillow, Dawn's node bindings (with, for the Dawn replay,
+# Mesa 25's lavapipe unpacked beside them), SPIRV-Tools and Mesa's lavapipe, re-makes the goldens
+# with Pillow to prove the committed ones are real Pillow output, then runs the whole test suite,
+# GPU tests included, then builds the Python package's wheel (tools/wheel.sh), installs it into a
+# fresh virtual environment with no Rust toolchain on its PATH, and runs the Python tests against
+# that install.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 python3 -m pip install --quiet --disable-pip-version-check -r tools/requirements.txt
-# The GPU tests run the real shaders; without a Vulkan driver, install Mesa's CPU one (lavapipe).
-# The shaders' SPIR-V is checked by the Khronos validator, spirv-val (SPIRV-Tools).
+# The GPU tests run the real shaders; without a Vulkan driver, they run on Mesa's CPU one
+# (lavapipe), and the Dawn replay runs on a newer lavapipe that needs that package's libraries
+# (tools/dawn/lavapipe.sh fetches it with curl). The shaders' SPIR-V is checked by the Khronos
+# validator, spirv-val (SPIRV-Tools).
 packages=()
-if ! ls /usr/share/vulkan/icd.d/*.json /etc/vulkan/icd.d/*.json >/dev/null 2>&1; then
-  packages+=(mesa-vulkan-drivers libvulkan1)
-fi
+for package in mesa-vulkan-drivers libvulkan1; do
+  dpkg -s "$package" >/dev/null 2>&1 || packages+=("$package")
+done
+command -v curl >/dev/null || packages+=(curl)
 command -v spirv-val >/dev/null || packages+=(spirv-tools)
 if [ ${#packages[@]} -gt 0 ]; then
   sudo=$([ "$(id -u)" = 0 ] || echo sudo)

@@ -71,17 +71,21 @@ pub fn open_device(adapter: &wgpu::Adapter) -> Result<Gpu> {
     })
 }
 
-/// Whether naga writes compute shaders for the GL context whose `GL_VERSION` is `version`:
-/// OpenGL ES (3.1 or later, which wgpu's own checks ensure) or desktop OpenGL 4.3 or later.
+/// Whether the GL context whose `GL_VERSION` is `version` runs compute shaders: OpenGL ES 3.1
+/// or later ("OpenGL ES 3.2 Mesa ..."), or desktop OpenGL 4.3 or later ("4.6 (Core Profile)
+/// Mesa ...", "3.3.0 NVIDIA ..."). wgpu takes ES 3.0 and desktop 3.3 contexts, and one whose
+/// driver lists GL_ARB_compute_shader as able to run compute, but naga writes no compute shader
+/// for them.
 fn gl_runs_compute(version: &str) -> bool {
-    if version.starts_with("OpenGL ES") {
-        return true;
-    }
-    let mut numbers = version
+    let (numbers, least) = match version.strip_prefix("OpenGL ES ") {
+        Some(rest) => (rest, (3, 1)),
+        None => (version, (4, 3)),
+    };
+    let mut parts = numbers
         .split(|c: char| !c.is_ascii_digit())
         .map(|n| n.parse::<u32>().ok());
-    match (numbers.next().flatten(), numbers.next().flatten()) {
-        (Some(major), Some(minor)) => (major, minor) >= (4, 3),
+    match (parts.next().flatten(), parts.next().flatten()) {
+        (Some(major), Some(minor)) => (major, minor) >= least,
         _ => true, // a form not known: let wgpu try
     }
 }
@@ -244,6 +248,8 @@ mod tests {
         assert!(gl_runs_compute("4.3.0 NVIDIA 580.159.04"));
         assert!(gl_runs_compute("4.6 (Core Profile) Mesa 22.3.6"));
         assert!(gl_runs_compute("OpenGL ES 3.2 Mesa 22.3.6"));
+        assert!(gl_runs_compute("OpenGL ES 3.1 NVIDIA 580.159.04"));
+        assert!(!gl_runs_compute("OpenGL ES 3.0 Mesa 22.3.6"));
         let message = Error::from(GpuError::GlWithoutCompute {
             version: "3.3.0 NVIDIA 580.159.04".into(),
         })

@@ -8,12 +8,14 @@ use super::{GpuPipeline, StreamOptions};
 use crate::plan::Sample;
 use crate::tensor::{Tensor, TensorData};
 use crate::transform::Resize;
-use crate::{Backend, ColorJitter, ColorOp, ColorOps, Limits, Transform, TrivialAugment};
+use crate::{
+    Backend, ColorJitter, ColorOp, ColorOps, Limits, Transform, TrivialAugment, COLOR_OPERATIONS,
+};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 /// The transforms replayed: together they use every entry point of every shader (the test
-/// checks that Dawn dispatched each).
+/// checks that Dawn dispatched each), and the last applies every colour operation.
 fn transforms() -> Vec<Transform> {
     let draft = Transform {
         resize: Some(Resize::ShorterSide(40)),
@@ -30,7 +32,18 @@ fn transforms() -> Vec<Transform> {
             .with(ColorOp::new("random_equalize", None, 0.5).unwrap()),
         ..Transform::imagenet_train()
     };
-    vec![Transform::imagenet_eval(), draft, training]
+    // Every colour operation applied, each single-operation transform with its example argument.
+    let every_color_op = Transform {
+        color_jitter: Some(ColorJitter::new(0.4, 0.4, 0.4, 0.1)),
+        color_ops: COLOR_OPERATIONS
+            .iter()
+            .fold(ColorOps::default(), |ops, op| {
+                let argument = op.argument.as_ref().map(|a| a.example);
+                ops.with(ColorOp::new(op.method, argument, 1.0).unwrap())
+            }),
+        ..Transform::imagenet_eval()
+    };
+    vec![Transform::imagenet_eval(), draft, training, every_color_op]
 }
 
 /// The inputs: the bundled photos (single-scan JPEGs: Huffman decoding on the GPU), a

@@ -28,7 +28,11 @@ function parseRon(text) {
       const c = text[i];
       if (c === ' ' || c === '\n' || c === '\r' || c === '\t' || c === ',') i += 1;
       else if (text.startsWith('//', i)) i = text.indexOf('\n', i) < 0 ? text.length : text.indexOf('\n', i);
-      else if (text.startsWith('/*', i)) i = text.indexOf('*/', i) + 2;
+      else if (text.startsWith('/*', i)) {
+        const end = text.indexOf('*/', i);
+        if (end < 0) fail('an unclosed comment');
+        i = end + 2;
+      }
       else return;
     }
   };
@@ -106,10 +110,11 @@ function parseRon(text) {
       }
     }
     if (c === '(') return group();
-    const number = /^-?(?:inf|NaN|[0-9][0-9_]*(?:\.[0-9]*)?(?:[eE][-+]?[0-9]+)?)/.exec(text.slice(i, i + 64));
+    const number = /^-?(?:inf|NaN|[0-9][0-9_]*(?:\.[0-9]*)?(?:[eE][-+]?[0-9]+)?)(?![A-Za-z0-9_])/.exec(text.slice(i, i + 64));
     if (number) {
       i += number[0].length;
-      return Number(number[0].replaceAll('_', ''));
+      const digits = number[0].replaceAll('_', '');
+      return digits.endsWith('inf') ? (digits.startsWith('-') ? -Infinity : Infinity) : Number(digits);
     }
     const name = ident();
     if (name === null) fail('an unknown value');
@@ -152,7 +157,7 @@ device.lost.then((info) => {
 
 // Objects by the id the trace gives them (an id may be reused once its object is dropped).
 const objects = new Map();
-const readable = new Set(); // the buffers wgpu maps to read
+const readable = new Set(); // the buffers (objects: an id is reused) wgpu maps to read
 const usageBits = {
   MAP_READ: GPUBufferUsage.MAP_READ, MAP_WRITE: GPUBufferUsage.MAP_WRITE,
   COPY_SRC: GPUBufferUsage.COPY_SRC, COPY_DST: GPUBufferUsage.COPY_DST,
@@ -192,7 +197,8 @@ function encode(commands) {
       case 'CopyBufferToBuffer': {
         const size = some(c.size) ?? objects.get(id(c.src)).size - c.src_offset;
         encoder.copyBufferToBuffer(objects.get(id(c.src)), c.src_offset, objects.get(id(c.dst)), c.dst_offset, size);
-        if (readable.has(id(c.dst))) copies.push({ buffer: objects.get(id(c.dst)), offset: c.dst_offset, size });
+        const dst = objects.get(id(c.dst));
+        if (readable.has(dst)) copies.push({ buffer: dst, offset: c.dst_offset, size });
         break;
       }
       case 'ClearBuffer':
@@ -236,13 +242,17 @@ for (const action of trace) {
     case 'CreateBuffer': {
       const [ref, desc] = a;
       const usage = flags(desc.usage);
-      if (usage.has('MAP_READ')) readable.add(id(ref));
       // Written by queue.writeBuffer instead of a mapping: MAP_WRITE becomes COPY_DST.
-      if (usage.has('MAP_WRITE')) usage.delete('MAP_WRITE');
+      usage.delete('MAP_WRITE');
       usage.add('COPY_DST');
       let bits = 0;
-      for (const f of usage) bits |= usageBits[f];
-      objects.set(id(ref), device.createBuffer({ label: some(desc.label) ?? undefined, size: desc.size, usage: bits }));
+      for (const f of usage) {
+        if (!(f in usageBits)) throw new Error(`a buffer usage the replay does not know: ${f}`);
+        bits |= usageBits[f];
+      }
+      const buffer = device.createBuffer({ label: some(desc.label) ?? undefined, size: desc.size, usage: bits });
+      if (usage.has('MAP_READ')) readable.add(buffer);
+      objects.set(id(ref), buffer);
       break;
     }
     case 'WriteBuffer': {

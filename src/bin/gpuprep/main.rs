@@ -380,8 +380,9 @@ fn info(args: InfoArgs) -> ExitCode {
         let (info, limits) = (adapter.get_info(), adapter.limits());
         let uuid = gpuprep::gpu::adapter_uuid(adapter)
             .map(|u| u.iter().map(|b| format!("{b:02x}")).collect::<String>());
-        // An adapter can be listed and still refuse a device (a GL context that is lost, say).
-        let opened = pollster::block_on(adapter.request_device(&Default::default()));
+        // An adapter can be listed and still refuse a device (a GL context without compute
+        // shaders, say): opened as the pipeline opens it, with the same checks.
+        let opened = gpuprep::gpu::open_device(adapter);
         let line = serde_json::json!({
             "what": "adapter", "index": index,
             "name": info.name, "uuid": uuid, "pci_bus_id": info.device_pci_bus_id, "backend": format!("{:?}", info.backend),
