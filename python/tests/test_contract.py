@@ -4,6 +4,7 @@ iteration, exact or refused torchvision translations (test_from_torchvision.py),
 abort, Ctrl-C that takes effect, bounded memory, warnings a user can live with."""
 import io
 import os
+import pickle
 import signal
 import subprocess
 import sys
@@ -376,6 +377,9 @@ def test_errors_are_python_kinds_too_and_named_by_the_package(tmp_path):
         error = getattr(gpuprep, name)
         assert issubclass(error, gpuprep.GpuprepError) and error.__module__ == "gpuprep", name
         assert f"gpuprep.{name}" in "".join(traceback.format_exception_only(error, error("x")))
+        # An error raised in a worker process reaches the parent pickled, as DataLoader's do.
+        copy = pickle.loads(pickle.dumps(error("a.jpg: bad")))
+        assert type(copy) is error and str(copy) == "a.jpg: bad"
     assert not issubclass(gpuprep.DecodeError, (ValueError, OSError))
     with open(os.path.join(ROOT, "python", "pyproject.toml")) as f:
         assert f'version = "{gpuprep.__version__}"' in f.read()
