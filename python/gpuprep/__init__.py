@@ -431,7 +431,7 @@ def from_torchvision(compose):
                                f"commute bit for bit, and gpuprep flips first: put {name} first")
         # A flip moves pixels without changing them, and the colour steps (but sharpness) change
         # each pixel alone or by a histogram: a flip after them is a flip before them.
-        commutes = name in _FLIPS and last <= _STAGE[next(iter(_COLOR_OPERATIONS))]
+        commutes = name in _FLIPS and last <= max(_STAGE[op] for op in _COLOR_OPERATIONS)
         if _STAGE[name] < last and not commutes:
             raise OptionsError(f"{name} after a later step: gpuprep applies them in torchvision's "
                                "usual order (resize or crop; flips, rotation and ColorJitter; "
