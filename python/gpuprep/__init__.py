@@ -394,15 +394,16 @@ def from_torchvision(compose):
     TrivialAugmentWide (NEAREST), ColorJitter, RandomGrayscale, RandomInvert / RandomPosterize /
     RandomSolarize / RandomAdjustSharpness / RandomAutocontrast / RandomEqualize (in any order
     among themselves, which is kept), ToTensor / PILToTensor / ToImage (+ ToDtype /
-    ConvertImageDtype), Normalize, RandomErasing, in that order, ToPureTensor anywhere; the
-    flips also after the colour transforms but RandomAdjustSharpness, with which alone they do
-    not commute) computes on a PIL image, bit for bit. Anything else is refused here, by name (OptionsError): another
-    transform (or one of another library of a torchvision name), an option gpuprep does not
-    compute, a transform of which gpuprep's Transform holds one given twice (two Resize, a Resize
-    and a RandomResizedCrop, two flips of one axis, two ColorJitter, two RandomPosterize ...:
-    torchvision would apply both), a geometric or colour transform after the tensor conversion
-    (torchvision would run torch's kernels there, not Pillow's), and v2's ToDtype /
-    ConvertImageDtype from uint8 to float32 (a multiplication by 1/255, not ToTensor's division)."""
+    ConvertImageDtype), Normalize, RandomErasing, in that order, ToPureTensor anywhere; the flips
+    also after the colour transforms but RandomAdjustSharpness, with which alone they do not
+    commute) computes on a PIL image, bit for bit. Anything else is refused here, by name
+    (OptionsError): another transform (or one of another library of a torchvision name), an option
+    gpuprep does not compute, a transform of which gpuprep's Transform holds one given twice (two
+    Resize, a Resize and a RandomResizedCrop, two flips of one axis, two ColorJitter, two
+    RandomPosterize ...: torchvision would apply both), a geometric or colour transform after the
+    tensor conversion (torchvision would run torch's kernels there, not Pillow's), and v2's ToDtype
+    / ConvertImageDtype from uint8 to float32 (a multiplication by 1/255, not ToTensor's
+    division)."""
     t = Transform()
     last = -1
     rotated = colored = sharpened = False
