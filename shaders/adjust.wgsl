@@ -1,7 +1,9 @@
-// Stage 5: TrivialAugmentWide's colour operation, ColorJitter's brightness, contrast, saturation
-// and hue in the drawn order, RandomGrayscale, then the single-operation transforms (RandomInvert,
-// RandomPosterize, ...), each as it drew, on the cropped, flipped pixels stage 4 wrote
-// (RGB in a word's low bytes), in place. Mirror of src/reference/adjust.rs: Pillow's ImageEnhance
+// Stage 5: the augmentation policy's operations (TrivialAugmentWide's, RandAugment's,
+// AutoAugment's colour operations, and its shears, translations and rotations after the first as
+// remaps), ColorJitter's brightness, contrast, saturation and hue in the drawn order,
+// RandomGrayscale, then the single-operation transforms (RandomInvert, RandomPosterize, ...), each
+// as it drew, on the cropped, flipped, rotated pixels stage 4 wrote (RGB in a word's low bytes),
+// in place. Mirror of src/reference/adjust.rs: Pillow's ImageEnhance
 // blends with a degenerate image in ImagingBlend's float32 arithmetic (sharpness's is the image
 // smoothed by ImageFilter.SMOOTH, in float32 too), the hue goes through Pillow's HSV conversions,
 // looked up in tables of every input (src/plan/hsv.rs: their float and double arithmetic runs on
@@ -19,11 +21,15 @@ struct Job {
     pixels: u32,
     // Adjustments in `kinds` / `factors`, whose length is `MAX_ADJUSTMENTS` of src/gpu/jobs.rs.
     adjustments: u32,
-    // BRIGHTNESS (blended with black), CONTRAST, ... GRAYSCALE.
-    kinds: array<u32, 12>,
+    // BRIGHTNESS (blended with black), CONTRAST, ... GRAYSCALE, REMAP.
+    kinds: array<u32, 15>,
     // The factors; for the hue, the H channel's shift (an integer 0..=255); posterize's bits,
-    // solarize's first inverted value.
-    factors: array<f32, 12>,
+    // solarize's first inverted value; a remap's index in `remaps`.
+    factors: array<f32, 15>,
+    // Per remap (`MAX_REMAPS` of src/gpu/jobs.rs), its map in 16.16 fixed point (src/plan/rotate.rs):
+    // per output column, per row, at the first pixel, for the source column, then the source
+    // row; then the fill, R | G << 8 | B << 16.
+    remaps: array<i32, 21>,
     // The image's width.
     width: u32,
     // Always 0 (see `blend`).
@@ -52,6 +58,7 @@ const SOLARIZE: u32 = 6u;
 const AUTOCONTRAST: u32 = 7u;
 const EQUALIZE: u32 = 8u;
 const GRAYSCALE: u32 = 9u;
+const REMAP: u32 = 10u;
 var<workgroup> partial: array<u32, LANES>;
 // Per channel: the histogram, then the table made of it (autocontrast, equalize).
 var<workgroup> histogram: array<atomic<u32>, 768>;
@@ -143,6 +150,31 @@ fn sharpen(job: u32, lane: u32, alpha: f32) {
     for (var i = lane; i < p.pixels; i += LANES) {
         let at = p.pixels_base + i;
         pixels[at] = blend_pixels(pixels[scratch + i], pixels[at], alpha, p.zero);
+    }
+}
+
+// Pillow's affine_fixed with the job's remap `m` (src/reference/rotate.rs): each pixel the one its
+// map lands on, or the fill, written to the scratch words after the image, then copied back.
+fn remap(job: u32, lane: u32, m: u32) {
+    let p = jobs[job];
+    let scratch = p.pixels_base + p.pixels;
+    let height = i32(p.pixels / p.width);
+    let map = 7u * m;
+    storageBarrier();
+    for (var i = lane; i < p.pixels; i += LANES) {
+        let x = i32(i % p.width);
+        let y = i32(i / p.width);
+        let sx = (p.remaps[map + 2u] + x * p.remaps[map] + y * p.remaps[map + 1u]) >> 16u;
+        let sy = (p.remaps[map + 5u] + x * p.remaps[map + 3u] + y * p.remaps[map + 4u]) >> 16u;
+        var pixel = u32(p.remaps[map + 6u]);
+        if sx >= 0 && sx < i32(p.width) && sy >= 0 && sy < height {
+            pixel = pixels[p.pixels_base + u32(sy) * p.width + u32(sx)];
+        }
+        pixels[scratch + i] = pixel;
+    }
+    storageBarrier();
+    for (var i = lane; i < p.pixels; i += LANES) {
+        pixels[p.pixels_base + i] = pixels[scratch + i];
     }
 }
 
@@ -288,6 +320,10 @@ fn main(@builtin(local_invocation_index) lane: u32, @builtin(workgroup_id) group
         let alpha = p.factors[k];
         if kind == SHARPNESS {
             sharpen(job, lane, alpha);
+            continue;
+        }
+        if kind == REMAP {
+            remap(job, lane, u32(alpha));
             continue;
         }
         var mean = 0u;

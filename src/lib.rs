@@ -47,9 +47,10 @@ pub use plan::{CropBox, ImagePlan, Params, Sample, Samples};
 pub use tensor::{Stacked, Tensor, TensorData};
 pub use transform::Adjustment;
 pub use transform::{
-    ChannelOrder, ColorJitter, ColorOp, ColorOpArgument, ColorOperation, ColorOps, DType, Filter,
-    InvalidTransform, Layout, Normalize, Operation, RandomErasing, RandomResizedCrop,
-    RandomRotation, Resize, Transform, TrivialAugment, COLOR_OPERATIONS, OPERATIONS, SETTINGS,
+    AutoAugment, AutoAugmentPolicy, ChannelOrder, ColorJitter, ColorOp, ColorOpArgument,
+    ColorOperation, ColorOps, DType, Filter, InvalidTransform, Layout, Normalize, Operation,
+    RandAugment, RandomErasing, RandomResizedCrop, RandomRotation, Resize, Transform,
+    TrivialAugment, COLOR_OPERATIONS, MAX_AUGMENT_OPS, OPERATIONS, SETTINGS,
 };
 
 /// Here rather than in either module: the transform vocabulary and the errors name nothing of

@@ -1055,13 +1055,37 @@ fn trivial_augment_is_recorded_and_replayed_through_pillow() {
         "11",
     ];
     for image in converted_and_replayed("trivial", &flags) {
-        let augment = &image["params"]["augment"];
-        let op = augment["op"].as_str().unwrap();
+        let augment = image["params"]["augment"].as_array().unwrap();
+        assert_eq!(augment.len(), 1, "{image}");
+        let op = augment[0]["op"].as_str().unwrap();
         assert!(gpuprep::plan::AugmentOp::from_name(op).is_some(), "{image}");
         assert!(
-            augment["magnitude"].as_f64().unwrap().is_finite(),
+            augment[0]["magnitude"].as_f64().unwrap().is_finite(),
             "{image}"
         );
+    }
+}
+
+/// `--rand-augment` and `--auto-augment` record each image's operations in the order they ran,
+/// and `parity --pillow` replays them through Pillow: GPU, CPU and Pillow agree.
+#[test]
+fn rand_augment_and_auto_augment_are_recorded_and_replayed_through_pillow() {
+    let rand = [
+        "--random-resized-crop",
+        "48",
+        "--rand-augment",
+        "3,20:40,50,60",
+        "--seed",
+        "12",
+    ];
+    for image in converted_and_replayed("rand-augment", &rand) {
+        let augment = image["params"]["augment"].as_array().unwrap();
+        assert_eq!(augment.len(), 3, "{image}");
+    }
+    let auto = ["--crop", "48", "--auto-augment", "svhn", "--seed", "13"];
+    for image in converted_and_replayed("auto-augment", &auto) {
+        let augment = image["params"]["augment"].as_array().unwrap();
+        assert!(augment.len() <= 2, "{image}");
     }
 }
 
@@ -1219,6 +1243,8 @@ fn every_declared_operation_has_its_flag_and_the_flag_sets_it() {
             "--hflip" | "--vflip" | "--grayscale" | "--random-erasing" => "0.5",
             "--random-rotation" => "10",
             "--trivial-augment" => "31",
+            "--rand-augment" => "2,9",
+            "--auto-augment" => "imagenet",
             "--color-jitter" => "0.4,0.4,0.4",
             "--normalize" => "imagenet",
             other => panic!("no value to try {other} with"),

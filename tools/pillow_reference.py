@@ -8,7 +8,7 @@ A spec is a JSON object (the entries of tests/goldens/transforms.json): resize (
 channel_order (rgb|bgr), exif_transpose (ImageOps.exif_transpose before convert('RGB')). Pillow resizes; torchvision's CenterCrop/ToTensor/Normalize arithmetic
 is done in numpy float32 in torchvision's operation order. The random operations
 (random_resized_crop {size, scale, ratio}, hflip P, vflip P, random_rotation {degrees, fill},
-trivial_augment {bins, fill},
+trivial_augment {bins, fill}, rand_augment {num_ops, magnitude, bins, fill}, auto_augment {policy, fill},
 color_jitter [b, c, s, h], grayscale P, color_ops [{op, <argument>, p}, ...] (the transform's JSON
 form of the single-operation transforms), random_erasing {p, scale, ratio, value}, with seed and
 epoch; first_index: the sample index of the first file) draw each
@@ -41,11 +41,95 @@ IMAGENET = {"mean": [0.485, 0.456, 0.406], "std": [0.229, 0.224, 0.225]}
 
 # The counter's fourth word per operation (src/plan/random.rs, `Op`).
 OP_CROP, OP_HFLIP, OP_VFLIP, OP_JITTER, OP_GRAY, OP_ERASE, OP_FILTER, OP_ROTATION = 1, 2, 3, 4, 5, 7, 8, 9
-OP_TRIVIAL = 10
+OP_TRIVIAL, OP_RAND, OP_AUTO = 10, 17, 18
 # TrivialAugmentWide's augmentation space, in its order.
 TRIVIAL_OPS = ("Identity", "ShearX", "ShearY", "TranslateX", "TranslateY", "Rotate", "Brightness", "Color",
                "Contrast", "Sharpness", "Posterize", "Solarize", "AutoContrast", "Equalize")
-UNSIGNED = ("Identity", "Posterize", "Solarize", "AutoContrast", "Equalize")
+UNSIGNED = ("Identity", "Posterize", "Solarize", "AutoContrast", "Equalize", "Invert")
+# AutoAugment._get_policies: per policy, its 25 sub-policies of (operation, probability, bin).
+AUTO_POLICIES = {
+    'imagenet': (
+        (('Posterize', 0.4, 8), ('Rotate', 0.6, 9)),
+        (('Solarize', 0.6, 5), ('AutoContrast', 0.6, None)),
+        (('Equalize', 0.8, None), ('Equalize', 0.6, None)),
+        (('Posterize', 0.6, 7), ('Posterize', 0.6, 6)),
+        (('Equalize', 0.4, None), ('Solarize', 0.2, 4)),
+        (('Equalize', 0.4, None), ('Rotate', 0.8, 8)),
+        (('Solarize', 0.6, 3), ('Equalize', 0.6, None)),
+        (('Posterize', 0.8, 5), ('Equalize', 1.0, None)),
+        (('Rotate', 0.2, 3), ('Solarize', 0.6, 8)),
+        (('Equalize', 0.6, None), ('Posterize', 0.4, 6)),
+        (('Rotate', 0.8, 8), ('Color', 0.4, 0)),
+        (('Rotate', 0.4, 9), ('Equalize', 0.6, None)),
+        (('Equalize', 0.0, None), ('Equalize', 0.8, None)),
+        (('Invert', 0.6, None), ('Equalize', 1.0, None)),
+        (('Color', 0.6, 4), ('Contrast', 1.0, 8)),
+        (('Rotate', 0.8, 8), ('Color', 1.0, 2)),
+        (('Color', 0.8, 8), ('Solarize', 0.8, 7)),
+        (('Sharpness', 0.4, 7), ('Invert', 0.6, None)),
+        (('ShearX', 0.6, 5), ('Equalize', 1.0, None)),
+        (('Color', 0.4, 0), ('Equalize', 0.6, None)),
+        (('Equalize', 0.4, None), ('Solarize', 0.2, 4)),
+        (('Solarize', 0.6, 5), ('AutoContrast', 0.6, None)),
+        (('Invert', 0.6, None), ('Equalize', 1.0, None)),
+        (('Color', 0.6, 4), ('Contrast', 1.0, 8)),
+        (('Equalize', 0.8, None), ('Equalize', 0.6, None)),
+    ),
+    'cifar10': (
+        (('Invert', 0.1, None), ('Contrast', 0.2, 6)),
+        (('Rotate', 0.7, 2), ('TranslateX', 0.3, 9)),
+        (('Sharpness', 0.8, 1), ('Sharpness', 0.9, 3)),
+        (('ShearY', 0.5, 8), ('TranslateY', 0.7, 9)),
+        (('AutoContrast', 0.5, None), ('Equalize', 0.9, None)),
+        (('ShearY', 0.2, 7), ('Posterize', 0.3, 7)),
+        (('Color', 0.4, 3), ('Brightness', 0.6, 7)),
+        (('Sharpness', 0.3, 9), ('Brightness', 0.7, 9)),
+        (('Equalize', 0.6, None), ('Equalize', 0.5, None)),
+        (('Contrast', 0.6, 7), ('Sharpness', 0.6, 5)),
+        (('Color', 0.7, 7), ('TranslateX', 0.5, 8)),
+        (('Equalize', 0.3, None), ('AutoContrast', 0.4, None)),
+        (('TranslateY', 0.4, 3), ('Sharpness', 0.2, 6)),
+        (('Brightness', 0.9, 6), ('Color', 0.2, 8)),
+        (('Solarize', 0.5, 2), ('Invert', 0.0, None)),
+        (('Equalize', 0.2, None), ('AutoContrast', 0.6, None)),
+        (('Equalize', 0.2, None), ('Equalize', 0.6, None)),
+        (('Color', 0.9, 9), ('Equalize', 0.6, None)),
+        (('AutoContrast', 0.8, None), ('Solarize', 0.2, 8)),
+        (('Brightness', 0.1, 3), ('Color', 0.7, 0)),
+        (('Solarize', 0.4, 5), ('AutoContrast', 0.9, None)),
+        (('TranslateY', 0.9, 9), ('TranslateY', 0.7, 9)),
+        (('AutoContrast', 0.9, None), ('Solarize', 0.8, 3)),
+        (('Equalize', 0.8, None), ('Invert', 0.1, None)),
+        (('TranslateY', 0.7, 9), ('AutoContrast', 0.9, None)),
+    ),
+    'svhn': (
+        (('ShearX', 0.9, 4), ('Invert', 0.2, None)),
+        (('ShearY', 0.9, 8), ('Invert', 0.7, None)),
+        (('Equalize', 0.6, None), ('Solarize', 0.6, 6)),
+        (('Invert', 0.9, None), ('Equalize', 0.6, None)),
+        (('Equalize', 0.6, None), ('Rotate', 0.9, 3)),
+        (('ShearX', 0.9, 4), ('AutoContrast', 0.8, None)),
+        (('ShearY', 0.9, 8), ('Invert', 0.4, None)),
+        (('ShearY', 0.9, 5), ('Solarize', 0.2, 6)),
+        (('Invert', 0.9, None), ('AutoContrast', 0.8, None)),
+        (('Equalize', 0.6, None), ('Rotate', 0.9, 3)),
+        (('ShearX', 0.9, 4), ('Solarize', 0.3, 3)),
+        (('ShearY', 0.8, 8), ('Invert', 0.7, None)),
+        (('Equalize', 0.9, None), ('TranslateY', 0.6, 6)),
+        (('Invert', 0.9, None), ('Equalize', 0.6, None)),
+        (('Contrast', 0.3, 3), ('Rotate', 0.8, 4)),
+        (('Invert', 0.8, None), ('TranslateY', 0.0, 2)),
+        (('ShearY', 0.7, 6), ('Solarize', 0.4, 8)),
+        (('Invert', 0.6, None), ('Rotate', 0.8, 4)),
+        (('ShearY', 0.3, 7), ('TranslateX', 0.9, 3)),
+        (('ShearX', 0.1, 6), ('Invert', 0.6, None)),
+        (('Solarize', 0.7, 2), ('TranslateY', 0.6, 7)),
+        (('ShearY', 0.8, 4), ('Invert', 0.8, None)),
+        (('ShearX', 0.7, 9), ('TranslateY', 0.8, 3)),
+        (('ShearY', 0.8, 5), ('AutoContrast', 0.7, None)),
+        (('ShearX', 0.7, 2), ('Invert', 0.1, None)),
+    ),
+}
 ADJUSTMENTS = ("brightness", "contrast", "saturation", "hue")
 # torchvision's single-operation transforms (src/transform/color_ops.rs, COLOR_OPERATIONS): by
 # the Python method's name, the counter word of its stream, its argument's name and what
@@ -172,7 +256,11 @@ def draw(spec, size, index):
     if "random_rotation" in spec:  # RandomRotation.get_params: uniform over the degrees
         params["rotation"] = float(stream(OP_ROTATION).uniform_f32(*spec["random_rotation"]["degrees"]))
     if "trivial_augment" in spec:
-        params["augment"] = trivial_draw(spec["trivial_augment"].get("bins", 31), stream(OP_TRIVIAL))
+        params["augment"] = [trivial_draw(spec["trivial_augment"].get("bins", 31), stream(OP_TRIVIAL))]
+    if "rand_augment" in spec:
+        params["augment"] = rand_draw(spec["rand_augment"], output_size(spec, size), stream(OP_RAND))
+    if "auto_augment" in spec:
+        params["augment"] = auto_draw(spec["auto_augment"], output_size(spec, size), stream(OP_AUTO))
     if "color_jitter" in spec:
         s = stream(OP_JITTER)
         order = s.permutation(4)
@@ -223,6 +311,49 @@ def trivial_draw(bins, s):
     return {"op": op, "magnitude": m}
 
 
+def standard_magnitude(op, b, bins, size):
+    """RandAugment's and AutoAugment's _augmentation_space(bins, (height, width))[op][0][b] for
+    an image of `size` (width, height); None for a 0-d magnitude."""
+    if op in ("Identity", "AutoContrast", "Equalize", "Invert"):
+        return None
+    if op == "Posterize":
+        return 8.0 - float(np.round(np.float32(b) / np.float32((bins - 1) / 4)))
+    if op == "Solarize":
+        return float(linspace(255.0, 0.0, b, bins))
+    end = {"ShearX": 0.3, "ShearY": 0.3, "TranslateX": 150.0 / 331.0 * size[0],
+           "TranslateY": 150.0 / 331.0 * size[1], "Rotate": 30.0}.get(op, 0.9)
+    return float(linspace(0.0, end, b, bins))
+
+
+def rand_draw(spec, size, s):
+    """RandAugment.forward's draws: per operation, which one, then the sign of a signed one."""
+    ops = []
+    for _ in range(spec.get("num_ops", 2)):
+        op = TRIVIAL_OPS[s.below(len(TRIVIAL_OPS))]
+        m = standard_magnitude(op, spec.get("magnitude", 9), spec.get("bins", 31), size)
+        if m is None:
+            m = 0.0
+        elif op not in UNSIGNED and s.below(2) == 1:
+            m = -m
+        ops.append({"op": op, "magnitude": m})
+    return ops
+
+
+def auto_draw(spec, size, s):
+    """AutoAugment.forward's draws: the sub-policy, a float32 per operation (it applies when that
+    is at most its probability), a sign per operation (negated on 0); the operations that apply."""
+    sub = AUTO_POLICIES[spec.get("policy", "imagenet")][s.below(25)]
+    probs = [s.uniform_f32(0.0, 1.0) for _ in range(2)]
+    negated = [s.below(2) == 0 for _ in range(2)]
+    ops = []
+    for (op, p, b), prob, neg in zip(sub, probs, negated):
+        if prob <= np.float32(p):
+            m = standard_magnitude(op, b, 10, size) if b is not None else None
+            m = 0.0 if m is None else m
+            ops.append({"op": op, "magnitude": -m if neg and op not in UNSIGNED else m})
+    return ops
+
+
 def inverse_affine_matrix(center, angle, translate, scale, shear):
     """torchvision's _get_inverse_affine_matrix (functional.py), for a PIL image."""
     rot = math.radians(angle)
@@ -251,7 +382,7 @@ def affine(img, translate, shear, center, fill):
     return img.transform(img.size, Image.AFFINE, matrix, Image.NEAREST, fillcolor=fill)
 
 
-def trivial_apply(img, op, m, fill):
+def apply_op(img, op, m, fill):
     """torchvision's autoaugment._apply_op with NEAREST interpolation."""
     if op == "ShearX":
         return affine(img, [0, 0], [math.degrees(math.atan(m)), 0.0], [0, 0], fill)
@@ -279,6 +410,8 @@ def trivial_apply(img, op, m, fill):
         return ImageOps.autocontrast(img)
     if op == "Equalize":
         return ImageOps.equalize(img)
+    if op == "Invert":
+        return ImageOps.invert(img)
     return img
 
 
@@ -329,9 +462,12 @@ def finish(a, params, spec=None):
         im = Image.fromarray(np.ascontiguousarray(a), "RGB")
         a = np.asarray(im.rotate(params["rotation"], Image.NEAREST, False, None, fillcolor=fill))
     if "augment" in params:
-        fill = tuple(int(v) for v in (spec or {}).get("trivial_augment", {}).get("fill", [0, 0, 0]))
+        policy = next((spec[k] for k in ("trivial_augment", "rand_augment", "auto_augment") if k in (spec or {})), {})
+        fill = tuple(int(v) for v in policy.get("fill", [0, 0, 0]))
         im = Image.fromarray(np.ascontiguousarray(a), "RGB")
-        a = np.asarray(trivial_apply(im, params["augment"]["op"], params["augment"]["magnitude"], fill))
+        for op in params["augment"]:
+            im = apply_op(im, op["op"], op["magnitude"], fill)
+        a = np.asarray(im)
     color, grey, applied = params.get("color"), params.get("grayscale"), params.get("color_ops", {})
     if color or grey or any(applied.values()):
         im = Image.fromarray(np.ascontiguousarray(a), "RGB")
@@ -375,8 +511,8 @@ def center_crop(a, crop):
     return a[top:top + ch, left:left + cw]
 
 
-RANDOM = ("random_resized_crop", "hflip", "vflip", "random_rotation", "trivial_augment", "color_jitter",
-          "grayscale", "color_ops", "random_erasing")
+RANDOM = ("random_resized_crop", "hflip", "vflip", "random_rotation", "trivial_augment", "rand_augment",
+          "auto_augment", "color_jitter", "grayscale", "color_ops", "random_erasing")
 
 
 def is_random(spec):

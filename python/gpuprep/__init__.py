@@ -212,7 +212,7 @@ _STAGE = {name: stage for name, _field, _flag, _method, stage in _gpuprep.operat
 _STAGE.update({name: _STAGE["Normalize"] - 2 for name in ("ToTensor", "PILToTensor", "ToImage")})
 _STAGE.update({name: _STAGE["Normalize"] - 1 for name in ("ToDtype", "ConvertImageDtype")})
 _FLIPS = ("RandomHorizontalFlip", "RandomVerticalFlip")
-_GEOMETRIC = ("RandomRotation", "TrivialAugmentWide")
+_GEOMETRIC = ("RandomRotation", "TrivialAugmentWide", "RandAugment", "AutoAugment")
 _INTERPOLATIONS = {"NEAREST": "nearest", "BOX": "box", "BILINEAR": "bilinear",
                    "HAMMING": "hamming", "BICUBIC": "bicubic", "LANCZOS": "lanczos"}
 # Pillow's filter numbers, which torchvision takes for an interpolation too (as its
@@ -222,8 +222,10 @@ _PIL_FILTERS = {0: "NEAREST", 1: "LANCZOS", 2: "BILINEAR", 3: "BICUBIC", 4: "BOX
 _TO_TENSOR = {"ToTensor": "float32", "PILToTensor": "uint8", "ToImage": "uint8"}
 # gpuprep's Transform holds one of each of these: a second transform of the same slot is refused.
 _SLOTS = {"RandomResizedCrop": "Resize", "PILToTensor": "ToTensor", "ToImage": "ToTensor",
-          "ConvertImageDtype": "ToDtype"}
-_TWICE = {"Resize": "resize", "ToTensor": "convert to a tensor", "ToDtype": "convert the dtype"}
+          "ConvertImageDtype": "ToDtype", "TrivialAugmentWide": "RandomRotation",
+          "RandAugment": "RandomRotation", "AutoAugment": "RandomRotation"}
+_TWICE = {"Resize": "resize", "ToTensor": "convert to a tensor", "ToDtype": "convert the dtype",
+          "RandomRotation": "rotate or augment twice"}
 
 
 def _size(size):
@@ -331,7 +333,7 @@ def _rotation_degrees(step):
 
 
 def _rotation_fill(step):
-    """The fill torchvision's PIL kernels give `step` (RandomRotation, TrivialAugmentWide): a
+    """The fill torchvision's PIL kernels give `step` (RandomRotation, an augmentation policy): a
     number or one per channel, each made an int as its _parse_fill does, none meaning 0. v2's
     fill keyed by type gives a PIL image its "others" entry (none when there is none)."""
     name = type(step).__name__
@@ -390,9 +392,10 @@ def _steps(compose):
 
 def from_torchvision(compose):
     """The Transform that computes what `compose` (a torchvision Compose, v1 or v2, of Resize,
-    CenterCrop, RandomResizedCrop, RandomHorizontalFlip, RandomVerticalFlip, RandomRotation or
-    TrivialAugmentWide (NEAREST), ColorJitter, RandomGrayscale, RandomInvert / RandomPosterize /
-    RandomSolarize / RandomAdjustSharpness / RandomAutocontrast / RandomEqualize (in any order
+    CenterCrop, RandomResizedCrop, RandomHorizontalFlip, RandomVerticalFlip, one of
+    RandomRotation, TrivialAugmentWide, RandAugment and AutoAugment (NEAREST; v1's),
+    ColorJitter, RandomGrayscale, RandomInvert / RandomPosterize / RandomSolarize /
+    RandomAdjustSharpness / RandomAutocontrast / RandomEqualize (in any order
     among themselves, which is kept), ToTensor / PILToTensor / ToImage (+ ToDtype /
     ConvertImageDtype), Normalize, RandomErasing, in that order, ToPureTensor anywhere; the flips
     also after the colour transforms but RandomAdjustSharpness, with which alone they do not
@@ -440,7 +443,7 @@ def from_torchvision(compose):
                                "among themselves; tensor; normalise; erase)")
         last = max(last, _STAGE[name])
         sharpened |= name == "RandomAdjustSharpness"
-        # Flips and colour commute; a rotation (or TrivialAugmentWide) commutes with neither.
+        # Flips and colour commute; a rotation (or augmentation policy) commutes with neither.
         if (rotated and name in _FLIPS) or (colored and name in _GEOMETRIC):
             raise OptionsError(f"{name} where gpuprep cannot put it: it runs after the flips "
                                "and before ColorJitter, RandomGrayscale and the single-operation "
@@ -466,28 +469,9 @@ def from_torchvision(compose):
             raise OptionsError(_twice(name, seen[slot]))
         seen[slot] = name
         if name == "RandomRotation":
-            if "TrivialAugmentWide" in seen:
-                raise OptionsError("RandomRotation together with TrivialAugmentWide is not "
-                                   "supported: gpuprep offers one of them")
             t = t.random_rotation(_rotation_degrees(step), _rotation_fill(step))
-        elif name == "TrivialAugmentWide":
-            if v2:
-                raise OptionsError("torchvision.transforms.v2.TrivialAugmentWide is not supported: "
-                                   "its Solarize threshold (255 * linspace(1, 0)) is not v1's "
-                                   "(linspace(255, 0)), which gpuprep computes: use "
-                                   "torchvision.transforms.TrivialAugmentWide")
-            interpolation = _interpolation(step)
-            if interpolation != "NEAREST":
-                raise OptionsError(f"TrivialAugmentWide(interpolation={interpolation}) is not "
-                                   "supported: only NEAREST")
-            bins = getattr(step, "num_magnitude_bins", None)
-            if not isinstance(bins, int) or not 2 <= bins <= 1024:
-                raise OptionsError(f"TrivialAugmentWide(num_magnitude_bins={bins!r}) is not "
-                                   "supported: 2 to 1024 bins")
-            if "RandomRotation" in seen:
-                raise OptionsError("TrivialAugmentWide together with RandomRotation is not "
-                                   "supported: gpuprep offers one of them")
-            t = t.trivial_augment_wide(bins, _rotation_fill(step))
+        elif name in ("TrivialAugmentWide", "RandAugment", "AutoAugment"):
+            t = _with_augmentation_policy(t, step, v2)
         elif name in ("Resize", "RandomResizedCrop"):
             if name == "Resize" and getattr(step, "max_size", None) is not None:
                 raise OptionsError("Resize(max_size=...) is not supported")
@@ -573,6 +557,35 @@ def from_torchvision(compose):
     return t
 
 
+def _with_augmentation_policy(t, step, v2):
+    """`t` with the TrivialAugmentWide, RandAugment or AutoAugment `step`, refusing what gpuprep
+    does not compute."""
+    name = type(step).__name__
+    if v2:
+        raise OptionsError(f"torchvision.transforms.v2.{name} is not supported: its Solarize "
+                           "threshold (255 * linspace(1, 0)) is not v1's (linspace(255, 0)), which "
+                           f"gpuprep computes: use torchvision.transforms.{name}")
+    interpolation = _interpolation(step)
+    if interpolation != "NEAREST":
+        raise OptionsError(f"{name}(interpolation={interpolation}) is not supported: only NEAREST "
+                           "(Pillow's bilinear affine transform runs in double precision)")
+    bins = getattr(step, "num_magnitude_bins", 31)
+    if not isinstance(bins, int) or not 2 <= bins <= 1024:
+        raise OptionsError(f"{name}(num_magnitude_bins={bins!r}) is not supported: 2 to 1024 bins")
+    fill = _rotation_fill(step)
+    if name == "TrivialAugmentWide":
+        return t.trivial_augment_wide(bins, fill)
+    if name == "AutoAugment":
+        return t.auto_augment(step.policy.value, fill)
+    num_ops, magnitude = step.num_ops, step.magnitude
+    if not isinstance(num_ops, int) or not 0 <= num_ops <= 4:
+        raise OptionsError(f"RandAugment(num_ops={num_ops!r}) is not supported: 0 to 4 operations")
+    if not isinstance(magnitude, int) or not 0 <= magnitude < bins:
+        raise OptionsError(f"RandAugment(magnitude={magnitude!r}) is not supported: a bin 0 to "
+                           f"{bins - 1} of num_magnitude_bins={bins}")
+    return t.rand_augment(num_ops, magnitude, bins, fill)
+
+
 def _with_color_operation(t, step):
     """`t` with the single-operation transform `step` (RandomPosterize, ...) last, its argument
     and p read by the names the crate's table gives; a value the crate refuses is refused by
@@ -604,6 +617,39 @@ def _trivial_augment_draw(step, width, height):
     if signed and torch.randint(2, (1,)):
         magnitude *= -1.0
     return {"op": op, "magnitude": magnitude}
+
+
+def _rand_augment_draw(step, width, height):
+    """RandAugment.forward's draws with the torch RNG, in its order: per operation, which one,
+    then (for a signed one) its sign."""
+    import torch
+
+    space = step._augmentation_space(step.num_magnitude_bins, (height, width))
+    ops = []
+    for _ in range(step.num_ops):
+        op = list(space.keys())[int(torch.randint(len(space), (1,)).item())]
+        magnitudes, signed = space[op]
+        magnitude = float(magnitudes[step.magnitude].item()) if magnitudes.ndim > 0 else 0.0
+        if signed and torch.randint(2, (1,)):
+            magnitude *= -1.0
+        ops.append({"op": op, "magnitude": magnitude})
+    return ops
+
+
+def _auto_augment_draw(step, width, height):
+    """AutoAugment.forward's draws with the torch RNG (its get_params: the sub-policy, two
+    probabilities, two signs); the operations that apply, in order."""
+    policy_id, probs, signs = step.get_params(len(step.policies))
+    space = step._augmentation_space(10, (height, width))
+    ops = []
+    for i, (op, p, bin_) in enumerate(step.policies[policy_id]):
+        if probs[i] <= p:
+            magnitudes, signed = space[op]
+            magnitude = float(magnitudes[bin_].item()) if bin_ is not None else 0.0
+            if signed and signs[i] == 0:
+                magnitude *= -1.0
+            ops.append({"op": op, "magnitude": magnitude})
+    return ops
 
 
 def torchvision_params(compose, size):
@@ -651,7 +697,11 @@ def torchvision_params(compose, size):
         elif name == "RandomRotation":
             params["rotation"] = float(step.get_params(step.degrees))
         elif name == "TrivialAugmentWide":
-            params["augment"] = _trivial_augment_draw(step, width, height)
+            params["augment"] = [_trivial_augment_draw(step, width, height)]
+        elif name == "RandAugment":
+            params["augment"] = _rand_augment_draw(step, width, height)
+        elif name == "AutoAugment":
+            params["augment"] = _auto_augment_draw(step, width, height)
         elif name == "RandomGrayscale":
             params["grayscale"] = bool(torch.rand(1) < step.p)
         elif name in _COLOR_OPERATIONS:

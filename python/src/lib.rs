@@ -164,6 +164,19 @@ fn describe(t: &gpuprep::Transform) -> String {
             a.bins, a.fill
         ));
     }
+    if let Some(r) = t.rand_augment {
+        steps.push(format!(
+            "RandAugment(num_ops={}, magnitude={}, num_magnitude_bins={}, fill={:?})",
+            r.num_ops, r.magnitude, r.bins, r.fill
+        ));
+    }
+    if let Some(a) = t.auto_augment {
+        steps.push(format!(
+            "AutoAugment(policy='{}', fill={:?})",
+            a.policy.name(),
+            a.fill
+        ));
+    }
     if let Some(j) = t.color_jitter {
         let ranges: Vec<String> = [
             ("brightness", j.brightness),
@@ -405,6 +418,46 @@ impl Transform {
                 bins: num_magnitude_bins,
                 fill,
             }),
+            ..self.0
+        }))
+    }
+
+    /// RandAugment(num_ops, magnitude, num_magnitude_bins, interpolation=NEAREST, fill):
+    /// `num_ops` operations a sample, each at the magnitude's bin, after the flips and before
+    /// the colour adjustments; fill a number or one per channel.
+    #[pyo3(signature = (num_ops=2, magnitude=9, num_magnitude_bins=31, fill=None))]
+    fn rand_augment(
+        &self,
+        num_ops: u32,
+        magnitude: u32,
+        num_magnitude_bins: u32,
+        fill: Option<Bound<'_, PyAny>>,
+    ) -> PyResult<Self> {
+        let fill = rgb_fill(fill)?;
+        Ok(Self(gpuprep::Transform {
+            rand_augment: Some(gpuprep::RandAugment {
+                num_ops,
+                magnitude,
+                bins: num_magnitude_bins,
+                fill,
+            }),
+            ..self.0
+        }))
+    }
+
+    /// AutoAugment(policy, interpolation=NEAREST, fill): one of the policy's sub-policies a
+    /// sample ('imagenet', 'cifar10' or 'svhn', torchvision's `AutoAugmentPolicy` values),
+    /// after the flips and before the colour adjustments; fill a number or one per channel.
+    #[pyo3(signature = (policy="imagenet", fill=None))]
+    fn auto_augment(&self, policy: &str, fill: Option<Bound<'_, PyAny>>) -> PyResult<Self> {
+        let policy = gpuprep::AutoAugmentPolicy::named(policy).ok_or_else(|| {
+            OptionsError::new_err(format!(
+                "AutoAugment's policy is 'imagenet', 'cifar10' or 'svhn', not {policy:?}"
+            ))
+        })?;
+        let fill = rgb_fill(fill)?;
+        Ok(Self(gpuprep::Transform {
+            auto_augment: Some(gpuprep::AutoAugment { policy, fill }),
             ..self.0
         }))
     }

@@ -240,6 +240,27 @@ def test_v2s_trivial_augment_wide_is_refused_for_its_solarize_threshold():
     assert gpuprep.from_torchvision(T.Compose([T.TrivialAugmentWide(), T.PILToTensor()])).is_random
 
 
+def test_augmentation_policies_translate_or_are_refused_by_name():
+    t = gpuprep.from_torchvision(T.Compose([T.RandomResizedCrop(224), T.RandomHorizontalFlip(),
+                                            T.RandAugment(), T.PILToTensor()]))
+    assert "RandAugment(num_ops=2, magnitude=9, num_magnitude_bins=31" in repr(t)
+    t = gpuprep.from_torchvision(T.Compose([T.AutoAugment(T.AutoAugmentPolicy.CIFAR10, fill=7)]))
+    assert "AutoAugment(policy='cifar10', fill=[7, 7, 7])" in repr(t)
+    bilinear = T.InterpolationMode.BILINEAR
+    refused(T.Compose([T.RandAugment(interpolation=bilinear)]),
+            "RandAugment(interpolation=BILINEAR) is not supported", "NEAREST")
+    refused(T.Compose([T.AutoAugment(interpolation=bilinear)]),
+            "AutoAugment(interpolation=BILINEAR) is not supported")
+    refused(v2.Compose([v2.RandAugment()]), "v2.RandAugment is not supported", "Solarize")
+    refused(v2.Compose([v2.AutoAugment()]), "v2.AutoAugment is not supported")
+    refused(T.Compose([T.RandAugment(num_ops=5)]), "RandAugment(num_ops=5)", "0 to 4")
+    refused(T.Compose([T.RandAugment(magnitude=31)]), "RandAugment(magnitude=31)")
+    refused(T.Compose([T.RandAugment(), T.AutoAugment()]), "AutoAugment after RandAugment",
+            "torchvision would apply both")
+    refused(T.Compose([T.RandomRotation(5), T.RandAugment()]), "RandAugment after RandomRotation")
+    refused(T.Compose([T.ColorJitter(0.4), T.AutoAugment()]), "AutoAugment where gpuprep")
+
+
 def test_refusals_are_gpuprep_errors_raised_by_from_torchvision():
     tv_tensors = pytest.importorskip("torchvision.tv_tensors")
     nearest_exact = T.InterpolationMode.NEAREST_EXACT

@@ -322,10 +322,71 @@ def test_with_torchs_seed_trivial_augment_is_torchvisions(backend):
         expected = compose(image).numpy()
         torch.manual_seed(seed)
         params = gpuprep.torchvision_params(compose, image.size)
-        seen.add(params["augment"]["op"])
+        seen.add(params["augment"][0]["op"])
         batch, _ = p.preprocess([path], transform, params=[params])
         assert np.array_equal(batch[0], expected), (path, seed, params)
     assert len(seen) >= 12, seen
+
+
+def policy_against_torchvision(backend, policy, seeds):
+    """`policy` (RandAugment or AutoAugment) after a crop and flip, as torchvision runs it on PIL
+    images after torch.manual_seed, against gpuprep given the operations torchvision_params draws
+    after the same seed; the operations seen."""
+    torch = pytest.importorskip("torch")
+    T = pytest.importorskip("torchvision.transforms")
+    compose = T.Compose([T.RandomResizedCrop(96), T.RandomHorizontalFlip(), policy,
+                         T.PILToTensor()])
+    transform = gpuprep.from_torchvision(compose)
+    p = pipeline(backend)
+    seen = set()
+    for seed in seeds:
+        path = PHOTOS[seed % len(PHOTOS)]
+        image = pillow_reference.Image.open(path).convert("RGB")
+        torch.manual_seed(seed)
+        expected = compose(image).numpy()
+        torch.manual_seed(seed)
+        params = gpuprep.torchvision_params(compose, image.size)
+        seen.update(op["op"] for op in params["augment"])
+        batch, _ = p.preprocess([path], transform, params=[params])
+        assert np.array_equal(batch[0], expected), (path, seed, params)
+    return seen
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_with_torchs_seed_rand_augment_is_torchvisions(backend):
+    T = pytest.importorskip("torchvision.transforms")
+    strong = T.RandAugment(num_ops=4, magnitude=27, fill=[10, 20, 30])
+    assert len(policy_against_torchvision(backend, strong, range(40))) == 14
+    assert len(policy_against_torchvision(backend, T.RandAugment(), range(40, 64))) >= 10
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("policy", ["imagenet", "cifar10", "svhn"])
+def test_with_torchs_seed_auto_augment_is_torchvisions(backend, policy):
+    T = pytest.importorskip("torchvision.transforms")
+    auto = T.AutoAugment(T.AutoAugmentPolicy(policy), fill=[10, 20, 30])
+    assert len(policy_against_torchvision(backend, auto, range(48))) >= 5
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("policy", [
+    {"rand_augment": {"num_ops": 3, "magnitude": 20, "bins": 31, "fill": [10, 20, 30]}},
+    {"auto_augment": {"policy": "svhn", "fill": [10, 20, 30]}},
+], ids=["rand", "auto"])
+def test_augmentation_policies_equal_pillow_with_their_parameters(backend, policy):
+    spec = {"random_resized_crop": {"size": [64, 64]}, "seed": 5, **policy}
+    t = gpuprep.Transform().random_resized_crop(64).with_seed(5).to("uint8", "hwc")
+    if "rand_augment" in policy:
+        t = t.rand_augment(3, 20, fill=[10, 20, 30])
+    else:
+        t = t.auto_augment("svhn", fill=[10, 20, 30])
+    indices = list(range(24))
+    paths = [PHOTOS[i % len(PHOTOS)] for i in indices]
+    batch, outcomes = pipeline(backend).preprocess(paths, t, indices=indices)
+    for image, path, index, outcome in zip(batch, paths, indices, outcomes):
+        assert np.array_equal(image, pillow_reference.transformed(path, spec, index=index)), path
+        assert outcome["params"]["augment"] == pillow_reference.draw(
+            spec, pillow_reference.Image.open(path).size, index)["augment"]
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
@@ -439,7 +500,7 @@ def test_every_declared_operation_has_its_method_stub_and_translation():
     translation = inspect.getsource(gpuprep.from_torchvision)
     operations = gpuprep._gpuprep.operations()
     singles = gpuprep._gpuprep.color_operations()
-    assert len(operations) == 11 + len(singles)
+    assert len(operations) == 13 + len(singles)
     args = {"resize": (8,), "random_resized_crop": (8,), "center_crop": (8,),
             "random_rotation": (10,), "normalize": ([0.5] * 3, [0.5] * 3)}
     args.update({method: (2,) for _, method, _, argument in singles if argument is not None})

@@ -9,7 +9,8 @@ use crate::plan::Sample;
 use crate::tensor::{Tensor, TensorData};
 use crate::transform::Resize;
 use crate::{
-    Backend, ColorJitter, ColorOp, ColorOps, Limits, Transform, TrivialAugment, COLOR_OPERATIONS,
+    Backend, ColorJitter, ColorOp, ColorOps, Limits, RandAugment, Transform, TrivialAugment,
+    COLOR_OPERATIONS,
 };
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -43,7 +44,35 @@ fn transforms() -> Vec<Transform> {
             }),
         ..Transform::imagenet_eval()
     };
-    vec![Transform::imagenet_eval(), draft, training, every_color_op]
+    // Four operations an image: maps after colour operations, in the colour stage.
+    let policy = Transform {
+        rand_augment: Some(RandAugment {
+            num_ops: 4,
+            magnitude: 20,
+            ..RandAugment::default()
+        }),
+        ..Transform::imagenet_train()
+    };
+    vec![
+        Transform::imagenet_eval(),
+        draft,
+        training,
+        every_color_op,
+        policy,
+    ]
+}
+
+/// Whether an image's augmentation maps after another of its operations did something: a
+/// remap in the colour stage (a magnitude above 0 maps).
+fn remaps(params: &crate::Params) -> bool {
+    use crate::plan::AugmentOp::{Identity, Rotate, ShearX, ShearY, TranslateX, TranslateY};
+    let ops = params.augment.as_deref().unwrap_or_default();
+    let maps = |a: &crate::plan::Augment| {
+        [ShearX, ShearY, TranslateX, TranslateY, Rotate].contains(&a.op) && a.magnitude != 0.0
+    };
+    ops.iter()
+        .enumerate()
+        .any(|(i, a)| maps(a) && ops[..i].iter().any(|b| b.op != Identity))
 }
 
 /// The inputs: the bundled photos (single-scan JPEGs: Huffman decoding on the GPU), a
@@ -115,7 +144,7 @@ fn batches_through_every_stage_on_dawn_give_the_cpu_references_tensors() {
     let bytes = inputs();
     let images: Vec<&[u8]> = bytes.iter().map(Vec::as_slice).collect();
     let limits = Limits::default();
-    let mut expected = Vec::new();
+    let (mut expected, mut remapped) = (Vec::new(), 0);
     {
         let pipeline = GpuPipeline::new(&device, &queue);
         for transform in transforms() {
@@ -128,10 +157,12 @@ fn batches_through_every_stage_on_dawn_give_the_cpu_references_tensors() {
                     .unwrap();
                 // wgpu's own run, the trace's, is the reference's too.
                 assert!(*result.as_ref().unwrap() == reference, "image {i}");
+                remapped += usize::from(remaps(&reference.params));
                 expected.push(tensor_bytes(&reference));
             }
         }
     }
+    assert!(remapped > 0, "no image remapped in the colour stage");
     // The trace is complete once the device is gone.
     drop(queue);
     drop(device);

@@ -217,11 +217,16 @@ pub(crate) struct AdjustJob {
     pub pixels: u32,
     /// Adjustments in `kinds`/`factors`.
     pub adjustments: u32,
-    /// Each adjustment: [`BRIGHTNESS`], [`CONTRAST`], ... [`GRAYSCALE`].
+    /// Each adjustment: [`BRIGHTNESS`], [`CONTRAST`], ... [`GRAYSCALE`], or [`REMAP`].
     pub kinds: [u32; MAX_ADJUSTMENTS],
     /// Their factors, as the float32 values Pillow is given; for the hue, the shift of the H
-    /// channel (0..=255, exact in a float); posterize's bits, solarize's first inverted value.
+    /// channel (0..=255, exact in a float); posterize's bits, solarize's first inverted value;
+    /// a remap's index in `remaps`.
     pub factors: [f32; MAX_ADJUSTMENTS],
+    /// The remaps' fixed-point maps ([`crate::plan::Rotation`]), seven words each: the source
+    /// column per output column, per row, at the first pixel; the same for the source row; the
+    /// fill, R | G << 8 | B << 16.
+    pub remaps: [i32; REMAP_WORDS * MAX_REMAPS],
     /// The image's width (sharpness reads its neighbours).
     pub width: u32,
     /// Always 0, read at run time: XOR-ed into a product's bits so that the shader compiler
@@ -231,10 +236,11 @@ pub(crate) struct AdjustJob {
 
 impl AdjustJob {
     /// Words the image takes in the pixel arena: its pixels, and as many again where it
-    /// sharpens (the smoothed image).
+    /// sharpens (the smoothed image) or remaps (the remapped image).
     pub fn arena_words(&self) -> u64 {
-        let sharpens = self.kinds[..self.adjustments as usize].contains(&SHARPNESS);
-        u64::from(self.pixels) * (1 + u64::from(sharpens))
+        let kinds = &self.kinds[..self.adjustments as usize];
+        let scratch = kinds.contains(&SHARPNESS) || kinds.contains(&REMAP);
+        u64::from(self.pixels) * (1 + u64::from(scratch))
     }
 
     /// Whether an adjustment reads the autocontrast fix table.
@@ -243,9 +249,15 @@ impl AdjustJob {
     }
 }
 
-/// The most colour operations of one image ([`crate::plan::MAX_COLOR_STEPS`]); shaders/adjust.wgsl
-/// writes the number again, and `job_sizes_match_the_shaders` holds the two alike.
-pub(crate) const MAX_ADJUSTMENTS: usize = crate::plan::MAX_COLOR_STEPS;
+/// The most steps of one image ([`crate::plan::MAX_STEPS`]); shaders/adjust.wgsl writes the
+/// number again, and `job_sizes_match_the_shaders` holds the two alike.
+pub(crate) const MAX_ADJUSTMENTS: usize = crate::plan::MAX_STEPS;
+
+/// The most remaps of one image ([`crate::plan::MAX_REMAPS`]).
+pub(crate) const MAX_REMAPS: usize = crate::plan::MAX_REMAPS;
+
+/// Words of one remap in [`AdjustJob::remaps`].
+pub(crate) const REMAP_WORDS: usize = 7;
 
 /// `AdjustJob::kinds`, as shaders/adjust.wgsl numbers them.
 pub(crate) const BRIGHTNESS: u32 = 0;
@@ -258,6 +270,7 @@ pub(crate) const SOLARIZE: u32 = 6;
 pub(crate) const AUTOCONTRAST: u32 = 7;
 pub(crate) const EQUALIZE: u32 = 8;
 pub(crate) const GRAYSCALE: u32 = 9;
+pub(crate) const REMAP: u32 = 10;
 
 /// A job record as the words the upload holds.
 pub(crate) fn words<J: Pod>(job: &J) -> &[u32] {
@@ -331,6 +344,7 @@ mod tests {
             ("AUTOCONTRAST", AUTOCONTRAST),
             ("EQUALIZE", EQUALIZE),
             ("GRAYSCALE", GRAYSCALE),
+            ("REMAP", REMAP),
         ];
         for (name, rust) in kinds {
             assert_eq!(value(name), rust, "{name}");
@@ -375,6 +389,7 @@ mod tests {
                 &[
                     ("kinds", offset_of!(AdjustJob, kinds)),
                     ("factors", offset_of!(AdjustJob, factors)),
+                    ("remaps", offset_of!(AdjustJob, remaps)),
                     ("width", offset_of!(AdjustJob, width)),
                     ("zero", offset_of!(AdjustJob, zero)),
                 ],

@@ -4,8 +4,8 @@
 
 use super::jobs::{
     word_count, AdjustJob, ColorJob, HorizontalJob, IdctJob, PlaneGeometry, PlaneUpsampling,
-    TensorJob, AUTOCONTRAST, BRIGHTNESS, CONTRAST, EQUALIZE, GRAYSCALE, HUE, POSTERIZE, SATURATION,
-    SHARPNESS, SOLARIZE,
+    TensorJob, AUTOCONTRAST, BRIGHTNESS, CONTRAST, EQUALIZE, GRAYSCALE, HUE, POSTERIZE, REMAP,
+    REMAP_WORDS, SATURATION, SHARPNESS, SOLARIZE,
 };
 use crate::error::Result;
 use crate::formats::{Decoded, Pixels};
@@ -13,7 +13,7 @@ use crate::jpeg::compact::{compact_dense, CompactPlane};
 use crate::jpeg::segment::EntropySegment;
 use crate::jpeg::{single_scan_order, CoefficientImage, ColorSpace, Component};
 use crate::plan::output::element_bytes;
-use crate::plan::{Adjustment, ImagePlan, OutputPlan, Params, Sample, Taps, Upsampling};
+use crate::plan::{Adjustment, ImagePlan, OutputPlan, Params, Sample, Step, Taps, Upsampling};
 use crate::transform::Layout;
 use crate::{Limits, RgbImage, Transform};
 use std::sync::Arc;
@@ -427,7 +427,7 @@ fn resize_and_tensor(
     };
     // Every image of a batch reads its tensor from the same source: with a transform that
     // adjusts colours, the adjusted pixels, even where this image drew no adjustment.
-    let adjusted = OutputPlan::adjusts_color(transform).then(|| adjusted(&job, plan));
+    let adjusted = OutputPlan::has_steps(transform).then(|| adjusted(&job, plan));
     let tensor = TensorWork {
         job,
         taps,
@@ -446,11 +446,25 @@ fn adjusted(pixels: &TensorJob, plan: &ImagePlan) -> Adjusted {
     let mut job = AdjustJob {
         pixels: width * height,
         width,
-        adjustments: output.color.len() as u32,
+        adjustments: output.steps.len() as u32,
         ..AdjustJob::default()
     };
-    for (k, adjustment) in output.color.iter().enumerate() {
-        (job.kinds[k], job.factors[k]) = match *adjustment {
+    let mut remaps = 0;
+    for (k, step) in output.steps.iter().enumerate() {
+        let adjustment = match *step {
+            Step::Adjust(adjustment) => adjustment,
+            Step::Remap(map) => {
+                let [a, b, c] = map.x_map;
+                let [d, e, f] = map.y_map;
+                let fill = u32::from_le_bytes([map.fill[0], map.fill[1], map.fill[2], 0]);
+                let words = [a, b, c, d, e, f, fill as i32];
+                job.remaps[remaps * REMAP_WORDS..][..REMAP_WORDS].copy_from_slice(&words);
+                (job.kinds[k], job.factors[k]) = (REMAP, remaps as f32);
+                remaps += 1;
+                continue;
+            }
+        };
+        (job.kinds[k], job.factors[k]) = match adjustment {
             Adjustment::Brightness(f) => (BRIGHTNESS, f),
             Adjustment::Contrast(f) => (CONTRAST, f),
             Adjustment::Saturation(f) => (SATURATION, f),

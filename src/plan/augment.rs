@@ -5,7 +5,9 @@
 use super::random::{Op, SampleKey, Stream};
 use crate::error::{Error, Result};
 use crate::transform::Filter;
-use crate::transform::{Adjustment, ColorJitter, RandomErasing, RandomResizedCrop, Transform};
+use crate::transform::{
+    Adjustment, ColorJitter, RandomErasing, RandomResizedCrop, Transform, MAX_AUGMENT_OPS,
+};
 use std::collections::BTreeMap;
 
 /// Where one image's random parameters come from.
@@ -87,8 +89,9 @@ pub struct Params {
     pub grayscale: Option<bool>,
     /// `RandomRotation`'s angle in degrees (a float32 value, as torch draws it).
     pub rotation: Option<f64>,
-    /// `TrivialAugmentWide`'s operation and magnitude.
-    pub augment: Option<super::Augment>,
+    /// The augmentation policy's operations (`TrivialAugmentWide`'s one, `RandAugment`'s
+    /// `num_ops`, the `AutoAugment` sub-policy's that apply), in the order they run.
+    pub augment: Option<Vec<super::Augment>>,
     /// Whether each single-operation transform applies, by its method's name.
     pub color_ops: Option<BTreeMap<&'static str, bool>>,
     /// `RandomErasing`'s box of the output (`Some(None)`: the transform has it, and it did not
@@ -136,9 +139,7 @@ impl Params {
                 let (low, high) = (r.degrees.0 as f32, r.degrees.1 as f32);
                 f64::from(Stream::new(key, Op::Rotation).uniform_f32(low, high))
             }),
-            augment: transform
-                .trivial_augment
-                .map(|t| super::Augment::draw(t.bins, &mut Stream::new(key, Op::TrivialAugment))),
+            augment: draw_augment(transform, super::output_size(transform, size), key),
             color_ops: (!transform.color_ops.is_empty()).then(|| {
                 let operations = transform.color_ops.iter().map(|o| (o.operation(), o.p()));
                 operations
@@ -186,11 +187,7 @@ impl Params {
                 transform.random_rotation.is_some(),
                 self.rotation.is_some(),
             ),
-            (
-                "augment",
-                transform.trivial_augment.is_some(),
-                self.augment.is_some(),
-            ),
+            ("augment", augments(transform), self.augment.is_some()),
         ];
         let declared: Vec<&str> = transform
             .color_ops
@@ -239,9 +236,17 @@ impl Params {
                 "the rotation's angle {angle} is not a finite number"
             )));
         }
-        if let Some(a) = self.augment.filter(|a| !a.op.allows(a.magnitude)) {
+        let augment = self.augment.as_deref().unwrap_or_default();
+        if augment.len() > MAX_AUGMENT_OPS as usize {
             return Err(Error::Options(format!(
-                "the {} magnitude {} lies outside TrivialAugmentWide's bins",
+                "{} augmentation operations for one image, more than the {MAX_AUGMENT_OPS} a \
+                 transform applies",
+                augment.len()
+            )));
+        }
+        if let Some(a) = augment.iter().find(|a| !a.op.allows(a.magnitude)) {
+            return Err(Error::Options(format!(
+                "the {} magnitude {} lies outside the augmentation space's bins",
                 a.op.name(),
                 a.magnitude
             )));
@@ -264,6 +269,40 @@ impl Params {
         }
         Ok(())
     }
+}
+
+/// Whether `transform` has an augmentation policy (`TrivialAugmentWide`, `RandAugment`,
+/// `AutoAugment`).
+fn augments(transform: &Transform) -> bool {
+    transform.trivial_augment.is_some()
+        || transform.rand_augment.is_some()
+        || transform.auto_augment.is_some()
+}
+
+/// The augmentation policy's draws for `key`, on the image of `size` it sees.
+fn draw_augment(
+    transform: &Transform,
+    size: (usize, usize),
+    key: SampleKey,
+) -> Option<Vec<super::Augment>> {
+    use super::Augment;
+    if let Some(t) = transform.trivial_augment {
+        let s = &mut Stream::new(key, Op::TrivialAugment);
+        return Some(vec![Augment::draw_trivial(t.bins, s)]);
+    }
+    if let Some(r) = transform.rand_augment {
+        return Some(Augment::draw_rand(
+            &r,
+            size,
+            &mut Stream::new(key, Op::RandAugment),
+        ));
+    }
+    let a = transform.auto_augment?;
+    Some(Augment::draw_auto(
+        a.policy,
+        size,
+        &mut Stream::new(key, Op::AutoAugment),
+    ))
 }
 
 /// Given `ColorJitter` adjustments: each at most once, and only those the jitter draws (as

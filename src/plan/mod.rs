@@ -15,16 +15,18 @@
 //! 3. the region `Resize` sees: the whole image, or `RandomResizedCrop`'s box (`augment`: each
 //!    sample's random parameters, drawn from `random`'s counter-based streams or given);
 //! 4. `Resize` (`resize`: Pillow's tap tables), skipped when the size does not change;
-//! 5. `CenterCrop`, the flips, `RandomRotation` (`rotate`: Pillow's fixed-point map) or
-//!    `TrivialAugmentWide` (`trivial`: its draw, as that map or a colour operation, with
-//!    `levels`' tables), `ColorJitter` and `RandomGrayscale`, and the tensor (`output`: crop
-//!    offsets, flips, the colour adjustments in order, shape, element type, value table).
+//! 5. `CenterCrop`, the flips, `RandomRotation` (`rotate`: Pillow's fixed-point map) or an
+//!    augmentation policy (`auto_augment`: `TrivialAugmentWide`, `RandAugment` or
+//!    `AutoAugment`, its draws as such maps and colour operations, with `levels`' tables),
+//!    `ColorJitter` and `RandomGrayscale`, and the tensor (`output`: crop offsets, flips, the
+//!    maps and colour adjustments in order, shape, element type, value table).
 //!
 //! A new transform option goes here once (a field of the plan that both backends read), then
 //! into each backend's arithmetic: src/reference/ for the CPU, shaders/ and src/gpu/work.rs for
 //! the GPU.
 
 pub(crate) mod augment;
+pub(crate) mod auto_augment;
 pub(crate) mod hsv;
 pub(crate) mod levels;
 pub(crate) mod output;
@@ -32,7 +34,6 @@ pub(crate) mod random;
 pub(crate) mod resize;
 pub(crate) mod rotate;
 pub(crate) mod scaling;
-pub(crate) mod trivial;
 mod wire;
 
 use crate::error::{Error, Result};
@@ -40,11 +41,11 @@ use crate::jpeg::{CoefficientImage, Limits};
 pub use crate::transform::Adjustment;
 use crate::Transform;
 pub use augment::{CropBox, Params, Sample, Samples};
-pub use output::{Crop, OutputPlan, MAX_COLOR_STEPS};
+pub use auto_augment::{Augment, AugmentOp};
+pub use output::{Crop, OutputPlan, Step, MAX_REMAPS, MAX_STEPS};
 pub use resize::{ResizePlan, Taps, PRECISION_BITS};
 pub use rotate::Rotation;
 pub use scaling::{ComponentScaling, Upsampling, UpsamplingAxis};
-pub use trivial::{Augment, AugmentOp};
 pub use wire::{params_from_json, params_json};
 
 /// Everything about one image's way through the pixel stages that does not depend on its
@@ -147,25 +148,35 @@ impl ImagePlan {
                 });
             }
         }
-        if self.output.rotation.is_some() && crop.width.max(crop.height) > rotate::MAX_ROTATED_SIDE
-        {
+        let maps = self.output.rotation.is_some()
+            || self
+                .output
+                .steps
+                .iter()
+                .any(|s| matches!(s, Step::Remap(_)));
+        if maps && crop.width.max(crop.height) > rotate::MAX_ROTATED_SIDE {
             return Err(Error::Options(format!(
-                "random_rotation rotates images of at most {} pixels a side (Pillow's fixed-point \
-                 rotation), not {}x{}",
+                "rotations, shears and translations map images of at most {} pixels a side \
+                 (Pillow's fixed-point affine map), not {}x{}",
                 rotate::MAX_ROTATED_SIDE,
                 crop.width,
                 crop.height
             )));
         }
-        if self.output.color.len() > MAX_COLOR_STEPS {
+        let remaps = self
+            .output
+            .steps
+            .iter()
+            .filter(|s| matches!(s, Step::Remap(_)));
+        if self.output.steps.len() > MAX_STEPS || remaps.count() > MAX_REMAPS {
             return Err(Error::Options(format!(
-                "{} colour operations for one image, more than the {MAX_COLOR_STEPS} a transform \
-                 makes",
-                self.output.color.len()
+                "{} steps for one image, more than the {MAX_STEPS} (of them {MAX_REMAPS} maps) a \
+                 transform makes",
+                self.output.steps.len()
             )));
         }
         // The contrast adjustment's mean is summed in 32 bits on the GPU.
-        if !self.output.color.is_empty() && (crop.width * crop.height) as u64 > MAX_ADJUSTED_PIXELS
+        if !self.output.steps.is_empty() && (crop.width * crop.height) as u64 > MAX_ADJUSTED_PIXELS
         {
             return Err(Error::OutputTooLarge {
                 width: crop.width as u64,

@@ -1,11 +1,22 @@
 //! The last step's geometry and constants: `CenterCrop` (torchvision's zero padding included),
-//! the flips, the rotation, the colour adjustments in the order they run, then `ToTensor` + `Normalize`
-//! through a 3×256 float32 table, in the chosen layout, dtype and channel order (PARITY §4–5).
+//! the flips, the rotation, the augmentation's maps and the colour adjustments in the order they
+//! run, then `ToTensor` + `Normalize` through a 3×256 float32 table, in the chosen layout, dtype
+//! and channel order (PARITY §4–5).
 
 use super::augment::Params;
-use super::trivial::Effect;
+use super::auto_augment::Effect;
 use crate::transform::Adjustment;
 use crate::transform::{ChannelOrder, DType, Layout, Normalize, Transform};
+
+/// The fill of the augmentation policy's maps.
+fn augment_fill(transform: &Transform) -> [u8; 3] {
+    let policies = [
+        transform.trivial_augment.map(|t| t.fill),
+        transform.rand_augment.map(|r| r.fill),
+        transform.auto_augment.map(|a| a.fill),
+    ];
+    policies.into_iter().flatten().next().unwrap_or([0; 3])
+}
 
 /// A `CenterCrop` of a resized image: the output's size and where its first sample lies in the
 /// image (negative where the image is zero-padded first).
@@ -21,10 +32,25 @@ pub struct Crop {
     pub y: isize,
 }
 
-/// The most colour operations one image goes through: `TrivialAugmentWide`'s one,
-/// `ColorJitter`'s four, `RandomGrayscale` and each single-operation transform once (given
-/// parameters are held to that too). The GPU's job record has room for this many.
-pub const MAX_COLOR_STEPS: usize = 1 + 4 + 1 + crate::transform::COLOR_OPERATIONS.len();
+/// The most steps one image goes through after its rotation: its augmentation policy's
+/// operations, `ColorJitter`'s four, `RandomGrayscale` and each single-operation transform once
+/// (given parameters are held to that too). The GPU's job record has room for this many.
+pub const MAX_STEPS: usize =
+    crate::transform::MAX_AUGMENT_OPS as usize + 4 + 1 + crate::transform::COLOR_OPERATIONS.len();
+
+/// The most maps among one image's steps: all but the first of its augmentation's operations
+/// (a first map is the rotation).
+pub const MAX_REMAPS: usize = crate::transform::MAX_AUGMENT_OPS as usize - 1;
+
+/// One step of the image after its rotation, in the order torchvision runs them.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Step {
+    /// A nearest-neighbour affine map of the image so far (an augmentation's shear,
+    /// translation or rotation after another of its operations).
+    Remap(super::Rotation),
+    /// A colour operation.
+    Adjust(Adjustment),
+}
 
 /// How the resized image becomes the output tensor.
 #[derive(Clone, Debug, PartialEq)]
@@ -35,13 +61,13 @@ pub struct OutputPlan {
     pub horizontal_flip: bool,
     /// Whether it is mirrored top to bottom.
     pub vertical_flip: bool,
-    /// `RandomRotation` of the flipped image, or `TrivialAugmentWide`'s shear, translation or
-    /// rotation.
+    /// `RandomRotation` of the flipped image, or the augmentation policy's shear, translation
+    /// or rotation when that is its first operation.
     pub rotation: Option<super::Rotation>,
-    /// The colour operations of the rotated image, in order: `TrivialAugmentWide`'s,
-    /// `ColorJitter`'s, `RandomGrayscale`'s where it drew one, then the single-operation
-    /// transforms' that drew theirs.
-    pub color: Vec<Adjustment>,
+    /// What happens to the rotated image, in order: the augmentation policy's (other)
+    /// operations, `ColorJitter`'s, `RandomGrayscale`'s where it drew one, then the
+    /// single-operation transforms' that drew theirs.
+    pub steps: Vec<Step>,
     /// `RandomErasing`'s box of the output, and the value per output channel written there.
     pub erase: Option<(super::CropBox, [f32; 3])>,
     /// Dimensions in the chosen layout: `[h, w, 3]` or `[3, h, w]`.
@@ -65,15 +91,28 @@ impl OutputPlan {
             Layout::Hwc => [crop_h, crop_w, 3],
             Layout::Chw => [3, crop_h, crop_w],
         };
-        let fill = transform.trivial_augment.map_or([0; 3], |t| t.fill);
-        let augment = params
+        let fill = augment_fill(transform);
+        let mut steps: Vec<Step> = params
             .augment
-            .filter(|_| transform.trivial_augment.is_some())
-            .map_or(Effect::None, |a| a.effect((crop_w, crop_h), fill));
+            .iter()
+            .flatten()
+            .filter_map(|a| match a.effect((crop_w, crop_h), fill) {
+                Effect::None => None,
+                Effect::Map(map) => Some(Step::Remap(map)),
+                Effect::Adjust(adjustment) => Some(Step::Adjust(adjustment)),
+            })
+            .collect();
+        let rotation = match steps.first() {
+            Some(&Step::Remap(map)) => {
+                steps.remove(0);
+                Some(map)
+            }
+            _ => params
+                .rotation
+                .zip(transform.random_rotation)
+                .and_then(|(angle, r)| super::Rotation::new(angle, (crop_w, crop_h), r.fill)),
+        };
         let mut color = params.color.clone().unwrap_or_default();
-        if let Effect::Adjust(adjustment) = augment {
-            color.insert(0, adjustment);
-        }
         if params.grayscale == Some(true) {
             color.push(Adjustment::Grayscale);
         }
@@ -85,6 +124,7 @@ impl OutputPlan {
                 .filter(|o| applies(o.operation().method))
                 .map(|o| o.adjustment()),
         );
+        steps.extend(color.into_iter().map(Step::Adjust));
         Self {
             crop: Crop {
                 width: crop_w,
@@ -94,14 +134,8 @@ impl OutputPlan {
             },
             horizontal_flip: params.horizontal_flip == Some(true),
             vertical_flip: params.vertical_flip == Some(true),
-            rotation: match augment {
-                Effect::Map(map) => Some(map),
-                _ => params
-                    .rotation
-                    .zip(transform.random_rotation)
-                    .and_then(|(angle, r)| super::Rotation::new(angle, (crop_w, crop_h), r.fill)),
-            },
-            color,
+            rotation,
+            steps,
             erase: params
                 .erase
                 .flatten()
@@ -114,12 +148,14 @@ impl OutputPlan {
         }
     }
 
-    /// Whether the transform adjusts colours at all (then every image of a GPU batch goes
-    /// through the adjustment stage, whatever its own parameters drew).
-    pub fn adjusts_color(transform: &Transform) -> bool {
+    /// Whether the transform has steps after the rotation at all (then every image of a GPU
+    /// batch goes through the adjustment stage, whatever its own parameters drew).
+    pub fn has_steps(transform: &Transform) -> bool {
         transform.color_jitter.is_some()
             || transform.grayscale.is_some()
             || transform.trivial_augment.is_some()
+            || transform.rand_augment.is_some()
+            || transform.auto_augment.is_some()
             || !transform.color_ops.is_empty()
     }
 
@@ -196,6 +232,43 @@ mod tests {
         assert_eq!(crop_offset(259, 224), 18); // 35 / 2 = 17.5 → 18
         assert_eq!(crop_offset(200, 224), -12);
         assert_eq!(crop_offset(201, 224), -11);
+    }
+
+    /// An augmentation's first map is the rotation stage 4 does; its other operations are the
+    /// steps after it in the order drawn, before `ColorJitter`'s.
+    #[test]
+    fn a_policys_operations_become_the_rotation_and_the_steps_in_their_order() {
+        use crate::plan::{Augment, AugmentOp};
+        let transform = Transform {
+            rand_augment: Some(crate::RandAugment {
+                num_ops: 4,
+                ..crate::RandAugment::default()
+            }),
+            grayscale: Some(0.5),
+            ..Transform::default()
+        };
+        let op = |op, magnitude| Augment { op, magnitude };
+        let plan = |ops: Vec<Augment>| {
+            let params = Params {
+                augment: Some(ops),
+                grayscale: Some(true),
+                ..Params::default()
+            };
+            OutputPlan::new((40, 30), &transform, &params)
+        };
+        let shear = op(AugmentOp::ShearX, 0.3);
+        let invert = op(AugmentOp::Invert, 0.0);
+        let first = plan(vec![shear, invert, shear, op(AugmentOp::Identity, 0.0)]);
+        let Effect::Map(map) = shear.effect((40, 30), [0; 3]) else {
+            panic!("a shear maps");
+        };
+        assert_eq!(first.rotation, Some(map));
+        let invert = Step::Adjust(Adjustment::Solarize(0));
+        let grey = Step::Adjust(Adjustment::Grayscale);
+        assert_eq!(first.steps, [invert, Step::Remap(map), grey]);
+        let later = plan(vec![op(AugmentOp::Invert, 0.0), shear]);
+        assert_eq!(later.rotation, None);
+        assert_eq!(later.steps, [invert, Step::Remap(map), grey]);
     }
 
     #[test]

@@ -38,6 +38,10 @@ pub enum Op {
     TrivialAugment = 10,
     // 11 to 16 are the single-operation transforms' (`ColorOperation::stream`): a new operation
     // here takes a number none of them has.
+    /// `RandAugment`'s operations and signs.
+    RandAugment = 17,
+    /// `AutoAugment`'s sub-policy, probabilities and signs.
+    AutoAugment = 18,
 }
 
 /// Which sample a stream belongs to.
@@ -153,7 +157,9 @@ mod tests {
             .iter()
             .map(|o| o.stream)
             .collect();
-        assert!(streams.iter().all(|&s| s > Op::TrivialAugment as u64));
+        assert!(streams
+            .iter()
+            .all(|&s| s > Op::TrivialAugment as u64 && s < Op::RandAugment as u64));
         streams.sort_unstable();
         streams.dedup();
         assert_eq!(streams.len(), crate::transform::COLOR_OPERATIONS.len());

@@ -7,12 +7,12 @@ use std::collections::BTreeMap;
 
 /// One image's random parameters as report.json writes them, to be replayed through Pillow and
 /// torchvision: `{"crop": {"top", "left", "height", "width"}, "interpolation": filter, "flip":
-/// bool, "vflip": bool, "rotation": degrees, "augment": {"op": name, "magnitude": m}, "color":
+/// bool, "vflip": bool, "rotation": degrees, "augment": [{"op": name, "magnitude": m}, …], "color":
 /// {"order": [names], "brightness": factor, …}, "grayscale": bool, "color_ops": {method: bool, …},
 /// "erase": box or null}`, the
-/// angle and the factors as the float32 values used (`augment`: `TrivialAugmentWide`'s operation
-/// in torchvision's name and the signed magnitude `_apply_op` is given), a key only for an
-/// operation the transform has.
+/// angle and the factors as the float32 values used (`augment`: the augmentation policy's
+/// operations in the order they run, each in torchvision's name with the signed magnitude
+/// `_apply_op` is given), a key only for an operation the transform has.
 pub fn params_json(params: &super::Params) -> serde_json::Value {
     let box_json = |b: super::CropBox| serde_json::json!({"top": b.top, "left": b.left, "height": b.height, "width": b.width});
     let mut json = serde_json::json!({});
@@ -31,8 +31,12 @@ pub fn params_json(params: &super::Params) -> serde_json::Value {
     if let Some(angle) = params.rotation {
         json["rotation"] = angle.into();
     }
-    if let Some(a) = params.augment {
-        json["augment"] = serde_json::json!({ "op": a.op.name(), "magnitude": a.magnitude });
+    if let Some(augment) = &params.augment {
+        let ops: Vec<_> = augment
+            .iter()
+            .map(|a| serde_json::json!({ "op": a.op.name(), "magnitude": a.magnitude }))
+            .collect();
+        json["augment"] = ops.into();
     }
     if let Some(adjustments) = &params.color {
         let order: Vec<&str> = adjustments.iter().map(|a| a.name()).collect();
@@ -155,7 +159,7 @@ pub fn params_from_json(json: &serde_json::Value) -> Result<super::Params> {
                     .ok_or_else(|| Error::Options("`rotation` must be a number of degrees".into()))
             })
             .transpose()?,
-        augment: object.get("augment").map(augment_from_json).transpose()?,
+        augment: object.get("augment").map(augments_from_json).transpose()?,
         color,
         grayscale: flag("grayscale")?,
         color_ops: object
@@ -203,7 +207,16 @@ fn color_ops_from_json(v: &serde_json::Value) -> Result<BTreeMap<&'static str, b
     Ok(applied)
 }
 
-/// `{"op": name, "magnitude": m}`: a `TrivialAugmentWide` draw.
+/// `[{"op": name, "magnitude": m}, …]`: an augmentation policy's operations (one such object
+/// alone: `TrivialAugmentWide`'s one).
+fn augments_from_json(v: &serde_json::Value) -> Result<Vec<super::Augment>> {
+    match v.as_array() {
+        Some(ops) => ops.iter().map(augment_from_json).collect(),
+        None => augment_from_json(v).map(|a| vec![a]),
+    }
+}
+
+/// `{"op": name, "magnitude": m}`: one operation of an augmentation policy.
 fn augment_from_json(v: &serde_json::Value) -> Result<super::Augment> {
     only(v, &["op", "magnitude"], "`augment`")?;
     let name = v
@@ -211,7 +224,7 @@ fn augment_from_json(v: &serde_json::Value) -> Result<super::Augment> {
         .and_then(serde_json::Value::as_str)
         .unwrap_or("");
     let op = super::AugmentOp::from_name(name)
-        .ok_or_else(|| Error::Options(format!("unknown TrivialAugmentWide operation {name:?}")))?;
+        .ok_or_else(|| Error::Options(format!("unknown augmentation operation {name:?}")))?;
     let magnitude = v
         .get("magnitude")
         .and_then(serde_json::Value::as_f64)

@@ -8,60 +8,58 @@ use super::resample::Image8;
 use crate::plan::hsv::{hsv_to_rgb, hue_shift, rgb_to_hsv};
 use crate::plan::{levels, Adjustment};
 
-/// Applies `adjustments` in order.
-pub fn adjust(image: &mut Image8, adjustments: &[Adjustment]) {
+/// Applies `adjustment`.
+pub fn adjust(image: &mut Image8, adjustment: &Adjustment) {
     debug_assert_eq!(image.channels, 3);
-    for adjustment in adjustments {
-        match *adjustment {
-            // Blended with black.
-            Adjustment::Brightness(f) => image.data.iter_mut().for_each(|v| *v = blend(0, *v, f)),
-            // Blended with a flat grey at the rounded mean of the image's luma.
-            Adjustment::Contrast(f) => {
-                let mean = mean_luma(image);
-                image.data.iter_mut().for_each(|v| *v = blend(mean, *v, f));
+    match *adjustment {
+        // Blended with black.
+        Adjustment::Brightness(f) => image.data.iter_mut().for_each(|v| *v = blend(0, *v, f)),
+        // Blended with a flat grey at the rounded mean of the image's luma.
+        Adjustment::Contrast(f) => {
+            let mean = mean_luma(image);
+            image.data.iter_mut().for_each(|v| *v = blend(mean, *v, f));
+        }
+        // Blended with the image's own luma.
+        Adjustment::Saturation(f) => {
+            for pixel in image.data.chunks_exact_mut(3) {
+                let l = luma(pixel);
+                pixel.iter_mut().for_each(|v| *v = blend(l, *v, f));
             }
-            // Blended with the image's own luma.
-            Adjustment::Saturation(f) => {
-                for pixel in image.data.chunks_exact_mut(3) {
-                    let l = luma(pixel);
-                    pixel.iter_mut().for_each(|v| *v = blend(l, *v, f));
-                }
+        }
+        Adjustment::Hue(f) => {
+            let shift = hue_shift(f);
+            for pixel in image.data.chunks_exact_mut(3) {
+                let [h, s, v] = rgb_to_hsv(pixel);
+                pixel.copy_from_slice(&hsv_to_rgb([h.wrapping_add(shift), s, v]));
             }
-            Adjustment::Hue(f) => {
-                let shift = hue_shift(f);
-                for pixel in image.data.chunks_exact_mut(3) {
-                    let [h, s, v] = rgb_to_hsv(pixel);
-                    pixel.copy_from_slice(&hsv_to_rgb([h.wrapping_add(shift), s, v]));
-                }
+        }
+        // Blended with the image smoothed.
+        Adjustment::Sharpness(f) => {
+            let smooth = smoothed(image);
+            for (v, s) in image.data.iter_mut().zip(smooth) {
+                *v = blend(s, *v, f);
             }
-            // Blended with the image smoothed.
-            Adjustment::Sharpness(f) => {
-                let smooth = smoothed(image);
-                for (v, s) in image.data.iter_mut().zip(smooth) {
-                    *v = blend(s, *v, f);
-                }
-            }
-            Adjustment::Posterize(bits) => {
-                image
-                    .data
-                    .iter_mut()
-                    .for_each(|v| *v = levels::posterize(*v, bits));
-            }
-            Adjustment::Solarize(from) => {
-                image
-                    .data
-                    .iter_mut()
-                    .for_each(|v| *v = levels::solarize(*v, from));
-            }
-            Adjustment::AutoContrast => through_tables(image, |h| {
-                let (lo, hi) = levels::extremes(h);
-                levels::autocontrast_table(lo, hi)
-            }),
-            Adjustment::Equalize => through_tables(image, levels::equalize_table),
-            Adjustment::Grayscale => {
-                for pixel in image.data.chunks_exact_mut(3) {
-                    pixel.fill(luma(pixel));
-                }
+        }
+        Adjustment::Posterize(bits) => {
+            image
+                .data
+                .iter_mut()
+                .for_each(|v| *v = levels::posterize(*v, bits));
+        }
+        Adjustment::Solarize(from) => {
+            image
+                .data
+                .iter_mut()
+                .for_each(|v| *v = levels::solarize(*v, from));
+        }
+        Adjustment::AutoContrast => through_tables(image, |h| {
+            let (lo, hi) = levels::extremes(h);
+            levels::autocontrast_table(lo, hi)
+        }),
+        Adjustment::Equalize => through_tables(image, levels::equalize_table),
+        Adjustment::Grayscale => {
+            for pixel in image.data.chunks_exact_mut(3) {
+                pixel.fill(luma(pixel));
             }
         }
     }

@@ -5,7 +5,7 @@
 //! and the table come from [`crate::plan::OutputPlan`].
 
 use super::resample::Image8;
-use crate::plan::{Crop, OutputPlan, Params};
+use crate::plan::{Crop, OutputPlan, Params, Step};
 use crate::tensor::{Tensor, TensorData};
 use crate::transform::{DType, Layout};
 /// The sample of `image` under output position (`x`, `y`), channel `c` (RGB order), after
@@ -41,7 +41,7 @@ pub fn source_position(plan: &OutputPlan, x: usize, y: usize) -> (isize, isize) 
 /// Crops and flips the resized `image` as `plan` says, adjusts its colours, and turns it into
 /// the output tensor (its `params` left empty for the caller).
 pub fn to_tensor(image: &Image8, plan: &OutputPlan) -> Tensor {
-    if plan.rotation.is_some() || !plan.color.is_empty() {
+    if plan.rotation.is_some() || !plan.steps.is_empty() {
         // Rotated and adjusted as an RGB image of the output's size, which then goes out as
         // it is.
         let mut rgb = Image8 {
@@ -53,7 +53,12 @@ pub fn to_tensor(image: &Image8, plan: &OutputPlan) -> Tensor {
         if let Some(rotation) = &plan.rotation {
             rgb = super::rotate::rotate(&rgb, rotation);
         }
-        super::adjust::adjust(&mut rgb, &plan.color);
+        for step in &plan.steps {
+            match step {
+                Step::Remap(map) => rgb = super::rotate::rotate(&rgb, map),
+                Step::Adjust(adjustment) => super::adjust::adjust(&mut rgb, adjustment),
+            }
+        }
         let whole = OutputPlan {
             crop: Crop {
                 x: 0,
@@ -63,7 +68,7 @@ pub fn to_tensor(image: &Image8, plan: &OutputPlan) -> Tensor {
             horizontal_flip: false,
             vertical_flip: false,
             rotation: None,
-            color: Vec::new(),
+            steps: Vec::new(),
             erase: plan.erase,
             ..plan.clone()
         };

@@ -181,7 +181,7 @@ impl RandomRotation {
 
 /// torchvision `TrivialAugmentWide(num_magnitude_bins, interpolation=NEAREST, fill)` of the
 /// cropped, flipped image, before `ColorJitter`: one operation a sample, drawn with its magnitude
-/// (`crate::plan::trivial`).
+/// (`crate::plan::auto_augment`).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct TrivialAugment {
     /// The magnitudes' bins; torchvision's default 31.
@@ -195,6 +195,86 @@ impl Default for TrivialAugment {
     fn default() -> Self {
         Self {
             bins: 31,
+            fill: [0; 3],
+        }
+    }
+}
+
+/// The most operations one image's augmentation applies in a row (`RandAugment`'s `num_ops`):
+/// the GPU's colour job has room for as many steps.
+pub const MAX_AUGMENT_OPS: u32 = 4;
+
+/// torchvision `RandAugment(num_ops, magnitude, num_magnitude_bins, interpolation=NEAREST, fill)`
+/// of the cropped, flipped image, before `ColorJitter`: `num_ops` operations a sample, each drawn
+/// from its augmentation space and applied in turn at the one magnitude (`crate::plan::auto_augment`).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct RandAugment {
+    /// Operations applied one after another; torchvision's default 2.
+    pub num_ops: u32,
+    /// The bin of every operation's magnitude; default 9.
+    pub magnitude: u32,
+    /// The magnitudes' bins; default 31.
+    pub bins: u32,
+    /// The RGB value of the pixels no source pixel maps to; default black.
+    pub fill: [u8; 3],
+}
+
+impl Default for RandAugment {
+    fn default() -> Self {
+        Self {
+            num_ops: 2,
+            magnitude: 9,
+            bins: 31,
+            fill: [0; 3],
+        }
+    }
+}
+
+/// The datasets torchvision's `AutoAugmentPolicy` learned its policies on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AutoAugmentPolicy {
+    /// `AutoAugmentPolicy.IMAGENET`.
+    ImageNet,
+    /// `AutoAugmentPolicy.CIFAR10`.
+    Cifar10,
+    /// `AutoAugmentPolicy.SVHN`.
+    Svhn,
+}
+
+impl AutoAugmentPolicy {
+    /// Every policy.
+    pub const ALL: [Self; 3] = [Self::ImageNet, Self::Cifar10, Self::Svhn];
+
+    /// torchvision's value of the policy (`AutoAugmentPolicy(name)`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::ImageNet => "imagenet",
+            Self::Cifar10 => "cifar10",
+            Self::Svhn => "svhn",
+        }
+    }
+
+    /// The policy torchvision's value `name` names.
+    pub fn named(name: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|p| p.name() == name)
+    }
+}
+
+/// torchvision `AutoAugment(policy, interpolation=NEAREST, fill)` of the cropped, flipped image,
+/// before `ColorJitter`: one of the policy's 25 sub-policies a sample, each of its two operations
+/// applied with its probability at its magnitude (`crate::plan::auto_augment`).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct AutoAugment {
+    /// The policy; torchvision's default ImageNet's.
+    pub policy: AutoAugmentPolicy,
+    /// The RGB value of the pixels no source pixel maps to; default black.
+    pub fill: [u8; 3],
+}
+
+impl Default for AutoAugment {
+    fn default() -> Self {
+        Self {
+            policy: AutoAugmentPolicy::ImageNet,
             fill: [0; 3],
         }
     }
@@ -332,6 +412,12 @@ pub struct Transform {
     /// `TrivialAugmentWide` after the flips, before `ColorJitter` (not with `RandomRotation`);
     /// default none.
     pub trivial_augment: Option<TrivialAugment>,
+    /// `RandAugment` in the same place (not with `RandomRotation` or another augmentation
+    /// policy); default none.
+    pub rand_augment: Option<RandAugment>,
+    /// `AutoAugment` in the same place (not with `RandomRotation` or another augmentation
+    /// policy); default none.
+    pub auto_augment: Option<AutoAugment>,
     /// torchvision's single-operation transforms (`RandomInvert`, `RandomPosterize`, ...), after
     /// `RandomGrayscale`, in their order; default none.
     pub color_ops: ColorOps,
@@ -362,6 +448,8 @@ impl Default for Transform {
             grayscale: None,
             random_rotation: None,
             trivial_augment: None,
+            rand_augment: None,
+            auto_augment: None,
             color_ops: ColorOps::default(),
             random_erasing: None,
             seed: 0,
@@ -439,6 +527,8 @@ impl Transform {
             || self.grayscale.is_some()
             || self.random_rotation.is_some()
             || self.trivial_augment.is_some()
+            || self.rand_augment.is_some()
+            || self.auto_augment.is_some()
             || !self.color_ops.is_empty()
             || self.random_erasing.is_some()
     }
@@ -576,13 +666,34 @@ impl Transform {
                     t.bins
                 )));
             }
-            if self.random_rotation.is_some() {
-                return Err(InvalidTransform(
-                    "trivial_augment and random_rotation are not offered together (two \
-                     nearest-neighbour maps in a row)"
-                        .into(),
-                ));
+        }
+        if let Some(r) = self.rand_augment {
+            if !(2..=1024).contains(&r.bins) || r.magnitude >= r.bins {
+                return Err(InvalidTransform(format!(
+                    "rand_augment needs 2..=1024 magnitude bins and a magnitude below them, got \
+                     magnitude {} of {} bins",
+                    r.magnitude, r.bins
+                )));
             }
+            if r.num_ops > MAX_AUGMENT_OPS {
+                return Err(InvalidTransform(format!(
+                    "rand_augment applies at most {MAX_AUGMENT_OPS} operations an image, not {}",
+                    r.num_ops
+                )));
+            }
+        }
+        let geometric = [
+            ("random_rotation", self.random_rotation.is_some()),
+            ("trivial_augment", self.trivial_augment.is_some()),
+            ("rand_augment", self.rand_augment.is_some()),
+            ("auto_augment", self.auto_augment.is_some()),
+        ];
+        let chosen: Vec<&str> = geometric.iter().filter(|g| g.1).map(|g| g.0).collect();
+        if chosen.len() > 1 {
+            return Err(InvalidTransform(format!(
+                "{} are not offered together (one rotation or augmentation policy a transform)",
+                chosen.join(" and ")
+            )));
         }
         if let Some(e) = self.random_erasing {
             let (s0, s1) = e.scale;

@@ -68,7 +68,7 @@ const fn every_operation() -> [Operation; FIELDS.len() + COLOR_OPERATIONS.len()]
 }
 
 /// The operations that are fields of their own.
-const FIELDS: [Operation; 11] = [
+const FIELDS: [Operation; 13] = [
     op("Resize", "resize", "--resize", "resize", 0),
     op(
         "RandomResizedCrop",
@@ -104,6 +104,20 @@ const FIELDS: [Operation; 11] = [
         "trivial_augment",
         "--trivial-augment",
         "trivial_augment_wide",
+        2,
+    ),
+    op(
+        "RandAugment",
+        "rand_augment",
+        "--rand-augment",
+        "rand_augment",
+        2,
+    ),
+    op(
+        "AutoAugment",
+        "auto_augment",
+        "--auto-augment",
+        "auto_augment",
         2,
     ),
     op(

@@ -4,8 +4,9 @@
 //! the transform lacks `null`.
 
 use super::{
-    ChannelOrder, ColorJitter, ColorOp, ColorOps, DType, Filter, InvalidTransform, Layout,
-    Normalize, RandomErasing, RandomResizedCrop, RandomRotation, Resize, Transform, TrivialAugment,
+    AutoAugment, AutoAugmentPolicy, ChannelOrder, ColorJitter, ColorOp, ColorOps, DType, Filter,
+    InvalidTransform, Layout, Normalize, RandAugment, RandomErasing, RandomResizedCrop,
+    RandomRotation, Resize, Transform, TrivialAugment,
 };
 use serde_json::{json, Map, Value};
 
@@ -33,6 +34,8 @@ impl Transform {
             grayscale,
             random_rotation,
             trivial_augment,
+            rand_augment,
+            auto_augment,
             color_ops,
             random_erasing,
             seed,
@@ -74,6 +77,14 @@ impl Transform {
                 "fill": r.fill,
             })),
             "trivial_augment": trivial_augment.map(|t| json!({ "bins": t.bins, "fill": t.fill })),
+            "rand_augment": rand_augment.map(|r| json!({
+                "num_ops": r.num_ops,
+                "magnitude": r.magnitude,
+                "bins": r.bins,
+                "fill": r.fill,
+            })),
+            "auto_augment": auto_augment
+                .map(|a| json!({ "policy": a.policy.name(), "fill": a.fill })),
             "color_ops": (!color_ops.is_empty()).then(|| color_ops_json(&color_ops)),
             "random_erasing": random_erasing.map(|e| json!({
                 "p": e.p,
@@ -115,6 +126,8 @@ impl Transform {
                 "grayscale" => t.grayscale = field.optional(number)?,
                 "random_rotation" => t.random_rotation = field.object_with(random_rotation)?,
                 "trivial_augment" => t.trivial_augment = field.object_with(trivial_augment)?,
+                "rand_augment" => t.rand_augment = field.object_with(rand_augment)?,
+                "auto_augment" => t.auto_augment = field.object_with(auto_augment)?,
                 "color_ops" => t.color_ops = field.list_with(color_op)?,
                 "random_erasing" => t.random_erasing = field.object_with(random_erasing)?,
                 "seed" => t.seed = field.required("a non-negative integer", integer)?,
@@ -424,6 +437,34 @@ fn trivial_augment(object: &Map<String, Value>) -> Parsed<TrivialAugment> {
     })
 }
 
+fn rand_augment(object: &Map<String, Value>) -> Parsed<RandAugment> {
+    known(object, &["num_ops", "magnitude", "bins", "fill"])?;
+    let count = |key| {
+        usize_of(object, key)
+            .and_then(|n| u32::try_from(n).map_err(|_| invalid(format!("`{key}` is too large"))))
+    };
+    Ok(RandAugment {
+        num_ops: count("num_ops")?,
+        magnitude: count("magnitude")?,
+        bins: count("bins")?,
+        fill: fill_of(object)?,
+    })
+}
+
+fn auto_augment(object: &Map<String, Value>) -> Parsed<AutoAugment> {
+    known(object, &["policy", "fill"])?;
+    let name = member(object, "policy")?.as_str().unwrap_or("");
+    let policy = AutoAugmentPolicy::named(name).ok_or_else(|| {
+        invalid(format!(
+            "`policy` is one of imagenet, cifar10 and svhn, not {name:?}"
+        ))
+    })?;
+    Ok(AutoAugment {
+        policy,
+        fill: fill_of(object)?,
+    })
+}
+
 fn random_erasing(object: &Map<String, Value>) -> Parsed<RandomErasing> {
     known(object, &["p", "scale", "ratio", "value"])?;
     let value = numbers::<3>(member(object, "value")?, "value")?;
@@ -465,6 +506,8 @@ mod tests {
                 fill: [1, 2, 3],
             }),
             trivial_augment: None,
+            rand_augment: None,
+            auto_augment: None,
             color_ops: ColorOps::default()
                 .with(ColorOp::new("random_solarize", Some(127.5), 0.25).unwrap())
                 .with(ColorOp::new("random_equalize", None, 1.0).unwrap())
@@ -502,14 +545,38 @@ mod tests {
             random_resized_crop: None,
             ..everything()
         };
+        let with_rand = Transform {
+            random_rotation: None,
+            rand_augment: Some(RandAugment {
+                num_ops: 3,
+                magnitude: 14,
+                bins: 17,
+                fill: [4, 5, 6],
+            }),
+            ..everything()
+        };
+        let with_auto = Transform {
+            random_rotation: None,
+            auto_augment: Some(AutoAugment {
+                policy: AutoAugmentPolicy::Svhn,
+                fill: [7, 8, 9],
+            }),
+            ..everything()
+        };
         let presets = [
             Transform::default(),
             Transform::imagenet_eval(),
             Transform::timm_train(),
         ];
-        for t in [everything(), with_trivial, shorter_side]
-            .into_iter()
-            .chain(presets)
+        for t in [
+            everything(),
+            with_trivial,
+            shorter_side,
+            with_rand,
+            with_auto,
+        ]
+        .into_iter()
+        .chain(presets)
         {
             assert_eq!(t.validate(), Ok(()), "{t:?}");
             let text = t.to_json().to_string();
@@ -518,7 +585,7 @@ mod tests {
         }
         let written = everything().to_json();
         let keys = written.as_object().unwrap().len();
-        assert_eq!(keys, 20, "one key per field of Transform: {written}");
+        assert_eq!(keys, 22, "one key per field of Transform: {written}");
     }
 
     #[test]

@@ -302,6 +302,21 @@ pub fn transform_specs() -> BTreeMap<String, gpuprep::Transform> {
                         std::array::from_fn(|i| f[i].as_u64().unwrap() as u8)
                     }),
                 }),
+                // The transform's own JSON form of these.
+                rand_augment: s.get("rand_augment").map(|r| {
+                    let json = serde_json::json!({ "rand_augment": r });
+                    gpuprep::Transform::from_json(&json)
+                        .unwrap()
+                        .rand_augment
+                        .unwrap()
+                }),
+                auto_augment: s.get("auto_augment").map(|a| {
+                    let json = serde_json::json!({ "auto_augment": a });
+                    gpuprep::Transform::from_json(&json)
+                        .unwrap()
+                        .auto_augment
+                        .unwrap()
+                }),
                 random_erasing: s.get("random_erasing").map(|e| {
                     let range = |key: &str, default: (f64, f64)| {
                         e.get(key).map_or(default, |r| {

@@ -115,6 +115,15 @@ pub struct TransformArgs {
     /// (default 31 bins); the pixels no source pixel maps to take `V` or `R,G,B` (default 0).
     #[arg(long, value_parser = parse_trivial_augment, value_name = "BINS[:V[,G,B]]")]
     trivial_augment: Option<gpuprep::TrivialAugment>,
+    /// RandAugment(num_ops=N, magnitude=M, num_magnitude_bins=BINS) with NEAREST interpolation,
+    /// after the flips (default 2,9,31); the pixels no source pixel maps to take `V` or `R,G,B`
+    /// (default 0).
+    #[arg(long, value_parser = parse_rand_augment, value_name = "N,M[,BINS][:V[,G,B]]")]
+    rand_augment: Option<gpuprep::RandAugment>,
+    /// AutoAugment(policy=POLICY) with NEAREST interpolation, after the flips: imagenet, cifar10
+    /// or svhn; the pixels no source pixel maps to take `V` or `R,G,B` (default 0).
+    #[arg(long, value_parser = parse_auto_augment, value_name = "POLICY[:V[,G,B]]")]
+    auto_augment: Option<gpuprep::AutoAugment>,
     /// ColorJitter(brightness, contrast, saturation[, hue]) as `B,C,S[,H]`.
     #[arg(long, value_parser = parse_jitter, value_name = "B,C,S[,H]")]
     color_jitter: Option<gpuprep::ColorJitter>,
@@ -346,6 +355,40 @@ fn parse_trivial_augment(text: &str) -> Result<gpuprep::TrivialAugment, String> 
     })
 }
 
+fn parse_rand_augment(text: &str) -> Result<gpuprep::RandAugment, String> {
+    let (numbers, fill) = text.split_once(':').unwrap_or((text, "0"));
+    let whole = |v: &str| {
+        v.trim()
+            .parse::<u32>()
+            .map_err(|_| format!("N, M and BINS are whole numbers, got {v:?}"))
+    };
+    let numbers = numbers
+        .split(',')
+        .map(whole)
+        .collect::<Result<Vec<_>, _>>()?;
+    let (num_ops, magnitude, bins) = match numbers[..] {
+        [n, m] => (n, m, 31),
+        [n, m, bins] => (n, m, bins),
+        _ => return Err("give N,M or N,M,BINS".into()),
+    };
+    Ok(gpuprep::RandAugment {
+        num_ops,
+        magnitude,
+        bins,
+        fill: parse_fill(fill)?,
+    })
+}
+
+fn parse_auto_augment(text: &str) -> Result<gpuprep::AutoAugment, String> {
+    let (name, fill) = text.split_once(':').unwrap_or((text, "0"));
+    let policy = gpuprep::AutoAugmentPolicy::named(name)
+        .ok_or_else(|| format!("the policy is imagenet, cifar10 or svhn, got {name:?}"))?;
+    Ok(gpuprep::AutoAugment {
+        policy,
+        fill: parse_fill(fill)?,
+    })
+}
+
 /// `V` or `R,G,B`: the RGB value of the pixels a geometric map leaves uncovered.
 fn parse_fill(text: &str) -> Result<[u8; 3], String> {
     let fill = match parse_numbers(text, 1..=3)?[..] {
@@ -449,6 +492,8 @@ impl TransformArgs {
         t.vertical_flip = self.vflip.or(t.vertical_flip);
         t.random_rotation = self.random_rotation.or(t.random_rotation);
         t.trivial_augment = self.trivial_augment.or(t.trivial_augment);
+        t.rand_augment = self.rand_augment.or(t.rand_augment);
+        t.auto_augment = self.auto_augment.or(t.auto_augment);
         t.color_jitter = self.color_jitter.or(t.color_jitter);
         t.grayscale = self.grayscale.or(t.grayscale);
         t.random_erasing = self.random_erasing.or(t.random_erasing);

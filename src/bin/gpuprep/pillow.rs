@@ -142,6 +142,13 @@ fn spec(t: &Transform) -> Value {
             json!({"bins": a.bins, "fill": a.fill}),
         );
     }
+    // The transform's own JSON form of these.
+    for policy in ["rand_augment", "auto_augment"] {
+        let json = t.to_json()[policy].clone();
+        if !json.is_null() {
+            spec.insert(policy.into(), json);
+        }
+    }
     if !t.color_ops.is_empty() {
         // The transform's own JSON form of them.
         spec.insert("color_ops".into(), t.to_json()["color_ops"].clone());

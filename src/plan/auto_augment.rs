@@ -1,0 +1,642 @@
+//! torchvision's autoaugment.py on a PIL image: `TrivialAugmentWide` (one operation a sample,
+//! drawn from its wide augmentation space with a magnitude from that operation's bins and, for a
+//! signed one, a random sign), `RandAugment` (`num_ops` operations a sample from the standard
+//! space, each at the one magnitude bin) and `AutoAugment` (one of a policy's sub-policies, each
+//! of its two operations applied with its probability), each operation applied as `_apply_op`
+//! does. Each is one that both backends already compute exactly, or an integer one: the
+//! geometric ones become the nearest-neighbour map of [`super::Rotation`] (Pillow's
+//! `affine_fixed`), the others an [`Adjustment`] ahead of `ColorJitter`'s; a sample's operations
+//! become the steps of its output plan, in the order they were drawn.
+
+use super::random::Stream;
+use super::{Adjustment, Rotation};
+use crate::transform::{AutoAugmentPolicy, RandAugment};
+
+/// `TrivialAugmentWide`'s operations, in the order of its augmentation space (the order its
+/// `torch.randint` indexes).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum AugmentOp {
+    /// The image as it is.
+    Identity,
+    /// `F.affine` with a horizontal shear of `atan(m)`, about the top-left corner.
+    ShearX,
+    /// `F.affine` with a vertical shear of `atan(m)`, about the top-left corner.
+    ShearY,
+    /// `F.affine` moving the image `int(m)` pixels right.
+    TranslateX,
+    /// `F.affine` moving the image `int(m)` pixels down.
+    TranslateY,
+    /// `F.rotate` by `m` degrees.
+    Rotate,
+    /// `ImageEnhance.Brightness` by `1 + m`.
+    Brightness,
+    /// `ImageEnhance.Color` by `1 + m`.
+    Color,
+    /// `ImageEnhance.Contrast` by `1 + m`.
+    Contrast,
+    /// `ImageEnhance.Sharpness` by `1 + m`.
+    Sharpness,
+    /// `ImageOps.posterize` to `m` bits.
+    Posterize,
+    /// `ImageOps.solarize` from the threshold `m`.
+    Solarize,
+    /// `ImageOps.autocontrast`.
+    AutoContrast,
+    /// `ImageOps.equalize`.
+    Equalize,
+    /// `ImageOps.invert` (`AutoAugment`'s space only).
+    Invert,
+}
+
+/// `TrivialAugmentWide`'s and `RandAugment`'s augmentation space's operations, in order.
+pub const OPS: [AugmentOp; 14] = [
+    AugmentOp::Identity,
+    AugmentOp::ShearX,
+    AugmentOp::ShearY,
+    AugmentOp::TranslateX,
+    AugmentOp::TranslateY,
+    AugmentOp::Rotate,
+    AugmentOp::Brightness,
+    AugmentOp::Color,
+    AugmentOp::Contrast,
+    AugmentOp::Sharpness,
+    AugmentOp::Posterize,
+    AugmentOp::Solarize,
+    AugmentOp::AutoContrast,
+    AugmentOp::Equalize,
+];
+
+impl AugmentOp {
+    /// torchvision's name of the operation.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Identity => "Identity",
+            Self::ShearX => "ShearX",
+            Self::ShearY => "ShearY",
+            Self::TranslateX => "TranslateX",
+            Self::TranslateY => "TranslateY",
+            Self::Rotate => "Rotate",
+            Self::Brightness => "Brightness",
+            Self::Color => "Color",
+            Self::Contrast => "Contrast",
+            Self::Sharpness => "Sharpness",
+            Self::Posterize => "Posterize",
+            Self::Solarize => "Solarize",
+            Self::AutoContrast => "AutoContrast",
+            Self::Equalize => "Equalize",
+            Self::Invert => "Invert",
+        }
+    }
+
+    /// The operation torchvision names `name`.
+    pub fn from_name(name: &str) -> Option<Self> {
+        OPS.into_iter()
+            .chain([Self::Invert])
+            .find(|op| op.name() == name)
+    }
+
+    /// `magnitudes[bin]` of `TrivialAugmentWide`'s augmentation space with `bins` bins, as the
+    /// float32 value torch holds; `None` for the operations without magnitudes (a 0-d tensor
+    /// there).
+    pub fn magnitude(self, bin: u32, bins: u32) -> Option<f32> {
+        let up_to = |end: f32| linspace(0.0, end, bin, bins);
+        match self {
+            Self::Identity | Self::AutoContrast | Self::Equalize | Self::Invert => None,
+            Self::ShearX
+            | Self::ShearY
+            | Self::Brightness
+            | Self::Color
+            | Self::Contrast
+            | Self::Sharpness => Some(up_to(0.99)),
+            Self::TranslateX | Self::TranslateY => Some(up_to(32.0)),
+            Self::Rotate => Some(up_to(135.0)),
+            // `8 - (torch.arange(bins) / ((bins - 1) / 6)).round().int()`, in float32.
+            Self::Posterize => {
+                let step = ((f64::from(bins) - 1.0) / 6.0) as f32;
+                Some(8.0 - (bin as f32 / step).round_ties_even())
+            }
+            Self::Solarize => Some(linspace(255.0, 0.0, bin, bins)),
+        }
+    }
+
+    /// `magnitudes[bin]` of the standard augmentation space `RandAugment` and `AutoAugment`
+    /// share, with `bins` bins, for an image of `(width, height)`: the translations reach
+    /// `150 / 331` of its side (a Python double, which torch holds as a float32).
+    pub fn standard_magnitude(
+        self,
+        bin: u32,
+        bins: u32,
+        (width, height): (usize, usize),
+    ) -> Option<f32> {
+        let up_to = |end: f32| linspace(0.0, end, bin, bins);
+        let side = |side: usize| (150.0 / 331.0 * side as f64) as f32;
+        match self {
+            Self::Identity | Self::AutoContrast | Self::Equalize | Self::Invert => None,
+            Self::ShearX | Self::ShearY => Some(up_to(0.3)),
+            Self::Brightness | Self::Color | Self::Contrast | Self::Sharpness => Some(up_to(0.9)),
+            Self::TranslateX => Some(up_to(side(width))),
+            Self::TranslateY => Some(up_to(side(height))),
+            Self::Rotate => Some(up_to(30.0)),
+            // `8 - (torch.arange(bins) / ((bins - 1) / 4)).round().int()`, in float32.
+            Self::Posterize => {
+                let step = ((f64::from(bins) - 1.0) / 4.0) as f32;
+                Some(8.0 - (bin as f32 / step).round_ties_even())
+            }
+            Self::Solarize => Some(linspace(255.0, 0.0, bin, bins)),
+        }
+    }
+
+    /// Whether `magnitude` lies in the range torchvision's bins span for this operation (any
+    /// number of bins, either space; a translation by at most the largest side a map takes): a
+    /// given draw outside it is refused, so that no map leaves Pillow's fixed-point range.
+    pub fn allows(self, magnitude: f64) -> bool {
+        let m = magnitude.abs();
+        match self {
+            Self::Identity | Self::AutoContrast | Self::Equalize | Self::Invert => magnitude == 0.0,
+            Self::TranslateX | Self::TranslateY => m <= super::rotate::MAX_ROTATED_SIDE as f64,
+            Self::Rotate => m <= 135.0,
+            Self::Posterize => (2.0..=8.0).contains(&magnitude) && magnitude.fract() == 0.0,
+            Self::Solarize => (0.0..=255.0).contains(&magnitude),
+            _ => m <= 0.99f32 as f64,
+        }
+    }
+
+    /// Whether a random sign applies to the magnitude.
+    pub fn signed(self) -> bool {
+        !matches!(
+            self,
+            Self::Identity
+                | Self::Posterize
+                | Self::Solarize
+                | Self::AutoContrast
+                | Self::Equalize
+                | Self::Invert
+        )
+    }
+}
+
+/// `torch.linspace(start, end, bins)[bin]` as torch's scalar CPU kernel computes it in float32:
+/// the first half counted up from `start`, the second down from `end`.
+fn linspace(start: f32, end: f32, bin: u32, bins: u32) -> f32 {
+    if bins < 2 {
+        return start;
+    }
+    let step = (end - start) / (bins - 1) as f32;
+    if bin < bins / 2 {
+        start + step * bin as f32
+    } else {
+        end - step * (bins - 1 - bin) as f32
+    }
+}
+
+/// One operation a sample's augmentation policy drew: the operation and its signed magnitude (the
+/// Python float `_apply_op` is given; 0 for the operations without one).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Augment {
+    /// The operation.
+    pub op: AugmentOp,
+    /// Its magnitude.
+    pub magnitude: f64,
+}
+
+/// What an operation does to the image, for the output plan.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Effect {
+    /// Nothing (Identity, a zero shear or translation, or a rotation by a multiple of 360°).
+    None,
+    /// A nearest-neighbour affine map.
+    Map(Rotation),
+    /// A colour operation.
+    Adjust(Adjustment),
+}
+
+impl Augment {
+    /// `TrivialAugmentWide.forward`'s draws: the operation, then (for one with magnitudes) the
+    /// bin, then (for a signed one) whether it is negated, each uniform.
+    pub(crate) fn draw_trivial(bins: u32, s: &mut Stream) -> Self {
+        let op = OPS[s.below(OPS.len() as u64) as usize];
+        let magnitude = op.magnitude(s.below(u64::from(bins)) as u32, bins);
+        Self::signed(op, magnitude, s)
+    }
+
+    /// `RandAugment.forward`'s draws on an image of `size`: `num_ops` times the operation and
+    /// (for a signed one) whether its magnitude is negated, each uniform.
+    pub(crate) fn draw_rand(r: &RandAugment, size: (usize, usize), s: &mut Stream) -> Vec<Self> {
+        (0..r.num_ops)
+            .map(|_| {
+                let op = OPS[s.below(OPS.len() as u64) as usize];
+                Self::signed(op, op.standard_magnitude(r.magnitude, r.bins, size), s)
+            })
+            .collect()
+    }
+
+    /// `AutoAugment.forward`'s draws on an image of `size`: the sub-policy, then a uniform
+    /// float32 per operation (it applies when that is at most its probability), then a sign
+    /// per operation (negated on 0, as torchvision's `signs[i] == 0`); the operations that
+    /// apply, in order.
+    pub(crate) fn draw_auto(
+        policy: AutoAugmentPolicy,
+        size: (usize, usize),
+        s: &mut Stream,
+    ) -> Vec<Self> {
+        let policies = sub_policies(policy);
+        let chosen = policies[s.below(policies.len() as u64) as usize];
+        let probs = [0; 2].map(|_| s.uniform_f32(0.0, 1.0));
+        let negated = [0; 2].map(|_| s.below(2) == 0);
+        chosen
+            .iter()
+            .zip(probs.into_iter().zip(negated))
+            .filter(|((_, p, _), (prob, _))| prob <= p)
+            .map(|(&(op, _, bin), (_, negated))| {
+                let m = bin.and_then(|b| op.standard_magnitude(b, AUTO_AUGMENT_BINS, size));
+                let magnitude = f64::from(m.unwrap_or(0.0));
+                Self {
+                    op,
+                    magnitude: if op.signed() && negated {
+                        -magnitude
+                    } else {
+                        magnitude
+                    },
+                }
+            })
+            .collect()
+    }
+
+    /// `op` at `magnitude` (0 without one), negated on a uniform draw for a signed operation.
+    fn signed(op: AugmentOp, magnitude: Option<f32>, s: &mut Stream) -> Self {
+        let Some(magnitude) = magnitude else {
+            return Self { op, magnitude: 0.0 };
+        };
+        let mut magnitude = f64::from(magnitude);
+        if op.signed() && s.below(2) == 1 {
+            magnitude = -magnitude;
+        }
+        Self { op, magnitude }
+    }
+
+    /// What `_apply_op(img, op, magnitude, NEAREST, fill)` does to an image of `size`.
+    pub(crate) fn effect(&self, size: (usize, usize), fill: [u8; 3]) -> Effect {
+        let m = self.magnitude;
+        // ImageEnhance's factors: `1.0 + magnitude`, handed to C as a float.
+        let factor = (1.0 + m) as f32;
+        let (w, h) = (size.0 as f64, size.1 as f64);
+        let map = |matrix: Option<[f64; 6]>| {
+            matrix.map_or(Effect::None, |m| {
+                Effect::Map(Rotation::from_matrix(m, fill))
+            })
+        };
+        match self.op {
+            AugmentOp::Identity => Effect::None,
+            // F.affine(shear=[degrees(atan(m)), 0], center=[0, 0]).
+            AugmentOp::ShearX => map(affine_matrix((0.0, 0.0), (0.0, 0.0), (shear(m), 0.0))),
+            AugmentOp::ShearY => map(affine_matrix((0.0, 0.0), (0.0, 0.0), (0.0, shear(m)))),
+            // F.affine(translate=[int(m), 0]) about the image's centre.
+            AugmentOp::TranslateX => map(affine_matrix(
+                (w * 0.5, h * 0.5),
+                (m.trunc(), 0.0),
+                (0.0, 0.0),
+            )),
+            AugmentOp::TranslateY => map(affine_matrix(
+                (w * 0.5, h * 0.5),
+                (0.0, m.trunc()),
+                (0.0, 0.0),
+            )),
+            AugmentOp::Rotate => Rotation::new(m, size, fill).map_or(Effect::None, Effect::Map),
+            AugmentOp::Brightness => Effect::Adjust(Adjustment::Brightness(factor)),
+            AugmentOp::Color => Effect::Adjust(Adjustment::Saturation(factor)),
+            AugmentOp::Contrast => Effect::Adjust(Adjustment::Contrast(factor)),
+            AugmentOp::Sharpness => Effect::Adjust(Adjustment::Sharpness(factor)),
+            AugmentOp::Posterize => Effect::Adjust(Adjustment::Posterize(m.clamp(0.0, 8.0) as u8)),
+            AugmentOp::Solarize => Effect::Adjust(Adjustment::solarize(m)),
+            AugmentOp::AutoContrast => Effect::Adjust(Adjustment::AutoContrast),
+            AugmentOp::Equalize => Effect::Adjust(Adjustment::Equalize),
+            // `ImageOps.invert`: every value inverted, as solarize from 0 does.
+            AugmentOp::Invert => Effect::Adjust(Adjustment::Solarize(0)),
+        }
+    }
+}
+
+/// The magnitude bins of `AutoAugment`'s space (`_augmentation_space(10, ...)`).
+const AUTO_AUGMENT_BINS: u32 = 10;
+
+/// A policy's 25 sub-policies: two operations each, with the probability it applies (the
+/// float32 torch compares its draw with) and its magnitude's bin (`None`: none).
+type SubPolicies = [[(AugmentOp, f32, Option<u32>); 2]; 25];
+
+/// `AutoAugment._get_policies(policy)`.
+fn sub_policies(policy: AutoAugmentPolicy) -> &'static SubPolicies {
+    match policy {
+        AutoAugmentPolicy::ImageNet => &IMAGENET,
+        AutoAugmentPolicy::Cifar10 => &CIFAR10,
+        AutoAugmentPolicy::Svhn => &SVHN,
+    }
+}
+
+use AugmentOp::{
+    AutoContrast, Brightness, Color, Contrast, Equalize, Invert, Posterize, Rotate, Sharpness,
+    ShearX, ShearY, Solarize, TranslateX, TranslateY,
+};
+
+const IMAGENET: SubPolicies = [
+    [(Posterize, 0.4, Some(8)), (Rotate, 0.6, Some(9))],
+    [(Solarize, 0.6, Some(5)), (AutoContrast, 0.6, None)],
+    [(Equalize, 0.8, None), (Equalize, 0.6, None)],
+    [(Posterize, 0.6, Some(7)), (Posterize, 0.6, Some(6))],
+    [(Equalize, 0.4, None), (Solarize, 0.2, Some(4))],
+    [(Equalize, 0.4, None), (Rotate, 0.8, Some(8))],
+    [(Solarize, 0.6, Some(3)), (Equalize, 0.6, None)],
+    [(Posterize, 0.8, Some(5)), (Equalize, 1.0, None)],
+    [(Rotate, 0.2, Some(3)), (Solarize, 0.6, Some(8))],
+    [(Equalize, 0.6, None), (Posterize, 0.4, Some(6))],
+    [(Rotate, 0.8, Some(8)), (Color, 0.4, Some(0))],
+    [(Rotate, 0.4, Some(9)), (Equalize, 0.6, None)],
+    [(Equalize, 0.0, None), (Equalize, 0.8, None)],
+    [(Invert, 0.6, None), (Equalize, 1.0, None)],
+    [(Color, 0.6, Some(4)), (Contrast, 1.0, Some(8))],
+    [(Rotate, 0.8, Some(8)), (Color, 1.0, Some(2))],
+    [(Color, 0.8, Some(8)), (Solarize, 0.8, Some(7))],
+    [(Sharpness, 0.4, Some(7)), (Invert, 0.6, None)],
+    [(ShearX, 0.6, Some(5)), (Equalize, 1.0, None)],
+    [(Color, 0.4, Some(0)), (Equalize, 0.6, None)],
+    [(Equalize, 0.4, None), (Solarize, 0.2, Some(4))],
+    [(Solarize, 0.6, Some(5)), (AutoContrast, 0.6, None)],
+    [(Invert, 0.6, None), (Equalize, 1.0, None)],
+    [(Color, 0.6, Some(4)), (Contrast, 1.0, Some(8))],
+    [(Equalize, 0.8, None), (Equalize, 0.6, None)],
+];
+
+const CIFAR10: SubPolicies = [
+    [(Invert, 0.1, None), (Contrast, 0.2, Some(6))],
+    [(Rotate, 0.7, Some(2)), (TranslateX, 0.3, Some(9))],
+    [(Sharpness, 0.8, Some(1)), (Sharpness, 0.9, Some(3))],
+    [(ShearY, 0.5, Some(8)), (TranslateY, 0.7, Some(9))],
+    [(AutoContrast, 0.5, None), (Equalize, 0.9, None)],
+    [(ShearY, 0.2, Some(7)), (Posterize, 0.3, Some(7))],
+    [(Color, 0.4, Some(3)), (Brightness, 0.6, Some(7))],
+    [(Sharpness, 0.3, Some(9)), (Brightness, 0.7, Some(9))],
+    [(Equalize, 0.6, None), (Equalize, 0.5, None)],
+    [(Contrast, 0.6, Some(7)), (Sharpness, 0.6, Some(5))],
+    [(Color, 0.7, Some(7)), (TranslateX, 0.5, Some(8))],
+    [(Equalize, 0.3, None), (AutoContrast, 0.4, None)],
+    [(TranslateY, 0.4, Some(3)), (Sharpness, 0.2, Some(6))],
+    [(Brightness, 0.9, Some(6)), (Color, 0.2, Some(8))],
+    [(Solarize, 0.5, Some(2)), (Invert, 0.0, None)],
+    [(Equalize, 0.2, None), (AutoContrast, 0.6, None)],
+    [(Equalize, 0.2, None), (Equalize, 0.6, None)],
+    [(Color, 0.9, Some(9)), (Equalize, 0.6, None)],
+    [(AutoContrast, 0.8, None), (Solarize, 0.2, Some(8))],
+    [(Brightness, 0.1, Some(3)), (Color, 0.7, Some(0))],
+    [(Solarize, 0.4, Some(5)), (AutoContrast, 0.9, None)],
+    [(TranslateY, 0.9, Some(9)), (TranslateY, 0.7, Some(9))],
+    [(AutoContrast, 0.9, None), (Solarize, 0.8, Some(3))],
+    [(Equalize, 0.8, None), (Invert, 0.1, None)],
+    [(TranslateY, 0.7, Some(9)), (AutoContrast, 0.9, None)],
+];
+
+const SVHN: SubPolicies = [
+    [(ShearX, 0.9, Some(4)), (Invert, 0.2, None)],
+    [(ShearY, 0.9, Some(8)), (Invert, 0.7, None)],
+    [(Equalize, 0.6, None), (Solarize, 0.6, Some(6))],
+    [(Invert, 0.9, None), (Equalize, 0.6, None)],
+    [(Equalize, 0.6, None), (Rotate, 0.9, Some(3))],
+    [(ShearX, 0.9, Some(4)), (AutoContrast, 0.8, None)],
+    [(ShearY, 0.9, Some(8)), (Invert, 0.4, None)],
+    [(ShearY, 0.9, Some(5)), (Solarize, 0.2, Some(6))],
+    [(Invert, 0.9, None), (AutoContrast, 0.8, None)],
+    [(Equalize, 0.6, None), (Rotate, 0.9, Some(3))],
+    [(ShearX, 0.9, Some(4)), (Solarize, 0.3, Some(3))],
+    [(ShearY, 0.8, Some(8)), (Invert, 0.7, None)],
+    [(Equalize, 0.9, None), (TranslateY, 0.6, Some(6))],
+    [(Invert, 0.9, None), (Equalize, 0.6, None)],
+    [(Contrast, 0.3, Some(3)), (Rotate, 0.8, Some(4))],
+    [(Invert, 0.8, None), (TranslateY, 0.0, Some(2))],
+    [(ShearY, 0.7, Some(6)), (Solarize, 0.4, Some(8))],
+    [(Invert, 0.6, None), (Rotate, 0.8, Some(4))],
+    [(ShearY, 0.3, Some(7)), (TranslateX, 0.9, Some(3))],
+    [(ShearX, 0.1, Some(6)), (Invert, 0.6, None)],
+    [(Solarize, 0.7, Some(2)), (TranslateY, 0.6, Some(7))],
+    [(ShearY, 0.8, Some(4)), (Invert, 0.8, None)],
+    [(ShearX, 0.7, Some(9)), (TranslateY, 0.8, Some(3))],
+    [(ShearY, 0.8, Some(5)), (AutoContrast, 0.7, None)],
+    [(ShearX, 0.7, Some(2)), (Invert, 0.1, None)],
+];
+
+/// `math.degrees(math.atan(magnitude))`.
+fn shear(m: f64) -> f64 {
+    m.atan().to_degrees()
+}
+
+/// torchvision's `_get_inverse_affine_matrix(center, 0, translate, 1.0, shear)` for a PIL image,
+/// in Python's order of operations; `None` for the identity, which leaves every pixel where it
+/// is.
+fn affine_matrix(
+    (cx, cy): (f64, f64),
+    (tx, ty): (f64, f64),
+    shear: (f64, f64),
+) -> Option<[f64; 6]> {
+    let rot = 0.0f64.to_radians();
+    let (sx, sy) = (shear.0.to_radians(), shear.1.to_radians());
+    let a = (rot - sy).cos() / sy.cos();
+    let b = -(rot - sy).cos() * sx.tan() / sy.cos() - rot.sin();
+    let c = (rot - sy).sin() / sy.cos();
+    let d = -(rot - sy).sin() * sx.tan() / sy.cos() + rot.cos();
+    // [d, -b, 0, -c, a, 0] / scale, with scale 1.0.
+    let mut m = [d / 1.0, -b / 1.0, 0.0, -c / 1.0, a / 1.0, 0.0];
+    m[2] += m[0] * (-cx - tx) + m[1] * (-cy - ty);
+    m[5] += m[3] * (-cx - tx) + m[4] * (-cy - ty);
+    m[2] += cx;
+    m[5] += cy;
+    let identity = [1.0, 0.0, 0.0, 0.0, 1.0, 0.0];
+    (m != identity).then_some(m)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::plan::random::{Op, SampleKey};
+
+    #[test]
+    fn the_bins_are_torchvisions() {
+        // torch.linspace(0.0, 0.99, 31)[[0, 1, 30]] and the posterize bits of 31 bins.
+        assert_eq!(AugmentOp::ShearX.magnitude(0, 31), Some(0.0));
+        assert_eq!(AugmentOp::ShearX.magnitude(30, 31), Some(0.99));
+        assert_eq!(AugmentOp::Rotate.magnitude(30, 31), Some(135.0));
+        assert_eq!(AugmentOp::Solarize.magnitude(0, 31), Some(255.0));
+        assert_eq!(AugmentOp::Solarize.magnitude(30, 31), Some(0.0));
+        let bits: Vec<f32> = (0..31)
+            .map(|b| AugmentOp::Posterize.magnitude(b, 31).unwrap())
+            .collect();
+        assert_eq!(bits[0], 8.0);
+        assert_eq!(bits[2], 8.0); // 0.4 rounds down
+        assert_eq!(bits[3], 7.0); // 0.6 rounds up
+        assert_eq!(bits[30], 2.0);
+        assert_eq!(AugmentOp::Equalize.magnitude(3, 31), None);
+    }
+
+    #[test]
+    fn names_round_trip() {
+        for op in OPS {
+            assert_eq!(AugmentOp::from_name(op.name()), Some(op));
+        }
+        assert_eq!(AugmentOp::from_name("Invert"), Some(AugmentOp::Invert));
+        assert_eq!(AugmentOp::from_name("Cutout"), None);
+    }
+
+    #[test]
+    fn the_standard_bins_are_torchvisions() {
+        let size = (224, 160);
+        let m = |op: AugmentOp, bin, bins| op.standard_magnitude(bin, bins, size);
+        // torch.linspace(0.0, 0.3, 31)[9], linspace(0.0, 30.0, 10)[9], and the translations'
+        // ends: 150 / 331 of the width and of the height.
+        assert_eq!(m(AugmentOp::ShearX, 9, 31), Some(0.3f32 / 30.0 * 9.0));
+        assert_eq!(m(AugmentOp::Rotate, 9, 10), Some(30.0));
+        assert_eq!(
+            m(AugmentOp::TranslateX, 30, 31),
+            Some((150.0 / 331.0 * 224.0) as f32)
+        );
+        assert_eq!(
+            m(AugmentOp::TranslateY, 9, 10),
+            Some((150.0 / 331.0 * 160.0) as f32)
+        );
+        assert_eq!(m(AugmentOp::Brightness, 30, 31), Some(0.9));
+        // `8 - (arange(bins) / ((bins - 1) / 4)).round()`: 9 / 7.5 rounds to 1, 8 / 2.25 to 4.
+        assert_eq!(m(AugmentOp::Posterize, 9, 31), Some(7.0));
+        assert_eq!(m(AugmentOp::Posterize, 8, 10), Some(4.0));
+        assert_eq!(m(AugmentOp::Posterize, 30, 31), Some(4.0));
+        assert_eq!(m(AugmentOp::Solarize, 9, 10), Some(0.0));
+        assert_eq!(m(AugmentOp::Invert, 3, 10), None);
+    }
+
+    fn key(index: u64) -> SampleKey {
+        SampleKey {
+            seed: 3,
+            epoch: 1,
+            index,
+        }
+    }
+
+    #[test]
+    fn rand_augment_draws_its_number_of_operations_at_its_magnitude() {
+        let r = RandAugment {
+            num_ops: 3,
+            magnitude: 30,
+            ..RandAugment::default()
+        };
+        let mut seen = std::collections::HashSet::new();
+        for index in 0..500 {
+            let ops =
+                Augment::draw_rand(&r, (64, 48), &mut Stream::new(key(index), Op::RandAugment));
+            assert_eq!(ops.len(), 3);
+            for a in ops {
+                let top =
+                    a.op.standard_magnitude(30, 31, (64, 48))
+                        .map_or(0.0, f64::from);
+                assert_eq!(a.magnitude.abs(), top, "{a:?}");
+                seen.insert((a.op, a.magnitude < 0.0));
+            }
+        }
+        assert_eq!(seen.len(), 9 * 2 + 5);
+    }
+
+    #[test]
+    fn auto_augment_applies_a_sub_policys_operations_by_their_probabilities() {
+        for policy in AutoAugmentPolicy::ALL {
+            let (mut none, mut both, mut inverted) = (0, 0, 0);
+            for index in 0..2000 {
+                let s = &mut Stream::new(key(index), Op::AutoAugment);
+                let ops = Augment::draw_auto(policy, (32, 32), s);
+                let in_policy = |a: &Augment| {
+                    sub_policies(policy)
+                        .iter()
+                        .flatten()
+                        .any(|&(op, _, _)| op == a.op)
+                };
+                assert!(ops.iter().all(in_policy), "{ops:?}");
+                assert!(ops.iter().all(|a| a.op.allows(a.magnitude)), "{ops:?}");
+                none += usize::from(ops.is_empty());
+                both += usize::from(ops.len() == 2);
+                inverted += ops.iter().filter(|a| a.op == AugmentOp::Invert).count();
+            }
+            assert!(none > 100 && both > 300, "{policy:?}: {none} {both}");
+            // SVHN's policy inverts in 14 of its 50 operations.
+            if policy == AutoAugmentPolicy::Svhn {
+                assert!(inverted > 300, "{inverted}");
+            }
+        }
+    }
+
+    /// A probability of 0 (torchvision's `probs[i] <= 0.0`) applies only on a draw of exactly 0,
+    /// and one of 1 always.
+    #[test]
+    fn the_policies_are_torchvisions() {
+        for policy in AutoAugmentPolicy::ALL {
+            let subs = sub_policies(policy);
+            for &(op, p, bin) in subs.iter().flatten() {
+                assert!((0.0..=1.0).contains(&p));
+                assert_eq!(
+                    bin.is_some(),
+                    op.standard_magnitude(0, 10, (8, 8)).is_some(),
+                    "{op:?}"
+                );
+                assert!(bin.is_none_or(|b| b < AUTO_AUGMENT_BINS));
+            }
+        }
+        assert_eq!(
+            IMAGENET[0],
+            [(Posterize, 0.4, Some(8)), (Rotate, 0.6, Some(9))]
+        );
+        assert_eq!(CIFAR10[14][1], (Invert, 0.0, None));
+        assert_eq!(SVHN[24], [(ShearX, 0.7, Some(2)), (Invert, 0.1, None)]);
+    }
+
+    #[test]
+    fn draws_cover_every_operation_and_sign() {
+        let mut seen = std::collections::HashSet::new();
+        for index in 0..2000 {
+            let key = SampleKey {
+                seed: 1,
+                epoch: 0,
+                index,
+            };
+            let a = Augment::draw_trivial(31, &mut Stream::new(key, Op::TrivialAugment));
+            if !a.op.signed() {
+                assert!(a.magnitude >= 0.0);
+            }
+            seen.insert((a.op, a.magnitude < 0.0));
+        }
+        // Nine signed operations both ways (a zero bin counts as positive), five unsigned.
+        assert_eq!(seen.len(), 9 * 2 + 5);
+    }
+
+    #[test]
+    fn a_translation_is_an_integer_shift() {
+        let shift = Augment {
+            op: AugmentOp::TranslateX,
+            magnitude: -7.9,
+        };
+        let Effect::Map(map) = shift.effect((33, 20), [1, 2, 3]) else {
+            panic!("a translation maps");
+        };
+        // Output column x shows column x + 7 (int(-7.9) = -7, inverted).
+        assert_eq!(map.x_map, [1 << 16, 0, (7 << 16) + (1 << 15)]);
+        assert_eq!(map.y_map, [0, 1 << 16, 1 << 15]);
+    }
+
+    #[test]
+    fn every_bin_is_allowed_and_nothing_far_outside() {
+        for bins in [2, 7, 31, 1024] {
+            for op in OPS {
+                for bin in 0..bins {
+                    let m = op.magnitude(bin, bins).map_or(0.0, f64::from);
+                    assert!(
+                        op.allows(m) && (!op.signed() || op.allows(-m)),
+                        "{op:?} {m}"
+                    );
+                }
+            }
+        }
+        assert!(!AugmentOp::TranslateX.allows(1e9));
+        assert!(!AugmentOp::ShearY.allows(f64::NAN));
+        assert!(!AugmentOp::Posterize.allows(9.0));
+    }
+}
