@@ -2,7 +2,8 @@
 """What Pillow + torchvision make of an image under a gpuprep transform spec: the reference that
 tools/goldens.py records and that `gpuprep parity --pillow` runs beside gpuprep.
 
-A spec is a JSON object (the entries of tests/goldens/transforms.json): resize ("short:N" or
+A spec is a JSON object (the entries of tests/goldens/transforms.json): resize ("short:N",
+"short:N:MAX_SIZE" or
 [w, h]), crop ([w, h]), filter (nearest|box|bilinear|hamming|bicubic|lanczos), draft, normalize
 ("imagenet" or {"mean": [...], "std": [...]}), dtype (u8|f32|f16), layout (hwc|chw),
 channel_order (rgb|bgr), exif_transpose (ImageOps.exif_transpose before convert('RGB')). Pillow resizes; torchvision's CenterCrop/ToTensor/Normalize arithmetic
@@ -485,17 +486,20 @@ def finish(a, params, spec=None):
 
 
 def resize_target(spec, size):
-    """torchvision Resize(n) (int(n * long / short)) or an exact (w, h)."""
+    """torchvision Resize(n) or Resize(n, max_size=m) ("short:N" or "short:N:M": its
+    _compute_resized_output_size), or an exact (w, h)."""
     resize = spec.get("resize")
     if resize is None:
         return size
     if isinstance(resize, list):
         return tuple(resize)
-    n = int(resize.split(":")[1])
+    n, *max_size = (int(v) for v in resize.split(":")[1:])
     w, h = size
     short, long_ = (w, h) if w <= h else (h, w)
-    new_long = int(n * long_ / short)
-    return (n, new_long) if w <= h else (new_long, n)
+    new_short, new_long = n, int(n * long_ / short)
+    if max_size and new_long > max_size[0]:
+        new_short, new_long = int(max_size[0] * new_short / new_long), max_size[0]
+    return (new_short, new_long) if w <= h else (new_long, new_short)
 
 
 def center_crop(a, crop):

@@ -355,16 +355,10 @@ def _rotation_fill(step):
     return values
 
 
-def _amount(name, value, centre):
-    """ColorJitter's stored [low, high] as the single number gpuprep takes, when it is one."""
-    if value is None:
-        return 0.0
-    low, high = float(value[0]), float(value[1])
-    v = high - centre
-    expected = (-v, v) if centre == 0 else (max(0.0, 1 - v), 1 + v)
-    if abs(low - expected[0]) > 1e-12:
-        raise OptionsError(f"ColorJitter {name}={value}: only symmetric ranges are supported")
-    return v
+def _jitter_range(value):
+    """ColorJitter's stored [min, max] (None where it leaves the adjustment out) as gpuprep takes
+    it: a (min, max) pair, which the crate checks as torchvision's _check_input did."""
+    return None if value is None else (float(value[0]), float(value[1]))
 
 
 def _twice(name, first):
@@ -473,15 +467,13 @@ def from_torchvision(compose):
         elif name in ("TrivialAugmentWide", "RandAugment", "AutoAugment"):
             t = _with_augmentation_policy(t, step, v2)
         elif name in ("Resize", "RandomResizedCrop"):
-            if name == "Resize" and getattr(step, "max_size", None) is not None:
-                raise OptionsError("Resize(max_size=...) is not supported")
             if v2 and getattr(step, "antialias", True) not in (True, None, "warn"):
                 raise OptionsError(f"transforms.v2.{name}(antialias={step.antialias!r}) is not "
                                    "supported: on a PIL image torchvision antialiases anyway, as "
                                    "gpuprep does, on a tensor it would not; leave antialias=True")
             t = t.interpolation(_filter(name, step))
             if name == "Resize":
-                t = t.resize(_checked_size(name, step.size))
+                t = t.resize(_checked_size(name, step.size), getattr(step, "max_size", None))
             else:
                 t = t.random_resized_crop(_checked_size(name, step.size),
                                           _pair(name, "scale", step.scale, positive=True),
@@ -493,10 +485,7 @@ def from_torchvision(compose):
         elif name == "RandomVerticalFlip":
             t = t.vertical_flip(_probability(name, step.p))
         elif name == "ColorJitter":
-            t = t.color_jitter(_amount("brightness", step.brightness, 1),
-                               _amount("contrast", step.contrast, 1),
-                               _amount("saturation", step.saturation, 1),
-                               _amount("hue", step.hue, 0))
+            t = t.color_jitter(*(_jitter_range(getattr(step, name)) for name in _ADJUSTMENTS))
         elif name == "RandomGrayscale":
             t = t.grayscale(_probability(name, step.p))
         elif name in _COLOR_OPERATIONS:
@@ -669,6 +658,9 @@ def torchvision_params(compose, size):
             if isinstance(n, int):
                 short, long_ = min(width, height), max(width, height)
                 new = (n, int(n * long_ / short))
+                max_size = getattr(step, "max_size", None)
+                if max_size is not None and new[1] > max_size:
+                    new = (int(max_size * new[0] / new[1]), max_size)
                 width, height = new if width <= height else new[::-1]
             else:
                 height, width = n

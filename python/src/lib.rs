@@ -130,6 +130,9 @@ fn describe(t: &gpuprep::Transform) -> String {
     }
     match t.resize {
         Some(Resize::ShorterSide(n)) => steps.push(format!("Resize({n}{filter})")),
+        Some(Resize::ShorterSideAtMost { size, max_size }) => {
+            steps.push(format!("Resize({size}, max_size={max_size}{filter})"))
+        }
         Some(Resize::Exact { width, height }) => {
             steps.push(format!("Resize({}{filter})", pair((width, height))))
         }
@@ -242,6 +245,30 @@ fn dtype_name(dtype: DType) -> &'static str {
 struct Transform(gpuprep::Transform);
 
 /// A fill given as one number or one per channel (torchvision's); black when none is.
+/// One of ColorJitter's arguments as torchvision's `_check_input` reads it: a number v,
+/// [max(0, 1 - v), 1 + v] for a factor (`centre` 1) and [-v, v] for the hue (`centre` 0), or a
+/// (min, max) pair; `None` where it leaves the adjustment out (0, or a range of the centre
+/// alone). The transform's validation holds the ranges to torchvision's bounds.
+fn jitter_range(
+    name: &str,
+    value: Option<Bound<'_, PyAny>>,
+    centre: f64,
+) -> PyResult<Option<(f32, f32)>> {
+    let Some(value) = value else {
+        return Ok(None);
+    };
+    let (low, high) = match value.extract::<f64>() {
+        Ok(v) if centre == 1.0 => ((1.0 - v).max(0.0), 1.0 + v),
+        Ok(v) => (-v, v),
+        Err(_) => value.extract::<(f64, f64)>().map_err(|_| {
+            OptionsError::new_err(format!(
+                "ColorJitter's {name} is a number or a (min, max) pair, got {value}"
+            ))
+        })?,
+    };
+    Ok((low != centre || high != centre).then_some((low as f32, high as f32)))
+}
+
 fn rgb_fill(fill: Option<Bound<'_, PyAny>>) -> PyResult<[u8; 3]> {
     let Some(v) = fill else {
         return Ok([0; 3]);
@@ -296,11 +323,20 @@ impl Transform {
         Self(gpuprep::Transform::timm_train())
     }
 
-    /// Resize(size): an int resizes the shorter side; (h, w) resizes to exactly that.
-    fn resize(&self, size: Bound<'_, PyAny>) -> PyResult<Self> {
-        let resize = match Size::of("Resize", &size)? {
-            Size::One(n) => Resize::ShorterSide(n),
-            Size::Pair { height, width } => Resize::Exact { width, height },
+    /// Resize(size, max_size=None): an int resizes the shorter side (the longer to at most
+    /// max_size); (h, w) resizes to exactly that.
+    #[pyo3(signature = (size, max_size=None))]
+    fn resize(&self, size: Bound<'_, PyAny>, max_size: Option<usize>) -> PyResult<Self> {
+        let resize = match (Size::of("Resize", &size)?, max_size) {
+            (Size::One(n), None) => Resize::ShorterSide(n),
+            (Size::One(size), Some(max_size)) => Resize::ShorterSideAtMost { size, max_size },
+            (Size::Pair { height, width }, None) => Resize::Exact { width, height },
+            (Size::Pair { .. }, Some(_)) => {
+                return Err(OptionsError::new_err(
+                    "Resize's max_size goes with a single size (the shorter side's), as in \
+                     torchvision",
+                ))
+            }
         };
         Ok(Self(gpuprep::Transform {
             resize: Some(resize),
@@ -361,13 +397,27 @@ impl Transform {
         })
     }
 
-    /// ColorJitter(brightness, contrast, saturation, hue), single numbers as torchvision takes.
-    #[pyo3(signature = (brightness=0.0, contrast=0.0, saturation=0.0, hue=0.0))]
-    fn color_jitter(&self, brightness: f64, contrast: f64, saturation: f64, hue: f64) -> Self {
-        Self(gpuprep::Transform {
-            color_jitter: Some(ColorJitter::new(brightness, contrast, saturation, hue)),
+    /// ColorJitter(brightness, contrast, saturation, hue), each as torchvision takes it: a
+    /// number v (factors in [max(0, 1 - v), 1 + v], the hue's shift in [-v, v]) or a
+    /// (min, max) range.
+    #[pyo3(signature = (brightness=None, contrast=None, saturation=None, hue=None))]
+    fn color_jitter(
+        &self,
+        brightness: Option<Bound<'_, PyAny>>,
+        contrast: Option<Bound<'_, PyAny>>,
+        saturation: Option<Bound<'_, PyAny>>,
+        hue: Option<Bound<'_, PyAny>>,
+    ) -> PyResult<Self> {
+        let jitter = ColorJitter {
+            brightness: jitter_range("brightness", brightness, 1.0)?,
+            contrast: jitter_range("contrast", contrast, 1.0)?,
+            saturation: jitter_range("saturation", saturation, 1.0)?,
+            hue: jitter_range("hue", hue, 0.0)?,
+        };
+        Ok(Self(gpuprep::Transform {
+            color_jitter: Some(jitter),
             ..self.0
-        })
+        }))
     }
 
     /// RandomGrayscale(p).

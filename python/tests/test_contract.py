@@ -208,7 +208,9 @@ def test_every_entry_point_validates_the_transform_with_one_message(tmp_path):
     root = image_folder(tmp_path)
     bad = [SMALL.horizontal_flip(-1), SMALL.horizontal_flip(float("nan")), SMALL.color_jitter(-1),
            SMALL.color_jitter(hue=0.9), SMALL.to_tensor().normalize([0.5] * 3, [0, 1, 1]),
-           SMALL.trivial_augment_wide(0), SMALL.random_erasing(5)]
+           SMALL.trivial_augment_wide(0), SMALL.random_erasing(5), SMALL.color_jitter((1.2, 0.5)),
+           SMALL.color_jitter(hue=(-0.6, 0.1)), SMALL.rand_augment(magnitude=31),
+           SMALL.rand_augment(num_ops=5), SMALL.resize(64, max_size=64)]
     for t in bad:
         with pytest.raises(gpuprep.OptionsError) as from_pipeline:
             gpuprep.Pipeline("cpu").preprocess(PHOTOS[:1], t, errors="skip")

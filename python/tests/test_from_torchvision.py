@@ -240,6 +240,38 @@ def test_v2s_trivial_augment_wide_is_refused_for_its_solarize_threshold():
     assert gpuprep.from_torchvision(T.Compose([T.TrivialAugmentWide(), T.PILToTensor()])).is_random
 
 
+@pytest.mark.parametrize("module", [T, v2], ids=["v1", "v2"])
+def test_resize_with_max_size_gives_torchvisions_pixels(module):
+    compose = module.Compose([module.Resize(160, max_size=200), module.PILToTensor()])
+    t = gpuprep.from_torchvision(compose)
+    assert "Resize(160, max_size=200" in repr(t)
+    capped = 0
+    for path in PHOTOS:
+        expected = torchvision_output(compose, path)
+        capped += max(expected.shape) == 200
+        assert np.array_equal(outputs(t, [path])[0], expected), path
+    assert capped > 0  # a photo whose longer side the cap shortened
+
+
+@pytest.mark.parametrize("module", [T, v2], ids=["v1", "v2"])
+def test_with_torchs_seed_color_jitter_ranges_are_torchvisions(module):
+    jitter = module.ColorJitter(brightness=(0.5, 1.2), contrast=(1.0, 1.8), saturation=0.3,
+                                hue=(-0.3, 0.1))
+    compose = module.Compose([module.CenterCrop(64), jitter, module.PILToTensor()])
+    transform = gpuprep.from_torchvision(compose)
+    assert "brightness=(0.5, 1.2)" in repr(transform), repr(transform)
+    p = gpuprep.Pipeline("cpu")
+    for seed in range(16):
+        path = PHOTOS[seed % len(PHOTOS)]
+        torch.manual_seed(seed)
+        expected = torchvision_output(compose, path)
+        torch.manual_seed(seed)
+        params = gpuprep.torchvision_params(compose, Image.open(path).size)
+        assert 1.0 <= params["color"]["contrast"] <= 1.8, params
+        batch, _ = p.preprocess([path], transform, params=[params])
+        assert np.array_equal(batch[0], expected), (path, seed, params)
+
+
 def test_augmentation_policies_translate_or_are_refused_by_name():
     t = gpuprep.from_torchvision(T.Compose([T.RandomResizedCrop(224), T.RandomHorizontalFlip(),
                                             T.RandAugment(), T.PILToTensor()]))
@@ -270,7 +302,6 @@ def test_refusals_are_gpuprep_errors_raised_by_from_torchvision():
         T.Compose([T.ColorJitter(0.4), T.ColorJitter(0.4)]),
         T.Compose([T.Resize(256, interpolation=nearest_exact)]),
         T.Compose([T.Resize(256), T.RandomResizedCrop(224)]),
-        T.Compose([T.Resize(256, max_size=300)]),
         v2.Compose([v2.Resize(256, antialias=False)]),
         v2.Compose([v2.ToImage(), v2.Resize(256)]),
         T.Compose([T.PILToTensor(), T.Normalize(MEAN, STD)]),

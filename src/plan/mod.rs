@@ -214,6 +214,13 @@ impl ImagePlan {
             (None, Some(resize)) => resize.target(seen.0, seen.1),
             (None, None) => seen,
         };
+        if resized.0 == 0 || resized.1 == 0 {
+            return Err(Error::Options(format!(
+                "the resize makes a {}x{} image of this {}x{} one (its max_size leaves the \
+                 shorter side nothing): Pillow refuses an empty size",
+                resized.0, resized.1, seen.0, seen.1
+            )));
+        }
         // The resize's tables are sized by its output: held to the pixel limit before they are
         // made (`check` holds the rest of the plan to it).
         for (width, height) in [resized, (resized.0, seen.1)] {
@@ -371,6 +378,29 @@ mod tests {
         .unwrap();
         assert_eq!(upright.oriented, (200, 400));
         assert_eq!(upright.resized, (100, 200));
+    }
+
+    /// `Resize(n, max_size=m)`: the longer side at most `m`, the shorter cut to match, as
+    /// torchvision's `_compute_resized_output_size`; a thin image it leaves no shorter side is
+    /// refused, as Pillow refuses it.
+    #[test]
+    fn max_size_caps_the_longer_side() {
+        let capped = Resize::ShorterSideAtMost {
+            size: 256,
+            max_size: 300,
+        };
+        assert_eq!(capped.target(500, 375), (300, 225)); // 341 > 300: int(300 * 256 / 341)
+        assert_eq!(capped.target(375, 500), (225, 300));
+        assert_eq!(capped.target(400, 380), (269, 256)); // 269 <= 300: as Resize(256)
+        let transform = Transform {
+            resize: Some(capped),
+            ..Transform::default()
+        };
+        let plan = ImagePlan::for_pixels((1, 1000), 1, &transform, &Sample::default(), &LIMITS);
+        assert!(
+            matches!(&plan, Err(Error::Options(why)) if why.contains("0x300")),
+            "{plan:?}"
+        );
     }
 
     #[test]

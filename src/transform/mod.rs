@@ -79,23 +79,35 @@ pub enum Resize {
     /// torchvision `Resize(n)`: the shorter side becomes `n`, the longer
     /// `floor(n * long / short)`; an image already that size is left untouched.
     ShorterSide(usize),
+    /// torchvision `Resize(size, max_size=max_size)`: as `ShorterSide(size)`, unless the longer
+    /// side would then pass `max_size`: then it becomes `max_size`, and the shorter
+    /// `floor(max_size * size / long)` of that longer side.
+    ShorterSideAtMost {
+        /// The shorter side's length.
+        size: usize,
+        /// The most the longer side may have.
+        max_size: usize,
+    },
 }
 
 impl Resize {
     /// The size an image of `width`×`height` is resized to.
     pub fn target(self, width: usize, height: usize) -> (usize, usize) {
-        match self {
-            Self::Exact { width, height } => (width, height),
-            Self::ShorterSide(n) => {
-                let (short, long) = (width.min(height), width.max(height));
-                // int(n * long / short) on Python floats; exact integer floor for these sizes.
-                let new_long = n * long / short.max(1);
-                if width <= height {
-                    (n, new_long)
-                } else {
-                    (new_long, n)
-                }
-            }
+        let (n, max_size) = match self {
+            Self::Exact { width, height } => return (width, height),
+            Self::ShorterSide(n) => (n, None),
+            Self::ShorterSideAtMost { size, max_size } => (size, Some(max_size)),
+        };
+        let (short, long) = (width.min(height), width.max(height));
+        // int(n * long / short) on Python floats; exact integer floor for these sizes.
+        let (mut new_short, mut new_long) = (n, n * long / short.max(1));
+        if let Some(max_size) = max_size.filter(|&m| new_long > m) {
+            (new_short, new_long) = (max_size * new_short / new_long, max_size);
+        }
+        if width <= height {
+            (new_short, new_long)
+        } else {
+            (new_long, new_short)
         }
     }
 }
@@ -596,9 +608,18 @@ impl Transform {
         if self.center_crop.is_some_and(zero)
             || matches!(self.resize, Some(Resize::Exact { width, height }) if zero((width, height)))
             || matches!(self.resize, Some(Resize::ShorterSide(0)))
+            || matches!(self.resize, Some(Resize::ShorterSideAtMost { size: 0, .. }))
             || self.random_resized_crop.is_some_and(|c| zero(c.size))
         {
             return Err(InvalidTransform("sizes must be at least 1".into()));
+        }
+        if let Some(Resize::ShorterSideAtMost { size, max_size }) = self.resize {
+            if max_size <= size {
+                return Err(InvalidTransform(format!(
+                    "resize's max_size must be greater than its size, got max_size {max_size} \
+                     for size {size}"
+                )));
+            }
         }
         // A side past this passes any pixel limit, and its arithmetic would overflow.
         let sides = [
@@ -606,6 +627,7 @@ impl Transform {
             self.random_resized_crop.map(|c| c.size.0.max(c.size.1)),
             self.resize.map(|r| match r {
                 Resize::ShorterSide(n) => n,
+                Resize::ShorterSideAtMost { max_size, .. } => max_size,
                 Resize::Exact { width, height } => width.max(height),
             }),
         ];

@@ -46,6 +46,9 @@ impl Transform {
         json!({
             "resize": resize.map(|r| match r {
                 Resize::ShorterSide(n) => json!({ "shorter_side": n }),
+                Resize::ShorterSideAtMost { size, max_size } => {
+                    json!({ "shorter_side": size, "max_size": max_size })
+                }
                 Resize::Exact { width, height } => size((width, height)),
             }),
             "center_crop": center_crop.map(size),
@@ -375,8 +378,13 @@ fn size(object: &Map<String, Value>) -> Parsed<(usize, usize)> {
 
 fn resize(object: &Map<String, Value>) -> Parsed<Resize> {
     if object.contains_key("shorter_side") {
-        known(object, &["shorter_side"])?;
-        return Ok(Resize::ShorterSide(usize_of(object, "shorter_side")?));
+        known(object, &["shorter_side", "max_size"])?;
+        let size = usize_of(object, "shorter_side")?;
+        if !object.contains_key("max_size") {
+            return Ok(Resize::ShorterSide(size));
+        }
+        let max_size = usize_of(object, "max_size")?;
+        return Ok(Resize::ShorterSideAtMost { size, max_size });
     }
     let (width, height) = size(object)?;
     Ok(Resize::Exact { width, height })
@@ -545,6 +553,13 @@ mod tests {
             random_resized_crop: None,
             ..everything()
         };
+        let capped = Transform {
+            resize: Some(Resize::ShorterSideAtMost {
+                size: 256,
+                max_size: 300,
+            }),
+            ..shorter_side
+        };
         let with_rand = Transform {
             random_rotation: None,
             rand_augment: Some(RandAugment {
@@ -572,6 +587,7 @@ mod tests {
             everything(),
             with_trivial,
             shorter_side,
+            capped,
             with_rand,
             with_auto,
         ]

@@ -220,9 +220,17 @@ pub fn transform_specs() -> BTreeMap<String, gpuprep::Transform> {
         .map(|s| {
             let resize = match &s["resize"] {
                 serde_json::Value::Null => None,
-                serde_json::Value::String(short) => Some(Resize::ShorterSide(
-                    short.trim_start_matches("short:").parse().unwrap(),
-                )),
+                serde_json::Value::String(short) => {
+                    let mut sides = short.trim_start_matches("short:").split(':');
+                    let size = sides.next().unwrap().parse().unwrap();
+                    Some(match sides.next() {
+                        Some(max_size) => Resize::ShorterSideAtMost {
+                            size,
+                            max_size: max_size.parse().unwrap(),
+                        },
+                        None => Resize::ShorterSide(size),
+                    })
+                }
                 exact => {
                     let (width, height) = pair(exact);
                     Some(Resize::Exact { width, height })
@@ -282,9 +290,25 @@ pub fn transform_specs() -> BTreeMap<String, gpuprep::Transform> {
                 }),
                 horizontal_flip: s["hflip"].as_f64(),
                 vertical_flip: s["vflip"].as_f64(),
+                // Single numbers, or [low, high] ranges as they are (null: none).
                 color_jitter: s.get("color_jitter").map(|j| {
                     let v = |i: usize| j.get(i).and_then(|v| v.as_f64()).unwrap_or(0.0);
-                    gpuprep::ColorJitter::new(v(0), v(1), v(2), v(3))
+                    let mut jitter = gpuprep::ColorJitter::new(v(0), v(1), v(2), v(3));
+                    let slots = [
+                        &mut jitter.brightness,
+                        &mut jitter.contrast,
+                        &mut jitter.saturation,
+                        &mut jitter.hue,
+                    ];
+                    for (i, slot) in slots.into_iter().enumerate() {
+                        if let Some(r) = j.get(i).and_then(|r| r.as_array()) {
+                            let end = |k: usize| r[k].as_f64().unwrap() as f32;
+                            *slot = Some((end(0), end(1)));
+                        } else if j.get(i).is_some_and(|r| r.is_null()) {
+                            *slot = None;
+                        }
+                    }
+                    jitter
                 }),
                 grayscale: s["grayscale"].as_f64(),
                 random_rotation: s.get("random_rotation").map(|r| gpuprep::RandomRotation {

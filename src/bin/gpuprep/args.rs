@@ -288,11 +288,18 @@ fn parse_size(text: &str) -> Result<(usize, usize), String> {
 fn parse_resize(text: &str) -> Result<Resize, String> {
     let shorter = text.strip_prefix("short:").unwrap_or(text);
     if !shorter.contains(['x', 'X']) {
-        let n = shorter
-            .trim()
-            .parse()
-            .map_err(|_| format!("use N, short:N or WxH, not {text:?}"))?;
-        return Ok(Resize::ShorterSide(n));
+        let number = |v: &str| {
+            v.trim()
+                .parse()
+                .map_err(|_| format!("use N, N,MAX_SIZE, short:N or WxH, not {text:?}"))
+        };
+        return Ok(match shorter.split_once(',') {
+            Some((size, max_size)) => Resize::ShorterSideAtMost {
+                size: number(size)?,
+                max_size: number(max_size)?,
+            },
+            None => Resize::ShorterSide(number(shorter)?),
+        });
     }
     let (width, height) = parse_size(text)?;
     Ok(Resize::Exact { width, height })

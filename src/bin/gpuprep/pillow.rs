@@ -65,6 +65,9 @@ fn spec(t: &Transform) -> Value {
     let mut spec = Map::new();
     match t.resize {
         Some(Resize::ShorterSide(n)) => spec.insert("resize".into(), json!(format!("short:{n}"))),
+        Some(Resize::ShorterSideAtMost { size, max_size }) => {
+            spec.insert("resize".into(), json!(format!("short:{size}:{max_size}")))
+        }
         Some(Resize::Exact { width, height }) => {
             spec.insert("resize".into(), json!([width, height]))
         }
