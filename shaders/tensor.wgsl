@@ -56,6 +56,16 @@ struct Job {
     // at the first pixel, for the source column (`rotation_x`) and row (`rotation_y`).
     rotation_x: vec4<i32>,
     rotation_y: vec4<i32>,
+    // The padded image's width and height (what the crop takes from), and how many pads
+    // (src/plan/padding.rs) make it of the resized image.
+    padded: vec4<u32>,
+    // Per pad, outermost first: columns added on the left, rows on top, and the width and height
+    // of the image it pads.
+    pads: array<vec4<i32>, 3>,
+    // Per pad: PAD_CONSTANT, PAD_EDGE, PAD_REFLECT or PAD_SYMMETRIC, and the constant's fill
+    // (R | G << 8 | B << 16).
+    pad_modes: vec4<u32>,
+    pad_fills: vec4<u32>,
 }
 
 @group(0) @binding(1) var<storage, read> jobs: array<Job>;
@@ -155,13 +165,55 @@ fn output_sample(x: u32, y: u32, c: u32) -> u32 {
     return cropped(source_position(u32(at.x), u32(at.y)), c);
 }
 
-// Sample c of the resized image at `at`; zero in the padding.
+// `TensorJob::pad_modes`, as src/gpu/jobs.rs names them.
+const PAD_CONSTANT: u32 = 0u;
+const PAD_EDGE: u32 = 1u;
+const PAD_REFLECT: u32 = 2u;
+const PAD_SYMMETRIC: u32 = 3u;
+
+fn inside(at: vec2<i32>, size: vec2<i32>) -> bool {
+    return at.x >= 0 && at.y >= 0 && at.x < size.x && at.y < size.y;
+}
+
+// np.pad's index of `i` on an axis of `n` samples (src/plan/padding.rs `mirror`).
+fn mirror(i: i32, n: i32, mode: u32) -> i32 {
+    if mode == PAD_EDGE || n == 1 {
+        return clamp(i, 0, n - 1);
+    }
+    if mode == PAD_REFLECT {
+        let period = 2 * (n - 1);
+        let m = ((i % period) + period) % period;
+        return select(period - m, m, m < n);
+    }
+    let period = 2 * n;
+    let m = ((i % period) + period) % period;
+    return select(period - 1 - m, m, m < n);
+}
+
+// Sample c of the padded image at `at`: through each pad to the resized image, or the fill of
+// a constant pad; zero outside the padded image (CenterCrop's padding).
 fn cropped(at: vec2<i32>, c: u32) -> u32 {
     let p = jobs[job];
-    if at.x >= 0 && at.y >= 0 && at.x < i32(p.width) && at.y < i32(p.height) {
-        return resized(u32(at.x), u32(at.y), c);
+    var size = vec2<i32>(i32(p.width), i32(p.height));
+    if p.padded.z > 0u {
+        size = vec2<i32>(i32(p.padded.x), i32(p.padded.y));
     }
-    return 0u;
+    if !inside(at, size) {
+        return 0u;
+    }
+    var pos = at;
+    for (var k = 0u; k < p.padded.z; k++) {
+        let pad = p.pads[k];
+        pos -= pad.xy;
+        if !inside(pos, pad.zw) {
+            let mode = p.pad_modes[k];
+            if mode == PAD_CONSTANT {
+                return (p.pad_fills[k] >> (8u * c)) & 255u;
+            }
+            pos = vec2<i32>(mirror(pos.x, pad.z, mode), mirror(pos.y, pad.w, mode));
+        }
+    }
+    return resized(u32(pos.x), u32(pos.y), c);
 }
 
 // The output element with linear index `e`.

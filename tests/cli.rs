@@ -1066,6 +1066,30 @@ fn trivial_augment_is_recorded_and_replayed_through_pillow() {
     }
 }
 
+/// `--pad` and `--random-crop` (with `--pad-if-needed`) record each image's box of the padded
+/// image, and `parity --pillow` replays them through `ImageOps.expand` and `np.pad`.
+#[test]
+fn pads_and_random_crops_are_recorded_and_replayed_through_pillow() {
+    let flags = [
+        "--resize",
+        "40x30",
+        "--pad",
+        "3,0:edge",
+        "--random-crop",
+        "48x40:2:reflect",
+        "--pad-if-needed",
+        "--seed",
+        "14",
+    ];
+    for image in converted_and_replayed("random-crop", &flags) {
+        let b = &image["params"]["random_crop"];
+        assert_eq!(
+            (b["width"].as_u64(), b["height"].as_u64()),
+            (Some(48), Some(40))
+        );
+    }
+}
+
 /// `--rand-augment` and `--auto-augment` record each image's operations in the order they ran,
 /// and `parity --pillow` replays them through Pillow: GPU, CPU and Pillow agree.
 #[test]
@@ -1244,6 +1268,8 @@ fn every_declared_operation_has_its_flag_and_the_flag_sets_it() {
             "--random-rotation" => "10",
             "--trivial-augment" => "31",
             "--rand-augment" => "2,9",
+            "--pad" => "2,4:reflect",
+            "--random-crop" => "12:4",
             "--auto-augment" => "imagenet",
             "--color-jitter" => "0.4,0.4,0.4",
             "--normalize" => "imagenet",

@@ -34,7 +34,7 @@ import PIL
 from PIL import Image, ImageFile, features
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from pillow_reference import draw, is_random, resize_target, transformed  # noqa: E402  (the reference gpuprep parity runs too)
+from pillow_reference import draw, is_random, padded_size, resize_target, transformed  # noqa: E402  (the reference gpuprep parity runs too)
 
 PINNED_PILLOW = "12.0.0"
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -140,6 +140,10 @@ def build_transforms(roots):
             for spec in specs:
                 if 0 in resize_target(spec, decoded.size):
                     continue  # Resize(max_size=...) shortens a thin image to nothing: Pillow refuses
+                crop = spec.get("random_crop")
+                if crop and any(c > p for c, p in zip((crop["width"], crop["height"]),
+                                                      padded_size(spec, decoded.size))):
+                    continue  # torchvision's RandomCrop refuses a crop larger than the image
                 # A random spec: `draws` samples of it, named name#index, with their parameters;
                 # with `spread`, each file's samples have indices of their own (from its name), so
                 # that the files between them see many draws (TrivialAugmentWide's operations).

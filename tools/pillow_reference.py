@@ -42,7 +42,7 @@ IMAGENET = {"mean": [0.485, 0.456, 0.406], "std": [0.229, 0.224, 0.225]}
 
 # The counter's fourth word per operation (src/plan/random.rs, `Op`).
 OP_CROP, OP_HFLIP, OP_VFLIP, OP_JITTER, OP_GRAY, OP_ERASE, OP_FILTER, OP_ROTATION = 1, 2, 3, 4, 5, 7, 8, 9
-OP_TRIVIAL, OP_RAND, OP_AUTO = 10, 17, 18
+OP_TRIVIAL, OP_RAND, OP_AUTO, OP_RANDOM_CROP = 10, 17, 18, 19
 # TrivialAugmentWide's augmentation space, in its order.
 TRIVIAL_OPS = ("Identity", "ShearX", "ShearY", "TranslateX", "TranslateY", "Rotate", "Brightness", "Color",
                "Contrast", "Sharpness", "Posterize", "Solarize", "AutoContrast", "Equalize")
@@ -236,9 +236,53 @@ def output_size(spec, size):
     """The (width, height) the spec makes of an image of `size`: RandomErasing's canvas."""
     if "crop" in spec:
         return tuple(spec["crop"])
+    if "random_crop" in spec:
+        return spec["random_crop"]["width"], spec["random_crop"]["height"]
+    return padded_size(spec, size)
+
+
+def pads(spec, size):
+    """The spec's F.pad calls on the resized image of `size`, in order, as (padding (l, t, r, b),
+    fill, mode): Pad's, RandomCrop's padding, then pad_if_needed's width and height."""
+    calls = []
+    if "pad" in spec:
+        calls.append((spec["pad"]["padding"], spec["pad"]["fill"], spec["pad"]["mode"]))
+    crop = spec.get("random_crop")
+    if crop:
+        calls.append((crop["padding"], crop["fill"], crop["mode"]))
+        if crop["pad_if_needed"]:
+            w, h = size
+            for (l, t, r, b), _, _ in calls:
+                w, h = w + l + r, h + t + b
+            dx, dy = max(crop["width"] - w, 0), max(crop["height"] - h, 0)
+            calls.append(([dx, 0, dx, 0], crop["fill"], crop["mode"]))
+            calls.append(([0, dy, 0, dy], crop["fill"], crop["mode"]))
+    return calls
+
+
+def resized_size(spec, size):
     if "random_resized_crop" in spec:
         return tuple(spec["random_resized_crop"]["size"])
     return resize_target(spec, size)
+
+
+def padded_size(spec, size):
+    """The (width, height) a crop takes from: the resized image, padded."""
+    w, h = resized_size(spec, size)
+    for (l, t, r, b), _, _ in pads(spec, (w, h)):
+        w, h = w + l + r, h + t + b
+    return w, h
+
+
+def tv_pad(im, padding, fill, mode):
+    """torchvision's F_pil.pad of an RGB image by (left, top, right, bottom): ImageOps.expand with
+    the fill, or np.pad."""
+    left, top, right, bottom = padding
+    if left + top + right + bottom == 0:
+        return im
+    if mode == "constant":
+        return ImageOps.expand(im, border=(left, top, right, bottom), fill=tuple(fill))
+    return Image.fromarray(np.pad(np.asarray(im), ((top, bottom), (left, right), (0, 0)), mode))
 
 
 def draw(spec, size, index):
@@ -251,6 +295,16 @@ def draw(spec, size, index):
         params["crop"] = crop_box(spec["random_resized_crop"], size[0], size[1], stream(OP_CROP))
         if spec.get("filter") == "random":  # timm's interpolation='random'
             params["interpolation"] = ("bilinear", "bicubic")[stream(OP_FILTER).below(2)]
+    if "random_crop" in spec:  # RandomCrop.get_params on the resized, padded image
+        crop = spec["random_crop"]
+        width, height = padded_size(spec, size)
+        th, tw = crop["height"], crop["width"]
+        s = stream(OP_RANDOM_CROP)
+        top = left = 0
+        if (width, height) != (tw, th):
+            top = s.below(max(height - th, 0) + 1)
+            left = s.below(max(width - tw, 0) + 1)
+        params["random_crop"] = {"top": top, "left": left, "height": th, "width": tw}
     for key, op in (("hflip", OP_HFLIP), ("vflip", OP_VFLIP)):
         if key in spec:
             params["flip" if key == "hflip" else "vflip"] = stream(op).uniform() < spec[key]
@@ -515,7 +569,7 @@ def center_crop(a, crop):
     return a[top:top + ch, left:left + cw]
 
 
-RANDOM = ("random_resized_crop", "hflip", "vflip", "random_rotation", "trivial_augment", "rand_augment",
+RANDOM = ("random_resized_crop", "random_crop", "hflip", "vflip", "random_rotation", "trivial_augment", "rand_augment",
           "auto_augment", "color_jitter", "grayscale", "color_ops", "random_erasing")
 
 
@@ -548,6 +602,11 @@ def transformed(path, spec, decoded=None, index=0):
         target = resize_target(spec, im.size)
         if target != im.size:
             im = im.resize(target, resample)
+    for padding, fill, mode in pads(spec, im.size):
+        im = tv_pad(im, padding, fill, mode)
+    if "random_crop" in params:  # F.crop
+        b = params["random_crop"]
+        im = im.crop((b["left"], b["top"], b["left"] + b["width"], b["top"] + b["height"]))
     a = np.asarray(im)
     if "crop" in spec:
         a = center_crop(a, spec["crop"])

@@ -223,9 +223,10 @@ _TO_TENSOR = {"ToTensor": "float32", "PILToTensor": "uint8", "ToImage": "uint8"}
 # gpuprep's Transform holds one of each of these: a second transform of the same slot is refused.
 _SLOTS = {"RandomResizedCrop": "Resize", "PILToTensor": "ToTensor", "ToImage": "ToTensor",
           "ConvertImageDtype": "ToDtype", "TrivialAugmentWide": "RandomRotation",
-          "RandAugment": "RandomRotation", "AutoAugment": "RandomRotation"}
+          "RandAugment": "RandomRotation", "AutoAugment": "RandomRotation",
+          "RandomCrop": "CenterCrop"}
 _TWICE = {"Resize": "resize", "ToTensor": "convert to a tensor", "ToDtype": "convert the dtype",
-          "RandomRotation": "rotate or augment twice"}
+          "RandomRotation": "rotate or augment twice", "CenterCrop": "crop twice"}
 
 
 def _size(size):
@@ -249,11 +250,14 @@ def _checked_size(name, size):
 
 def _interpolation(step):
     """The name (NEAREST, BILINEAR...) of `step`'s interpolation: an InterpolationMode (or Pillow's
-    Resampling) by its name, a Pillow filter number as torchvision maps it; else its repr."""
+    Resampling) by its name, its value as a string (which newer v2 transforms keep), a Pillow
+    filter number as torchvision maps it; else its repr."""
     mode = getattr(step, "interpolation", None)
     name = getattr(mode, "name", None)
     if isinstance(name, str):
         return name.upper()
+    if isinstance(mode, str):
+        return mode.upper().replace("-", "_")
     if isinstance(mode, int) and not isinstance(mode, bool) and mode in _PIL_FILTERS:
         return _PIL_FILTERS[mode]
     return repr(mode)
@@ -332,7 +336,7 @@ def _rotation_degrees(step):
     return _pair("RandomRotation", "degrees", step.degrees)
 
 
-def _rotation_fill(step):
+def _fill(step):
     """The fill torchvision's PIL kernels give `step` (RandomRotation, an augmentation policy): a
     number or one per channel, each made an int as its _parse_fill does, none meaning 0. v2's
     fill keyed by type gives a PIL image its "others" entry (none when there is none)."""
@@ -353,6 +357,30 @@ def _rotation_fill(step):
         raise OptionsError(f"{name}(fill={fill!r}) is not supported: one number or three (R, G, B) "
                            "in 0..255")
     return values
+
+
+def _padding(step):
+    """Pad's or RandomCrop's padding as (left, top, right, bottom): torchvision's int, one, two
+    or four ints (v2's Pad keeps them as a list, v2's RandomCrop as left, right, top, bottom),
+    none meaning none."""
+    padding = getattr(step, "padding", None)
+    if not padding:
+        return [0] * 4
+    if type(step).__name__ == "RandomCrop" and _is_v2(step):
+        left, right, top, bottom = padding
+        padding = [left, top, right, bottom]
+    values = [padding] if isinstance(padding, int) else list(padding)
+    if not all(isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in values) or \
+            len(values) not in (1, 2, 4):
+        raise OptionsError(f"{type(step).__name__}(padding={padding!r}) is not supported: one, "
+                           "two or four non-negative ints")
+    if len(values) == 1:
+        return values * 4
+    return values * 2 if len(values) == 2 else values
+
+
+def _is_v2(step):
+    return (type(step).__module__ or "").startswith("torchvision.transforms.v2")
 
 
 def _jitter_range(value):
@@ -385,9 +413,9 @@ def _steps(compose):
 
 
 def from_torchvision(compose):
-    """The Transform that computes what `compose` (a torchvision Compose, v1 or v2, of Resize,
-    CenterCrop, RandomResizedCrop, RandomHorizontalFlip, RandomVerticalFlip, one of
-    RandomRotation, TrivialAugmentWide, RandAugment and AutoAugment (NEAREST; v1's),
+    """The Transform that computes what `compose` (a torchvision Compose, v1 or v2, of Resize or
+    RandomResizedCrop, Pad, CenterCrop or RandomCrop, RandomHorizontalFlip, RandomVerticalFlip,
+    one of RandomRotation, TrivialAugmentWide, RandAugment and AutoAugment (NEAREST; v1's),
     ColorJitter, RandomGrayscale, RandomInvert / RandomPosterize / RandomSolarize /
     RandomAdjustSharpness / RandomAutocontrast / RandomEqualize (in any order
     among themselves, which is kept), ToTensor / PILToTensor / ToImage (+ ToDtype /
@@ -463,7 +491,7 @@ def from_torchvision(compose):
             raise OptionsError(_twice(name, seen[slot]))
         seen[slot] = name
         if name == "RandomRotation":
-            t = t.random_rotation(_rotation_degrees(step), _rotation_fill(step))
+            t = t.random_rotation(_rotation_degrees(step), _fill(step))
         elif name in ("TrivialAugmentWide", "RandAugment", "AutoAugment"):
             t = _with_augmentation_policy(t, step, v2)
         elif name in ("Resize", "RandomResizedCrop"):
@@ -480,6 +508,17 @@ def from_torchvision(compose):
                                           _pair(name, "ratio", step.ratio, positive=True))
         elif name == "CenterCrop":
             t = t.center_crop(_checked_size(name, step.size))
+        elif name == "Pad":
+            t = t.pad(_padding(step), _fill(step), step.padding_mode)
+        elif name == "RandomCrop":
+            if (v2 and step.padding_mode != "constant" and step.pad_if_needed
+                    and _padding(step) != [0] * 4):
+                raise OptionsError("transforms.v2.RandomCrop(padding=..., pad_if_needed=True, "
+                                   f"padding_mode={step.padding_mode!r}) is not supported: v2 "
+                                   "pads once by both, v1 twice, and the two mirror differently; "
+                                   "gpuprep computes v1's")
+            t = t.random_crop(_checked_size(name, step.size), _padding(step), step.pad_if_needed,
+                              _fill(step), step.padding_mode)
         elif name == "RandomHorizontalFlip":
             t = t.horizontal_flip(_probability(name, step.p))
         elif name == "RandomVerticalFlip":
@@ -561,7 +600,7 @@ def _with_augmentation_policy(t, step, v2):
     bins = getattr(step, "num_magnitude_bins", 31)
     if not isinstance(bins, int) or not 2 <= bins <= 1024:
         raise OptionsError(f"{name}(num_magnitude_bins={bins!r}) is not supported: 2 to 1024 bins")
-    fill = _rotation_fill(step)
+    fill = _fill(step)
     if name == "TrivialAugmentWide":
         return t.trivial_augment_wide(bins, fill)
     if name == "AutoAugment":
@@ -667,6 +706,27 @@ def torchvision_params(compose, size):
         elif name == "CenterCrop":
             n = _size(step.size)
             height, width = (n, n) if isinstance(n, int) else n
+        elif name == "Pad":
+            left, top, right, bottom = _padding(step)
+            width, height = width + left + right, height + top + bottom
+        elif name == "RandomCrop":
+            # forward pads (no draw), then get_params: a row, then a column, unless the
+            # padded image is the crop's size.
+            left, top, right, bottom = _padding(step)
+            width, height = width + left + right, height + top + bottom
+            n = _size(step.size)
+            th, tw = (n, n) if isinstance(n, int) else n
+            if step.pad_if_needed:  # by what a side lacks, on both sides of it
+                width, height = width + 2 * max(tw - width, 0), height + 2 * max(th - height, 0)
+            # v1 draws both unless the image is the crop's size, v2 each where it is larger.
+            v1_draws = (width, height) != (tw, th) and not _is_v2(step)
+            i = j = 0
+            if v1_draws or height > th:
+                i = int(torch.randint(0, height - th + 1, size=(1,)).item())
+            if v1_draws or width > tw:
+                j = int(torch.randint(0, width - tw + 1, size=(1,)).item())
+            params["random_crop"] = {"top": i, "left": j, "height": th, "width": tw}
+            height, width = th, tw
         elif name == "RandomResizedCrop":
             # get_params reads the image's size alone: a view of one element stands in.
             stand_in = torch.empty(1, 1, 1).expand(1, height, width)

@@ -146,8 +146,26 @@ fn describe(t: &gpuprep::Transform) -> String {
             c.ratio
         ));
     }
+    if let Some(p) = t.pad {
+        steps.push(format!(
+            "Pad(padding={:?}, fill={:?}, padding_mode='{}')",
+            p.padding,
+            p.fill,
+            p.mode.name()
+        ));
+    }
     if let Some(c) = t.center_crop {
         steps.push(format!("CenterCrop({})", pair(c)));
+    }
+    if let Some(c) = t.random_crop {
+        steps.push(format!(
+            "RandomCrop({}, padding={:?}, pad_if_needed={}, fill={:?}, padding_mode='{}')",
+            pair(c.size),
+            c.padding,
+            if c.pad_if_needed { "True" } else { "False" },
+            c.fill,
+            c.mode.name()
+        ));
     }
     if let Some(p) = t.horizontal_flip {
         steps.push(format!("RandomHorizontalFlip(p={p})"));
@@ -269,6 +287,32 @@ fn jitter_range(
     Ok((low != centre || high != centre).then_some((low as f32, high as f32)))
 }
 
+/// torchvision's padding argument: an int (every side), one or two (left/right, top/bottom) or
+/// four (left, top, right, bottom) non-negative ints.
+fn paddings(name: &str, padding: &Bound<'_, PyAny>) -> PyResult<[usize; 4]> {
+    let values: Vec<usize> = match padding.extract::<usize>() {
+        Ok(p) => vec![p],
+        Err(_) => padding.extract().unwrap_or_default(),
+    };
+    match values[..] {
+        [p] => Ok([p; 4]),
+        [x, y] => Ok([x, y, x, y]),
+        [l, t, r, b] => Ok([l, t, r, b]),
+        _ => Err(OptionsError::new_err(format!(
+            "{name}'s padding is a non-negative int or a sequence of 1, 2 or 4 of them, got \
+             {padding}"
+        ))),
+    }
+}
+
+fn padding_mode_named(name: &str) -> PyResult<gpuprep::PaddingMode> {
+    gpuprep::PaddingMode::named(name).ok_or_else(|| {
+        OptionsError::new_err(format!(
+            "padding_mode is 'constant', 'edge', 'reflect' or 'symmetric', not {name:?}"
+        ))
+    })
+}
+
 fn rgb_fill(fill: Option<Bound<'_, PyAny>>) -> PyResult<[u8; 3]> {
     let Some(v) = fill else {
         return Ok([0; 3]);
@@ -348,6 +392,51 @@ impl Transform {
     fn center_crop(&self, size: Bound<'_, PyAny>) -> PyResult<Self> {
         Ok(Self(gpuprep::Transform {
             center_crop: Some(Size::of("CenterCrop", &size)?.square()),
+            ..self.0
+        }))
+    }
+
+    /// Pad(padding, fill, padding_mode): padding an int (every side), (left/right, top/bottom) or
+    /// (left, top, right, bottom); fill a number or one per channel; padding_mode 'constant',
+    /// 'edge', 'reflect' or 'symmetric'.
+    #[pyo3(signature = (padding, fill=None, padding_mode="constant"))]
+    fn pad(
+        &self,
+        padding: Bound<'_, PyAny>,
+        fill: Option<Bound<'_, PyAny>>,
+        padding_mode: &str,
+    ) -> PyResult<Self> {
+        let pad = gpuprep::Pad {
+            padding: paddings("Pad", &padding)?,
+            fill: rgb_fill(fill)?,
+            mode: padding_mode_named(padding_mode)?,
+        };
+        Ok(Self(gpuprep::Transform {
+            pad: Some(pad),
+            ..self.0
+        }))
+    }
+
+    /// RandomCrop(size, padding, pad_if_needed, fill, padding_mode): size an int or (h, w), the
+    /// rest as `pad` takes them (padding None: none).
+    #[pyo3(signature = (size, padding=None, pad_if_needed=false, fill=None, padding_mode="constant"))]
+    fn random_crop(
+        &self,
+        size: Bound<'_, PyAny>,
+        padding: Option<Bound<'_, PyAny>>,
+        pad_if_needed: bool,
+        fill: Option<Bound<'_, PyAny>>,
+        padding_mode: &str,
+    ) -> PyResult<Self> {
+        let crop = gpuprep::RandomCrop {
+            size: Size::of("RandomCrop", &size)?.square(),
+            padding: padding.map_or(Ok([0; 4]), |p| paddings("RandomCrop", &p))?,
+            pad_if_needed,
+            fill: rgb_fill(fill)?,
+            mode: padding_mode_named(padding_mode)?,
+        };
+        Ok(Self(gpuprep::Transform {
+            random_crop: Some(crop),
             ..self.0
         }))
     }

@@ -272,6 +272,56 @@ def test_with_torchs_seed_color_jitter_ranges_are_torchvisions(module):
         assert np.array_equal(batch[0], expected), (path, seed, params)
 
 
+@pytest.mark.parametrize("module", [T, v2], ids=["v1", "v2"])
+def test_with_torchs_seed_random_crops_and_pads_are_torchvisions(module):
+    """RandomCrop with each padding mode (and pad_if_needed, padding twice over, mirrored again)
+    and Pad before a centre crop, after torch.manual_seed, through torchvision_params."""
+    composes = [
+        module.Compose([module.Resize((32, 32)), module.RandomCrop(32, padding=4),
+                        module.RandomHorizontalFlip(), module.PILToTensor()]),
+        module.Compose([module.Resize(40), module.RandomCrop((30, 36), padding=(2, 3, 5, 1),
+                                                             padding_mode="reflect"),
+                        module.PILToTensor()]),
+        module.Compose([module.Resize((12, 20)), module.RandomCrop((40, 48), pad_if_needed=True,
+                                                                   padding_mode="symmetric"),
+                        module.PILToTensor()]),
+        module.Compose([module.Resize((40, 40)), module.Pad(6, fill=(200, 100, 50)),
+                        module.RandomCrop(36, padding=2, fill=(10, 20, 30)),
+                        module.RandomRotation(30, fill=[1, 2, 3]), module.PILToTensor()]),
+        module.Compose([module.Resize((24, 30)), module.Pad((5, 0, 7, 2), padding_mode="edge"),
+                        module.CenterCrop((20, 48)), module.PILToTensor()]),
+    ]
+    if module is T:  # v1 pads twice: first by padding, then by what a side lacks
+        composes.append(T.Compose([T.Resize((12, 20)), T.RandomCrop(48, padding=3,
+                                                                    pad_if_needed=True,
+                                                                    padding_mode="reflect"),
+                                   T.PILToTensor()]))
+    p = gpuprep.Pipeline("cpu")
+    for compose in composes:
+        transform = gpuprep.from_torchvision(compose)
+        for seed in range(6):
+            path = PHOTOS[seed % len(PHOTOS)]
+            torch.manual_seed(seed)
+            expected = torchvision_output(compose, path)
+            torch.manual_seed(seed)
+            params = gpuprep.torchvision_params(compose, Image.open(path).size)
+            batch, _ = p.preprocess([path], transform, params=[params])
+            assert np.array_equal(batch[0], expected), (compose, path, seed, params)
+
+
+def test_random_crops_are_refused_where_torchvision_differs_or_refuses():
+    refused(v2.Compose([v2.RandomCrop(48, padding=3, pad_if_needed=True,
+                                      padding_mode="reflect")]),
+            "v2.RandomCrop", "v1's")
+    refused(T.Compose([T.CenterCrop(32), T.RandomCrop(16)]), "RandomCrop after CenterCrop",
+            "torchvision would apply both")
+    refused(T.Compose([T.RandomCrop(16), T.Resize(8)]), "Resize after a later step")
+    refused(T.Compose([T.CenterCrop(16), T.Pad(2)]), "Pad after a later step")
+    t = gpuprep.from_torchvision(T.Compose([T.RandomCrop(4000)]))
+    with pytest.raises(gpuprep.OptionsError, match="larger than this image"):
+        outputs(t, PHOTOS[:1])
+
+
 def test_augmentation_policies_translate_or_are_refused_by_name():
     t = gpuprep.from_torchvision(T.Compose([T.RandomResizedCrop(224), T.RandomHorizontalFlip(),
                                             T.RandAugment(), T.PILToTensor()]))

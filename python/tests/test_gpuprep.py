@@ -206,7 +206,10 @@ def test_loader_on_cuda_is_the_host_paths_bits_wherever_it_lands(tmp_path, backe
     except ImportError:
         torch = None
     if torch is None or not torch.cuda.is_available():
-        with pytest.raises((gpuprep.OptionsError, RuntimeError, AssertionError), match="CUDA"):
+        # gpuprep's refusal without torch, or torch's own (a CUDA build without a driver says
+        # so in its words).
+        with pytest.raises((gpuprep.OptionsError, RuntimeError, AssertionError),
+                           match="CUDA|NVIDIA driver"):
             make(device="cuda")
         return
     expected = [(b["indices"].tolist(), b["images"].copy()) for b in make(pin_memory=False).batches()]
@@ -390,6 +393,25 @@ def test_augmentation_policies_equal_pillow_with_their_parameters(backend, polic
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
+def test_random_crop_with_padding_equals_pillow_with_its_parameters(backend):
+    spec = {"resize": [40, 30], "pad": {"padding": [3, 0, 3, 0], "fill": [9, 9, 9], "mode": "edge"},
+            "random_crop": {"width": 48, "height": 40, "padding": [2, 2, 2, 2],
+                            "pad_if_needed": True, "fill": [10, 20, 30], "mode": "reflect"},
+            "hflip": 0.5, "seed": 3}
+    t = (gpuprep.Transform().resize((30, 40)).pad((3, 0), fill=9, padding_mode="edge")
+         .random_crop((40, 48), padding=2, pad_if_needed=True, fill=(10, 20, 30),
+                      padding_mode="reflect")
+         .horizontal_flip().with_seed(3).to("uint8", "hwc"))
+    indices = list(range(12))
+    paths = [PHOTOS[i % len(PHOTOS)] for i in indices]
+    batch, outcomes = pipeline(backend).preprocess(paths, t, indices=indices)
+    for image, path, index, outcome in zip(batch, paths, indices, outcomes):
+        assert np.array_equal(image, pillow_reference.transformed(path, spec, index=index)), path
+        assert outcome["params"]["random_crop"] == pillow_reference.draw(
+            spec, pillow_reference.Image.open(path).size, index)["random_crop"]
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
 def test_trivial_augment_equals_pillow_with_its_parameters(backend):
     spec = {"random_resized_crop": {"size": [64, 64]}, "trivial_augment": {"fill": [10, 20, 30]},
             "seed": 9}
@@ -500,8 +522,9 @@ def test_every_declared_operation_has_its_method_stub_and_translation():
     translation = inspect.getsource(gpuprep.from_torchvision)
     operations = gpuprep._gpuprep.operations()
     singles = gpuprep._gpuprep.color_operations()
-    assert len(operations) == 13 + len(singles)
-    args = {"resize": (8,), "random_resized_crop": (8,), "center_crop": (8,),
+    assert len(operations) == 15 + len(singles)
+    args = {"resize": (8,), "random_resized_crop": (8,), "center_crop": (8,), "pad": (2,),
+            "random_crop": (8,),
             "random_rotation": (10,), "normalize": ([0.5] * 3, [0.5] * 3)}
     args.update({method: (2,) for _, method, _, argument in singles if argument is not None})
     assert "_COLOR_OPERATIONS" in translation

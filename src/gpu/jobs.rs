@@ -206,7 +206,27 @@ pub(crate) struct TensorJob {
     pub rotation_x: [i32; 4],
     /// The same for the source row.
     pub rotation_y: [i32; 4],
+    /// The padded image's width and height (what the crop takes from) and how many pads
+    /// ([`crate::plan::Padding`]) make it of the resized image, then one unused word.
+    pub padded: [u32; 4],
+    /// Per pad, outermost first: the columns it adds on the left, the rows on top, and the
+    /// width and height of the image it pads.
+    pub pads: [[i32; 4]; MAX_PADS],
+    /// Per pad: [`PAD_CONSTANT`], [`PAD_EDGE`], [`PAD_REFLECT`] or [`PAD_SYMMETRIC`] (the last
+    /// word unused).
+    pub pad_modes: [u32; 4],
+    /// Per pad: the constant mode's fill, R | G << 8 | B << 16 (the last word unused).
+    pub pad_fills: [u32; 4],
 }
+
+/// The most pads of one image: `Pad`'s, `RandomCrop`'s padding and its `pad_if_needed`.
+pub(crate) const MAX_PADS: usize = 3;
+
+/// `TensorJob::pad_modes`, as shaders/tensor.wgsl numbers them.
+pub(crate) const PAD_CONSTANT: u32 = 0;
+pub(crate) const PAD_EDGE: u32 = 1;
+pub(crate) const PAD_REFLECT: u32 = 2;
+pub(crate) const PAD_SYMMETRIC: u32 = 3;
 
 /// `Job` of shaders/adjust.wgsl: one image's colour adjustments.
 #[repr(C)]
@@ -317,37 +337,41 @@ mod tests {
         }
     }
 
-    /// The adjustment kinds are numbered in Rust and again in shaders/adjust.wgsl: the same
-    /// numbers.
+    /// The adjustment kinds and the padding modes are numbered in Rust and again in
+    /// shaders/adjust.wgsl and shaders/tensor.wgsl: the same numbers.
     #[test]
-    fn adjustment_kinds_are_numbered_alike_in_rust_and_wgsl() {
-        let module = stage("adjust.wgsl");
-        let value = |name: &str| -> u32 {
+    fn kinds_are_numbered_alike_in_rust_and_wgsl() {
+        let value = |file: &str, name: &str| -> u32 {
+            let module = stage(file);
             let (_, constant) = module
                 .constants
                 .iter()
                 .find(|(_, c)| c.name.as_deref() == Some(name))
-                .unwrap_or_else(|| panic!("adjust.wgsl declares no {name}"));
+                .unwrap_or_else(|| panic!("{file} declares no {name}"));
             match module.global_expressions[constant.init] {
                 naga::Expression::Literal(naga::Literal::U32(v)) => v,
                 ref other => panic!("{name} is {other:?}"),
             }
         };
         let kinds = [
-            ("BRIGHTNESS", BRIGHTNESS),
-            ("CONTRAST", CONTRAST),
-            ("SATURATION", SATURATION),
-            ("HUE", HUE),
-            ("SHARPNESS", SHARPNESS),
-            ("POSTERIZE", POSTERIZE),
-            ("SOLARIZE", SOLARIZE),
-            ("AUTOCONTRAST", AUTOCONTRAST),
-            ("EQUALIZE", EQUALIZE),
-            ("GRAYSCALE", GRAYSCALE),
-            ("REMAP", REMAP),
+            ("adjust.wgsl", "BRIGHTNESS", BRIGHTNESS),
+            ("adjust.wgsl", "CONTRAST", CONTRAST),
+            ("adjust.wgsl", "SATURATION", SATURATION),
+            ("adjust.wgsl", "HUE", HUE),
+            ("adjust.wgsl", "SHARPNESS", SHARPNESS),
+            ("adjust.wgsl", "POSTERIZE", POSTERIZE),
+            ("adjust.wgsl", "SOLARIZE", SOLARIZE),
+            ("adjust.wgsl", "AUTOCONTRAST", AUTOCONTRAST),
+            ("adjust.wgsl", "EQUALIZE", EQUALIZE),
+            ("adjust.wgsl", "GRAYSCALE", GRAYSCALE),
+            ("adjust.wgsl", "REMAP", REMAP),
+            ("tensor.wgsl", "PAD_CONSTANT", PAD_CONSTANT),
+            ("tensor.wgsl", "PAD_EDGE", PAD_EDGE),
+            ("tensor.wgsl", "PAD_REFLECT", PAD_REFLECT),
+            ("tensor.wgsl", "PAD_SYMMETRIC", PAD_SYMMETRIC),
         ];
-        for (name, rust) in kinds {
-            assert_eq!(value(name), rust, "{name}");
+        for (file, name, rust) in kinds {
+            assert_eq!(value(file, name), rust, "{file}: {name}");
         }
     }
 
@@ -382,6 +406,10 @@ mod tests {
                     ("erase_bits", offset_of!(TensorJob, erase_bits)),
                     ("rotation_x", offset_of!(TensorJob, rotation_x)),
                     ("rotation_y", offset_of!(TensorJob, rotation_y)),
+                    ("padded", offset_of!(TensorJob, padded)),
+                    ("pads", offset_of!(TensorJob, pads)),
+                    ("pad_modes", offset_of!(TensorJob, pad_modes)),
+                    ("pad_fills", offset_of!(TensorJob, pad_fills)),
                 ],
             ),
             (

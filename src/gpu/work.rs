@@ -4,8 +4,9 @@
 
 use super::jobs::{
     word_count, AdjustJob, ColorJob, HorizontalJob, IdctJob, PlaneGeometry, PlaneUpsampling,
-    TensorJob, AUTOCONTRAST, BRIGHTNESS, CONTRAST, EQUALIZE, GRAYSCALE, HUE, POSTERIZE, REMAP,
-    REMAP_WORDS, SATURATION, SHARPNESS, SOLARIZE,
+    TensorJob, AUTOCONTRAST, BRIGHTNESS, CONTRAST, EQUALIZE, GRAYSCALE, HUE, PAD_CONSTANT,
+    PAD_EDGE, PAD_REFLECT, PAD_SYMMETRIC, POSTERIZE, REMAP, REMAP_WORDS, SATURATION, SHARPNESS,
+    SOLARIZE,
 };
 use crate::error::Result;
 use crate::formats::{Decoded, Pixels};
@@ -14,7 +15,7 @@ use crate::jpeg::segment::EntropySegment;
 use crate::jpeg::{single_scan_order, CoefficientImage, ColorSpace, Component};
 use crate::plan::output::element_bytes;
 use crate::plan::{Adjustment, ImagePlan, OutputPlan, Params, Sample, Step, Taps, Upsampling};
-use crate::transform::Layout;
+use crate::transform::{Layout, PaddingMode};
 use crate::{Limits, RgbImage, Transform};
 use std::sync::Arc;
 
@@ -424,6 +425,7 @@ fn resize_and_tensor(
             };
             [bits(value[0]), bits(value[1]), bits(value[2]), 0]
         }),
+        ..padding_words(output, plan.resized)
     };
     // Every image of a batch reads its tensor from the same source: with a transform that
     // adjusts colours, the adjusted pixels, even where this image drew no adjustment.
@@ -436,6 +438,26 @@ fn resize_and_tensor(
         adjusted,
     };
     (horizontal, tensor)
+}
+
+/// A tensor job's padding words for `output` of an image resized to `resized`: the pads,
+/// outermost first (the rest of the job zero).
+fn padding_words(output: &OutputPlan, resized: (usize, usize)) -> TensorJob {
+    let mut job: TensorJob = bytemuck::Zeroable::zeroed();
+    let (width, height) = crate::plan::padding::padded_size(&output.padding, resized);
+    job.padded = [width as u32, height as u32, output.padding.len() as u32, 0];
+    for (k, p) in output.padding.iter().rev().enumerate() {
+        let (w, h) = p.inner;
+        job.pads[k] = [p.left as i32, p.top as i32, w as i32, h as i32];
+        job.pad_modes[k] = match p.mode {
+            PaddingMode::Constant => PAD_CONSTANT,
+            PaddingMode::Edge => PAD_EDGE,
+            PaddingMode::Reflect => PAD_REFLECT,
+            PaddingMode::Symmetric => PAD_SYMMETRIC,
+        };
+        job.pad_fills[k] = u32::from_le_bytes([p.fill[0], p.fill[1], p.fill[2], 0]);
+    }
+    job
 }
 
 /// The colour-adjustment path for `plan`, whose stage 4 job `pixels` writes the cropped, flipped
@@ -489,6 +511,7 @@ fn adjusted(pixels: &TensorJob, plan: &ImagePlan) -> Adjusted {
         stride: width,
         flips: 0,
         rotate: 0,
+        padded: [0; 4],
         ..*pixels
     };
     Adjusted { job, tensor }

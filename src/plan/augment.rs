@@ -11,6 +11,11 @@ use crate::transform::{
 use std::collections::BTreeMap;
 
 /// Where one image's random parameters come from.
+#[allow(
+    clippy::large_enum_variant,
+    reason = "one is made per image, beside its decoded pixels: the given parameters' size is \
+              nothing beside those, and a box would only cost callers an allocation"
+)]
 #[derive(Clone, Debug, PartialEq)]
 pub enum Sample {
     /// Drawn for this sample index, with the transform's seed and epoch.
@@ -79,6 +84,8 @@ pub struct Params {
     pub crop: Option<CropBox>,
     /// `RandomResizedCrop`'s filter, when it draws one.
     pub interpolation: Option<Filter>,
+    /// `RandomCrop`'s box of the resized, padded image.
+    pub random_crop: Option<CropBox>,
     /// Whether `RandomHorizontalFlip` flips.
     pub horizontal_flip: Option<bool>,
     /// Whether `RandomVerticalFlip` flips.
@@ -129,6 +136,10 @@ impl Params {
                 .random_resized_crop
                 .and_then(|c| c.filters)
                 .map(|f| f[Stream::new(key, Op::Interpolation).below(2) as usize]),
+            random_crop: transform.random_crop.map(|c| {
+                let padded = super::padded_size(transform, size);
+                random_crop_box(c.size, padded, &mut Stream::new(key, Op::RandomCrop))
+            }),
             horizontal_flip: coin(transform.horizontal_flip, Op::HorizontalFlip),
             vertical_flip: coin(transform.vertical_flip, Op::VerticalFlip),
             color: transform
@@ -161,6 +172,11 @@ impl Params {
                 "crop",
                 transform.random_resized_crop.is_some(),
                 self.crop.is_some(),
+            ),
+            (
+                "random_crop",
+                transform.random_crop.is_some(),
+                self.random_crop.is_some(),
             ),
             (
                 "horizontal_flip",
@@ -220,6 +236,15 @@ impl Params {
             {
                 return Err(Error::Options(format!(
                     "the crop box {b:?} does not lie inside the {width}x{height} image"
+                )));
+            }
+        }
+        if let (Some(b), Some(c)) = (self.random_crop, transform.random_crop) {
+            let (w, h) = super::padded_size(transform, (width, height));
+            if (b.width, b.height) != c.size || b.left + b.width > w || b.top + b.height > h {
+                return Err(Error::Options(format!(
+                    "the random crop {b:?} is not a box of {}x{} inside the {w}x{h} padded image",
+                    c.size.0, c.size.1
                 )));
             }
         }
@@ -335,6 +360,30 @@ fn check_jitter_order(jitter: &ColorJitter, color: &[Adjustment]) -> Result<()> 
 /// torchvision's `RandomResizedCrop.get_params`: ten tries at a box of random area and aspect
 /// ratio (log-uniform) that fits, then the centre crop clamped to the ratio bounds. Python's
 /// `round` (half to even) makes the sides.
+/// `RandomCrop.get_params`: a box of `(tw, th)` at a uniform place of the padded image of
+/// `(width, height)`, the whole image when they are equal (the plan refuses a crop larger than
+/// the image, as torchvision does; the box drawn for one lies at 0).
+fn random_crop_box(
+    (tw, th): (usize, usize),
+    (width, height): (usize, usize),
+    s: &mut Stream,
+) -> CropBox {
+    // torch.randint(0, n - t + 1): a place of the n - t + 1 there are.
+    let mut place = |n: usize, t: usize| s.below(n.saturating_sub(t) as u64 + 1) as usize;
+    let (top, left) = if (width, height) == (tw, th) {
+        (0, 0)
+    } else {
+        let top = place(height, th);
+        (top, place(width, tw))
+    };
+    CropBox {
+        top,
+        left,
+        height: th,
+        width: tw,
+    }
+}
+
 fn crop_box(crop: &RandomResizedCrop, (width, height): (usize, usize), s: &mut Stream) -> CropBox {
     let area = (width * height) as f64;
     for _ in 0..10 {

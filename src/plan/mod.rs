@@ -30,6 +30,7 @@ pub(crate) mod auto_augment;
 pub(crate) mod hsv;
 pub(crate) mod levels;
 pub(crate) mod output;
+pub(crate) mod padding;
 pub(crate) mod random;
 pub(crate) mod resize;
 pub(crate) mod rotate;
@@ -43,6 +44,7 @@ use crate::Transform;
 pub use augment::{CropBox, Params, Sample, Samples};
 pub use auto_augment::{Augment, AugmentOp};
 pub use output::{Crop, OutputPlan, Step, MAX_REMAPS, MAX_STEPS};
+pub use padding::Padding;
 pub use resize::{ResizePlan, Taps, PRECISION_BITS};
 pub use rotate::Rotation;
 pub use scaling::{ComponentScaling, Upsampling, UpsamplingAxis};
@@ -139,7 +141,8 @@ impl ImagePlan {
             .as_ref()
             .filter(|r| r.horizontal.is_some())
             .map_or((0, 0), |r| (self.resized.0, r.rows));
-        for (width, height) in [horizontal, self.resized, (crop.width, crop.height)] {
+        let padded = padding::padded_size(&self.output.padding, self.resized);
+        for (width, height) in [horizontal, self.resized, padded, (crop.width, crop.height)] {
             if width as u64 * height as u64 > limits.max_pixels {
                 return Err(Error::OutputTooLarge {
                     width: width as u64,
@@ -232,6 +235,16 @@ impl ImagePlan {
                 });
             }
         }
+        if let Some(crop) = transform.random_crop {
+            let padded = padding::padded_size(&padding::paddings(transform, resized), resized);
+            if crop.size.0 > padded.0 || crop.size.1 > padded.1 {
+                return Err(Error::Options(format!(
+                    "RandomCrop's {}x{} is larger than this image resized and padded, {}x{} \
+                     (torchvision refuses it too; pad_if_needed pads it)",
+                    crop.size.0, crop.size.1, padded.0, padded.1
+                )));
+            }
+        }
         let filter = params.interpolation.unwrap_or(transform.filter);
         let resize = (resized != seen).then(|| ResizePlan::new(filter, seen, resized));
         Ok(Self {
@@ -252,14 +265,23 @@ impl ImagePlan {
 /// The output (width, height) of `transform` for an image of `oriented` size: what
 /// `RandomErasing` draws its box on.
 pub(crate) fn output_size(transform: &Transform, oriented: (usize, usize)) -> (usize, usize) {
-    if let Some(crop) = transform.center_crop {
+    if let Some(crop) = transform
+        .center_crop
+        .or(transform.random_crop.map(|c| c.size))
+    {
         return crop;
     }
-    match (transform.random_resized_crop, transform.resize) {
+    padded_size(transform, oriented)
+}
+
+/// (width, height) of an image of `oriented` size resized and padded: what a crop takes from.
+pub(crate) fn padded_size(transform: &Transform, oriented: (usize, usize)) -> (usize, usize) {
+    let resized = match (transform.random_resized_crop, transform.resize) {
         (Some(crop), _) => crop.size,
         (None, Some(resize)) => resize.target(oriented.0, oriented.1),
         (None, None) => oriented,
-    }
+    };
+    padding::padded_size(&padding::paddings(transform, resized), resized)
 }
 
 /// Most output pixels of an image with colour adjustments: their sum over the image must fit

@@ -55,7 +55,10 @@ pub enum Step {
 /// How the resized image becomes the output tensor.
 #[derive(Clone, Debug, PartialEq)]
 pub struct OutputPlan {
-    /// The centre crop (the whole image when the transform has none).
+    /// `Pad`'s and `RandomCrop`'s pads of the resized image, in order (none without them).
+    pub padding: Vec<super::Padding>,
+    /// The centre crop or random crop of the padded image (the whole of it when the transform
+    /// has none).
     pub crop: Crop,
     /// Whether the cropped image is mirrored left to right (`RandomHorizontalFlip` flipped).
     pub horizontal_flip: bool,
@@ -85,8 +88,25 @@ pub struct OutputPlan {
 impl OutputPlan {
     /// The output of `transform` with the random parameters `params` for an image resized to
     /// `resized` (width, height).
-    pub fn new((width, height): (usize, usize), transform: &Transform, params: &Params) -> Self {
+    pub fn new(resized: (usize, usize), transform: &Transform, params: &Params) -> Self {
+        let padding = super::padding::paddings(transform, resized);
+        let (width, height) = super::padding::padded_size(&padding, resized);
         let (crop_w, crop_h) = transform.center_crop.unwrap_or((width, height));
+        let crop = match (params.random_crop, transform.random_crop) {
+            (Some(b), Some(_)) => Crop {
+                width: b.width,
+                height: b.height,
+                x: b.left as isize,
+                y: b.top as isize,
+            },
+            _ => Crop {
+                width: crop_w,
+                height: crop_h,
+                x: crop_offset(width, crop_w),
+                y: crop_offset(height, crop_h),
+            },
+        };
+        let (crop_w, crop_h) = (crop.width, crop.height);
         let shape = match transform.layout {
             Layout::Hwc => [crop_h, crop_w, 3],
             Layout::Chw => [3, crop_h, crop_w],
@@ -126,12 +146,8 @@ impl OutputPlan {
         );
         steps.extend(color.into_iter().map(Step::Adjust));
         Self {
-            crop: Crop {
-                width: crop_w,
-                height: crop_h,
-                x: crop_offset(width, crop_w),
-                y: crop_offset(height, crop_h),
-            },
+            padding,
+            crop,
             horizontal_flip: params.horizontal_flip == Some(true),
             vertical_flip: params.vertical_flip == Some(true),
             rotation,

@@ -42,6 +42,8 @@ pub enum Op {
     RandAugment = 17,
     /// `AutoAugment`'s sub-policy, probabilities and signs.
     AutoAugment = 18,
+    /// `RandomCrop`'s box.
+    RandomCrop = 19,
 }
 
 /// Which sample a stream belongs to.

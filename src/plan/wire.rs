@@ -6,7 +6,8 @@ use crate::error::{Error, Result};
 use std::collections::BTreeMap;
 
 /// One image's random parameters as report.json writes them, to be replayed through Pillow and
-/// torchvision: `{"crop": {"top", "left", "height", "width"}, "interpolation": filter, "flip":
+/// torchvision: `{"crop": {"top", "left", "height", "width"}, "interpolation": filter,
+/// "random_crop": {"top", "left", "height", "width"} (of the padded image), "flip":
 /// bool, "vflip": bool, "rotation": degrees, "augment": [{"op": name, "magnitude": m}, …], "color":
 /// {"order": [names], "brightness": factor, …}, "grayscale": bool, "color_ops": {method: bool, …},
 /// "erase": box or null}`, the
@@ -21,6 +22,9 @@ pub fn params_json(params: &super::Params) -> serde_json::Value {
     }
     if let Some(filter) = params.interpolation {
         json["interpolation"] = filter.name().into();
+    }
+    if let Some(b) = params.random_crop {
+        json["random_crop"] = box_json(b);
     }
     if let Some(flip) = params.horizontal_flip {
         json["flip"] = flip.into();
@@ -93,6 +97,7 @@ pub fn params_from_json(json: &serde_json::Value) -> Result<super::Params> {
         let known = [
             "crop",
             "interpolation",
+            "random_crop",
             "flip",
             "vflip",
             "rotation",
@@ -150,6 +155,7 @@ pub fn params_from_json(json: &serde_json::Value) -> Result<super::Params> {
     Ok(super::Params {
         crop: object.get("crop").map(get_box).transpose()?,
         interpolation,
+        random_crop: object.get("random_crop").map(get_box).transpose()?,
         horizontal_flip: flag("flip")?,
         vertical_flip: flag("vflip")?,
         rotation: object

@@ -1,5 +1,6 @@
-//! The last stage: the centre crop, the flips, `ToTensor` + `Normalize` through the plan's value
-//! table, layout, dtype and channel order (PARITY §4–5), as shaders/tensor.wgsl computes it;
+//! The last stage: the padding, the centre or random crop, the flips, `ToTensor` + `Normalize`
+//! through the plan's value table, layout, dtype and channel order (PARITY §4–5), as
+//! shaders/tensor.wgsl computes it;
 //! with a rotation or colour adjustments, the cropped image goes through [`super::rotate`] and
 //! [`super::adjust`] first. The geometry
 //! and the table come from [`crate::plan::OutputPlan`].
@@ -41,6 +42,14 @@ pub fn source_position(plan: &OutputPlan, x: usize, y: usize) -> (isize, isize) 
 /// Crops and flips the resized `image` as `plan` says, adjusts its colours, and turns it into
 /// the output tensor (its `params` left empty for the caller).
 pub fn to_tensor(image: &Image8, plan: &OutputPlan) -> Tensor {
+    if !plan.padding.is_empty() {
+        // Padded first, as torchvision pads the PIL image before it crops it.
+        let unpadded = OutputPlan {
+            padding: Vec::new(),
+            ..plan.clone()
+        };
+        return to_tensor(&super::pad::pad(image, &plan.padding), &unpadded);
+    }
     if plan.rotation.is_some() || !plan.steps.is_empty() {
         // Rotated and adjusted as an RGB image of the output's size, which then goes out as
         // it is.

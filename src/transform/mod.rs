@@ -212,6 +212,83 @@ impl Default for TrivialAugment {
     }
 }
 
+/// How torchvision's `F.pad` fills the border it adds to a PIL image: a constant (Pillow's
+/// `ImageOps.expand`), or `np.pad`'s edge, reflect and symmetric modes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PaddingMode {
+    /// The fill value.
+    Constant,
+    /// The edge pixel repeated.
+    Edge,
+    /// Mirrored about the edge pixel, which is not repeated.
+    Reflect,
+    /// Mirrored about the edge, whose pixel is repeated.
+    Symmetric,
+}
+
+impl PaddingMode {
+    /// Every mode.
+    pub const ALL: [Self; 4] = [Self::Constant, Self::Edge, Self::Reflect, Self::Symmetric];
+
+    /// torchvision's name of the mode (`padding_mode`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Constant => "constant",
+            Self::Edge => "edge",
+            Self::Reflect => "reflect",
+            Self::Symmetric => "symmetric",
+        }
+    }
+
+    /// The mode torchvision names `name`.
+    pub fn named(name: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|m| m.name() == name)
+    }
+}
+
+/// torchvision `Pad(padding, fill, padding_mode)` of the resized image: `padding` pixels added
+/// on its left, top, right and bottom.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Pad {
+    /// Pixels added on the left, top, right and bottom.
+    pub padding: [usize; 4],
+    /// The RGB value of the border in the constant mode; default black.
+    pub fill: [u8; 3],
+    /// How the border is filled.
+    pub mode: PaddingMode,
+}
+
+/// torchvision `RandomCrop(size, padding, pad_if_needed, fill, padding_mode)` of the resized
+/// (and padded) image, in place of `CenterCrop`: the image padded by `padding`, then, with
+/// `pad_if_needed`, by the width and height it lacks on both sides, then a box of `size` at a
+/// random place of it.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct RandomCrop {
+    /// Output (width, height).
+    pub size: (usize, usize),
+    /// Pixels added on the left, top, right and bottom first; default none.
+    pub padding: [usize; 4],
+    /// Whether a side shorter than the crop is padded to it; default off.
+    pub pad_if_needed: bool,
+    /// The RGB value of the border in the constant mode; default black.
+    pub fill: [u8; 3],
+    /// How the border is filled; default constant.
+    pub mode: PaddingMode,
+}
+
+impl RandomCrop {
+    /// `RandomCrop(size)`: no padding.
+    pub fn new(size: (usize, usize)) -> Self {
+        Self {
+            size,
+            padding: [0; 4],
+            pad_if_needed: false,
+            fill: [0; 3],
+            mode: PaddingMode::Constant,
+        }
+    }
+}
+
 /// The most operations one image's augmentation applies in a row (`RandAugment`'s `num_ops`):
 /// the GPU's colour job has room for as many steps.
 pub const MAX_AUGMENT_OPS: u32 = 4;
@@ -393,6 +470,10 @@ pub struct Transform {
     /// `CenterCrop((height, width))` as (width, height), zero-padding a smaller image; default
     /// none.
     pub center_crop: Option<(usize, usize)>,
+    /// `Pad` of the resized image, before a crop; default none.
+    pub pad: Option<Pad>,
+    /// `RandomCrop` in place of `center_crop`; default none.
+    pub random_crop: Option<RandomCrop>,
     /// Resampling filter; default bilinear (torchvision's).
     pub filter: Filter,
     /// Decode with Pillow's `draft('RGB', size)` towards the resize target computed from the
@@ -446,6 +527,8 @@ impl Default for Transform {
         Self {
             resize: None,
             center_crop: None,
+            pad: None,
+            random_crop: None,
             filter: Filter::Bilinear,
             draft: false,
             normalize: None,
@@ -543,6 +626,7 @@ impl Transform {
             || self.auto_augment.is_some()
             || !self.color_ops.is_empty()
             || self.random_erasing.is_some()
+            || self.random_crop.is_some()
     }
 
     /// No geometry change; `ToTensor` + `normalize`, float32 C×H×W.
@@ -558,12 +642,16 @@ impl Transform {
     /// The output (width, height) when it does not depend on the image: a crop or an exact
     /// resize fixes it.
     pub fn fixed_output_size(&self) -> Option<(usize, usize)> {
-        match (self.center_crop, self.resize, self.random_resized_crop) {
-            (Some(crop), _, _) => Some(crop),
-            (None, Some(Resize::Exact { width, height }), _) => Some((width, height)),
-            (None, _, Some(crop)) => Some(crop.size),
-            _ => None,
+        if let Some(crop) = self.center_crop.or(self.random_crop.map(|c| c.size)) {
+            return Some(crop);
         }
+        let [left, top, right, bottom] = self.pad.map_or([0; 4], |p| p.padding);
+        let (width, height) = match (self.resize, self.random_resized_crop) {
+            (Some(Resize::Exact { width, height }), _) => (width, height),
+            (_, Some(crop)) => crop.size,
+            _ => return None,
+        };
+        Some((width + left + right, height + top + bottom))
     }
 
     /// Every output's dimensions in the transform's layout, when they do not depend on the
@@ -610,9 +698,23 @@ impl Transform {
             || matches!(self.resize, Some(Resize::ShorterSide(0)))
             || matches!(self.resize, Some(Resize::ShorterSideAtMost { size: 0, .. }))
             || self.random_resized_crop.is_some_and(|c| zero(c.size))
+            || self.random_crop.is_some_and(|c| zero(c.size))
         {
             return Err(InvalidTransform("sizes must be at least 1".into()));
         }
+        if self.random_crop.is_some() {
+            let other = [
+                ("center_crop", self.center_crop.is_some()),
+                ("random_resized_crop", self.random_resized_crop.is_some()),
+            ];
+            if let Some((name, _)) = other.iter().find(|c| c.1) {
+                return Err(InvalidTransform(format!(
+                    "random_crop and {name} are not offered together (one crop of the resized \
+                     image)"
+                )));
+            }
+        }
+
         if let Some(Resize::ShorterSideAtMost { size, max_size }) = self.resize {
             if max_size <= size {
                 return Err(InvalidTransform(format!(
@@ -622,7 +724,13 @@ impl Transform {
             }
         }
         // A side past this passes any pixel limit, and its arithmetic would overflow.
+        let paddings = [
+            self.pad.map(|p| p.padding),
+            self.random_crop.map(|c| c.padding),
+        ];
         let sides = [
+            paddings.iter().flatten().flatten().copied().max(),
+            self.random_crop.map(|c| c.size.0.max(c.size.1)),
             self.center_crop.map(|(w, h)| w.max(h)),
             self.random_resized_crop.map(|c| c.size.0.max(c.size.1)),
             self.resize.map(|r| match r {

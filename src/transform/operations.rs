@@ -20,8 +20,8 @@ pub struct Operation {
     /// The Python `Transform` method.
     pub method: &'static str,
     /// Its place in torchvision's usual order, the one gpuprep applies: `from_torchvision`
-    /// refuses a pipeline that goes back to an earlier place (the tensor conversions sit at 5
-    /// and 6), and checks the order within a place where it matters (a rotation after a flip).
+    /// refuses a pipeline that goes back to an earlier place (the tensor conversions sit at 6
+    /// and 7), and checks the order within a place where it matters (a rotation after a flip).
     pub stage: u8,
 }
 
@@ -46,7 +46,7 @@ pub const OPERATIONS: [Operation; FIELDS.len() + COLOR_OPERATIONS.len()] = every
 
 /// Where the single-operation transforms go among the operations of [`FIELDS`]: after
 /// `RandomGrayscale`.
-const COLOR_STAGE: u8 = 4;
+const COLOR_STAGE: u8 = 5;
 
 /// [`FIELDS`] with [`COLOR_OPERATIONS`] in their place.
 const fn every_operation() -> [Operation; FIELDS.len() + COLOR_OPERATIONS.len()] {
@@ -68,7 +68,7 @@ const fn every_operation() -> [Operation; FIELDS.len() + COLOR_OPERATIONS.len()]
 }
 
 /// The operations that are fields of their own.
-const FIELDS: [Operation; 13] = [
+const FIELDS: [Operation; 15] = [
     op("Resize", "resize", "--resize", "resize", 0),
     op(
         "RandomResizedCrop",
@@ -77,70 +77,78 @@ const FIELDS: [Operation; 13] = [
         "random_resized_crop",
         0,
     ),
-    op("CenterCrop", "center_crop", "--crop", "center_crop", 1),
+    op("Pad", "pad", "--pad", "pad", 1),
+    op("CenterCrop", "center_crop", "--crop", "center_crop", 2),
+    op(
+        "RandomCrop",
+        "random_crop",
+        "--random-crop",
+        "random_crop",
+        2,
+    ),
     op(
         "RandomHorizontalFlip",
         "horizontal_flip",
         "--hflip",
         "horizontal_flip",
-        2,
+        3,
     ),
     op(
         "RandomVerticalFlip",
         "vertical_flip",
         "--vflip",
         "vertical_flip",
-        2,
+        3,
     ),
     op(
         "RandomRotation",
         "random_rotation",
         "--random-rotation",
         "random_rotation",
-        2,
+        3,
     ),
     op(
         "TrivialAugmentWide",
         "trivial_augment",
         "--trivial-augment",
         "trivial_augment_wide",
-        2,
+        3,
     ),
     op(
         "RandAugment",
         "rand_augment",
         "--rand-augment",
         "rand_augment",
-        2,
+        3,
     ),
     op(
         "AutoAugment",
         "auto_augment",
         "--auto-augment",
         "auto_augment",
-        2,
+        3,
     ),
     op(
         "ColorJitter",
         "color_jitter",
         "--color-jitter",
         "color_jitter",
-        2,
+        3,
     ),
     op(
         "RandomGrayscale",
         "grayscale",
         "--grayscale",
         "grayscale",
-        3,
+        4,
     ),
-    op("Normalize", "normalize", "--normalize", "normalize", 7),
+    op("Normalize", "normalize", "--normalize", "normalize", 8),
     op(
         "RandomErasing",
         "random_erasing",
         "--random-erasing",
         "random_erasing",
-        8,
+        9,
     ),
 ];
 

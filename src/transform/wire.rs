@@ -5,8 +5,8 @@
 
 use super::{
     AutoAugment, AutoAugmentPolicy, ChannelOrder, ColorJitter, ColorOp, ColorOps, DType, Filter,
-    InvalidTransform, Layout, Normalize, RandAugment, RandomErasing, RandomResizedCrop,
-    RandomRotation, Resize, Transform, TrivialAugment,
+    InvalidTransform, Layout, Normalize, Pad, PaddingMode, RandAugment, RandomCrop, RandomErasing,
+    RandomResizedCrop, RandomRotation, Resize, Transform, TrivialAugment, MAX_SIDE,
 };
 use serde_json::{json, Map, Value};
 
@@ -20,6 +20,8 @@ impl Transform {
         let Transform {
             resize,
             center_crop,
+            pad,
+            random_crop,
             filter,
             draft,
             normalize,
@@ -52,6 +54,19 @@ impl Transform {
                 Resize::Exact { width, height } => size((width, height)),
             }),
             "center_crop": center_crop.map(size),
+            "pad": pad.map(|p| json!({
+                "padding": p.padding,
+                "fill": p.fill,
+                "mode": p.mode.name(),
+            })),
+            "random_crop": random_crop.map(|c| json!({
+                "width": c.size.0,
+                "height": c.size.1,
+                "padding": c.padding,
+                "pad_if_needed": c.pad_if_needed,
+                "fill": c.fill,
+                "mode": c.mode.name(),
+            })),
             "filter": filter.name(),
             "draft": draft,
             "exif_transpose": exif_transpose,
@@ -113,6 +128,8 @@ impl Transform {
             match key.as_str() {
                 "resize" => t.resize = field.object_with(resize)?,
                 "center_crop" => t.center_crop = field.object_with(size)?,
+                "pad" => t.pad = field.object_with(pad)?,
+                "random_crop" => t.random_crop = field.object_with(random_crop)?,
                 "filter" => t.filter = field.required("a filter name", filter)?,
                 "draft" => t.draft = field.required("true or false", boolean)?,
                 "exif_transpose" => t.exif_transpose = field.required("true or false", boolean)?,
@@ -445,6 +462,60 @@ fn trivial_augment(object: &Map<String, Value>) -> Parsed<TrivialAugment> {
     })
 }
 
+fn pad(object: &Map<String, Value>) -> Parsed<Pad> {
+    known(object, &["padding", "fill", "mode"])?;
+    Ok(Pad {
+        padding: padding_of(object)?,
+        fill: fill_of(object)?,
+        mode: mode_of(object)?,
+    })
+}
+
+fn random_crop(object: &Map<String, Value>) -> Parsed<RandomCrop> {
+    known(
+        object,
+        &[
+            "width",
+            "height",
+            "padding",
+            "pad_if_needed",
+            "fill",
+            "mode",
+        ],
+    )?;
+    let pad_if_needed = boolean(member(object, "pad_if_needed")?)
+        .ok_or_else(|| invalid("`pad_if_needed` must be true or false".into()))?;
+    Ok(RandomCrop {
+        size: (usize_of(object, "width")?, usize_of(object, "height")?),
+        padding: padding_of(object)?,
+        pad_if_needed,
+        fill: fill_of(object)?,
+        mode: mode_of(object)?,
+    })
+}
+
+/// `padding`: the pixels added on the left, top, right and bottom.
+fn padding_of(object: &Map<String, Value>) -> Parsed<[usize; 4]> {
+    let wrong = || invalid("`padding` must be four non-negative integers".into());
+    let values = numbers::<4>(member(object, "padding")?, "padding").map_err(|_| wrong())?;
+    let mut padding = [0; 4];
+    for (slot, v) in padding.iter_mut().zip(values) {
+        *slot = (v.fract() == 0.0 && (0.0..=MAX_SIDE as f64).contains(&v))
+            .then_some(v as usize)
+            .ok_or_else(wrong)?;
+    }
+    Ok(padding)
+}
+
+fn mode_of(object: &Map<String, Value>) -> Parsed<PaddingMode> {
+    let name = member(object, "mode")?.as_str().unwrap_or("");
+    PaddingMode::named(name).ok_or_else(|| {
+        invalid(format!(
+            "`mode` is one of constant, edge, reflect and symmetric, not {name:?}"
+        ))
+    })
+}
+
 fn rand_augment(object: &Map<String, Value>) -> Parsed<RandAugment> {
     known(object, &["num_ops", "magnitude", "bins", "fill"])?;
     let count = |key| {
@@ -494,6 +565,12 @@ mod tests {
         Transform {
             resize: None,
             center_crop: Some((224, 200)),
+            pad: Some(Pad {
+                padding: [1, 2, 3, 4],
+                fill: [5, 6, 7],
+                mode: PaddingMode::Symmetric,
+            }),
+            random_crop: None,
             filter: Filter::Bicubic,
             draft: false,
             normalize: Some(Normalize::IMAGENET),
@@ -570,6 +647,18 @@ mod tests {
             }),
             ..everything()
         };
+        let with_random_crop = Transform {
+            center_crop: None,
+            random_resized_crop: None,
+            random_crop: Some(RandomCrop {
+                padding: [4, 3, 2, 1],
+                pad_if_needed: true,
+                fill: [9, 8, 7],
+                mode: PaddingMode::Reflect,
+                ..RandomCrop::new((32, 24))
+            }),
+            ..everything()
+        };
         let with_auto = Transform {
             random_rotation: None,
             auto_augment: Some(AutoAugment {
@@ -588,6 +677,7 @@ mod tests {
             with_trivial,
             shorter_side,
             capped,
+            with_random_crop,
             with_rand,
             with_auto,
         ]
@@ -601,7 +691,7 @@ mod tests {
         }
         let written = everything().to_json();
         let keys = written.as_object().unwrap().len();
-        assert_eq!(keys, 22, "one key per field of Transform: {written}");
+        assert_eq!(keys, 24, "one key per field of Transform: {written}");
     }
 
     #[test]

@@ -327,6 +327,17 @@ pub fn transform_specs() -> BTreeMap<String, gpuprep::Transform> {
                     }),
                 }),
                 // The transform's own JSON form of these.
+                pad: s.get("pad").map(|p| {
+                    let json = serde_json::json!({ "pad": p });
+                    gpuprep::Transform::from_json(&json).unwrap().pad.unwrap()
+                }),
+                random_crop: s.get("random_crop").map(|c| {
+                    let json = serde_json::json!({ "random_crop": c });
+                    gpuprep::Transform::from_json(&json)
+                        .unwrap()
+                        .random_crop
+                        .unwrap()
+                }),
                 rand_augment: s.get("rand_augment").map(|r| {
                     let json = serde_json::json!({ "rand_augment": r });
                     gpuprep::Transform::from_json(&json)

@@ -66,6 +66,18 @@ pub struct TransformArgs {
     /// Centre crop to S×S or WxH, zero-padding smaller images (torchvision's CenterCrop).
     #[arg(long, value_parser = parse_size)]
     crop: Option<(usize, usize)>,
+    /// torchvision's Pad(PADDING, fill, padding_mode) of the resized image: PADDING is P (every
+    /// side), LR,TB or L,T,R,B; MODE constant (default), edge, reflect or symmetric; FILL `V` or
+    /// `R,G,B` (default 0).
+    #[arg(long, value_parser = parse_pad, value_name = "PADDING[:MODE[:FILL]]")]
+    pad: Option<gpuprep::Pad>,
+    /// torchvision's RandomCrop to S×S or WxH, in place of --crop: the resized image padded by
+    /// PADDING (as --pad), then a box at a random place of it.
+    #[arg(long, value_parser = parse_random_crop, value_name = "S|WxH[:PADDING[:MODE[:FILL]]]")]
+    random_crop: Option<gpuprep::RandomCrop>,
+    /// RandomCrop's pad_if_needed: a side shorter than the crop is padded to it first.
+    #[arg(long)]
+    pad_if_needed: bool,
     /// Resampling filter (Pillow's), default bilinear; `random`: bilinear or bicubic per sample
     /// (timm's interpolation='random', with a random resized crop).
     #[arg(long, value_enum)]
@@ -396,6 +408,47 @@ fn parse_auto_augment(text: &str) -> Result<gpuprep::AutoAugment, String> {
     })
 }
 
+/// `PADDING[:MODE[:FILL]]` as torchvision's `Pad` takes them: one, two or four sizes.
+fn parse_pad(text: &str) -> Result<gpuprep::Pad, String> {
+    let mut parts = text.splitn(3, ':');
+    let numbers = parse_numbers(parts.next().unwrap_or(""), 1..=4)?;
+    if numbers.iter().any(|v| v.fract() != 0.0 || *v < 0.0) {
+        return Err(format!(
+            "paddings are whole numbers of pixels, got {numbers:?}"
+        ));
+    }
+    let n: Vec<usize> = numbers.iter().map(|&v| v as usize).collect();
+    let padding = match n[..] {
+        [p] => [p; 4],
+        [x, y] => [x, y, x, y],
+        [l, t, r, b] => [l, t, r, b],
+        _ => return Err("give one, two or four paddings".into()),
+    };
+    let mode = match parts.next() {
+        None => gpuprep::PaddingMode::Constant,
+        Some(name) => gpuprep::PaddingMode::named(name).ok_or_else(|| {
+            format!("the mode is constant, edge, reflect or symmetric, got {name:?}")
+        })?,
+    };
+    Ok(gpuprep::Pad {
+        padding,
+        mode,
+        fill: parse_fill(parts.next().unwrap_or("0"))?,
+    })
+}
+
+/// `S|WxH[:PADDING[:MODE[:FILL]]]`.
+fn parse_random_crop(text: &str) -> Result<gpuprep::RandomCrop, String> {
+    let (size, padding) = text.split_once(':').unwrap_or((text, "0"));
+    let pad = parse_pad(padding)?;
+    Ok(gpuprep::RandomCrop {
+        padding: pad.padding,
+        fill: pad.fill,
+        mode: pad.mode,
+        ..gpuprep::RandomCrop::new(parse_size(size)?)
+    })
+}
+
 /// `V` or `R,G,B`: the RGB value of the pixels a geometric map leaves uncovered.
 fn parse_fill(text: &str) -> Result<[u8; 3], String> {
     let fill = match parse_numbers(text, 1..=3)?[..] {
@@ -463,6 +516,9 @@ impl TransformArgs {
         let resized = self.resize.is_some() || self.preset.is_some();
         let cropped = self.random_resized_crop.is_some()
             || matches!(self.preset, Some(Preset::ImagenetTrain | Preset::TimmTrain));
+        if self.pad_if_needed && self.random_crop.is_none() {
+            return Some("note: --pad-if-needed does nothing without --random-crop");
+        }
         if matches!(self.filter, Some(FilterArg::Random)) && !cropped {
             return Some("note: --filter random needs --random-resized-crop; bilinear is used");
         }
@@ -494,6 +550,11 @@ impl TransformArgs {
         }
         if let (Some(FilterArg::Random), Some(crop)) = (self.filter, &mut t.random_resized_crop) {
             crop.filters = Some([Filter::Bilinear, Filter::Bicubic]);
+        }
+        t.pad = self.pad.or(t.pad);
+        t.random_crop = self.random_crop.or(t.random_crop);
+        if let Some(crop) = &mut t.random_crop {
+            crop.pad_if_needed |= self.pad_if_needed;
         }
         t.horizontal_flip = self.hflip.or(t.horizontal_flip);
         t.vertical_flip = self.vflip.or(t.vertical_flip);

@@ -146,7 +146,7 @@ fn spec(t: &Transform) -> Value {
         );
     }
     // The transform's own JSON form of these.
-    for policy in ["rand_augment", "auto_augment"] {
+    for policy in ["pad", "random_crop", "rand_augment", "auto_augment"] {
         let json = t.to_json()[policy].clone();
         if !json.is_null() {
             spec.insert(policy.into(), json);
