@@ -11,11 +11,15 @@
 mod adjustment;
 mod color_ops;
 mod operations;
+mod padding;
+mod policies;
 mod wire;
 
 pub use adjustment::Adjustment;
 pub use color_ops::{ColorOp, ColorOpArgument, ColorOperation, ColorOps, COLOR_OPERATIONS};
 pub use operations::{Operation, OPERATIONS, SETTINGS};
+pub use padding::{Pad, PaddingMode, RandomCrop};
+pub use policies::{AutoAugment, AutoAugmentPolicy, RandAugment, TrivialAugment, MAX_AUGMENT_OPS};
 
 /// Pillow's resampling filters.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -186,184 +190,6 @@ impl RandomRotation {
     pub fn new(degrees: f64) -> Self {
         Self {
             degrees: (-degrees, degrees),
-            fill: [0; 3],
-        }
-    }
-}
-
-/// torchvision `TrivialAugmentWide(num_magnitude_bins, interpolation=NEAREST, fill)` of the
-/// cropped, flipped image, before `ColorJitter`: one operation a sample, drawn with its magnitude
-/// (`crate::plan::auto_augment`).
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct TrivialAugment {
-    /// The magnitudes' bins; torchvision's default 31.
-    pub bins: u32,
-    /// The RGB value of the pixels no source pixel maps to in the shears, translations and
-    /// rotations; default black.
-    pub fill: [u8; 3],
-}
-
-impl Default for TrivialAugment {
-    fn default() -> Self {
-        Self {
-            bins: 31,
-            fill: [0; 3],
-        }
-    }
-}
-
-/// How torchvision's `F.pad` fills the border it adds to a PIL image: a constant (Pillow's
-/// `ImageOps.expand`), or `np.pad`'s edge, reflect and symmetric modes.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum PaddingMode {
-    /// The fill value.
-    Constant,
-    /// The edge pixel repeated.
-    Edge,
-    /// Mirrored about the edge pixel, which is not repeated.
-    Reflect,
-    /// Mirrored about the edge, whose pixel is repeated.
-    Symmetric,
-}
-
-impl PaddingMode {
-    /// Every mode.
-    pub const ALL: [Self; 4] = [Self::Constant, Self::Edge, Self::Reflect, Self::Symmetric];
-
-    /// torchvision's name of the mode (`padding_mode`).
-    pub fn name(self) -> &'static str {
-        match self {
-            Self::Constant => "constant",
-            Self::Edge => "edge",
-            Self::Reflect => "reflect",
-            Self::Symmetric => "symmetric",
-        }
-    }
-
-    /// The mode torchvision names `name`.
-    pub fn named(name: &str) -> Option<Self> {
-        Self::ALL.into_iter().find(|m| m.name() == name)
-    }
-}
-
-/// torchvision `Pad(padding, fill, padding_mode)` of the resized image: `padding` pixels added
-/// on its left, top, right and bottom.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct Pad {
-    /// Pixels added on the left, top, right and bottom.
-    pub padding: [usize; 4],
-    /// The RGB value of the border in the constant mode; default black.
-    pub fill: [u8; 3],
-    /// How the border is filled.
-    pub mode: PaddingMode,
-}
-
-/// torchvision `RandomCrop(size, padding, pad_if_needed, fill, padding_mode)` of the resized
-/// (and padded) image, in place of `CenterCrop`: the image padded by `padding`, then, with
-/// `pad_if_needed`, by the width and height it lacks on both sides, then a box of `size` at a
-/// random place of it.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct RandomCrop {
-    /// Output (width, height).
-    pub size: (usize, usize),
-    /// Pixels added on the left, top, right and bottom first; default none.
-    pub padding: [usize; 4],
-    /// Whether a side shorter than the crop is padded to it; default off.
-    pub pad_if_needed: bool,
-    /// The RGB value of the border in the constant mode; default black.
-    pub fill: [u8; 3],
-    /// How the border is filled; default constant.
-    pub mode: PaddingMode,
-}
-
-impl RandomCrop {
-    /// `RandomCrop(size)`: no padding.
-    pub fn new(size: (usize, usize)) -> Self {
-        Self {
-            size,
-            padding: [0; 4],
-            pad_if_needed: false,
-            fill: [0; 3],
-            mode: PaddingMode::Constant,
-        }
-    }
-}
-
-/// The most operations one image's augmentation applies in a row (`RandAugment`'s `num_ops`):
-/// the GPU's colour job has room for as many steps.
-pub const MAX_AUGMENT_OPS: u32 = 4;
-
-/// torchvision `RandAugment(num_ops, magnitude, num_magnitude_bins, interpolation=NEAREST, fill)`
-/// of the cropped, flipped image, before `ColorJitter`: `num_ops` operations a sample, each drawn
-/// from its augmentation space and applied in turn at the one magnitude (`crate::plan::auto_augment`).
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct RandAugment {
-    /// Operations applied one after another; torchvision's default 2.
-    pub num_ops: u32,
-    /// The bin of every operation's magnitude; default 9.
-    pub magnitude: u32,
-    /// The magnitudes' bins; default 31.
-    pub bins: u32,
-    /// The RGB value of the pixels no source pixel maps to; default black.
-    pub fill: [u8; 3],
-}
-
-impl Default for RandAugment {
-    fn default() -> Self {
-        Self {
-            num_ops: 2,
-            magnitude: 9,
-            bins: 31,
-            fill: [0; 3],
-        }
-    }
-}
-
-/// The datasets torchvision's `AutoAugmentPolicy` learned its policies on.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum AutoAugmentPolicy {
-    /// `AutoAugmentPolicy.IMAGENET`.
-    ImageNet,
-    /// `AutoAugmentPolicy.CIFAR10`.
-    Cifar10,
-    /// `AutoAugmentPolicy.SVHN`.
-    Svhn,
-}
-
-impl AutoAugmentPolicy {
-    /// Every policy.
-    pub const ALL: [Self; 3] = [Self::ImageNet, Self::Cifar10, Self::Svhn];
-
-    /// torchvision's value of the policy (`AutoAugmentPolicy(name)`).
-    pub fn name(self) -> &'static str {
-        match self {
-            Self::ImageNet => "imagenet",
-            Self::Cifar10 => "cifar10",
-            Self::Svhn => "svhn",
-        }
-    }
-
-    /// The policy torchvision's value `name` names.
-    pub fn named(name: &str) -> Option<Self> {
-        Self::ALL.into_iter().find(|p| p.name() == name)
-    }
-}
-
-/// torchvision `AutoAugment(policy, interpolation=NEAREST, fill)` of the cropped, flipped image,
-/// before `ColorJitter`: one of the policy's 25 sub-policies a sample, each of its two operations
-/// applied with its probability at its magnitude (`crate::plan::auto_augment`).
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct AutoAugment {
-    /// The policy; torchvision's default ImageNet's.
-    pub policy: AutoAugmentPolicy,
-    /// The RGB value of the pixels no source pixel maps to; default black.
-    pub fill: [u8; 3],
-}
-
-impl Default for AutoAugment {
-    fn default() -> Self {
-        Self {
-            policy: AutoAugmentPolicy::ImageNet,
             fill: [0; 3],
         }
     }
