@@ -1,8 +1,10 @@
-// Stage 4: Pillow's vertical resampling pass (when the height changes), torchvision's centre crop
-// with zero padding, the flips, RandomRotation, and ToTensor + Normalize through a 3x256 table,
+// Stage 4: Pillow's vertical resampling pass (when the height changes), Pad's and RandomCrop's
+// padding (read through, src/plan/padding.rs), torchvision's centre crop with zero padding or the
+// random crop, the flips, RandomRotation, and ToTensor + Normalize through a 3x256 table,
 // written in the output layout and dtype. One invocation per output word, so that packed u8 and
 // f16 outputs never share a word between invocations. Mirror of `vertical_at`
-// (src/reference/resample.rs), `rotate` (src/reference/rotate.rs) and `source_position` /
+// (src/reference/resample.rs), `pad` (src/reference/pad.rs), `rotate` (src/reference/rotate.rs)
+// and `source_position` /
 // `cropped_sample` / `to_tensor` (src/reference/tensor.rs). A job is the part of one image's
 // output that falls in this dispatch's window of the output buffer.
 //
@@ -15,10 +17,10 @@ struct Job {
     // Output (crop) size.
     out_width: u32,
     out_height: u32,
-    // Size of the resized image the crop takes from.
+    // Size of the resized image (the crop takes from it padded, `padded`).
     width: u32,
     height: u32,
-    // Where the crop starts in the resized image (negative: zero padding first).
+    // Where the crop starts in the padded image (negative: zero padding first).
     crop_x: i32,
     crop_y: i32,
     // 1 when the vertical pass runs, with its window; 0 to read source rows directly.

@@ -478,8 +478,8 @@ fn convert_to_stack(files: &[Input], path: &Path, job: &Job) -> Result<Vec<Image
     let transform = &job.transform;
     // One output size: fixed by the transform, or that of the one input.
     let mut first = None;
-    let shape = match transform.fixed_output_size() {
-        Some(size) => crate::plan::OutputPlan::new(size, transform, &Default::default()).shape,
+    let shape = match transform.fixed_output_shape() {
+        Some(shape) => shape,
         None if files.len() == 1 => {
             let tensor = job.load_many(0, files).remove(0);
             let shape = tensor.as_ref().map_or([0, 0, 3], |t| t.shape);

@@ -1090,6 +1090,34 @@ fn pads_and_random_crops_are_recorded_and_replayed_through_pillow() {
     }
 }
 
+/// A stacked .npy of random crops with padding: one shape, the crop's (not the padded image's),
+/// on either backend.
+#[test]
+fn random_crops_with_padding_stack_at_the_crops_size() {
+    for backend in ["cpu", "gpu"] {
+        let out = fresh_dir(&format!("stacked-random-crop-{backend}")).join("batch.npy");
+        let status = gpuprep()
+            .arg("convert")
+            .arg(data("photos"))
+            .arg("--out")
+            .arg(&out)
+            .args([
+                "--resize",
+                "32x32",
+                "--random-crop",
+                "32:4",
+                "--pad",
+                "2:edge",
+            ])
+            .args(["--backend", backend, "-q"])
+            .status()
+            .unwrap();
+        assert!(status.success(), "{backend}");
+        let (shape, _) = read_npy(&out, "|u1");
+        assert_eq!(shape, vec![6, 32, 32, 3], "{backend}");
+    }
+}
+
 /// `--rand-augment` and `--auto-augment` record each image's operations in the order they ran,
 /// and `parity --pillow` replays them through Pillow: GPU, CPU and Pillow agree.
 #[test]

@@ -22,6 +22,7 @@ usage: pillow_reference.py SPEC_JSON OUT_DIR FILE...
 import io
 import json
 import math
+from fractions import Fraction
 import re
 import os
 import sys
@@ -42,7 +43,7 @@ IMAGENET = {"mean": [0.485, 0.456, 0.406], "std": [0.229, 0.224, 0.225]}
 
 # The counter's fourth word per operation (src/plan/random.rs, `Op`).
 OP_CROP, OP_HFLIP, OP_VFLIP, OP_JITTER, OP_GRAY, OP_ERASE, OP_FILTER, OP_ROTATION = 1, 2, 3, 4, 5, 7, 8, 9
-OP_TRIVIAL, OP_RAND, OP_AUTO, OP_RANDOM_CROP = 10, 17, 18, 19
+OP_TRIVIAL, OP_RAND, OP_AUTO, OP_RANDOM_CROP, OP_JITTER_APPLY = 10, 17, 18, 19, 20
 # TrivialAugmentWide's augmentation space, in its order.
 TRIVIAL_OPS = ("Identity", "ShearX", "ShearY", "TranslateX", "TranslateY", "Rotate", "Brightness", "Color",
                "Contrast", "Sharpness", "Posterize", "Solarize", "AutoContrast", "Equalize")
@@ -316,7 +317,9 @@ def draw(spec, size, index):
         params["augment"] = rand_draw(spec["rand_augment"], output_size(spec, size), stream(OP_RAND))
     if "auto_augment" in spec:
         params["augment"] = auto_draw(spec["auto_augment"], output_size(spec, size), stream(OP_AUTO))
-    if "color_jitter" in spec:
+    if "color_jitter" in spec and not stream(OP_JITTER_APPLY).uniform() < spec.get("color_jitter_p", 1.0):
+        params["color"] = {"order": []}  # RandomApply([ColorJitter(...)], p) did not apply
+    elif "color_jitter" in spec:
         s = stream(OP_JITTER)
         order = s.permutation(4)
         drawn = [None if r is None else s.uniform_f32(*r) for r in jitter_ranges(spec["color_jitter"])]
@@ -336,11 +339,24 @@ def draw(spec, size, index):
     return params
 
 
+def fma32(a, b, c):
+    """a * b + c in float32 with one rounding (to nearest, ties to even), as a fused multiply-add
+    gives it."""
+    exact = Fraction(float(a)) * Fraction(float(b)) + Fraction(float(c))
+    near = np.float32(float(exact))
+    candidates = [near, np.nextafter(near, np.float32(np.inf)), np.nextafter(near, np.float32(-np.inf))]
+    return min(candidates, key=lambda f: (abs(Fraction(float(f)) - exact),
+                                          int(np.float32(f).view(np.uint32)) & 1))
+
+
 def linspace(start, end, b, bins):
-    """torch.linspace(start, end, bins)[b] as torch's scalar kernel computes it in float32."""
+    """torch.linspace(start, end, bins)[b] as torch's vectorised CPU kernel computes it in float32:
+    each half in one fused multiply-add (src/plan/auto_augment.rs)."""
     start, end = np.float32(start), np.float32(end)
     step = (end - start) / np.float32(bins - 1)
-    return start + step * np.float32(b) if b < bins // 2 else end - step * np.float32(bins - 1 - b)
+    if b < bins // 2:
+        return fma32(step, np.float32(b), start)
+    return fma32(-step, np.float32(bins - 1 - b), end)
 
 
 def trivial_magnitude(op, b, bins):

@@ -412,11 +412,25 @@ def _steps(compose):
     return list(steps)
 
 
+def _unwrapped(step):
+    """(the transform, the probability it applies): a torchvision RandomApply of one ColorJitter
+    is that jitter in a share p of the samples; another RandomApply is refused by name."""
+    if type(step).__name__ != "RandomApply" or \
+            not (type(step).__module__ or "").startswith("torchvision."):
+        return step, 1.0
+    inner = list(step.transforms)
+    if len(inner) != 1 or type(inner[0]).__name__ != "ColorJitter":
+        names = ", ".join(type(t).__name__ for t in inner)
+        raise OptionsError(f"RandomApply([{names}]) is not supported: gpuprep takes RandomApply "
+                           "around one ColorJitter")
+    return inner[0], _probability("RandomApply", step.p)
+
+
 def from_torchvision(compose):
     """The Transform that computes what `compose` (a torchvision Compose, v1 or v2, of Resize or
     RandomResizedCrop, Pad, CenterCrop or RandomCrop, RandomHorizontalFlip, RandomVerticalFlip,
     one of RandomRotation, TrivialAugmentWide, RandAugment and AutoAugment (NEAREST; v1's),
-    ColorJitter, RandomGrayscale, RandomInvert / RandomPosterize / RandomSolarize /
+    ColorJitter (or RandomApply([ColorJitter(...)], p)), RandomGrayscale, RandomInvert / RandomPosterize / RandomSolarize /
     RandomAdjustSharpness / RandomAutocontrast / RandomEqualize (in any order
     among themselves, which is kept), ToTensor / PILToTensor / ToImage (+ ToDtype /
     ConvertImageDtype), Normalize, RandomErasing, in that order, ToPureTensor anywhere; the flips
@@ -436,6 +450,7 @@ def from_torchvision(compose):
     tensor = None  # the transform that made the PIL image a tensor
     dtype = None  # the tensor's element type, once there is one
     for step in _steps(compose):
+        step, applied = _unwrapped(step)
         name, module = type(step).__name__, type(step).__module__ or ""
         if name not in _STAGE and name != "ToPureTensor":
             raise OptionsError(f"{name} is not supported by gpuprep (supported: {sorted(_STAGE)} "
@@ -524,7 +539,8 @@ def from_torchvision(compose):
         elif name == "RandomVerticalFlip":
             t = t.vertical_flip(_probability(name, step.p))
         elif name == "ColorJitter":
-            t = t.color_jitter(*(_jitter_range(getattr(step, name)) for name in _ADJUSTMENTS))
+            t = t.color_jitter(*(_jitter_range(getattr(step, name)) for name in _ADJUSTMENTS),
+                               p=applied)
         elif name == "RandomGrayscale":
             t = t.grayscale(_probability(name, step.p))
         elif name in _COLOR_OPERATIONS:
@@ -647,6 +663,16 @@ def _trivial_augment_draw(step, width, height):
     return {"op": op, "magnitude": magnitude}
 
 
+def _jitter_params(step):
+    """ColorJitter.get_params with the torch RNG: the order, then the factors."""
+    order, *factors = step.get_params(step.brightness, step.contrast, step.saturation, step.hue)
+    color = {"order": [_ADJUSTMENTS[k] for k in order.tolist() if factors[k] is not None]}
+    for adjustment, factor in zip(_ADJUSTMENTS, factors):
+        if factor is not None:
+            color[adjustment] = float(factor)
+    return color
+
+
 def _rand_augment_draw(step, width, height):
     """RandAugment.forward's draws with the torch RNG, in its order: per operation, which one,
     then (for a signed one) its sign."""
@@ -738,14 +764,13 @@ def torchvision_params(compose, size):
             params["flip"] = bool(torch.rand(1) < step.p)
         elif name == "RandomVerticalFlip":
             params["vflip"] = bool(torch.rand(1) < step.p)
+        elif name == "RandomApply":
+            # One draw (v1's `p < rand` skips, v2's `rand >= p`), then the jitter's own.
+            params["color"] = {"order": []}
+            if torch.rand(1).item() < step.p:
+                params["color"] = _jitter_params(step.transforms[0])
         elif name == "ColorJitter":
-            order, *factors = step.get_params(step.brightness, step.contrast, step.saturation,
-                                              step.hue)
-            color = {"order": [_ADJUSTMENTS[k] for k in order.tolist() if factors[k] is not None]}
-            for adjustment, factor in zip(_ADJUSTMENTS, factors):
-                if factor is not None:
-                    color[adjustment] = float(factor)
-            params["color"] = color
+            params["color"] = _jitter_params(step)
         elif name == "RandomRotation":
             params["rotation"] = float(step.get_params(step.degrees))
         elif name == "TrivialAugmentWide":

@@ -54,7 +54,8 @@ class Transform:
     def color_jitter(self, brightness: Union[None, float, tuple[float, float]] = None,
                      contrast: Union[None, float, tuple[float, float]] = None,
                      saturation: Union[None, float, tuple[float, float]] = None,
-                     hue: Union[None, float, tuple[float, float]] = None) -> Transform: ...
+                     hue: Union[None, float, tuple[float, float]] = None,
+                     p: float = 1.0) -> Transform: ...
     def random_rotation(self, degrees: Union[float, tuple[float, float]],
                         fill: Union[None, int, Sequence[int]] = None) -> Transform: ...
     def trivial_augment_wide(self, num_magnitude_bins: int = 31,

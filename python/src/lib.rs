@@ -208,7 +208,12 @@ fn describe(t: &gpuprep::Transform) -> String {
         .into_iter()
         .filter_map(|(name, range)| range.map(|r| format!("{name}={r:?}")))
         .collect();
-        steps.push(format!("ColorJitter({})", ranges.join(", ")));
+        let jitter = format!("ColorJitter({})", ranges.join(", "));
+        steps.push(if j.p < 1.0 {
+            format!("RandomApply([{jitter}], p={})", j.p)
+        } else {
+            jitter
+        });
     }
     if let Some(p) = t.grayscale {
         steps.push(format!("RandomGrayscale(p={p})"));
@@ -262,7 +267,6 @@ fn dtype_name(dtype: DType) -> &'static str {
 #[derive(Clone)]
 struct Transform(gpuprep::Transform);
 
-/// A fill given as one number or one per channel (torchvision's); black when none is.
 /// One of ColorJitter's arguments as torchvision's `_check_input` reads it: a number v,
 /// [max(0, 1 - v), 1 + v] for a factor (`centre` 1) and [-v, v] for the hue (`centre` 0), or a
 /// (min, max) pair; `None` where it leaves the adjustment out (0, or a range of the centre
@@ -313,6 +317,7 @@ fn padding_mode_named(name: &str) -> PyResult<gpuprep::PaddingMode> {
     })
 }
 
+/// A fill given as one number or one per channel (torchvision's); black when none is.
 fn rgb_fill(fill: Option<Bound<'_, PyAny>>) -> PyResult<[u8; 3]> {
     let Some(v) = fill else {
         return Ok([0; 3]);
@@ -488,20 +493,22 @@ impl Transform {
 
     /// ColorJitter(brightness, contrast, saturation, hue), each as torchvision takes it: a
     /// number v (factors in [max(0, 1 - v), 1 + v], the hue's shift in [-v, v]) or a
-    /// (min, max) range.
-    #[pyo3(signature = (brightness=None, contrast=None, saturation=None, hue=None))]
+    /// (min, max) range; with p below 1, RandomApply([ColorJitter(...)], p).
+    #[pyo3(signature = (brightness=None, contrast=None, saturation=None, hue=None, p=1.0))]
     fn color_jitter(
         &self,
         brightness: Option<Bound<'_, PyAny>>,
         contrast: Option<Bound<'_, PyAny>>,
         saturation: Option<Bound<'_, PyAny>>,
         hue: Option<Bound<'_, PyAny>>,
+        p: f64,
     ) -> PyResult<Self> {
         let jitter = ColorJitter {
             brightness: jitter_range("brightness", brightness, 1.0)?,
             contrast: jitter_range("contrast", contrast, 1.0)?,
             saturation: jitter_range("saturation", saturation, 1.0)?,
             hue: jitter_range("hue", hue, 0.0)?,
+            p,
         };
         Ok(Self(gpuprep::Transform {
             color_jitter: Some(jitter),

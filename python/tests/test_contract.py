@@ -210,7 +210,8 @@ def test_every_entry_point_validates_the_transform_with_one_message(tmp_path):
            SMALL.color_jitter(hue=0.9), SMALL.to_tensor().normalize([0.5] * 3, [0, 1, 1]),
            SMALL.trivial_augment_wide(0), SMALL.random_erasing(5), SMALL.color_jitter((1.2, 0.5)),
            SMALL.color_jitter(hue=(-0.6, 0.1)), SMALL.rand_augment(magnitude=31),
-           SMALL.rand_augment(num_ops=5), SMALL.resize(64, max_size=64)]
+           SMALL.rand_augment(num_ops=5), SMALL.resize(64, max_size=64),
+           SMALL.color_jitter(0.4, p=1.5)]
     for t in bad:
         with pytest.raises(gpuprep.OptionsError) as from_pipeline:
             gpuprep.Pipeline("cpu").preprocess(PHOTOS[:1], t, errors="skip")

@@ -254,6 +254,29 @@ def test_resize_with_max_size_gives_torchvisions_pixels(module):
 
 
 @pytest.mark.parametrize("module", [T, v2], ids=["v1", "v2"])
+def test_with_torchs_seed_a_randomly_applied_jitter_is_torchvisions(module):
+    """SimCLR's colour distortion: RandomApply([ColorJitter(0.4, 0.4, 0.4, 0.1)], p=0.8) and
+    RandomGrayscale(0.2), its one draw and the jitter's after torch.manual_seed."""
+    compose = module.Compose([module.RandomResizedCrop(64), module.RandomHorizontalFlip(),
+                              module.RandomApply([module.ColorJitter(0.4, 0.4, 0.4, 0.1)], p=0.8),
+                              module.RandomGrayscale(0.2), module.PILToTensor()])
+    transform = gpuprep.from_torchvision(compose)
+    assert "RandomApply([ColorJitter(" in repr(transform) and "p=0.8)" in repr(transform)
+    p = gpuprep.Pipeline("cpu")
+    applied = set()
+    for seed in range(24):
+        path = PHOTOS[seed % len(PHOTOS)]
+        torch.manual_seed(seed)
+        expected = torchvision_output(compose, path)
+        torch.manual_seed(seed)
+        params = gpuprep.torchvision_params(compose, Image.open(path).size)
+        applied.add(bool(params["color"]["order"]))
+        batch, _ = p.preprocess([path], transform, params=[params])
+        assert np.array_equal(batch[0], expected), (path, seed, params)
+    assert applied == {True, False}
+
+
+@pytest.mark.parametrize("module", [T, v2], ids=["v1", "v2"])
 def test_with_torchs_seed_color_jitter_ranges_are_torchvisions(module):
     jitter = module.ColorJitter(brightness=(0.5, 1.2), contrast=(1.0, 1.8), saturation=0.3,
                                 hue=(-0.3, 0.1))
@@ -370,7 +393,7 @@ def test_refusals_are_gpuprep_errors_raised_by_from_torchvision():
                                              scale=True)]),
         v2.Compose([v2.ToImage(), v2.ToDtype(torch.float16)]),
         T.Compose([T.Compose([T.Resize(256)])]),
-        T.RandomApply([T.ColorJitter(0.4)], p=0.5),
+        T.Compose([T.RandomApply([T.ColorJitter(0.4), T.RandomGrayscale()], p=0.5)]),
         v2.RandomChoice([v2.RandomHorizontalFlip(), v2.RandomVerticalFlip()]),
         T.Compose([T.GaussianBlur(3)]),
         T.Compose([T.RandomPosterize(9)]),

@@ -6,7 +6,7 @@ use super::packing::pack;
 use super::pipeline::{output_buffer, prepare_image, tensor_data, GpuPipeline};
 use super::work::ImageWork;
 use crate::error::{Error, Result};
-use crate::plan::OutputPlan;
+use crate::plan::output::element_bytes;
 use crate::transform::DType;
 use crate::{Limits, Tensor, Transform};
 use rayon::prelude::*;
@@ -83,12 +83,11 @@ impl GpuPipeline {
         limits: &Limits,
     ) -> Result<Batch> {
         transform.validate()?;
-        let (width, height) = transform.fixed_output_size().ok_or_else(|| {
+        let image_shape = transform.fixed_output_shape().ok_or_else(|| {
             Error::Options("a batch needs one output size: an exact resize or a crop".into())
         })?;
-        let output = OutputPlan::new((width, height), transform, &crate::plan::Params::default());
-        let image_shape = output.shape;
-        let image_stride = output.bytes().next_multiple_of(4) as u64;
+        let elements: usize = image_shape.iter().product();
+        let image_stride = (elements * element_bytes(transform.dtype)).next_multiple_of(4) as u64;
         let size = image_stride * images.len() as u64;
         let max = self.device.limits().max_buffer_size;
         if size > max {

@@ -162,9 +162,10 @@ pub(crate) struct TensorJob {
     pub width: u32,
     /// Resized image height.
     pub height: u32,
-    /// Crop start in the resized image (negative: zero padding).
+    /// Crop start in the padded image (the resized image without pads; negative: zero
+    /// padding).
     pub crop_x: i32,
-    /// Crop start in the resized image (negative: zero padding).
+    /// The same for rows.
     pub crop_y: i32,
     /// 1 when the vertical pass runs.
     pub vertical: u32,

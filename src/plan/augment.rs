@@ -142,9 +142,13 @@ impl Params {
             }),
             horizontal_flip: coin(transform.horizontal_flip, Op::HorizontalFlip),
             vertical_flip: coin(transform.vertical_flip, Op::VerticalFlip),
-            color: transform
-                .color_jitter
-                .map(|j| adjustments(&j, &mut Stream::new(key, Op::ColorJitter))),
+            // RandomApply's coin first; a jitter that does not apply adjusts nothing.
+            color: transform.color_jitter.map(|j| {
+                if j.p < 1.0 && Stream::new(key, Op::ColorJitterApply).uniform() >= j.p {
+                    return Vec::new();
+                }
+                adjustments(&j, &mut Stream::new(key, Op::ColorJitter))
+            }),
             grayscale: coin(transform.grayscale, Op::Grayscale),
             rotation: transform.random_rotation.map(|r| {
                 let (low, high) = (r.degrees.0 as f32, r.degrees.1 as f32);
@@ -357,9 +361,6 @@ fn check_jitter_order(jitter: &ColorJitter, color: &[Adjustment]) -> Result<()> 
     Ok(())
 }
 
-/// torchvision's `RandomResizedCrop.get_params`: ten tries at a box of random area and aspect
-/// ratio (log-uniform) that fits, then the centre crop clamped to the ratio bounds. Python's
-/// `round` (half to even) makes the sides.
 /// `RandomCrop.get_params`: a box of `(tw, th)` at a uniform place of the padded image of
 /// `(width, height)`, the whole image when they are equal (the plan refuses a crop larger than
 /// the image, as torchvision does; the box drawn for one lies at 0).
@@ -384,6 +385,9 @@ fn random_crop_box(
     }
 }
 
+/// torchvision's `RandomResizedCrop.get_params`: ten tries at a box of random area and aspect
+/// ratio (log-uniform) that fits, then the centre crop clamped to the ratio bounds. Python's
+/// `round` (half to even) makes the sides.
 fn crop_box(crop: &RandomResizedCrop, (width, height): (usize, usize), s: &mut Stream) -> CropBox {
     let area = (width * height) as f64;
     for _ in 0..10 {
@@ -601,5 +605,57 @@ mod tests {
         assert!(twice.to_string().contains("brightness twice"), "{twice}");
         let undrawn = with_color(vec![Adjustment::Contrast(1.2)]).unwrap_err();
         assert!(undrawn.to_string().contains("does not draw"), "{undrawn}");
+    }
+
+    /// A given random crop must be the transform's size and lie inside the padded image; a
+    /// given augmentation has at most as many operations as a transform applies.
+    #[test]
+    fn given_crops_and_augmentations_are_held_to_the_transform() {
+        let transform = Transform {
+            random_crop: Some(crate::RandomCrop {
+                padding: [4; 4],
+                ..crate::RandomCrop::new((32, 32))
+            }),
+            rand_augment: Some(crate::RandAugment::default()),
+            ..Transform::default()
+        };
+        let good = Params {
+            random_crop: Some(CropBox {
+                top: 8,
+                left: 0,
+                height: 32,
+                width: 32,
+            }),
+            augment: Some(Vec::new()),
+            ..Params::default()
+        };
+        let given = |p: &Params| Params::of(&transform, &Sample::Given(p.clone()), (32, 32));
+        assert_eq!(given(&good).unwrap(), good);
+        let box_of = |top, width| Params {
+            random_crop: Some(CropBox {
+                top,
+                left: 0,
+                height: 32,
+                width,
+            }),
+            ..good.clone()
+        };
+        // The padded image is 40x40: a box from row 9 passes its bottom; one 31 wide is not
+        // the crop's.
+        for p in [box_of(9, 32), box_of(0, 31)] {
+            assert!(given(&p).unwrap_err().to_string().contains("random crop"));
+        }
+        let identity = super::super::Augment {
+            op: super::super::AugmentOp::Identity,
+            magnitude: 0.0,
+        };
+        let five = Params {
+            augment: Some(vec![identity; 5]),
+            ..good.clone()
+        };
+        assert!(given(&five)
+            .unwrap_err()
+            .to_string()
+            .contains("5 augmentation"));
     }
 }

@@ -44,6 +44,8 @@ pub enum Op {
     AutoAugment = 18,
     /// `RandomCrop`'s box.
     RandomCrop = 19,
+    /// Whether a `ColorJitter` inside `RandomApply` applies.
+    ColorJitterApply = 20,
 }
 
 /// Which sample a stream belongs to.

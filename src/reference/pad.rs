@@ -1,7 +1,7 @@
 //! `Pad` and `RandomCrop`'s padding on the CPU: each pad makes the padded image, as torchvision's
 //! `F.pad` does (`ImageOps.expand` with the fill, or `np.pad`'s modes), from the plan's
 //! [`Padding`]s, one after another. shaders/tensor.wgsl reads the resized image through the same
-//! pads instead, a position at a time (`padded_source`).
+//! pads instead, a position at a time (`cropped`).
 
 use super::resample::Image8;
 use crate::plan::Padding;

@@ -146,8 +146,9 @@ impl RandomResizedCrop {
 
 /// torchvision `ColorJitter(brightness, contrast, saturation, hue)` as ranges of factors (what
 /// its `_check_input` makes of the arguments); `None` leaves that adjustment out. The four run
-/// in a random order per sample.
-#[derive(Clone, Copy, Debug, Default, PartialEq)]
+/// in a random order per sample; with `p` below 1, only in that share of the samples (the jitter
+/// inside `RandomApply([ColorJitter(...)], p)`).
+#[derive(Clone, Copy, Debug, PartialEq)]
 pub struct ColorJitter {
     /// Brightness factor range, e.g. (0.6, 1.4) for `brightness=0.4`.
     pub brightness: Option<(f32, f32)>,
@@ -157,6 +158,20 @@ pub struct ColorJitter {
     pub saturation: Option<(f32, f32)>,
     /// Hue shift range, within [−0.5, 0.5].
     pub hue: Option<(f32, f32)>,
+    /// The probability that the jitter applies at all (`RandomApply`'s); 1 without one.
+    pub p: f64,
+}
+
+impl Default for ColorJitter {
+    fn default() -> Self {
+        Self {
+            brightness: None,
+            contrast: None,
+            saturation: None,
+            hue: None,
+            p: 1.0,
+        }
+    }
 }
 
 impl ColorJitter {
@@ -169,6 +184,7 @@ impl ColorJitter {
             contrast: factor(contrast),
             saturation: factor(saturation),
             hue: (hue != 0.0).then(|| (-hue as f32, hue as f32)),
+            p: 1.0,
         }
     }
 }
@@ -477,7 +493,11 @@ impl Transform {
             (_, Some(crop)) => crop.size,
             _ => return None,
         };
-        Some((width + left + right, height + top + bottom))
+        // Saturating: an unvalidated transform's padding may be anything.
+        Some((
+            width.saturating_add(left).saturating_add(right),
+            height.saturating_add(top).saturating_add(bottom),
+        ))
     }
 
     /// Every output's dimensions in the transform's layout, when they do not depend on the
@@ -674,6 +694,7 @@ impl Transform {
             ("vertical_flip", self.vertical_flip),
             ("grayscale", self.grayscale),
             ("random_erasing", self.random_erasing.map(|e| e.p)),
+            ("color_jitter", self.color_jitter.map(|j| j.p)),
         ] {
             if let Some(p) = p.filter(|p| !(0.0..=1.0).contains(p)) {
                 return Err(InvalidTransform(format!(
@@ -742,5 +763,50 @@ mod tests {
         };
         assert!(t.validate().is_err());
         assert!(Transform::imagenet_eval().validate().is_ok());
+    }
+    /// One crop of the resized image, one rotation or augmentation policy.
+    #[test]
+    fn crops_and_policies_that_do_not_combine_are_refused_by_name() {
+        let refused = |t: Transform, words: &str| {
+            let why = t.validate().unwrap_err().to_string();
+            assert!(why.contains(words), "{why}");
+        };
+        let random_crop = Some(RandomCrop::new((8, 8)));
+        refused(
+            Transform {
+                center_crop: Some((8, 8)),
+                random_crop,
+                ..Transform::default()
+            },
+            "random_crop and center_crop",
+        );
+        refused(
+            Transform {
+                random_resized_crop: Some(RandomResizedCrop::new(8)),
+                random_crop,
+                ..Transform::default()
+            },
+            "random_crop and random_resized_crop",
+        );
+        refused(
+            Transform {
+                trivial_augment: Some(TrivialAugment::default()),
+                auto_augment: Some(AutoAugment::default()),
+                ..Transform::default()
+            },
+            "trivial_augment and auto_augment are not offered together",
+        );
+        let huge = Pad {
+            padding: [MAX_SIDE + 1, 0, 0, 0],
+            fill: [0; 3],
+            mode: PaddingMode::Edge,
+        };
+        refused(
+            Transform {
+                pad: Some(huge),
+                ..Transform::default()
+            },
+            "at most",
+        );
     }
 }

@@ -88,6 +88,7 @@ impl Transform {
                 "contrast": range32(j.contrast),
                 "saturation": range32(j.saturation),
                 "hue": range32(j.hue),
+                "p": j.p,
             })),
             "grayscale": grayscale,
             "random_rotation": random_rotation.map(|r| json!({
@@ -436,12 +437,20 @@ fn random_resized_crop(object: &Map<String, Value>) -> Parsed<RandomResizedCrop>
 }
 
 fn color_jitter(object: &Map<String, Value>) -> Parsed<ColorJitter> {
-    known(object, &["brightness", "contrast", "saturation", "hue"])?;
+    known(
+        object,
+        &["brightness", "contrast", "saturation", "hue", "p"],
+    )?;
     Ok(ColorJitter {
         brightness: range32_of(object, "brightness")?,
         contrast: range32_of(object, "contrast")?,
         saturation: range32_of(object, "saturation")?,
         hue: range32_of(object, "hue")?,
+        // RandomApply's probability; a form without it (as older reports have) applies always.
+        p: match object.get("p") {
+            Some(_) => f64_of(object, "p")?,
+            None => 1.0,
+        },
     })
 }
 

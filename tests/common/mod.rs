@@ -308,6 +308,7 @@ pub fn transform_specs() -> BTreeMap<String, gpuprep::Transform> {
                             *slot = None;
                         }
                     }
+                    jitter.p = s["color_jitter_p"].as_f64().unwrap_or(1.0);
                     jitter
                 }),
                 grayscale: s["grayscale"].as_f64(),

@@ -139,6 +139,9 @@ pub struct TransformArgs {
     /// ColorJitter(brightness, contrast, saturation[, hue]) as `B,C,S[,H]`.
     #[arg(long, value_parser = parse_jitter, value_name = "B,C,S[,H]")]
     color_jitter: Option<gpuprep::ColorJitter>,
+    /// RandomApply([ColorJitter(...)], P): the colour jitter in that share of the samples.
+    #[arg(long, value_name = "P")]
+    color_jitter_p: Option<f64>,
     /// RandomGrayscale(P), after the colour jitter.
     #[arg(long, value_name = "P")]
     grayscale: Option<f64>,
@@ -516,6 +519,11 @@ impl TransformArgs {
         let resized = self.resize.is_some() || self.preset.is_some();
         let cropped = self.random_resized_crop.is_some()
             || matches!(self.preset, Some(Preset::ImagenetTrain | Preset::TimmTrain));
+        let jittered =
+            self.color_jitter.is_some() || matches!(self.preset, Some(Preset::TimmTrain));
+        if self.color_jitter_p.is_some() && !jittered {
+            return Some("note: --color-jitter-p does nothing without --color-jitter");
+        }
         if self.pad_if_needed && self.random_crop.is_none() {
             return Some("note: --pad-if-needed does nothing without --random-crop");
         }
@@ -563,6 +571,9 @@ impl TransformArgs {
         t.rand_augment = self.rand_augment.or(t.rand_augment);
         t.auto_augment = self.auto_augment.or(t.auto_augment);
         t.color_jitter = self.color_jitter.or(t.color_jitter);
+        if let (Some(jitter), Some(p)) = (&mut t.color_jitter, self.color_jitter_p) {
+            jitter.p = p;
+        }
         t.grayscale = self.grayscale.or(t.grayscale);
         t.random_erasing = self.random_erasing.or(t.random_erasing);
         for &op in &self.color_ops.0 {

@@ -132,6 +132,7 @@ fn spec(t: &Transform) -> Value {
                 range(j.hue)
             ]),
         );
+        spec.insert("color_jitter_p".into(), json!(j.p));
     }
     if let Some(r) = t.random_rotation {
         spec.insert(
