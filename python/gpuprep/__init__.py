@@ -226,7 +226,7 @@ _SLOTS = {"RandomResizedCrop": "Resize", "PILToTensor": "ToTensor", "ToImage": "
           "RandAugment": "RandomRotation", "AutoAugment": "RandomRotation",
           "RandomCrop": "CenterCrop"}
 _TWICE = {"Resize": "resize", "ToTensor": "convert to a tensor", "ToDtype": "convert the dtype",
-          "RandomRotation": "rotate or augment twice", "CenterCrop": "crop twice"}
+          "RandomRotation": "rotate or augment", "CenterCrop": "crop"}
 
 
 def _size(size):
@@ -444,7 +444,7 @@ def from_torchvision(compose):
     / ConvertImageDtype from uint8 to float32 (a multiplication by 1/255, not ToTensor's
     division)."""
     t = Transform()
-    last = -1
+    last, latest = -1, None  # the furthest place in the order so far, and the step at it
     rotated = colored = sharpened = False
     seen = {}  # slot -> the transform that took it
     tensor = None  # the transform that made the PIL image a tensor
@@ -453,8 +453,8 @@ def from_torchvision(compose):
         step, applied = _unwrapped(step)
         name, module = type(step).__name__, type(step).__module__ or ""
         if name not in _STAGE and name != "ToPureTensor":
-            raise OptionsError(f"{name} is not supported by gpuprep (supported: {sorted(_STAGE)} "
-                               "and ToPureTensor)")
+            raise OptionsError(f"{name} is not supported by gpuprep (supported: {sorted(_STAGE)}, "
+                               "RandomApply around one ColorJitter, and ToPureTensor)")
         if not module.startswith("torchvision."):
             raise OptionsError(f"{module}.{name} is not torchvision's {name}: gpuprep translates "
                                "torchvision's own transforms (transforms or transforms.v2) only")
@@ -474,11 +474,13 @@ def from_torchvision(compose):
         # each pixel alone or by a histogram: a flip after them is a flip before them.
         commutes = name in _FLIPS and last <= max(_STAGE[op] for op in _COLOR_OPERATIONS)
         if _STAGE[name] < last and not commutes:
-            raise OptionsError(f"{name} after a later step: gpuprep applies them in torchvision's "
-                               "usual order (resize or crop; flips, rotation and ColorJitter; "
+            raise OptionsError(f"{name} after a later step ({latest}): gpuprep applies them in "
+                               "torchvision's usual order (resize or crop; pad; centre or random "
+                               "crop; flips, rotation or augmentation policy and ColorJitter; "
                                f"RandomGrayscale; {', '.join(_COLOR_OPERATIONS)}, in any order "
                                "among themselves; tensor; normalise; erase)")
-        last = max(last, _STAGE[name])
+        if _STAGE[name] > last:
+            last, latest = _STAGE[name], name
         sharpened |= name == "RandomAdjustSharpness"
         # Flips and colour commute; a rotation (or augmentation policy) commutes with neither.
         if (rotated and name in _FLIPS) or (colored and name in _GEOMETRIC):
@@ -611,8 +613,10 @@ def _with_augmentation_policy(t, step, v2):
                            f"gpuprep computes: use torchvision.transforms.{name}")
     interpolation = _interpolation(step)
     if interpolation != "NEAREST":
-        raise OptionsError(f"{name}(interpolation={interpolation}) is not supported: only NEAREST "
-                           "(Pillow's bilinear affine transform runs in double precision)")
+        raise OptionsError(f"{name}(interpolation={interpolation}) is not supported yet: only "
+                           "NEAREST, which gpuprep computes exactly (Pillow's filtered affine "
+                           "transforms run in double precision, which GPUs lack); NEAREST is a "
+                           f"different augmentation from the {interpolation} one, not a stand-in")
     bins = getattr(step, "num_magnitude_bins", 31)
     if not isinstance(bins, int) or not 2 <= bins <= 1024:
         raise OptionsError(f"{name}(num_magnitude_bins={bins!r}) is not supported: 2 to 1024 bins")
@@ -711,9 +715,11 @@ def torchvision_params(compose, size):
     torchvision's own get_params and the torch RNG in the order its forward draws them: after
     `torch.manual_seed(s)`, `Pipeline.preprocess([image], from_torchvision(compose),
     params=[torchvision_params(compose, size)])` equals `compose(pil_image)` after the same seed,
-    bit for bit. The dict has report.json's form."""
+    bit for bit. The dict has report.json's form. A compose `from_torchvision` refuses is refused
+    here the same way (OptionsError), before any draw."""
     import torch
 
+    from_torchvision(compose)
     width, height = size
     params = {}
     for step in getattr(compose, "transforms", [compose]):

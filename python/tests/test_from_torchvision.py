@@ -332,6 +332,23 @@ def test_with_torchs_seed_random_crops_and_pads_are_torchvisions(module):
             assert np.array_equal(batch[0], expected), (compose, path, seed, params)
 
 
+def test_torchvision_params_refuses_what_from_torchvision_refuses_before_drawing():
+    state = torch.get_rng_state()
+    for compose in [T.Compose([T.RandomResizedCrop(64), T.GaussianBlur(3)]),
+                    T.Compose([T.RandomApply([T.GaussianBlur(3)], p=0.5)]),
+                    v2.Compose([v2.TrivialAugmentWide()])]:
+        with pytest.raises(gpuprep.OptionsError):
+            gpuprep.torchvision_params(compose, (100, 80))
+    assert torch.equal(torch.get_rng_state(), state)  # nothing drawn
+
+
+def test_an_order_refusal_names_the_step_it_comes_after():
+    refused(T.Compose([T.RandomHorizontalFlip(), T.RandomResizedCrop(64)]),
+            "RandomResizedCrop after a later step (RandomHorizontalFlip)")
+    refused(T.Compose([T.RandomRotation(5), T.RandAugment()]),
+            "(rotate or augment twice)")
+
+
 def test_random_crops_are_refused_where_torchvision_differs_or_refuses():
     refused(v2.Compose([v2.RandomCrop(48, padding=3, pad_if_needed=True,
                                       padding_mode="reflect")]),
