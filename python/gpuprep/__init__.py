@@ -554,9 +554,13 @@ def from_torchvision(compose):
             if target not in ("uint8", "float16", "float32"):
                 raise OptionsError(f"{name}(torch.{target}) is not supported: gpuprep writes "
                                    "torch.uint8, torch.float16 or torch.float32")
-            if name == "ToDtype" and not getattr(step, "scale", False):
+            # Between float types scale changes nothing (a cast either way).
+            floats = dtype != "uint8" and target != "uint8"
+            if name == "ToDtype" and not getattr(step, "scale", False) and not floats:
                 raise OptionsError(f"ToDtype(torch.{target}, scale=False) is not supported: it "
-                                   f"casts the {dtype} values unscaled; use scale=True")
+                                   f"casts the {dtype} values unscaled (0 to 255 as floats, or "
+                                   "floats truncated to integers), which gpuprep does not write; "
+                                   "ToTensor() gives torchvision's division by 255")
             if v2 and (dtype, target) == ("uint8", "float32"):
                 raise OptionsError(f"transforms.v2.{name}(torch.float32) of a uint8 tensor is not "
                                    "supported: torchvision multiplies by 1/255 in float32, which "

@@ -342,6 +342,18 @@ def test_torchvision_params_refuses_what_from_torchvision_refuses_before_drawing
     assert torch.equal(torch.get_rng_state(), state)  # nothing drawn
 
 
+def test_a_float_to_float_to_dtype_needs_no_scale():
+    unscaled = v2.Compose([v2.CenterCrop(32), v2.ToTensor(), v2.ToDtype(torch.float16)])
+    scaled = v2.Compose([v2.CenterCrop(32), v2.ToTensor(), v2.ToDtype(torch.float16, scale=True)])
+    assert repr(gpuprep.from_torchvision(unscaled)) == repr(gpuprep.from_torchvision(scaled))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # v2.ToTensor is deprecated
+        expected = torchvision_output(unscaled, PHOTOS[0])
+    assert np.array_equal(outputs(gpuprep.from_torchvision(unscaled), PHOTOS[:1])[0], expected)
+    refused(v2.Compose([v2.PILToTensor(), v2.ToDtype(torch.float32)]), "scale=False",
+            "ToTensor()")
+
+
 def test_an_order_refusal_names_the_step_it_comes_after():
     refused(T.Compose([T.RandomHorizontalFlip(), T.RandomResizedCrop(64)]),
             "RandomResizedCrop after a later step (RandomHorizontalFlip)")
