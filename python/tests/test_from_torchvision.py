@@ -253,6 +253,24 @@ def test_resize_with_max_size_gives_torchvisions_pixels(module):
     assert capped > 0  # a photo whose longer side the cap shortened
 
 
+def seeded_against_torchvision(compose, seeds):
+    """`compose` as torchvision runs it on a photo after torch.manual_seed(s), against gpuprep
+    (CPU) given what torchvision_params draws after the same seed, for each seed; their params."""
+    transform = gpuprep.from_torchvision(compose)
+    p = gpuprep.Pipeline("cpu")
+    drawn = []
+    for seed in seeds:
+        path = PHOTOS[seed % len(PHOTOS)]
+        torch.manual_seed(seed)
+        expected = torchvision_output(compose, path)
+        torch.manual_seed(seed)
+        params = gpuprep.torchvision_params(compose, Image.open(path).size)
+        batch, _ = p.preprocess([path], transform, params=[params])
+        assert np.array_equal(batch[0], expected), (compose, path, seed, params)
+        drawn.append(params)
+    return drawn
+
+
 @pytest.mark.parametrize("module", [T, v2], ids=["v1", "v2"])
 def test_with_torchs_seed_a_randomly_applied_jitter_is_torchvisions(module):
     """SimCLR's colour distortion: RandomApply([ColorJitter(0.4, 0.4, 0.4, 0.1)], p=0.8) and
@@ -262,18 +280,8 @@ def test_with_torchs_seed_a_randomly_applied_jitter_is_torchvisions(module):
                               module.RandomGrayscale(0.2), module.PILToTensor()])
     transform = gpuprep.from_torchvision(compose)
     assert "RandomApply([ColorJitter(" in repr(transform) and "p=0.8)" in repr(transform)
-    p = gpuprep.Pipeline("cpu")
-    applied = set()
-    for seed in range(24):
-        path = PHOTOS[seed % len(PHOTOS)]
-        torch.manual_seed(seed)
-        expected = torchvision_output(compose, path)
-        torch.manual_seed(seed)
-        params = gpuprep.torchvision_params(compose, Image.open(path).size)
-        applied.add(bool(params["color"]["order"]))
-        batch, _ = p.preprocess([path], transform, params=[params])
-        assert np.array_equal(batch[0], expected), (path, seed, params)
-    assert applied == {True, False}
+    drawn = seeded_against_torchvision(compose, range(24))
+    assert {bool(params["color"]["order"]) for params in drawn} == {True, False}
 
 
 @pytest.mark.parametrize("module", [T, v2], ids=["v1", "v2"])
@@ -283,16 +291,8 @@ def test_with_torchs_seed_color_jitter_ranges_are_torchvisions(module):
     compose = module.Compose([module.CenterCrop(64), jitter, module.PILToTensor()])
     transform = gpuprep.from_torchvision(compose)
     assert "brightness=(0.5, 1.2)" in repr(transform), repr(transform)
-    p = gpuprep.Pipeline("cpu")
-    for seed in range(16):
-        path = PHOTOS[seed % len(PHOTOS)]
-        torch.manual_seed(seed)
-        expected = torchvision_output(compose, path)
-        torch.manual_seed(seed)
-        params = gpuprep.torchvision_params(compose, Image.open(path).size)
+    for params in seeded_against_torchvision(compose, range(16)):
         assert 1.0 <= params["color"]["contrast"] <= 1.8, params
-        batch, _ = p.preprocess([path], transform, params=[params])
-        assert np.array_equal(batch[0], expected), (path, seed, params)
 
 
 @pytest.mark.parametrize("module", [T, v2], ids=["v1", "v2"])
@@ -319,17 +319,8 @@ def test_with_torchs_seed_random_crops_and_pads_are_torchvisions(module):
                                                                     pad_if_needed=True,
                                                                     padding_mode="reflect"),
                                    T.PILToTensor()]))
-    p = gpuprep.Pipeline("cpu")
     for compose in composes:
-        transform = gpuprep.from_torchvision(compose)
-        for seed in range(6):
-            path = PHOTOS[seed % len(PHOTOS)]
-            torch.manual_seed(seed)
-            expected = torchvision_output(compose, path)
-            torch.manual_seed(seed)
-            params = gpuprep.torchvision_params(compose, Image.open(path).size)
-            batch, _ = p.preprocess([path], transform, params=[params])
-            assert np.array_equal(batch[0], expected), (compose, path, seed, params)
+        seeded_against_torchvision(compose, range(6))
 
 
 def test_torchvision_params_refuses_what_from_torchvision_refuses_before_drawing():

@@ -363,12 +363,36 @@ def test_with_torchs_seed_rand_augment_is_torchvisions(backend):
     assert len(policy_against_torchvision(backend, T.RandAugment(), range(40, 64))) >= 10
 
 
+def replayed_through_pillow(backend, t, spec, count, key):
+    """Samples 0..count-1 of the photos through `t` against tools/pillow_reference.py's Pillow
+    replay of `spec` (the same transform), their recorded `key` parameter against its draw."""
+    indices = list(range(count))
+    paths = [PHOTOS[i % len(PHOTOS)] for i in indices]
+    batch, outcomes = pipeline(backend).preprocess(paths, t, indices=indices)
+    for image, path, index, outcome in zip(batch, paths, indices, outcomes):
+        assert np.array_equal(image, pillow_reference.transformed(path, spec, index=index)), path
+        assert outcome["params"][key] == pillow_reference.draw(
+            spec, pillow_reference.Image.open(path).size, index)[key]
+
+
 @pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("policy", ["imagenet", "cifar10", "svhn"])
 def test_with_torchs_seed_auto_augment_is_torchvisions(backend, policy):
     T = pytest.importorskip("torchvision.transforms")
     auto = T.AutoAugment(T.AutoAugmentPolicy(policy), fill=[10, 20, 30])
     assert len(policy_against_torchvision(backend, auto, range(48))) >= 5
+
+
+def replayed_through_pillow(backend, t, spec, count, key):
+    """Samples 0..count-1 of the photos through `t` against tools/pillow_reference.py's Pillow
+    replay of `spec` (the same transform), their recorded `key` parameter against its draw."""
+    indices = list(range(count))
+    paths = [PHOTOS[i % len(PHOTOS)] for i in indices]
+    batch, outcomes = pipeline(backend).preprocess(paths, t, indices=indices)
+    for image, path, index, outcome in zip(batch, paths, indices, outcomes):
+        assert np.array_equal(image, pillow_reference.transformed(path, spec, index=index)), path
+        assert outcome["params"][key] == pillow_reference.draw(
+            spec, pillow_reference.Image.open(path).size, index)[key]
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
@@ -383,13 +407,7 @@ def test_augmentation_policies_equal_pillow_with_their_parameters(backend, polic
         t = t.rand_augment(3, 20, fill=[10, 20, 30])
     else:
         t = t.auto_augment("svhn", fill=[10, 20, 30])
-    indices = list(range(24))
-    paths = [PHOTOS[i % len(PHOTOS)] for i in indices]
-    batch, outcomes = pipeline(backend).preprocess(paths, t, indices=indices)
-    for image, path, index, outcome in zip(batch, paths, indices, outcomes):
-        assert np.array_equal(image, pillow_reference.transformed(path, spec, index=index)), path
-        assert outcome["params"]["augment"] == pillow_reference.draw(
-            spec, pillow_reference.Image.open(path).size, index)["augment"]
+    replayed_through_pillow(backend, t, spec, 24, "augment")
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
@@ -402,13 +420,7 @@ def test_random_crop_with_padding_equals_pillow_with_its_parameters(backend):
          .random_crop((40, 48), padding=2, pad_if_needed=True, fill=(10, 20, 30),
                       padding_mode="reflect")
          .horizontal_flip().with_seed(3).to("uint8", "hwc"))
-    indices = list(range(12))
-    paths = [PHOTOS[i % len(PHOTOS)] for i in indices]
-    batch, outcomes = pipeline(backend).preprocess(paths, t, indices=indices)
-    for image, path, index, outcome in zip(batch, paths, indices, outcomes):
-        assert np.array_equal(image, pillow_reference.transformed(path, spec, index=index)), path
-        assert outcome["params"]["random_crop"] == pillow_reference.draw(
-            spec, pillow_reference.Image.open(path).size, index)["random_crop"]
+    replayed_through_pillow(backend, t, spec, 12, "random_crop")
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
@@ -417,13 +429,7 @@ def test_trivial_augment_equals_pillow_with_its_parameters(backend):
             "seed": 9}
     t = (gpuprep.Transform().random_resized_crop(64).trivial_augment_wide(fill=[10, 20, 30])
          .with_seed(9).to("uint8", "hwc"))
-    indices = list(range(24))
-    paths = [PHOTOS[i % len(PHOTOS)] for i in indices]
-    batch, outcomes = pipeline(backend).preprocess(paths, t, indices=indices)
-    for image, path, index, outcome in zip(batch, paths, indices, outcomes):
-        assert np.array_equal(image, pillow_reference.transformed(path, spec, index=index)), path
-        assert outcome["params"]["augment"] == pillow_reference.draw(
-            spec, pillow_reference.Image.open(path).size, index)["augment"]
+    replayed_through_pillow(backend, t, spec, 24, "augment")
 
 
 @pytest.mark.parametrize("backend", BACKENDS)

@@ -218,6 +218,19 @@ pub fn transform_specs() -> BTreeMap<String, gpuprep::Transform> {
         .unwrap()
         .iter()
         .map(|s| {
+            // These in the transform's own JSON form (a key the spec lacks reads as null).
+            let keys = [
+                "color_ops",
+                "pad",
+                "random_crop",
+                "rand_augment",
+                "auto_augment",
+            ];
+            let own: serde_json::Map<String, serde_json::Value> = keys
+                .iter()
+                .map(|&k| (k.to_string(), s[k].clone()))
+                .collect();
+            let listed = gpuprep::Transform::from_json(&serde_json::Value::Object(own)).unwrap();
             let resize = match &s["resize"] {
                 serde_json::Value::Null => None,
                 serde_json::Value::String(short) => {
@@ -327,32 +340,10 @@ pub fn transform_specs() -> BTreeMap<String, gpuprep::Transform> {
                         std::array::from_fn(|i| f[i].as_u64().unwrap() as u8)
                     }),
                 }),
-                // The transform's own JSON form of these.
-                pad: s.get("pad").map(|p| {
-                    let json = serde_json::json!({ "pad": p });
-                    gpuprep::Transform::from_json(&json).unwrap().pad.unwrap()
-                }),
-                random_crop: s.get("random_crop").map(|c| {
-                    let json = serde_json::json!({ "random_crop": c });
-                    gpuprep::Transform::from_json(&json)
-                        .unwrap()
-                        .random_crop
-                        .unwrap()
-                }),
-                rand_augment: s.get("rand_augment").map(|r| {
-                    let json = serde_json::json!({ "rand_augment": r });
-                    gpuprep::Transform::from_json(&json)
-                        .unwrap()
-                        .rand_augment
-                        .unwrap()
-                }),
-                auto_augment: s.get("auto_augment").map(|a| {
-                    let json = serde_json::json!({ "auto_augment": a });
-                    gpuprep::Transform::from_json(&json)
-                        .unwrap()
-                        .auto_augment
-                        .unwrap()
-                }),
+                pad: listed.pad,
+                random_crop: listed.random_crop,
+                rand_augment: listed.rand_augment,
+                auto_augment: listed.auto_augment,
                 random_erasing: s.get("random_erasing").map(|e| {
                     let range = |key: &str, default: (f64, f64)| {
                         e.get(key).map_or(default, |r| {
@@ -368,12 +359,7 @@ pub fn transform_specs() -> BTreeMap<String, gpuprep::Transform> {
                         }),
                     }
                 }),
-                // The transform's own JSON form of the list.
-                color_ops: gpuprep::Transform::from_json(
-                    &serde_json::json!({ "color_ops": s.get("color_ops") }),
-                )
-                .unwrap()
-                .color_ops,
+                color_ops: listed.color_ops,
                 seed: s["seed"].as_u64().unwrap_or(0),
                 epoch: s["epoch"].as_u64().unwrap_or(0),
             };
