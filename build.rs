@@ -1,6 +1,7 @@
 //! Validates every shader in shaders/ with naga at build time, so that a broken shader fails the
 //! build here rather than on a user's machine. Stage shaders are compiled with shaders/jobs.wgsl
-//! before them (see src/gpu/stages.rs), so they are validated that way too.
+//! and the shared functions they call before them (see src/gpu/stages.rs); each is validated
+//! with both shared files before it.
 
 use std::fs;
 
@@ -12,9 +13,16 @@ fn main() {
         .filter(|p| p.extension().is_some_and(|e| e == "wgsl"))
         .collect();
     entries.sort();
-    let jobs = fs::read_to_string("shaders/jobs.wgsl").expect("shaders/jobs.wgsl exists");
-    for path in entries.into_iter().filter(|p| !p.ends_with("jobs.wgsl")) {
-        let source = jobs.clone() + &fs::read_to_string(&path).expect("readable shader");
+    let shared = ["shaders/jobs.wgsl", "shaders/double.wgsl"];
+    let prefix: String = shared
+        .iter()
+        .map(|p| fs::read_to_string(p).expect("the shared shader files exist"))
+        .collect();
+    for path in entries
+        .into_iter()
+        .filter(|p| !shared.iter().any(|s| p.ends_with(s)))
+    {
+        let source = prefix.clone() + &fs::read_to_string(&path).expect("readable shader");
         let module = naga::front::wgsl::parse_str(&source)
             .unwrap_or_else(|e| panic!("{}:\n{}", path.display(), e.emit_to_string(&source)));
         naga::valid::Validator::new(

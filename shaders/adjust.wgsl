@@ -26,10 +26,11 @@ struct Job {
     // The factors; for the hue, the H channel's shift (an integer 0..=255); posterize's bits,
     // solarize's first inverted value; a remap's index in `remaps`.
     factors: array<f32, 15>,
-    // Per remap (`MAX_REMAPS` of src/gpu/jobs.rs), its map in 16.16 fixed point (src/plan/rotate.rs):
-    // per output column, per row, at the first pixel, for the source column, then the source
-    // row; then the fill, R | G << 8 | B << 16.
-    remaps: array<i32, 21>,
+    // Per remap (`MAX_REMAPS` of src/gpu/jobs.rs), REMAP_WORDS words (src/plan/rotate.rs): its map
+    // in 16.16 fixed point (per output column, per row, at the first pixel, for the source
+    // column, then the source row); the fill, R | G << 8 | B << 16; its filter (NEAREST,
+    // BILINEAR, BICUBIC); the six doubles of Pillow's matrix, low word first.
+    remaps: array<i32, 80>,
     // The image's width.
     width: u32,
     // Always 0 (see `blend`).
@@ -59,6 +60,11 @@ const AUTOCONTRAST: u32 = 7u;
 const EQUALIZE: u32 = 8u;
 const GRAYSCALE: u32 = 9u;
 const REMAP: u32 = 10u;
+// A remap's words, and its filters.
+const REMAP_WORDS: u32 = 20u;
+const NEAREST: u32 = 0u;
+const BILINEAR: u32 = 1u;
+const BICUBIC: u32 = 2u;
 var<workgroup> partial: array<u32, LANES>;
 // Per channel: the histogram, then the table made of it (autocontrast, equalize).
 var<workgroup> histogram: array<atomic<u32>, 768>;
@@ -153,22 +159,21 @@ fn sharpen(job: u32, lane: u32, alpha: f32) {
     }
 }
 
-// Pillow's affine_fixed with the job's remap `m` (src/reference/rotate.rs): each pixel the one its
-// map lands on, or the fill, written to the scratch words after the image, then copied back.
+// The job's remap `m` (src/reference/rotate.rs): each pixel the one its map lands on, or the
+// image interpolated there, or the fill, written to the scratch words after the image, then
+// copied back.
 fn remap(job: u32, lane: u32, m: u32) {
     let p = jobs[job];
     let scratch = p.pixels_base + p.pixels;
-    let height = i32(p.pixels / p.width);
-    let map = 7u * m;
+    let map = REMAP_WORDS * m;
+    let sampling = u32(p.remaps[map + 7u]);
     storageBarrier();
     for (var i = lane; i < p.pixels; i += LANES) {
-        let x = i32(i % p.width);
-        let y = i32(i / p.width);
-        let sx = (p.remaps[map + 2u] + x * p.remaps[map] + y * p.remaps[map + 1u]) >> 16u;
-        let sy = (p.remaps[map + 5u] + x * p.remaps[map + 3u] + y * p.remaps[map + 4u]) >> 16u;
-        var pixel = u32(p.remaps[map + 6u]);
-        if sx >= 0 && sx < i32(p.width) && sy >= 0 && sy < height {
-            pixel = pixels[p.pixels_base + u32(sy) * p.width + u32(sx)];
+        var pixel: u32;
+        if sampling == NEAREST {
+            pixel = nearest(job, map, i);
+        } else {
+            pixel = interpolated(job, map, i, sampling);
         }
         pixels[scratch + i] = pixel;
     }
@@ -176,6 +181,156 @@ fn remap(job: u32, lane: u32, m: u32) {
     for (var i = lane; i < p.pixels; i += LANES) {
         pixels[p.pixels_base + i] = pixels[scratch + i];
     }
+}
+
+// Pixel i of Pillow's affine_fixed: its fixed-point map walked to pixel i.
+fn nearest(job: u32, map: u32, i: u32) -> u32 {
+    let p = jobs[job];
+    let x = i32(i % p.width);
+    let y = i32(i / p.width);
+    let sx = (p.remaps[map + 2u] + x * p.remaps[map] + y * p.remaps[map + 1u]) >> 16u;
+    let sy = (p.remaps[map + 5u] + x * p.remaps[map + 3u] + y * p.remaps[map + 4u]) >> 16u;
+    if sx >= 0 && sx < i32(p.width) && sy >= 0 && sy < i32(p.pixels / p.width) {
+        return pixels[p.pixels_base + u32(sy) * p.width + u32(sx)];
+    }
+    return u32(p.remaps[map + 6u]);
+}
+
+// Entry k of the remap's matrix.
+fn matrix_entry(job: u32, map: u32, k: u32) -> vec2<u32> {
+    let at = map + 8u + 2u * k;
+    return vec2<u32>(u32(jobs[job].remaps[at]), u32(jobs[job].remaps[at + 1u]));
+}
+
+const HALF: vec2<u32> = vec2<u32>(0u, 0x3FE00000u);
+
+// Pixel i of Pillow's ImagingGenericTransform with affine_transform and bilinear_filter32RGB or
+// bicubic_filter32RGB: its centre through the matrix, in doubles, the fill outside the image,
+// else the image interpolated there.
+fn interpolated(job: u32, map: u32, i: u32, sampling: u32) -> u32 {
+    let p = jobs[job];
+    let width = i32(p.width);
+    let height = i32(p.pixels / p.width);
+    let xx = d_add(d_from_i32(i32(i % p.width)), HALF);
+    let yy = d_add(d_from_i32(i32(i / p.width)), HALF);
+    let m = array<vec2<u32>, 6>(
+        matrix_entry(job, map, 0u),
+        matrix_entry(job, map, 1u),
+        matrix_entry(job, map, 2u),
+        matrix_entry(job, map, 3u),
+        matrix_entry(job, map, 4u),
+        matrix_entry(job, map, 5u),
+    );
+    let xin = d_add(d_add(d_mul(m[0], xx), d_mul(m[1], yy)), m[2]);
+    let yin = d_add(d_add(d_mul(m[3], xx), d_mul(m[4], yy)), m[5]);
+    let zero = d_zero(false);
+    if d_less(xin, zero) || !d_less(xin, d_from_i32(width))
+        || d_less(yin, zero) || !d_less(yin, d_from_i32(height)) {
+        return u32(p.remaps[map + 6u]);
+    }
+    // The filters' _HEAD: the point less half a pixel, its whole part and fraction.
+    let xs = d_sub(xin, HALF);
+    let ys = d_sub(yin, HALF);
+    let x = d_floor(xs);
+    let y = d_floor(ys);
+    let dx = d_sub(xs, d_from_i32(x));
+    let dy = d_sub(ys, d_from_i32(y));
+    if sampling == BILINEAR {
+        return bilinear(job, vec2<i32>(x, y), dx, dy);
+    }
+    return bicubic(job, vec2<i32>(x, y), dx, dy);
+}
+
+// The image's pixel at `at`, the column and row each clipped to the image (XCLIP, YCLIP).
+fn clipped_pixel(job: u32, at: vec2<i32>) -> u32 {
+    let p = jobs[job];
+    let x = clamp(at.x, 0, i32(p.width) - 1);
+    let y = clamp(at.y, 0, i32(p.pixels / p.width) - 1);
+    return pixels[p.pixels_base + u32(y) * p.width + u32(x)];
+}
+
+fn sample(pixel: u32, c: u32) -> i32 {
+    return i32((pixel >> (8u * c)) & 255u);
+}
+
+// BILINEAR_BODY per channel, truncated: `a + (b - a)·dx` along rows y and y + 1, then down.
+fn bilinear(job: u32, at: vec2<i32>, dx: vec2<u32>, dy: vec2<u32>) -> u32 {
+    let p00 = clipped_pixel(job, at);
+    let p10 = clipped_pixel(job, at + vec2<i32>(1, 0));
+    let p01 = clipped_pixel(job, at + vec2<i32>(0, 1));
+    let p11 = clipped_pixel(job, at + vec2<i32>(1, 1));
+    var out = 0u;
+    for (var c = 0u; c < 3u; c++) {
+        let top = lerp_samples(sample(p00, c), sample(p10, c), dx);
+        let bottom = lerp_samples(sample(p01, c), sample(p11, c), dx);
+        let v = d_add(top, d_mul(d_sub(bottom, top), dy));
+        out |= u32(d_floor(v)) << (8u * c);
+    }
+    return out;
+}
+
+// The BILINEAR macro on two samples: their difference is an integer in C.
+fn lerp_samples(a: i32, b: i32, d: vec2<u32>) -> vec2<u32> {
+    return d_add(d_from_i32(a), d_mul(d_from_i32(b - a), d));
+}
+
+// BICUBIC_BODY per channel, clamped to 0..=255 and truncated: the cubic through four samples
+// along each of rows y - 1 .. y + 2 from column x - 1, then through the four rows' values.
+fn bicubic(job: u32, at: vec2<i32>, dx: vec2<u32>, dy: vec2<u32>) -> u32 {
+    var window: array<u32, 16>;
+    for (var k = 0; k < 16; k++) {
+        window[k] = clipped_pixel(job, at + vec2<i32>(k % 4 - 1, k / 4 - 1));
+    }
+    var out = 0u;
+    for (var c = 0u; c < 3u; c++) {
+        var rows: array<vec2<u32>, 4>;
+        for (var r = 0; r < 4; r++) {
+            rows[r] = cubic_samples(
+                sample(window[4 * r], c),
+                sample(window[4 * r + 1], c),
+                sample(window[4 * r + 2], c),
+                sample(window[4 * r + 3], c),
+                dx,
+            );
+        }
+        let v = cubic(rows[0], rows[1], rows[2], rows[3], dy);
+        var value = 0u;
+        if !d_less(v, d_from_i32(255)) {
+            value = 255u;
+        } else if d_less(d_zero(false), v) {
+            value = u32(d_floor(v));
+        }
+        out |= value << (8u * c);
+    }
+    return out;
+}
+
+// The BICUBIC macro on four samples: its p1..p4 are integers in C.
+fn cubic_samples(v1: i32, v2: i32, v3: i32, v4: i32, d: vec2<u32>) -> vec2<u32> {
+    return horner(
+        d_from_i32(v2),
+        d_from_i32(-v1 + v3),
+        d_from_i32(2 * (v1 - v2) + v3 - v4),
+        d_from_i32(-v1 + v2 - v3 + v4),
+        d,
+    );
+}
+
+// The BICUBIC macro on four doubles, each of its operations rounded in the C code's order.
+fn cubic(v1: vec2<u32>, v2: vec2<u32>, v3: vec2<u32>, v4: vec2<u32>, d: vec2<u32>) -> vec2<u32> {
+    let difference = d_sub(v1, v2);
+    return horner(
+        v2,
+        d_add(d_neg(v1), v3),
+        d_sub(d_add(d_add(difference, difference), v3), v4),
+        d_add(d_sub(d_add(d_neg(v1), v2), v3), v4),
+        d,
+    );
+}
+
+// p1 + d·(p2 + d·(p3 + d·p4)).
+fn horner(p1: vec2<u32>, p2: vec2<u32>, p3: vec2<u32>, p4: vec2<u32>, d: vec2<u32>) -> vec2<u32> {
+    return d_add(p1, d_mul(d, d_add(p2, d_mul(d, d_add(p3, d_mul(d, p4))))));
 }
 
 // ImageOps' table of one value: posterize's and solarize's directly, else `table`'s.

@@ -1019,7 +1019,8 @@ fn converted_and_replayed(name: &str, flags: &[&str]) -> Vec<serde_json::Value> 
 }
 
 /// `--random-rotation` reaches the report's parameters (each angle a float32 value inside the
-/// range) and `parity --pillow` replays it through Pillow's `rotate`: GPU, CPU and Pillow agree.
+/// range) and `parity --pillow` replays it through Pillow's `rotate`, bicubic: GPU, CPU and
+/// Pillow agree.
 #[test]
 fn random_rotations_are_recorded_and_replayed_through_pillow() {
     let flags = [
@@ -1028,7 +1029,7 @@ fn random_rotations_are_recorded_and_replayed_through_pillow() {
         "--hflip",
         "0.5",
         "--random-rotation",
-        "30:10,20,30",
+        "30:10,20,30:bicubic",
         "--color-jitter",
         "0.4,0.4,0.4",
         "--seed",
@@ -1050,7 +1051,7 @@ fn trivial_augment_is_recorded_and_replayed_through_pillow() {
         "--random-resized-crop",
         "48",
         "--trivial-augment",
-        "31:40",
+        "31:40:bilinear",
         "--seed",
         "11",
     ];
@@ -1119,14 +1120,15 @@ fn random_crops_with_padding_stack_at_the_crops_size() {
 }
 
 /// `--rand-augment` and `--auto-augment` record each image's operations in the order they ran,
-/// and `parity --pillow` replays them through Pillow: GPU, CPU and Pillow agree.
+/// and `parity --pillow` replays them through Pillow (bilinear and bicubic maps, the fill and
+/// interpolation given in either order): GPU, CPU and Pillow agree.
 #[test]
 fn rand_augment_and_auto_augment_are_recorded_and_replayed_through_pillow() {
     let rand = [
         "--random-resized-crop",
         "48",
         "--rand-augment",
-        "3,20:40,50,60",
+        "3,20:bilinear:40,50,60",
         "--seed",
         "12",
     ];
@@ -1134,7 +1136,14 @@ fn rand_augment_and_auto_augment_are_recorded_and_replayed_through_pillow() {
         let augment = image["params"]["augment"].as_array().unwrap();
         assert_eq!(augment.len(), 3, "{image}");
     }
-    let auto = ["--crop", "48", "--auto-augment", "svhn", "--seed", "13"];
+    let auto = [
+        "--crop",
+        "48",
+        "--auto-augment",
+        "svhn:bicubic",
+        "--seed",
+        "13",
+    ];
     for image in converted_and_replayed("auto-augment", &auto) {
         let augment = image["params"]["augment"].as_array().unwrap();
         assert!(augment.len() <= 2, "{image}");

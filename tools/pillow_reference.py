@@ -8,8 +8,9 @@ A spec is a JSON object (the entries of tests/goldens/transforms.json): resize (
 ("imagenet" or {"mean": [...], "std": [...]}), dtype (u8|f32|f16), layout (hwc|chw),
 channel_order (rgb|bgr), exif_transpose (ImageOps.exif_transpose before convert('RGB')). Pillow resizes; torchvision's CenterCrop/ToTensor/Normalize arithmetic
 is done in numpy float32 in torchvision's operation order. The random operations
-(random_resized_crop {size, scale, ratio}, hflip P, vflip P, random_rotation {degrees, fill},
-trivial_augment {bins, fill}, rand_augment {num_ops, magnitude, bins, fill}, auto_augment {policy, fill},
+(random_resized_crop {size, scale, ratio}, hflip P, vflip P, random_rotation {degrees, fill,
+interpolation}, trivial_augment {bins, fill, interpolation}, rand_augment {num_ops, magnitude, bins,
+fill, interpolation}, auto_augment {policy, fill, interpolation} (interpolation nearest by default),
 color_jitter [b, c, s, h], grayscale P, color_ops [{op, <argument>, p}, ...] (the transform's JSON
 form of the single-operation transforms), random_erasing {p, scale, ratio, value}, with seed and
 epoch; first_index: the sample index of the first file) draw each
@@ -444,27 +445,27 @@ def inverse_affine_matrix(center, angle, translate, scale, shear):
     return matrix
 
 
-def affine(img, translate, shear, center, fill):
-    """F.affine(img, angle=0.0, translate, scale=1.0, shear, NEAREST, fill, center) on a PIL
-    image."""
+def affine(img, translate, shear, center, fill, resample):
+    """F.affine(img, angle=0.0, translate, scale=1.0, shear, interpolation, fill, center) on a
+    PIL image."""
     if center is None:
         center = [img.size[0] * 0.5, img.size[1] * 0.5]
     matrix = inverse_affine_matrix(center, 0.0, translate, 1.0, shear)
-    return img.transform(img.size, Image.AFFINE, matrix, Image.NEAREST, fillcolor=fill)
+    return img.transform(img.size, Image.AFFINE, matrix, resample, fillcolor=fill)
 
 
-def apply_op(img, op, m, fill):
-    """torchvision's autoaugment._apply_op with NEAREST interpolation."""
+def apply_op(img, op, m, fill, resample):
+    """torchvision's autoaugment._apply_op with the interpolation `resample`."""
     if op == "ShearX":
-        return affine(img, [0, 0], [math.degrees(math.atan(m)), 0.0], [0, 0], fill)
+        return affine(img, [0, 0], [math.degrees(math.atan(m)), 0.0], [0, 0], fill, resample)
     if op == "ShearY":
-        return affine(img, [0, 0], [0.0, math.degrees(math.atan(m))], [0, 0], fill)
+        return affine(img, [0, 0], [0.0, math.degrees(math.atan(m))], [0, 0], fill, resample)
     if op == "TranslateX":
-        return affine(img, [int(m), 0], [0.0, 0.0], None, fill)
+        return affine(img, [int(m), 0], [0.0, 0.0], None, fill, resample)
     if op == "TranslateY":
-        return affine(img, [0, int(m)], [0.0, 0.0], None, fill)
+        return affine(img, [0, int(m)], [0.0, 0.0], None, fill, resample)
     if op == "Rotate":
-        return img.rotate(m, Image.NEAREST, False, None, fillcolor=fill)
+        return img.rotate(m, resample, False, None, fillcolor=fill)
     if op == "Brightness":
         return adjust_brightness(img, 1.0 + m)
     if op == "Color":
@@ -528,16 +529,19 @@ def finish(a, params, spec=None):
         a = a[:, ::-1]
     if params.get("vflip"):
         a = a[::-1]
-    if "rotation" in params:  # F.rotate: img.rotate(angle, NEAREST, False, None, fillcolor=fill)
-        fill = tuple(int(v) for v in (spec or {}).get("random_rotation", {}).get("fill", [0, 0, 0]))
+    if "rotation" in params:  # F.rotate: img.rotate(angle, interpolation, False, None, fillcolor=fill)
+        rotation = (spec or {}).get("random_rotation", {})
+        fill = tuple(int(v) for v in rotation.get("fill", [0, 0, 0]))
+        resample = FILTERS[rotation.get("interpolation", "nearest")]
         im = Image.fromarray(np.ascontiguousarray(a), "RGB")
-        a = np.asarray(im.rotate(params["rotation"], Image.NEAREST, False, None, fillcolor=fill))
+        a = np.asarray(im.rotate(params["rotation"], resample, False, None, fillcolor=fill))
     if "augment" in params:
         policy = next((spec[k] for k in ("trivial_augment", "rand_augment", "auto_augment") if k in (spec or {})), {})
         fill = tuple(int(v) for v in policy.get("fill", [0, 0, 0]))
+        resample = FILTERS[policy.get("interpolation", "nearest")]
         im = Image.fromarray(np.ascontiguousarray(a), "RGB")
         for op in params["augment"]:
-            im = apply_op(im, op["op"], op["magnitude"], fill)
+            im = apply_op(im, op["op"], op["magnitude"], fill, resample)
         a = np.asarray(im)
     color, grey, applied = params.get("color"), params.get("grayscale"), params.get("color_ops", {})
     if color or grey or any(applied.values()):

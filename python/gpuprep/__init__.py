@@ -324,13 +324,18 @@ def _channels(name, what, value):
     return values
 
 
-def _rotation_degrees(step):
-    """RandomRotation's degrees, refusing what gpuprep does not compute: other interpolations
-    than NEAREST (Pillow's bilinear rotation runs in double precision), expand and a centre."""
+def _map_interpolation(name, step):
+    """gpuprep's name of the interpolation of `step`'s affine maps (RandomRotation, an
+    augmentation policy): NEAREST, BILINEAR or BICUBIC, the filters Pillow's transforms take."""
     interpolation = _interpolation(step)
-    if interpolation != "NEAREST":
-        raise OptionsError(f"RandomRotation(interpolation={interpolation}) is not supported: "
-                           "only NEAREST")
+    if interpolation not in ("NEAREST", "BILINEAR", "BICUBIC"):
+        raise OptionsError(f"{name}(interpolation={interpolation}) is not supported: only NEAREST, "
+                           "BILINEAR and BICUBIC (Pillow's affine transforms sample with no other)")
+    return _INTERPOLATIONS[interpolation]
+
+
+def _rotation_degrees(step):
+    """RandomRotation's degrees, refusing what gpuprep does not compute: expand and a centre."""
     if getattr(step, "expand", False) or getattr(step, "center", None) is not None:
         raise OptionsError("RandomRotation(expand=True) and a given center are not supported")
     return _pair("RandomRotation", "degrees", step.degrees)
@@ -429,7 +434,8 @@ def _unwrapped(step):
 def from_torchvision(compose):
     """The Transform that computes what `compose` (a torchvision Compose, v1 or v2, of Resize or
     RandomResizedCrop, Pad, CenterCrop or RandomCrop, RandomHorizontalFlip, RandomVerticalFlip,
-    one of RandomRotation, TrivialAugmentWide, RandAugment and AutoAugment (NEAREST; v1's),
+    one of RandomRotation, TrivialAugmentWide, RandAugment and AutoAugment (NEAREST, BILINEAR or
+    BICUBIC; the policies v1's),
     ColorJitter (or RandomApply([ColorJitter(...)], p)), RandomGrayscale, RandomInvert / RandomPosterize / RandomSolarize /
     RandomAdjustSharpness / RandomAutocontrast / RandomEqualize (in any order
     among themselves, which is kept), ToTensor / PILToTensor / ToImage (+ ToDtype /
@@ -508,7 +514,8 @@ def from_torchvision(compose):
             raise OptionsError(_twice(name, seen[slot]))
         seen[slot] = name
         if name == "RandomRotation":
-            t = t.random_rotation(_rotation_degrees(step), _fill(step))
+            t = t.random_rotation(_rotation_degrees(step),
+                                  _map_interpolation(name, step), _fill(step))
         elif name in ("TrivialAugmentWide", "RandAugment", "AutoAugment"):
             t = _with_augmentation_policy(t, step, v2)
         elif name in ("Resize", "RandomResizedCrop"):
@@ -615,27 +622,22 @@ def _with_augmentation_policy(t, step, v2):
         raise OptionsError(f"torchvision.transforms.v2.{name} is not supported: its Solarize "
                            "threshold (255 * linspace(1, 0)) is not v1's (linspace(255, 0)), which "
                            f"gpuprep computes: use torchvision.transforms.{name}")
-    interpolation = _interpolation(step)
-    if interpolation != "NEAREST":
-        raise OptionsError(f"{name}(interpolation={interpolation}) is not supported yet: only "
-                           "NEAREST, which gpuprep computes exactly (Pillow's filtered affine "
-                           "transforms run in double precision, which GPUs lack); NEAREST is a "
-                           f"different augmentation from the {interpolation} one, not a stand-in")
+    interpolation = _map_interpolation(name, step)
     bins = getattr(step, "num_magnitude_bins", 31)
     if not isinstance(bins, int) or not 2 <= bins <= 1024:
         raise OptionsError(f"{name}(num_magnitude_bins={bins!r}) is not supported: 2 to 1024 bins")
     fill = _fill(step)
     if name == "TrivialAugmentWide":
-        return t.trivial_augment_wide(bins, fill)
+        return t.trivial_augment_wide(bins, interpolation, fill)
     if name == "AutoAugment":
-        return t.auto_augment(step.policy.value, fill)
+        return t.auto_augment(step.policy.value, interpolation, fill)
     num_ops, magnitude = step.num_ops, step.magnitude
     if not isinstance(num_ops, int) or not 0 <= num_ops <= 4:
         raise OptionsError(f"RandAugment(num_ops={num_ops!r}) is not supported: 0 to 4 operations")
     if not isinstance(magnitude, int) or not 0 <= magnitude < bins:
         raise OptionsError(f"RandAugment(magnitude={magnitude!r}) is not supported: a bin 0 to "
                            f"{bins - 1} of num_magnitude_bins={bins}")
-    return t.rand_augment(num_ops, magnitude, bins, fill)
+    return t.rand_augment(num_ops, magnitude, bins, interpolation, fill)
 
 
 def _with_color_operation(t, step):

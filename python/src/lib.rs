@@ -61,6 +61,18 @@ fn filter(name: &str) -> PyResult<Filter> {
     })
 }
 
+/// The interpolation `name` of an affine map (`operation`'s), one Pillow's transforms take.
+fn map_filter(operation: &str, name: &str) -> PyResult<Filter> {
+    let filter = filter(name)?;
+    if !filter.maps() {
+        return Err(OptionsError::new_err(format!(
+            "{operation}'s interpolation is 'nearest', 'bilinear' or 'bicubic' (Pillow's affine \
+             transforms sample with no other), not {name:?}"
+        )));
+    }
+    Ok(filter)
+}
+
 /// `Ok` when `transform`'s options fit together, else the OptionsError every entry point
 /// raises for them.
 fn validated(transform: &gpuprep::Transform) -> PyResult<()> {
@@ -175,26 +187,36 @@ fn describe(t: &gpuprep::Transform) -> String {
     }
     if let Some(r) = t.random_rotation {
         steps.push(format!(
-            "RandomRotation(degrees={:?}, fill={:?})",
-            r.degrees, r.fill
+            "RandomRotation(degrees={:?}, interpolation={}, fill={:?})",
+            r.degrees,
+            r.interpolation.name(),
+            r.fill
         ));
     }
     if let Some(a) = t.trivial_augment {
         steps.push(format!(
-            "TrivialAugmentWide(num_magnitude_bins={}, fill={:?})",
-            a.bins, a.fill
+            "TrivialAugmentWide(num_magnitude_bins={}, interpolation={}, fill={:?})",
+            a.bins,
+            a.interpolation.name(),
+            a.fill
         ));
     }
     if let Some(r) = t.rand_augment {
         steps.push(format!(
-            "RandAugment(num_ops={}, magnitude={}, num_magnitude_bins={}, fill={:?})",
-            r.num_ops, r.magnitude, r.bins, r.fill
+            "RandAugment(num_ops={}, magnitude={}, num_magnitude_bins={}, interpolation={}, \
+             fill={:?})",
+            r.num_ops,
+            r.magnitude,
+            r.bins,
+            r.interpolation.name(),
+            r.fill
         ));
     }
     if let Some(a) = t.auto_augment {
         steps.push(format!(
-            "AutoAugment(policy='{}', fill={:?})",
+            "AutoAugment(policy='{}', interpolation={}, fill={:?})",
             a.policy.name(),
+            a.interpolation.name(),
             a.fill
         ));
     }
@@ -525,14 +547,17 @@ impl Transform {
         })
     }
 
-    /// RandomRotation(degrees, fill): nearest-neighbour, after the flips and before the colour
-    /// adjustments; degrees a number d (-d..d) or (min, max), fill a number or one per channel.
-    #[pyo3(signature = (degrees, fill=None))]
+    /// RandomRotation(degrees, interpolation, fill): after the flips and before the colour
+    /// adjustments; degrees a number d (-d..d) or (min, max), interpolation 'nearest',
+    /// 'bilinear' or 'bicubic', fill a number or one per channel.
+    #[pyo3(signature = (degrees, interpolation="nearest", fill=None))]
     fn random_rotation(
         &self,
         degrees: Bound<'_, PyAny>,
+        interpolation: &str,
         fill: Option<Bound<'_, PyAny>>,
     ) -> PyResult<Self> {
+        let interpolation = map_filter("RandomRotation", interpolation)?;
         let degrees = match degrees.extract::<f64>() {
             Ok(d) if d < 0.0 => {
                 return Err(OptionsError::new_err(
@@ -544,41 +569,53 @@ impl Transform {
         };
         let fill = rgb_fill(fill)?;
         Ok(Self(gpuprep::Transform {
-            random_rotation: Some(RandomRotation { degrees, fill }),
-            ..self.0
-        }))
-    }
-
-    /// TrivialAugmentWide(num_magnitude_bins, interpolation=NEAREST, fill): one operation a
-    /// sample, after the flips and before the colour adjustments; fill a number or one per
-    /// channel.
-    #[pyo3(signature = (num_magnitude_bins=31, fill=None))]
-    fn trivial_augment_wide(
-        &self,
-        num_magnitude_bins: u32,
-        fill: Option<Bound<'_, PyAny>>,
-    ) -> PyResult<Self> {
-        let fill = rgb_fill(fill)?;
-        Ok(Self(gpuprep::Transform {
-            trivial_augment: Some(gpuprep::TrivialAugment {
-                bins: num_magnitude_bins,
+            random_rotation: Some(RandomRotation {
+                degrees,
                 fill,
+                interpolation,
             }),
             ..self.0
         }))
     }
 
-    /// RandAugment(num_ops, magnitude, num_magnitude_bins, interpolation=NEAREST, fill):
-    /// `num_ops` operations a sample, each at the magnitude's bin, after the flips and before
-    /// the colour adjustments; fill a number or one per channel.
-    #[pyo3(signature = (num_ops=2, magnitude=9, num_magnitude_bins=31, fill=None))]
+    /// TrivialAugmentWide(num_magnitude_bins, interpolation, fill): one operation a sample,
+    /// after the flips and before the colour adjustments; interpolation 'nearest', 'bilinear'
+    /// or 'bicubic', fill a number or one per channel.
+    #[pyo3(signature = (num_magnitude_bins=31, interpolation="nearest", fill=None))]
+    fn trivial_augment_wide(
+        &self,
+        num_magnitude_bins: u32,
+        interpolation: &str,
+        fill: Option<Bound<'_, PyAny>>,
+    ) -> PyResult<Self> {
+        let interpolation = map_filter("TrivialAugmentWide", interpolation)?;
+        let fill = rgb_fill(fill)?;
+        Ok(Self(gpuprep::Transform {
+            trivial_augment: Some(gpuprep::TrivialAugment {
+                bins: num_magnitude_bins,
+                fill,
+                interpolation,
+            }),
+            ..self.0
+        }))
+    }
+
+    /// RandAugment(num_ops, magnitude, num_magnitude_bins, interpolation, fill): `num_ops`
+    /// operations a sample, each at the magnitude's bin, after the flips and before the colour
+    /// adjustments; interpolation 'nearest', 'bilinear' or 'bicubic', fill a number or one per
+    /// channel.
+    #[pyo3(signature = (
+        num_ops=2, magnitude=9, num_magnitude_bins=31, interpolation="nearest", fill=None
+    ))]
     fn rand_augment(
         &self,
         num_ops: u32,
         magnitude: u32,
         num_magnitude_bins: u32,
+        interpolation: &str,
         fill: Option<Bound<'_, PyAny>>,
     ) -> PyResult<Self> {
+        let interpolation = map_filter("RandAugment", interpolation)?;
         let fill = rgb_fill(fill)?;
         Ok(Self(gpuprep::Transform {
             rand_augment: Some(gpuprep::RandAugment {
@@ -586,16 +623,24 @@ impl Transform {
                 magnitude,
                 bins: num_magnitude_bins,
                 fill,
+                interpolation,
             }),
             ..self.0
         }))
     }
 
-    /// AutoAugment(policy, interpolation=NEAREST, fill): one of the policy's sub-policies a
-    /// sample ('imagenet', 'cifar10' or 'svhn', torchvision's `AutoAugmentPolicy` values),
-    /// after the flips and before the colour adjustments; fill a number or one per channel.
-    #[pyo3(signature = (policy="imagenet", fill=None))]
-    fn auto_augment(&self, policy: &str, fill: Option<Bound<'_, PyAny>>) -> PyResult<Self> {
+    /// AutoAugment(policy, interpolation, fill): one of the policy's sub-policies a sample
+    /// ('imagenet', 'cifar10' or 'svhn', torchvision's `AutoAugmentPolicy` values), after the
+    /// flips and before the colour adjustments; interpolation 'nearest', 'bilinear' or
+    /// 'bicubic', fill a number or one per channel.
+    #[pyo3(signature = (policy="imagenet", interpolation="nearest", fill=None))]
+    fn auto_augment(
+        &self,
+        policy: &str,
+        interpolation: &str,
+        fill: Option<Bound<'_, PyAny>>,
+    ) -> PyResult<Self> {
+        let interpolation = map_filter("AutoAugment", interpolation)?;
         let policy = gpuprep::AutoAugmentPolicy::named(policy).ok_or_else(|| {
             OptionsError::new_err(format!(
                 "AutoAugment's policy is 'imagenet', 'cifar10' or 'svhn', not {policy:?}"
@@ -603,7 +648,11 @@ impl Transform {
         })?;
         let fill = rgb_fill(fill)?;
         Ok(Self(gpuprep::Transform {
-            auto_augment: Some(gpuprep::AutoAugment { policy, fill }),
+            auto_augment: Some(gpuprep::AutoAugment {
+                policy,
+                fill,
+                interpolation,
+            }),
             ..self.0
         }))
     }

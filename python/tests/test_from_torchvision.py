@@ -370,12 +370,12 @@ def test_augmentation_policies_translate_or_are_refused_by_name():
                                             T.RandAugment(), T.PILToTensor()]))
     assert "RandAugment(num_ops=2, magnitude=9, num_magnitude_bins=31" in repr(t)
     t = gpuprep.from_torchvision(T.Compose([T.AutoAugment(T.AutoAugmentPolicy.CIFAR10, fill=7)]))
-    assert "AutoAugment(policy='cifar10', fill=[7, 7, 7])" in repr(t)
-    bilinear = T.InterpolationMode.BILINEAR
-    refused(T.Compose([T.RandAugment(interpolation=bilinear)]),
-            "RandAugment(interpolation=BILINEAR) is not supported", "NEAREST")
-    refused(T.Compose([T.AutoAugment(interpolation=bilinear)]),
-            "AutoAugment(interpolation=BILINEAR) is not supported")
+    assert "AutoAugment(policy='cifar10', interpolation=nearest, fill=[7, 7, 7])" in repr(t)
+    t = gpuprep.from_torchvision(T.Compose([T.AutoAugment(
+        interpolation=T.InterpolationMode.BICUBIC)]))
+    assert "AutoAugment(policy='imagenet', interpolation=bicubic" in repr(t)
+    refused(T.Compose([T.RandAugment(interpolation=T.InterpolationMode.BOX)]),
+            "RandAugment(interpolation=BOX) is not supported", "NEAREST, BILINEAR and BICUBIC")
     refused(v2.Compose([v2.RandAugment()]), "v2.RandAugment is not supported", "Solarize")
     refused(v2.Compose([v2.AutoAugment()]), "v2.AutoAugment is not supported")
     refused(T.Compose([T.RandAugment(num_ops=5)]), "RandAugment(num_ops=5)", "0 to 4")

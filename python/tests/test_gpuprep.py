@@ -273,14 +273,16 @@ def test_from_torchvision_translates_a_compose_and_refuses_others():
         gpuprep.from_torchvision(T.Compose([T.ColorJitter(0.4), T.RandomResizedCrop(224)]))
     with pytest.raises(gpuprep.OptionsError, match="runs after the flips"):
         gpuprep.from_torchvision(T.Compose([T.RandomRotation(10), T.RandomHorizontalFlip()]))
-    with pytest.raises(gpuprep.OptionsError, match="NEAREST"):
-        gpuprep.from_torchvision(T.Compose([T.RandomRotation(10, T.InterpolationMode.BILINEAR)]))
+    bilinear = gpuprep.from_torchvision(T.Compose([T.RandomRotation(10, T.InterpolationMode.BILINEAR)]))
+    assert "interpolation=bilinear" in repr(bilinear)
+    with pytest.raises(gpuprep.OptionsError, match="NEAREST, BILINEAR and BICUBIC"):
+        gpuprep.from_torchvision(T.Compose([T.RandomRotation(10, T.InterpolationMode.BOX)]))
     rotated = gpuprep.from_torchvision(T.Compose([T.RandomHorizontalFlip(), T.RandomRotation(10),
                                                   T.ColorJitter(0.4)]))
     assert rotated.is_random
-    with pytest.raises(gpuprep.OptionsError, match="NEAREST"):
+    with pytest.raises(gpuprep.OptionsError, match="NEAREST, BILINEAR and BICUBIC"):
         gpuprep.from_torchvision(T.Compose([T.TrivialAugmentWide(
-            interpolation=T.InterpolationMode.BILINEAR)]))
+            interpolation=T.InterpolationMode.HAMMING)]))
     assert gpuprep.from_torchvision(T.Compose([T.TrivialAugmentWide(), T.ToTensor()])).is_random
 
 
@@ -349,7 +351,7 @@ def policy_against_torchvision(backend, policy, seeds):
         expected = compose(image).numpy()
         torch.manual_seed(seed)
         params = gpuprep.torchvision_params(compose, image.size)
-        seen.update(op["op"] for op in params["augment"])
+        seen.update(op["op"] for op in params.get("augment", []))
         batch, _ = p.preprocess([path], transform, params=[params])
         assert np.array_equal(batch[0], expected), (path, seed, params)
     return seen
@@ -363,16 +365,20 @@ def test_with_torchs_seed_rand_augment_is_torchvisions(backend):
     assert len(policy_against_torchvision(backend, T.RandAugment(), range(40, 64))) >= 10
 
 
-def replayed_through_pillow(backend, t, spec, count, key):
-    """Samples 0..count-1 of the photos through `t` against tools/pillow_reference.py's Pillow
-    replay of `spec` (the same transform), their recorded `key` parameter against its draw."""
-    indices = list(range(count))
-    paths = [PHOTOS[i % len(PHOTOS)] for i in indices]
-    batch, outcomes = pipeline(backend).preprocess(paths, t, indices=indices)
-    for image, path, index, outcome in zip(batch, paths, indices, outcomes):
-        assert np.array_equal(image, pillow_reference.transformed(path, spec, index=index)), path
-        assert outcome["params"][key] == pillow_reference.draw(
-            spec, pillow_reference.Image.open(path).size, index)[key]
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("interpolation", ["BILINEAR", "BICUBIC"])
+def test_with_torchs_seed_filtered_maps_are_torchvisions(backend, interpolation):
+    """Shears, translations and rotations sampled with Pillow's bilinear and bicubic filters
+    (double arithmetic in its C code; torchvision's reference recipes pass BILINEAR to the
+    policies), against torchvision after torch.manual_seed."""
+    T = pytest.importorskip("torchvision.transforms")
+    mode = T.InterpolationMode[interpolation]
+    strong = T.RandAugment(num_ops=4, magnitude=27, interpolation=mode, fill=[10, 20, 30])
+    seen = policy_against_torchvision(backend, strong, range(16))
+    assert {"ShearX", "ShearY", "TranslateX", "TranslateY", "Rotate"} <= seen, seen
+    policy_against_torchvision(backend, T.TrivialAugmentWide(interpolation=mode), range(16, 28))
+    policy_against_torchvision(backend, T.AutoAugment(interpolation=mode), range(28, 40))
+    policy_against_torchvision(backend, T.RandomRotation(30, mode, fill=[1, 2, 3]), range(40, 48))
 
 
 @pytest.mark.parametrize("backend", BACKENDS)

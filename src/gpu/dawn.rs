@@ -9,8 +9,8 @@ use crate::plan::Sample;
 use crate::tensor::{Tensor, TensorData};
 use crate::transform::Resize;
 use crate::{
-    Backend, ColorJitter, ColorOp, ColorOps, Limits, RandAugment, Transform, TrivialAugment,
-    COLOR_OPERATIONS,
+    Backend, ColorJitter, ColorOp, ColorOps, Filter, Limits, RandAugment, Transform,
+    TrivialAugment, COLOR_OPERATIONS,
 };
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -27,7 +27,10 @@ fn transforms() -> Vec<Transform> {
     let training = Transform {
         color_jitter: Some(ColorJitter::new(0.4, 0.4, 0.4, 0.1)),
         grayscale: Some(0.3),
-        trivial_augment: Some(TrivialAugment::default()),
+        trivial_augment: Some(TrivialAugment {
+            interpolation: Filter::Bilinear,
+            ..TrivialAugment::default()
+        }),
         color_ops: ColorOps::default()
             .with(ColorOp::new("random_adjust_sharpness", Some(2.0), 0.5).unwrap())
             .with(ColorOp::new("random_equalize", None, 0.5).unwrap()),
@@ -44,11 +47,13 @@ fn transforms() -> Vec<Transform> {
             }),
         ..Transform::imagenet_eval()
     };
-    // Four operations an image: maps after colour operations, in the colour stage.
+    // Four operations an image, their maps bicubic: maps after colour operations, in the
+    // colour stage.
     let policy = Transform {
         rand_augment: Some(RandAugment {
             num_ops: 4,
             magnitude: 20,
+            interpolation: Filter::Bicubic,
             ..RandAugment::default()
         }),
         ..Transform::imagenet_train()
@@ -62,17 +67,14 @@ fn transforms() -> Vec<Transform> {
     ]
 }
 
-/// Whether an image's augmentation maps after another of its operations did something: a
-/// remap in the colour stage (a magnitude above 0 maps).
+/// Whether an image's augmentation mapped it (a magnitude above 0 maps): with the replayed
+/// policies' bilinear and bicubic sampling, a remap in the colour stage, in doubles.
 fn remaps(params: &crate::Params) -> bool {
-    use crate::plan::AugmentOp::{Identity, Rotate, ShearX, ShearY, TranslateX, TranslateY};
+    use crate::plan::AugmentOp::{Rotate, ShearX, ShearY, TranslateX, TranslateY};
     let ops = params.augment.as_deref().unwrap_or_default();
-    let maps = |a: &crate::plan::Augment| {
+    ops.iter().any(|a| {
         [ShearX, ShearY, TranslateX, TranslateY, Rotate].contains(&a.op) && a.magnitude != 0.0
-    };
-    ops.iter()
-        .enumerate()
-        .any(|(i, a)| maps(a) && ops[..i].iter().any(|b| b.op != Identity))
+    })
 }
 
 /// The inputs: the bundled photos (single-scan JPEGs: Huffman decoding on the GPU), a
@@ -195,7 +197,7 @@ fn batches_through_every_stage_on_dawn_give_the_cpu_references_tensors() {
         "idct:main_8x8",
         "color:main",
         "resample_h:main",
-        "tensor pixels:pixels_main",
+        "tensor:pixels_main",
         "adjust:main",
         "tensor:main",
     ] {

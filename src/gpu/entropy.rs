@@ -34,11 +34,7 @@ pub(crate) struct EntropyStages {
 
 impl EntropyStages {
     pub fn new(device: &wgpu::Device) -> Self {
-        let source = format!(
-            "{}{}",
-            include_str!("../../shaders/jobs.wgsl"),
-            include_str!("../../shaders/entropy.wgsl")
-        );
+        let source = super::stages::stage_source("entropy.wgsl");
         let module = device.create_shader_module(wgpu::ShaderModuleDescriptor {
             label: Some("entropy"),
             source: wgpu::ShaderSource::Wgsl(source.into()),

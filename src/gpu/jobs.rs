@@ -231,7 +231,7 @@ pub(crate) const PAD_SYMMETRIC: u32 = 3;
 
 /// `Job` of shaders/adjust.wgsl: one image's colour adjustments.
 #[repr(C)]
-#[derive(Clone, Copy, Default, Pod, Zeroable)]
+#[derive(Clone, Copy, Pod, Zeroable)]
 pub(crate) struct AdjustJob {
     /// Where the image's RGBX pixels start in the pixel arena, and how many there are.
     pub pixels_base: u32,
@@ -244,15 +244,22 @@ pub(crate) struct AdjustJob {
     /// channel (0..=255, exact in a float); posterize's bits, solarize's first inverted value;
     /// a remap's index in `remaps`.
     pub factors: [f32; MAX_ADJUSTMENTS],
-    /// The remaps' fixed-point maps ([`crate::plan::Rotation`]), seven words each: the source
-    /// column per output column, per row, at the first pixel; the same for the source row; the
-    /// fill, R | G << 8 | B << 16.
+    /// The remaps ([`crate::plan::Rotation`]), [`REMAP_WORDS`] each: the fixed-point map (the
+    /// source column per output column, per row, at the first pixel; the same for the source
+    /// row); the fill, R | G << 8 | B << 16; the filter ([`NEAREST`], [`BILINEAR`],
+    /// [`BICUBIC`]); the matrix's six doubles, low word first.
     pub remaps: [i32; REMAP_WORDS * MAX_REMAPS],
     /// The image's width (sharpness reads its neighbours).
     pub width: u32,
     /// Always 0, read at run time: XOR-ed into a product's bits so that the shader compiler
     /// cannot fuse the product into the sum after it (Pillow rounds both).
     pub zero: u32,
+}
+
+impl Default for AdjustJob {
+    fn default() -> Self {
+        Self::zeroed()
+    }
 }
 
 impl AdjustJob {
@@ -278,7 +285,12 @@ pub(crate) const MAX_ADJUSTMENTS: usize = crate::plan::MAX_STEPS;
 pub(crate) const MAX_REMAPS: usize = crate::plan::MAX_REMAPS;
 
 /// Words of one remap in [`AdjustJob::remaps`].
-pub(crate) const REMAP_WORDS: usize = 7;
+pub(crate) const REMAP_WORDS: usize = 20;
+
+/// A remap's filter, as shaders/adjust.wgsl numbers them.
+pub(crate) const NEAREST: u32 = 0;
+pub(crate) const BILINEAR: u32 = 1;
+pub(crate) const BICUBIC: u32 = 2;
 
 /// `AdjustJob::kinds`, as shaders/adjust.wgsl numbers them.
 pub(crate) const BRIGHTNESS: u32 = 0;
@@ -308,10 +320,7 @@ mod tests {
     use super::*;
 
     fn stage(file: &str) -> naga::Module {
-        let dir = format!("{}/shaders", env!("CARGO_MANIFEST_DIR"));
-        let jobs = std::fs::read_to_string(format!("{dir}/jobs.wgsl")).unwrap();
-        let source = std::fs::read_to_string(format!("{dir}/{file}")).unwrap();
-        naga::front::wgsl::parse_str(&(jobs + &source)).unwrap()
+        naga::front::wgsl::parse_str(&super::super::stages::stage_source(file)).unwrap()
     }
 
     #[test]
@@ -366,6 +375,10 @@ mod tests {
             ("adjust.wgsl", "EQUALIZE", EQUALIZE),
             ("adjust.wgsl", "GRAYSCALE", GRAYSCALE),
             ("adjust.wgsl", "REMAP", REMAP),
+            ("adjust.wgsl", "REMAP_WORDS", REMAP_WORDS as u32),
+            ("adjust.wgsl", "NEAREST", NEAREST),
+            ("adjust.wgsl", "BILINEAR", BILINEAR),
+            ("adjust.wgsl", "BICUBIC", BICUBIC),
             ("tensor.wgsl", "PAD_CONSTANT", PAD_CONSTANT),
             ("tensor.wgsl", "PAD_EDGE", PAD_EDGE),
             ("tensor.wgsl", "PAD_REFLECT", PAD_REFLECT),

@@ -25,6 +25,7 @@ mod context;
 #[cfg(test)]
 mod dawn;
 mod dispatch;
+mod double;
 mod entropy;
 #[cfg(target_os = "linux")]
 pub mod external;

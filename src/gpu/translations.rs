@@ -1,31 +1,32 @@
 //! Every entry point of every shader through naga's other back ends, as wgpu would translate it
 //! for Vulkan (SPIR-V, checked by spirv-val of the Khronos SPIRV-Tools), D3D12 (HLSL), Metal
 //! (MSL) and OpenGL ES 3.1 (GLSL), and through another WGSL compiler, Dawn's Tint (Chrome's): a
-//! shader that only one compiler takes is a GPU on which gpuprep cannot run. Each stage shader is compiled with shaders/jobs.wgsl before it, and with
-//! the values its `override` constants get, as src/gpu/stages.rs and entropy.rs compile it.
+//! shader that only one compiler takes is a GPU on which gpuprep cannot run. Each stage shader
+//! is compiled as src/gpu/stages.rs compiles it (`stage_source`: shaders/jobs.wgsl and the shared
+//! functions it calls before it), with the values its `override` constants get.
 
 use naga::back::{glsl, hlsl, msl, spv};
 use naga::valid::{Capabilities, ModuleInfo, ValidationFlags, Validator};
 use naga::{Module, ShaderStage};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 
-/// Each stage shader of shaders/, compiled with the job lookup before it.
+/// Each stage shader of shaders/, as it is compiled; every other file of shaders/ is one that
+/// stage shaders are compiled with.
 fn stage_shaders() -> Vec<(String, String)> {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("shaders");
-    let jobs = std::fs::read_to_string(dir.join("jobs.wgsl")).unwrap();
-    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|e| e == "wgsl") && !p.ends_with("jobs.wgsl"))
-        .collect();
-    files.sort();
-    files
-        .into_iter()
-        .map(|p| {
-            let name = p.file_name().unwrap().to_string_lossy().into_owned();
-            (name, jobs.clone() + &std::fs::read_to_string(&p).unwrap())
-        })
+    let stages = super::stages::STAGE_SHADERS;
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        let name = entry.unwrap().file_name().to_string_lossy().into_owned();
+        let shared = ["jobs.wgsl", "double.wgsl"].contains(&name.as_str());
+        assert!(
+            shared || stages.iter().any(|(file, _, _)| *file == name),
+            "shaders/{name} is neither a stage shader (src/gpu/stages.rs) nor a shared one"
+        );
+    }
+    stages
+        .iter()
+        .map(|(file, _, _)| (file.to_string(), super::stages::stage_source(file)))
         .collect()
 }
 

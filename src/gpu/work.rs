@@ -4,9 +4,9 @@
 
 use super::jobs::{
     word_count, AdjustJob, ColorJob, HorizontalJob, IdctJob, PlaneGeometry, PlaneUpsampling,
-    TensorJob, AUTOCONTRAST, BRIGHTNESS, CONTRAST, EQUALIZE, GRAYSCALE, HUE, PAD_CONSTANT,
-    PAD_EDGE, PAD_REFLECT, PAD_SYMMETRIC, POSTERIZE, REMAP, REMAP_WORDS, SATURATION, SHARPNESS,
-    SOLARIZE,
+    TensorJob, AUTOCONTRAST, BICUBIC, BILINEAR, BRIGHTNESS, CONTRAST, EQUALIZE, GRAYSCALE, HUE,
+    NEAREST, PAD_CONSTANT, PAD_EDGE, PAD_REFLECT, PAD_SYMMETRIC, POSTERIZE, REMAP, REMAP_WORDS,
+    SATURATION, SHARPNESS, SOLARIZE,
 };
 use crate::error::Result;
 use crate::formats::{Decoded, Pixels};
@@ -14,8 +14,10 @@ use crate::jpeg::compact::{compact_dense, CompactPlane};
 use crate::jpeg::segment::EntropySegment;
 use crate::jpeg::{single_scan_order, CoefficientImage, ColorSpace, Component};
 use crate::plan::output::element_bytes;
-use crate::plan::{Adjustment, ImagePlan, OutputPlan, Params, Sample, Step, Taps, Upsampling};
-use crate::transform::{Layout, PaddingMode};
+use crate::plan::{
+    Adjustment, ImagePlan, OutputPlan, Params, Rotation, Sample, Step, Taps, Upsampling,
+};
+use crate::transform::{Filter, Layout, PaddingMode};
 use crate::{Limits, RgbImage, Transform};
 use std::sync::Arc;
 
@@ -460,6 +462,46 @@ fn padding_words(output: &OutputPlan, resized: (usize, usize)) -> TensorJob {
     job
 }
 
+/// A remap's words in [`AdjustJob::remaps`]: its fixed-point map, fill, filter and matrix.
+fn remap_words(map: &Rotation) -> [i32; REMAP_WORDS] {
+    let [a, b, c] = map.x_map;
+    let [d, e, f] = map.y_map;
+    let fill = u32::from_le_bytes([map.fill[0], map.fill[1], map.fill[2], 0]);
+    let filter = match map.filter {
+        Filter::Bilinear => BILINEAR,
+        Filter::Bicubic => BICUBIC,
+        _ => NEAREST,
+    };
+    let mut words = [
+        a,
+        b,
+        c,
+        d,
+        e,
+        f,
+        fill as i32,
+        filter as i32,
+        0,
+        0,
+        0,
+        0,
+        0,
+        0,
+        0,
+        0,
+        0,
+        0,
+        0,
+        0,
+    ];
+    for (k, v) in map.matrix.iter().enumerate() {
+        let bits = v.to_bits();
+        words[8 + 2 * k] = bits as u32 as i32;
+        words[9 + 2 * k] = (bits >> 32) as u32 as i32;
+    }
+    words
+}
+
 /// The colour-adjustment path for `plan`, whose stage 4 job `pixels` writes the cropped, flipped
 /// image as pixels: stage 5's job, and the tensor job reading the adjusted pixels as they are.
 fn adjusted(pixels: &TensorJob, plan: &ImagePlan) -> Adjusted {
@@ -476,11 +518,8 @@ fn adjusted(pixels: &TensorJob, plan: &ImagePlan) -> Adjusted {
         let adjustment = match *step {
             Step::Adjust(adjustment) => adjustment,
             Step::Remap(map) => {
-                let [a, b, c] = map.x_map;
-                let [d, e, f] = map.y_map;
-                let fill = u32::from_le_bytes([map.fill[0], map.fill[1], map.fill[2], 0]);
-                let words = [a, b, c, d, e, f, fill as i32];
-                job.remaps[remaps * REMAP_WORDS..][..REMAP_WORDS].copy_from_slice(&words);
+                job.remaps[remaps * REMAP_WORDS..][..REMAP_WORDS]
+                    .copy_from_slice(&remap_words(&map));
                 (job.kinds[k], job.factors[k]) = (REMAP, remaps as f32);
                 remaps += 1;
                 continue;

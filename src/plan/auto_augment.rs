@@ -10,7 +10,7 @@
 
 use super::random::Stream;
 use super::{Adjustment, Rotation};
-use crate::transform::{AutoAugmentPolicy, RandAugment};
+use crate::transform::{AutoAugmentPolicy, Filter, RandAugment};
 
 /// `TrivialAugmentWide`'s operations, in the order of its augmentation space (the order its
 /// `torch.randint` indexes).
@@ -206,7 +206,7 @@ pub struct Augment {
 pub enum Effect {
     /// Nothing (Identity, a zero shear or translation, or a rotation by a multiple of 360°).
     None,
-    /// A nearest-neighbour affine map.
+    /// An affine map.
     Map(Rotation),
     /// A colour operation.
     Adjust(Adjustment),
@@ -276,15 +276,15 @@ impl Augment {
         Self { op, magnitude }
     }
 
-    /// What `_apply_op(img, op, magnitude, NEAREST, fill)` does to an image of `size`.
-    pub(crate) fn effect(&self, size: (usize, usize), fill: [u8; 3]) -> Effect {
+    /// What `_apply_op(img, op, magnitude, filter, fill)` does to an image of `size`.
+    pub(crate) fn effect(&self, size: (usize, usize), fill: [u8; 3], filter: Filter) -> Effect {
         let m = self.magnitude;
         // ImageEnhance's factors: `1.0 + magnitude`, handed to C as a float.
         let factor = (1.0 + m) as f32;
         let (w, h) = (size.0 as f64, size.1 as f64);
         let map = |matrix: Option<[f64; 6]>| {
             matrix.map_or(Effect::None, |m| {
-                Effect::Map(Rotation::from_matrix(m, fill))
+                Effect::Map(Rotation::from_matrix(m, fill, filter))
             })
         };
         match self.op {
@@ -303,7 +303,9 @@ impl Augment {
                 (0.0, m.trunc()),
                 (0.0, 0.0),
             )),
-            AugmentOp::Rotate => Rotation::new(m, size, fill).map_or(Effect::None, Effect::Map),
+            AugmentOp::Rotate => {
+                Rotation::new(m, size, fill, filter).map_or(Effect::None, Effect::Map)
+            }
             AugmentOp::Brightness => Effect::Adjust(Adjustment::Brightness(factor)),
             AugmentOp::Color => Effect::Adjust(Adjustment::Saturation(factor)),
             AugmentOp::Contrast => Effect::Adjust(Adjustment::Contrast(factor)),
@@ -629,7 +631,7 @@ mod tests {
             op: AugmentOp::TranslateX,
             magnitude: -7.9,
         };
-        let Effect::Map(map) = shift.effect((33, 20), [1, 2, 3]) else {
+        let Effect::Map(map) = shift.effect((33, 20), [1, 2, 3], Filter::Nearest) else {
             panic!("a translation maps");
         };
         // Output column x shows column x + 7 (int(-7.9) = -7, inverted).

@@ -166,6 +166,22 @@ impl ImagePlan {
                 crop.height
             )));
         }
+        let every_map = self
+            .output
+            .rotation
+            .iter()
+            .chain(self.output.steps.iter().filter_map(|s| match s {
+                Step::Remap(map) => Some(map),
+                Step::Adjust(_) => None,
+            }));
+        if let Some(map) = every_map.into_iter().find(|m| !m.in_double_range()) {
+            return Err(Error::Options(format!(
+                "an affine map's matrix {:?} has an entry too small or too large for exact {} \
+                 sampling (zero or magnitudes 2^-960 to 2^60)",
+                map.matrix,
+                map.filter.name()
+            )));
+        }
         let remaps = self
             .output
             .steps

@@ -6,16 +6,17 @@
 use super::augment::Params;
 use super::auto_augment::Effect;
 use crate::transform::Adjustment;
-use crate::transform::{ChannelOrder, DType, Layout, Normalize, Transform};
+use crate::transform::{ChannelOrder, DType, Filter, Layout, Normalize, Transform};
 
-/// The fill of the augmentation policy's maps.
-fn augment_fill(transform: &Transform) -> [u8; 3] {
+/// The fill and interpolation of the augmentation policy's maps.
+fn augment_map_options(transform: &Transform) -> ([u8; 3], Filter) {
     let policies = [
-        transform.trivial_augment.map(|t| t.fill),
-        transform.rand_augment.map(|r| r.fill),
-        transform.auto_augment.map(|a| a.fill),
+        transform.trivial_augment.map(|t| (t.fill, t.interpolation)),
+        transform.rand_augment.map(|r| (r.fill, r.interpolation)),
+        transform.auto_augment.map(|a| (a.fill, a.interpolation)),
     ];
-    policies.into_iter().flatten().next().unwrap_or([0; 3])
+    let first = policies.into_iter().flatten().next();
+    first.unwrap_or(([0; 3], Filter::Nearest))
 }
 
 /// A `CenterCrop` of a resized image: the output's size and where its first sample lies in the
@@ -38,15 +39,15 @@ pub struct Crop {
 pub const MAX_STEPS: usize =
     crate::transform::MAX_AUGMENT_OPS as usize + 4 + 1 + crate::transform::COLOR_OPERATIONS.len();
 
-/// The most maps among one image's steps: all but the first of its augmentation's operations
-/// (a first map is the rotation).
-pub const MAX_REMAPS: usize = crate::transform::MAX_AUGMENT_OPS as usize - 1;
+/// The most maps among one image's steps: its augmentation's operations (a first map with
+/// nearest-neighbour sampling is the rotation instead).
+pub const MAX_REMAPS: usize = crate::transform::MAX_AUGMENT_OPS as usize;
 
 /// One step of the image after its rotation, in the order torchvision runs them.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum Step {
-    /// A nearest-neighbour affine map of the image so far (an augmentation's shear,
-    /// translation or rotation after another of its operations).
+    /// An affine map of the image so far: a filtered `RandomRotation`, or an augmentation's
+    /// shear, translation or rotation, filtered or after another of its operations.
     Remap(super::Rotation),
     /// A colour operation.
     Adjust(Adjustment),
@@ -65,7 +66,7 @@ pub struct OutputPlan {
     /// Whether it is mirrored top to bottom.
     pub vertical_flip: bool,
     /// `RandomRotation` of the flipped image, or the augmentation policy's shear, translation
-    /// or rotation when that is its first operation.
+    /// or rotation when that is its first operation, when they sample the nearest pixel.
     pub rotation: Option<super::Rotation>,
     /// What happens to the rotated image, in order: the augmentation policy's (other)
     /// operations, `ColorJitter`'s, `RandomGrayscale`'s where it drew one, then the
@@ -111,18 +112,18 @@ impl OutputPlan {
             Layout::Hwc => [crop_h, crop_w, 3],
             Layout::Chw => [3, crop_h, crop_w],
         };
-        let fill = augment_fill(transform);
+        let (fill, filter) = augment_map_options(transform);
         let mut steps: Vec<Step> = params
             .augment
             .iter()
             .flatten()
-            .filter_map(|a| match a.effect((crop_w, crop_h), fill) {
+            .filter_map(|a| match a.effect((crop_w, crop_h), fill, filter) {
                 Effect::None => None,
                 Effect::Map(map) => Some(Step::Remap(map)),
                 Effect::Adjust(adjustment) => Some(Step::Adjust(adjustment)),
             })
             .collect();
-        let rotation = match steps.first() {
+        let first = match steps.first() {
             Some(&Step::Remap(map)) => {
                 steps.remove(0);
                 Some(map)
@@ -130,8 +131,15 @@ impl OutputPlan {
             _ => params
                 .rotation
                 .zip(transform.random_rotation)
-                .and_then(|(angle, r)| super::Rotation::new(angle, (crop_w, crop_h), r.fill)),
+                .and_then(|(angle, r)| {
+                    super::Rotation::new(angle, (crop_w, crop_h), r.fill, r.interpolation)
+                }),
         };
+        // Stage 4 samples the nearest pixel; a filtered map is the first step instead.
+        let rotation = first.filter(|map| map.filter == Filter::Nearest);
+        if let Some(map) = first.filter(|map| map.filter != Filter::Nearest) {
+            steps.insert(0, Step::Remap(map));
+        }
         let mut color = params.color.clone().unwrap_or_default();
         if params.grayscale == Some(true) {
             color.push(Adjustment::Grayscale);
@@ -167,7 +175,11 @@ impl OutputPlan {
     /// Whether the transform has steps after the rotation at all (then every image of a GPU
     /// batch goes through the adjustment stage, whatever its own parameters drew).
     pub fn has_steps(transform: &Transform) -> bool {
-        transform.color_jitter.is_some()
+        let filtered_rotation = transform
+            .random_rotation
+            .is_some_and(|r| r.interpolation != Filter::Nearest);
+        filtered_rotation
+            || transform.color_jitter.is_some()
             || transform.grayscale.is_some()
             || transform.trivial_augment.is_some()
             || transform.rand_augment.is_some()
@@ -275,7 +287,7 @@ mod tests {
         let shear = op(AugmentOp::ShearX, 0.3);
         let invert = op(AugmentOp::Invert, 0.0);
         let first = plan(vec![shear, invert, shear, op(AugmentOp::Identity, 0.0)]);
-        let Effect::Map(map) = shear.effect((40, 30), [0; 3]) else {
+        let Effect::Map(map) = shear.effect((40, 30), [0; 3], Filter::Nearest) else {
             panic!("a shear maps");
         };
         assert_eq!(first.rotation, Some(map));
@@ -285,6 +297,51 @@ mod tests {
         let later = plan(vec![op(AugmentOp::Invert, 0.0), shear]);
         assert_eq!(later.rotation, None);
         assert_eq!(later.steps, [invert, Step::Remap(map), grey]);
+    }
+
+    /// A filtered map is never stage 4's rotation: it is the first step, and the transform has
+    /// steps, so that every image of a GPU batch goes through the stage that runs it.
+    #[test]
+    fn a_filtered_first_map_is_the_first_step() {
+        for filter in [Filter::Bilinear, Filter::Bicubic] {
+            let rotating = Transform {
+                random_rotation: Some(crate::RandomRotation {
+                    interpolation: filter,
+                    ..crate::RandomRotation::new(30.0)
+                }),
+                ..Transform::default()
+            };
+            let params = Params {
+                rotation: Some(12.5),
+                ..Params::default()
+            };
+            let plan = OutputPlan::new((40, 30), &rotating, &params);
+            assert_eq!(plan.rotation, None);
+            assert!(matches!(plan.steps[..], [Step::Remap(m)] if m.filter == filter));
+            assert!(OutputPlan::has_steps(&rotating));
+            let policy = Transform {
+                trivial_augment: Some(crate::TrivialAugment {
+                    interpolation: filter,
+                    ..crate::TrivialAugment::default()
+                }),
+                ..Transform::default()
+            };
+            let params = Params {
+                augment: Some(vec![crate::plan::Augment {
+                    op: crate::plan::AugmentOp::ShearY,
+                    magnitude: -0.2,
+                }]),
+                ..Params::default()
+            };
+            let plan = OutputPlan::new((40, 30), &policy, &params);
+            assert_eq!(plan.rotation, None);
+            assert!(matches!(plan.steps[..], [Step::Remap(m)] if m.filter == filter));
+        }
+        let nearest = Transform {
+            random_rotation: Some(crate::RandomRotation::new(30.0)),
+            ..Transform::default()
+        };
+        assert!(!OutputPlan::has_steps(&nearest));
     }
 
     #[test]

@@ -1,19 +1,32 @@
-//! `RandomRotation` as torchvision does it on a PIL image: `img.rotate(angle, NEAREST,
+//! `RandomRotation` as torchvision does it on a PIL image: `img.rotate(angle, interpolation,
 //! fillcolor=fill)`, which inverts the rotation about the image's centre into an affine map from
-//! each output pixel to the pixel it shows. Pillow computes the map's matrix in double precision
-//! (rounding its entries to 15 decimals) and then, for nearest-neighbour sampling, walks it in
-//! 16.16 fixed point (libImaging/Geometry.c, `affine_fixed`): this file does the double-precision
-//! part once per image, so that both backends work in integers only and agree bit for bit.
+//! each output pixel to the point it shows; the augmentation policies' shears and translations
+//! are such maps too (`img.transform(size, AFFINE, matrix, interpolation, fillcolor=fill)`).
+//! Pillow computes the map's matrix in double precision (rounding a rotation's entries to 15
+//! decimals), which this file does once per image. For nearest-neighbour sampling Pillow then
+//! walks the map in 16.16 fixed point (libImaging/Geometry.c, `affine_fixed`), which the plan
+//! holds, so that both backends work in integers; bilinear and bicubic sampling evaluate the
+//! matrix per pixel in doubles (`ImagingGenericTransform`), which the CPU computes in `f64` and
+//! the GPU in shaders/double.wgsl.
 
-/// A rotation's inverse map in Pillow's 16.16 fixed point, and its fill: output pixel (x, y)
-/// shows the image's pixel (`(x_map[2] + x·x_map[0] + y·x_map[1]) >> 16`, `(y_map[2] +
-/// x·y_map[0] + y·y_map[1]) >> 16`) where that lies inside it, `fill` elsewhere.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+use crate::transform::Filter;
+
+/// A map from each output pixel to the point of the image it shows, and its fill: with
+/// nearest-neighbour sampling, output pixel (x, y) shows the image's pixel (`(x_map[2] +
+/// x·x_map[0] + y·x_map[1]) >> 16`, `(y_map[2] + x·y_map[0] + y·y_map[1]) >> 16`) where that
+/// lies inside it, `fill` elsewhere; with bilinear or bicubic sampling, the image interpolated at
+/// (`m[0]·(x + ½) + m[1]·(y + ½) + m[2]`, `m[3]·(x + ½) + m[4]·(y + ½) + m[5]`) where that lies
+/// inside it.
+#[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Rotation {
     /// Per column, per row, at the first pixel's centre.
     pub x_map: [i32; 3],
     /// Per column, per row, at the first pixel's centre.
     pub y_map: [i32; 3],
+    /// The matrix `m` Pillow is given.
+    pub matrix: [f64; 6],
+    /// `Filter::Nearest`, `Filter::Bilinear` or `Filter::Bicubic`.
+    pub filter: Filter,
     /// RGB where no pixel maps.
     pub fill: [u8; 3],
 }
@@ -23,14 +36,20 @@ pub struct Rotation {
 pub const MAX_ROTATED_SIDE: usize = 16384;
 
 impl Rotation {
-    /// `Image.rotate(angle, NEAREST, expand=False, center=None, fillcolor=fill)` of an image of
+    /// `Image.rotate(angle, filter, expand=False, center=None, fillcolor=fill)` of an image of
     /// `width`×`height`; `None` where Pillow returns a copy (an angle that is a multiple of 360).
     ///
     /// Pillow's other shortcuts (180°, and 90° or 270° for a square image, done by transposing)
-    /// give what the fixed-point map gives for those angles, pixel for pixel (the goldens hold
-    /// such angles), as does the scaling path its C code takes when the matrix has no shear
-    /// (which, with entries rounded to 15 decimals, happens only for the identity and 180°).
-    pub fn new(angle: f64, (width, height): (usize, usize), fill: [u8; 3]) -> Option<Self> {
+    /// give what the map gives for those angles, pixel for pixel, with any filter (the goldens
+    /// hold such angles: the map lands on pixel centres), as does the scaling path its C code
+    /// takes for nearest-neighbour sampling when the matrix has no shear (which, with entries
+    /// rounded to 15 decimals, happens only for the identity and 180°).
+    pub fn new(
+        angle: f64,
+        (width, height): (usize, usize),
+        fill: [u8; 3],
+        filter: Filter,
+    ) -> Option<Self> {
         let angle = python_mod(angle, 360.0);
         if angle == 0.0 {
             return None;
@@ -42,21 +61,35 @@ impl Rotation {
         // transform(-cx, -cy) as Python evaluates a * x + b * y + c, then the centre added.
         let c = a * -cx + b * -cy + 0.0 + cx;
         let f = d * -cx + e * -cy + 0.0 + cy;
-        Some(Self::from_matrix([a, b, c, d, e, f], fill))
+        Some(Self::from_matrix([a, b, c, d, e, f], fill, filter))
     }
 
-    /// `Image.transform(size, AFFINE, matrix, NEAREST, fillcolor=fill)`: output pixel (x, y)
-    /// shows the image's pixel at (`m[0]·x + m[1]·y + m[2]`, `m[3]·x + m[4]·y + m[5]`), taken
-    /// at pixel centres, in `affine_fixed`'s 16.16 fixed point. Pillow takes another path, in
-    /// double precision, for a matrix without shear (`ImagingScaleAffine`); for the integer
-    /// translations that reach it here it shows the same pixels.
-    pub fn from_matrix(m: [f64; 6], fill: [u8; 3]) -> Self {
+    /// `Image.transform(size, AFFINE, matrix, filter, fillcolor=fill)`: output pixel (x, y)
+    /// shows the image at (`m[0]·x + m[1]·y + m[2]`, `m[3]·x + m[4]·y + m[5]`), taken at pixel
+    /// centres; for nearest-neighbour sampling in `affine_fixed`'s 16.16 fixed point. Pillow
+    /// takes another path, in double precision, for nearest-neighbour sampling with a matrix
+    /// without shear (`ImagingScaleAffine`); for the integer translations that reach it here it
+    /// shows the same pixels.
+    pub fn from_matrix(m: [f64; 6], fill: [u8; 3], filter: Filter) -> Self {
         let [a, b, c, d, e, f] = m;
         Self {
             x_map: [fix(a), fix(b), fix(c + a * 0.5 + b * 0.5)],
             y_map: [fix(d), fix(e), fix(f + d * 0.5 + e * 0.5)],
+            matrix: m,
+            filter,
             fill,
         }
+    }
+
+    /// Whether the GPU's doubles hold the filtered map's arithmetic: every matrix entry zero or
+    /// of a magnitude in [2^-960, 2^60], so that its coordinates and interpolations stay normal
+    /// numbers (shaders/double.wgsl reads a subnormal as zero).
+    pub fn in_double_range(&self) -> bool {
+        self.filter == Filter::Nearest
+            || self
+                .matrix
+                .iter()
+                .all(|v| *v == 0.0 || (2f64.powi(-960)..=2f64.powi(60)).contains(&v.abs()))
     }
 }
 
@@ -129,14 +162,14 @@ mod tests {
     #[test]
     fn quarter_turns_move_pixels_exactly() {
         // 90° counter-clockwise of a square: output (x, y) shows (w - 1 - y, x).
-        let r = Rotation::new(90.0, (5, 5), [0; 3]).unwrap();
+        let r = Rotation::new(90.0, (5, 5), [0; 3], Filter::Nearest).unwrap();
         for (x, y) in [(0, 0), (4, 0), (2, 3), (4, 4)] {
             assert_eq!(r.source(x, y, (5, 5)), Some((4 - y, x)));
         }
-        let r = Rotation::new(180.0, (6, 3), [0; 3]).unwrap();
+        let r = Rotation::new(180.0, (6, 3), [0; 3], Filter::Nearest).unwrap();
         assert_eq!(r.source(0, 0, (6, 3)), Some((5, 2)));
         assert_eq!(r.source(5, 1, (6, 3)), Some((0, 1)));
-        assert_eq!(Rotation::new(-720.0, (6, 3), [0; 3]), None);
+        assert_eq!(Rotation::new(-720.0, (6, 3), [0; 3], Filter::Nearest), None);
     }
 
     #[test]

@@ -189,9 +189,9 @@ impl ColorJitter {
     }
 }
 
-/// torchvision `RandomRotation(degrees, interpolation=NEAREST, expand=False, center=None,
-/// fill)` of the cropped, flipped image, before the colour adjustments: an angle drawn uniformly
-/// from `degrees`, Pillow's `Image.rotate` about the image's centre, `fill` where no pixel maps.
+/// torchvision `RandomRotation(degrees, interpolation, expand=False, center=None, fill)` of the
+/// cropped, flipped image, before the colour adjustments: an angle drawn uniformly from
+/// `degrees`, Pillow's `Image.rotate` about the image's centre, `fill` where no pixel maps.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct RandomRotation {
     /// The angle's range in degrees, counter-clockwise: torchvision's `(-d, d)` for a number
@@ -199,15 +199,28 @@ pub struct RandomRotation {
     pub degrees: (f64, f64),
     /// The RGB value of the pixels no source pixel maps to; default black.
     pub fill: [u8; 3],
+    /// How the rotation samples the image: `Filter::Nearest` (torchvision's default),
+    /// `Filter::Bilinear` or `Filter::Bicubic`.
+    pub interpolation: Filter,
 }
 
 impl RandomRotation {
-    /// `RandomRotation(degrees)`: an angle in (-`degrees`, `degrees`), black fill.
+    /// `RandomRotation(degrees)`: an angle in (-`degrees`, `degrees`), nearest neighbour, black
+    /// fill.
     pub fn new(degrees: f64) -> Self {
         Self {
             degrees: (-degrees, degrees),
             fill: [0; 3],
+            interpolation: Filter::Nearest,
         }
+    }
+}
+
+impl Filter {
+    /// Whether Pillow's affine transforms (`Image.transform`, `Image.rotate`) sample with it:
+    /// nearest, bilinear and bicubic.
+    pub fn maps(self) -> bool {
+        matches!(self, Self::Nearest | Self::Bilinear | Self::Bicubic)
     }
 }
 
@@ -664,6 +677,21 @@ impl Transform {
             ("rand_augment", self.rand_augment.is_some()),
             ("auto_augment", self.auto_augment.is_some()),
         ];
+        let interpolations = [
+            self.random_rotation.map(|r| r.interpolation),
+            self.trivial_augment.map(|t| t.interpolation),
+            self.rand_augment.map(|r| r.interpolation),
+            self.auto_augment.map(|a| a.interpolation),
+        ];
+        for ((name, _), filter) in geometric.iter().zip(interpolations) {
+            if let Some(filter) = filter.filter(|f| !f.maps()) {
+                return Err(InvalidTransform(format!(
+                    "{name}'s interpolation is nearest, bilinear or bicubic (Pillow's affine \
+                     transforms sample with no other), got {}",
+                    filter.name()
+                )));
+            }
+        }
         let chosen: Vec<&str> = geometric.iter().filter(|g| g.1).map(|g| g.0).collect();
         if chosen.len() > 1 {
             return Err(InvalidTransform(format!(

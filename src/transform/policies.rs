@@ -1,7 +1,9 @@
 //! torchvision's augmentation policies, `TrivialAugmentWide`, `RandAugment` and `AutoAugment`
 //! (`crate::plan::auto_augment` draws and applies their operations).
 
-/// torchvision `TrivialAugmentWide(num_magnitude_bins, interpolation=NEAREST, fill)` of the
+use super::Filter;
+
+/// torchvision `TrivialAugmentWide(num_magnitude_bins, interpolation, fill)` of the
 /// cropped, flipped image, before `ColorJitter`: one operation a sample, drawn with its magnitude
 /// (`crate::plan::auto_augment`).
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -11,6 +13,9 @@ pub struct TrivialAugment {
     /// The RGB value of the pixels no source pixel maps to in the shears, translations and
     /// rotations; default black.
     pub fill: [u8; 3],
+    /// How the shears, translations and rotations sample the image: `Filter::Nearest`
+    /// (torchvision's default), `Filter::Bilinear` or `Filter::Bicubic`.
+    pub interpolation: Filter,
 }
 
 impl Default for TrivialAugment {
@@ -18,6 +23,7 @@ impl Default for TrivialAugment {
         Self {
             bins: 31,
             fill: [0; 3],
+            interpolation: Filter::Nearest,
         }
     }
 }
@@ -26,7 +32,7 @@ impl Default for TrivialAugment {
 /// the GPU's colour job has room for as many steps.
 pub const MAX_AUGMENT_OPS: u32 = 4;
 
-/// torchvision `RandAugment(num_ops, magnitude, num_magnitude_bins, interpolation=NEAREST, fill)`
+/// torchvision `RandAugment(num_ops, magnitude, num_magnitude_bins, interpolation, fill)`
 /// of the cropped, flipped image, before `ColorJitter`: `num_ops` operations a sample, each drawn
 /// from its augmentation space and applied in turn at the one magnitude (`crate::plan::auto_augment`).
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -39,6 +45,9 @@ pub struct RandAugment {
     pub bins: u32,
     /// The RGB value of the pixels no source pixel maps to; default black.
     pub fill: [u8; 3],
+    /// How the shears, translations and rotations sample the image: `Filter::Nearest`
+    /// (torchvision's default), `Filter::Bilinear` or `Filter::Bicubic`.
+    pub interpolation: Filter,
 }
 
 impl Default for RandAugment {
@@ -48,6 +57,7 @@ impl Default for RandAugment {
             magnitude: 9,
             bins: 31,
             fill: [0; 3],
+            interpolation: Filter::Nearest,
         }
     }
 }
@@ -82,7 +92,7 @@ impl AutoAugmentPolicy {
     }
 }
 
-/// torchvision `AutoAugment(policy, interpolation=NEAREST, fill)` of the cropped, flipped image,
+/// torchvision `AutoAugment(policy, interpolation, fill)` of the cropped, flipped image,
 /// before `ColorJitter`: one of the policy's 25 sub-policies a sample, each of its two operations
 /// applied with its probability at its magnitude (`crate::plan::auto_augment`).
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -91,6 +101,9 @@ pub struct AutoAugment {
     pub policy: AutoAugmentPolicy,
     /// The RGB value of the pixels no source pixel maps to; default black.
     pub fill: [u8; 3],
+    /// How the shears, translations and rotations sample the image: `Filter::Nearest`
+    /// (torchvision's default), `Filter::Bilinear` or `Filter::Bicubic`.
+    pub interpolation: Filter,
 }
 
 impl Default for AutoAugment {
@@ -98,6 +111,7 @@ impl Default for AutoAugment {
         Self {
             policy: AutoAugmentPolicy::ImageNet,
             fill: [0; 3],
+            interpolation: Filter::Nearest,
         }
     }
 }

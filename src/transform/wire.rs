@@ -94,16 +94,25 @@ impl Transform {
             "random_rotation": random_rotation.map(|r| json!({
                 "degrees": [r.degrees.0, r.degrees.1],
                 "fill": r.fill,
+                "interpolation": r.interpolation.name(),
             })),
-            "trivial_augment": trivial_augment.map(|t| json!({ "bins": t.bins, "fill": t.fill })),
+            "trivial_augment": trivial_augment.map(|t| json!({
+                "bins": t.bins,
+                "fill": t.fill,
+                "interpolation": t.interpolation.name(),
+            })),
             "rand_augment": rand_augment.map(|r| json!({
                 "num_ops": r.num_ops,
                 "magnitude": r.magnitude,
                 "bins": r.bins,
                 "fill": r.fill,
+                "interpolation": r.interpolation.name(),
             })),
-            "auto_augment": auto_augment
-                .map(|a| json!({ "policy": a.policy.name(), "fill": a.fill })),
+            "auto_augment": auto_augment.map(|a| json!({
+                "policy": a.policy.name(),
+                "fill": a.fill,
+                "interpolation": a.interpolation.name(),
+            })),
             "color_ops": (!color_ops.is_empty()).then(|| color_ops_json(&color_ops)),
             "random_erasing": random_erasing.map(|e| json!({
                 "p": e.p,
@@ -454,20 +463,33 @@ fn color_jitter(object: &Map<String, Value>) -> Parsed<ColorJitter> {
     })
 }
 
+/// A map's `interpolation`: a filter's name, nearest where it is absent (as written before
+/// maps had others).
+fn interpolation_of(object: &Map<String, Value>) -> Parsed<Filter> {
+    match object.get("interpolation") {
+        None => Ok(Filter::Nearest),
+        Some(v) => filter(v).ok_or_else(|| {
+            invalid("`interpolation` is one of nearest, bilinear and bicubic".into())
+        }),
+    }
+}
+
 fn random_rotation(object: &Map<String, Value>) -> Parsed<RandomRotation> {
-    known(object, &["degrees", "fill"])?;
+    known(object, &["degrees", "fill", "interpolation"])?;
     Ok(RandomRotation {
         degrees: range_of(object, "degrees")?,
         fill: fill_of(object)?,
+        interpolation: interpolation_of(object)?,
     })
 }
 
 fn trivial_augment(object: &Map<String, Value>) -> Parsed<TrivialAugment> {
-    known(object, &["bins", "fill"])?;
+    known(object, &["bins", "fill", "interpolation"])?;
     let bins = usize_of(object, "bins")?;
     Ok(TrivialAugment {
         bins: u32::try_from(bins).map_err(|_| invalid("`bins` is too large".into()))?,
         fill: fill_of(object)?,
+        interpolation: interpolation_of(object)?,
     })
 }
 
@@ -526,7 +548,10 @@ fn mode_of(object: &Map<String, Value>) -> Parsed<PaddingMode> {
 }
 
 fn rand_augment(object: &Map<String, Value>) -> Parsed<RandAugment> {
-    known(object, &["num_ops", "magnitude", "bins", "fill"])?;
+    known(
+        object,
+        &["num_ops", "magnitude", "bins", "fill", "interpolation"],
+    )?;
     let count = |key| {
         usize_of(object, key)
             .and_then(|n| u32::try_from(n).map_err(|_| invalid(format!("`{key}` is too large"))))
@@ -536,11 +561,12 @@ fn rand_augment(object: &Map<String, Value>) -> Parsed<RandAugment> {
         magnitude: count("magnitude")?,
         bins: count("bins")?,
         fill: fill_of(object)?,
+        interpolation: interpolation_of(object)?,
     })
 }
 
 fn auto_augment(object: &Map<String, Value>) -> Parsed<AutoAugment> {
-    known(object, &["policy", "fill"])?;
+    known(object, &["policy", "fill", "interpolation"])?;
     let name = member(object, "policy")?.as_str().unwrap_or("");
     let policy = AutoAugmentPolicy::named(name).ok_or_else(|| {
         invalid(format!(
@@ -550,6 +576,7 @@ fn auto_augment(object: &Map<String, Value>) -> Parsed<AutoAugment> {
     Ok(AutoAugment {
         policy,
         fill: fill_of(object)?,
+        interpolation: interpolation_of(object)?,
     })
 }
 
@@ -598,6 +625,7 @@ mod tests {
             random_rotation: Some(RandomRotation {
                 degrees: (-12.5, 30.0),
                 fill: [1, 2, 3],
+                interpolation: Filter::Bicubic,
             }),
             trivial_augment: None,
             rand_augment: None,
@@ -624,6 +652,7 @@ mod tests {
             trivial_augment: Some(TrivialAugment {
                 bins: 15,
                 fill: [255, 0, 9],
+                interpolation: Filter::Bilinear,
             }),
             exif_transpose: false,
             draft: true,
@@ -653,6 +682,7 @@ mod tests {
                 magnitude: 14,
                 bins: 17,
                 fill: [4, 5, 6],
+                interpolation: Filter::Nearest,
             }),
             ..everything()
         };
@@ -673,6 +703,7 @@ mod tests {
             auto_augment: Some(AutoAugment {
                 policy: AutoAugmentPolicy::Svhn,
                 fill: [7, 8, 9],
+                interpolation: Filter::Bicubic,
             }),
             ..everything()
         };

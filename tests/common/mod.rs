@@ -333,12 +333,14 @@ pub fn transform_specs() -> BTreeMap<String, gpuprep::Transform> {
                     fill: r.get("fill").map_or([0; 3], |f| {
                         std::array::from_fn(|i| f[i].as_u64().unwrap() as u8)
                     }),
+                    interpolation: interpolation(r),
                 }),
                 trivial_augment: s.get("trivial_augment").map(|t| gpuprep::TrivialAugment {
                     bins: t.get("bins").map_or(31, |b| b.as_u64().unwrap() as u32),
                     fill: t.get("fill").map_or([0; 3], |f| {
                         std::array::from_fn(|i| f[i].as_u64().unwrap() as u8)
                     }),
+                    interpolation: interpolation(t),
                 }),
                 pad: listed.pad,
                 random_crop: listed.random_crop,
@@ -366,4 +368,13 @@ pub fn transform_specs() -> BTreeMap<String, gpuprep::Transform> {
             (s["name"].as_str().unwrap().to_string(), transform)
         })
         .collect()
+}
+
+/// A spec's map `interpolation` (nearest where it names none).
+fn interpolation(object: &serde_json::Value) -> gpuprep::Filter {
+    object
+        .get("interpolation")
+        .map_or(gpuprep::Filter::Nearest, |f| {
+            gpuprep::Filter::from_name(f.as_str().unwrap()).unwrap()
+        })
 }

@@ -119,22 +119,26 @@ pub struct TransformArgs {
     /// RandomVerticalFlip(P).
     #[arg(long, value_name = "P")]
     vflip: Option<f64>,
-    /// RandomRotation(D) (an angle in -D..D degrees) or of `MIN,MAX` degrees, nearest-neighbour,
-    /// after the flips; the pixels no source pixel maps to take `V` or `R,G,B` (default 0).
-    #[arg(long, value_parser = parse_rotation, value_name = "D|MIN,MAX[:V[,G,B]]")]
+    /// RandomRotation(D) (an angle in -D..D degrees) or of `MIN,MAX` degrees, after the flips;
+    /// the pixels no source pixel maps to take `V` or `R,G,B` (default 0); sampled with
+    /// `nearest` (default), `bilinear` or `bicubic` interpolation.
+    #[arg(long, value_parser = parse_rotation, value_name = "D|MIN,MAX[:FILL][:INTERPOLATION]")]
     random_rotation: Option<gpuprep::RandomRotation>,
-    /// TrivialAugmentWide(num_magnitude_bins=BINS) with NEAREST interpolation, after the flips
-    /// (default 31 bins); the pixels no source pixel maps to take `V` or `R,G,B` (default 0).
-    #[arg(long, value_parser = parse_trivial_augment, value_name = "BINS[:V[,G,B]]")]
+    /// TrivialAugmentWide(num_magnitude_bins=BINS), after the flips (default 31 bins); FILL and
+    /// INTERPOLATION as for --random-rotation.
+    #[arg(long, value_parser = parse_trivial_augment, value_name = "BINS[:FILL][:INTERPOLATION]")]
     trivial_augment: Option<gpuprep::TrivialAugment>,
-    /// RandAugment(num_ops=N, magnitude=M, num_magnitude_bins=BINS) with NEAREST interpolation,
-    /// after the flips (default 2,9,31); the pixels no source pixel maps to take `V` or `R,G,B`
-    /// (default 0).
-    #[arg(long, value_parser = parse_rand_augment, value_name = "N,M[,BINS][:V[,G,B]]")]
+    /// RandAugment(num_ops=N, magnitude=M, num_magnitude_bins=BINS), after the flips (default
+    /// 2,9,31); FILL and INTERPOLATION as for --random-rotation.
+    #[arg(
+        long,
+        value_parser = parse_rand_augment,
+        value_name = "N,M[,BINS][:FILL][:INTERPOLATION]"
+    )]
     rand_augment: Option<gpuprep::RandAugment>,
-    /// AutoAugment(policy=POLICY) with NEAREST interpolation, after the flips: imagenet, cifar10
-    /// or svhn; the pixels no source pixel maps to take `V` or `R,G,B` (default 0).
-    #[arg(long, value_parser = parse_auto_augment, value_name = "POLICY[:V[,G,B]]")]
+    /// AutoAugment(policy=POLICY), after the flips: imagenet, cifar10 or svhn; FILL and
+    /// INTERPOLATION as for --random-rotation.
+    #[arg(long, value_parser = parse_auto_augment, value_name = "POLICY[:FILL][:INTERPOLATION]")]
     auto_augment: Option<gpuprep::AutoAugment>,
     /// ColorJitter(brightness, contrast, saturation[, hue]) as `B,C,S[,H]`.
     #[arg(long, value_parser = parse_jitter, value_name = "B,C,S[,H]")]
@@ -354,7 +358,8 @@ fn parse_jitter(text: &str) -> Result<gpuprep::ColorJitter, String> {
 }
 
 fn parse_rotation(text: &str) -> Result<gpuprep::RandomRotation, String> {
-    let (degrees, fill) = text.split_once(':').unwrap_or((text, "0"));
+    let (degrees, options) = text.split_once(':').unwrap_or((text, ""));
+    let (fill, interpolation) = parse_map_options(options)?;
     let degrees = match parse_numbers(degrees, 1..=2)?[..] {
         [d] => (-d, d),
         [low, high] => (low, high),
@@ -362,23 +367,27 @@ fn parse_rotation(text: &str) -> Result<gpuprep::RandomRotation, String> {
     };
     Ok(gpuprep::RandomRotation {
         degrees,
-        fill: parse_fill(fill)?,
+        fill,
+        interpolation,
     })
 }
 
 fn parse_trivial_augment(text: &str) -> Result<gpuprep::TrivialAugment, String> {
-    let (bins, fill) = text.split_once(':').unwrap_or((text, "0"));
+    let (bins, options) = text.split_once(':').unwrap_or((text, ""));
+    let (fill, interpolation) = parse_map_options(options)?;
     let bins = bins
         .parse()
         .map_err(|_| format!("the bins are a whole number, got {bins:?}"))?;
     Ok(gpuprep::TrivialAugment {
         bins,
-        fill: parse_fill(fill)?,
+        fill,
+        interpolation,
     })
 }
 
 fn parse_rand_augment(text: &str) -> Result<gpuprep::RandAugment, String> {
-    let (numbers, fill) = text.split_once(':').unwrap_or((text, "0"));
+    let (numbers, options) = text.split_once(':').unwrap_or((text, ""));
+    let (fill, interpolation) = parse_map_options(options)?;
     let whole = |v: &str| {
         v.trim()
             .parse::<u32>()
@@ -397,18 +406,46 @@ fn parse_rand_augment(text: &str) -> Result<gpuprep::RandAugment, String> {
         num_ops,
         magnitude,
         bins,
-        fill: parse_fill(fill)?,
+        fill,
+        interpolation,
     })
 }
 
 fn parse_auto_augment(text: &str) -> Result<gpuprep::AutoAugment, String> {
-    let (name, fill) = text.split_once(':').unwrap_or((text, "0"));
+    let (name, options) = text.split_once(':').unwrap_or((text, ""));
+    let (fill, interpolation) = parse_map_options(options)?;
     let policy = gpuprep::AutoAugmentPolicy::named(name)
         .ok_or_else(|| format!("the policy is imagenet, cifar10 or svhn, got {name:?}"))?;
     Ok(gpuprep::AutoAugment {
         policy,
-        fill: parse_fill(fill)?,
+        fill,
+        interpolation,
     })
+}
+
+/// A map's `[FILL][:INTERPOLATION]`, in either order: the fill's `V` or `R,G,B` (default 0) and
+/// `nearest` (default), `bilinear` or `bicubic`.
+fn parse_map_options(text: &str) -> Result<([u8; 3], gpuprep::Filter), String> {
+    let (mut fill, mut interpolation) = (None, None);
+    for part in text.split(':').filter(|p| !p.is_empty()) {
+        match gpuprep::Filter::from_name(part.trim()) {
+            Some(filter) if interpolation.is_none() => interpolation = Some(filter),
+            None if fill.is_none() => fill = Some(parse_fill(part)?),
+            _ => {
+                return Err(format!(
+                    "give one fill and one interpolation at most, got {text:?}"
+                ))
+            }
+        }
+    }
+    let interpolation = interpolation.unwrap_or(gpuprep::Filter::Nearest);
+    if !interpolation.maps() {
+        return Err(format!(
+            "the interpolation is nearest, bilinear or bicubic, got {}",
+            interpolation.name()
+        ));
+    }
+    Ok((fill.unwrap_or([0; 3]), interpolation))
 }
 
 /// `PADDING[:MODE[:FILL]]` as torchvision's `Pad` takes them: one, two or four sizes.

@@ -134,20 +134,16 @@ fn spec(t: &Transform) -> Value {
         );
         spec.insert("color_jitter_p".into(), json!(j.p));
     }
-    if let Some(r) = t.random_rotation {
-        spec.insert(
-            "random_rotation".into(),
-            json!({"degrees": [r.degrees.0, r.degrees.1], "fill": r.fill}),
-        );
-    }
-    if let Some(a) = t.trivial_augment {
-        spec.insert(
-            "trivial_augment".into(),
-            json!({"bins": a.bins, "fill": a.fill}),
-        );
-    }
     // The transform's own JSON form of these.
-    for policy in ["pad", "random_crop", "rand_augment", "auto_augment"] {
+    let own_form = [
+        "pad",
+        "random_crop",
+        "random_rotation",
+        "trivial_augment",
+        "rand_augment",
+        "auto_augment",
+    ];
+    for policy in own_form {
         let json = t.to_json()[policy].clone();
         if !json.is_null() {
             spec.insert(policy.into(), json);
