@@ -28,8 +28,8 @@ struct Job {
     factors: array<f32, 15>,
     // Per remap (`MAX_REMAPS` of src/gpu/jobs.rs), REMAP_WORDS words (src/plan/rotate.rs): its map
     // in 16.16 fixed point (per output column, per row, at the first pixel, for the source
-    // column, then the source row); the fill, R | G << 8 | B << 16; its filter (NEAREST,
-    // BILINEAR, BICUBIC); the six doubles of Pillow's matrix, low word first.
+    // column, then the source row); the fill, R | G << 8 | B << 16; its sampling (NEAREST,
+    // SCALE, BILINEAR, BICUBIC); the six doubles of Pillow's matrix, low word first.
     remaps: array<i32, 80>,
     // The image's width.
     width: u32,
@@ -60,11 +60,14 @@ const AUTOCONTRAST: u32 = 7u;
 const EQUALIZE: u32 = 8u;
 const GRAYSCALE: u32 = 9u;
 const REMAP: u32 = 10u;
-// A remap's words, and its filters.
+// A remap's words, and its samplings.
 const REMAP_WORDS: u32 = 20u;
 const NEAREST: u32 = 0u;
 const BILINEAR: u32 = 1u;
 const BICUBIC: u32 = 2u;
+const SCALE: u32 = 3u;
+// Where a scaling walk leaves the image.
+const OUTSIDE: u32 = 0xFFFFFFFFu;
 var<workgroup> partial: array<u32, LANES>;
 // Per channel: the histogram, then the table made of it (autocontrast, equalize).
 var<workgroup> histogram: array<atomic<u32>, 768>;
@@ -168,10 +171,16 @@ fn remap(job: u32, lane: u32, m: u32) {
     let map = REMAP_WORDS * m;
     let sampling = u32(p.remaps[map + 7u]);
     storageBarrier();
+    if sampling == SCALE {
+        scaling_walks(job, lane, map);
+        storageBarrier();
+    }
     for (var i = lane; i < p.pixels; i += LANES) {
         var pixel: u32;
         if sampling == NEAREST {
             pixel = nearest(job, map, i);
+        } else if sampling == SCALE {
+            pixel = walked(job, map, i);
         } else {
             pixel = interpolated(job, map, i, sampling);
         }
@@ -194,6 +203,48 @@ fn nearest(job: u32, map: u32, i: u32) -> u32 {
         return pixels[p.pixels_base + u32(sy) * p.width + u32(sx)];
     }
     return u32(p.remaps[map + 6u]);
+}
+
+// Pillow's ImagingScaleAffine walks (src/reference/rotate.rs `scaled`): lane 0 the source column
+// of each output column, lane 1 the source row of each row, each added up in doubles from the
+// first pixel's centre, into the words after the image's scratch words (OUTSIDE where it falls
+// outside the image).
+fn scaling_walks(job: u32, lane: u32, map: u32) {
+    let p = jobs[job];
+    if lane > 1u {
+        return;
+    }
+    var count = p.width;
+    var step = matrix_entry(job, map, 0u);
+    var at = d_add(matrix_entry(job, map, 2u), d_mul(step, HALF));
+    var base = p.pixels_base + 2u * p.pixels;
+    if lane == 1u {
+        count = p.pixels / p.width;
+        step = matrix_entry(job, map, 4u);
+        at = d_add(matrix_entry(job, map, 5u), d_mul(step, HALF));
+        base += p.width;
+    }
+    let limit = d_from_i32(i32(count));
+    for (var k = 0u; k < count; k++) {
+        var source = OUTSIDE;
+        if !d_less(at, d_zero(false)) && d_less(at, limit) {
+            source = u32(d_floor(at));
+        }
+        pixels[base + k] = source;
+        at = d_add(at, step);
+    }
+}
+
+// Pixel i of ImagingScaleAffine: the pixel of its column's and its row's walks, or the fill.
+fn walked(job: u32, map: u32, i: u32) -> u32 {
+    let p = jobs[job];
+    let walks = p.pixels_base + 2u * p.pixels;
+    let sx = pixels[walks + i % p.width];
+    let sy = pixels[walks + p.width + i / p.width];
+    if sx == OUTSIDE || sy == OUTSIDE {
+        return u32(p.remaps[map + 6u]);
+    }
+    return pixels[p.pixels_base + sy * p.width + sx];
 }
 
 // Entry k of the remap's matrix.

@@ -49,8 +49,9 @@ pub use transform::Adjustment;
 pub use transform::{
     AutoAugment, AutoAugmentPolicy, ChannelOrder, ColorJitter, ColorOp, ColorOpArgument,
     ColorOperation, ColorOps, DType, Filter, InvalidTransform, Layout, Normalize, Operation, Pad,
-    PaddingMode, RandAugment, RandomCrop, RandomErasing, RandomResizedCrop, RandomRotation, Resize,
-    Transform, TrivialAugment, COLOR_OPERATIONS, MAX_AUGMENT_OPS, OPERATIONS, SETTINGS,
+    PaddingMode, RandAugment, RandomAffine, RandomCrop, RandomErasing, RandomResizedCrop,
+    RandomRotation, Resize, Transform, TrivialAugment, COLOR_OPERATIONS, MAX_AUGMENT_OPS,
+    OPERATIONS, SETTINGS,
 };
 
 /// Here rather than in either module: the transform vocabulary and the errors name nothing of

@@ -1042,6 +1042,39 @@ fn random_rotations_are_recorded_and_replayed_through_pillow() {
     }
 }
 
+/// `--random-affine` records each image's angle, shifts, scale and shears, and `parity --pillow`
+/// replays them through Pillow's `transform`: bilinear with everything drawn, and nearest with
+/// only shifts and a scale (Pillow's scaling walk).
+#[test]
+fn random_affine_is_recorded_and_replayed_through_pillow() {
+    let full = [
+        "--random-resized-crop",
+        "56",
+        "--random-affine",
+        "20:translate=0.1,0.2:scale=0.8,1.2:shear=-5,5,-3,3:7,8,9:bilinear",
+        "--seed",
+        "15",
+    ];
+    for image in converted_and_replayed("affine", &full) {
+        let a = &image["params"]["affine"];
+        assert!(a["angle"].as_f64().unwrap().abs() <= 20.0, "{image}");
+        assert!(a["translate"][0].as_i64().unwrap().abs() <= 6, "{image}");
+        assert!(
+            (0.8..=1.2).contains(&a["scale"].as_f64().unwrap()),
+            "{image}"
+        );
+    }
+    let scaling = [
+        "--crop",
+        "48",
+        "--random-affine",
+        "0:translate=0.1,0.1:scale=0.7,1.3",
+        "--seed",
+        "16",
+    ];
+    converted_and_replayed("affine-scaling", &scaling);
+}
+
 /// `--trivial-augment` reaches the report's parameters (an operation of torchvision's space and
 /// its magnitude each) and `parity --pillow` replays them through Pillow's `ImageOps`,
 /// `ImageEnhance` and `transform`: GPU, CPU and Pillow agree.
@@ -1303,6 +1336,7 @@ fn every_declared_operation_has_its_flag_and_the_flag_sets_it() {
             "--resize" | "--random-resized-crop" | "--crop" => "16",
             "--hflip" | "--vflip" | "--grayscale" | "--random-erasing" => "0.5",
             "--random-rotation" => "10",
+            "--random-affine" => "10:scale=0.9,1.1",
             "--trivial-augment" => "31",
             "--rand-augment" => "2,9",
             "--pad" => "2,4:reflect",

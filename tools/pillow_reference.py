@@ -9,7 +9,8 @@ A spec is a JSON object (the entries of tests/goldens/transforms.json): resize (
 channel_order (rgb|bgr), exif_transpose (ImageOps.exif_transpose before convert('RGB')). Pillow resizes; torchvision's CenterCrop/ToTensor/Normalize arithmetic
 is done in numpy float32 in torchvision's operation order. The random operations
 (random_resized_crop {size, scale, ratio}, hflip P, vflip P, random_rotation {degrees, fill,
-interpolation}, trivial_augment {bins, fill, interpolation}, rand_augment {num_ops, magnitude, bins,
+interpolation}, random_affine {degrees, translate, scale, shear, interpolation, fill, center},
+trivial_augment {bins, fill, interpolation}, rand_augment {num_ops, magnitude, bins,
 fill, interpolation}, auto_augment {policy, fill, interpolation} (interpolation nearest by default),
 color_jitter [b, c, s, h], grayscale P, color_ops [{op, <argument>, p}, ...] (the transform's JSON
 form of the single-operation transforms), random_erasing {p, scale, ratio, value}, with seed and
@@ -44,7 +45,7 @@ IMAGENET = {"mean": [0.485, 0.456, 0.406], "std": [0.229, 0.224, 0.225]}
 
 # The counter's fourth word per operation (src/plan/random.rs, `Op`).
 OP_CROP, OP_HFLIP, OP_VFLIP, OP_JITTER, OP_GRAY, OP_ERASE, OP_FILTER, OP_ROTATION = 1, 2, 3, 4, 5, 7, 8, 9
-OP_TRIVIAL, OP_RAND, OP_AUTO, OP_RANDOM_CROP, OP_JITTER_APPLY = 10, 17, 18, 19, 20
+OP_TRIVIAL, OP_RAND, OP_AUTO, OP_RANDOM_CROP, OP_JITTER_APPLY, OP_AFFINE = 10, 17, 18, 19, 20, 21
 # TrivialAugmentWide's augmentation space, in its order.
 TRIVIAL_OPS = ("Identity", "ShearX", "ShearY", "TranslateX", "TranslateY", "Rotate", "Brightness", "Color",
                "Contrast", "Sharpness", "Posterize", "Solarize", "AutoContrast", "Equalize")
@@ -312,6 +313,8 @@ def draw(spec, size, index):
             params["flip" if key == "hflip" else "vflip"] = stream(op).uniform() < spec[key]
     if "random_rotation" in spec:  # RandomRotation.get_params: uniform over the degrees
         params["rotation"] = float(stream(OP_ROTATION).uniform_f32(*spec["random_rotation"]["degrees"]))
+    if "random_affine" in spec:
+        params["affine"] = affine_draw(spec["random_affine"], output_size(spec, size), stream(OP_AFFINE))
     if "trivial_augment" in spec:
         params["augment"] = [trivial_draw(spec["trivial_augment"].get("bins", 31), stream(OP_TRIVIAL))]
     if "rand_augment" in spec:
@@ -426,6 +429,25 @@ def auto_draw(spec, size, s):
     return ops
 
 
+def affine_draw(affine, size, s):
+    """RandomAffine.get_params on an image of `size`: float32 uniform draws of the angle, the
+    shifts (rounded as Python's round), the scale, the x shear and, of four values, the y shear."""
+    angle = float(s.uniform_f32(*affine["degrees"]))
+    tx = ty = 0
+    if affine.get("translate") is not None:
+        dx, dy = affine["translate"][0] * size[0], affine["translate"][1] * size[1]
+        tx = int(round(float(s.uniform_f32(-dx, dx))))
+        ty = int(round(float(s.uniform_f32(-dy, dy))))
+    scale = float(s.uniform_f32(*affine["scale"])) if affine.get("scale") is not None else 1.0
+    sx = sy = 0.0
+    shear = affine.get("shear")
+    if shear is not None:
+        sx = float(s.uniform_f32(shear[0], shear[1]))
+        if len(shear) == 4:
+            sy = float(s.uniform_f32(shear[2], shear[3]))
+    return {"angle": angle, "translate": [tx, ty], "scale": scale, "shear": [sx, sy]}
+
+
 def inverse_affine_matrix(center, angle, translate, scale, shear):
     """torchvision's _get_inverse_affine_matrix (functional.py), for a PIL image."""
     rot = math.radians(angle)
@@ -535,6 +557,15 @@ def finish(a, params, spec=None):
         resample = FILTERS[rotation.get("interpolation", "nearest")]
         im = Image.fromarray(np.ascontiguousarray(a), "RGB")
         a = np.asarray(im.rotate(params["rotation"], resample, False, None, fillcolor=fill))
+    if "affine" in params:  # F.affine: img.transform(size, AFFINE, matrix, interpolation, fillcolor=fill)
+        affine, drawn = spec["random_affine"], params["affine"]
+        fill = tuple(int(v) for v in affine.get("fill", [0, 0, 0]))
+        im = Image.fromarray(np.ascontiguousarray(a), "RGB")
+        center = affine.get("center") or [im.size[0] * 0.5, im.size[1] * 0.5]
+        matrix = inverse_affine_matrix(center, drawn["angle"], drawn["translate"], drawn["scale"],
+                                       drawn["shear"])
+        resample = FILTERS[affine.get("interpolation", "nearest")]
+        a = np.asarray(im.transform(im.size, Image.AFFINE, matrix, resample, fillcolor=fill))
     if "augment" in params:
         policy = next((spec[k] for k in ("trivial_augment", "rand_augment", "auto_augment") if k in (spec or {})), {})
         fill = tuple(int(v) for v in policy.get("fill", [0, 0, 0]))
@@ -589,7 +620,8 @@ def center_crop(a, crop):
     return a[top:top + ch, left:left + cw]
 
 
-RANDOM = ("random_resized_crop", "random_crop", "hflip", "vflip", "random_rotation", "trivial_augment", "rand_augment",
+RANDOM = ("random_resized_crop", "random_crop", "hflip", "vflip", "random_rotation", "random_affine", "trivial_augment",
+          "rand_augment",
           "auto_augment", "color_jitter", "grayscale", "color_ops", "random_erasing")
 
 

@@ -212,7 +212,8 @@ _STAGE = {name: stage for name, _field, _flag, _method, stage in _gpuprep.operat
 _STAGE.update({name: _STAGE["Normalize"] - 2 for name in ("ToTensor", "PILToTensor", "ToImage")})
 _STAGE.update({name: _STAGE["Normalize"] - 1 for name in ("ToDtype", "ConvertImageDtype")})
 _FLIPS = ("RandomHorizontalFlip", "RandomVerticalFlip")
-_GEOMETRIC = ("RandomRotation", "TrivialAugmentWide", "RandAugment", "AutoAugment")
+_GEOMETRIC = ("RandomRotation", "RandomAffine", "TrivialAugmentWide", "RandAugment",
+              "AutoAugment")
 _INTERPOLATIONS = {"NEAREST": "nearest", "BOX": "box", "BILINEAR": "bilinear",
                    "HAMMING": "hamming", "BICUBIC": "bicubic", "LANCZOS": "lanczos"}
 # Pillow's filter numbers, which torchvision takes for an interpolation too (as its
@@ -223,6 +224,7 @@ _TO_TENSOR = {"ToTensor": "float32", "PILToTensor": "uint8", "ToImage": "uint8"}
 # gpuprep's Transform holds one of each of these: a second transform of the same slot is refused.
 _SLOTS = {"RandomResizedCrop": "Resize", "PILToTensor": "ToTensor", "ToImage": "ToTensor",
           "ConvertImageDtype": "ToDtype", "TrivialAugmentWide": "RandomRotation",
+          "RandomAffine": "RandomRotation",
           "RandAugment": "RandomRotation", "AutoAugment": "RandomRotation",
           "RandomCrop": "CenterCrop"}
 _TWICE = {"Resize": "resize", "ToTensor": "convert to a tensor", "ToDtype": "convert the dtype",
@@ -339,6 +341,20 @@ def _rotation_degrees(step):
     if getattr(step, "expand", False) or getattr(step, "center", None) is not None:
         raise OptionsError("RandomRotation(expand=True) and a given center are not supported")
     return _pair("RandomRotation", "degrees", step.degrees)
+
+
+def _affine_args(step):
+    """RandomAffine's arguments as gpuprep's method takes them, refusing none of torchvision's
+    (its constructor has checked them)."""
+    degrees = _pair("RandomAffine", "degrees", step.degrees)
+    pair = lambda v: None if v is None else (float(v[0]), float(v[1]))
+    shear = None
+    if step.shear is not None:
+        values = [float(v) for v in step.shear]
+        shear = values[:2] if len(values) == 2 else values
+    return dict(degrees=degrees, translate=pair(step.translate), scale=pair(step.scale),
+                shear=shear, interpolation=_map_interpolation("RandomAffine", step),
+                fill=_fill(step), center=pair(step.center))
 
 
 def _fill(step):
@@ -516,6 +532,8 @@ def from_torchvision(compose):
         if name == "RandomRotation":
             t = t.random_rotation(_rotation_degrees(step),
                                   _map_interpolation(name, step), _fill(step))
+        elif name == "RandomAffine":
+            t = t.random_affine(**_affine_args(step))
         elif name in ("TrivialAugmentWide", "RandAugment", "AutoAugment"):
             t = _with_augmentation_policy(t, step, v2)
         elif name in ("Resize", "RandomResizedCrop"):
@@ -785,6 +803,11 @@ def torchvision_params(compose, size):
             params["color"] = _jitter_params(step)
         elif name == "RandomRotation":
             params["rotation"] = float(step.get_params(step.degrees))
+        elif name == "RandomAffine":
+            angle, (tx, ty), scale, (sx, sy) = step.get_params(
+                step.degrees, step.translate, step.scale, step.shear, [width, height])
+            params["affine"] = {"angle": float(angle), "translate": [int(tx), int(ty)],
+                                "scale": float(scale), "shear": [float(sx), float(sy)]}
         elif name == "TrivialAugmentWide":
             params["augment"] = [_trivial_augment_draw(step, width, height)]
         elif name == "RandAugment":

@@ -59,6 +59,13 @@ class Transform:
     def random_rotation(self, degrees: Union[float, tuple[float, float]],
                         interpolation: str = "nearest",
                         fill: Union[None, int, Sequence[int]] = None) -> Transform: ...
+    def random_affine(self, degrees: Union[float, tuple[float, float]],
+                      translate: Optional[tuple[float, float]] = None,
+                      scale: Optional[tuple[float, float]] = None,
+                      shear: Union[None, float, Sequence[float]] = None,
+                      interpolation: str = "nearest",
+                      fill: Union[None, int, Sequence[int]] = None,
+                      center: Optional[tuple[float, float]] = None) -> Transform: ...
     def trivial_augment_wide(self, num_magnitude_bins: int = 31, interpolation: str = "nearest",
                              fill: Union[None, int, Sequence[int]] = None) -> Transform: ...
     def rand_augment(self, num_ops: int = 2, magnitude: int = 9, num_magnitude_bins: int = 31,

@@ -193,6 +193,26 @@ fn describe(t: &gpuprep::Transform) -> String {
             r.fill
         ));
     }
+    if let Some(a) = t.random_affine {
+        let mut args = vec![format!("degrees={:?}", a.degrees)];
+        if let Some(v) = a.translate {
+            args.push(format!("translate={v:?}"));
+        }
+        if let Some(v) = a.scale {
+            args.push(format!("scale={v:?}"));
+        }
+        match a.shear {
+            Some((x, Some(y))) => args.push(format!("shear=({}, {}, {}, {})", x.0, x.1, y.0, y.1)),
+            Some((x, None)) => args.push(format!("shear={x:?}")),
+            None => {}
+        }
+        args.push(format!("interpolation={}", a.interpolation.name()));
+        args.push(format!("fill={:?}", a.fill));
+        if let Some(c) = a.center {
+            args.push(format!("center={c:?}"));
+        }
+        steps.push(format!("RandomAffine({})", args.join(", ")));
+    }
     if let Some(a) = t.trivial_augment {
         steps.push(format!(
             "TrivialAugmentWide(num_magnitude_bins={}, interpolation={}, fill={:?})",
@@ -576,6 +596,75 @@ impl Transform {
             }),
             ..self.0
         }))
+    }
+
+    /// RandomAffine(degrees, translate, scale, shear, interpolation, fill, center): after the
+    /// flips and before the colour adjustments; degrees a number d (-d..d) or (min, max),
+    /// translate the largest shifts as fractions of the width and height, scale (min, max),
+    /// shear a number s (an x shear in -s..s), (min, max) or (x min, x max, y min, y max),
+    /// interpolation 'nearest', 'bilinear' or 'bicubic', fill a number or one per channel,
+    /// center (x, y) in pixels.
+    #[pyo3(signature = (
+        degrees, translate=None, scale=None, shear=None, interpolation="nearest", fill=None,
+        center=None
+    ))]
+    #[allow(
+        clippy::too_many_arguments,
+        reason = "torchvision's RandomAffine takes these seven"
+    )]
+    fn random_affine(
+        &self,
+        degrees: Bound<'_, PyAny>,
+        translate: Option<(f64, f64)>,
+        scale: Option<(f64, f64)>,
+        shear: Option<Bound<'_, PyAny>>,
+        interpolation: &str,
+        fill: Option<Bound<'_, PyAny>>,
+        center: Option<(f64, f64)>,
+    ) -> PyResult<Self> {
+        let degrees = match degrees.extract::<f64>() {
+            Ok(d) if d < 0.0 => {
+                return Err(OptionsError::new_err(
+                    "RandomAffine's degrees, a single number, must be positive",
+                ))
+            }
+            Ok(d) => (-d, d),
+            Err(_) => degrees.extract::<(f64, f64)>()?,
+        };
+        let shear = match shear {
+            None => None,
+            Some(s) => Some(match s.extract::<f64>() {
+                Ok(s) if s < 0.0 => {
+                    return Err(OptionsError::new_err(
+                        "RandomAffine's shear, a single number, must be positive",
+                    ))
+                }
+                Ok(s) => ((-s, s), None),
+                Err(_) => match s.extract::<Vec<f64>>()?[..] {
+                    [low, high] => ((low, high), None),
+                    [x0, x1, y0, y1] => ((x0, x1), Some((y0, y1))),
+                    _ => {
+                        return Err(OptionsError::new_err(
+                            "RandomAffine's shear is a number or a sequence of 2 or 4 numbers",
+                        ))
+                    }
+                },
+            }),
+        };
+        let t = gpuprep::Transform {
+            random_affine: Some(gpuprep::RandomAffine {
+                degrees,
+                translate,
+                scale,
+                shear,
+                interpolation: map_filter("RandomAffine", interpolation)?,
+                fill: rgb_fill(fill)?,
+                center,
+            }),
+            ..self.0
+        };
+        validated(&t)?;
+        Ok(Self(t))
     }
 
     /// TrivialAugmentWide(num_magnitude_bins, interpolation, fill): one operation a sample,

@@ -386,6 +386,24 @@ def test_augmentation_policies_translate_or_are_refused_by_name():
     refused(T.Compose([T.ColorJitter(0.4), T.AutoAugment()]), "AutoAugment where gpuprep")
 
 
+def test_random_affine_translates_in_v1_and_v2():
+    for module in (T, v2):
+        t = gpuprep.from_torchvision(module.Compose([module.RandomAffine(
+            10, translate=(0.1, 0.1), scale=(0.9, 1.1), shear=5,
+            interpolation=module.InterpolationMode.BILINEAR, fill=3)]))
+        assert ("RandomAffine(degrees=(-10.0, 10.0), translate=(0.1, 0.1), scale=(0.9, 1.1), "
+                "shear=(-5.0, 5.0), interpolation=bilinear, fill=[3, 3, 3])") in repr(t)
+    seeded_against_torchvision(v2.Compose([
+        v2.RandomResizedCrop(80), v2.RandomAffine(20, translate=(0.1, 0.1), scale=(0.8, 1.2),
+                                                  shear=(-5, 5, -5, 5),
+                                                  interpolation=v2.InterpolationMode.BICUBIC),
+        v2.PILToTensor()]), range(6))
+    refused(T.Compose([T.RandomAffine(10), T.RandomRotation(5)]),
+            "RandomRotation after RandomAffine")
+    refused(T.Compose([T.RandomAffine(10, interpolation=T.InterpolationMode.LANCZOS)]),
+            "RandomAffine(interpolation=LANCZOS) is not supported")
+
+
 def test_refusals_are_gpuprep_errors_raised_by_from_torchvision():
     tv_tensors = pytest.importorskip("torchvision.tv_tensors")
     nearest_exact = T.InterpolationMode.NEAREST_EXACT

@@ -382,6 +382,23 @@ def test_with_torchs_seed_filtered_maps_are_torchvisions(backend, interpolation)
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("interpolation", ["NEAREST", "BILINEAR", "BICUBIC"])
+def test_with_torchs_seed_random_affine_is_torchvisions(backend, interpolation):
+    """RandomAffine's angle, shifts, scale and shears as torchvision draws them after
+    torch.manual_seed, its map as Pillow samples it: with NEAREST and neither rotation nor shear,
+    Pillow's scaling walk in doubles."""
+    T = pytest.importorskip("torchvision.transforms")
+    mode = T.InterpolationMode[interpolation]
+    full = T.RandomAffine(25, translate=(0.1, 0.2), scale=(0.8, 1.2), shear=(-10, 10, -5, 5),
+                          interpolation=mode, fill=[10, 20, 30])
+    policy_against_torchvision(backend, full, range(8))
+    shifted = T.RandomAffine(0, translate=(0.1, 0.1), scale=(0.75, 1.3), interpolation=mode)
+    policy_against_torchvision(backend, shifted, range(8, 16))
+    centred = T.RandomAffine((-40, 10), shear=15, interpolation=mode, center=(20, 70))
+    policy_against_torchvision(backend, centred, range(16, 20))
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("policy", ["imagenet", "cifar10", "svhn"])
 def test_with_torchs_seed_auto_augment_is_torchvisions(backend, policy):
     T = pytest.importorskip("torchvision.transforms")

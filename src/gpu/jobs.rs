@@ -246,8 +246,8 @@ pub(crate) struct AdjustJob {
     pub factors: [f32; MAX_ADJUSTMENTS],
     /// The remaps ([`crate::plan::Rotation`]), [`REMAP_WORDS`] each: the fixed-point map (the
     /// source column per output column, per row, at the first pixel; the same for the source
-    /// row); the fill, R | G << 8 | B << 16; the filter ([`NEAREST`], [`BILINEAR`],
-    /// [`BICUBIC`]); the matrix's six doubles, low word first.
+    /// row); the fill, R | G << 8 | B << 16; the sampling ([`NEAREST`], [`SCALE`],
+    /// [`BILINEAR`], [`BICUBIC`]); the matrix's six doubles, low word first.
     pub remaps: [i32; REMAP_WORDS * MAX_REMAPS],
     /// The image's width (sharpness reads its neighbours).
     pub width: u32,
@@ -264,11 +264,19 @@ impl Default for AdjustJob {
 
 impl AdjustJob {
     /// Words the image takes in the pixel arena: its pixels, and as many again where it
-    /// sharpens (the smoothed image) or remaps (the remapped image).
+    /// sharpens (the smoothed image) or remaps (the remapped image), then a word per column
+    /// and per row where a remap walks Pillow's scaling path (the walks).
     pub fn arena_words(&self) -> u64 {
         let kinds = &self.kinds[..self.adjustments as usize];
         let scratch = kinds.contains(&SHARPNESS) || kinds.contains(&REMAP);
-        u64::from(self.pixels) * (1 + u64::from(scratch))
+        let remaps = kinds.iter().filter(|&&k| k == REMAP).count();
+        let scales = (0..remaps).any(|r| self.remaps[r * REMAP_WORDS + 7] == SCALE as i32);
+        let walks = if scales {
+            u64::from(self.width) + u64::from(self.pixels / self.width.max(1))
+        } else {
+            0
+        };
+        u64::from(self.pixels) * (1 + u64::from(scratch)) + walks
     }
 
     /// Whether an adjustment reads the autocontrast fix table.
@@ -287,10 +295,12 @@ pub(crate) const MAX_REMAPS: usize = crate::plan::MAX_REMAPS;
 /// Words of one remap in [`AdjustJob::remaps`].
 pub(crate) const REMAP_WORDS: usize = 20;
 
-/// A remap's filter, as shaders/adjust.wgsl numbers them.
+/// A remap's sampling, as shaders/adjust.wgsl numbers them: the fixed-point walk, bilinear,
+/// bicubic, Pillow's scaling walk.
 pub(crate) const NEAREST: u32 = 0;
 pub(crate) const BILINEAR: u32 = 1;
 pub(crate) const BICUBIC: u32 = 2;
+pub(crate) const SCALE: u32 = 3;
 
 /// `AdjustJob::kinds`, as shaders/adjust.wgsl numbers them.
 pub(crate) const BRIGHTNESS: u32 = 0;
@@ -379,6 +389,7 @@ mod tests {
             ("adjust.wgsl", "NEAREST", NEAREST),
             ("adjust.wgsl", "BILINEAR", BILINEAR),
             ("adjust.wgsl", "BICUBIC", BICUBIC),
+            ("adjust.wgsl", "SCALE", SCALE),
             ("tensor.wgsl", "PAD_CONSTANT", PAD_CONSTANT),
             ("tensor.wgsl", "PAD_EDGE", PAD_EDGE),
             ("tensor.wgsl", "PAD_REFLECT", PAD_REFLECT),

@@ -6,7 +6,7 @@ use super::jobs::{
     word_count, AdjustJob, ColorJob, HorizontalJob, IdctJob, PlaneGeometry, PlaneUpsampling,
     TensorJob, AUTOCONTRAST, BICUBIC, BILINEAR, BRIGHTNESS, CONTRAST, EQUALIZE, GRAYSCALE, HUE,
     NEAREST, PAD_CONSTANT, PAD_EDGE, PAD_REFLECT, PAD_SYMMETRIC, POSTERIZE, REMAP, REMAP_WORDS,
-    SATURATION, SHARPNESS, SOLARIZE,
+    SATURATION, SCALE, SHARPNESS, SOLARIZE,
 };
 use crate::error::Result;
 use crate::formats::{Decoded, Pixels};
@@ -470,6 +470,7 @@ fn remap_words(map: &Rotation) -> [i32; REMAP_WORDS] {
     let filter = match map.filter {
         Filter::Bilinear => BILINEAR,
         Filter::Bicubic => BICUBIC,
+        _ if map.is_scaling() => SCALE,
         _ => NEAREST,
     };
     let mut words = [

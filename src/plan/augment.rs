@@ -6,7 +6,8 @@ use super::random::{Op, SampleKey, Stream};
 use crate::error::{Error, Result};
 use crate::transform::Filter;
 use crate::transform::{
-    Adjustment, ColorJitter, RandomErasing, RandomResizedCrop, Transform, MAX_AUGMENT_OPS,
+    Adjustment, ColorJitter, RandomAffine, RandomErasing, RandomResizedCrop, Transform,
+    MAX_AUGMENT_OPS, MAX_SIDE,
 };
 use std::collections::BTreeMap;
 
@@ -96,6 +97,8 @@ pub struct Params {
     pub grayscale: Option<bool>,
     /// `RandomRotation`'s angle in degrees (a float32 value, as torch draws it).
     pub rotation: Option<f64>,
+    /// `RandomAffine`'s draw.
+    pub affine: Option<AffineParams>,
     /// The augmentation policy's operations (`TrivialAugmentWide`'s one, `RandAugment`'s
     /// `num_ops`, the `AutoAugment` sub-policy's that apply), in the order they run.
     pub augment: Option<Vec<super::Augment>>,
@@ -150,6 +153,10 @@ impl Params {
                 adjustments(&j, &mut Stream::new(key, Op::ColorJitter))
             }),
             grayscale: coin(transform.grayscale, Op::Grayscale),
+            affine: transform.random_affine.map(|a| {
+                let output = super::output_size(transform, size);
+                affine_params(&a, output, &mut Stream::new(key, Op::Affine))
+            }),
             rotation: transform.random_rotation.map(|r| {
                 let (low, high) = (r.degrees.0 as f32, r.degrees.1 as f32);
                 f64::from(Stream::new(key, Op::Rotation).uniform_f32(low, high))
@@ -207,6 +214,11 @@ impl Params {
                 transform.random_rotation.is_some(),
                 self.rotation.is_some(),
             ),
+            (
+                "affine",
+                transform.random_affine.is_some(),
+                self.affine.is_some(),
+            ),
             ("augment", augments(transform), self.augment.is_some()),
         ];
         let declared: Vec<&str> = transform
@@ -259,6 +271,12 @@ impl Params {
                     "the erased box {b:?} does not lie inside the {w}x{h} output"
                 )));
             }
+        }
+        if let Some(a) = self.affine.filter(|a| !a.fits()) {
+            return Err(Error::Options(format!(
+                "the affine parameters {a:?} are not finite numbers with a positive scale and \
+                 shifts within {MAX_SIDE} pixels"
+            )));
         }
         if let Some(angle) = self.rotation.filter(|a| !a.is_finite()) {
             return Err(Error::Options(format!(
@@ -478,6 +496,62 @@ fn adjustments(jitter: &ColorJitter, s: &mut Stream) -> Vec<Adjustment> {
         factor(jitter.hue).map(Adjustment::Hue),
     ];
     order.iter().filter_map(|&i| drawn[i]).collect()
+}
+
+/// `RandomAffine.get_params`' draw for one image: the arguments torchvision gives `F.affine`.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct AffineParams {
+    /// The angle in degrees, counter-clockwise (a float32 value, as torch draws it).
+    pub angle: f64,
+    /// Whole pixels right and down.
+    pub translate: (i64, i64),
+    /// The scale (a float32 value; 1 without a scale range).
+    pub scale: f64,
+    /// The x and y shears in degrees (float32 values; 0 where not drawn).
+    pub shear: (f64, f64),
+}
+
+impl AffineParams {
+    /// Whether a given draw is one the map can be made of.
+    fn fits(&self) -> bool {
+        let shift = |t: i64| t.unsigned_abs() <= MAX_SIDE as u64;
+        [self.angle, self.scale, self.shear.0, self.shear.1]
+            .iter()
+            .all(|v| v.is_finite())
+            && self.scale > 0.0
+            && shift(self.translate.0)
+            && shift(self.translate.1)
+    }
+}
+
+/// `RandomAffine.get_params` on an image of `width`×`height`, each number a float32 uniform
+/// draw as torch's `torch.empty(1).uniform_(low, high)`: the angle; the shifts (where it has a
+/// translation: within the fractions of the width and height, rounded half to even as Python's
+/// `round`); the scale; the x shear, then the y shear where it has one.
+fn affine_params(
+    a: &RandomAffine,
+    (width, height): (usize, usize),
+    s: &mut Stream,
+) -> AffineParams {
+    let mut uniform = |(low, high): (f64, f64)| f64::from(s.uniform_f32(low as f32, high as f32));
+    let angle = uniform(a.degrees);
+    let translate = a.translate.map_or((0, 0), |(fx, fy)| {
+        let (dx, dy) = (fx * width as f64, fy * height as f64);
+        let tx = uniform((-dx, dx)).round_ties_even() as i64;
+        let ty = uniform((-dy, dy)).round_ties_even() as i64;
+        (tx, ty)
+    });
+    let scale = a.scale.map_or(1.0, &mut uniform);
+    let shear = a.shear.map_or((0.0, 0.0), |(x, y)| {
+        let x = uniform(x);
+        (x, y.map_or(0.0, &mut uniform))
+    });
+    AffineParams {
+        angle,
+        translate,
+        scale,
+        shear,
+    }
 }
 
 #[cfg(test)]

@@ -430,26 +430,9 @@ fn shear(m: f64) -> f64 {
     m.atan().to_degrees()
 }
 
-/// torchvision's `_get_inverse_affine_matrix(center, 0, translate, 1.0, shear)` for a PIL image,
-/// in Python's order of operations; `None` for the identity, which leaves every pixel where it
-/// is.
-fn affine_matrix(
-    (cx, cy): (f64, f64),
-    (tx, ty): (f64, f64),
-    shear: (f64, f64),
-) -> Option<[f64; 6]> {
-    let rot = 0.0f64.to_radians();
-    let (sx, sy) = (shear.0.to_radians(), shear.1.to_radians());
-    let a = (rot - sy).cos() / sy.cos();
-    let b = -(rot - sy).cos() * sx.tan() / sy.cos() - rot.sin();
-    let c = (rot - sy).sin() / sy.cos();
-    let d = -(rot - sy).sin() * sx.tan() / sy.cos() + rot.cos();
-    // [d, -b, 0, -c, a, 0] / scale, with scale 1.0.
-    let mut m = [d / 1.0, -b / 1.0, 0.0, -c / 1.0, a / 1.0, 0.0];
-    m[2] += m[0] * (-cx - tx) + m[1] * (-cy - ty);
-    m[5] += m[3] * (-cx - tx) + m[4] * (-cy - ty);
-    m[2] += cx;
-    m[5] += cy;
+/// torchvision's inverse affine matrix with no rotation and scale 1, `None` for the identity.
+fn affine_matrix(center: (f64, f64), translate: (f64, f64), shear: (f64, f64)) -> Option<[f64; 6]> {
+    let m = super::rotate::inverse_affine_matrix(center, 0.0, translate, 1.0, shear);
     let identity = [1.0, 0.0, 0.0, 0.0, 1.0, 0.0];
     (m != identity).then_some(m)
 }

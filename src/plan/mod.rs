@@ -41,7 +41,7 @@ use crate::error::{Error, Result};
 use crate::jpeg::{CoefficientImage, Limits};
 pub use crate::transform::Adjustment;
 use crate::Transform;
-pub use augment::{CropBox, Params, Sample, Samples};
+pub use augment::{AffineParams, CropBox, Params, Sample, Samples};
 pub use auto_augment::{Augment, AugmentOp};
 pub use output::{Crop, OutputPlan, Step, MAX_REMAPS, MAX_STEPS};
 pub use padding::Padding;

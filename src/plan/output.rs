@@ -128,16 +128,21 @@ impl OutputPlan {
                 steps.remove(0);
                 Some(map)
             }
-            _ => params
-                .rotation
-                .zip(transform.random_rotation)
-                .and_then(|(angle, r)| {
+            _ => {
+                let rotation = params.rotation.zip(transform.random_rotation);
+                let affine = params.affine.zip(transform.random_affine);
+                let rotated = rotation.and_then(|(angle, r)| {
                     super::Rotation::new(angle, (crop_w, crop_h), r.fill, r.interpolation)
-                }),
+                });
+                rotated.or_else(|| {
+                    affine.and_then(|(a, r)| super::Rotation::affine(&r, &a, (crop_w, crop_h)))
+                })
+            }
         };
-        // Stage 4 samples the nearest pixel; a filtered map is the first step instead.
-        let rotation = first.filter(|map| map.filter == Filter::Nearest);
-        if let Some(map) = first.filter(|map| map.filter != Filter::Nearest) {
+        // Stage 4 walks a fixed-point map; any other map is the first step instead.
+        let fixed = |map: &super::Rotation| map.filter == Filter::Nearest && !map.is_scaling();
+        let rotation = first.filter(fixed);
+        if let Some(map) = first.filter(|map| !fixed(map)) {
             steps.insert(0, Step::Remap(map));
         }
         let mut color = params.color.clone().unwrap_or_default();
@@ -178,7 +183,9 @@ impl OutputPlan {
         let filtered_rotation = transform
             .random_rotation
             .is_some_and(|r| r.interpolation != Filter::Nearest);
+        // Its maps without rotation or shear are Pillow's scaling walk, in stage 5.
         filtered_rotation
+            || transform.random_affine.is_some()
             || transform.color_jitter.is_some()
             || transform.grayscale.is_some()
             || transform.trivial_augment.is_some()

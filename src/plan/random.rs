@@ -46,6 +46,8 @@ pub enum Op {
     RandomCrop = 19,
     /// Whether a `ColorJitter` inside `RandomApply` applies.
     ColorJitterApply = 20,
+    /// `RandomAffine`'s angle, translation, scale and shears.
+    Affine = 21,
 }
 
 /// Which sample a stream belongs to.

@@ -81,16 +81,68 @@ impl Rotation {
         }
     }
 
+    /// `RandomAffine`'s map of an image of `size` for its draw `a`: `F.affine(img, angle,
+    /// translate, scale, shear, interpolation, fill, center)`, about the image's centre unless
+    /// it names one; `None` for the identity.
+    pub fn affine(
+        affine: &crate::transform::RandomAffine,
+        a: &super::AffineParams,
+        (width, height): (usize, usize),
+    ) -> Option<Self> {
+        let center = affine
+            .center
+            .unwrap_or((width as f64 * 0.5, height as f64 * 0.5));
+        let translate = (a.translate.0 as f64, a.translate.1 as f64);
+        let m = inverse_affine_matrix(center, a.angle, translate, a.scale, a.shear);
+        let identity = [1.0, 0.0, 0.0, 0.0, 1.0, 0.0];
+        (m != identity).then(|| Self::from_matrix(m, affine.fill, affine.interpolation))
+    }
+
+    /// Whether Pillow samples this map with `ImagingScaleAffine`: nearest-neighbour sampling of
+    /// a matrix without rotation or shear (`m[1]` and `m[3]` zero), whose positions it walks
+    /// in doubles, added up pixel by pixel. Where the steps are ±1 (translations, half turns)
+    /// that walk lands on the pixels the fixed-point map gives, which stands for it.
+    pub fn is_scaling(&self) -> bool {
+        let m = &self.matrix;
+        self.filter == Filter::Nearest
+            && m[1] == 0.0
+            && m[3] == 0.0
+            && !(m[0].abs() == 1.0 && m[4].abs() == 1.0)
+    }
+
     /// Whether the GPU's doubles hold the filtered map's arithmetic: every matrix entry zero or
     /// of a magnitude in [2^-960, 2^60], so that its coordinates and interpolations stay normal
     /// numbers (shaders/double.wgsl reads a subnormal as zero).
     pub fn in_double_range(&self) -> bool {
-        self.filter == Filter::Nearest
+        (self.filter == Filter::Nearest && !self.is_scaling())
             || self
                 .matrix
                 .iter()
                 .all(|v| *v == 0.0 || (2f64.powi(-960)..=2f64.powi(60)).contains(&v.abs()))
     }
+}
+
+/// torchvision's `_get_inverse_affine_matrix(center, angle, translate, scale, shear)` in its
+/// double arithmetic, operation for operation: the matrix `F.affine` gives Pillow.
+pub fn inverse_affine_matrix(
+    (cx, cy): (f64, f64),
+    angle: f64,
+    (tx, ty): (f64, f64),
+    scale: f64,
+    shear: (f64, f64),
+) -> [f64; 6] {
+    let rot = angle.to_radians();
+    let (sx, sy) = (shear.0.to_radians(), shear.1.to_radians());
+    let a = (rot - sy).cos() / sy.cos();
+    let b = -(rot - sy).cos() * sx.tan() / sy.cos() - rot.sin();
+    let c = (rot - sy).sin() / sy.cos();
+    let d = -(rot - sy).sin() * sx.tan() / sy.cos() + rot.cos();
+    let mut m = [d, -b, 0.0, -c, a, 0.0].map(|v| v / scale);
+    m[2] += m[0] * (-cx - tx) + m[1] * (-cy - ty);
+    m[5] += m[3] * (-cx - tx) + m[4] * (-cy - ty);
+    m[2] += cx;
+    m[5] += cy;
+    m
 }
 
 /// Python's `x % m` for floats (the result takes the sign of `m`).

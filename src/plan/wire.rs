@@ -8,7 +8,8 @@ use std::collections::BTreeMap;
 /// One image's random parameters as report.json writes them, to be replayed through Pillow and
 /// torchvision: `{"crop": {"top", "left", "height", "width"}, "interpolation": filter,
 /// "random_crop": {"top", "left", "height", "width"} (of the padded image), "flip":
-/// bool, "vflip": bool, "rotation": degrees, "augment": [{"op": name, "magnitude": m}, …], "color":
+/// bool, "vflip": bool, "rotation": degrees, "affine": {"angle": degrees, "translate": [x, y],
+/// "scale": s, "shear": [x, y]}, "augment": [{"op": name, "magnitude": m}, …], "color":
 /// {"order": [names], "brightness": factor, …}, "grayscale": bool, "color_ops": {method: bool, …},
 /// "erase": box or null}`, the
 /// angle and the factors as the float32 values used (`augment`: the augmentation policy's
@@ -34,6 +35,14 @@ pub fn params_json(params: &super::Params) -> serde_json::Value {
     }
     if let Some(angle) = params.rotation {
         json["rotation"] = angle.into();
+    }
+    if let Some(a) = params.affine {
+        json["affine"] = serde_json::json!({
+            "angle": a.angle,
+            "translate": [a.translate.0, a.translate.1],
+            "scale": a.scale,
+            "shear": [a.shear.0, a.shear.1],
+        });
     }
     if let Some(augment) = &params.augment {
         let ops: Vec<_> = augment
@@ -101,6 +110,7 @@ pub fn params_from_json(json: &serde_json::Value) -> Result<super::Params> {
             "flip",
             "vflip",
             "rotation",
+            "affine",
             "augment",
             "color",
             "grayscale",
@@ -165,6 +175,7 @@ pub fn params_from_json(json: &serde_json::Value) -> Result<super::Params> {
                     .ok_or_else(|| Error::Options("`rotation` must be a number of degrees".into()))
             })
             .transpose()?,
+        affine: object.get("affine").map(affine_from_json).transpose()?,
         augment: object.get("augment").map(augments_from_json).transpose()?,
         color,
         grayscale: flag("grayscale")?,
@@ -236,6 +247,43 @@ fn augment_from_json(v: &serde_json::Value) -> Result<super::Augment> {
         .and_then(serde_json::Value::as_f64)
         .ok_or_else(|| Error::Options("`augment` needs a numeric `magnitude`".into()))?;
     Ok(super::Augment { op, magnitude })
+}
+
+/// `{"angle": degrees, "translate": [x, y], "scale": s, "shear": [x, y]}`.
+fn affine_from_json(value: &serde_json::Value) -> Result<super::AffineParams> {
+    let wrong = || {
+        Error::Options(
+            "`affine` must be {\"angle\": degrees, \"translate\": [x, y] (whole pixels), \
+             \"scale\": s, \"shear\": [x, y]}"
+                .into(),
+        )
+    };
+    let number = |key: &str| value.get(key).and_then(serde_json::Value::as_f64);
+    let pair = |key: &str| {
+        let list = value.get(key)?.as_array().filter(|l| l.len() == 2)?;
+        Some((list[0].clone(), list[1].clone()))
+    };
+    let (tx, ty) = pair("translate").ok_or_else(wrong)?;
+    let (sx, sy) = pair("shear").ok_or_else(wrong)?;
+    let known = ["angle", "translate", "scale", "shear"];
+    if value
+        .as_object()
+        .is_none_or(|o| o.keys().any(|k| !known.contains(&k.as_str())))
+    {
+        return Err(wrong());
+    }
+    Ok(super::AffineParams {
+        angle: number("angle").ok_or_else(wrong)?,
+        translate: (
+            tx.as_i64().ok_or_else(wrong)?,
+            ty.as_i64().ok_or_else(wrong)?,
+        ),
+        scale: number("scale").ok_or_else(wrong)?,
+        shear: (
+            sx.as_f64().ok_or_else(wrong)?,
+            sy.as_f64().ok_or_else(wrong)?,
+        ),
+    })
 }
 
 #[cfg(test)]

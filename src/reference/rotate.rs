@@ -1,7 +1,8 @@
 //! The pixels of `RandomRotation` and the augmentations' affine maps ([`crate::plan::Rotation`]),
 //! as libImaging/Geometry.c makes them. Nearest-neighbour sampling: `affine_fixed` walking the
 //! plan's fixed-point map row by row and pixel by pixel, as the C code does (shaders/tensor.wgsl
-//! and shaders/adjust.wgsl compute the same map per pixel). Bilinear and bicubic sampling:
+//! and shaders/adjust.wgsl compute the same map per pixel), or, for a matrix without rotation or
+//! shear, `ImagingScaleAffine` adding up its steps in doubles. Bilinear and bicubic sampling:
 //! `ImagingGenericTransform` with `affine_transform` and `bilinear_filter32RGB` or
 //! `bicubic_filter32RGB`, every operation in doubles in the C code's order (Rust's `f64` rounds
 //! each as x86-64's doubles do, and never fuses a multiply and an add; shaders/adjust.wgsl does
@@ -16,6 +17,9 @@ use crate::transform::Filter;
 pub fn rotate(image: &Image8, rotation: &Rotation) -> Image8 {
     if rotation.filter != Filter::Nearest {
         return filtered(image, rotation);
+    }
+    if rotation.is_scaling() {
+        return scaled(image, rotation);
     }
     let (width, height, channels) = (image.width, image.height, image.channels);
     let fill = &rotation.fill[..channels.min(3)];
@@ -42,6 +46,45 @@ pub fn rotate(image: &Image8, rotation: &Rotation) -> Image8 {
         }
         row_x += a1;
         row_y += a4;
+    }
+    Image8 {
+        width,
+        height,
+        channels,
+        data,
+    }
+}
+
+/// `ImagingScaleAffine` of `image` by `map`'s matrix: the source column of each output column
+/// and the source row of each output row, walked in doubles from the first pixel's centre
+/// (`COORD`: -1 for a negative position, else truncated); the fill where either falls outside.
+fn scaled(image: &Image8, map: &Rotation) -> Image8 {
+    let (width, height, channels) = (image.width, image.height, image.channels);
+    let m = map.matrix;
+    let walk = |start: f64, step: f64, count: usize, limit: usize| -> Vec<Option<usize>> {
+        let mut at = start;
+        (0..count)
+            .map(|_| {
+                let source = (at >= 0.0 && at < limit as f64).then_some(at as usize);
+                at += step;
+                source
+            })
+            .collect()
+    };
+    let columns = walk(m[2] + m[0] * 0.5, m[0], width, width);
+    let rows = walk(m[5] + m[4] * 0.5, m[4], height, height);
+    let fill = &map.fill[..channels.min(3)];
+    let mut data = Vec::with_capacity(width * height * channels);
+    for row in &rows {
+        for column in &columns {
+            match row.zip(*column) {
+                Some((y, x)) => {
+                    let at = (y * width + x) * channels;
+                    data.extend_from_slice(&image.data[at..at + channels]);
+                }
+                None => data.extend_from_slice(fill),
+            }
+        }
     }
     Image8 {
         width,

@@ -9,6 +9,7 @@
 //! them as given ([`crate::Sample`]).
 
 mod adjustment;
+mod affine;
 mod color_ops;
 mod operations;
 mod padding;
@@ -16,6 +17,7 @@ mod policies;
 mod wire;
 
 pub use adjustment::Adjustment;
+pub use affine::RandomAffine;
 pub use color_ops::{ColorOp, ColorOpArgument, ColorOperation, ColorOps, COLOR_OPERATIONS};
 pub use operations::{Operation, OPERATIONS, SETTINGS};
 pub use padding::{Pad, PaddingMode, RandomCrop};
@@ -357,6 +359,9 @@ pub struct Transform {
     pub grayscale: Option<f64>,
     /// `RandomRotation` after the flips, before `ColorJitter`; default none.
     pub random_rotation: Option<RandomRotation>,
+    /// `RandomAffine` in the same place (not with `RandomRotation` or an augmentation policy);
+    /// default none.
+    pub random_affine: Option<RandomAffine>,
     /// `TrivialAugmentWide` after the flips, before `ColorJitter` (not with `RandomRotation`);
     /// default none.
     pub trivial_augment: Option<TrivialAugment>,
@@ -397,6 +402,7 @@ impl Default for Transform {
             color_jitter: None,
             grayscale: None,
             random_rotation: None,
+            random_affine: None,
             trivial_augment: None,
             rand_augment: None,
             auto_augment: None,
@@ -476,6 +482,7 @@ impl Transform {
             || self.color_jitter.is_some()
             || self.grayscale.is_some()
             || self.random_rotation.is_some()
+            || self.random_affine.is_some()
             || self.trivial_augment.is_some()
             || self.rand_augment.is_some()
             || self.auto_augment.is_some()
@@ -671,14 +678,19 @@ impl Transform {
                 )));
             }
         }
+        if let Some(affine) = self.random_affine {
+            affine.check()?;
+        }
         let geometric = [
             ("random_rotation", self.random_rotation.is_some()),
+            ("random_affine", self.random_affine.is_some()),
             ("trivial_augment", self.trivial_augment.is_some()),
             ("rand_augment", self.rand_augment.is_some()),
             ("auto_augment", self.auto_augment.is_some()),
         ];
         let interpolations = [
             self.random_rotation.map(|r| r.interpolation),
+            self.random_affine.map(|a| a.interpolation),
             self.trivial_augment.map(|t| t.interpolation),
             self.rand_augment.map(|r| r.interpolation),
             self.auto_augment.map(|a| a.interpolation),

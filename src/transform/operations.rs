@@ -68,7 +68,7 @@ const fn every_operation() -> [Operation; FIELDS.len() + COLOR_OPERATIONS.len()]
 }
 
 /// The operations that are fields of their own.
-const FIELDS: [Operation; 15] = [
+const FIELDS: [Operation; 16] = [
     op("Resize", "resize", "--resize", "resize", 0),
     op(
         "RandomResizedCrop",
@@ -105,6 +105,13 @@ const FIELDS: [Operation; 15] = [
         "random_rotation",
         "--random-rotation",
         "random_rotation",
+        3,
+    ),
+    op(
+        "RandomAffine",
+        "random_affine",
+        "--random-affine",
+        "random_affine",
         3,
     ),
     op(

@@ -5,8 +5,8 @@
 
 use super::{
     AutoAugment, AutoAugmentPolicy, ChannelOrder, ColorJitter, ColorOp, ColorOps, DType, Filter,
-    InvalidTransform, Layout, Normalize, Pad, PaddingMode, RandAugment, RandomCrop, RandomErasing,
-    RandomResizedCrop, RandomRotation, Resize, Transform, TrivialAugment, MAX_SIDE,
+    InvalidTransform, Layout, Normalize, Pad, PaddingMode, RandAugment, RandomAffine, RandomCrop,
+    RandomErasing, RandomResizedCrop, RandomRotation, Resize, Transform, TrivialAugment, MAX_SIDE,
 };
 use serde_json::{json, Map, Value};
 
@@ -35,6 +35,7 @@ impl Transform {
             color_jitter,
             grayscale,
             random_rotation,
+            random_affine,
             trivial_augment,
             rand_augment,
             auto_augment,
@@ -96,6 +97,7 @@ impl Transform {
                 "fill": r.fill,
                 "interpolation": r.interpolation.name(),
             })),
+            "random_affine": random_affine.map(|a| affine_json(&a)),
             "trivial_augment": trivial_augment.map(|t| json!({
                 "bins": t.bins,
                 "fill": t.fill,
@@ -155,6 +157,7 @@ impl Transform {
                 "color_jitter" => t.color_jitter = field.object_with(color_jitter)?,
                 "grayscale" => t.grayscale = field.optional(number)?,
                 "random_rotation" => t.random_rotation = field.object_with(random_rotation)?,
+                "random_affine" => t.random_affine = field.object_with(random_affine)?,
                 "trivial_augment" => t.trivial_augment = field.object_with(trivial_augment)?,
                 "rand_augment" => t.rand_augment = field.object_with(rand_augment)?,
                 "auto_augment" => t.auto_augment = field.object_with(auto_augment)?,
@@ -483,6 +486,59 @@ fn random_rotation(object: &Map<String, Value>) -> Parsed<RandomRotation> {
     })
 }
 
+/// `RandomAffine`'s JSON form: its ranges as pairs (the shear's two as four numbers), null where
+/// torchvision's argument is None.
+fn affine_json(a: &RandomAffine) -> Value {
+    let pair = |r: Option<(f64, f64)>| r.map(|(x, y)| [x, y]);
+    json!({
+        "degrees": [a.degrees.0, a.degrees.1],
+        "translate": pair(a.translate),
+        "scale": pair(a.scale),
+        "shear": a.shear.map(|(x, y)| match y {
+            Some(y) => vec![x.0, x.1, y.0, y.1],
+            None => vec![x.0, x.1],
+        }),
+        "interpolation": a.interpolation.name(),
+        "fill": a.fill,
+        "center": pair(a.center),
+    })
+}
+
+fn random_affine(object: &Map<String, Value>) -> Parsed<RandomAffine> {
+    known(
+        object,
+        &[
+            "degrees",
+            "translate",
+            "scale",
+            "shear",
+            "interpolation",
+            "fill",
+            "center",
+        ],
+    )?;
+    let pair = |key: &str| match object.get(key).filter(|v| !v.is_null()) {
+        None => Ok(None),
+        Some(v) => numbers(v, key).map(|[a, b]| Some((a, b))),
+    };
+    let shear = match object.get("shear").filter(|v| !v.is_null()) {
+        None => None,
+        Some(v) => match v.as_array().map(Vec::len) {
+            Some(4) => numbers(v, "shear").map(|[a, b, c, d]| Some(((a, b), Some((c, d)))))?,
+            _ => numbers(v, "shear").map(|[a, b]| Some(((a, b), None)))?,
+        },
+    };
+    Ok(RandomAffine {
+        degrees: range_of(object, "degrees")?,
+        translate: pair("translate")?,
+        scale: pair("scale")?,
+        shear,
+        interpolation: interpolation_of(object)?,
+        fill: fill_of(object)?,
+        center: pair("center")?,
+    })
+}
+
 fn trivial_augment(object: &Map<String, Value>) -> Parsed<TrivialAugment> {
     known(object, &["bins", "fill", "interpolation"])?;
     let bins = usize_of(object, "bins")?;
@@ -622,6 +678,7 @@ mod tests {
             vertical_flip: Some(0.25),
             color_jitter: Some(ColorJitter::new(0.4, 0.3, 0.2, 0.1)),
             grayscale: Some(0.2),
+            random_affine: None,
             random_rotation: Some(RandomRotation {
                 degrees: (-12.5, 30.0),
                 fill: [1, 2, 3],
@@ -707,6 +764,26 @@ mod tests {
             }),
             ..everything()
         };
+        let with_affine = Transform {
+            random_rotation: None,
+            random_affine: Some(RandomAffine {
+                translate: Some((0.1, 0.25)),
+                scale: Some((0.75, 1.5)),
+                shear: Some(((-5.0, 10.0), Some((0.0, 2.5)))),
+                interpolation: Filter::Bilinear,
+                fill: [1, 2, 3],
+                center: Some((3.5, 7.0)),
+                ..RandomAffine::new(15.0)
+            }),
+            ..everything()
+        };
+        let with_x_shear = Transform {
+            random_affine: Some(RandomAffine {
+                shear: Some(((-5.0, 10.0), None)),
+                ..RandomAffine::new(0.0)
+            }),
+            ..with_affine
+        };
         let presets = [
             Transform::default(),
             Transform::imagenet_eval(),
@@ -720,6 +797,8 @@ mod tests {
             with_random_crop,
             with_rand,
             with_auto,
+            with_affine,
+            with_x_shear,
         ]
         .into_iter()
         .chain(presets)
@@ -731,7 +810,7 @@ mod tests {
         }
         let written = everything().to_json();
         let keys = written.as_object().unwrap().len();
-        assert_eq!(keys, 24, "one key per field of Transform: {written}");
+        assert_eq!(keys, 25, "one key per field of Transform: {written}");
     }
 
     #[test]

@@ -223,6 +223,7 @@ pub fn transform_specs() -> BTreeMap<String, gpuprep::Transform> {
                 "color_ops",
                 "pad",
                 "random_crop",
+                "random_affine",
                 "rand_augment",
                 "auto_augment",
             ];
@@ -344,6 +345,7 @@ pub fn transform_specs() -> BTreeMap<String, gpuprep::Transform> {
                 }),
                 pad: listed.pad,
                 random_crop: listed.random_crop,
+                random_affine: listed.random_affine,
                 rand_augment: listed.rand_augment,
                 auto_augment: listed.auto_augment,
                 random_erasing: s.get("random_erasing").map(|e| {

@@ -124,6 +124,16 @@ pub struct TransformArgs {
     /// `nearest` (default), `bilinear` or `bicubic` interpolation.
     #[arg(long, value_parser = parse_rotation, value_name = "D|MIN,MAX[:FILL][:INTERPOLATION]")]
     random_rotation: Option<gpuprep::RandomRotation>,
+    /// RandomAffine(D or MIN,MAX degrees), after the flips, with any of `translate=A,B`
+    /// (fractions of the width and height), `scale=MIN,MAX`, `shear=S | MIN,MAX |
+    /// XMIN,XMAX,YMIN,YMAX` (degrees), `center=X,Y`, a fill and an interpolation as for
+    /// --random-rotation, each after a colon.
+    #[arg(
+        long,
+        value_parser = parse_affine,
+        value_name = "D|MIN,MAX[:translate=A,B][:scale=MIN,MAX][:shear=...][:FILL][:INTERPOLATION]"
+    )]
+    random_affine: Option<gpuprep::RandomAffine>,
     /// TrivialAugmentWide(num_magnitude_bins=BINS), after the flips (default 31 bins); FILL and
     /// INTERPOLATION as for --random-rotation.
     #[arg(long, value_parser = parse_trivial_augment, value_name = "BINS[:FILL][:INTERPOLATION]")]
@@ -372,6 +382,44 @@ fn parse_rotation(text: &str) -> Result<gpuprep::RandomRotation, String> {
     })
 }
 
+fn parse_affine(text: &str) -> Result<gpuprep::RandomAffine, String> {
+    let mut parts = text.split(':');
+    let degrees = match parse_numbers(parts.next().unwrap_or(""), 1..=2)?[..] {
+        [d] => (-d, d),
+        [low, high] => (low, high),
+        _ => unreachable!("one or two numbers"),
+    };
+    let mut affine = gpuprep::RandomAffine {
+        degrees,
+        ..gpuprep::RandomAffine::new(0.0)
+    };
+    let pair = |v: &str| parse_numbers(v, 2..=2).map(|n| (n[0], n[1]));
+    let mut rest = Vec::new();
+    for part in parts {
+        match part.split_once('=') {
+            Some(("translate", v)) => affine.translate = Some(pair(v)?),
+            Some(("scale", v)) => affine.scale = Some(pair(v)?),
+            Some(("center", v)) => affine.center = Some(pair(v)?),
+            Some(("shear", v)) => {
+                affine.shear = Some(match parse_numbers(v, 1..=4)?[..] {
+                    [s] => ((-s, s), None),
+                    [low, high] => ((low, high), None),
+                    [x0, x1, y0, y1] => ((x0, x1), Some((y0, y1))),
+                    _ => return Err("shear is S, MIN,MAX or XMIN,XMAX,YMIN,YMAX".into()),
+                })
+            }
+            Some((key, _)) => {
+                return Err(format!(
+                    "{key:?} is none of translate, scale, shear and center"
+                ))
+            }
+            None => rest.push(part),
+        }
+    }
+    (affine.fill, affine.interpolation) = parse_map_options(&rest.join(":"))?;
+    Ok(affine)
+}
+
 fn parse_trivial_augment(text: &str) -> Result<gpuprep::TrivialAugment, String> {
     let (bins, options) = text.split_once(':').unwrap_or((text, ""));
     let (fill, interpolation) = parse_map_options(options)?;
@@ -604,6 +652,7 @@ impl TransformArgs {
         t.horizontal_flip = self.hflip.or(t.horizontal_flip);
         t.vertical_flip = self.vflip.or(t.vertical_flip);
         t.random_rotation = self.random_rotation.or(t.random_rotation);
+        t.random_affine = self.random_affine.or(t.random_affine);
         t.trivial_augment = self.trivial_augment.or(t.trivial_augment);
         t.rand_augment = self.rand_augment.or(t.rand_augment);
         t.auto_augment = self.auto_augment.or(t.auto_augment);

@@ -139,6 +139,7 @@ fn spec(t: &Transform) -> Value {
         "pad",
         "random_crop",
         "random_rotation",
+        "random_affine",
         "trivial_augment",
         "rand_augment",
         "auto_augment",
