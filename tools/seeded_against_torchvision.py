@@ -1,0 +1,85 @@
+#!/usr/bin/env python3
+"""gpuprep against real torchvision on a folder of photos, for the GPU machine (torch and
+torchvision installed there): for each training Compose below, each file and each seed,
+torchvision's own output after torch.manual_seed(seed) on the PIL image, and gpuprep's (on the
+backend asked for) given the parameters gpuprep.torchvision_params draws after the same seed.
+Prints one JSON line per Compose and exits 1 if any output differs.
+
+usage: seeded_against_torchvision.py DIR [--backend gpu|cpu] [--seeds 2]
+"""
+import argparse
+import glob
+import json
+import os
+import sys
+
+import numpy as np
+import torch
+import torchvision
+import torchvision.transforms as T
+from PIL import Image
+
+import gpuprep
+
+MEAN, STD = (0.485, 0.456, 0.406), (0.229, 0.224, 0.225)
+
+
+def composes():
+    """The Composes checked: torchvision's reference recipes' pieces and every map sampling."""
+    bilinear, bicubic = T.InterpolationMode.BILINEAR, T.InterpolationMode.BICUBIC
+    crop = [T.RandomResizedCrop(224), T.RandomHorizontalFlip()]
+    tensor = [T.PILToTensor()]
+    return {
+        "train_jitter_erase": crop + [T.ColorJitter(0.4, 0.4, 0.4, 0.1), T.RandomGrayscale(0.2),
+                                      T.ToTensor(), T.Normalize(MEAN, STD),
+                                      T.RandomErasing(0.5)],
+        "rand_augment_bilinear": crop + [T.RandAugment(interpolation=bilinear)] + tensor,
+        "rand_augment_strong_nearest": crop + [T.RandAugment(4, 27, fill=[10, 20, 30])] + tensor,
+        "trivial_augment_bilinear": crop + [T.TrivialAugmentWide(interpolation=bilinear)] + tensor,
+        "auto_augment_bicubic": crop + [T.AutoAugment(interpolation=bicubic)] + tensor,
+        "rotation_bicubic": crop + [T.RandomRotation(30, bicubic, fill=[1, 2, 3]),
+                                    T.ColorJitter(0.4, 0.4, 0.4)] + tensor,
+        "affine_bilinear": crop + [T.RandomAffine(25, translate=(0.1, 0.2), scale=(0.8, 1.2),
+                                                  shear=(-10, 10, -5, 5),
+                                                  interpolation=bilinear)] + tensor,
+        "affine_scaling_nearest": crop + [T.RandomAffine(0, translate=(0.1, 0.1),
+                                                         scale=(0.7, 1.3))] + tensor,
+        "padded_random_crop": [T.Resize(256), T.RandomCrop(224, padding=16,
+                                                           padding_mode="reflect"),
+                               T.RandomHorizontalFlip()] + tensor,
+    }
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("dir")
+    parser.add_argument("--backend", default="gpu")
+    parser.add_argument("--seeds", type=int, default=2)
+    args = parser.parse_args()
+    paths = sorted(glob.glob(os.path.join(args.dir, "*.jpg")))
+    pipeline = gpuprep.Pipeline(args.backend)
+    failed = False
+    for name, steps in composes().items():
+        compose = T.Compose(steps)
+        transform = gpuprep.from_torchvision(compose)
+        checked, differing = 0, []
+        for path in paths:
+            image = Image.open(path).convert("RGB")
+            for seed in range(args.seeds):
+                torch.manual_seed(seed)
+                expected = compose(image).numpy()
+                torch.manual_seed(seed)
+                params = gpuprep.torchvision_params(compose, image.size)
+                batch, _ = pipeline.preprocess([path], transform, params=[params])
+                checked += 1
+                if not np.array_equal(batch[0], expected):
+                    differing.append(f"{os.path.basename(path)} seed {seed}")
+        failed |= bool(differing)
+        print(json.dumps({"compose": name, "checked": checked, "identical": checked - len(differing),
+                          "differing": differing[:5], "backend": pipeline.backend,
+                          "torchvision": torchvision.__version__}), flush=True)
+    sys.exit(1 if failed else 0)
+
+
+if __name__ == "__main__":
+    main()
