@@ -348,10 +348,7 @@ def _affine_args(step):
     (its constructor has checked them)."""
     degrees = _pair("RandomAffine", "degrees", step.degrees)
     pair = lambda v: None if v is None else (float(v[0]), float(v[1]))
-    shear = None
-    if step.shear is not None:
-        values = [float(v) for v in step.shear]
-        shear = values[:2] if len(values) == 2 else values
+    shear = None if step.shear is None else [float(v) for v in step.shear]
     return dict(degrees=degrees, translate=pair(step.translate), scale=pair(step.scale),
                 shear=shear, interpolation=_map_interpolation("RandomAffine", step),
                 fill=_fill(step), center=pair(step.center))

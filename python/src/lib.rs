@@ -61,6 +61,16 @@ fn filter(name: &str) -> PyResult<Filter> {
     })
 }
 
+/// A (low, high) pair from any sequence of two numbers, as torchvision takes lists and tuples.
+fn number_pair(what: &str, value: &Bound<'_, PyAny>) -> PyResult<(f64, f64)> {
+    match value.extract::<Vec<f64>>() {
+        Ok(v) if v.len() == 2 => Ok((v[0], v[1])),
+        _ => Err(OptionsError::new_err(format!(
+            "{what} is a sequence of two numbers"
+        ))),
+    }
+}
+
 /// The interpolation `name` of an affine map (`operation`'s), one Pillow's transforms take.
 fn map_filter(operation: &str, name: &str) -> PyResult<Filter> {
     let filter = filter(name)?;
@@ -202,7 +212,10 @@ fn describe(t: &gpuprep::Transform) -> String {
             args.push(format!("scale={v:?}"));
         }
         match a.shear {
-            Some((x, Some(y))) => args.push(format!("shear=({}, {}, {}, {})", x.0, x.1, y.0, y.1)),
+            Some((x, Some(y))) => args.push(format!(
+                "shear=({:?}, {:?}, {:?}, {:?})",
+                x.0, x.1, y.0, y.1
+            )),
             Some((x, None)) => args.push(format!("shear={x:?}")),
             None => {}
         }
@@ -585,7 +598,7 @@ impl Transform {
                 ))
             }
             Ok(d) => (-d, d),
-            Err(_) => degrees.extract::<(f64, f64)>()?,
+            Err(_) => number_pair("RandomRotation's degrees", &degrees)?,
         };
         let fill = rgb_fill(fill)?;
         Ok(Self(gpuprep::Transform {
@@ -615,13 +628,17 @@ impl Transform {
     fn random_affine(
         &self,
         degrees: Bound<'_, PyAny>,
-        translate: Option<(f64, f64)>,
-        scale: Option<(f64, f64)>,
+        translate: Option<Bound<'_, PyAny>>,
+        scale: Option<Bound<'_, PyAny>>,
         shear: Option<Bound<'_, PyAny>>,
         interpolation: &str,
         fill: Option<Bound<'_, PyAny>>,
-        center: Option<(f64, f64)>,
+        center: Option<Bound<'_, PyAny>>,
     ) -> PyResult<Self> {
+        let pair = |what: &str, v: Option<Bound<'_, PyAny>>| {
+            v.map(|v| number_pair(&format!("RandomAffine's {what}"), &v))
+                .transpose()
+        };
         let degrees = match degrees.extract::<f64>() {
             Ok(d) if d < 0.0 => {
                 return Err(OptionsError::new_err(
@@ -629,7 +646,7 @@ impl Transform {
                 ))
             }
             Ok(d) => (-d, d),
-            Err(_) => degrees.extract::<(f64, f64)>()?,
+            Err(_) => number_pair("RandomAffine's degrees", &degrees)?,
         };
         let shear = match shear {
             None => None,
@@ -654,12 +671,12 @@ impl Transform {
         let t = gpuprep::Transform {
             random_affine: Some(gpuprep::RandomAffine {
                 degrees,
-                translate,
-                scale,
+                translate: pair("translate", translate)?,
+                scale: pair("scale", scale)?,
                 shear,
                 interpolation: map_filter("RandomAffine", interpolation)?,
                 fill: rgb_fill(fill)?,
-                center,
+                center: pair("center", center)?,
             }),
             ..self.0
         };

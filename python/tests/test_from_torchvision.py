@@ -402,6 +402,15 @@ def test_random_affine_translates_in_v1_and_v2():
             "RandomRotation after RandomAffine")
     refused(T.Compose([T.RandomAffine(10, interpolation=T.InterpolationMode.LANCZOS)]),
             "RandomAffine(interpolation=LANCZOS) is not supported")
+    # Lists as torchvision takes them.
+    t = gpuprep.Transform().random_affine([-5, 5], translate=[0.1, 0.1], scale=[0.9, 1.1],
+                                          shear=[1, 2, 3, 4], center=[3, 4])
+    assert "shear=(1.0, 2.0, 3.0, 4.0)" in repr(t) and "center=(3.0, 4.0)" in repr(t)
+    # A corner 32768 pixels away: Pillow walks such a nearest map in doubles, not offered.
+    far = gpuprep.from_torchvision(T.Compose([T.Resize((200, 200)),
+                                              T.RandomAffine((45, 45), scale=(0.005, 0.005))]))
+    with pytest.raises(gpuprep.OptionsError, match="check_fixed"):
+        outputs(far, PHOTOS[:1])
 
 
 def test_refusals_are_gpuprep_errors_raised_by_from_torchvision():

@@ -34,7 +34,7 @@ pub(crate) struct EntropyStages {
 
 impl EntropyStages {
     pub fn new(device: &wgpu::Device) -> Self {
-        let source = super::stages::stage_source("entropy.wgsl");
+        let source = super::shaders::stage_source("entropy.wgsl");
         let module = device.create_shader_module(wgpu::ShaderModuleDescriptor {
             label: Some("entropy"),
             source: wgpu::ShaderSource::Wgsl(source.into()),

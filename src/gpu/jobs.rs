@@ -330,7 +330,7 @@ mod tests {
     use super::*;
 
     fn stage(file: &str) -> naga::Module {
-        naga::front::wgsl::parse_str(&super::super::stages::stage_source(file)).unwrap()
+        naga::front::wgsl::parse_str(&super::super::shaders::stage_source(file)).unwrap()
     }
 
     #[test]

@@ -34,6 +34,7 @@ mod landing;
 mod packing;
 mod pipeline;
 mod record;
+mod shaders;
 mod stages;
 mod staging;
 mod stamps;

@@ -1,8 +1,9 @@
 //! The compiled stages: one compute pipeline per shader entry point, each compiled with
 //! shaders/jobs.wgsl (the job lookup) and the shared functions it calls before it
-//! ([`stage_source`]).
+//! (`super::shaders::stage_source`).
 
 use super::entropy::EntropyStages;
+use super::shaders::stage_source;
 use crate::plan::PRECISION_BITS;
 
 /// The compiled stages.
@@ -31,38 +32,6 @@ impl Stages {
             adjust: stage(device, "adjust.wgsl"),
         }
     }
-}
-
-/// The stage shaders of shaders/: each file, the shared functions it calls, its own source.
-pub(super) const STAGE_SHADERS: [(&str, &str, &str); 6] = [
-    (
-        "entropy.wgsl",
-        "",
-        include_str!("../../shaders/entropy.wgsl"),
-    ),
-    ("idct.wgsl", "", include_str!("../../shaders/idct.wgsl")),
-    ("color.wgsl", "", include_str!("../../shaders/color.wgsl")),
-    (
-        "resample_h.wgsl",
-        "",
-        include_str!("../../shaders/resample_h.wgsl"),
-    ),
-    ("tensor.wgsl", "", include_str!("../../shaders/tensor.wgsl")),
-    (
-        "adjust.wgsl",
-        super::double::SOURCE,
-        include_str!("../../shaders/adjust.wgsl"),
-    ),
-];
-
-/// What the stage shader `file` is compiled from: shaders/jobs.wgsl's job lookup, the shared
-/// functions it calls, then the shader.
-pub(super) fn stage_source(file: &str) -> String {
-    let (_, shared, own) = STAGE_SHADERS
-        .iter()
-        .find(|(name, _, _)| *name == file)
-        .unwrap_or_else(|| panic!("{file} is no stage shader"));
-    format!("{}{shared}{own}", include_str!("../../shaders/jobs.wgsl"))
 }
 
 /// The overrides of the resampling shaders: the taps' fixed-point precision.

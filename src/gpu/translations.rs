@@ -15,7 +15,7 @@ use std::process::Command;
 /// stage shaders are compiled with.
 fn stage_shaders() -> Vec<(String, String)> {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("shaders");
-    let stages = super::stages::STAGE_SHADERS;
+    let stages = super::shaders::STAGE_SHADERS;
     for entry in std::fs::read_dir(&dir).unwrap() {
         let name = entry.unwrap().file_name().to_string_lossy().into_owned();
         let shared = ["jobs.wgsl", "double.wgsl"].contains(&name.as_str());
@@ -26,7 +26,7 @@ fn stage_shaders() -> Vec<(String, String)> {
     }
     stages
         .iter()
-        .map(|(file, _, _)| (file.to_string(), super::stages::stage_source(file)))
+        .map(|(file, _, _)| (file.to_string(), super::shaders::stage_source(file)))
         .collect()
 }
 

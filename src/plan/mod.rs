@@ -174,6 +174,16 @@ impl ImagePlan {
                 Step::Remap(map) => Some(map),
                 Step::Adjust(_) => None,
             }));
+        let size = (crop.width, crop.height);
+        if let Some(map) = every_map.clone().find(|m| !m.walks_in_fixed_point(size)) {
+            return Err(Error::Options(format!(
+                "a nearest-neighbour affine map {:?} of a {}x{} image puts a corner 32768 pixels \
+                 or more away, where Pillow walks it in doubles instead of fixed point (its \
+                 `check_fixed` fallback), which gpuprep does not offer; bilinear and bicubic \
+                 sampling have no such limit",
+                map.matrix, crop.width, crop.height
+            )));
+        }
         if let Some(map) = every_map.into_iter().find(|m| !m.in_double_range()) {
             return Err(Error::Options(format!(
                 "an affine map's matrix {:?} has an entry too small or too large for exact {} \

@@ -31,8 +31,9 @@ pub struct Rotation {
     pub fill: [u8; 3],
 }
 
-/// The largest side a rotated image may have: Pillow's fixed-point walk holds positions below
-/// 32768 (its `check_fixed`), which the corners of an image of at most this side keep to.
+/// The largest side a mapped image may have: Pillow's fixed-point walk holds positions below
+/// 32768 (its `check_fixed`), which a rotation of an image of at most this side keeps to (other
+/// maps are held to it by [`Rotation::walks_in_fixed_point`]).
 pub const MAX_ROTATED_SIDE: usize = 16384;
 
 impl Rotation {
@@ -66,10 +67,8 @@ impl Rotation {
 
     /// `Image.transform(size, AFFINE, matrix, filter, fillcolor=fill)`: output pixel (x, y)
     /// shows the image at (`m[0]·x + m[1]·y + m[2]`, `m[3]·x + m[4]·y + m[5]`), taken at pixel
-    /// centres; for nearest-neighbour sampling in `affine_fixed`'s 16.16 fixed point. Pillow
-    /// takes another path, in double precision, for nearest-neighbour sampling with a matrix
-    /// without shear (`ImagingScaleAffine`); for the integer translations that reach it here it
-    /// shows the same pixels.
+    /// centres; for nearest-neighbour sampling in `affine_fixed`'s 16.16 fixed point, or where
+    /// the matrix has no rotation or shear, in Pillow's scaling walk ([`Rotation::is_scaling`]).
     pub fn from_matrix(m: [f64; 6], fill: [u8; 3], filter: Filter) -> Self {
         let [a, b, c, d, e, f] = m;
         Self {
@@ -108,6 +107,22 @@ impl Rotation {
             && m[1] == 0.0
             && m[3] == 0.0
             && !(m[0].abs() == 1.0 && m[4].abs() == 1.0)
+    }
+
+    /// Whether Pillow walks this nearest-neighbour map in 16.16 fixed point on an image of
+    /// `width`×`height`: its `check_fixed`, in its double arithmetic, on the four corners. Where
+    /// a corner lies 32768 pixels or more away (a small scale, a steep shear, a distant centre)
+    /// its C code walks the map in doubles instead, a path gpuprep does not offer.
+    pub fn walks_in_fixed_point(&self, (width, height): (usize, usize)) -> bool {
+        let m = &self.matrix;
+        let (w, h) = (width as f64, height as f64);
+        let near = |x: f64, y: f64| {
+            (x * m[0] + y * m[1] + m[2]).abs() < 32768.0
+                && (x * m[3] + y * m[4] + m[5]).abs() < 32768.0
+        };
+        self.filter != Filter::Nearest
+            || self.is_scaling()
+            || (near(0.0, 0.0) && near(w, h) && near(0.0, h) && near(w, 0.0))
     }
 
     /// Whether the GPU's doubles hold the filtered map's arithmetic: every matrix entry zero or
@@ -209,6 +224,23 @@ mod tests {
         assert_eq!(round15(-0.9999999999999999), -1.0);
         assert_eq!(fix(-0.5 / 65536.0 - 1e-9), -1);
         assert_eq!(fix(1.0), 65536);
+    }
+
+    /// Pillow's `check_fixed`: a 45° turn at scale 0.02 of a 1000×1000 image puts a corner at
+    /// 35855, which its C code walks in doubles; at scale 1 every corner is near.
+    #[test]
+    fn far_corners_leave_the_fixed_point_walk() {
+        let map = |scale| {
+            let m = inverse_affine_matrix((500.0, 500.0), 45.0, (0.0, 0.0), scale, (0.0, 0.0));
+            Rotation::from_matrix(m, [0; 3], Filter::Nearest)
+        };
+        assert!(map(1.0).walks_in_fixed_point((1000, 1000)));
+        assert!(!map(0.02).walks_in_fixed_point((1000, 1000)));
+        let bilinear = Rotation {
+            filter: Filter::Bilinear,
+            ..map(0.02)
+        };
+        assert!(bilinear.walks_in_fixed_point((1000, 1000)));
     }
 
     #[test]
