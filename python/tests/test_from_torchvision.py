@@ -408,7 +408,7 @@ def test_random_affine_translates_in_v1_and_v2():
     assert "shear=(1.0, 2.0, 3.0, 4.0)" in repr(t) and "center=(3.0, 4.0)" in repr(t)
     # A corner 32768 pixels away: Pillow walks such a nearest map in doubles, not offered.
     far = gpuprep.from_torchvision(T.Compose([T.Resize((200, 200)),
-                                              T.RandomAffine((45, 45), scale=(0.005, 0.005))]))
+                                              T.RandomAffine((45, 45), scale=(0.003, 0.003))]))
     with pytest.raises(gpuprep.OptionsError, match="check_fixed"):
         outputs(far, PHOTOS[:1])
 
