@@ -71,6 +71,18 @@ fn number_pair(what: &str, value: &Bound<'_, PyAny>) -> PyResult<(f64, f64)> {
     }
 }
 
+/// An angle range as torchvision's `_setup_angle` takes it: a number d for (-d, d), which must be
+/// positive, or a sequence of two.
+fn angle_range(what: &str, value: &Bound<'_, PyAny>) -> PyResult<(f64, f64)> {
+    match value.extract::<f64>() {
+        Ok(d) if d < 0.0 => Err(OptionsError::new_err(format!(
+            "{what}, a single number, must be positive"
+        ))),
+        Ok(d) => Ok((-d, d)),
+        Err(_) => number_pair(what, value),
+    }
+}
+
 /// The interpolation `name` of an affine map (`operation`'s), one Pillow's transforms take.
 fn map_filter(operation: &str, name: &str) -> PyResult<Filter> {
     let filter = filter(name)?;
@@ -591,15 +603,7 @@ impl Transform {
         fill: Option<Bound<'_, PyAny>>,
     ) -> PyResult<Self> {
         let interpolation = map_filter("RandomRotation", interpolation)?;
-        let degrees = match degrees.extract::<f64>() {
-            Ok(d) if d < 0.0 => {
-                return Err(OptionsError::new_err(
-                    "RandomRotation's degrees, a single number, must be positive",
-                ))
-            }
-            Ok(d) => (-d, d),
-            Err(_) => number_pair("RandomRotation's degrees", &degrees)?,
-        };
+        let degrees = angle_range("RandomRotation's degrees", &degrees)?;
         let fill = rgb_fill(fill)?;
         Ok(Self(gpuprep::Transform {
             random_rotation: Some(RandomRotation {
@@ -639,24 +643,11 @@ impl Transform {
             v.map(|v| number_pair(&format!("RandomAffine's {what}"), &v))
                 .transpose()
         };
-        let degrees = match degrees.extract::<f64>() {
-            Ok(d) if d < 0.0 => {
-                return Err(OptionsError::new_err(
-                    "RandomAffine's degrees, a single number, must be positive",
-                ))
-            }
-            Ok(d) => (-d, d),
-            Err(_) => number_pair("RandomAffine's degrees", &degrees)?,
-        };
+        let degrees = angle_range("RandomAffine's degrees", &degrees)?;
         let shear = match shear {
             None => None,
             Some(s) => Some(match s.extract::<f64>() {
-                Ok(s) if s < 0.0 => {
-                    return Err(OptionsError::new_err(
-                        "RandomAffine's shear, a single number, must be positive",
-                    ))
-                }
-                Ok(s) => ((-s, s), None),
+                Ok(_) => (angle_range("RandomAffine's shear", &s)?, None),
                 Err(_) => match s.extract::<Vec<f64>>()?[..] {
                     [low, high] => ((low, high), None),
                     [x0, x1, y0, y1] => ((x0, x1), Some((y0, y1))),
