@@ -13,7 +13,11 @@ fn main() {
         .filter(|p| p.extension().is_some_and(|e| e == "wgsl"))
         .collect();
     entries.sort();
-    let shared = ["shaders/jobs.wgsl", "shaders/double.wgsl"];
+    let shared = [
+        "shaders/jobs.wgsl",
+        "shaders/double.wgsl",
+        "shaders/float.wgsl",
+    ];
     let prefix: String = shared
         .iter()
         .map(|p| fs::read_to_string(p).expect("the shared shader files exist"))

@@ -29,6 +29,7 @@ mod double;
 mod entropy;
 #[cfg(target_os = "linux")]
 pub mod external;
+mod float;
 mod jobs;
 mod landing;
 mod packing;

@@ -1,24 +1,30 @@
 //! The stage shaders' sources, as they are compiled: shaders/jobs.wgsl (the job lookup), the
-//! shared functions a stage calls (shaders/double.wgsl), then its own.
+//! shared functions a stage calls (shaders/double.wgsl, shaders/float.wgsl), then its own.
+
+use super::{double, float};
 
 /// The stage shaders of shaders/: each file, the shared functions it calls, its own source.
-pub(super) const STAGE_SHADERS: [(&str, &str, &str); 6] = [
+pub(super) const STAGE_SHADERS: [(&str, &[&str], &str); 6] = [
     (
         "entropy.wgsl",
-        "",
+        &[],
         include_str!("../../shaders/entropy.wgsl"),
     ),
-    ("idct.wgsl", "", include_str!("../../shaders/idct.wgsl")),
-    ("color.wgsl", "", include_str!("../../shaders/color.wgsl")),
+    ("idct.wgsl", &[], include_str!("../../shaders/idct.wgsl")),
+    ("color.wgsl", &[], include_str!("../../shaders/color.wgsl")),
     (
         "resample_h.wgsl",
-        "",
+        &[],
         include_str!("../../shaders/resample_h.wgsl"),
     ),
-    ("tensor.wgsl", "", include_str!("../../shaders/tensor.wgsl")),
+    (
+        "tensor.wgsl",
+        &[],
+        include_str!("../../shaders/tensor.wgsl"),
+    ),
     (
         "adjust.wgsl",
-        super::double::SOURCE,
+        &[double::SOURCE, float::SOURCE],
         include_str!("../../shaders/adjust.wgsl"),
     ),
 ];
@@ -30,5 +36,9 @@ pub(super) fn stage_source(file: &str) -> String {
         .iter()
         .find(|(name, _, _)| *name == file)
         .unwrap_or_else(|| panic!("{file} is no stage shader"));
-    format!("{}{shared}{own}", include_str!("../../shaders/jobs.wgsl"))
+    format!(
+        "{}{}{own}",
+        include_str!("../../shaders/jobs.wgsl"),
+        shared.concat()
+    )
 }

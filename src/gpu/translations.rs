@@ -18,7 +18,7 @@ fn stage_shaders() -> Vec<(String, String)> {
     let stages = super::shaders::STAGE_SHADERS;
     for entry in std::fs::read_dir(&dir).unwrap() {
         let name = entry.unwrap().file_name().to_string_lossy().into_owned();
-        let shared = ["jobs.wgsl", "double.wgsl"].contains(&name.as_str());
+        let shared = ["jobs.wgsl", "double.wgsl", "float.wgsl"].contains(&name.as_str());
         assert!(
             shared || stages.iter().any(|(file, _, _)| *file == name),
             "shaders/{name} is neither a stage shader (src/gpu/stages.rs) nor a shared one"
