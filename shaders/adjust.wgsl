@@ -21,16 +21,19 @@ struct Job {
     pixels: u32,
     // Adjustments in `kinds` / `factors`, whose length is `MAX_ADJUSTMENTS` of src/gpu/jobs.rs.
     adjustments: u32,
-    // BRIGHTNESS (blended with black), CONTRAST, ... GRAYSCALE, REMAP.
-    kinds: array<u32, 15>,
+    // BRIGHTNESS (blended with black), CONTRAST, ... GRAYSCALE, REMAP, BLUR.
+    kinds: array<u32, 16>,
     // The factors; for the hue, the H channel's shift (an integer 0..=255); posterize's bits,
-    // solarize's first inverted value; a remap's index in `remaps`.
-    factors: array<f32, 15>,
+    // solarize's first inverted value; a remap's index in `remaps`; the blur's kernel sides,
+    // width | height << 8.
+    factors: array<f32, 16>,
     // Per remap (`MAX_REMAPS` of src/gpu/jobs.rs), REMAP_WORDS words (src/plan/rotate.rs): its map
     // in 16.16 fixed point (per output column, per row, at the first pixel, for the source
     // column, then the source row); the fill, R | G << 8 | B << 16; its sampling (NEAREST,
     // SCALE, BILINEAR, BICUBIC); the six doubles of Pillow's matrix, low word first.
     remaps: array<i32, 80>,
+    // The blur's kernels, float32 bits: MAX_KERNEL weights across, then as many down.
+    blur: array<u32, 62>,
     // The image's width.
     width: u32,
     // Always 0 (see `blend`).
@@ -60,6 +63,8 @@ const AUTOCONTRAST: u32 = 7u;
 const EQUALIZE: u32 = 8u;
 const GRAYSCALE: u32 = 9u;
 const REMAP: u32 = 10u;
+const BLUR: u32 = 11u;
+const MAX_KERNEL: u32 = 31u;
 // A remap's words, and its samplings.
 const REMAP_WORDS: u32 = 20u;
 const NEAREST: u32 = 0u;
@@ -74,6 +79,8 @@ var<workgroup> histogram: array<atomic<u32>, 768>;
 var<workgroup> table: array<u32, 768>;
 // Per channel: autocontrast's lowest and highest value, or equalize's step.
 var<workgroup> extremes: array<u32, 6>;
+// The blur's 2D kernel, row-major, float32 bits.
+var<workgroup> weights: array<u32, 961>;
 
 // Pillow's convert('L'): ITU-R 601-2 luma in 16-bit fixed point.
 fn luma(pixel: u32) -> u32 {
@@ -160,6 +167,58 @@ fn sharpen(job: u32, lane: u32, alpha: f32) {
         let at = p.pixels_base + i;
         pixels[at] = blend_pixels(pixels[scratch + i], pixels[at], alpha, p.zero);
     }
+}
+
+// torchvision's GaussianBlur with the job's kernels (src/reference/blur.rs): its 2D kernel, each
+// weight the float32 product of its row's and column's, then per output value the taps in
+// row-major order summed from 0 with fused multiply-adds (float.wgsl, rounded as torch's CPU
+// conv2d rounds them), over the image reflected at its edges, rounded half to even; written to
+// the scratch words after the image, then copied back.
+fn blur(job: u32, lane: u32, sides: u32) {
+    let p = jobs[job];
+    let kx = sides & 255u;
+    let ky = sides >> 8u;
+    for (var t = lane; t < kx * ky; t += LANES) {
+        weights[t] = f_mul(p.blur[MAX_KERNEL + t / kx], p.blur[t % kx]);
+    }
+    let scratch = p.pixels_base + p.pixels;
+    let height = p.pixels / p.width;
+    workgroupBarrier();
+    storageBarrier();
+    for (var i = lane; i < p.pixels; i += LANES) {
+        let x = i % p.width;
+        let y = i / p.width;
+        var sums = vec3<u32>(0u);
+        for (var r = 0u; r < ky; r++) {
+            let row = p.pixels_base + reflected(y + r, ky / 2u, height) * p.width;
+            for (var c = 0u; c < kx; c++) {
+                let pixel = pixels[row + reflected(x + c, kx / 2u, p.width)];
+                let w = weights[r * kx + c];
+                sums.x = f_fma_u8(pixel & 255u, w, sums.x);
+                sums.y = f_fma_u8((pixel >> 8u) & 255u, w, sums.y);
+                sums.z = f_fma_u8((pixel >> 16u) & 255u, w, sums.z);
+            }
+        }
+        let rounded = min(vec3<u32>(round(bitcast<vec3<f32>>(sums))), vec3<u32>(255u));
+        pixels[scratch + i] = rounded.x | (rounded.y << 8u) | (rounded.z << 16u);
+    }
+    storageBarrier();
+    for (var i = lane; i < p.pixels; i += LANES) {
+        pixels[p.pixels_base + i] = pixels[scratch + i];
+    }
+}
+
+// The source index of padded index i (`pad` places before index 0) under reflect padding: -1
+// reads 1, n reads n - 2.
+fn reflected(i: u32, pad: u32, n: u32) -> u32 {
+    if i < pad {
+        return pad - i;
+    }
+    let j = i - pad;
+    if j >= n {
+        return 2u * (n - 1u) - j;
+    }
+    return j;
 }
 
 // The job's remap `m` (src/reference/rotate.rs): each pixel the one its map lands on, or the
@@ -530,6 +589,10 @@ fn main(@builtin(local_invocation_index) lane: u32, @builtin(workgroup_id) group
         }
         if kind == REMAP {
             remap(job, lane, u32(alpha));
+            continue;
+        }
+        if kind == BLUR {
+            blur(job, lane, u32(alpha));
             continue;
         }
         var mean = 0u;

@@ -1075,6 +1075,33 @@ fn random_affine_is_recorded_and_replayed_through_pillow() {
     converted_and_replayed("affine-scaling", &scaling);
 }
 
+/// `--gaussian-blur` records each image's kernels (torchvision's, of the sigma drawn), and
+/// `parity --pillow` replays them through the reference's torch arithmetic: GPU, CPU and the
+/// reference agree, inside `RandomApply` too.
+#[test]
+fn gaussian_blur_is_recorded_and_replayed_through_pillow() {
+    let flags = [
+        "--resize",
+        "40x32",
+        "--color-jitter",
+        "0.4,0.4,0.4",
+        "--gaussian-blur",
+        "9x5,0.5,3",
+        "--gaussian-blur-p",
+        "0.6",
+        "--seed",
+        "17",
+    ];
+    let images = converted_and_replayed("blur", &flags);
+    let blurred = images.iter().filter(|i| !i["params"]["blur"].is_null());
+    for image in blurred.clone() {
+        let kernel_x = image["params"]["blur"]["kernel_x"].as_array().unwrap();
+        let sum: f64 = kernel_x.iter().map(|w| w.as_f64().unwrap()).sum();
+        assert!(kernel_x.len() == 9 && (sum - 1.0).abs() < 1e-6, "{image}");
+    }
+    assert!(blurred.count() > 0);
+}
+
 /// `--trivial-augment` reaches the report's parameters (an operation of torchvision's space and
 /// its magnitude each) and `parity --pillow` replays them through Pillow's `ImageOps`,
 /// `ImageEnhance` and `transform`: GPU, CPU and Pillow agree.
@@ -1337,6 +1364,7 @@ fn every_declared_operation_has_its_flag_and_the_flag_sets_it() {
             "--hflip" | "--vflip" | "--grayscale" | "--random-erasing" => "0.5",
             "--random-rotation" => "10",
             "--random-affine" => "10:scale=0.9,1.1",
+            "--gaussian-blur" => "7",
             "--trivial-augment" => "31",
             "--rand-augment" => "2,9",
             "--pad" => "2,4:reflect",

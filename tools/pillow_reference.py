@@ -13,7 +13,8 @@ interpolation}, random_affine {degrees, translate, scale, shear, interpolation, 
 trivial_augment {bins, fill, interpolation}, rand_augment {num_ops, magnitude, bins,
 fill, interpolation}, auto_augment {policy, fill, interpolation} (interpolation nearest by default),
 color_jitter [b, c, s, h], grayscale P, color_ops [{op, <argument>, p}, ...] (the transform's JSON
-form of the single-operation transforms), random_erasing {p, scale, ratio, value}, with seed and
+form of the single-operation transforms), gaussian_blur {kernel_size, sigma, p}, random_erasing
+{p, scale, ratio, value}, with seed and
 epoch; first_index: the sample index of the first file) draw each
 sample's parameters as gpuprep does and apply them as torchvision's PIL functions do.
 
@@ -46,6 +47,7 @@ IMAGENET = {"mean": [0.485, 0.456, 0.406], "std": [0.229, 0.224, 0.225]}
 # The counter's fourth word per operation (src/plan/random.rs, `Op`).
 OP_CROP, OP_HFLIP, OP_VFLIP, OP_JITTER, OP_GRAY, OP_ERASE, OP_FILTER, OP_ROTATION = 1, 2, 3, 4, 5, 7, 8, 9
 OP_TRIVIAL, OP_RAND, OP_AUTO, OP_RANDOM_CROP, OP_JITTER_APPLY, OP_AFFINE = 10, 17, 18, 19, 20, 21
+OP_BLUR, OP_BLUR_APPLY = 22, 23
 # TrivialAugmentWide's augmentation space, in its order.
 TRIVIAL_OPS = ("Identity", "ShearX", "ShearY", "TranslateX", "TranslateY", "Rotate", "Brightness", "Color",
                "Contrast", "Sharpness", "Posterize", "Solarize", "AutoContrast", "Equalize")
@@ -337,10 +339,91 @@ def draw(spec, size, index):
     if spec.get("color_ops"):  # each RandomX.forward: torch.rand(1) < p
         params["color_ops"] = {op["op"]: stream(COLOR_OPS[op["op"]][0]).uniform() < op["p"]
                                for op in spec["color_ops"]}
+    if "gaussian_blur" in spec:
+        blur = spec["gaussian_blur"]
+        if stream(OP_BLUR_APPLY).uniform() < blur["p"] if blur["p"] < 1.0 else True:
+            sigma = stream(OP_BLUR).uniform_f32(*blur["sigma"])
+            kx, ky = blur["kernel_size"]
+            params["blur"] = {"kernel_x": [float(w) for w in gaussian_kernel(kx, sigma)],
+                              "kernel_y": [float(w) for w in gaussian_kernel(ky, sigma)]}
+        else:
+            params["blur"] = None
     if "random_erasing" in spec:
         width, height = output_size(spec, size)
         params["erase"] = erase_box(spec["random_erasing"], width, height, stream(OP_ERASE))
     return params
+
+
+def gaussian_kernel(size, sigma):
+    """torchvision's _get_gaussian_kernel1d(size, sigma) in float32 as gpuprep computes it
+    (src/plan/blur.rs): each exp in double (the C library's, as Rust's) rounded to float32, the
+    sum in ATen's order (four running sums of 8-lane vectors)."""
+    half, sigma = np.float32(size // 2), np.float32(sigma)
+    pdf = []
+    for i in range(size):
+        t = (np.float32(i) - half) / sigma
+        pdf.append(np.float32(math.exp(float(np.float32(-0.5) * (t * t)))))
+    total = aten_sum(pdf)
+    return [np.float32(p / total) for p in pdf]
+
+
+def aten_sum(values):
+    """torch's sum of a short float32 tensor (ATen's cascade_sum with 8-lane vectors)."""
+    def row_sum(rows):
+        sums = [np.zeros_like(rows[0]) for _ in range(4)] if rows else []
+        whole = len(rows) // 4 * 4
+        for i, row in enumerate(rows[:whole]):
+            sums[i % 4] = (sums[i % 4] + row).astype(np.float32)
+        for row in rows[whole:]:
+            sums[0] = (sums[0] + row).astype(np.float32)
+        out = sums[0]
+        for extra in sums[1:]:
+            out = (out + extra).astype(np.float32)
+        return out
+    values = np.asarray(values, np.float32)
+    if len(values) < 8:
+        return np.float32(row_sum([np.array([v], np.float32) for v in values])[0])
+    whole = len(values) // 8 * 8
+    lanes = row_sum([values[i:i + 8] for i in range(0, whole, 8)])
+    total = np.float32(0)
+    for v in values[whole:]:
+        total = np.float32(total + v)
+    for v in lanes:
+        total = np.float32(total + v)
+    return total
+
+
+def fma_u8(v, w, acc):
+    """v * w + acc (uint8 array, float32 weight, float32 array) rounded once to float32, as a
+    fused multiply-add: the product is exact in a double; a double sum that rounded lands on a
+    float32 midpoint only where its TwoSum error says which way the exact sum lies."""
+    p = v.astype(np.float64) * np.float64(w)
+    a = acc.astype(np.float64)
+    s = a + p
+    b = s - a
+    err = (a - (s - b)) + (p - b)
+    r = s.astype(np.float32)
+    toward = np.nextafter(r, np.where(s > r.astype(np.float64), np.float32(np.inf), np.float32(-np.inf)))
+    midpoint = (r.astype(np.float64) + toward.astype(np.float64)) / 2 == s
+    fix = midpoint & (err != 0) & (s != r.astype(np.float64))
+    up = np.maximum(r, toward)
+    down = np.minimum(r, toward)
+    return np.where(fix, np.where(err > 0, up, down), r)
+
+
+def gaussian_blur(a, blur):
+    """F.gaussian_blur of the H x W x 3 uint8 array as torch's CPU computes it: reflect padding,
+    the 2D kernel (each weight one float32 product), per value its taps in row-major order summed
+    from 0 with fused multiply-adds, rounded half to even."""
+    kx = np.asarray(blur["kernel_x"], np.float32)
+    ky = np.asarray(blur["kernel_y"], np.float32)
+    h, w = a.shape[:2]
+    padded = np.pad(a, ((len(ky) // 2,) * 2, (len(kx) // 2,) * 2, (0, 0)), mode="reflect")
+    acc = np.zeros(a.shape, np.float32)
+    for r in range(len(ky)):
+        for c in range(len(kx)):
+            acc = fma_u8(padded[r:r + h, c:c + w], np.float32(ky[r] * kx[c]), acc)
+    return np.minimum(np.round(acc), 255).astype(np.uint8)
 
 
 def fma32(a, b, c):
@@ -586,6 +669,8 @@ def finish(a, params, spec=None):
                 _, argument, apply = COLOR_OPS[op["op"]]
                 im = apply(im, op[argument] if argument else None)
         a = np.asarray(im)
+    if params.get("blur"):
+        a = gaussian_blur(np.ascontiguousarray(a), params["blur"])
     return a
 
 
@@ -622,7 +707,7 @@ def center_crop(a, crop):
 
 RANDOM = ("random_resized_crop", "random_crop", "hflip", "vflip", "random_rotation", "random_affine", "trivial_augment",
           "rand_augment",
-          "auto_augment", "color_jitter", "grayscale", "color_ops", "random_erasing")
+          "auto_augment", "color_jitter", "grayscale", "color_ops", "gaussian_blur", "random_erasing")
 
 
 def is_random(spec):

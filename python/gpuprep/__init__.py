@@ -432,15 +432,16 @@ def _steps(compose):
 
 def _unwrapped(step):
     """(the transform, the probability it applies): a torchvision RandomApply of one ColorJitter
-    is that jitter in a share p of the samples; another RandomApply is refused by name."""
+    or one GaussianBlur is that transform in a share p of the samples; another RandomApply is
+    refused by name."""
     if type(step).__name__ != "RandomApply" or \
             not (type(step).__module__ or "").startswith("torchvision."):
         return step, 1.0
     inner = list(step.transforms)
-    if len(inner) != 1 or type(inner[0]).__name__ != "ColorJitter":
+    if len(inner) != 1 or type(inner[0]).__name__ not in ("ColorJitter", "GaussianBlur"):
         names = ", ".join(type(t).__name__ for t in inner)
         raise OptionsError(f"RandomApply([{names}]) is not supported: gpuprep takes RandomApply "
-                           "around one ColorJitter")
+                           "around one ColorJitter or one GaussianBlur")
     return inner[0], _probability("RandomApply", step.p)
 
 
@@ -451,7 +452,9 @@ def from_torchvision(compose):
     BICUBIC; the policies v1's),
     ColorJitter (or RandomApply([ColorJitter(...)], p)), RandomGrayscale, RandomInvert / RandomPosterize / RandomSolarize /
     RandomAdjustSharpness / RandomAutocontrast / RandomEqualize (in any order
-    among themselves, which is kept), ToTensor / PILToTensor / ToImage (+ ToDtype /
+    among themselves, which is kept), GaussianBlur (v1's; or RandomApply([GaussianBlur(...)], p):
+    exact given torch's kernels, see Transform.gaussian_blur), ToTensor / PILToTensor / ToImage
+    (+ ToDtype /
     ConvertImageDtype), Normalize, RandomErasing, in that order, ToPureTensor anywhere; the flips
     also after the colour transforms but RandomAdjustSharpness, with which alone they do not
     commute) computes on a PIL image, bit for bit. Anything else is refused here, by name
@@ -473,7 +476,8 @@ def from_torchvision(compose):
         name, module = type(step).__name__, type(step).__module__ or ""
         if name not in _STAGE and name != "ToPureTensor":
             raise OptionsError(f"{name} is not supported by gpuprep (supported: {sorted(_STAGE)}, "
-                               "RandomApply around one ColorJitter, and ToPureTensor)")
+                               "RandomApply around one ColorJitter or GaussianBlur, and "
+                               "ToPureTensor)")
         if not module.startswith("torchvision."):
             raise OptionsError(f"{module}.{name} is not torchvision's {name}: gpuprep translates "
                                "torchvision's own transforms (transforms or transforms.v2) only")
@@ -497,7 +501,7 @@ def from_torchvision(compose):
                                "torchvision's usual order (resize or crop; pad; centre or random "
                                "crop; flips, rotation or augmentation policy and ColorJitter; "
                                f"RandomGrayscale; {', '.join(_COLOR_OPERATIONS)}, in any order "
-                               "among themselves; tensor; normalise; erase)")
+                               "among themselves; GaussianBlur; tensor; normalise; erase)")
         if _STAGE[name] > last:
             last, latest = _STAGE[name], name
         sharpened |= name == "RandomAdjustSharpness"
@@ -567,6 +571,13 @@ def from_torchvision(compose):
                                p=applied)
         elif name == "RandomGrayscale":
             t = t.grayscale(_probability(name, step.p))
+        elif name == "GaussianBlur":
+            if v2:
+                raise OptionsError("torchvision.transforms.v2.GaussianBlur is not supported: its "
+                                   "kernel is a softmax over another linspace, whose float32 "
+                                   "weights are not v1's, which gpuprep computes: use "
+                                   "torchvision.transforms.GaussianBlur")
+            t = t.gaussian_blur(tuple(step.kernel_size), tuple(step.sigma), p=applied)
         elif name in _COLOR_OPERATIONS:
             t = _with_color_operation(t, step)
         elif name in _TO_TENSOR:
@@ -698,6 +709,19 @@ def _jitter_params(step):
     return color
 
 
+def _blur_params(step):
+    """GaussianBlur's sigma drawn by its get_params with the torch RNG, and the two kernels
+    torchvision makes of it (torch's own float32 arithmetic, MKL's exp included): the blur's
+    parameters, with which gpuprep blurs exactly as torchvision does."""
+    import torch
+    from torchvision.transforms import _functional_tensor
+
+    sigma = float(step.get_params(step.sigma[0], step.sigma[1]))
+    kernel = [_functional_tensor._get_gaussian_kernel1d(k, sigma, torch.float32, "cpu").tolist()
+              for k in step.kernel_size]
+    return {"kernel_x": kernel[0], "kernel_y": kernel[1]}
+
+
 def _rand_augment_draw(step, width, height):
     """RandAugment.forward's draws with the torch RNG, in its order: per operation, which one,
     then (for a signed one) its sign."""
@@ -791,6 +815,9 @@ def torchvision_params(compose, size):
             params["flip"] = bool(torch.rand(1) < step.p)
         elif name == "RandomVerticalFlip":
             params["vflip"] = bool(torch.rand(1) < step.p)
+        elif name == "RandomApply" and type(step.transforms[0]).__name__ == "GaussianBlur":
+            params["blur"] = _blur_params(step.transforms[0]) if torch.rand(1).item() < step.p \
+                else None
         elif name == "RandomApply":
             # One draw (v1's `p < rand` skips, v2's `rand >= p`), then the jitter's own.
             params["color"] = {"order": []}
@@ -798,6 +825,8 @@ def torchvision_params(compose, size):
                 params["color"] = _jitter_params(step.transforms[0])
         elif name == "ColorJitter":
             params["color"] = _jitter_params(step)
+        elif name == "GaussianBlur":
+            params["blur"] = _blur_params(step)
         elif name == "RandomRotation":
             params["rotation"] = float(step.get_params(step.degrees))
         elif name == "RandomAffine":

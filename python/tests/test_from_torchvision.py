@@ -325,8 +325,8 @@ def test_with_torchs_seed_random_crops_and_pads_are_torchvisions(module):
 
 def test_torchvision_params_refuses_what_from_torchvision_refuses_before_drawing():
     state = torch.get_rng_state()
-    for compose in [T.Compose([T.RandomResizedCrop(64), T.GaussianBlur(3)]),
-                    T.Compose([T.RandomApply([T.GaussianBlur(3)], p=0.5)]),
+    for compose in [T.Compose([T.RandomResizedCrop(64), T.RandomPerspective()]),
+                    T.Compose([T.RandomApply([T.RandomPerspective()], p=0.5)]),
                     v2.Compose([v2.TrivialAugmentWide()])]:
         with pytest.raises(gpuprep.OptionsError):
             gpuprep.torchvision_params(compose, (100, 80))
@@ -413,6 +413,49 @@ def test_random_affine_translates_in_v1_and_v2():
         outputs(far, PHOTOS[:1])
 
 
+def test_gaussian_blur_with_torchs_kernels_is_torchvisions():
+    """GaussianBlur (SimCLR's, and the write-up's kernel_size 7), alone and in RandomApply after
+    the colour steps: given torchvision_params' draws (torch's own kernels), torchvision's pixels
+    on the CPU and, where there is one, the GPU."""
+    simclr = T.Compose([T.RandomResizedCrop(64), T.RandomHorizontalFlip(),
+                        T.RandomApply([T.ColorJitter(0.4, 0.4, 0.4, 0.1)], p=0.8),
+                        T.RandomGrayscale(0.2), T.RandomApply([T.GaussianBlur(23)], p=0.5),
+                        T.ToTensor(), T.Normalize(MEAN, STD)])
+    t = gpuprep.from_torchvision(simclr)
+    assert "RandomApply([GaussianBlur(kernel_size=(23, 23), sigma=(0.1, 2.0))], p=0.5)" in repr(t)
+    drawn = seeded_against_torchvision(simclr, range(12))
+    assert {params["blur"] is None for params in drawn} == {True, False}
+    for compose in (T.Compose([T.CenterCrop(48), T.GaussianBlur(7, sigma=(0.5, 3.0)),
+                               T.PILToTensor()]),
+                    T.Compose([T.Resize(40), T.GaussianBlur((5, 9), sigma=1.5),
+                               T.PILToTensor()])):
+        for params in seeded_against_torchvision(compose, range(6)):
+            assert len(params["blur"]["kernel_x"]) == compose.transforms[1].kernel_size[0]
+    refused(T.Compose([T.GaussianBlur(3), T.ColorJitter(0.4)]), "ColorJitter after a later step")
+    refused(T.Compose([T.GaussianBlur(3), T.RandomHorizontalFlip()]),
+            "RandomHorizontalFlip after a later step")
+    refused(v2.Compose([v2.GaussianBlur(3)]), "v2.GaussianBlur is not supported", "softmax")
+    refused(T.Compose([T.RandomApply([T.GaussianBlur(3), T.ColorJitter(0.1)])]),
+            "RandomApply([GaussianBlur, ColorJitter]) is not supported")
+
+
+def test_gaussian_blur_drawn_by_gpuprep_is_torchs_blur_with_its_recorded_kernels():
+    """Drawn by gpuprep (kernels of torchvision's formula, each exp correctly rounded), the blur
+    is torch's conv2d of the reflect-padded image with the recorded kernels, bit for bit."""
+    t = gpuprep.Transform().resize((48, 64)).gaussian_blur((23, 5), (0.1, 4.0)).to("uint8", "hwc")
+    for seed in range(4):
+        batch, outcomes = gpuprep.Pipeline("cpu").preprocess(PHOTOS, t.with_seed(seed))
+        for image, path, outcome in zip(batch, PHOTOS, outcomes):
+            blur = outcome["params"]["blur"]
+            resized = Image.open(path).convert("RGB").resize((64, 48), Image.BILINEAR)
+            pixels = torch.from_numpy(np.array(resized)).permute(2, 0, 1).float()[None]
+            kernel = torch.outer(torch.tensor(blur["kernel_y"]), torch.tensor(blur["kernel_x"]))
+            padded = torch.nn.functional.pad(pixels, [11, 11, 2, 2], mode="reflect")
+            blurred = torch.nn.functional.conv2d(padded, kernel.expand(3, 1, 5, 23), groups=3)
+            expected = blurred[0].round().to(torch.uint8).permute(1, 2, 0).numpy()
+            assert np.array_equal(image, expected), (path, seed)
+
+
 def test_refusals_are_gpuprep_errors_raised_by_from_torchvision():
     tv_tensors = pytest.importorskip("torchvision.tv_tensors")
     nearest_exact = T.InterpolationMode.NEAREST_EXACT
@@ -442,7 +485,7 @@ def test_refusals_are_gpuprep_errors_raised_by_from_torchvision():
         T.Compose([T.Compose([T.Resize(256)])]),
         T.Compose([T.RandomApply([T.ColorJitter(0.4), T.RandomGrayscale()], p=0.5)]),
         v2.RandomChoice([v2.RandomHorizontalFlip(), v2.RandomVerticalFlip()]),
-        T.Compose([T.GaussianBlur(3)]),
+        T.Compose([T.ElasticTransform()]),
         T.Compose([T.RandomPosterize(9)]),
         v2.Compose([v2.RandomSolarize(float("nan"))]),
         T.Compose([T.RandomAdjustSharpness(2.0, p=1.5)]),

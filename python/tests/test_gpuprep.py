@@ -267,8 +267,8 @@ def test_from_torchvision_translates_a_compose_and_refuses_others():
                          T.Normalize((0.485, 0.456, 0.406), (0.229, 0.224, 0.225))])
     t = gpuprep.from_torchvision(compose)
     assert t.output_size == (224, 224) and t.dtype == "float32" and t.is_random
-    with pytest.raises(gpuprep.OptionsError, match="GaussianBlur"):
-        gpuprep.from_torchvision(T.Compose([T.GaussianBlur(3)]))
+    with pytest.raises(gpuprep.OptionsError, match="RandomPerspective"):
+        gpuprep.from_torchvision(T.Compose([T.RandomPerspective()]))
     with pytest.raises(gpuprep.OptionsError, match="after"):
         gpuprep.from_torchvision(T.Compose([T.ColorJitter(0.4), T.RandomResizedCrop(224)]))
     with pytest.raises(gpuprep.OptionsError, match="runs after the flips"):
@@ -434,6 +434,24 @@ def test_augmentation_policies_equal_pillow_with_their_parameters(backend, polic
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
+def test_gaussian_blur_equals_the_reference_with_its_parameters(backend):
+    """GaussianBlur in RandomApply after a colour jitter: its kernels as recorded and the blurred
+    pixels as tools/pillow_reference.py's replay of torch's arithmetic computes them."""
+    spec = {"resize": [48, 40], "color_jitter": [0.4, 0.4, 0.4],
+            "gaussian_blur": {"kernel_size": [9, 5], "sigma": [0.1, 3.0], "p": 0.7}, "seed": 4}
+    t = (gpuprep.Transform().resize((40, 48)).color_jitter(0.4, 0.4, 0.4)
+         .gaussian_blur((9, 5), (0.1, 3.0), p=0.7).with_seed(4).to("uint8", "hwc"))
+    replayed_through_pillow(backend, t, spec, 16, "blur")
+    with pytest.raises(gpuprep.OptionsError, match="odd kernel sides"):
+        gpuprep.Transform().gaussian_blur(4)
+    with pytest.raises(gpuprep.OptionsError, match="sigma range"):
+        gpuprep.Transform().gaussian_blur(3, (2.0, 1.0))
+    tiny = gpuprep.Transform().resize((8, 8)).gaussian_blur(23).to("uint8", "hwc")
+    with pytest.raises(gpuprep.OptionsError, match="reflect padding"):
+        pipeline(backend).preprocess(PHOTOS[:1], tiny)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
 def test_random_crop_with_padding_equals_pillow_with_its_parameters(backend):
     spec = {"resize": [40, 30], "pad": {"padding": [3, 0, 3, 0], "fill": [9, 9, 9], "mode": "edge"},
             "random_crop": {"width": 48, "height": 40, "padding": [2, 2, 2, 2],
@@ -551,10 +569,10 @@ def test_every_declared_operation_has_its_method_stub_and_translation():
     translation = inspect.getsource(gpuprep.from_torchvision)
     operations = gpuprep._gpuprep.operations()
     singles = gpuprep._gpuprep.color_operations()
-    assert len(operations) == 16 + len(singles)
+    assert len(operations) == 17 + len(singles)
     args = {"resize": (8,), "random_resized_crop": (8,), "center_crop": (8,), "pad": (2,),
             "random_crop": (8,),
-            "random_rotation": (10,), "random_affine": (10,),
+            "random_rotation": (10,), "random_affine": (10,), "gaussian_blur": (3,),
             "normalize": ([0.5] * 3, [0.5] * 3)}
     args.update({method: (2,) for _, method, _, argument in singles if argument is not None})
     assert "_COLOR_OPERATIONS" in translation

@@ -249,7 +249,10 @@ pub(crate) struct AdjustJob {
     /// row); the fill, R | G << 8 | B << 16; the sampling ([`NEAREST`], [`SCALE`],
     /// [`BILINEAR`], [`BICUBIC`]); the matrix's six doubles, low word first.
     pub remaps: [i32; REMAP_WORDS * MAX_REMAPS],
-    /// The image's width (sharpness reads its neighbours).
+    /// The blur's kernels ([`crate::plan::Blur`]): [`MAX_KERNEL`] weights across, then as many
+    /// down (its sides are the [`BLUR`] step's factor, width | height << 8).
+    pub blur: [f32; 2 * MAX_KERNEL],
+    /// The image's width (sharpness and the blur read its neighbours).
     pub width: u32,
     /// Always 0, read at run time: XOR-ed into a product's bits so that the shader compiler
     /// cannot fuse the product into the sum after it (Pillow rounds both).
@@ -264,11 +267,11 @@ impl Default for AdjustJob {
 
 impl AdjustJob {
     /// Words the image takes in the pixel arena: its pixels, and as many again where it
-    /// sharpens (the smoothed image) or remaps (the remapped image), then a word per column
-    /// and per row where a remap walks Pillow's scaling path (the walks).
+    /// sharpens (the smoothed image), remaps (the remapped image) or blurs (the blurred one),
+    /// then a word per column and per row where a remap walks Pillow's scaling path (the walks).
     pub fn arena_words(&self) -> u64 {
         let kinds = &self.kinds[..self.adjustments as usize];
-        let scratch = kinds.contains(&SHARPNESS) || kinds.contains(&REMAP);
+        let scratch = [SHARPNESS, REMAP, BLUR].iter().any(|k| kinds.contains(k));
         let remaps = kinds.iter().filter(|&&k| k == REMAP).count();
         let scales = (0..remaps).any(|r| self.remaps[r * REMAP_WORDS + 7] == SCALE as i32);
         let walks = if scales {
@@ -292,6 +295,9 @@ pub(crate) const MAX_ADJUSTMENTS: usize = crate::plan::MAX_STEPS;
 /// The most remaps of one image ([`crate::plan::MAX_REMAPS`]).
 pub(crate) const MAX_REMAPS: usize = crate::plan::MAX_REMAPS;
 
+/// The longest blur kernel ([`crate::transform::MAX_KERNEL`]).
+pub(crate) const MAX_KERNEL: usize = crate::transform::MAX_KERNEL;
+
 /// Words of one remap in [`AdjustJob::remaps`].
 pub(crate) const REMAP_WORDS: usize = 20;
 
@@ -314,6 +320,7 @@ pub(crate) const AUTOCONTRAST: u32 = 7;
 pub(crate) const EQUALIZE: u32 = 8;
 pub(crate) const GRAYSCALE: u32 = 9;
 pub(crate) const REMAP: u32 = 10;
+pub(crate) const BLUR: u32 = 11;
 
 /// A job record as the words the upload holds.
 pub(crate) fn words<J: Pod>(job: &J) -> &[u32] {

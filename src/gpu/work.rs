@@ -4,9 +4,9 @@
 
 use super::jobs::{
     word_count, AdjustJob, ColorJob, HorizontalJob, IdctJob, PlaneGeometry, PlaneUpsampling,
-    TensorJob, AUTOCONTRAST, BICUBIC, BILINEAR, BRIGHTNESS, CONTRAST, EQUALIZE, GRAYSCALE, HUE,
-    NEAREST, PAD_CONSTANT, PAD_EDGE, PAD_REFLECT, PAD_SYMMETRIC, POSTERIZE, REMAP, REMAP_WORDS,
-    SATURATION, SCALE, SHARPNESS, SOLARIZE,
+    TensorJob, AUTOCONTRAST, BICUBIC, BILINEAR, BLUR, BRIGHTNESS, CONTRAST, EQUALIZE, GRAYSCALE,
+    HUE, MAX_KERNEL, NEAREST, PAD_CONSTANT, PAD_EDGE, PAD_REFLECT, PAD_SYMMETRIC, POSTERIZE, REMAP,
+    REMAP_WORDS, SATURATION, SCALE, SHARPNESS, SOLARIZE,
 };
 use crate::error::Result;
 use crate::formats::{Decoded, Pixels};
@@ -523,6 +523,13 @@ fn adjusted(pixels: &TensorJob, plan: &ImagePlan) -> Adjusted {
                     .copy_from_slice(&remap_words(&map));
                 (job.kinds[k], job.factors[k]) = (REMAP, remaps as f32);
                 remaps += 1;
+                continue;
+            }
+            Step::Blur(blur) => {
+                let (kx, ky) = blur.kernel_size;
+                job.blur[..MAX_KERNEL].copy_from_slice(&blur.kernel_x);
+                job.blur[MAX_KERNEL..].copy_from_slice(&blur.kernel_y);
+                (job.kinds[k], job.factors[k]) = (BLUR, (kx | ky << 8) as f32);
                 continue;
             }
         };

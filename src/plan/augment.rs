@@ -104,6 +104,9 @@ pub struct Params {
     pub augment: Option<Vec<super::Augment>>,
     /// Whether each single-operation transform applies, by its method's name.
     pub color_ops: Option<BTreeMap<&'static str, bool>>,
+    /// `GaussianBlur`'s kernels (`Some(None)`: the transform has it inside `RandomApply`, and
+    /// it did not apply).
+    pub blur: Option<Option<super::Blur>>,
     /// `RandomErasing`'s box of the output (`Some(None)`: the transform has it, and it did not
     /// erase).
     pub erase: Option<Option<CropBox>>,
@@ -168,6 +171,14 @@ impl Params {
                     .map(|(o, p)| (o.method, Stream::numbered(key, o.stream).uniform() < p))
                     .collect()
             }),
+            blur: transform.gaussian_blur.map(|b| {
+                if b.p < 1.0 && Stream::new(key, Op::GaussianBlurApply).uniform() >= b.p {
+                    return None;
+                }
+                let (low, high) = (b.sigma.0 as f32, b.sigma.1 as f32);
+                let sigma = Stream::new(key, Op::GaussianBlur).uniform_f32(low, high);
+                Some(super::Blur::drawn(b.kernel_size, sigma))
+            }),
             erase: transform.random_erasing.map(|e| {
                 let output = super::output_size(transform, size);
                 erase_box(&e, output, &mut Stream::new(key, Op::Erase))
@@ -220,6 +231,11 @@ impl Params {
                 self.affine.is_some(),
             ),
             ("augment", augments(transform), self.augment.is_some()),
+            (
+                "blur",
+                transform.gaussian_blur.is_some(),
+                self.blur.is_some(),
+            ),
         ];
         let declared: Vec<&str> = transform
             .color_ops
@@ -277,6 +293,17 @@ impl Params {
                 "the affine parameters {a:?} are not finite numbers with a positive scale and \
                  shifts within {MAX_SIDE} pixels"
             )));
+        }
+        if let (Some(Some(b)), Some(g)) = (self.blur, transform.gaussian_blur) {
+            let (kx, ky) = b.kernel_size;
+            let mut weights = b.kernel_x[..kx].iter().chain(&b.kernel_y[..ky]);
+            if b.kernel_size != g.kernel_size || weights.any(|w| !(w.is_finite() && *w >= 0.0)) {
+                return Err(Error::Options(format!(
+                    "the given blur's kernels ({kx} and {ky} weights) are not the transform's \
+                     {:?} of finite non-negative weights",
+                    g.kernel_size
+                )));
+            }
         }
         if let Some(angle) = self.rotation.filter(|a| !a.is_finite()) {
             return Err(Error::Options(format!(

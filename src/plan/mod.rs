@@ -27,6 +27,7 @@
 
 pub(crate) mod augment;
 pub(crate) mod auto_augment;
+pub(crate) mod blur;
 pub(crate) mod hsv;
 pub(crate) mod levels;
 pub(crate) mod output;
@@ -43,6 +44,7 @@ pub use crate::transform::Adjustment;
 use crate::Transform;
 pub use augment::{AffineParams, CropBox, Params, Sample, Samples};
 pub use auto_augment::{Augment, AugmentOp};
+pub use blur::Blur;
 pub use output::{Crop, OutputPlan, Step, MAX_REMAPS, MAX_STEPS};
 pub use padding::Padding;
 pub use resize::{ResizePlan, Taps, PRECISION_BITS};
@@ -172,7 +174,7 @@ impl ImagePlan {
             .iter()
             .chain(self.output.steps.iter().filter_map(|s| match s {
                 Step::Remap(map) => Some(map),
-                Step::Adjust(_) => None,
+                Step::Adjust(_) | Step::Blur(_) => None,
             }));
         let size = (crop.width, crop.height);
         if let Some(map) = every_map.clone().find(|m| !m.walks_in_fixed_point(size)) {
@@ -190,6 +192,20 @@ impl ImagePlan {
                  sampling (zero or magnitudes 2^-960 to 2^60)",
                 map.matrix,
                 map.filter.name()
+            )));
+        }
+        let blurs = self.output.steps.iter().filter_map(|s| match s {
+            Step::Blur(blur) => Some(blur.kernel_size),
+            _ => None,
+        });
+        if let Some((kx, ky)) = blurs
+            .into_iter()
+            .find(|&(kx, ky)| kx / 2 >= crop.width || ky / 2 >= crop.height)
+        {
+            return Err(Error::Options(format!(
+                "GaussianBlur's {kx}x{ky} kernel reflects more of this {}x{} image than it has \
+                 (torch's reflect padding refuses a pad as long as the side)",
+                crop.width, crop.height
             )));
         }
         let remaps = self

@@ -34,10 +34,14 @@ pub struct Crop {
 }
 
 /// The most steps one image goes through after its rotation: its augmentation policy's
-/// operations, `ColorJitter`'s four, `RandomGrayscale` and each single-operation transform once
+/// operations, `ColorJitter`'s four, `RandomGrayscale`, each single-operation transform once and
+/// `GaussianBlur`
 /// (given parameters are held to that too). The GPU's job record has room for this many.
-pub const MAX_STEPS: usize =
-    crate::transform::MAX_AUGMENT_OPS as usize + 4 + 1 + crate::transform::COLOR_OPERATIONS.len();
+pub const MAX_STEPS: usize = crate::transform::MAX_AUGMENT_OPS as usize
+    + 4
+    + 1
+    + crate::transform::COLOR_OPERATIONS.len()
+    + 1;
 
 /// The most maps among one image's steps: its augmentation's operations (a first map with
 /// nearest-neighbour sampling is the rotation instead).
@@ -51,6 +55,8 @@ pub enum Step {
     Remap(super::Rotation),
     /// A colour operation.
     Adjust(Adjustment),
+    /// `GaussianBlur` with these kernels.
+    Blur(super::Blur),
 }
 
 /// How the resized image becomes the output tensor.
@@ -69,8 +75,8 @@ pub struct OutputPlan {
     /// or rotation when that is its first operation, when they sample the nearest pixel.
     pub rotation: Option<super::Rotation>,
     /// What happens to the rotated image, in order: the augmentation policy's (other)
-    /// operations, `ColorJitter`'s, `RandomGrayscale`'s where it drew one, then the
-    /// single-operation transforms' that drew theirs.
+    /// operations, `ColorJitter`'s, `RandomGrayscale`'s where it drew one, the
+    /// single-operation transforms' that drew theirs, then `GaussianBlur` where it applies.
     pub steps: Vec<Step>,
     /// `RandomErasing`'s box of the output, and the value per output channel written there.
     pub erase: Option<(super::CropBox, [f32; 3])>,
@@ -158,6 +164,7 @@ impl OutputPlan {
                 .map(|o| o.adjustment()),
         );
         steps.extend(color.into_iter().map(Step::Adjust));
+        steps.extend(params.blur.flatten().map(Step::Blur));
         Self {
             padding,
             crop,
@@ -192,6 +199,7 @@ impl OutputPlan {
             || transform.rand_augment.is_some()
             || transform.auto_augment.is_some()
             || !transform.color_ops.is_empty()
+            || transform.gaussian_blur.is_some()
     }
 
     /// Elements of the tensor.

@@ -48,6 +48,10 @@ pub enum Op {
     ColorJitterApply = 20,
     /// `RandomAffine`'s angle, translation, scale and shears.
     Affine = 21,
+    /// `GaussianBlur`'s sigma.
+    GaussianBlur = 22,
+    /// Whether a `GaussianBlur` inside `RandomApply` applies.
+    GaussianBlurApply = 23,
 }
 
 /// Which sample a stream belongs to.

@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 /// bool, "vflip": bool, "rotation": degrees, "affine": {"angle": degrees, "translate": [x, y],
 /// "scale": s, "shear": [x, y]}, "augment": [{"op": name, "magnitude": m}, …], "color":
 /// {"order": [names], "brightness": factor, …}, "grayscale": bool, "color_ops": {method: bool, …},
-/// "erase": box or null}`, the
+/// "blur": {"kernel_x": [weights], "kernel_y": [weights]} or null, "erase": box or null}`, the
 /// angle and the factors as the float32 values used (`augment`: the augmentation policy's
 /// operations in the order they run, each in torchvision's name with the signed magnitude
 /// `_apply_op` is given), a key only for an operation the transform has.
@@ -65,6 +65,12 @@ pub fn params_json(params: &super::Params) -> serde_json::Value {
     if let Some(applied) = &params.color_ops {
         json["color_ops"] = serde_json::json!(applied);
     }
+    if let Some(blur) = params.blur {
+        json["blur"] = blur.map_or(serde_json::Value::Null, |b| {
+            let (kx, ky) = b.kernel_size;
+            serde_json::json!({"kernel_x": &b.kernel_x[..kx], "kernel_y": &b.kernel_y[..ky]})
+        });
+    }
     if let Some(erased) = params.erase {
         json["erase"] = erased.map_or(serde_json::Value::Null, box_json);
     }
@@ -115,6 +121,7 @@ pub fn params_from_json(json: &serde_json::Value) -> Result<super::Params> {
             "color",
             "grayscale",
             "color_ops",
+            "blur",
             "erase",
         ];
         if !known.contains(&key.as_str()) {
@@ -183,6 +190,7 @@ pub fn params_from_json(json: &serde_json::Value) -> Result<super::Params> {
             .get("color_ops")
             .map(color_ops_from_json)
             .transpose()?,
+        blur: object.get("blur").map(blur_from_json).transpose()?,
         erase: object
             .get("erase")
             .map(|v| {
@@ -194,6 +202,30 @@ pub fn params_from_json(json: &serde_json::Value) -> Result<super::Params> {
             })
             .transpose()?,
     })
+}
+
+/// `{"kernel_x": [weights], "kernel_y": [weights]}` (odd lengths up to 31), or null: a blur that
+/// did not apply.
+fn blur_from_json(value: &serde_json::Value) -> Result<Option<super::Blur>> {
+    if value.is_null() {
+        return Ok(None);
+    }
+    only(value, &["kernel_x", "kernel_y"], "`blur`")?;
+    let weights = |key: &str| -> Option<Vec<f32>> {
+        let list = value.get(key)?.as_array()?;
+        list.iter().map(|w| w.as_f64().map(|w| w as f32)).collect()
+    };
+    weights("kernel_x")
+        .zip(weights("kernel_y"))
+        .and_then(|(x, y)| super::Blur::given(&x, &y))
+        .map(Some)
+        .ok_or_else(|| {
+            Error::Options(format!(
+                "`blur` must be {{\"kernel_x\": [weights], \"kernel_y\": [weights]}}, odd \
+                 numbers of weights up to {}",
+                crate::transform::MAX_KERNEL
+            ))
+        })
 }
 
 /// Refuses a key of the object `v` (`what`) that is not one of `keys`: a parameter given under a
@@ -300,6 +332,10 @@ mod tests {
             vertical_flip: Some(0.5),
             grayscale: Some(0.5),
             random_erasing: Some(crate::RandomErasing::new(1.0)),
+            gaussian_blur: Some(crate::GaussianBlur {
+                p: 0.5,
+                ..crate::GaussianBlur::new(7)
+            }),
             color_ops: crate::ColorOps::default()
                 .with(crate::ColorOp::new("random_posterize", Some(3.0), 0.5).unwrap())
                 .with(crate::ColorOp::new("random_invert", None, 0.5).unwrap()),

@@ -7,6 +7,7 @@
 //! [`ImagePlan`]; this module only computes pixels.
 
 pub(crate) mod adjust;
+pub(crate) mod blur;
 pub(crate) mod color;
 pub(crate) mod idct;
 pub(crate) mod orient;

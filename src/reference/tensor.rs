@@ -66,6 +66,7 @@ pub fn to_tensor(image: &Image8, plan: &OutputPlan) -> Tensor {
             match step {
                 Step::Remap(map) => rgb = super::rotate::rotate(&rgb, map),
                 Step::Adjust(adjustment) => super::adjust::adjust(&mut rgb, adjustment),
+                Step::Blur(blur) => rgb = super::blur::blur(&rgb, blur),
             }
         }
         let whole = OutputPlan {

@@ -10,6 +10,7 @@
 
 mod adjustment;
 mod affine;
+mod blur;
 mod color_ops;
 mod operations;
 mod padding;
@@ -18,6 +19,7 @@ mod wire;
 
 pub use adjustment::Adjustment;
 pub use affine::RandomAffine;
+pub use blur::{GaussianBlur, MAX_KERNEL};
 pub use color_ops::{ColorOp, ColorOpArgument, ColorOperation, ColorOps, COLOR_OPERATIONS};
 pub use operations::{Operation, OPERATIONS, SETTINGS};
 pub use padding::{Pad, PaddingMode, RandomCrop};
@@ -374,6 +376,8 @@ pub struct Transform {
     /// torchvision's single-operation transforms (`RandomInvert`, `RandomPosterize`, ...), after
     /// `RandomGrayscale`, in their order; default none.
     pub color_ops: ColorOps,
+    /// `GaussianBlur` after the colour operations, before the tensor conversion; default none.
+    pub gaussian_blur: Option<GaussianBlur>,
     /// `RandomErasing` of the output tensor, last; default none.
     pub random_erasing: Option<RandomErasing>,
     /// The seed the random operations' parameters are drawn from; default 0.
@@ -407,6 +411,7 @@ impl Default for Transform {
             rand_augment: None,
             auto_augment: None,
             color_ops: ColorOps::default(),
+            gaussian_blur: None,
             random_erasing: None,
             seed: 0,
             epoch: 0,
@@ -487,6 +492,7 @@ impl Transform {
             || self.rand_augment.is_some()
             || self.auto_augment.is_some()
             || !self.color_ops.is_empty()
+            || self.gaussian_blur.is_some()
             || self.random_erasing.is_some()
             || self.random_crop.is_some()
     }
@@ -680,6 +686,9 @@ impl Transform {
         }
         if let Some(affine) = self.random_affine {
             affine.check()?;
+        }
+        if let Some(blur) = self.gaussian_blur {
+            blur.check()?;
         }
         let geometric = [
             ("random_rotation", self.random_rotation.is_some()),

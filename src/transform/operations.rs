@@ -20,8 +20,8 @@ pub struct Operation {
     /// The Python `Transform` method.
     pub method: &'static str,
     /// Its place in torchvision's usual order, the one gpuprep applies: `from_torchvision`
-    /// refuses a pipeline that goes back to an earlier place (the tensor conversions sit at 6
-    /// and 7), and checks the order within a place where it matters (a rotation after a flip).
+    /// refuses a pipeline that goes back to an earlier place (the tensor conversions sit at 7
+    /// and 8), and checks the order within a place where it matters (a rotation after a flip).
     pub stage: u8,
 }
 
@@ -68,7 +68,7 @@ const fn every_operation() -> [Operation; FIELDS.len() + COLOR_OPERATIONS.len()]
 }
 
 /// The operations that are fields of their own.
-const FIELDS: [Operation; 16] = [
+const FIELDS: [Operation; 17] = [
     op("Resize", "resize", "--resize", "resize", 0),
     op(
         "RandomResizedCrop",
@@ -149,13 +149,20 @@ const FIELDS: [Operation; 16] = [
         "grayscale",
         4,
     ),
-    op("Normalize", "normalize", "--normalize", "normalize", 8),
+    op(
+        "GaussianBlur",
+        "gaussian_blur",
+        "--gaussian-blur",
+        "gaussian_blur",
+        6,
+    ),
+    op("Normalize", "normalize", "--normalize", "normalize", 9),
     op(
         "RandomErasing",
         "random_erasing",
         "--random-erasing",
         "random_erasing",
-        9,
+        10,
     ),
 ];
 

@@ -5,8 +5,9 @@
 
 use super::{
     AutoAugment, AutoAugmentPolicy, ChannelOrder, ColorJitter, ColorOp, ColorOps, DType, Filter,
-    InvalidTransform, Layout, Normalize, Pad, PaddingMode, RandAugment, RandomAffine, RandomCrop,
-    RandomErasing, RandomResizedCrop, RandomRotation, Resize, Transform, TrivialAugment, MAX_SIDE,
+    GaussianBlur, InvalidTransform, Layout, Normalize, Pad, PaddingMode, RandAugment, RandomAffine,
+    RandomCrop, RandomErasing, RandomResizedCrop, RandomRotation, Resize, Transform,
+    TrivialAugment, MAX_SIDE,
 };
 use serde_json::{json, Map, Value};
 
@@ -40,6 +41,7 @@ impl Transform {
             rand_augment,
             auto_augment,
             color_ops,
+            gaussian_blur,
             random_erasing,
             seed,
             epoch,
@@ -116,6 +118,11 @@ impl Transform {
                 "interpolation": a.interpolation.name(),
             })),
             "color_ops": (!color_ops.is_empty()).then(|| color_ops_json(&color_ops)),
+            "gaussian_blur": gaussian_blur.map(|b| json!({
+                "kernel_size": [b.kernel_size.0, b.kernel_size.1],
+                "sigma": [b.sigma.0, b.sigma.1],
+                "p": b.p,
+            })),
             "random_erasing": random_erasing.map(|e| json!({
                 "p": e.p,
                 "scale": [e.scale.0, e.scale.1],
@@ -162,6 +169,7 @@ impl Transform {
                 "rand_augment" => t.rand_augment = field.object_with(rand_augment)?,
                 "auto_augment" => t.auto_augment = field.object_with(auto_augment)?,
                 "color_ops" => t.color_ops = field.list_with(color_op)?,
+                "gaussian_blur" => t.gaussian_blur = field.object_with(gaussian_blur)?,
                 "random_erasing" => t.random_erasing = field.object_with(random_erasing)?,
                 "seed" => t.seed = field.required("a non-negative integer", integer)?,
                 "epoch" => t.epoch = field.required("a non-negative integer", integer)?,
@@ -636,6 +644,21 @@ fn auto_augment(object: &Map<String, Value>) -> Parsed<AutoAugment> {
     })
 }
 
+fn gaussian_blur(object: &Map<String, Value>) -> Parsed<GaussianBlur> {
+    known(object, &["kernel_size", "sigma", "p"])?;
+    let [kx, ky] = numbers::<2>(member(object, "kernel_size")?, "kernel_size")?;
+    let side = |k: f64| {
+        (k >= 1.0 && k.fract() == 0.0 && k <= 1024.0)
+            .then_some(k as usize)
+            .ok_or_else(|| invalid("`kernel_size` must be two positive integers".into()))
+    };
+    Ok(GaussianBlur {
+        kernel_size: (side(kx)?, side(ky)?),
+        sigma: range_of(object, "sigma")?,
+        p: f64_of(object, "p")?,
+    })
+}
+
 fn random_erasing(object: &Map<String, Value>) -> Parsed<RandomErasing> {
     known(object, &["p", "scale", "ratio", "value"])?;
     let value = numbers::<3>(member(object, "value")?, "value")?;
@@ -691,6 +714,11 @@ mod tests {
                 .with(ColorOp::new("random_solarize", Some(127.5), 0.25).unwrap())
                 .with(ColorOp::new("random_equalize", None, 1.0).unwrap())
                 .with(ColorOp::new("random_adjust_sharpness", Some(0.1), 0.5).unwrap()),
+            gaussian_blur: Some(GaussianBlur {
+                kernel_size: (23, 5),
+                sigma: (0.25, 3.5),
+                p: 0.5,
+            }),
             random_erasing: Some(RandomErasing {
                 value: [0.1, -0.2, 0.3],
                 ..RandomErasing::new(0.25)
@@ -810,7 +838,7 @@ mod tests {
         }
         let written = everything().to_json();
         let keys = written.as_object().unwrap().len();
-        assert_eq!(keys, 25, "one key per field of Transform: {written}");
+        assert_eq!(keys, 26, "one key per field of Transform: {written}");
     }
 
     #[test]

@@ -226,6 +226,7 @@ pub fn transform_specs() -> BTreeMap<String, gpuprep::Transform> {
                 "random_affine",
                 "rand_augment",
                 "auto_augment",
+                "gaussian_blur",
             ];
             let own: serde_json::Map<String, serde_json::Value> = keys
                 .iter()
@@ -346,6 +347,7 @@ pub fn transform_specs() -> BTreeMap<String, gpuprep::Transform> {
                 pad: listed.pad,
                 random_crop: listed.random_crop,
                 random_affine: listed.random_affine,
+                gaussian_blur: listed.gaussian_blur,
                 rand_augment: listed.rand_augment,
                 auto_augment: listed.auto_augment,
                 random_erasing: s.get("random_erasing").map(|e| {

@@ -163,6 +163,13 @@ pub struct TransformArgs {
     /// order given.
     #[command(flatten)]
     color_ops: ColorOpArgs,
+    /// GaussianBlur(kernel_size=K or KXxKY, sigma=S or (SMIN, SMAX); default (0.1, 2.0)), after
+    /// the colour operations.
+    #[arg(long, value_parser = parse_blur, value_name = "K|KXxKY[,S|,SMIN,SMAX]")]
+    gaussian_blur: Option<gpuprep::GaussianBlur>,
+    /// RandomApply([GaussianBlur(...)], P): the blur in that share of the samples.
+    #[arg(long, value_name = "P")]
+    gaussian_blur_p: Option<f64>,
     /// RandomErasing(P) of the output tensor (torchvision's scale and ratio), writing `V` or
     /// `V1,V2,V3` per channel (default 0).
     #[arg(long, value_parser = parse_erasing, value_name = "P[:V[,V,V]]")]
@@ -553,6 +560,30 @@ fn parse_fill(text: &str) -> Result<[u8; 3], String> {
     Ok(fill.map(|v| v as u8))
 }
 
+fn parse_blur(text: &str) -> Result<gpuprep::GaussianBlur, String> {
+    let (size, sigma) = text.split_once(',').unwrap_or((text, ""));
+    let side = |k: &str| {
+        k.trim()
+            .parse::<usize>()
+            .map_err(|_| format!("not a kernel size: {k:?}"))
+    };
+    let kernel_size = match size.split_once('x') {
+        Some((kx, ky)) => (side(kx)?, side(ky)?),
+        None => (side(size)?, side(size)?),
+    };
+    let sigma = match (sigma.is_empty(), parse_numbers(sigma, 1..=2)) {
+        (true, _) => (0.1, 2.0),
+        (false, Ok(v)) if v.len() == 1 => (v[0], v[0]),
+        (false, Ok(v)) => (v[0], v[1]),
+        (false, Err(e)) => return Err(e),
+    };
+    Ok(gpuprep::GaussianBlur {
+        kernel_size,
+        sigma,
+        p: 1.0,
+    })
+}
+
 fn parse_erasing(text: &str) -> Result<gpuprep::RandomErasing, String> {
     let (p, value) = text.split_once(':').unwrap_or((text, "0"));
     let p: f64 = p
@@ -609,6 +640,9 @@ impl TransformArgs {
         if self.color_jitter_p.is_some() && !jittered {
             return Some("note: --color-jitter-p does nothing without --color-jitter");
         }
+        if self.gaussian_blur_p.is_some() && self.gaussian_blur.is_none() {
+            return Some("note: --gaussian-blur-p does nothing without --gaussian-blur");
+        }
         if self.pad_if_needed && self.random_crop.is_none() {
             return Some("note: --pad-if-needed does nothing without --random-crop");
         }
@@ -661,6 +695,10 @@ impl TransformArgs {
             jitter.p = p;
         }
         t.grayscale = self.grayscale.or(t.grayscale);
+        t.gaussian_blur = self.gaussian_blur.or(t.gaussian_blur);
+        if let (Some(blur), Some(p)) = (&mut t.gaussian_blur, self.gaussian_blur_p) {
+            blur.p = p;
+        }
         t.random_erasing = self.random_erasing.or(t.random_erasing);
         for &op in &self.color_ops.0 {
             t.color_ops = t.color_ops.with(op);

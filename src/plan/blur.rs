@@ -1,0 +1,152 @@
+//! `GaussianBlur`'s kernels in torch's float32 arithmetic: `_get_gaussian_kernel1d`
+//! (`linspace`, `x / sigma`, `-0.5 * t.pow(2)`, `exp`, `pdf / pdf.sum()`, the sum in ATen's
+//! `cascade_sum` order: four 8-lane partial sums, AVX2's width even on AVX-512 machines) per axis,
+//! and `_get_gaussian_kernel2d`'s outer product, each weight one float32 product. Both are held
+//! to real torch's (tests/goldens/gaussian_kernels.tsv, made by tools/gaussian_kernels.py).
+
+use crate::transform::MAX_KERNEL;
+
+/// One image's blur: its two 1D kernels, the parameters it is exact for. Drawn, they are
+/// torchvision's kernels of the sigma drawn in gpuprep's float32 arithmetic (`kernel1d`);
+/// given, whatever the caller recorded (torch's own, for instance).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Blur {
+    /// Kernel width and height: odd, 1..=[`MAX_KERNEL`](crate::MAX_KERNEL).
+    pub kernel_size: (usize, usize),
+    /// The horizontal kernel's weights, the first `kernel_size.0` of them.
+    pub kernel_x: [f32; MAX_KERNEL],
+    /// The vertical kernel's weights, the first `kernel_size.1` of them.
+    pub kernel_y: [f32; MAX_KERNEL],
+}
+
+impl Blur {
+    /// torchvision's kernels of `sigma` (one for both axes, as `GaussianBlur` passes it).
+    pub fn drawn(kernel_size: (usize, usize), sigma: f32) -> Self {
+        Self::given(
+            &kernel1d(kernel_size.0, sigma),
+            &kernel1d(kernel_size.1, sigma),
+        )
+        .expect("kernel sizes the transform checked")
+    }
+
+    /// A blur with these kernels: none unless both have an odd length up to [`MAX_KERNEL`](crate::MAX_KERNEL).
+    pub fn given(x: &[f32], y: &[f32]) -> Option<Self> {
+        let fits = |k: &[f32]| k.len() % 2 == 1 && k.len() <= MAX_KERNEL;
+        if !fits(x) || !fits(y) {
+            return None;
+        }
+        let mut blur = Self {
+            kernel_size: (x.len(), y.len()),
+            kernel_x: [0.0; MAX_KERNEL],
+            kernel_y: [0.0; MAX_KERNEL],
+        };
+        blur.kernel_x[..x.len()].copy_from_slice(x);
+        blur.kernel_y[..y.len()].copy_from_slice(y);
+        Some(blur)
+    }
+
+    /// The 2D kernel, row-major: `kernel_size.1` rows of `kernel_size.0` weights, each the
+    /// float32 product of its row's and column's weights (`_get_gaussian_kernel2d`'s `mm`).
+    pub fn kernel(&self) -> Vec<f32> {
+        let (kx, ky) = self.kernel_size;
+        let x = &self.kernel_x[..kx];
+        self.kernel_y[..ky]
+            .iter()
+            .flat_map(|&wy| x.iter().map(move |&wx| wy * wx))
+            .collect()
+    }
+}
+
+/// torchvision's `_get_gaussian_kernel1d(size, sigma)` in float32, each `exp` correctly rounded.
+/// torch's x86-64 builds take `exp` from MKL, whose last bit differs from the correctly rounded
+/// one for about 1% of arguments: then a weight differs in its last bits (46 of
+/// the 976 kernels of tests/goldens/gaussian_kernels.tsv), and a blurred value by one in about
+/// 1 of 7 million. Blurs given torch's own kernels are exact.
+pub fn kernel1d(size: usize, sigma: f32) -> Vec<f32> {
+    // linspace(-h, h, size) of an odd size steps by exactly 1: the integers -h..=h.
+    let half = (size / 2) as f32;
+    let pdf: Vec<f32> = (0..size)
+        .map(|i| {
+            let t = (i as f32 - half) / sigma;
+            f64::from(-0.5 * (t * t)).exp() as f32
+        })
+        .collect();
+    let total = aten_sum(&pdf);
+    pdf.iter().map(|&p| p / total).collect()
+}
+
+/// torch's `sum` of a short contiguous float32 tensor (ATen's `cascade_sum`, 8-lane vectors):
+/// below 8 values, four running sums (the tail into the first) added in order; from 8 on, each
+/// lane of the whole vectors summed likewise, then the tail, then the lanes in order.
+fn aten_sum(values: &[f32]) -> f32 {
+    const LANES: usize = 8;
+    if values.len() < LANES {
+        return row_sum(values.iter().map(|&v| [v]).collect::<Vec<_>>().as_slice())[0];
+    }
+    let vectors: Vec<[f32; LANES]> = values
+        .chunks_exact(LANES)
+        .map(|c| std::array::from_fn(|l| c[l]))
+        .collect();
+    let lanes = row_sum(&vectors);
+    let tail = &values[vectors.len() * LANES..];
+    let sum = tail.iter().fold(0.0f32, |acc, &v| acc + v);
+    lanes.iter().fold(sum, |acc, &v| acc + v)
+}
+
+/// ATen's `row_sum` of rows of lanes: four running sums over the rows (row i into sum i % 4),
+/// the rows past the last four into the first, then the four added in order.
+fn row_sum<const N: usize>(rows: &[[f32; N]]) -> [f32; N] {
+    let add = |a: [f32; N], b: [f32; N]| std::array::from_fn(|l| a[l] + b[l]);
+    let whole = rows.len() / 4 * 4;
+    let mut sums = [[0.0f32; N]; 4];
+    for (i, row) in rows[..whole].iter().enumerate() {
+        sums[i % 4] = add(sums[i % 4], *row);
+    }
+    for row in &rows[whole..] {
+        sums[0] = add(sums[0], *row);
+    }
+    sums[1..].iter().fold(sums[0], |acc, s| add(acc, *s))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn hex(word: &str) -> f32 {
+        f32::from_bits(u32::from_str_radix(word, 16).expect("a hex word"))
+    }
+
+    /// The kernels of tests/goldens/gaussian_kernels.tsv (real torch's): equal bit for bit but
+    /// where torch's MKL exp differs from the correctly rounded one: 46 kernels, whose weights
+    /// differ by at most 4 units in the last place (an exp's one, and the sum's they divide by).
+    #[test]
+    fn kernels_are_torchs_but_for_its_exp() {
+        let table = include_str!("../../tests/goldens/gaussian_kernels.tsv");
+        let (mut rows, mut differ, mut most) = (0, 0, 0);
+        for line in table.lines().filter(|l| !l.starts_with('#')) {
+            let fields: Vec<&str> = line.split('\t').collect();
+            let size: usize = fields[0].parse().expect("a kernel size");
+            let sigma = hex(fields[1]);
+            let torch: Vec<f32> = fields[2].split(',').map(hex).collect();
+            let ours = kernel1d(size, sigma);
+            rows += 1;
+            differ += usize::from(ours != torch);
+            for (a, b) in ours.iter().zip(&torch) {
+                most = most.max((a.to_bits() as i64 - b.to_bits() as i64).abs());
+            }
+        }
+        println!("{rows} kernels, {differ} differ, by at most {most} units in the last place");
+        assert_eq!((rows, differ, most), (976, 46, 4));
+    }
+
+    /// The 2D kernel is the outer product, row by row, each weight rounded once.
+    #[test]
+    fn kernel_is_the_outer_product() {
+        let blur = Blur::drawn((3, 5), 1.25);
+        let (x, y) = (kernel1d(3, 1.25), kernel1d(5, 1.25));
+        let k = blur.kernel();
+        assert_eq!(k.len(), 15);
+        assert_eq!(k[7].to_bits(), (y[2] * x[1]).to_bits());
+        assert_eq!(k[14].to_bits(), (y[4] * x[2]).to_bits());
+    }
+}

@@ -1,0 +1,56 @@
+//! torchvision's `GaussianBlur` (`crate::plan::Blur` holds one image's kernels; `crate::plan::
+//! augment` draws its sigma).
+
+use super::InvalidTransform;
+
+/// The largest kernel side gpuprep blurs with (torchvision takes any odd size; a side of 31
+/// already covers sigma 5, past the ranges recipes draw from).
+pub const MAX_KERNEL: usize = 31;
+
+/// torchvision `GaussianBlur(kernel_size, sigma)` of the image after its colour operations,
+/// before the tensor conversion: per sample a sigma drawn from the range, the image convolved
+/// with torchvision's Gaussian kernel of it (reflect padding), as torch computes it on the CPU.
+/// `RandomApply([GaussianBlur(...)], p)` blurs a share `p` of the samples.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct GaussianBlur {
+    /// Kernel width and height: odd, 1..=31 (torchvision's `kernel_size`, `(w, h)`).
+    pub kernel_size: (usize, usize),
+    /// The range sigma is drawn from, positive, low <= high: torchvision's `(0.1, 2.0)` by
+    /// default, `(s, s)` for a number `s`.
+    pub sigma: (f64, f64),
+    /// The share of samples blurred: 1 unless inside `RandomApply`.
+    pub p: f64,
+}
+
+impl GaussianBlur {
+    /// `GaussianBlur(kernel_size)`: a square kernel, sigma in torchvision's default (0.1, 2.0).
+    pub fn new(kernel_size: usize) -> Self {
+        Self {
+            kernel_size: (kernel_size, kernel_size),
+            sigma: (0.1, 2.0),
+            p: 1.0,
+        }
+    }
+
+    /// Checks the arguments as torchvision's constructor does, and that gpuprep has room for
+    /// the kernel.
+    pub(crate) fn check(&self) -> Result<(), InvalidTransform> {
+        let refused = |what: String| Err(InvalidTransform(format!("gaussian_blur {what}")));
+        let (kx, ky) = self.kernel_size;
+        if [kx, ky].iter().any(|&k| k % 2 == 0 || k > MAX_KERNEL) {
+            return refused(format!(
+                "needs odd kernel sides of at most {MAX_KERNEL}, got ({kx}, {ky})"
+            ));
+        }
+        let (low, high) = self.sigma;
+        if !(low > 0.0 && low <= high && high.is_finite()) {
+            return refused(format!(
+                "needs a sigma range of positive numbers, low <= high, got ({low}, {high})"
+            ));
+        }
+        if !(0.0..=1.0).contains(&self.p) {
+            return refused(format!("needs p in [0, 1], got {}", self.p));
+        }
+        Ok(())
+    }
+}
