@@ -2,7 +2,8 @@
 // rounded once to nearest, ties to even, subnormals included: torch's CPU GaussianBlur sums its
 // kernel's products with fused multiply-adds, and WGSL's `fma` and `*` may fuse, flush
 // subnormals or round twice. Mirrored by Rust's f32 `*` and `mul_add` (src/gpu/float.rs holds
-// both functions to them on a real adapter). Needs double.wgsl's 64-bit integer helpers.
+// both functions to them on a real adapter). Results must stay below 2^128 (no overflow to
+// infinity here): the blur's weights are at most 1. Needs double.wgsl's 64-bit integer helpers.
 
 // A non-negative float32 as significand · 2^exponent: the significand in [2^23, 2^24) for a
 // normal number, below 2^23 for a subnormal, 0 for a zero.

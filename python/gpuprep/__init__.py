@@ -212,6 +212,12 @@ _STAGE = {name: stage for name, _field, _flag, _method, stage in _gpuprep.operat
 _STAGE.update({name: _STAGE["Normalize"] - 2 for name in ("ToTensor", "PILToTensor", "ToImage")})
 _STAGE.update({name: _STAGE["Normalize"] - 1 for name in ("ToDtype", "ConvertImageDtype")})
 _FLIPS = ("RandomHorizontalFlip", "RandomVerticalFlip")
+# timm's transforms that compute what a torchvision one does on a PIL image, as which:
+# MaybeToTensor is F.to_tensor, MaybePILToTensor F.pil_to_tensor, and
+# RandomResizedCropAndInterpolation draws a crop (with Python's random) and resizes it as
+# RandomResizedCrop does, its interpolation fixed or drawn from (BILINEAR, BICUBIC).
+_TIMM = {"MaybeToTensor": "ToTensor", "MaybePILToTensor": "PILToTensor",
+         "RandomResizedCropAndInterpolation": "RandomResizedCrop"}
 _GEOMETRIC = ("RandomRotation", "RandomAffine", "TrivialAugmentWide", "RandAugment",
               "AutoAugment")
 _INTERPOLATIONS = {"NEAREST": "nearest", "BOX": "box", "BILINEAR": "bilinear",
@@ -250,11 +256,26 @@ def _checked_size(name, size):
     return _size(size)
 
 
+def _name(step):
+    """The torchvision class `step` is, or computes as (timm's, see _TIMM)."""
+    name = type(step).__name__
+    return _TIMM[name] if _is_timms(step) else name
+
+
+def _is_timms(step):
+    """Whether `step` is one of the timm transforms gpuprep translates."""
+    return (type(step).__module__ or "").startswith("timm.") and type(step).__name__ in _TIMM
+
+
 def _interpolation(step):
     """The name (NEAREST, BILINEAR...) of `step`'s interpolation: an InterpolationMode (or Pillow's
     Resampling) by its name, its value as a string (which newer v2 transforms keep), a Pillow
     filter number as torchvision maps it; else its repr."""
-    mode = getattr(step, "interpolation", None)
+    return _interpolation_name(getattr(step, "interpolation", None))
+
+
+def _interpolation_name(mode):
+    """_interpolation of one interpolation value."""
     name = getattr(mode, "name", None)
     if isinstance(name, str):
         return name.upper()
@@ -473,14 +494,15 @@ def from_torchvision(compose):
     dtype = None  # the tensor's element type, once there is one
     for step in _steps(compose):
         step, applied = _unwrapped(step)
-        name, module = type(step).__name__, type(step).__module__ or ""
+        name, module = _name(step), type(step).__module__ or ""
         if name not in _STAGE and name != "ToPureTensor":
             raise OptionsError(f"{name} is not supported by gpuprep (supported: {sorted(_STAGE)}, "
                                "RandomApply around one ColorJitter or GaussianBlur, and "
                                "ToPureTensor)")
-        if not module.startswith("torchvision."):
+        if not module.startswith("torchvision.") and not _is_timms(step):
             raise OptionsError(f"{module}.{name} is not torchvision's {name}: gpuprep translates "
-                               "torchvision's own transforms (transforms or transforms.v2) only")
+                               "torchvision's own transforms (transforms or transforms.v2) and "
+                               f"timm's {', '.join(_TIMM)} only")
         v2 = module.startswith("torchvision.transforms.v2")
         if name == "ToPureTensor":
             continue  # a TVTensor becomes a plain tensor of the same values; a PIL image stays
@@ -542,13 +564,20 @@ def from_torchvision(compose):
                 raise OptionsError(f"transforms.v2.{name}(antialias={step.antialias!r}) is not "
                                    "supported: on a PIL image torchvision antialiases anyway, as "
                                    "gpuprep does, on a tensor it would not; leave antialias=True")
-            t = t.interpolation(_filter(name, step))
+            drawn = isinstance(getattr(step, "interpolation", None), (tuple, list))
+            if drawn and [_interpolation_name(m) for m in step.interpolation] != \
+                    ["BILINEAR", "BICUBIC"]:
+                raise OptionsError(f"{type(step).__name__}(interpolation={step.interpolation!r}) "
+                                   "is not supported: gpuprep draws bilinear or bicubic only")
+            if not drawn:
+                t = t.interpolation(_filter(name, step))
             if name == "Resize":
                 t = t.resize(_checked_size(name, step.size), getattr(step, "max_size", None))
             else:
                 t = t.random_resized_crop(_checked_size(name, step.size),
                                           _pair(name, "scale", step.scale, positive=True),
-                                          _pair(name, "ratio", step.ratio, positive=True))
+                                          _pair(name, "ratio", step.ratio, positive=True),
+                                          "random" if drawn else None)
         elif name == "CenterCrop":
             t = t.center_crop(_checked_size(name, step.size))
         elif name == "Pad":
@@ -768,7 +797,7 @@ def torchvision_params(compose, size):
     width, height = size
     params = {}
     for step in getattr(compose, "transforms", [compose]):
-        name = type(step).__name__
+        name = _name(step)
         if name == "Resize":
             n = _size(step.size)
             if isinstance(n, int):
@@ -805,24 +834,31 @@ def torchvision_params(compose, size):
             params["random_crop"] = {"top": i, "left": j, "height": th, "width": tw}
             height, width = th, tw
         elif name == "RandomResizedCrop":
-            # get_params reads the image's size alone: a view of one element stands in.
+            # get_params reads the image's size alone: a view of one element stands in. timm's
+            # draws with Python's random, then its interpolation where it draws one.
             stand_in = torch.empty(1, 1, 1).expand(1, height, width)
             i, j, h, w = step.get_params(stand_in, step.scale, step.ratio)
             params["crop"] = {"top": int(i), "left": int(j), "height": int(h), "width": int(w)}
+            if isinstance(getattr(step, "interpolation", None), (tuple, list)):
+                import random
+                drawn = _interpolation_name(random.choice(step.interpolation))
+                params["interpolation"] = _INTERPOLATIONS[drawn]
             n = _size(step.size)
             height, width = (n, n) if isinstance(n, int) else n
         elif name == "RandomHorizontalFlip":
             params["flip"] = bool(torch.rand(1) < step.p)
         elif name == "RandomVerticalFlip":
             params["vflip"] = bool(torch.rand(1) < step.p)
-        elif name == "RandomApply" and type(step.transforms[0]).__name__ == "GaussianBlur":
-            params["blur"] = _blur_params(step.transforms[0]) if torch.rand(1).item() < step.p \
-                else None
         elif name == "RandomApply":
-            # One draw (v1's `p < rand` skips, v2's `rand >= p`), then the jitter's own.
-            params["color"] = {"order": []}
-            if torch.rand(1).item() < step.p:
-                params["color"] = _jitter_params(step.transforms[0])
+            # One draw, compared as torchvision compares it (p as a float32: v1 skips where
+            # `p < rand`, v2 where `rand >= p`), then the transform's own.
+            r = torch.rand(1)
+            applies = bool(r < step.p) if _is_v2(step) else not bool(step.p < r)
+            inner = step.transforms[0]
+            if type(inner).__name__ == "GaussianBlur":
+                params["blur"] = _blur_params(inner) if applies else None
+            else:
+                params["color"] = _jitter_params(inner) if applies else {"order": []}
         elif name == "ColorJitter":
             params["color"] = _jitter_params(step)
         elif name == "GaussianBlur":

@@ -121,9 +121,51 @@ def test_timms_random_erasing_is_refused_by_name():
     erasing = timm_erasing.RandomErasing(probability=0.25, mode="pixel", device="cpu")
     refused(T.Compose([T.ToTensor(), T.Normalize(MEAN, STD), erasing]),
             "timm.data.random_erasing.RandomErasing is not torchvision's RandomErasing")
-    timm_transforms = pytest.importorskip("timm.data.transforms")
-    refused(T.Compose([timm_transforms.RandomResizedCropAndInterpolation(224), T.ToTensor()]),
-            "RandomResizedCropAndInterpolation is not supported")
+
+
+def test_timms_eval_transforms_give_timms_pixels():
+    """timm's create_transform for evaluation (Resize by crop_pct, CenterCrop, its MaybeToTensor,
+    Normalize): timm's own output, bit for bit."""
+    timm_data = pytest.importorskip("timm.data")
+    for kwargs in ({}, {"crop_pct": 0.95, "interpolation": "bicubic"},
+                   {"crop_pct": 1.0, "mean": (0.5, 0.5, 0.5), "std": (0.5, 0.5, 0.5)}):
+        compose = timm_data.create_transform(96, is_training=False, **kwargs)
+        t = gpuprep.from_torchvision(compose)
+        for path in PHOTOS:
+            assert np.array_equal(outputs(t, [path])[0], torchvision_output(compose, path)), \
+                (kwargs, path)
+
+
+def test_timms_train_transforms_with_its_seeds_give_timms_pixels():
+    """timm's create_transform for training without auto_augment or random erasing
+    (RandomResizedCropAndInterpolation, a flip, ColorJitter, MaybeToTensor, Normalize), its crop
+    and interpolation drawn with Python's random and the rest with torch's: given what
+    torchvision_params draws after the same seeds, timm's pixels; what gpuprep does not compute
+    (timm's own RandAugment and RandomErasing) is refused by name."""
+    import random
+
+    timm_data = pytest.importorskip("timm.data")
+    for interpolation in ("random", "bicubic"):
+        compose = timm_data.create_transform(64, is_training=True, interpolation=interpolation)
+        t = gpuprep.from_torchvision(compose)
+        assert ("interpolation=random(bilinear, bicubic)" in repr(t)) == (interpolation == "random")
+        drawn = set()
+        for seed in range(10):
+            path = PHOTOS[seed % len(PHOTOS)]
+            random.seed(seed)
+            torch.manual_seed(seed)
+            expected = torchvision_output(compose, path)
+            random.seed(seed)
+            torch.manual_seed(seed)
+            params = gpuprep.torchvision_params(compose, Image.open(path).size)
+            batch, _ = gpuprep.Pipeline("cpu").preprocess([path], t, params=[params])
+            assert np.array_equal(batch[0], expected), (interpolation, seed, params)
+            drawn.add(params.get("interpolation"))
+        assert drawn == ({"bilinear", "bicubic"} if interpolation == "random" else {None})
+    refused(timm_data.create_transform(64, is_training=True, auto_augment="rand-m9-mstd0.5-inc1"),
+            "timm.data.auto_augment.RandAugment is not torchvision's RandAugment")
+    refused(timm_data.create_transform(64, is_training=True, re_prob=0.25),
+            "timm.data.random_erasing.RandomErasing is not torchvision's RandomErasing")
 
 
 def test_resize_with_random_resized_crop_is_refused_at_translation():

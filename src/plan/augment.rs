@@ -295,12 +295,16 @@ impl Params {
             )));
         }
         if let (Some(Some(b)), Some(g)) = (self.blur, transform.gaussian_blur) {
+            // Weights in [0, 1], as torch's normalised kernels are: then no product or sum of
+            // the blur leaves float32's range (shaders/float.wgsl needs that).
+            let fits = |w: &f32| (0.0..=1.0).contains(w);
             let (kx, ky) = b.kernel_size;
-            let mut weights = b.kernel_x[..kx].iter().chain(&b.kernel_y[..ky]);
-            if b.kernel_size != g.kernel_size || weights.any(|w| !(w.is_finite() && *w >= 0.0)) {
+            if b.kernel_size != g.kernel_size
+                || !b.kernel_x[..kx].iter().chain(&b.kernel_y[..ky]).all(fits)
+            {
                 return Err(Error::Options(format!(
                     "the given blur's kernels ({kx} and {ky} weights) are not the transform's \
-                     {:?} of finite non-negative weights",
+                     {:?} of weights in [0, 1]",
                     g.kernel_size
                 )));
             }
@@ -706,6 +710,35 @@ mod tests {
         assert!(twice.to_string().contains("brightness twice"), "{twice}");
         let undrawn = with_color(vec![Adjustment::Contrast(1.2)]).unwrap_err();
         assert!(undrawn.to_string().contains("does not draw"), "{undrawn}");
+        // A given blur: the transform's kernel sides, weights in [0, 1] (a built one too).
+        let blurred = Transform {
+            gaussian_blur: Some(crate::GaussianBlur::new(3)),
+            ..transform
+        };
+        let with_blur = |x: &[f32], y: &[f32]| {
+            let p = Params {
+                blur: Some(super::super::Blur::given(x, y)),
+                ..good.clone()
+            };
+            Params::of(&blurred, &Sample::Given(p), (100, 100))
+        };
+        assert!(with_blur(&[0.25, 0.5, 0.25], &[0.0, 1.0, 0.0]).is_ok());
+        for (x, y) in [
+            (&[0.25, 0.5, 0.25][..], &[1.0][..]),
+            (&[0.25, 2.0, 0.25], &[0.0, 1.0, 0.0]),
+            (&[0.25, -0.5, 0.25], &[0.0, 1.0, 0.0]),
+            (&[0.25, f32::NAN, 0.25], &[0.0, 1.0, 0.0]),
+        ] {
+            let why = with_blur(x, y).unwrap_err().to_string();
+            assert!(why.contains("weights in [0, 1]"), "{x:?} {y:?}: {why}");
+        }
+        let mut wide = super::super::Blur::given(&[1.0], &[1.0]).unwrap();
+        wide.kernel_size = (40, 1);
+        let p = Params {
+            blur: Some(Some(wide)),
+            ..good.clone()
+        };
+        assert!(Params::of(&blurred, &Sample::Given(p), (100, 100)).is_err());
     }
 
     /// A given random crop must be the transform's size and lie inside the padded image; a

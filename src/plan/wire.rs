@@ -365,6 +365,10 @@ mod tests {
             refused(serde_json::json!({"rotate": 3})),
             "unknown parameter `rotate`"
         );
+        assert!(
+            refused(serde_json::json!({"blur": {"kernel_x": [1.0, 0.0], "kernel_y": [1.0]}}))
+                .starts_with("`blur` must be")
+        );
         // A misspelt key inside an operation's object is refused, not dropped.
         assert_eq!(
             refused(

@@ -42,15 +42,50 @@ impl GaussianBlur {
                 "needs odd kernel sides of at most {MAX_KERNEL}, got ({kx}, {ky})"
             ));
         }
-        let (low, high) = self.sigma;
+        // Drawn in float32, as torch draws it: the range must hold there.
+        let (low, high) = (self.sigma.0 as f32, self.sigma.1 as f32);
         if !(low > 0.0 && low <= high && high.is_finite()) {
             return refused(format!(
-                "needs a sigma range of positive numbers, low <= high, got ({low}, {high})"
+                "needs a sigma range of positive float32 numbers, low <= high, got {:?}",
+                self.sigma
             ));
         }
         if !(0.0..=1.0).contains(&self.p) {
             return refused(format!("needs p in [0, 1], got {}", self.p));
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// torchvision's constructor's refusals, and sigmas that float32 (torch's draw) cannot hold.
+    #[test]
+    fn kernels_and_sigmas_torch_refuses_are_refused() {
+        let blur = |kernel_size, sigma| GaussianBlur {
+            kernel_size,
+            sigma,
+            p: 1.0,
+        };
+        assert!(blur((23, 5), (0.1, 2.0)).check().is_ok());
+        assert!(blur((1, 31), (1.0, 1.0)).check().is_ok());
+        for refused in [
+            blur((4, 3), (0.1, 2.0)),
+            blur((33, 3), (0.1, 2.0)),
+            blur((3, 0), (0.1, 2.0)),
+            blur((3, 3), (2.0, 1.0)),
+            blur((3, 3), (0.0, 1.0)),
+            blur((3, 3), (1e-50, 1e-50)),
+            blur((3, 3), (0.1, 1e300)),
+            blur((3, 3), (f64::NAN, 1.0)),
+            GaussianBlur {
+                p: 1.5,
+                ..GaussianBlur::new(3)
+            },
+        ] {
+            assert!(refused.check().is_err(), "{refused:?}");
+        }
     }
 }
