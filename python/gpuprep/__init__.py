@@ -213,11 +213,14 @@ _STAGE.update({name: _STAGE["Normalize"] - 2 for name in ("ToTensor", "PILToTens
 _STAGE.update({name: _STAGE["Normalize"] - 1 for name in ("ToDtype", "ConvertImageDtype")})
 _FLIPS = ("RandomHorizontalFlip", "RandomVerticalFlip")
 # timm's transforms that compute what a torchvision one does on a PIL image, as which:
-# MaybeToTensor is F.to_tensor, MaybePILToTensor F.pil_to_tensor, and
+# MaybeToTensor is F.to_tensor, MaybePILToTensor F.pil_to_tensor,
 # RandomResizedCropAndInterpolation draws a crop (with Python's random) and resizes it as
-# RandomResizedCrop does, its interpolation fixed or drawn from (BILINEAR, BICUBIC).
+# RandomResizedCrop does, its interpolation fixed or drawn from (BILINEAR, BICUBIC), and
+# RandomErasing in its 'const' mode with one box draws it (with Python's random) as
+# torchvision's does and writes zeros there.
 _TIMM = {"MaybeToTensor": "ToTensor", "MaybePILToTensor": "PILToTensor",
-         "RandomResizedCropAndInterpolation": "RandomResizedCrop"}
+         "RandomResizedCropAndInterpolation": "RandomResizedCrop",
+         "RandomErasing": "RandomErasing"}
 _GEOMETRIC = ("RandomRotation", "RandomAffine", "TrivialAugmentWide", "RandAugment",
               "AutoAugment")
 _INTERPOLATIONS = {"NEAREST": "nearest", "BOX": "box", "BILINEAR": "bilinear",
@@ -476,7 +479,9 @@ def from_torchvision(compose):
     among themselves, which is kept), GaussianBlur (v1's; or RandomApply([GaussianBlur(...)], p):
     exact given torch's kernels, see Transform.gaussian_blur), ToTensor / PILToTensor / ToImage
     (+ ToDtype /
-    ConvertImageDtype), Normalize, RandomErasing, in that order, ToPureTensor anywhere; the flips
+    ConvertImageDtype), Normalize, RandomErasing, in that order, ToPureTensor anywhere (and timm's
+    MaybeToTensor, MaybePILToTensor, RandomResizedCropAndInterpolation and 'const' RandomErasing
+    with one box, as the torchvision transforms they compute as); the flips
     also after the colour transforms but RandomAdjustSharpness, with which alone they do not
     commute) computes on a PIL image, bit for bit. Anything else is refused here, by name
     (OptionsError): another transform (or one of another library of a torchvision name), an option
@@ -651,6 +656,9 @@ def from_torchvision(compose):
                 raise OptionsError("RandomErasing before a tensor conversion: torchvision "
                                    "refuses a PIL image (v1) or passes it through (v2); put it "
                                    "after ToTensor(), PILToTensor() or ToImage()")
+            if _is_timms(step):
+                t = _with_timms_erasing(t, step)
+                continue
             if step.value is None or isinstance(step.value, str):  # v2 keeps 'random' as None
                 raise OptionsError("RandomErasing(value='random') is not supported: gpuprep does "
                                    "not draw torch's normal noise")
@@ -667,6 +675,46 @@ def from_torchvision(compose):
             raise OptionsError(f"{name} is not translated by this version of gpuprep's Python "
                                "package (its operations table and from_torchvision disagree)")
     return t
+
+
+def _with_timms_erasing(t, step):
+    """`t` with timm's RandomErasing `step`: its 'const' mode with one box is torchvision's
+    RandomErasing of zeros over timm's area and aspect ranges; the others are refused by name."""
+    if step.per_pixel or step.rand_color:
+        raise OptionsError(f"timm's RandomErasing(mode={step.mode!r}) is not supported: it fills "
+                           "the box with normal noise of torch's generator, which no recorded "
+                           "parameter carries; mode='const' is")
+    if (step.min_count, step.max_count) != (1, 1):
+        raise OptionsError(f"timm's RandomErasing(min_count={step.min_count}, "
+                           f"max_count={step.max_count}) is not supported: one box an image")
+    import math
+
+    ratio = tuple(math.exp(r) for r in step.log_aspect_ratio)
+    return t.random_erasing(_probability("RandomErasing", step.probability),
+                            _pair("RandomErasing", "scale", (step.min_area, step.max_area),
+                                  low=0.0, high=1.0),
+                            _pair("RandomErasing", "ratio", ratio, positive=True), 0.0)
+
+
+def _timm_erase_params(step, width, height):
+    """timm's RandomErasing._erase's draws (Python's random, in its order) for one image of
+    (width, height): the box, or None where it erases nothing."""
+    import math
+    import random
+
+    if random.random() > step.probability:
+        return None
+    area = height * width
+    for _ in range(10):
+        target_area = random.uniform(step.min_area, step.max_area) * area / 1
+        aspect_ratio = math.exp(random.uniform(*step.log_aspect_ratio))
+        h = int(round(math.sqrt(target_area * aspect_ratio)))
+        w = int(round(math.sqrt(target_area / aspect_ratio)))
+        if w < width and h < height:
+            top = random.randint(0, height - h)
+            left = random.randint(0, width - w)
+            return {"top": top, "left": left, "height": h, "width": w}
+    return None
 
 
 def _with_augmentation_policy(t, step, v2):
@@ -883,6 +931,8 @@ def torchvision_params(compose, size):
             # `torch.rand(1) >= p`: the same one draw.
             method = _COLOR_OPERATIONS[name][0]
             params.setdefault("color_ops", {})[method] = bool(torch.rand(1) < step.p)
+        elif name == "RandomErasing" and _is_timms(step):
+            params["erase"] = _timm_erase_params(step, width, height)
         elif name == "RandomErasing":
             params["erase"] = None
             if torch.rand(1) < step.p:

@@ -116,11 +116,14 @@ def test_nearest_exact_is_refused_by_name():
     assert t.output_size == (224, 224)
 
 
-def test_timms_random_erasing_is_refused_by_name():
+def test_timms_random_erasing_of_noise_or_many_boxes_is_refused_by_name():
     timm_erasing = pytest.importorskip("timm.data.random_erasing")
-    erasing = timm_erasing.RandomErasing(probability=0.25, mode="pixel", device="cpu")
-    refused(T.Compose([T.ToTensor(), T.Normalize(MEAN, STD), erasing]),
-            "timm.data.random_erasing.RandomErasing is not torchvision's RandomErasing")
+    for mode in ("pixel", "rand"):
+        erasing = timm_erasing.RandomErasing(probability=0.25, mode=mode, device="cpu")
+        refused(T.Compose([T.ToTensor(), T.Normalize(MEAN, STD), erasing]),
+                f"RandomErasing(mode='{mode}') is not supported", "normal noise")
+    erasing = timm_erasing.RandomErasing(probability=0.25, max_count=3, device="cpu")
+    refused(T.Compose([T.ToTensor(), erasing]), "max_count=3) is not supported")
 
 
 def test_timms_eval_transforms_give_timms_pixels():
@@ -164,8 +167,24 @@ def test_timms_train_transforms_with_its_seeds_give_timms_pixels():
         assert drawn == ({"bilinear", "bicubic"} if interpolation == "random" else {None})
     refused(timm_data.create_transform(64, is_training=True, auto_augment="rand-m9-mstd0.5-inc1"),
             "timm.data.auto_augment.RandAugment is not torchvision's RandAugment")
-    refused(timm_data.create_transform(64, is_training=True, re_prob=0.25),
-            "timm.data.random_erasing.RandomErasing is not torchvision's RandomErasing")
+    # With timm's RandomErasing ('const', one box) after Normalize: its boxes drawn with
+    # Python's random, zeros written there.
+    compose = timm_data.create_transform(64, is_training=True, re_prob=0.5)
+    t = gpuprep.from_torchvision(compose)
+    assert "RandomErasing(p=0.5, scale=(0.02, 0.3333333333333333)" in repr(t), repr(t)
+    erased = 0
+    for seed in range(12):
+        path = PHOTOS[seed % len(PHOTOS)]
+        random.seed(seed)
+        torch.manual_seed(seed)
+        expected = torchvision_output(compose, path)
+        random.seed(seed)
+        torch.manual_seed(seed)
+        params = gpuprep.torchvision_params(compose, Image.open(path).size)
+        batch, _ = gpuprep.Pipeline("cpu").preprocess([path], t, params=[params])
+        assert np.array_equal(batch[0], expected), (seed, params)
+        erased += params["erase"] is not None
+    assert 0 < erased < 12
 
 
 def test_resize_with_random_resized_crop_is_refused_at_translation():
@@ -545,6 +564,7 @@ def test_refusals_are_gpuprep_errors_raised_by_from_torchvision():
     if timm_erasing is not None:
         composes.append(T.Compose([T.ToTensor(), timm_erasing.RandomErasing(
             probability=0.25, mode="pixel", device="cpu")]))
+        composes.append(T.Compose([timm_erasing.RandomErasing(probability=0.25, device="cpu")]))
     for compose in composes:
         with pytest.raises(gpuprep.GpuprepError) as caught:
             gpuprep.from_torchvision(compose)
