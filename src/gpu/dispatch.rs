@@ -168,3 +168,69 @@ pub(crate) fn checked<T>(device: &wgpu::Device, work: impl FnOnce() -> Result<T>
         None => result,
     }
 }
+
+/// Test shaders of shared WGSL functions (shaders/double.wgsl, float.wgsl): compiles `source`,
+/// whose entry point `main` reads `input` at binding 0 and writes `output_words` words at
+/// binding 1 with 64 invocations a workgroup, runs one invocation per `per_invocation` input
+/// words, and reads the output back.
+#[cfg(test)]
+pub(crate) fn run_test_shader(
+    gpu: &super::context::Gpu,
+    source: &str,
+    input: &[u32],
+    per_invocation: usize,
+    output_words: usize,
+) -> Vec<u32> {
+    let device = &gpu.device;
+    let module = device.create_shader_module(wgpu::ShaderModuleDescriptor {
+        label: Some("function test"),
+        source: wgpu::ShaderSource::Wgsl(source.into()),
+    });
+    let pipeline = device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
+        label: Some("function test"),
+        layout: None,
+        module: &module,
+        entry_point: Some("main"),
+        compilation_options: Default::default(),
+        cache: None,
+    });
+    let invocations = input.len() / per_invocation;
+    let input = storage_buffer(device, "cases", input, wgpu::BufferUsages::empty()).unwrap();
+    let zeros = vec![0u32; output_words];
+    let output = storage_buffer(device, "results", &zeros, wgpu::BufferUsages::COPY_SRC).unwrap();
+    let size = (output_words * 4) as u64;
+    let readback = device.create_buffer(&wgpu::BufferDescriptor {
+        label: Some("results readback"),
+        size,
+        usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+        mapped_at_creation: false,
+    });
+    let bind_group = device.create_bind_group(&wgpu::BindGroupDescriptor {
+        label: None,
+        layout: &pipeline.get_bind_group_layout(0),
+        entries: &[
+            wgpu::BindGroupEntry {
+                binding: 0,
+                resource: input.as_entire_binding(),
+            },
+            wgpu::BindGroupEntry {
+                binding: 1,
+                resource: output.as_entire_binding(),
+            },
+        ],
+    });
+    let mut encoder = device.create_command_encoder(&Default::default());
+    {
+        let mut pass = encoder.begin_compute_pass(&Default::default());
+        pass.set_pipeline(&pipeline);
+        pass.set_bind_group(0, &bind_group, &[]);
+        let groups = invocations.div_ceil(64) as u32;
+        pass.dispatch_workgroups(groups.min(65535), groups.div_ceil(65535), 1);
+    }
+    encoder.copy_buffer_to_buffer(&output, 0, &readback, 0, size);
+    let submission = gpu.queue.submit([encoder.finish()]);
+    read_buffer(device, &readback, size, submission, |b| {
+        bytemuck::cast_slice(b).to_vec()
+    })
+    .unwrap()
+}

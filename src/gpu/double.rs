@@ -9,7 +9,7 @@ pub(super) const SOURCE: &str = include_str!("../../shaders/double.wgsl");
 #[cfg(test)]
 mod tests {
     use super::SOURCE;
-    use crate::gpu::dispatch::{read_buffer, storage_buffer};
+    use crate::gpu::dispatch::run_test_shader;
 
     /// The test's entry point: per pair (a, b), a + b, a − b, a · b, floor(a), a < b, and the
     /// double of `bitcast<i32>(a's low word)` (the conversion from an integer).
@@ -132,63 +132,13 @@ fn main(@builtin(global_invocation_id) id: vec3<u32>) {
         let Some(gpu) = crate::gpu::context::test_gpu() else {
             return;
         };
-        let device = &gpu.device;
         let pairs = pairs();
         let words: Vec<u32> = pairs
             .iter()
             .flat_map(|&(a, b)| [bits(a), bits(b)].concat())
             .collect();
-        let module = device.create_shader_module(wgpu::ShaderModuleDescriptor {
-            label: Some("double test"),
-            source: wgpu::ShaderSource::Wgsl(format!("{SOURCE}{CASES}").into()),
-        });
-        let pipeline = device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
-            label: Some("double test"),
-            layout: None,
-            module: &module,
-            entry_point: Some("main"),
-            compilation_options: Default::default(),
-            cache: None,
-        });
-        let input = storage_buffer(device, "pairs", &words, wgpu::BufferUsages::empty()).unwrap();
-        let results = vec![0u32; pairs.len() * 12];
-        let output =
-            storage_buffer(device, "results", &results, wgpu::BufferUsages::COPY_SRC).unwrap();
-        let size = (results.len() * 4) as u64;
-        let readback = device.create_buffer(&wgpu::BufferDescriptor {
-            label: Some("results readback"),
-            size,
-            usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
-            mapped_at_creation: false,
-        });
-        let bind_group = device.create_bind_group(&wgpu::BindGroupDescriptor {
-            label: None,
-            layout: &pipeline.get_bind_group_layout(0),
-            entries: &[
-                wgpu::BindGroupEntry {
-                    binding: 0,
-                    resource: input.as_entire_binding(),
-                },
-                wgpu::BindGroupEntry {
-                    binding: 1,
-                    resource: output.as_entire_binding(),
-                },
-            ],
-        });
-        let mut encoder = device.create_command_encoder(&Default::default());
-        {
-            let mut pass = encoder.begin_compute_pass(&Default::default());
-            pass.set_pipeline(&pipeline);
-            pass.set_bind_group(0, &bind_group, &[]);
-            let groups = (pairs.len() as u32).div_ceil(64);
-            pass.dispatch_workgroups(groups.min(65535), groups.div_ceil(65535), 1);
-        }
-        encoder.copy_buffer_to_buffer(&output, 0, &readback, 0, size);
-        let submission = gpu.queue.submit([encoder.finish()]);
-        let got: Vec<u32> = read_buffer(device, &readback, size, submission, |b| {
-            bytemuck::cast_slice(b).to_vec()
-        })
-        .unwrap();
+        let source = format!("{SOURCE}{CASES}");
+        let got = run_test_shader(&gpu, &source, &words, 4, pairs.len() * 12);
         let double = |w: &[u32]| f64::from_bits(u64::from(w[0]) | u64::from(w[1]) << 32);
         let mut checked_floors = 0;
         for (i, &(a, b)) in pairs.iter().enumerate() {
