@@ -191,12 +191,17 @@ fn blur(job: u32, lane: u32, sides: u32) {
         var sums = vec3<u32>(0u);
         for (var r = 0u; r < ky; r++) {
             let row = p.pixels_base + reflected(y + r, ky / 2u, height) * p.width;
-            for (var c = 0u; c < kx; c++) {
-                let pixel = pixels[row + reflected(x + c, kx / 2u, p.width)];
-                let w = weights[r * kx + c];
-                sums.x = f_fma_u8(pixel & 255u, w, sums.x);
-                sums.y = f_fma_u8((pixel >> 8u) & 255u, w, sums.y);
-                sums.z = f_fma_u8((pixel >> 16u) & 255u, w, sums.z);
+            // Eight taps an iteration: llvmpipe ends a shader's loops after 65,535 iterations in
+            // all (src/gpu/jobs.rs `lane_iterations` counts them).
+            for (var c = 0u; c < kx; c += 8u) {
+                sums = tap(row, x, c, kx, p.width, r * kx, sums);
+                sums = tap(row, x, c + 1u, kx, p.width, r * kx, sums);
+                sums = tap(row, x, c + 2u, kx, p.width, r * kx, sums);
+                sums = tap(row, x, c + 3u, kx, p.width, r * kx, sums);
+                sums = tap(row, x, c + 4u, kx, p.width, r * kx, sums);
+                sums = tap(row, x, c + 5u, kx, p.width, r * kx, sums);
+                sums = tap(row, x, c + 6u, kx, p.width, r * kx, sums);
+                sums = tap(row, x, c + 7u, kx, p.width, r * kx, sums);
             }
         }
         let rounded = min(vec3<u32>(round(bitcast<vec3<f32>>(sums))), vec3<u32>(255u));
@@ -206,6 +211,22 @@ fn blur(job: u32, lane: u32, sides: u32) {
     for (var i = lane; i < p.pixels; i += LANES) {
         pixels[p.pixels_base + i] = pixels[scratch + i];
     }
+}
+
+// Tap c (of kx) of the kernel row whose weights start at `weights[first]`, for output column x
+// of an image `width` wide: the three channels' sums with the tap's pixel times its weight
+// added, each rounded once (none past the row's last tap).
+fn tap(row: u32, x: u32, c: u32, kx: u32, width: u32, first: u32, sums: vec3<u32>) -> vec3<u32> {
+    if c >= kx {
+        return sums;
+    }
+    let pixel = pixels[row + reflected(x + c, kx / 2u, width)];
+    let w = weights[first + c];
+    return vec3<u32>(
+        f_fma_u8(pixel & 255u, w, sums.x),
+        f_fma_u8((pixel >> 8u) & 255u, w, sums.y),
+        f_fma_u8((pixel >> 16u) & 255u, w, sums.z),
+    );
 }
 
 // The source index of padded index i (`pad` places before index 0) under reflect padding: -1

@@ -301,6 +301,24 @@ pub enum GpuError {
         /// The device's limit it passes (its largest binding, or its largest buffer), in bytes.
         limit: u64,
     },
+    /// An image's colour steps would loop more than the device runs a shader's loops: Mesa's
+    /// llvmpipe (lavapipe) ends every loop of an invocation once 65,535 iterations have run in
+    /// all, which would leave the image's steps half done.
+    #[error(
+        "a {width}x{height} image's colour steps loop up to {iterations} times in a lane, more \
+         than gpuprep gives Mesa's llvmpipe (lavapipe: {budget}), which ends a shader's loops \
+         after 65,535 iterations in all; the CPU backend gives the same bits"
+    )]
+    LoopLimit {
+        /// The output's width.
+        width: u32,
+        /// The output's height.
+        height: u32,
+        /// The iterations one lane of its colour stage would run, at most.
+        iterations: u64,
+        /// The most gpuprep gives this device.
+        budget: u64,
+    },
     /// A batch could not be handed over on the device (its buffer, exported memory, CUDA's
     /// import of it, a CUDA stream's wait for it): the hand-off layer's own error.
     #[error("cannot hand the batch over on the device: {0}")]

@@ -702,3 +702,49 @@ fn read_whole_buffer(gpu: &Gpu, buffer: &wgpu::Buffer) -> Vec<u8> {
     let bytes = readback.slice(..).get_mapped_range().unwrap().to_vec();
     bytes
 }
+
+/// GaussianBlur's GPU sums on large outputs: a 280x280 crop with a 31x31 kernel (near the most a
+/// lane of the colour stage may loop on Mesa's llvmpipe, whose shaders stop looping after 65,535
+/// iterations in all) is the CPU reference's, bit for bit; a 600x512 one is too, and on llvmpipe
+/// refused by name (`GpuError::LoopLimit`), never left half blurred.
+#[test]
+fn large_blurs_are_exact_or_refused_by_name() {
+    let Some(gpu) = gpu() else { return };
+    let pipeline = GpuPipeline::new(&gpu.device, &gpu.queue);
+    let bytes = test_files(&["photos/mpl__grace_hopper.jpg"]);
+    let llvmpipe = gpu.info.driver == "llvmpipe" || gpu.info.name.starts_with("llvmpipe");
+    for (crop, fits) in [((280, 280), true), ((600, 512), !llvmpipe)] {
+        let transform = gpuprep::Transform {
+            center_crop: Some(crop),
+            gaussian_blur: Some(gpuprep::GaussianBlur {
+                sigma: (3.0, 3.0),
+                ..gpuprep::GaussianBlur::new(31)
+            }),
+            ..gpuprep::Transform::default()
+        };
+        let batch = pipeline
+            .preprocess_batch(&[bytes[0].as_slice()], &transform, &Limits::default())
+            .unwrap();
+        if !fits {
+            match &batch.outcomes[0] {
+                Err(gpuprep::Error::Gpu(gpuprep::GpuError::LoopLimit { iterations, .. })) => {
+                    assert!(*iterations > 60_000)
+                }
+                other => panic!("{crop:?}: not refused for llvmpipe's loops: {other:?}"),
+            }
+            continue;
+        }
+        let tensors = batch.read_back(&gpu.device, &gpu.queue).unwrap();
+        let reference = gpuprep::preprocess(&bytes[0], &transform, &Limits::default()).unwrap();
+        let (gpu_bytes, cpu_bytes) = (
+            tensors[0].as_ref().unwrap().to_le_bytes(),
+            reference.to_le_bytes(),
+        );
+        let differ = gpu_bytes
+            .iter()
+            .zip(&cpu_bytes)
+            .filter(|(a, b)| a != b)
+            .count();
+        assert_eq!(differ, 0, "{crop:?} on {}", gpu.info.name);
+    }
+}

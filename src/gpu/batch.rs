@@ -1,6 +1,6 @@
 //! Many images into one tensor that stays on the GPU: the call a host application embeds.
 
-use super::bindings::binding_window;
+use super::bindings::Fit;
 use super::dispatch::{checked, read_buffer};
 use super::packing::pack;
 use super::pipeline::{output_buffer, prepare_image, tensor_data, GpuPipeline};
@@ -98,13 +98,14 @@ impl GpuPipeline {
                 max / image_stride
             )));
         }
-        let window = binding_window(&self.device);
+        let fit = Fit::of(&self.device);
+        let window = fit.window;
         let works: Vec<Result<ImageWork>> = images
             .par_iter()
             .enumerate()
             .map(|(i, bytes)| {
                 let sample = crate::plan::Sample::Index(i as u64);
-                prepare_image(bytes, transform, &sample, limits, window, false)
+                prepare_image(bytes, transform, &sample, limits, fit, false)
             })
             .collect();
         let mut outcomes = Vec::with_capacity(images.len());

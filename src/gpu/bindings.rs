@@ -22,6 +22,46 @@ pub(crate) fn window_of(limits: &wgpu::Limits) -> u64 {
     max / align * align
 }
 
+/// What one image may ask of this device: the largest binding window ([`binding_window`]) and
+/// the loop iterations one lane of the colour stage may run.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Fit {
+    pub window: u64,
+    pub lane_iterations: u64,
+}
+
+/// The loop iterations gpuprep lets one lane run on Mesa's llvmpipe (lavapipe), which ends
+/// every loop of a shader invocation once 65,535 iterations (exit tests included) have run in
+/// all, leaving the work half done without a word: a margin below that for what the count
+/// (`AdjustJob::lane_iterations`) leaves out. Measured: a 296x296 blur with a 31x31 kernel,
+/// counted 64,834, is exact there, a 297x297 one, counted 65,212, is not.
+pub(crate) const LLVMPIPE_LANE_ITERATIONS: u64 = 62_000;
+
+impl Fit {
+    /// The fit of `device`.
+    pub fn of(device: &wgpu::Device) -> Self {
+        let info = device.adapter_info();
+        let llvmpipe = info.driver == "llvmpipe" || info.name.starts_with("llvmpipe");
+        Self {
+            window: binding_window(device),
+            lane_iterations: if llvmpipe {
+                LLVMPIPE_LANE_ITERATIONS
+            } else {
+                u64::MAX
+            },
+        }
+    }
+
+    /// A device of bindings of `window` bytes and no loop limit.
+    #[cfg(test)]
+    pub fn window(window: u64) -> Self {
+        Self {
+            window,
+            lane_iterations: u64::MAX,
+        }
+    }
+}
+
 /// Bytes `offset .. offset + size` of `buffer` as a binding.
 pub(crate) fn binding(buffer: &wgpu::Buffer, offset: u64, size: u64) -> wgpu::BindingResource<'_> {
     wgpu::BindingResource::Buffer(wgpu::BufferBinding {

@@ -282,6 +282,41 @@ impl AdjustJob {
         u64::from(self.pixels) * (1 + u64::from(scratch)) + walks
     }
 
+    /// The loop iterations one lane of shaders/adjust.wgsl runs for this job, counted as
+    /// llvmpipe counts them (every loop's iterations and its exit test), at most: each step's
+    /// passes over the image's pixels (256 lanes share them) and the loops inside each pixel's
+    /// work (channels, interpolation taps, the blur's rows and eight-tap runs), tables and walks.
+    pub fn lane_iterations(&self) -> u64 {
+        let per_lane = u64::from(self.pixels).div_ceil(256);
+        // A pass over the image with `inner` loop iterations per pixel.
+        let pass = |inner: u64| per_lane * (1 + inner) + 1;
+        let side = u64::from(self.width).max(u64::from(self.pixels / self.width.max(1)));
+        let steps = self.kinds[..self.adjustments as usize].iter().enumerate();
+        let work: u64 = steps
+            .map(|(k, &kind)| match kind {
+                BLUR => {
+                    let sides = self.factors[k] as u64;
+                    let (kx, ky) = (sides & 255, sides >> 8);
+                    (kx * ky).div_ceil(256) + 1 + pass(ky + 1 + ky * (kx.div_ceil(8) + 1)) + pass(0)
+                }
+                REMAP => {
+                    let sampling = self.remaps[self.factors[k] as usize * REMAP_WORDS + 7];
+                    match sampling as u32 {
+                        BICUBIC => pass(17 + 3 * 6 + 1) + pass(0),
+                        BILINEAR => pass(4) + pass(0),
+                        _ => pass(0) + pass(0) + side + 1,
+                    }
+                }
+                AUTOCONTRAST | EQUALIZE => 2 * 4 + pass(4) + 257 + 4 * 258 + pass(4),
+                POSTERIZE | SOLARIZE => pass(4),
+                SHARPNESS => pass(4) + pass(0),
+                CONTRAST => 2 * pass(0) + 9,
+                _ => pass(0),
+            })
+            .sum();
+        work + u64::from(self.adjustments) + 1
+    }
+
     /// Whether an adjustment reads the autocontrast fix table.
     pub fn autocontrasts(&self) -> bool {
         self.kinds[..self.adjustments as usize].contains(&AUTOCONTRAST)

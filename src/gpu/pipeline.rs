@@ -1,6 +1,6 @@
 //! The GPU pipeline: compiled stages, and the calls that run images through them.
 
-use super::bindings::binding_window;
+use super::bindings::{binding_window, Fit};
 use super::dispatch::{checked, read_buffer, BufferPool};
 use super::packing::{pack, Packing};
 use super::record::Recorder;
@@ -193,7 +193,7 @@ impl GpuPipeline {
         transform: &Transform,
         read_back: bool,
     ) -> Result<Submitted> {
-        let window = binding_window(&self.device);
+        let fit = Fit::of(&self.device);
         let mut timings = GpuTimings::default();
         let mut clock = Instant::now();
         let mut shapes = Vec::with_capacity(works.len());
@@ -205,7 +205,7 @@ impl GpuPipeline {
         // fails alone).
         let max_output = self.device.limits().max_buffer_size;
         for ((index, work), at) in works.into_iter().zip(firsts) {
-            if let Some(e) = too_large(&work, window) {
+            if let Some(e) = too_large(&work, fit) {
                 return Err(e);
             }
             if work.tensor.words * 4 > max_output {
@@ -224,6 +224,7 @@ impl GpuPipeline {
             });
             placed.push((index, work, at));
         }
+        let window = fit.window;
         let mut packings = pack(placed, transform, window);
         timings.pack = lap(&mut clock);
         checked(&self.device, || {
@@ -522,7 +523,7 @@ fn lap(clock: &mut Instant) -> std::time::Duration {
 }
 
 /// What a CPU thread does for each image of a batch: decodes `bytes` and prepares it as `sample`
-/// of `transform`, refusing an image too large for bindings of `window` bytes. With
+/// of `transform`, refusing an image this device cannot run (see [`too_large`]). With
 /// `huffman_on_gpu`, a JPEG that stage 0 can decode is left entropy-coded for it (the caller
 /// must then finish its batch with [`GpuPipeline::finish`] or
 /// [`GpuPipeline::finish_on_device`], which redo what the GPU gives up on).
@@ -531,7 +532,7 @@ pub(crate) fn prepare_image(
     transform: &Transform,
     sample: &Sample,
     limits: &crate::Limits,
-    window: u64,
+    fit: Fit,
     huffman_on_gpu: bool,
 ) -> Result<ImageWork> {
     let work = if crate::formats::JPEG.sniffs(bytes) {
@@ -544,11 +545,11 @@ pub(crate) fn prepare_image(
         match coefficients {
             Coefficients::Segment(segment) => {
                 let work = ImageWork::from_segment(image, segment, transform, sample, limits)?;
-                if Packing::fits_alone(&work, window) {
+                if Packing::fits_alone(&work, fit.window) {
                     work
                 } else {
                     // Its dense coefficients would not bind on this device; compact ones may.
-                    return prepare_image(bytes, transform, sample, limits, window, false);
+                    return prepare_image(bytes, transform, sample, limits, fit, false);
                 }
             }
             Coefficients::Compact(planes) => {
@@ -564,7 +565,7 @@ pub(crate) fn prepare_image(
         let decoded = crate::formats::decode(bytes, limits)?;
         ImageWork::prepare(&decoded, transform, sample, limits)?
     };
-    too_large(&work, window).map_or(Ok(work), Err)
+    too_large(&work, fit).map_or(Ok(work), Err)
 }
 
 /// The first word in a submission's output of each image (its index and its tensor's words),
@@ -583,13 +584,27 @@ fn output_in_index_order(sizes: &[(usize, u64)]) -> (Vec<u64>, u64) {
     (firsts, words)
 }
 
-/// The error for an image whose arenas cannot be bound on this device, if it is one.
-pub(crate) fn too_large(work: &ImageWork, window: u64) -> Option<Error> {
-    (!Packing::fits_alone(work, window)).then(|| {
-        GpuError::ImageTooLarge {
-            width: work.color.width,
-            height: work.color.height,
-            limit: window,
+/// The error for an image this device cannot run, if it is one: its arenas cannot be bound,
+/// or its colour steps loop more than the device's shaders run.
+pub(crate) fn too_large(work: &ImageWork, fit: Fit) -> Option<Error> {
+    if !Packing::fits_alone(work, fit.window) {
+        return Some(
+            GpuError::ImageTooLarge {
+                width: work.color.width,
+                height: work.color.height,
+                limit: fit.window,
+            }
+            .into(),
+        );
+    }
+    let adjusted = work.tensor.adjusted.as_ref()?;
+    let iterations = adjusted.job.lane_iterations();
+    (iterations > fit.lane_iterations).then(|| {
+        GpuError::LoopLimit {
+            width: adjusted.job.width,
+            height: adjusted.job.pixels / adjusted.job.width.max(1),
+            iterations,
+            budget: fit.lane_iterations,
         }
         .into()
     })
@@ -667,7 +682,7 @@ mod tests {
             &transform,
             &Sample::default(),
             &limits,
-            1 << 30,
+            Fit::window(1 << 30),
             true,
         )
         .unwrap();
@@ -678,7 +693,7 @@ mod tests {
             &transform,
             &Sample::default(),
             &limits,
-            768 << 10,
+            Fit::window(768 << 10),
             true,
         )
         .unwrap();

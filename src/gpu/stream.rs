@@ -5,7 +5,7 @@
 //! (each still handed over as a batch of its own), which spreads a submission's fixed cost over
 //! more images. What each submission takes is planned in [`super::submission`].
 
-use super::bindings::binding_window;
+use super::bindings::Fit;
 use super::landing::{Aside, Flight, FlyingBatch, IntoSlots, Landing, OnDevice, Streamed, Tensors};
 use super::pipeline::{prepare_image, GpuPipeline};
 use super::stats::BatchStats;
@@ -304,7 +304,7 @@ impl GpuPipeline {
     ) {
         let call_start = Instant::now();
         let read_back = landing.reads_back();
-        let window = binding_window(&self.device);
+        let fit = Fit::of(&self.device);
         let StreamOptions {
             transform,
             limits,
@@ -317,7 +317,7 @@ impl GpuPipeline {
         let max_output = self.device.limits().max_buffer_size;
         let prepare = |input: Arriving<'a>| -> Decoded {
             let started = Instant::now();
-            let work = prepare_image(&input.bytes, transform, &input.sample, limits, window, true);
+            let work = prepare_image(&input.bytes, transform, &input.sample, limits, fit, true);
             Decoded {
                 index: input.index,
                 bytes: input.bytes.len(),
