@@ -837,8 +837,11 @@ def torchvision_params(compose, size):
     torchvision's own get_params and the torch RNG in the order its forward draws them: after
     `torch.manual_seed(s)`, `Pipeline.preprocess([image], from_torchvision(compose),
     params=[torchvision_params(compose, size)])` equals `compose(pil_image)` after the same seed,
-    bit for bit. The dict has report.json's form. A compose `from_torchvision` refuses is refused
-    here the same way (OptionsError), before any draw."""
+    bit for bit. timm's transforms draw their crops, interpolations and erased boxes with
+    Python's `random`: seed it too (`random.seed(s)`) for a compose of them. A GaussianBlur's
+    parameters are the kernels torchvision makes of the sigma drawn, torch's own. The dict has
+    report.json's form. A compose `from_torchvision` refuses is refused here the same way
+    (OptionsError), before any draw."""
     import torch
 
     from_torchvision(compose)

@@ -25,8 +25,8 @@ class Transform:
     operation (a method called again replaces it), applied in torchvision's usual order whatever
     order the methods were called in (resize or random resized crop, centre crop, flips, rotation
     or TrivialAugmentWide, ColorJitter, RandomGrayscale, the single-operation transforms in the
-    order their methods were first called, ToTensor, Normalize, RandomErasing); the repr lists
-    them in that order."""
+    order their methods were first called, GaussianBlur, ToTensor, Normalize, RandomErasing); the
+    repr lists them in that order."""
     def __init__(self) -> None: ...
     @staticmethod
     def imagenet_eval() -> Transform: ...
