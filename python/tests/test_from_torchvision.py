@@ -140,30 +140,18 @@ def test_timms_eval_transforms_give_timms_pixels():
 
 
 def test_timms_train_transforms_with_its_seeds_give_timms_pixels():
-    """timm's create_transform for training without auto_augment or random erasing
-    (RandomResizedCropAndInterpolation, a flip, ColorJitter, MaybeToTensor, Normalize), its crop
-    and interpolation drawn with Python's random and the rest with torch's: given what
-    torchvision_params draws after the same seeds, timm's pixels; what gpuprep does not compute
-    (timm's own RandAugment and RandomErasing) is refused by name."""
-    import random
-
+    """timm's create_transform for training without auto_augment
+    (RandomResizedCropAndInterpolation, a flip, ColorJitter, MaybeToTensor, Normalize, and
+    re_prob's RandomErasing), its crop, interpolation and box drawn with Python's random and the
+    rest with torch's: given what torchvision_params draws after the same seeds, timm's pixels;
+    what gpuprep does not compute (timm's own RandAugment) is refused by name."""
     timm_data = pytest.importorskip("timm.data")
     for interpolation in ("random", "bicubic"):
         compose = timm_data.create_transform(64, is_training=True, interpolation=interpolation)
         t = gpuprep.from_torchvision(compose)
         assert ("interpolation=random(bilinear, bicubic)" in repr(t)) == (interpolation == "random")
-        drawn = set()
-        for seed in range(10):
-            path = PHOTOS[seed % len(PHOTOS)]
-            random.seed(seed)
-            torch.manual_seed(seed)
-            expected = torchvision_output(compose, path)
-            random.seed(seed)
-            torch.manual_seed(seed)
-            params = gpuprep.torchvision_params(compose, Image.open(path).size)
-            batch, _ = gpuprep.Pipeline("cpu").preprocess([path], t, params=[params])
-            assert np.array_equal(batch[0], expected), (interpolation, seed, params)
-            drawn.add(params.get("interpolation"))
+        seeded = seeded_against_torchvision(compose, range(10))
+        drawn = {params.get("interpolation") for params in seeded}
         assert drawn == ({"bilinear", "bicubic"} if interpolation == "random" else {None})
     refused(timm_data.create_transform(64, is_training=True, auto_augment="rand-m9-mstd0.5-inc1"),
             "timm.data.auto_augment.RandAugment is not torchvision's RandAugment")
@@ -172,18 +160,8 @@ def test_timms_train_transforms_with_its_seeds_give_timms_pixels():
     compose = timm_data.create_transform(64, is_training=True, re_prob=0.5)
     t = gpuprep.from_torchvision(compose)
     assert "RandomErasing(p=0.5, scale=(0.02, 0.3333333333333333)" in repr(t), repr(t)
-    erased = 0
-    for seed in range(12):
-        path = PHOTOS[seed % len(PHOTOS)]
-        random.seed(seed)
-        torch.manual_seed(seed)
-        expected = torchvision_output(compose, path)
-        random.seed(seed)
-        torch.manual_seed(seed)
-        params = gpuprep.torchvision_params(compose, Image.open(path).size)
-        batch, _ = gpuprep.Pipeline("cpu").preprocess([path], t, params=[params])
-        assert np.array_equal(batch[0], expected), (seed, params)
-        erased += params["erase"] is not None
+    seeded = seeded_against_torchvision(compose, range(12))
+    erased = sum(params["erase"] is not None for params in seeded)
     assert 0 < erased < 12
 
 
@@ -315,15 +293,20 @@ def test_resize_with_max_size_gives_torchvisions_pixels(module):
 
 
 def seeded_against_torchvision(compose, seeds):
-    """`compose` as torchvision runs it on a photo after torch.manual_seed(s), against gpuprep
-    (CPU) given what torchvision_params draws after the same seed, for each seed; their params."""
+    """`compose` as torchvision (or timm) runs it on a photo after torch.manual_seed(s) and
+    random.seed(s) (timm's draws), against gpuprep (CPU) given what torchvision_params draws
+    after the same seeds, for each seed; their params."""
+    import random
+
     transform = gpuprep.from_torchvision(compose)
     p = gpuprep.Pipeline("cpu")
     drawn = []
     for seed in seeds:
         path = PHOTOS[seed % len(PHOTOS)]
+        random.seed(seed)
         torch.manual_seed(seed)
         expected = torchvision_output(compose, path)
+        random.seed(seed)
         torch.manual_seed(seed)
         params = gpuprep.torchvision_params(compose, Image.open(path).size)
         batch, _ = p.preprocess([path], transform, params=[params])
