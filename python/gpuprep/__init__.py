@@ -42,11 +42,15 @@ from ._errors import (  # noqa: E402,F401  (the package's public names)
 )
 from ._gpuprep import Pipeline, Transform, __version__  # noqa: E402,F401
 from . import _gpuprep  # noqa: E402
+from . import _mix  # noqa: E402
+from ._errors import LabelError  # noqa: E402,F401
+from ._mix import CutMix, MixUp, RandomChoice, TimmMixup  # noqa: E402,F401
+import numpy as _np  # noqa: E402
 
 __all__ = [
     "Transform", "Pipeline", "Loader", "from_torchvision", "torchvision_params", "GpuprepError", "DecodeError", "TruncatedError",
     "CorruptError", "UnsupportedError", "TooLargeError", "OptionsError", "GpuError", "HandoffError",
-    "ReadError",
+    "ReadError", "LabelError", "MixUp", "CutMix", "RandomChoice", "TimmMixup",
 ]
 
 
@@ -490,7 +494,13 @@ def from_torchvision(compose):
     RandomPosterize ...: torchvision would apply both), a geometric or colour transform after the
     tensor conversion (torchvision would run torch's kernels there, not Pillow's), and v2's ToDtype
     / ConvertImageDtype from uint8 to float32 (a multiplication by 1/255, not ToTensor's
-    division)."""
+    division).
+    A batch transform translates to gpuprep's, for Loader(batch_transform=...): v2's MixUp and
+    CutMix (with num_classes), a RandomChoice of them (torchvision's reference recipes'
+    --mixup-alpha / --cutmix-alpha) and timm's Mixup."""
+    mix = _mix.translated(compose)
+    if mix is not None:
+        return mix
     t = Transform()
     last, latest = -1, None  # the furthest place in the order so far, and the step at it
     rotated = colored = sharpened = False
@@ -994,6 +1004,12 @@ class Loader:
     a batch within a fraction of a second. `stats` holds the last step's figures; an epoch in
     which the loop waited more than `wait_warning` of a step for data (after the first step)
     warns once, at its end, with its data-wait share and worst steps (None: never).
+    `batch_transform`: MixUp, CutMix, RandomChoice of them or TimmMixup (from_torchvision
+    translates torchvision's v2 ones and timm's Mixup): each batch mixed as torchvision's or
+    timm's call on it computes, bit for bit, its parameters drawn from the seed, the epoch, the
+    rank and the step and recorded in the batch's "mix" (see `batches`); labels then come as
+    float32 soft targets (batch, num_classes). It runs with torch's own operations where the
+    batch is handed over (on the GPU with device="cuda"), or numpy's without torch.
     `threads`: decoding threads of this process (default: all cores, or under torchrun this
     rank's share, cores / LOCAL_WORLD_SIZE); they are started once per process, so the first
     loader or pipeline sets them (`threads` then holds the number).
@@ -1006,7 +1022,7 @@ class Loader:
     def __init__(self, source, transform, batch_size, shuffle=False, seed=0, rank=0,
                  world_size=1, drop_last=False, threads=None, backend="auto", prefetch=2,
                  adapter=None, shuffle_buffer=1000, wait_warning=0.1, pin_memory=None,
-                 device=None, errors="raise"):
+                 device=None, errors="raise", batch_transform=None):
         if errors not in ("raise", "skip"):
             raise OptionsError(f'errors is "raise" or "skip", got {errors!r}')
         for name, value, least in (("batch_size", batch_size, 1), ("rank", rank, 0),
@@ -1018,6 +1034,7 @@ class Loader:
         if wait_warning is not None and not 0 <= wait_warning <= 1:
             raise OptionsError(f"wait_warning is a share of a step, 0 to 1, or None, got "
                                f"{wait_warning!r}")
+        _check_batch_transform(batch_transform, transform, batch_size, drop_last)
         kind, paths = _resolve(source)
         torch = _torch()
         self.device = _cuda_device(torch, device)
@@ -1048,6 +1065,9 @@ class Loader:
                            "every epoch without shuffle): use shuffle=True, or as many samples "
                            "in each rank's shards", RuntimeWarning, stacklevel=2)
         self.errors = errors
+        self.batch_transform = batch_transform
+        self._mix_key = (seed, rank)
+        self._layout = transform.layout
         self.wait_warning = wait_warning
         self.epoch = 0
         self._epoch_given = False
@@ -1095,15 +1115,25 @@ class Loader:
     def batches(self):
         """This epoch's batches with everything gpuprep knows of them: dicts with images,
         labels, indices, params (each sample's, report.json's form), failed (the samples left
-        out with errors="skip": (index, exception name, message)) and stats."""
-        yield from self._batches()
+        out with errors="skip": (index, exception name, message)) and stats; with a
+        batch_transform, images and labels mixed and its parameters in "mix" (CUDA batches then
+        torch tensors)."""
+        for batch in self._batches():
+            if self.batch_transform is not None:
+                images = batch["images"]
+                if isinstance(images, _gpuprep.CudaBatch):
+                    images = _torch().from_dlpack(images)
+                batch["images"], batch["labels"] = self.batch_transform.apply(
+                    batch["mix"], images, batch["labels"], self._layout)
+            yield batch
 
     def _batches(self):
         """The next epoch's batches as `batches` yields them; its warnings point at the loop
         iterating `batches()` or the loader (two frames up)."""
         epoch = self._next_epoch()
         failed_in_epoch, slow = 0, []
-        for images, labels, indices, params, failed, stats in self._loader.epoch(epoch):
+        for step, (images, labels, indices, params, failed, stats) in \
+                enumerate(self._loader.epoch(epoch)):
             if failed and self.errors == "raise":
                 _, kind, message = failed[0]
                 raise getattr(_errors, kind, GpuprepError)(message)
@@ -1115,8 +1145,11 @@ class Loader:
                     and stats["data_wait_share"] > self.wait_warning:
                 slow.append((stats["data_wait_share"], stats["step"]))
             self.stats = stats
-            yield {"images": images, "labels": labels, "indices": indices, "params": params,
-                   "failed": failed, "stats": stats}
+            batch = {"images": images, "labels": labels, "indices": indices, "params": params,
+                     "failed": failed, "stats": stats}
+            if self.batch_transform is not None:
+                batch["mix"] = self._mix_params(epoch, step, images)
+            yield batch
         if failed_in_epoch:
             _warnings.warn(f"epoch {epoch}: {failed_in_epoch} sample(s) failed and were left "
                            "out (errors='skip'); each batch's 'failed' says which and why",
@@ -1138,23 +1171,60 @@ class Loader:
             self.last = batch
             images, labels = batch["images"], batch["labels"]
             if torch is None:
-                yield images, labels
+                yield self._mixed(batch, images, labels)
                 continue
             labels = torch.from_dlpack(labels)
             if isinstance(images, _gpuprep.CudaBatch):
                 # In place: torch's current stream waits for the batch's copies.
-                images = torch.from_dlpack(images)
+                images, labels = self._mixed(batch, torch.from_dlpack(images), labels)
                 yield images, labels.to(images.device, non_blocking=True)
                 continue
             images = torch.from_dlpack(images)
+            if not up:  # mixed where they are handed over: in host memory
+                images, labels = self._mixed(batch, images, labels)
             if pin:
                 images = images if images.is_pinned() else _pinned(torch, images)
                 labels = labels.pin_memory()
             if up:
                 cuda = torch.device("cuda", self.device)
                 images = images.to(cuda, non_blocking=True)
+                images, labels = self._mixed(batch, images, labels)
                 labels = labels.to(cuda, non_blocking=True)
             yield images, labels
+
+    def _mix_params(self, epoch, step, images):
+        """The batch transform's parameters for batch `step` of `epoch`, drawn from the seed,
+        the epoch, the rank and the step (repeatable, different on each rank)."""
+        seed, rank = self._mix_key
+        bits = _np.random.MT19937(_np.random.SeedSequence([seed, epoch, rank, step]))
+        height, width = _mix._spatial(images.shape, self._layout)
+        return self.batch_transform.draw(_np.random.RandomState(bits), images.shape[0], height,
+                                         width)
+
+    def _mixed(self, batch, images, labels):
+        """(images, labels) through the batch transform, if there is one (torch's arithmetic,
+        on the images' device; labels as soft targets there)."""
+        if self.batch_transform is None:
+            return images, labels
+        return self.batch_transform.apply(batch["mix"], images, labels, self._layout)
+
+
+def _check_batch_transform(batch_transform, transform, batch_size, drop_last):
+    """Refuses by name a batch_transform the Loader cannot run on `transform`'s batches."""
+    if batch_transform is None:
+        return
+    if not isinstance(batch_transform, _mix.BatchTransform):
+        raise OptionsError(f"batch_transform is gpuprep's MixUp, CutMix, RandomChoice or "
+                           f"TimmMixup (from_torchvision translates torchvision's and timm's), "
+                           f"got {batch_transform!r}")
+    if batch_transform.mixes_values and transform.dtype == "uint8":
+        raise OptionsError(f"{batch_transform!r} blends pixel values, and the transform gives "
+                           "uint8 (torchvision's MixUp fails on uint8 too): end it with "
+                           "to_tensor() or to('float32')")
+    if batch_transform.even_batches and (batch_size % 2 or not drop_last):
+        raise OptionsError(f"timm's Mixup mixes batches of an even number of samples: give an "
+                           f"even batch_size and drop_last=True (got {batch_size}, "
+                           f"drop_last={drop_last})")
 
 
 def _cuda_device(torch, device):

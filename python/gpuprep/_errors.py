@@ -32,6 +32,11 @@ class OptionsError(GpuprepError, ValueError):
     functions is)."""
 
 
+class LabelError(GpuprepError, ValueError):
+    """A sample's label that a batch transform cannot use (MixUp and CutMix need each sample's
+    class index)."""
+
+
 class GpuError(GpuprepError):
     """No GPU, or the GPU failed."""
 
@@ -47,6 +52,6 @@ class ReadError(GpuprepError, OSError):
 
 
 for _class in (GpuprepError, DecodeError, TruncatedError, CorruptError, UnsupportedError,
-               TooLargeError, OptionsError, GpuError, HandoffError, ReadError):
+               TooLargeError, OptionsError, LabelError, GpuError, HandoffError, ReadError):
     _class.__module__ = "gpuprep"
 del _class

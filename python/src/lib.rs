@@ -304,10 +304,7 @@ fn describe(t: &gpuprep::Transform) -> String {
     if t.channel_order == gpuprep::ChannelOrder::Bgr {
         steps.push("ToBGR()".to_string());
     }
-    let layout = match t.layout {
-        Layout::Chw => "chw",
-        Layout::Hwc => "hwc",
-    };
+    let layout = layout_name(t.layout);
     match (t.dtype, t.layout) {
         (DType::F32, Layout::Chw) => steps.push("ToTensor()".to_string()),
         (dtype, _) => steps.push(format!("To({}, {layout})", dtype_name(dtype))),
@@ -325,6 +322,14 @@ fn describe(t: &gpuprep::Transform) -> String {
         steps.push(format!("seed={}", t.seed));
     }
     format!("Transform({})", steps.join(", "))
+}
+
+/// A layout as Python names it.
+fn layout_name(layout: Layout) -> &'static str {
+    match layout {
+        Layout::Chw => "chw",
+        Layout::Hwc => "hwc",
+    }
 }
 
 fn dtype_name(dtype: DType) -> &'static str {
@@ -922,6 +927,12 @@ impl Transform {
     #[getter]
     fn dtype(&self) -> &'static str {
         dtype_name(self.0.dtype)
+    }
+
+    /// "chw" or "hwc".
+    #[getter]
+    fn layout(&self) -> &'static str {
+        layout_name(self.0.layout)
     }
 
     /// Raises OptionsError naming what does not fit (every call that uses a transform checks
