@@ -50,8 +50,8 @@ pub use transform::{
     AutoAugment, AutoAugmentPolicy, ChannelOrder, ColorJitter, ColorOp, ColorOpArgument,
     ColorOperation, ColorOps, DType, Filter, GaussianBlur, InvalidTransform, Layout, Normalize,
     Operation, Pad, PaddingMode, RandAugment, RandomAffine, RandomCrop, RandomErasing,
-    RandomResizedCrop, RandomRotation, Resize, Transform, TrivialAugment, COLOR_OPERATIONS,
-    MAX_AUGMENT_OPS, MAX_KERNEL, OPERATIONS, SETTINGS,
+    RandomResizedCrop, RandomRotation, Resize, TimmRandAugment, Transform, TrivialAugment,
+    COLOR_OPERATIONS, MAX_AUGMENT_OPS, MAX_KERNEL, OPERATIONS, SETTINGS,
 };
 
 /// Here rather than in either module: the transform vocabulary and the errors name nothing of

@@ -1210,6 +1210,34 @@ fn rand_augment_and_auto_augment_are_recorded_and_replayed_through_pillow() {
     }
 }
 
+/// `--timm-rand-augment` records timm's operations (each geometric one with the filter it drew)
+/// and `parity --pillow` replays them through Pillow: GPU, CPU and Pillow agree, over every
+/// operation of timm's increasing set.
+#[test]
+fn timms_rand_augment_is_recorded_and_replayed_through_pillow() {
+    let mut seen = std::collections::BTreeSet::new();
+    for (config, seed) in [
+        ("rand-m9-n4-mstd0.5-p1.0-inc1:124,116,104", "21"),
+        ("rand-m9-n4-mstd0.5-p1.0-inc1:124,116,104", "22"),
+        ("rand-m7-n4-mstd101-p1.0:bilinear", "23"),
+    ] {
+        let args = [
+            "--random-resized-crop",
+            "48",
+            "--timm-rand-augment",
+            config,
+            "--seed",
+            seed,
+        ];
+        for image in converted_and_replayed(&format!("timm-rand-augment-{seed}"), &args) {
+            for op in image["params"]["augment"].as_array().unwrap() {
+                seen.insert(op["op"].as_str().unwrap().to_string());
+            }
+        }
+    }
+    assert!(seen.len() >= 12, "{seen:?}");
+}
+
 /// SIGINT or SIGTERM stops a convert job at its next chunk: it keeps the rows it finished (a
 /// whole .npy of them), leaves no temporary file, writes the report (which says it was
 /// interrupted and names every input it did not reach) and exits 130; a later run removes the
@@ -1370,6 +1398,7 @@ fn every_declared_operation_has_its_flag_and_the_flag_sets_it() {
             "--pad" => "2,4:reflect",
             "--random-crop" => "12:4",
             "--auto-augment" => "imagenet",
+            "--timm-rand-augment" => "rand-m9-mstd0.5-inc1",
             "--color-jitter" => "0.4,0.4,0.4",
             "--normalize" => "imagenet",
             other => panic!("no value to try {other} with"),

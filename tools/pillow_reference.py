@@ -47,7 +47,7 @@ IMAGENET = {"mean": [0.485, 0.456, 0.406], "std": [0.229, 0.224, 0.225]}
 # The counter's fourth word per operation (src/plan/random.rs, `Op`).
 OP_CROP, OP_HFLIP, OP_VFLIP, OP_JITTER, OP_GRAY, OP_ERASE, OP_FILTER, OP_ROTATION = 1, 2, 3, 4, 5, 7, 8, 9
 OP_TRIVIAL, OP_RAND, OP_AUTO, OP_RANDOM_CROP, OP_JITTER_APPLY, OP_AFFINE = 10, 17, 18, 19, 20, 21
-OP_BLUR, OP_BLUR_APPLY = 22, 23
+OP_BLUR, OP_BLUR_APPLY, OP_TIMM_RAND = 22, 23, 24
 # TrivialAugmentWide's augmentation space, in its order.
 TRIVIAL_OPS = ("Identity", "ShearX", "ShearY", "TranslateX", "TranslateY", "Rotate", "Brightness", "Color",
                "Contrast", "Sharpness", "Posterize", "Solarize", "AutoContrast", "Equalize")
@@ -323,6 +323,9 @@ def draw(spec, size, index):
         params["augment"] = rand_draw(spec["rand_augment"], output_size(spec, size), stream(OP_RAND))
     if "auto_augment" in spec:
         params["augment"] = auto_draw(spec["auto_augment"], output_size(spec, size), stream(OP_AUTO))
+    if "timm_rand_augment" in spec:
+        params["augment"] = timm_draw(spec["timm_rand_augment"], output_size(spec, size),
+                                      stream(OP_TIMM_RAND))
     if "color_jitter" in spec and not stream(OP_JITTER_APPLY).uniform() < spec.get("color_jitter_p", 1.0):
         params["color"] = {"order": []}  # RandomApply([ColorJitter(...)], p) did not apply
     elif "color_jitter" in spec:
@@ -497,6 +500,67 @@ def rand_draw(spec, size, s):
     return ops
 
 
+# timm's RandAugment operations (its _RAND_TRANSFORMS order; the increasing set's in the same
+# places).
+TIMM_OPS = ("AutoContrast", "Equalize", "Invert", "Rotate", "Posterize", "Solarize", "SolarizeAdd",
+            "Color", "Contrast", "Brightness", "Sharpness", "ShearX", "ShearY", "TranslateXRel",
+            "TranslateYRel")
+
+
+def timm_draw(spec, size, s):
+    """timm's RandAugment as gpuprep draws it (src/plan/timm_augment.rs): the operations (uniform,
+    with replacement), then per operation whether it applies, its magnitude (Box-Muller noise, or
+    uniform for "inf"), its sign and its filter; each with timm's level rule
+    (timm/data/auto_augment.py) as the argument its operation gets."""
+    std = spec.get("magnitude_std", 0.0)
+    std = math.inf if std == "inf" else std
+    top = spec.get("magnitude_max") or 10.0
+    prob, pct = spec.get("prob", 0.5), spec.get("translate_pct", 0.45)
+    increasing, interpolation = spec.get("increasing", False), spec.get("interpolation", "random")
+    chosen = [TIMM_OPS[s.below(len(TIMM_OPS))] for _ in range(spec.get("num_ops", 2))]
+    ops = []
+    for name in chosen:
+        if prob < 1.0 and s.uniform() > prob:
+            continue
+        m = spec.get("magnitude", 10.0)
+        if std == math.inf:
+            m = m * s.uniform()
+        elif std > 0:
+            angle = s.uniform() * math.tau
+            radius = math.sqrt(-2.0 * math.log(1.0 - s.uniform()))
+            m = m + math.cos(angle) * radius * std
+        level = max(min(m, top), 0.0) / 10.0
+
+        def signed(v):
+            return -v if s.uniform() > 0.5 else v
+        if name in ("AutoContrast", "Equalize", "Invert"):
+            op, arg = name, 0.0
+        elif name == "Rotate":
+            op, arg = name, signed(level * 30.0)
+        elif name == "Posterize":
+            bits = float(int(level * 4.0))
+            op, arg = name, min(max(4.0 - bits if increasing else bits, 0.0), 8.0)
+        elif name == "Solarize":
+            threshold = float(min(256, int(level * 256.0)))
+            op, arg = name, 256.0 - threshold if increasing else threshold
+        elif name == "SolarizeAdd":
+            op, arg = name, float(min(128, int(level * 110.0)))
+        elif name in ("Color", "Contrast", "Brightness", "Sharpness"):
+            op = "Timm" + name
+            arg = max(1.0 + signed(level * 0.9), 0.1) if increasing else level * 1.8 + 0.1
+        elif name in ("ShearX", "ShearY"):
+            op, arg = "Timm" + name, signed(level * 0.3)
+        else:  # TranslateXRel, TranslateYRel: the share of the side, in pixels
+            side = size[0] if name == "TranslateXRel" else size[1]
+            op, arg = "Timm" + name[:-3], signed(level * pct) * side
+        record = {"op": op, "magnitude": arg}
+        if op in ("Rotate", "TimmShearX", "TimmShearY", "TimmTranslateX", "TimmTranslateY"):
+            record["interpolation"] = interpolation if interpolation != "random" else \
+                ("bilinear", "bicubic")[s.below(2)]
+        ops.append(record)
+    return ops
+
+
 def auto_draw(spec, size, s):
     """AutoAugment.forward's draws: the sub-policy, a float32 per operation (it applies when that
     is at most its probability), a sign per operation (negated on 0); the operations that apply."""
@@ -589,7 +653,22 @@ def apply_op(img, op, m, fill, resample):
         return ImageOps.equalize(img)
     if op == "Invert":
         return ImageOps.invert(img)
-    return img
+    if op == "Identity":
+        return img
+    # timm's own (timm/data/auto_augment.py): Pillow's transform of the matrix itself,
+    # ImageEnhance of the factor itself, and solarize_add's table.
+    matrices = {"TimmShearX": (1, m, 0, 0, 1, 0), "TimmShearY": (1, 0, 0, m, 1, 0),
+                "TimmTranslateX": (1, 0, m, 0, 1, 0), "TimmTranslateY": (1, 0, 0, 0, 1, m)}
+    if op in matrices:
+        return img.transform(img.size, Image.AFFINE, matrices[op], resample, fillcolor=fill)
+    enhancers = {"TimmBrightness": ImageEnhance.Brightness, "TimmColor": ImageEnhance.Color,
+                 "TimmContrast": ImageEnhance.Contrast, "TimmSharpness": ImageEnhance.Sharpness}
+    if op in enhancers:
+        return enhancers[op](img).enhance(m)
+    if op == "SolarizeAdd":
+        table = [min(255, i + int(m)) if i < 128 else i for i in range(256)]
+        return img.point(table * 3)
+    raise ValueError(f"unknown augmentation operation {op}")
 
 
 # torchvision's _functional_pil, for an RGB image.
@@ -650,12 +729,15 @@ def finish(a, params, spec=None):
         resample = FILTERS[affine.get("interpolation", "nearest")]
         a = np.asarray(im.transform(im.size, Image.AFFINE, matrix, resample, fillcolor=fill))
     if "augment" in params:
-        policy = next((spec[k] for k in ("trivial_augment", "rand_augment", "auto_augment") if k in (spec or {})), {})
+        policies = ("trivial_augment", "rand_augment", "auto_augment", "timm_rand_augment")
+        policy = next((spec[k] for k in policies if k in (spec or {})), {})
         fill = tuple(int(v) for v in policy.get("fill", [0, 0, 0]))
-        resample = FILTERS[policy.get("interpolation", "nearest")]
+        resample = FILTERS.get(policy.get("interpolation", "nearest"))  # timm's may be "random"
         im = Image.fromarray(np.ascontiguousarray(a), "RGB")
         for op in params["augment"]:
-            im = apply_op(im, op["op"], op["magnitude"], fill, resample)
+            # timm's geometric operations carry the filter each drew (or its policy's).
+            own = FILTERS[op["interpolation"]] if "interpolation" in op else resample
+            im = apply_op(im, op["op"], op["magnitude"], fill, own)
         a = np.asarray(im)
     color, grey, applied = params.get("color"), params.get("grayscale"), params.get("color_ops", {})
     if color or grey or any(applied.values()):

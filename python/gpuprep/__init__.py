@@ -44,13 +44,13 @@ from ._gpuprep import Pipeline, Transform, __version__  # noqa: E402,F401
 from . import _gpuprep  # noqa: E402
 from . import _mix  # noqa: E402
 from ._errors import LabelError  # noqa: E402,F401
-from ._mix import CutMix, MixUp, RandomChoice, TimmMixup  # noqa: E402,F401
+from ._mix import BatchTransform, CutMix, MixUp, RandomChoice, TimmMixup  # noqa: E402,F401
 import numpy as _np  # noqa: E402
 
 __all__ = [
     "Transform", "Pipeline", "Loader", "from_torchvision", "torchvision_params", "GpuprepError", "DecodeError", "TruncatedError",
     "CorruptError", "UnsupportedError", "TooLargeError", "OptionsError", "GpuError", "HandoffError",
-    "ReadError", "LabelError", "MixUp", "CutMix", "RandomChoice", "TimmMixup",
+    "ReadError", "LabelError", "BatchTransform", "MixUp", "CutMix", "RandomChoice", "TimmMixup",
 ]
 
 
@@ -224,9 +224,9 @@ _FLIPS = ("RandomHorizontalFlip", "RandomVerticalFlip")
 # torchvision's does and writes zeros there.
 _TIMM = {"MaybeToTensor": "ToTensor", "MaybePILToTensor": "PILToTensor",
          "RandomResizedCropAndInterpolation": "RandomResizedCrop",
-         "RandomErasing": "RandomErasing"}
+         "RandomErasing": "RandomErasing", "RandAugment": "TimmRandAugment"}
 _GEOMETRIC = ("RandomRotation", "RandomAffine", "TrivialAugmentWide", "RandAugment",
-              "AutoAugment")
+              "AutoAugment", "TimmRandAugment")
 _INTERPOLATIONS = {"NEAREST": "nearest", "BOX": "box", "BILINEAR": "bilinear",
                    "HAMMING": "hamming", "BICUBIC": "bicubic", "LANCZOS": "lanczos"}
 # Pillow's filter numbers, which torchvision takes for an interpolation too (as its
@@ -239,6 +239,7 @@ _SLOTS = {"RandomResizedCrop": "Resize", "PILToTensor": "ToTensor", "ToImage": "
           "ConvertImageDtype": "ToDtype", "TrivialAugmentWide": "RandomRotation",
           "RandomAffine": "RandomRotation",
           "RandAugment": "RandomRotation", "AutoAugment": "RandomRotation",
+          "TimmRandAugment": "RandomRotation",
           "RandomCrop": "CenterCrop"}
 _TWICE = {"Resize": "resize", "ToTensor": "convert to a tensor", "ToDtype": "convert the dtype",
           "RandomRotation": "rotate or augment", "CenterCrop": "crop"}
@@ -574,6 +575,8 @@ def from_torchvision(compose):
             t = t.random_affine(**_affine_args(step))
         elif name in ("TrivialAugmentWide", "RandAugment", "AutoAugment"):
             t = _with_augmentation_policy(t, step, v2)
+        elif name == "TimmRandAugment":
+            t = _with_timms_rand_augment(t, step)
         elif name in ("Resize", "RandomResizedCrop"):
             if v2 and getattr(step, "antialias", True) not in (True, None, "warn"):
                 raise OptionsError(f"transforms.v2.{name}(antialias={step.antialias!r}) is not "
@@ -685,6 +688,104 @@ def from_torchvision(compose):
             raise OptionsError(f"{name} is not translated by this version of gpuprep's Python "
                                "package (its operations table and from_torchvision disagree)")
     return t
+
+
+def _with_timms_rand_augment(t, step):
+    """`t` with timm's RandAugment `step` (rand_augment_transform's): its default or increasing
+    operation set, every operation alike (probability, magnitude, noise, bound, fill,
+    interpolation, translation share), as a `rand-...` string gpuprep parses; a weighted or
+    other operation set is refused by name."""
+    from timm.data import auto_augment as timm_aa
+
+    if step.choice_weights is not None:
+        raise OptionsError("timm's RandAugment with weighted operations (a 't...' set) is not "
+                           "supported: its default and 'inc1' sets are")
+    names = [op.name for op in step.ops]
+    sets = {tuple(timm_aa._RAND_TRANSFORMS): 0, tuple(timm_aa._RAND_INCREASING_TRANSFORMS): 1}
+    if tuple(names) not in sets:
+        raise OptionsError(f"timm's RandAugment of the operations {names} is not supported: "
+                           "its default and 'inc1' sets are")
+
+    def settings(op):
+        return (op.prob, op.magnitude, op.magnitude_std, op.magnitude_max,
+                op.hparams.get("translate_pct", 0.45), tuple(op.kwargs["fillcolor"]),
+                op.kwargs["resample"])
+    first = step.ops[0]
+    if any(settings(op) != settings(first) for op in step.ops):
+        raise OptionsError("timm's RandAugment whose operations differ in their settings is "
+                           "not supported")
+    prob, magnitude, std, top, translate_pct, fill, resample = settings(first)
+    if magnitude != int(magnitude) or (top is not None and top != int(top)):
+        raise OptionsError(f"timm's RandAugment magnitude {magnitude} (max {top}) is not "
+                           "supported: timm's strings give integers")
+    config = f"rand-m{int(magnitude)}-n{step.num_layers}-p{float(prob)!r}-inc{sets[tuple(names)]}"
+    if std:
+        config += "-mstd101" if std == float("inf") else f"-mstd{float(std)!r}"
+    if top is not None:
+        config += f"-mmax{int(top)}"
+    if isinstance(resample, (tuple, list)):
+        if [_interpolation_name(r) for r in resample] != ["BILINEAR", "BICUBIC"]:
+            raise OptionsError(f"timm's RandAugment drawing from {resample!r} is not supported: "
+                               "gpuprep draws bilinear or bicubic")
+        interpolation = "random"
+    else:
+        interpolation = _INTERPOLATIONS.get(_interpolation_name(resample), repr(resample))
+    return t.timm_rand_augment(config, fill, interpolation, float(translate_pct))
+
+
+def _timm_rand_augment_draw(step, width, height):
+    """timm's RandAugment.__call__'s draws, in its order: the operations with numpy's global
+    RNG, then per operation with Python's random whether it applies, its magnitude's noise,
+    its sign and its filter; each as gpuprep records it (the argument timm's operation gets)."""
+    import random
+
+    import numpy as np
+
+    ops = np.random.choice(step.ops, step.num_layers, replace=True)
+    drawn = []
+    for op in ops:
+        if op.prob < 1.0 and random.random() > op.prob:
+            continue
+        magnitude = op.magnitude
+        if op.magnitude_std == float("inf"):
+            magnitude = random.uniform(0, magnitude)
+        elif op.magnitude_std > 0:
+            magnitude = random.gauss(magnitude, op.magnitude_std)
+        magnitude = max(0.0, min(magnitude, op.magnitude_max or 10.0))
+        args = op.level_fn(magnitude, op.hparams) if op.level_fn is not None else ()
+        record = _TIMM_OPS[op.name](args[0] if args else 0.0, width, height)
+        resample = op.kwargs["resample"]
+        if record["op"] in ("Rotate", "TimmShearX", "TimmShearY", "TimmTranslateX",
+                            "TimmTranslateY"):
+            if isinstance(resample, (tuple, list)):
+                resample = random.choice(resample)
+            record["interpolation"] = _INTERPOLATIONS[_interpolation_name(resample)]
+        drawn.append(record)
+    return drawn
+
+
+def _timm_op(name, argument=lambda a, w, h: float(a)):
+    """A recorder of one timm operation as gpuprep's `augment` entry: its name there and its
+    argument (timm's level_fn's) as the magnitude."""
+    return lambda a, w, h: {"op": name, "magnitude": argument(a, w, h)}
+
+
+# timm's operations as gpuprep records them: the operations torchvision's spaces share
+# (Rotate's degrees, Posterize's bits clipped to 0..8 as ImageOps keeps them, Solarize's
+# threshold) by torchvision's names, timm's own with "Timm" (translations in pixels).
+_TIMM_OPS = {
+    "AutoContrast": _timm_op("AutoContrast"), "Equalize": _timm_op("Equalize"),
+    "Invert": _timm_op("Invert"), "Rotate": _timm_op("Rotate"),
+    "SolarizeAdd": _timm_op("SolarizeAdd"),
+    **{name: _timm_op("Posterize", lambda a, w, h: float(min(max(a, 0), 8)))
+       for name in ("Posterize", "PosterizeIncreasing")},
+    **{name: _timm_op("Solarize") for name in ("Solarize", "SolarizeIncreasing")},
+    **{f"{kind}{suffix}": _timm_op(f"Timm{kind}") for kind in
+       ("Color", "Contrast", "Brightness", "Sharpness") for suffix in ("", "Increasing")},
+    "ShearX": _timm_op("TimmShearX"), "ShearY": _timm_op("TimmShearY"),
+    "TranslateXRel": _timm_op("TimmTranslateX", lambda a, w, h: a * w),
+    "TranslateYRel": _timm_op("TimmTranslateY", lambda a, w, h: a * h),
+}
 
 
 def _with_timms_erasing(t, step):
@@ -848,7 +949,8 @@ def torchvision_params(compose, size):
     `torch.manual_seed(s)`, `Pipeline.preprocess([image], from_torchvision(compose),
     params=[torchvision_params(compose, size)])` equals `compose(pil_image)` after the same seed,
     bit for bit. timm's transforms draw their crops, interpolations and erased boxes with
-    Python's `random`: seed it too (`random.seed(s)`) for a compose of them. A GaussianBlur's
+    Python's `random`, and its RandAugment its operations with numpy's global RNG: seed them too
+    (`random.seed(s)`, `numpy.random.seed(s)`) for a compose of them. A GaussianBlur's
     parameters are the kernels torchvision makes of the sigma drawn, torch's own. The dict has
     report.json's form. A compose `from_torchvision` refuses is refused here the same way
     (OptionsError), before any draw."""
@@ -937,6 +1039,8 @@ def torchvision_params(compose, size):
             params["augment"] = _rand_augment_draw(step, width, height)
         elif name == "AutoAugment":
             params["augment"] = _auto_augment_draw(step, width, height)
+        elif name == "TimmRandAugment":
+            params["augment"] = _timm_rand_augment_draw(step, width, height)
         elif name == "RandomGrayscale":
             params["grayscale"] = bool(torch.rand(1) < step.p)
         elif name in _COLOR_OPERATIONS:
@@ -1009,7 +1113,9 @@ class Loader:
     timm's call on it computes, bit for bit, its parameters drawn from the seed, the epoch, the
     rank and the step and recorded in the batch's "mix" (see `batches`); labels then come as
     float32 soft targets (batch, num_classes). It runs with torch's own operations where the
-    batch is handed over (on the GPU with device="cuda"), or numpy's without torch.
+    batch is handed over (on the GPU with device="cuda"; on the host it makes a new array,
+    pinned again where pin_memory asks), or numpy's (the same bits) in `batches()` and without
+    torch.
     `threads`: decoding threads of this process (default: all cores, or under torchrun this
     rank's share, cores / LOCAL_WORLD_SIZE); they are started once per process, so the first
     loader or pipeline sets them (`threads` then holds the number).
@@ -1075,6 +1181,11 @@ class Loader:
         self.stats = {}
         self.last = None
         self.classes = self._loader.classes()
+        if self.classes and batch_transform is not None \
+                and len(self.classes) > batch_transform.num_classes:
+            raise OptionsError(f"the dataset has {len(self.classes)} classes, and the batch "
+                               f"transform's {batch_transform.num_classes}: give num_classes="
+                               f"{len(self.classes)}")
 
     @property
     def handed_over(self):
@@ -1184,7 +1295,8 @@ class Loader:
                 images, labels = self._mixed(batch, images, labels)
             if pin:
                 images = images if images.is_pinned() else _pinned(torch, images)
-                labels = labels.pin_memory()
+                labels = labels if up and self.batch_transform is not None else \
+                    labels.pin_memory()  # mixed on the device into soft labels there
             if up:
                 cuda = torch.device("cuda", self.device)
                 images = images.to(cuda, non_blocking=True)
@@ -1225,6 +1337,11 @@ def _check_batch_transform(batch_transform, transform, batch_size, drop_last):
         raise OptionsError(f"timm's Mixup mixes batches of an even number of samples: give an "
                            f"even batch_size and drop_last=True (got {batch_size}, "
                            f"drop_last={drop_last})")
+    minmax, size = getattr(batch_transform, "cutmix_minmax", None), transform.output_size
+    if minmax is not None and size is not None and \
+            any(int(side * minmax[0]) >= int(side * minmax[1]) for side in size):
+        raise OptionsError(f"timm's cutmix_minmax={minmax} leaves no box sides to draw from on "
+                           f"{size[1]}x{size[0]} images (timm's randint would fail)")
 
 
 def _cuda_device(torch, device):

@@ -75,6 +75,11 @@ class Transform:
                      fill: Union[None, int, Sequence[int]] = None) -> Transform: ...
     def auto_augment(self, policy: str = "imagenet", interpolation: str = "nearest",
                      fill: Union[None, int, Sequence[int]] = None) -> Transform: ...
+    def timm_rand_augment(self, config: str = "rand-m9-mstd0.5-inc1",
+                          fill: Union[None, int, Sequence[int]] = None,
+                          interpolation: Literal["random", "nearest", "bilinear",
+                                                 "bicubic"] = "random",
+                          translate_pct: float = 0.45) -> Transform: ...
     def grayscale(self, p: float = 0.1) -> Transform: ...
     # The single-operation transforms, made at import from the crate's table of them.
     def random_invert(self, p: float = 0.5) -> Transform: ...
@@ -135,6 +140,7 @@ class Loader:
                  device: Union[None, str, int, Any] = None,
                  errors: Literal["raise", "skip"] = "raise",
                  batch_transform: Optional[BatchTransform] = None) -> None: ...
+    batch_transform: Optional[BatchTransform]
     @property
     def memory(self) -> str: ...
     @property
@@ -161,28 +167,51 @@ class BatchTransform:
                  layout: Literal["chw", "hwc"] = "chw") -> tuple[Any, Any, dict[str, Any]]: ...
 
 class MixUp(BatchTransform):
-    """torchvision.transforms.v2.MixUp."""
-    def __init__(self, alpha: float = 1.0, num_classes: Optional[int] = None) -> None: ...
+    """torchvision.transforms.v2.MixUp (its "mix": {"kind": "mixup", "lam"})."""
+    alpha: float
+    num_classes: int
+    def __init__(self, *, alpha: float = 1.0, num_classes: int) -> None: ...
 
 class CutMix(BatchTransform):
-    """torchvision.transforms.v2.CutMix."""
-    def __init__(self, alpha: float = 1.0, num_classes: Optional[int] = None) -> None: ...
+    """torchvision.transforms.v2.CutMix (its "mix": {"kind": "cutmix", "lam", "box": [x1, y1,
+    x2, y2], "lam_adjusted"})."""
+    alpha: float
+    num_classes: int
+    def __init__(self, *, alpha: float = 1.0, num_classes: int) -> None: ...
 
 class RandomChoice(BatchTransform):
-    """torchvision.transforms.v2.RandomChoice of MixUp and CutMix."""
+    """torchvision.transforms.v2.RandomChoice of MixUp and CutMix (its "mix": the chosen one's,
+    with "choice", its index)."""
+    transforms: list[Union[MixUp, CutMix]]
+    p: list[float]
+    num_classes: int
     def __init__(self, transforms: Sequence[Union[MixUp, CutMix]],
                  p: Optional[Sequence[float]] = None) -> None: ...
 
 class TimmMixup(BatchTransform):
-    """timm.data.Mixup."""
+    """timm.data.Mixup (its "mix": {"kind": "timm", "mode", "lam", "cutmix", "box": [top, bottom,
+    left, right]}, per batch, or lists per sample or pair). `mixup_enabled = False` turns mixing
+    off, as timm's train loop does at mixup_off_epoch."""
+    mixup_alpha: float
+    cutmix_alpha: float
+    cutmix_minmax: Optional[tuple[float, float]]
+    mix_prob: float
+    switch_prob: float
+    mode: str
+    correct_lam: bool
+    label_smoothing: float
+    num_classes: int
+    mixup_enabled: bool
     def __init__(self, mixup_alpha: float = 1.0, cutmix_alpha: float = 0.0,
                  cutmix_minmax: Optional[tuple[float, float]] = None, prob: float = 1.0,
                  switch_prob: float = 0.5, mode: Literal["batch", "pair", "elem"] = "batch",
                  correct_lam: bool = True, label_smoothing: float = 0.1,
                  num_classes: int = 1000, mixup_enabled: bool = True) -> None: ...
 
-def from_torchvision(compose: Any) -> Union[Transform, BatchTransform]:
-    """The Transform that computes what a torchvision Compose of supported transforms computes."""
+def from_torchvision(compose: Any) -> Any:
+    """The Transform that computes what a torchvision Compose of supported transforms computes;
+    for a batch transform (v2 MixUp, CutMix, a RandomChoice of them, timm's Mixup) gpuprep's
+    BatchTransform, for Loader(batch_transform=...)."""
     ...
 
 def torchvision_params(compose: Any, size: tuple[int, int]) -> dict[str, Any]:

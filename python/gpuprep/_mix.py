@@ -9,6 +9,8 @@ tensor's type). Labels become soft targets, float32 of shape (batch, num_classes
 recorded parameters, `apply` is exact: the same bits as torchvision's or timm's call.
 """
 import math
+import numbers
+import operator
 
 import numpy as np
 
@@ -40,25 +42,50 @@ class BatchTransform:
         return mixed, targets, params
 
 
+def _number(name, what, value, low=0.0, high=math.inf, low_open=False):
+    """`value` as a float (numpy's numbers too), refused by name outside [low, high] (or
+    (low, high] with low_open) or when it is no number."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) or \
+            not (low < value if low_open else low <= value) or not value <= high:
+        bounds = f"{'above' if low_open else 'at least'} {low}" + \
+            (f" and at most {high}" if high != math.inf else "")
+        raise OptionsError(f"{name}: {what} is a number {bounds}, got {value!r}")
+    return float(value)
+
+
 def _checked_alpha(name, alpha):
-    if isinstance(alpha, bool) or not isinstance(alpha, (int, float)) or \
-            not math.isfinite(alpha) or alpha <= 0:
-        raise OptionsError(f"{name}: alpha is a positive number, got {alpha!r}")
-    return float(alpha)
+    return _number(name, "alpha", alpha, low_open=True)
 
 
 def _checked_classes(name, num_classes):
-    if isinstance(num_classes, bool) or not isinstance(num_classes, int) or num_classes < 1:
+    try:
+        count = operator.index(num_classes)
+    except TypeError:
+        count = 0
+    if isinstance(num_classes, bool) or count < 1:
         raise OptionsError(f"{name}: num_classes is a positive int (the labels are class "
                            f"indices), got {num_classes!r}")
-    return num_classes
+    return count
+
+
+def _checked_batch(images, mixes_values):
+    """Refuses by name a batch the libraries would not mix as gpuprep does: MixUp multiplies,
+    which torch refuses in place on an integer tensor (gpuprep computes float32 and float16,
+    the Loader's float types), and copying boxes takes any of the Loader's types."""
+    dtype = str(images.dtype).replace("torch.", "")
+    allowed = ("float32", "float16") if mixes_values else ("float32", "float16", "uint8")
+    if dtype not in allowed:
+        raise OptionsError(f"a batch of {dtype} is not mixed by gpuprep "
+                           f"({' or '.join(allowed)}: the Loader's types" +
+                           ("; torchvision's MixUp refuses integer batches)" if mixes_values
+                            else ")"))
 
 
 class MixUp(BatchTransform):
     """torchvision.transforms.v2.MixUp: each image blended with the one before it in the batch
     (the first with the last), lam ~ Beta(alpha, alpha) per batch."""
 
-    def __init__(self, alpha=1.0, num_classes=None):
+    def __init__(self, *, alpha=1.0, num_classes):
         self.alpha = _checked_alpha("MixUp", alpha)
         self.num_classes = _checked_classes("MixUp", num_classes)
 
@@ -69,6 +96,7 @@ class MixUp(BatchTransform):
         return {"kind": "mixup", "lam": float(rng.beta(self.alpha, self.alpha))}
 
     def apply(self, params, images, labels, layout="chw"):
+        _checked_batch(images, True)
         ops = _Ops(images)
         lam = params["lam"]
         mixed = ops.add(ops.scaled(ops.rolled(images), 1.0 - lam), ops.scaled(images, lam))
@@ -82,7 +110,7 @@ class CutMix(BatchTransform):
 
     mixes_values = False
 
-    def __init__(self, alpha=1.0, num_classes=None):
+    def __init__(self, *, alpha=1.0, num_classes):
         self.alpha = _checked_alpha("CutMix", alpha)
         self.num_classes = _checked_classes("CutMix", num_classes)
 
@@ -102,6 +130,7 @@ class CutMix(BatchTransform):
                 "lam_adjusted": lam_adjusted}
 
     def apply(self, params, images, labels, layout="chw"):
+        _checked_batch(images, False)
         ops = _Ops(images)
         x1, y1, x2, y2 = params["box"]
         mixed = ops.copy(images)
@@ -118,12 +147,17 @@ class RandomChoice(BatchTransform):
         transforms = list(transforms)
         if not transforms or not all(isinstance(t, (MixUp, CutMix)) for t in transforms):
             raise OptionsError(f"RandomChoice takes gpuprep's MixUp and CutMix, got {transforms!r}")
-        p = [1.0] * len(transforms) if p is None else [float(q) for q in p]
-        if len(p) != len(transforms) or not all(math.isfinite(q) and q >= 0 for q in p) \
-                or sum(p) <= 0:
+        p = [1.0] * len(transforms) if p is None else list(p)
+        if len(p) != len(transforms) or not all(isinstance(q, numbers.Real) and
+                                                not isinstance(q, bool) and 0 <= q < math.inf
+                                                for q in p) or sum(p) <= 0:
             raise OptionsError(f"RandomChoice: p holds a non-negative weight per transform, "
                                f"not all zero, got {p!r}")
-        self.transforms = transforms
+        p = [float(q) for q in p]
+        if len({t.num_classes for t in transforms}) > 1:
+            raise OptionsError(f"RandomChoice of {transforms!r}: one num_classes for all, so "
+                               "that every batch's soft labels have one shape")
+        self.transforms, self.num_classes = transforms, transforms[0].num_classes
         self.p = [q / sum(p) for q in p]
         self.mixes_values = any(t.mixes_values for t in transforms)
 
@@ -154,25 +188,27 @@ class TimmMixup(BatchTransform):
     def __init__(self, mixup_alpha=1.0, cutmix_alpha=0.0, cutmix_minmax=None, prob=1.0,
                  switch_prob=0.5, mode="batch", correct_lam=True, label_smoothing=0.1,
                  num_classes=1000, mixup_enabled=True):
-        for name, value in (("mixup_alpha", mixup_alpha), ("cutmix_alpha", cutmix_alpha)):
-            if isinstance(value, bool) or not isinstance(value, (int, float)) \
-                    or not math.isfinite(value) or value < 0:
-                raise OptionsError(f"TimmMixup: {name} is a number of at least 0, got {value!r}")
+        mixup_alpha = _number("TimmMixup", "mixup_alpha", mixup_alpha, high=1e6)
+        cutmix_alpha = _number("TimmMixup", "cutmix_alpha", cutmix_alpha, high=1e6)
         if cutmix_minmax is not None:
-            lo, hi = (float(v) for v in cutmix_minmax)
-            if not 0 <= lo < hi <= 1:
-                raise OptionsError(f"TimmMixup: cutmix_minmax is (min, max) with 0 <= min < max "
-                                   f"<= 1, got {cutmix_minmax!r}")
+            pair = list(cutmix_minmax) if isinstance(cutmix_minmax, (list, tuple)) else []
+            if len(pair) != 2:
+                raise OptionsError(f"TimmMixup: cutmix_minmax is (min, max), got "
+                                   f"{cutmix_minmax!r}")
+            lo, hi = (_number("TimmMixup", "cutmix_minmax", v, high=1.0) for v in pair)
+            if not lo < hi:
+                raise OptionsError(f"TimmMixup: cutmix_minmax is (min, max) with min < max, got "
+                                   f"{cutmix_minmax!r}")
             cutmix_minmax, cutmix_alpha = (lo, hi), 1.0  # timm forces alpha 1 with min-max
         if mixup_alpha <= 0 and cutmix_alpha <= 0:
             raise OptionsError("TimmMixup: mixup_alpha or cutmix_alpha (or cutmix_minmax) must "
                                "be positive")
-        for name, value in (("prob", prob), ("switch_prob", switch_prob),
-                            ("label_smoothing", label_smoothing)):
-            if not 0 <= value <= 1:
-                raise OptionsError(f"TimmMixup: {name} is a probability, 0 to 1, got {value!r}")
+        prob, switch_prob, label_smoothing = (
+            _number("TimmMixup", name, value, high=1.0) for name, value in
+            (("prob", prob), ("switch_prob", switch_prob), ("label_smoothing", label_smoothing)))
         if mode not in ("batch", "pair", "elem"):
-            raise OptionsError(f'TimmMixup: mode is "batch", "pair" or "elem", got {mode!r}')
+            raise OptionsError(f'TimmMixup: mode is "batch", "pair" or "elem", got {mode!r} '
+                               "(timm's 'half' mixes half a batch, which gpuprep does not)")
         self.mixup_alpha, self.cutmix_alpha = float(mixup_alpha), float(cutmix_alpha)
         self.cutmix_minmax, self.mix_prob, self.switch_prob = cutmix_minmax, prob, switch_prob
         self.mode, self.correct_lam, self.label_smoothing = mode, correct_lam, label_smoothing
@@ -259,6 +295,7 @@ class TimmMixup(BatchTransform):
         return [int(top), int(bottom), int(left), int(right)], lam
 
     def apply(self, params, images, labels, layout="chw"):
+        _checked_batch(images, True)
         ops = _Ops(images)
         if len(images) % 2:
             raise OptionsError(f"timm's Mixup mixes batches of an even number of samples, and "
@@ -297,11 +334,12 @@ class TimmMixup(BatchTransform):
         return mixed, ops.column(lams)
 
     def _targets(self, ops, labels, lam):
-        """timm's mixup_target: smoothed one-hot labels, mixed with the batch's mirror by lam (a
-        float, or a column of per-sample weights in the batch's type)."""
+        """timm's mixup_target: smoothed one-hot labels (in torch's default type, as timm's
+        torch.full makes them), mixed with the batch's mirror by lam (a float, or a column of
+        per-sample weights in the batch's type)."""
         off = self.label_smoothing / self.num_classes
         on = 1.0 - self.label_smoothing + off
-        first = ops.one_hot(labels, self.num_classes, on, off)
+        first = ops.one_hot(labels, self.num_classes, on, off, default_type=True)
         second = ops.flipped(first)
         if isinstance(lam, float):
             return ops.add(ops.scaled(first, lam), ops.scaled(second, 1.0 - lam))
@@ -377,8 +415,9 @@ class _Ops:
             return 1.0 - column
         return (np.float32(1.0) - column.astype(_FLOAT32)).astype(column.dtype)
 
-    def one_hot(self, labels, num_classes, on, off):
-        """float32 (batch, num_classes): `on` at each label, `off` elsewhere."""
+    def one_hot(self, labels, num_classes, on, off, default_type=False):
+        """float32 (batch, num_classes): `on` at each label, `off` elsewhere (with torch and
+        default_type, torch's default float type, as timm's torch.full makes it)."""
         values = labels.tolist() if self.torch or isinstance(labels, np.ndarray) else list(labels)
         for i, label in enumerate(values):
             if not 0 <= label < num_classes:
@@ -388,7 +427,8 @@ class _Ops:
                                                       if label == -1 else ""))
         if self.torch:
             import torch
-            targets = torch.full((len(values), num_classes), off, device=self.device)
+            dtype = None if default_type else torch.float32
+            targets = torch.full((len(values), num_classes), off, device=self.device, dtype=dtype)
             index = torch.as_tensor(values, device=self.device).view(-1, 1)
             return targets.scatter_(1, index, on)
         targets = np.full((len(values), num_classes), off, dtype=_FLOAT32)
@@ -404,16 +444,23 @@ def translated(transform):
         if transform.num_classes is None:
             raise OptionsError(f"{kind}(num_classes=None) takes one-hot labels; the loader's "
                                "are class indices: give num_classes")
-        return (MixUp if kind == "MixUp" else CutMix)(transform.alpha, transform.num_classes)
+        return (MixUp if kind == "MixUp" else CutMix)(alpha=transform.alpha,
+                                                      num_classes=transform.num_classes)
     if module.startswith("torchvision.") and kind == "RandomChoice":
         inner = [type(t).__name__ for t in transform.transforms]
         if not inner or not set(inner) <= {"MixUp", "CutMix"}:
             return None  # a RandomChoice of per-image transforms: from_torchvision's to refuse
-        return RandomChoice([translated(t) for t in transform.transforms], transform.p)
+        mixes = [translated(t) for t in transform.transforms]
+        if None in mixes:
+            raise OptionsError(f"RandomChoice of {inner}: gpuprep translates torchvision's v2 "
+                               "MixUp and CutMix")
+        return RandomChoice(mixes, transform.p)
     if module.startswith("timm.") and kind == "Mixup":
         if getattr(transform, "multi_label", False):
             raise OptionsError("timm's Mixup(multi_label=True) is not supported by gpuprep: the "
                                "loader's labels are class indices")
+        # A copy: timm's train loop turns mixing off with `mixup_fn.mixup_enabled = False`, which
+        # is the loader's batch_transform.mixup_enabled here.
         return TimmMixup(transform.mixup_alpha, transform.cutmix_alpha, transform.cutmix_minmax,
                          transform.mix_prob, transform.switch_prob, transform.mode,
                          transform.correct_lam, transform.label_smoothing,

@@ -261,6 +261,21 @@ fn describe(t: &gpuprep::Transform) -> String {
             r.fill
         ));
     }
+    if let Some(r) = t.timm_rand_augment {
+        steps.push(format!(
+            "TimmRandAugment(num_ops={}, magnitude={}, magnitude_std={}, magnitude_max={:?}, \
+             prob={}, increasing={}, translate_pct={}, fill={:?}, interpolation={})",
+            r.num_ops,
+            r.magnitude,
+            r.magnitude_std,
+            r.magnitude_max,
+            r.prob,
+            r.increasing,
+            r.translate_pct,
+            r.fill,
+            r.interpolation.map_or("random", Filter::name),
+        ));
+    }
     if let Some(a) = t.auto_augment {
         steps.push(format!(
             "AutoAugment(policy='{}', interpolation={}, fill={:?})",
@@ -778,6 +793,41 @@ impl Transform {
                 policy,
                 fill,
                 interpolation,
+            }),
+            ..self.0
+        }))
+    }
+
+    /// timm's RandAugment of a `rand-...` string (`rand-m9-mstd0.5-inc1`: magnitude 9 with
+    /// noise 0.5, the increasing set; `n`, `p`, `mmax` too): timm's own operations and level
+    /// rules, after the flips and before the colour adjustments. `fill` is timm's `img_mean`
+    /// (create_transform passes its mean times 255, rounded; timm's default 128), interpolation
+    /// 'random' (timm's default: bilinear or bicubic drawn per operation; create_transform
+    /// passes its own, 'bilinear' by default), 'nearest', 'bilinear' or 'bicubic', and
+    /// translate_pct the largest translation, a share of the side.
+    #[pyo3(signature = (config="rand-m9-mstd0.5-inc1", fill=None, interpolation="random", translate_pct=0.45))]
+    fn timm_rand_augment(
+        &self,
+        config: &str,
+        fill: Option<Bound<'_, PyAny>>,
+        interpolation: &str,
+        translate_pct: f64,
+    ) -> PyResult<Self> {
+        let parsed = gpuprep::TimmRandAugment::parse(config).map_err(OptionsError::new_err)?;
+        let interpolation = match interpolation {
+            "random" => None,
+            name => Some(map_filter("timm's RandAugment", name)?),
+        };
+        let fill = match fill {
+            None => parsed.fill,
+            given => rgb_fill(given)?,
+        };
+        Ok(Self(gpuprep::Transform {
+            timm_rand_augment: Some(gpuprep::TimmRandAugment {
+                fill,
+                interpolation,
+                translate_pct,
+                ..parsed
             }),
             ..self.0
         }))

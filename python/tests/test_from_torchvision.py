@@ -153,8 +153,10 @@ def test_timms_train_transforms_with_its_seeds_give_timms_pixels():
         seeded = seeded_against_torchvision(compose, range(10))
         drawn = {params.get("interpolation") for params in seeded}
         assert drawn == ({"bilinear", "bicubic"} if interpolation == "random" else {None})
-    refused(timm_data.create_transform(64, is_training=True, auto_augment="rand-m9-mstd0.5-inc1"),
-            "timm.data.auto_augment.RandAugment is not torchvision's RandAugment")
+    refused(timm_data.create_transform(64, is_training=True, auto_augment="augmix-m5-w3"),
+            "AugMixAugment is not supported by gpuprep")
+    refused(timm_data.create_transform(64, is_training=True, auto_augment="original"),
+            "timm.data.auto_augment.AutoAugment is not torchvision's AutoAugment")
     # With timm's RandomErasing ('const', one box) after Normalize: its boxes drawn with
     # Python's random, zeros written there.
     compose = timm_data.create_transform(64, is_training=True, re_prob=0.5)
@@ -163,6 +165,43 @@ def test_timms_train_transforms_with_its_seeds_give_timms_pixels():
     seeded = seeded_against_torchvision(compose, range(12))
     erased = sum(params["erase"] is not None for params in seeded)
     assert 0 < erased < 12
+
+
+@pytest.mark.parametrize("config,interpolation,seeds", [
+    ("rand-m9-mstd0.5-inc1", "bilinear", 24),  # timm's ImageNet recipe, create_transform's default
+    ("rand-m9-n4-mstd0.5-p1.0-inc1", "random", 40),  # every operation, drawn filters
+    ("rand-m7-n3-mstd101-p0.9", "bicubic", 24),  # the default set, uniform magnitudes
+    ("rand-m15-mmax15-n4-p1.0", "bilinear", 24),  # beyond 10: posterize keeps no bits
+])
+def test_timms_rand_augment_with_its_seeds_gives_timms_pixels(config, interpolation, seeds):
+    """timm's own RandAugment in create_transform (its fifteen operations and level rules, the
+    magnitude's noise, its fill of the mean, its interpolation or drawn ones), its operations
+    drawn with numpy's RNG and the rest with Python's: given what torchvision_params draws after
+    the same seeds, timm's pixels."""
+    timm_data = pytest.importorskip("timm.data")
+    compose = timm_data.create_transform(64, is_training=True, auto_augment=config,
+                                         interpolation=interpolation, re_prob=0.25)
+    t = gpuprep.from_torchvision(compose)
+    assert "TimmRandAugment(" in repr(t) and "fill=[124, 116, 104]" in repr(t), repr(t)
+    seeded = seeded_against_torchvision(compose, range(seeds))
+    ops = {op["op"] for params in seeded for op in params["augment"]}
+    assert len(ops) >= 8, ops
+    if "p1.0" in config:
+        assert len(ops) == 15, ops
+
+
+def test_timms_rand_augment_strings_translate_or_are_refused():
+    timm_aa = pytest.importorskip("timm.data.auto_augment")
+    assert "magnitude=9, magnitude_std=inf" in repr(gpuprep.Transform().timm_rand_augment(
+        "rand-m9-mstd200"))
+    with pytest.raises(gpuprep.OptionsError, match="operation set \"tweights\""):
+        gpuprep.Transform().timm_rand_augment("rand-m9-tweights")
+    with pytest.raises(gpuprep.OptionsError, match="starts with `rand-`"):
+        gpuprep.Transform().timm_rand_augment("augmix-m5")
+    weighted = timm_aa.rand_augment_transform("rand-m9-tweights", {})
+    refused(T.Compose([weighted]), "weighted operations")
+    refused(T.Compose([timm_aa.rand_augment_transform("rand-m9-t3a", {})]),
+            "timm's RandAugment of the operations")
 
 
 def test_resize_with_random_resized_crop_is_refused_at_translation():
@@ -293,9 +332,9 @@ def test_resize_with_max_size_gives_torchvisions_pixels(module):
 
 
 def seeded_against_torchvision(compose, seeds):
-    """`compose` as torchvision (or timm) runs it on a photo after torch.manual_seed(s) and
-    random.seed(s) (timm's draws), against gpuprep (CPU) given what torchvision_params draws
-    after the same seeds, for each seed; their params."""
+    """`compose` as torchvision (or timm) runs it on a photo after torch.manual_seed(s),
+    random.seed(s) and numpy.random.seed(s) (timm's draws), against gpuprep (CPU) given what
+    torchvision_params draws after the same seeds, for each seed; their params."""
     import random
 
     transform = gpuprep.from_torchvision(compose)
@@ -304,9 +343,11 @@ def seeded_against_torchvision(compose, seeds):
     for seed in seeds:
         path = PHOTOS[seed % len(PHOTOS)]
         random.seed(seed)
+        np.random.seed(seed)
         torch.manual_seed(seed)
         expected = torchvision_output(compose, path)
         random.seed(seed)
+        np.random.seed(seed)
         torch.manual_seed(seed)
         params = gpuprep.torchvision_params(compose, Image.open(path).size)
         batch, _ = p.preprocess([path], transform, params=[params])

@@ -569,7 +569,7 @@ def test_every_declared_operation_has_its_method_stub_and_translation():
     translation = inspect.getsource(gpuprep.from_torchvision)
     operations = gpuprep._gpuprep.operations()
     singles = gpuprep._gpuprep.color_operations()
-    assert len(operations) == 17 + len(singles)
+    assert len(operations) == 18 + len(singles)
     args = {"resize": (8,), "random_resized_crop": (8,), "center_crop": (8,), "pad": (2,),
             "random_crop": (8,),
             "random_rotation": (10,), "random_affine": (10,), "gaussian_blur": (3,),

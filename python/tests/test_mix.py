@@ -130,10 +130,24 @@ def test_reference_recipes_translate():
 
 
 def test_options_are_checked():
-    with pytest.raises(gpuprep.OptionsError, match="alpha is a positive number"):
+    with pytest.raises(gpuprep.OptionsError, match="alpha is a number above 0.0"):
         gpuprep.MixUp(alpha=0, num_classes=3)
     with pytest.raises(gpuprep.OptionsError, match="num_classes is a positive int"):
-        gpuprep.CutMix(alpha=1.0)
+        gpuprep.CutMix(alpha=1.0, num_classes=0)
+    with pytest.raises(TypeError, match="num_classes"):
+        gpuprep.CutMix(alpha=1.0)  # torchvision's too needs it for class indices
+    with pytest.raises(gpuprep.OptionsError, match="prob is a number"):
+        gpuprep.TimmMixup(prob=None)
+    with pytest.raises(gpuprep.OptionsError, match="cutmix_minmax is \\(min, max\\)"):
+        gpuprep.TimmMixup(cutmix_minmax=(0.2, 0.5, 0.8))
+    with pytest.raises(gpuprep.OptionsError, match="p holds"):
+        gpuprep.RandomChoice([gpuprep.MixUp(num_classes=3)], p=["x"])
+    # numpy's numbers are numbers, as torchvision and timm take them.
+    assert gpuprep.MixUp(alpha=np.float32(0.5), num_classes=np.int64(3)).num_classes == 3
+    with pytest.raises(gpuprep.OptionsError, match="a batch of float64"):
+        gpuprep.MixUp(num_classes=3).apply({"lam": 0.5}, np.zeros((2, 3, 4, 4)), [0, 1])
+    with pytest.raises(gpuprep.OptionsError, match="a batch of uint8"):
+        gpuprep.MixUp(num_classes=3).apply({"lam": 0.5}, np.zeros((2, 3, 4, 4), np.uint8), [0, 1])
     with pytest.raises(gpuprep.OptionsError, match="mode is"):
         gpuprep.TimmMixup(mode="row")
     with pytest.raises(gpuprep.OptionsError, match="must be positive"):
@@ -148,7 +162,7 @@ def test_the_loader_mixes_each_batch_exactly_and_records_how(tmp_path):
     batch its own draw, the same again for the same seed."""
     root = image_folder(tmp_path)
     transform = gpuprep.Transform().resize(12).center_crop(10).to_tensor()
-    mix = gpuprep.RandomChoice([gpuprep.MixUp(0.4, 3), gpuprep.CutMix(1.0, 3)])
+    mix = gpuprep.RandomChoice([gpuprep.MixUp(alpha=0.4, num_classes=3), gpuprep.CutMix(alpha=1.0, num_classes=3)])
     options = dict(batch_size=4, shuffle=True, seed=3, backend="cpu", wait_warning=None)
     plain = gpuprep.Loader(root, transform, **options)
     mixed = gpuprep.Loader(root, transform, batch_transform=mix, **options)
@@ -174,17 +188,23 @@ def test_the_loader_refuses_what_it_cannot_mix(tmp_path):
     root = image_folder(tmp_path)
     small = gpuprep.Transform().resize(12).center_crop(10)
     with pytest.raises(gpuprep.OptionsError, match="gives uint8"):
-        gpuprep.Loader(root, small, batch_size=4, batch_transform=gpuprep.MixUp(1.0, 3))
+        gpuprep.Loader(root, small, batch_size=4, batch_transform=gpuprep.MixUp(alpha=1.0, num_classes=3))
     gpuprep.Loader(root, small, batch_size=4, backend="cpu",
-                   batch_transform=gpuprep.CutMix(1.0, 3))  # copies values: uint8 is fine
+                   batch_transform=gpuprep.CutMix(alpha=1.0, num_classes=3))  # copies values: uint8 is fine
     with pytest.raises(gpuprep.OptionsError, match="even batch_size and drop_last=True"):
         gpuprep.Loader(root, small.to_tensor(), batch_size=4,
                        batch_transform=gpuprep.TimmMixup(num_classes=3))
+    with pytest.raises(gpuprep.OptionsError, match="3 classes, and the batch transform's 2"):
+        gpuprep.Loader(root, small, batch_size=4, batch_transform=gpuprep.CutMix(num_classes=2))
+    with pytest.raises(gpuprep.OptionsError, match="cutmix_minmax"):
+        gpuprep.Loader(root, small.to_tensor(), batch_size=4, drop_last=True,
+                       batch_transform=gpuprep.TimmMixup(cutmix_minmax=(0.4, 0.45),
+                                                         num_classes=3))
     with pytest.raises(gpuprep.OptionsError, match="batch_transform is gpuprep's"):
         gpuprep.Loader(root, small, batch_size=4, batch_transform=lambda x, y: (x, y))
     files = [os.path.join(root, "cat", f) for f in sorted(os.listdir(os.path.join(root, "cat")))]
     loader = gpuprep.Loader(files, small.to_tensor(), batch_size=2, backend="cpu",
-                            batch_transform=gpuprep.MixUp(1.0, 3))
+                            batch_transform=gpuprep.MixUp(alpha=1.0, num_classes=3))
     with pytest.raises(gpuprep.LabelError, match="has label -1 \\(no label"):
         next(iter(loader))
 

@@ -357,6 +357,7 @@ pub(crate) const EQUALIZE: u32 = 8;
 pub(crate) const GRAYSCALE: u32 = 9;
 pub(crate) const REMAP: u32 = 10;
 pub(crate) const BLUR: u32 = 11;
+pub(crate) const SOLARIZE_ADD: u32 = 12;
 
 /// A job record as the words the upload holds.
 pub(crate) fn words<J: Pod>(job: &J) -> &[u32] {
@@ -424,6 +425,7 @@ mod tests {
             ("adjust.wgsl", "SHARPNESS", SHARPNESS),
             ("adjust.wgsl", "POSTERIZE", POSTERIZE),
             ("adjust.wgsl", "SOLARIZE", SOLARIZE),
+            ("adjust.wgsl", "SOLARIZE_ADD", SOLARIZE_ADD),
             ("adjust.wgsl", "AUTOCONTRAST", AUTOCONTRAST),
             ("adjust.wgsl", "EQUALIZE", EQUALIZE),
             ("adjust.wgsl", "GRAYSCALE", GRAYSCALE),

@@ -6,7 +6,7 @@ use super::jobs::{
     word_count, AdjustJob, ColorJob, HorizontalJob, IdctJob, PlaneGeometry, PlaneUpsampling,
     TensorJob, AUTOCONTRAST, BICUBIC, BILINEAR, BLUR, BRIGHTNESS, CONTRAST, EQUALIZE, GRAYSCALE,
     HUE, MAX_KERNEL, NEAREST, PAD_CONSTANT, PAD_EDGE, PAD_REFLECT, PAD_SYMMETRIC, POSTERIZE, REMAP,
-    REMAP_WORDS, SATURATION, SCALE, SHARPNESS, SOLARIZE,
+    REMAP_WORDS, SATURATION, SCALE, SHARPNESS, SOLARIZE, SOLARIZE_ADD,
 };
 use crate::error::Result;
 use crate::formats::{Decoded, Pixels};
@@ -541,6 +541,7 @@ fn adjusted(pixels: &TensorJob, plan: &ImagePlan) -> Adjusted {
             Adjustment::Sharpness(f) => (SHARPNESS, f),
             Adjustment::Posterize(bits) => (POSTERIZE, f32::from(bits)),
             Adjustment::Solarize(from) => (SOLARIZE, f32::from(from)),
+            Adjustment::SolarizeAdd(add) => (SOLARIZE_ADD, f32::from(add)),
             Adjustment::AutoContrast => (AUTOCONTRAST, 0.0),
             Adjustment::Equalize => (EQUALIZE, 0.0),
             Adjustment::Grayscale => (GRAYSCALE, 0.0),

@@ -355,6 +355,7 @@ fn augments(transform: &Transform) -> bool {
     transform.trivial_augment.is_some()
         || transform.rand_augment.is_some()
         || transform.auto_augment.is_some()
+        || transform.timm_rand_augment.is_some()
 }
 
 /// The augmentation policy's draws for `key`, on the image of `size` it sees.
@@ -374,6 +375,10 @@ fn draw_augment(
             size,
             &mut Stream::new(key, Op::RandAugment),
         ));
+    }
+    if let Some(r) = transform.timm_rand_augment {
+        let s = &mut Stream::new(key, Op::TimmRandAugment);
+        return Some(super::timm_augment::draw(&r, size, s));
     }
     let a = transform.auto_augment?;
     Some(Augment::draw_auto(
@@ -779,10 +784,7 @@ mod tests {
         for p in [box_of(9, 32), box_of(0, 31)] {
             assert!(given(&p).unwrap_err().to_string().contains("random crop"));
         }
-        let identity = super::super::Augment {
-            op: super::super::AugmentOp::Identity,
-            magnitude: 0.0,
-        };
+        let identity = super::super::Augment::new(super::super::AugmentOp::Identity, 0.0);
         let five = Params {
             augment: Some(vec![identity; 5]),
             ..good.clone()

@@ -46,7 +46,40 @@ pub enum AugmentOp {
     Equalize,
     /// `ImageOps.invert` (`AutoAugment`'s space only).
     Invert,
+    /// timm's `shear_x`: `img.transform(AFFINE, (1, m, 0, 0, 1, 0))`, about the top-left corner.
+    TimmShearX,
+    /// timm's `shear_y`: `img.transform(AFFINE, (1, 0, 0, m, 1, 0))`.
+    TimmShearY,
+    /// timm's `translate_x_rel`: `img.transform(AFFINE, (1, 0, m, 0, 1, 0))`, `m` in pixels
+    /// (its share of the width, times the width).
+    TimmTranslateX,
+    /// timm's `translate_y_rel`: `img.transform(AFFINE, (1, 0, 0, 0, 1, m))`.
+    TimmTranslateY,
+    /// `ImageEnhance.Brightness` by the factor `m` (timm gives the factor itself).
+    TimmBrightness,
+    /// `ImageEnhance.Color` by the factor `m`.
+    TimmColor,
+    /// `ImageEnhance.Contrast` by the factor `m`.
+    TimmContrast,
+    /// `ImageEnhance.Sharpness` by the factor `m`.
+    TimmSharpness,
+    /// timm's `solarize_add`: `m` added to the values below 128, clipped at 255.
+    SolarizeAdd,
 }
+
+/// timm's operations of its own (the others it shares with torchvision's spaces: Rotate,
+/// Posterize, Solarize, AutoContrast, Equalize, Invert compute alike).
+pub const TIMM_OPS: [AugmentOp; 9] = [
+    AugmentOp::TimmShearX,
+    AugmentOp::TimmShearY,
+    AugmentOp::TimmTranslateX,
+    AugmentOp::TimmTranslateY,
+    AugmentOp::TimmBrightness,
+    AugmentOp::TimmColor,
+    AugmentOp::TimmContrast,
+    AugmentOp::TimmSharpness,
+    AugmentOp::SolarizeAdd,
+];
 
 /// `TrivialAugmentWide`'s and `RandAugment`'s augmentation space's operations, in order.
 pub const OPS: [AugmentOp; 14] = [
@@ -85,14 +118,29 @@ impl AugmentOp {
             Self::AutoContrast => "AutoContrast",
             Self::Equalize => "Equalize",
             Self::Invert => "Invert",
+            Self::TimmShearX => "TimmShearX",
+            Self::TimmShearY => "TimmShearY",
+            Self::TimmTranslateX => "TimmTranslateX",
+            Self::TimmTranslateY => "TimmTranslateY",
+            Self::TimmBrightness => "TimmBrightness",
+            Self::TimmColor => "TimmColor",
+            Self::TimmContrast => "TimmContrast",
+            Self::TimmSharpness => "TimmSharpness",
+            Self::SolarizeAdd => "SolarizeAdd",
         }
     }
 
-    /// The operation torchvision names `name`.
+    /// The operation torchvision (or, prefixed "Timm", timm) names `name`.
     pub fn from_name(name: &str) -> Option<Self> {
         OPS.into_iter()
             .chain([Self::Invert])
+            .chain(TIMM_OPS)
             .find(|op| op.name() == name)
+    }
+
+    /// Whether the operation is one of timm's own.
+    fn is_timms(self) -> bool {
+        TIMM_OPS.contains(&self)
     }
 
     /// `magnitudes[bin]` of `TrivialAugmentWide`'s augmentation space with `bins` bins, as the
@@ -102,6 +150,15 @@ impl AugmentOp {
         let up_to = |end: f32| linspace(0.0, end, bin, bins);
         match self {
             Self::Identity | Self::AutoContrast | Self::Equalize | Self::Invert => None,
+            Self::TimmShearX
+            | Self::TimmShearY
+            | Self::TimmTranslateX
+            | Self::TimmTranslateY
+            | Self::TimmBrightness
+            | Self::TimmColor
+            | Self::TimmContrast
+            | Self::TimmSharpness
+            | Self::SolarizeAdd => None,
             Self::ShearX
             | Self::ShearY
             | Self::Brightness
@@ -132,6 +189,15 @@ impl AugmentOp {
         let side = |side: usize| (150.0 / 331.0 * side as f64) as f32;
         match self {
             Self::Identity | Self::AutoContrast | Self::Equalize | Self::Invert => None,
+            Self::TimmShearX
+            | Self::TimmShearY
+            | Self::TimmTranslateX
+            | Self::TimmTranslateY
+            | Self::TimmBrightness
+            | Self::TimmColor
+            | Self::TimmContrast
+            | Self::TimmSharpness
+            | Self::SolarizeAdd => None,
             Self::ShearX | Self::ShearY => Some(up_to(0.3)),
             Self::Brightness | Self::Color | Self::Contrast | Self::Sharpness => Some(up_to(0.9)),
             Self::TranslateX => Some(up_to(side(width))),
@@ -146,17 +212,26 @@ impl AugmentOp {
         }
     }
 
-    /// Whether `magnitude` lies in the range torchvision's bins span for this operation (any
-    /// number of bins, either space; a translation by at most the largest side a map takes): a
-    /// given draw outside it is refused, so that no map leaves Pillow's fixed-point range.
+    /// Whether `magnitude` lies in the range torchvision's bins (or timm's levels, up to its
+    /// magnitude 30) span for this operation (any number of bins, either space; a translation
+    /// by at most the largest side a map takes): a given draw outside it is refused, so that no
+    /// map leaves Pillow's fixed-point range.
     pub fn allows(self, magnitude: f64) -> bool {
         let m = magnitude.abs();
+        let integer = magnitude.fract() == 0.0;
         match self {
             Self::Identity | Self::AutoContrast | Self::Equalize | Self::Invert => magnitude == 0.0,
-            Self::TranslateX | Self::TranslateY => m <= super::rotate::MAX_ROTATED_SIDE as f64,
+            Self::TranslateX | Self::TranslateY | Self::TimmTranslateX | Self::TimmTranslateY => {
+                m <= super::rotate::MAX_ROTATED_SIDE as f64
+            }
             Self::Rotate => m <= 135.0,
-            Self::Posterize => (2.0..=8.0).contains(&magnitude) && magnitude.fract() == 0.0,
-            Self::Solarize => (0.0..=255.0).contains(&magnitude),
+            Self::Posterize => (0.0..=8.0).contains(&magnitude) && integer,
+            Self::Solarize => (0.0..=256.0).contains(&magnitude),
+            Self::SolarizeAdd => (0.0..=255.0).contains(&magnitude) && integer,
+            Self::TimmShearX | Self::TimmShearY => m <= 0.9,
+            Self::TimmBrightness | Self::TimmColor | Self::TimmContrast | Self::TimmSharpness => {
+                (0.0..=10.0).contains(&magnitude)
+            }
             _ => m <= 0.99f32 as f64,
         }
     }
@@ -171,7 +246,7 @@ impl AugmentOp {
                 | Self::AutoContrast
                 | Self::Equalize
                 | Self::Invert
-        )
+        ) && !self.is_timms()
     }
 }
 
@@ -192,13 +267,17 @@ fn linspace(start: f32, end: f32, bin: u32, bins: u32) -> f32 {
 }
 
 /// One operation a sample's augmentation policy drew: the operation and its signed magnitude (the
-/// Python float `_apply_op` is given; 0 for the operations without one).
+/// Python float `_apply_op` is given, or timm's operation's argument; 0 for the operations
+/// without one).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Augment {
     /// The operation.
     pub op: AugmentOp,
     /// Its magnitude.
     pub magnitude: f64,
+    /// Its own sampling, for a geometric operation of timm's (which draws one per operation);
+    /// `None`: the policy's.
+    pub filter: Option<Filter>,
 }
 
 /// What an operation does to the image, for the output plan.
@@ -252,14 +331,14 @@ impl Augment {
             .map(|(&(op, _, bin), (_, negated))| {
                 let m = bin.and_then(|b| op.standard_magnitude(b, AUTO_AUGMENT_BINS, size));
                 let magnitude = f64::from(m.unwrap_or(0.0));
-                Self {
+                Self::new(
                     op,
-                    magnitude: if op.signed() && negated {
+                    if op.signed() && negated {
                         -magnitude
                     } else {
                         magnitude
                     },
-                }
+                )
             })
             .collect()
     }
@@ -267,18 +346,28 @@ impl Augment {
     /// `op` at `magnitude` (0 without one), negated on a uniform draw for a signed operation.
     fn signed(op: AugmentOp, magnitude: Option<f32>, s: &mut Stream) -> Self {
         let Some(magnitude) = magnitude else {
-            return Self { op, magnitude: 0.0 };
+            return Self::new(op, 0.0);
         };
         let mut magnitude = f64::from(magnitude);
         if op.signed() && s.below(2) == 1 {
             magnitude = -magnitude;
         }
-        Self { op, magnitude }
+        Self::new(op, magnitude)
+    }
+
+    /// `op` at `magnitude`, sampling as its policy does.
+    pub fn new(op: AugmentOp, magnitude: f64) -> Self {
+        Self {
+            op,
+            magnitude,
+            filter: None,
+        }
     }
 
     /// What `_apply_op(img, op, magnitude, filter, fill)` does to an image of `size`.
     pub(crate) fn effect(&self, size: (usize, usize), fill: [u8; 3], filter: Filter) -> Effect {
         let m = self.magnitude;
+        let filter = self.filter.unwrap_or(filter);
         // ImageEnhance's factors: `1.0 + magnitude`, handed to C as a float.
         let factor = (1.0 + m) as f32;
         let (w, h) = (size.0 as f64, size.1 as f64);
@@ -316,6 +405,19 @@ impl Augment {
             AugmentOp::Equalize => Effect::Adjust(Adjustment::Equalize),
             // `ImageOps.invert`: every value inverted, as solarize from 0 does.
             AugmentOp::Invert => Effect::Adjust(Adjustment::Solarize(0)),
+            // timm's: Pillow's transform of the matrix itself (the identity is a copy), and
+            // ImageEnhance of the factor itself, handed to C as a float.
+            AugmentOp::TimmShearX => map(not_identity([1.0, m, 0.0, 0.0, 1.0, 0.0])),
+            AugmentOp::TimmShearY => map(not_identity([1.0, 0.0, 0.0, m, 1.0, 0.0])),
+            AugmentOp::TimmTranslateX => map(not_identity([1.0, 0.0, m, 0.0, 1.0, 0.0])),
+            AugmentOp::TimmTranslateY => map(not_identity([1.0, 0.0, 0.0, 0.0, 1.0, m])),
+            AugmentOp::TimmBrightness => Effect::Adjust(Adjustment::Brightness(m as f32)),
+            AugmentOp::TimmColor => Effect::Adjust(Adjustment::Saturation(m as f32)),
+            AugmentOp::TimmContrast => Effect::Adjust(Adjustment::Contrast(m as f32)),
+            AugmentOp::TimmSharpness => Effect::Adjust(Adjustment::Sharpness(m as f32)),
+            AugmentOp::SolarizeAdd => {
+                Effect::Adjust(Adjustment::SolarizeAdd(m.clamp(0.0, 255.0) as u8))
+            }
         }
     }
 }
@@ -432,9 +534,14 @@ fn shear(m: f64) -> f64 {
 
 /// torchvision's inverse affine matrix with no rotation and scale 1, `None` for the identity.
 fn affine_matrix(center: (f64, f64), translate: (f64, f64), shear: (f64, f64)) -> Option<[f64; 6]> {
-    let m = super::rotate::inverse_affine_matrix(center, 0.0, translate, 1.0, shear);
-    let identity = [1.0, 0.0, 0.0, 0.0, 1.0, 0.0];
-    (m != identity).then_some(m)
+    not_identity(super::rotate::inverse_affine_matrix(
+        center, 0.0, translate, 1.0, shear,
+    ))
+}
+
+/// `m`, `None` for the identity (which Pillow's transform copies).
+fn not_identity(m: [f64; 6]) -> Option<[f64; 6]> {
+    (m != [1.0, 0.0, 0.0, 0.0, 1.0, 0.0]).then_some(m)
 }
 
 #[cfg(test)]
@@ -610,10 +717,7 @@ mod tests {
 
     #[test]
     fn a_translation_is_an_integer_shift() {
-        let shift = Augment {
-            op: AugmentOp::TranslateX,
-            magnitude: -7.9,
-        };
+        let shift = Augment::new(AugmentOp::TranslateX, -7.9);
         let Effect::Map(map) = shift.effect((33, 20), [1, 2, 3], Filter::Nearest) else {
             panic!("a translation maps");
         };

@@ -9,6 +9,16 @@ pub fn posterize(v: u8, bits: u8) -> u8 {
     v & (0xFFu32 << (8 - bits.min(8))) as u8
 }
 
+/// timm's `solarize_add` table entry (its threshold is always 128): `add` added below 128,
+/// clipped at 255.
+pub fn solarize_add(v: u8, add: u8) -> u8 {
+    if v < 128 {
+        v.saturating_add(add)
+    } else {
+        v
+    }
+}
+
 /// `ImageOps.solarize`'s table entry: values from `from` on inverted.
 pub fn solarize(v: u8, from: u16) -> u8 {
     if u16::from(v) >= from {

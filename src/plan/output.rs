@@ -14,6 +14,10 @@ fn augment_map_options(transform: &Transform) -> ([u8; 3], Filter) {
         transform.trivial_augment.map(|t| (t.fill, t.interpolation)),
         transform.rand_augment.map(|r| (r.fill, r.interpolation)),
         transform.auto_augment.map(|a| (a.fill, a.interpolation)),
+        // Each of its geometric operations has a filter of its own.
+        transform
+            .timm_rand_augment
+            .map(|r| (r.fill, Filter::Nearest)),
     ];
     let first = policies.into_iter().flatten().next();
     first.unwrap_or(([0; 3], Filter::Nearest))
@@ -198,6 +202,7 @@ impl OutputPlan {
             || transform.trivial_augment.is_some()
             || transform.rand_augment.is_some()
             || transform.auto_augment.is_some()
+            || transform.timm_rand_augment.is_some()
             || !transform.color_ops.is_empty()
             || transform.gaussian_blur.is_some()
     }
@@ -290,7 +295,7 @@ mod tests {
             grayscale: Some(0.5),
             ..Transform::default()
         };
-        let op = |op, magnitude| Augment { op, magnitude };
+        let op = Augment::new;
         let plan = |ops: Vec<Augment>| {
             let params = Params {
                 augment: Some(ops),
@@ -342,10 +347,10 @@ mod tests {
                 ..Transform::default()
             };
             let params = Params {
-                augment: Some(vec![crate::plan::Augment {
-                    op: crate::plan::AugmentOp::ShearY,
-                    magnitude: -0.2,
-                }]),
+                augment: Some(vec![crate::plan::Augment::new(
+                    crate::plan::AugmentOp::ShearY,
+                    -0.2,
+                )]),
                 ..Params::default()
             };
             let plan = OutputPlan::new((40, 30), &policy, &params);

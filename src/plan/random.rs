@@ -52,6 +52,8 @@ pub enum Op {
     GaussianBlur = 22,
     /// Whether a `GaussianBlur` inside `RandomApply` applies.
     GaussianBlurApply = 23,
+    /// timm's `RandAugment`'s operations, probabilities, magnitudes, signs and filters.
+    TimmRandAugment = 24,
 }
 
 /// Which sample a stream belongs to.

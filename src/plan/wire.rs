@@ -47,7 +47,13 @@ pub fn params_json(params: &super::Params) -> serde_json::Value {
     if let Some(augment) = &params.augment {
         let ops: Vec<_> = augment
             .iter()
-            .map(|a| serde_json::json!({ "op": a.op.name(), "magnitude": a.magnitude }))
+            .map(|a| {
+                let mut op = serde_json::json!({ "op": a.op.name(), "magnitude": a.magnitude });
+                if let Some(filter) = a.filter {
+                    op["interpolation"] = filter.name().into();
+                }
+                op
+            })
             .collect();
         json["augment"] = ops.into();
     }
@@ -265,9 +271,10 @@ fn augments_from_json(v: &serde_json::Value) -> Result<Vec<super::Augment>> {
     }
 }
 
-/// `{"op": name, "magnitude": m}`: one operation of an augmentation policy.
+/// `{"op": name, "magnitude": m}`: one operation of an augmentation policy (timm's geometric
+/// ones with their own `"interpolation"`).
 fn augment_from_json(v: &serde_json::Value) -> Result<super::Augment> {
-    only(v, &["op", "magnitude"], "`augment`")?;
+    only(v, &["op", "magnitude", "interpolation"], "`augment`")?;
     let name = v
         .get("op")
         .and_then(serde_json::Value::as_str)
@@ -278,7 +285,23 @@ fn augment_from_json(v: &serde_json::Value) -> Result<super::Augment> {
         .get("magnitude")
         .and_then(serde_json::Value::as_f64)
         .ok_or_else(|| Error::Options("`augment` needs a numeric `magnitude`".into()))?;
-    Ok(super::Augment { op, magnitude })
+    let filter = match v.get("interpolation") {
+        None => None,
+        Some(name) => Some(
+            name.as_str()
+                .and_then(crate::transform::Filter::from_name)
+                .filter(|f| f.maps())
+                .ok_or_else(|| {
+                    Error::Options(
+                        "an operation's `interpolation` is nearest, bilinear or bicubic".into(),
+                    )
+                })?,
+        ),
+    };
+    Ok(super::Augment {
+        filter,
+        ..super::Augment::new(op, magnitude)
+    })
 }
 
 /// `{"angle": degrees, "translate": [x, y], "scale": s, "shear": [x, y]}`.

@@ -52,6 +52,12 @@ pub fn adjust(image: &mut Image8, adjustment: &Adjustment) {
                 .iter_mut()
                 .for_each(|v| *v = levels::solarize(*v, from));
         }
+        Adjustment::SolarizeAdd(add) => {
+            image
+                .data
+                .iter_mut()
+                .for_each(|v| *v = levels::solarize_add(*v, add));
+        }
         Adjustment::AutoContrast => through_tables(image, |h| {
             let (lo, hi) = levels::extremes(h);
             levels::autocontrast_table(lo, hi)

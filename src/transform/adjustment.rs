@@ -22,6 +22,8 @@ pub enum Adjustment {
     /// `ImageOps.solarize(img, threshold)`: the values from this one (the first at or above the
     /// threshold; 256 for none) inverted. From 0 it is `ImageOps.invert`.
     Solarize(u16),
+    /// timm's `solarize_add(img, add)`: `add` added to the values below 128, clipped at 255.
+    SolarizeAdd(u8),
     /// `ImageOps.autocontrast(img)`: each channel's range stretched to 0..=255.
     AutoContrast,
     /// `ImageOps.equalize(img)`: each channel's histogram equalised.
@@ -51,6 +53,7 @@ impl Adjustment {
             Self::Sharpness(_) => "sharpness",
             Self::Posterize(_) => "posterize",
             Self::Solarize(_) => "solarize",
+            Self::SolarizeAdd(_) => "solarize_add",
             Self::AutoContrast => "autocontrast",
             Self::Equalize => "equalize",
             Self::Grayscale => "grayscale",
@@ -67,6 +70,7 @@ impl Adjustment {
             | Self::Sharpness(f) => f,
             Self::Posterize(bits) => f32::from(bits),
             Self::Solarize(from) => f32::from(from),
+            Self::SolarizeAdd(add) => f32::from(add),
             Self::AutoContrast | Self::Equalize | Self::Grayscale => 0.0,
         }
     }

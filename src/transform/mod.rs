@@ -23,7 +23,9 @@ pub use blur::{GaussianBlur, MAX_KERNEL};
 pub use color_ops::{ColorOp, ColorOpArgument, ColorOperation, ColorOps, COLOR_OPERATIONS};
 pub use operations::{Operation, OPERATIONS, SETTINGS};
 pub use padding::{Pad, PaddingMode, RandomCrop};
-pub use policies::{AutoAugment, AutoAugmentPolicy, RandAugment, TrivialAugment, MAX_AUGMENT_OPS};
+pub use policies::{
+    AutoAugment, AutoAugmentPolicy, RandAugment, TimmRandAugment, TrivialAugment, MAX_AUGMENT_OPS,
+};
 
 /// Pillow's resampling filters.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -373,6 +375,9 @@ pub struct Transform {
     /// `AutoAugment` in the same place (not with `RandomRotation` or another augmentation
     /// policy); default none.
     pub auto_augment: Option<AutoAugment>,
+    /// timm's `RandAugment` (`rand-...` strings) in the same place (not with `RandomRotation` or
+    /// another augmentation policy); default none.
+    pub timm_rand_augment: Option<TimmRandAugment>,
     /// torchvision's single-operation transforms (`RandomInvert`, `RandomPosterize`, ...), after
     /// `RandomGrayscale`, in their order; default none.
     pub color_ops: ColorOps,
@@ -410,6 +415,7 @@ impl Default for Transform {
             trivial_augment: None,
             rand_augment: None,
             auto_augment: None,
+            timm_rand_augment: None,
             color_ops: ColorOps::default(),
             gaussian_blur: None,
             random_erasing: None,
@@ -684,6 +690,9 @@ impl Transform {
                 )));
             }
         }
+        if let Some(r) = self.timm_rand_augment {
+            check_timm_rand_augment(&r)?;
+        }
         if let Some(affine) = self.random_affine {
             affine.check()?;
         }
@@ -696,6 +705,7 @@ impl Transform {
             ("trivial_augment", self.trivial_augment.is_some()),
             ("rand_augment", self.rand_augment.is_some()),
             ("auto_augment", self.auto_augment.is_some()),
+            ("timm_rand_augment", self.timm_rand_augment.is_some()),
         ];
         let interpolations = [
             self.random_rotation.map(|r| r.interpolation),
@@ -703,6 +713,7 @@ impl Transform {
             self.trivial_augment.map(|t| t.interpolation),
             self.rand_augment.map(|r| r.interpolation),
             self.auto_augment.map(|a| a.interpolation),
+            self.timm_rand_augment.and_then(|r| r.interpolation),
         ];
         for ((name, _), filter) in geometric.iter().zip(interpolations) {
             if let Some(filter) = filter.filter(|f| !f.maps()) {
@@ -773,6 +784,34 @@ impl Transform {
     }
 }
 
+/// A timm `RandAugment` gpuprep computes: at most [`MAX_AUGMENT_OPS`] operations, finite
+/// magnitudes (the noise may be infinite: uniform), a probability, a translation share within
+/// Pillow's fixed-point reach.
+fn check_timm_rand_augment(r: &TimmRandAugment) -> Result<(), InvalidTransform> {
+    if r.num_ops > MAX_AUGMENT_OPS {
+        return Err(InvalidTransform(format!(
+            "timm_rand_augment applies at most {MAX_AUGMENT_OPS} operations an image, not {}",
+            r.num_ops
+        )));
+    }
+    let upper = r.upper_bound();
+    if !(r.magnitude.is_finite() && r.magnitude >= 0.0 && upper.is_finite() && upper >= 0.0)
+        || r.magnitude_std.is_nan()
+        || r.magnitude_std < 0.0
+        || !(0.0..=1.0).contains(&r.prob)
+        || !(0.0..=1.0).contains(&r.translate_pct)
+    {
+        return Err(InvalidTransform(format!(
+            "timm_rand_augment needs a finite magnitude and magnitude_max of at least 0 (at most              30), a magnitude_std of at least 0, and a probability and translate_pct of 0 to 1,              got {r:?}"
+        )));
+    }
+    if upper > 30.0 {
+        return Err(InvalidTransform(format!(
+            "timm_rand_augment's magnitude_max is at most 30 (a shear of 0.9), got {upper}"
+        )));
+    }
+    Ok(())
+}
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -68,7 +68,7 @@ const fn every_operation() -> [Operation; FIELDS.len() + COLOR_OPERATIONS.len()]
 }
 
 /// The operations that are fields of their own.
-const FIELDS: [Operation; 17] = [
+const FIELDS: [Operation; 18] = [
     op("Resize", "resize", "--resize", "resize", 0),
     op(
         "RandomResizedCrop",
@@ -133,6 +133,13 @@ const FIELDS: [Operation; 17] = [
         "auto_augment",
         "--auto-augment",
         "auto_augment",
+        3,
+    ),
+    op(
+        "TimmRandAugment",
+        "timm_rand_augment",
+        "--timm-rand-augment",
+        "timm_rand_augment",
         3,
     ),
     op(

@@ -115,3 +115,107 @@ impl Default for AutoAugment {
         }
     }
 }
+
+/// timm's `rand_augment_transform(config_str, hparams)` (timm/data/auto_augment.py) of the
+/// cropped, flipped image, in `RandAugment`'s place: `num_ops` of timm's fifteen operations a
+/// sample (drawn with replacement), each applied with probability `prob` at a magnitude drawn
+/// about `magnitude` (`crate::plan::timm_augment`). timm's own operation set and level rules, not
+/// torchvision's.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct TimmRandAugment {
+    /// Operations drawn a sample (`n`); default 2.
+    pub num_ops: u32,
+    /// The magnitude (`m`), on timm's scale of 0 to 10; default 10.
+    pub magnitude: f64,
+    /// The standard deviation of the magnitude's noise (`mstd`): 0 for none, infinity (timm's
+    /// `mstd` above 100) for a uniform magnitude in 0 to `magnitude`; default 0.
+    pub magnitude_std: f64,
+    /// The most the magnitude may be once drawn (`mmax`); default (`None`) 10.
+    pub magnitude_max: Option<f64>,
+    /// Each drawn operation's probability of applying (`p`); default 0.5.
+    pub prob: f64,
+    /// timm's "increasing" operation set (`inc1`), in which every operation grows stronger with
+    /// the magnitude; default false.
+    pub increasing: bool,
+    /// The largest translation, a share of the side (hparams' `translate_pct`); default 0.45.
+    pub translate_pct: f64,
+    /// The fill of the shears, translations and rotations (hparams' `img_mean`; create_transform
+    /// passes the normalisation's mean in 0..=255); default timm's (128, 128, 128).
+    pub fill: [u8; 3],
+    /// Their sampling (hparams' `interpolation`); `None`, timm's default, draws bilinear or
+    /// bicubic for each operation.
+    pub interpolation: Option<Filter>,
+}
+
+impl Default for TimmRandAugment {
+    fn default() -> Self {
+        Self {
+            num_ops: 2,
+            magnitude: 10.0,
+            magnitude_std: 0.0,
+            magnitude_max: None,
+            prob: 0.5,
+            increasing: false,
+            translate_pct: 0.45,
+            fill: [128; 3],
+            interpolation: None,
+        }
+    }
+}
+
+impl TimmRandAugment {
+    /// timm's configuration string, `rand-m9-n2-mstd0.5-mmax10-inc1-p0.5` (sections in any
+    /// order after `rand`, each optional), over the defaults; the weighted and custom operation
+    /// sets (`t...`) are refused by name.
+    pub fn parse(config: &str) -> Result<Self, String> {
+        let mut sections = config.split('-');
+        if sections.next() != Some("rand") {
+            return Err(format!(
+                "a timm RandAugment string starts with `rand-`, got {config:?}"
+            ));
+        }
+        let mut r = Self::default();
+        for section in sections {
+            if section.starts_with('t') {
+                return Err(format!(
+                    "timm's RandAugment operation set {section:?} is not supported by gpuprep \
+                     (its default and `inc1` sets are)"
+                ));
+            }
+            // timm splits at the first digit: the key before it, the number from it.
+            let Some(at) = section.find(|c: char| c.is_ascii_digit()) else {
+                continue; // timm skips a section without a number
+            };
+            let (key, value) = section.split_at(at);
+            let number = value
+                .parse::<f64>()
+                .map_err(|_| format!("{key}{value}: {value:?} is not a number"))?;
+            let integer = || -> Result<u32, String> {
+                value
+                    .parse::<u32>()
+                    .map_err(|_| format!("{key}{value}: timm takes an integer here"))
+            };
+            match key {
+                "m" => r.magnitude = f64::from(integer()?),
+                "n" => r.num_ops = integer()?,
+                "mstd" => {
+                    r.magnitude_std = if number > 100.0 {
+                        f64::INFINITY
+                    } else {
+                        number
+                    }
+                }
+                "mmax" => r.magnitude_max = Some(f64::from(integer()?)),
+                "inc" => r.increasing = integer()? != 0,
+                "p" => r.prob = number,
+                _ => return Err(format!("unknown timm RandAugment section {section:?}")),
+            }
+        }
+        Ok(r)
+    }
+
+    /// timm's upper bound of a drawn magnitude: `magnitude_max or 10`.
+    pub fn upper_bound(&self) -> f64 {
+        self.magnitude_max.filter(|&m| m != 0.0).unwrap_or(10.0)
+    }
+}

@@ -6,8 +6,8 @@
 use super::{
     AutoAugment, AutoAugmentPolicy, ChannelOrder, ColorJitter, ColorOp, ColorOps, DType, Filter,
     GaussianBlur, InvalidTransform, Layout, Normalize, Pad, PaddingMode, RandAugment, RandomAffine,
-    RandomCrop, RandomErasing, RandomResizedCrop, RandomRotation, Resize, Transform,
-    TrivialAugment, MAX_SIDE,
+    RandomCrop, RandomErasing, RandomResizedCrop, RandomRotation, Resize, TimmRandAugment,
+    Transform, TrivialAugment, MAX_SIDE,
 };
 use serde_json::{json, Map, Value};
 
@@ -40,6 +40,7 @@ impl Transform {
             trivial_augment,
             rand_augment,
             auto_augment,
+            timm_rand_augment,
             color_ops,
             gaussian_blur,
             random_erasing,
@@ -117,6 +118,7 @@ impl Transform {
                 "fill": a.fill,
                 "interpolation": a.interpolation.name(),
             })),
+            "timm_rand_augment": timm_rand_augment.map(|r| timm_rand_augment_json(&r)),
             "color_ops": (!color_ops.is_empty()).then(|| color_ops_json(&color_ops)),
             "gaussian_blur": gaussian_blur.map(|b| json!({
                 "kernel_size": [b.kernel_size.0, b.kernel_size.1],
@@ -168,6 +170,9 @@ impl Transform {
                 "trivial_augment" => t.trivial_augment = field.object_with(trivial_augment)?,
                 "rand_augment" => t.rand_augment = field.object_with(rand_augment)?,
                 "auto_augment" => t.auto_augment = field.object_with(auto_augment)?,
+                "timm_rand_augment" => {
+                    t.timm_rand_augment = field.object_with(timm_rand_augment)?
+                }
                 "color_ops" => t.color_ops = field.list_with(color_op)?,
                 "gaussian_blur" => t.gaussian_blur = field.object_with(gaussian_blur)?,
                 "random_erasing" => t.random_erasing = field.object_with(random_erasing)?,
@@ -644,6 +649,82 @@ fn auto_augment(object: &Map<String, Value>) -> Parsed<AutoAugment> {
     })
 }
 
+/// timm's `RandAugment`'s JSON form: its settings, an infinite `magnitude_std` as "inf" and a
+/// drawn interpolation as "random".
+fn timm_rand_augment_json(r: &TimmRandAugment) -> Value {
+    json!({
+        "num_ops": r.num_ops,
+        "magnitude": r.magnitude,
+        "magnitude_std": if r.magnitude_std.is_infinite() { json!("inf") } else { json!(r.magnitude_std) },
+        "magnitude_max": r.magnitude_max,
+        "prob": r.prob,
+        "increasing": r.increasing,
+        "translate_pct": r.translate_pct,
+        "fill": r.fill,
+        "interpolation": r.interpolation.map_or("random", Filter::name),
+    })
+}
+
+fn timm_rand_augment(object: &Map<String, Value>) -> Parsed<TimmRandAugment> {
+    known(
+        object,
+        &[
+            "num_ops",
+            "magnitude",
+            "magnitude_std",
+            "magnitude_max",
+            "prob",
+            "increasing",
+            "translate_pct",
+            "fill",
+            "interpolation",
+        ],
+    )?;
+    let defaults = TimmRandAugment::default();
+    let or_default = |key, default: f64| match object.get(key) {
+        None => Ok(default),
+        Some(_) => f64_of(object, key),
+    };
+    let num_ops = match object.get("num_ops") {
+        None => defaults.num_ops,
+        Some(_) => u32::try_from(usize_of(object, "num_ops")?)
+            .map_err(|_| invalid("`num_ops` is too large".into()))?,
+    };
+    let magnitude_std = match object.get("magnitude_std") {
+        Some(Value::String(s)) if s == "inf" => f64::INFINITY,
+        _ => or_default("magnitude_std", defaults.magnitude_std)?,
+    };
+    let magnitude_max = match object.get("magnitude_max") {
+        None | Some(Value::Null) => None,
+        Some(_) => Some(f64_of(object, "magnitude_max")?),
+    };
+    let increasing = match object.get("increasing") {
+        None => false,
+        Some(v) => v
+            .as_bool()
+            .ok_or_else(|| invalid("`increasing` is true or false".into()))?,
+    };
+    let interpolation = match object.get("interpolation") {
+        None => None,
+        Some(Value::String(s)) if s == "random" => None,
+        Some(_) => Some(interpolation_of(object)?),
+    };
+    Ok(TimmRandAugment {
+        num_ops,
+        magnitude: or_default("magnitude", defaults.magnitude)?,
+        magnitude_std,
+        magnitude_max,
+        prob: or_default("prob", defaults.prob)?,
+        increasing,
+        translate_pct: or_default("translate_pct", defaults.translate_pct)?,
+        fill: match object.get("fill") {
+            None => defaults.fill,
+            Some(_) => fill_of(object)?,
+        },
+        interpolation,
+    })
+}
+
 fn gaussian_blur(object: &Map<String, Value>) -> Parsed<GaussianBlur> {
     known(object, &["kernel_size", "sigma", "p"])?;
     let [kx, ky] = numbers::<2>(member(object, "kernel_size")?, "kernel_size")?;
@@ -710,6 +791,7 @@ mod tests {
             trivial_augment: None,
             rand_augment: None,
             auto_augment: None,
+            timm_rand_augment: None,
             color_ops: ColorOps::default()
                 .with(ColorOp::new("random_solarize", Some(127.5), 0.25).unwrap())
                 .with(ColorOp::new("random_equalize", None, 1.0).unwrap())
@@ -812,6 +894,23 @@ mod tests {
             }),
             ..with_affine
         };
+        let with_timm = Transform {
+            random_rotation: None,
+            timm_rand_augment: Some(TimmRandAugment {
+                magnitude_std: 0.5,
+                magnitude_max: Some(12.0),
+                increasing: true,
+                fill: [124, 116, 104],
+                interpolation: Some(Filter::Bilinear),
+                ..TimmRandAugment::default()
+            }),
+            ..everything()
+        };
+        let with_uniform_timm = Transform {
+            random_rotation: None,
+            timm_rand_augment: TimmRandAugment::parse("rand-m7-n3-mstd101-p0.7").ok(),
+            ..everything()
+        };
         let presets = [
             Transform::default(),
             Transform::imagenet_eval(),
@@ -827,6 +926,8 @@ mod tests {
             with_auto,
             with_affine,
             with_x_shear,
+            with_timm,
+            with_uniform_timm,
         ]
         .into_iter()
         .chain(presets)
@@ -838,7 +939,7 @@ mod tests {
         }
         let written = everything().to_json();
         let keys = written.as_object().unwrap().len();
-        assert_eq!(keys, 26, "one key per field of Transform: {written}");
+        assert_eq!(keys, 27, "one key per field of Transform: {written}");
     }
 
     #[test]

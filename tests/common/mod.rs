@@ -226,6 +226,7 @@ pub fn transform_specs() -> BTreeMap<String, gpuprep::Transform> {
                 "random_affine",
                 "rand_augment",
                 "auto_augment",
+                "timm_rand_augment",
                 "gaussian_blur",
             ];
             let own: serde_json::Map<String, serde_json::Value> = keys
@@ -350,6 +351,7 @@ pub fn transform_specs() -> BTreeMap<String, gpuprep::Transform> {
                 gaussian_blur: listed.gaussian_blur,
                 rand_augment: listed.rand_augment,
                 auto_augment: listed.auto_augment,
+                timm_rand_augment: listed.timm_rand_augment,
                 random_erasing: s.get("random_erasing").map(|e| {
                     let range = |key: &str, default: (f64, f64)| {
                         e.get(key).map_or(default, |r| {

@@ -150,6 +150,16 @@ pub struct TransformArgs {
     /// INTERPOLATION as for --random-rotation.
     #[arg(long, value_parser = parse_auto_augment, value_name = "POLICY[:FILL][:INTERPOLATION]")]
     auto_augment: Option<gpuprep::AutoAugment>,
+    /// timm's RandAugment of a `rand-...` CONFIG (`rand-m9-mstd0.5-inc1`), after the flips:
+    /// timm's own operations; FILL (default timm's 128; create_transform's is its mean, 124,116,104
+    /// for ImageNet's) and INTERPOLATION (default random: bilinear or bicubic per operation, as
+    /// timm draws them; create_transform passes bilinear).
+    #[arg(
+        long,
+        value_parser = parse_timm_rand_augment,
+        value_name = "CONFIG[:FILL][:INTERPOLATION]"
+    )]
+    timm_rand_augment: Option<gpuprep::TimmRandAugment>,
     /// ColorJitter(brightness, contrast, saturation[, hue]) as `B,C,S[,H]`.
     #[arg(long, value_parser = parse_jitter, value_name = "B,C,S[,H]")]
     color_jitter: Option<gpuprep::ColorJitter>,
@@ -466,6 +476,30 @@ fn parse_rand_augment(text: &str) -> Result<gpuprep::RandAugment, String> {
     })
 }
 
+fn parse_timm_rand_augment(text: &str) -> Result<gpuprep::TimmRandAugment, String> {
+    let mut parts = text.split(':');
+    let mut r = gpuprep::TimmRandAugment::parse(parts.next().unwrap_or(""))?;
+    let (mut fill, mut interpolation) = (None, None);
+    for part in parts {
+        let filter = match part.trim() {
+            "random" => Some(None),
+            name => gpuprep::Filter::from_name(name).map(Some),
+        };
+        match filter {
+            Some(f) if interpolation.is_none() => interpolation = Some(f),
+            None if fill.is_none() => fill = Some(parse_fill(part)?),
+            _ => {
+                return Err(format!(
+                    "give one fill and one interpolation at most, got {text:?}"
+                ))
+            }
+        }
+    }
+    r.fill = fill.unwrap_or(r.fill);
+    r.interpolation = interpolation.unwrap_or(None);
+    Ok(r)
+}
+
 fn parse_auto_augment(text: &str) -> Result<gpuprep::AutoAugment, String> {
     let (name, options) = text.split_once(':').unwrap_or((text, ""));
     let (fill, interpolation) = parse_map_options(options)?;
@@ -690,6 +724,7 @@ impl TransformArgs {
         t.trivial_augment = self.trivial_augment.or(t.trivial_augment);
         t.rand_augment = self.rand_augment.or(t.rand_augment);
         t.auto_augment = self.auto_augment.or(t.auto_augment);
+        t.timm_rand_augment = self.timm_rand_augment.or(t.timm_rand_augment);
         t.color_jitter = self.color_jitter.or(t.color_jitter);
         if let (Some(jitter), Some(p)) = (&mut t.color_jitter, self.color_jitter_p) {
             jitter.p = p;

@@ -143,6 +143,7 @@ fn spec(t: &Transform) -> Value {
         "trivial_augment",
         "rand_augment",
         "auto_augment",
+        "timm_rand_augment",
         "gaussian_blur",
     ];
     for policy in own_form {
