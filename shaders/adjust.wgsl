@@ -64,6 +64,7 @@ const EQUALIZE: u32 = 8u;
 const GRAYSCALE: u32 = 9u;
 const REMAP: u32 = 10u;
 const BLUR: u32 = 11u;
+const SOLARIZE_ADD: u32 = 12u;
 const MAX_KERNEL: u32 = 31u;
 // A remap's words, and its samplings.
 const REMAP_WORDS: u32 = 20u;
@@ -474,6 +475,8 @@ fn through_table(pixel: u32, kind: u32, value: u32) -> u32 {
             mapped = v & ((0xFFu << (8u - value)) & 255u);
         } else if kind == SOLARIZE {
             mapped = select(v, 255u - v, v >= value);
+        } else if kind == SOLARIZE_ADD {
+            mapped = select(v, min(v + value, 255u), v < 128u);
         } else {
             mapped = table[c * 256u + v];
         }
