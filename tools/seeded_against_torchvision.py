@@ -2,8 +2,10 @@
 """gpuprep against real torchvision on a folder of photos, for the GPU machine (torch and
 torchvision installed there): for each training Compose below, each file and each seed,
 torchvision's own output after torch.manual_seed(seed) on the PIL image, and gpuprep's (on the
-backend asked for) given the parameters gpuprep.torchvision_params draws after the same seed.
-Prints one JSON line per Compose and exits 1 if any output differs.
+backend asked for) given the parameters gpuprep.torchvision_params draws after the same seed;
+with timm installed, timm's create_transform recipes too (seeding Python's and numpy's RNGs as
+well, which timm draws from). Prints one JSON line per Compose and exits 1 if any output
+differs.
 
 usage: seeded_against_torchvision.py DIR [--backend gpu|cpu] [--seeds 2]
 """
@@ -11,6 +13,7 @@ import argparse
 import glob
 import json
 import os
+import random
 import sys
 
 import numpy as np
@@ -51,7 +54,30 @@ def composes():
         "padded_random_crop": [T.Resize(256), T.RandomCrop(224, padding=16,
                                                            padding_mode="reflect"),
                                T.RandomHorizontalFlip()] + tensor,
+        **timm_composes(),
     }
+
+
+def timm_composes():
+    """timm's training recipes (create_transform with its RandAugment and RandomErasing), where
+    timm is installed."""
+    try:
+        from timm.data import create_transform
+    except ImportError:
+        return {}
+    recipe = create_transform(224, is_training=True, auto_augment="rand-m9-mstd0.5-inc1",
+                              re_prob=0.25)
+    every_op = create_transform(224, is_training=True, interpolation="random",
+                                auto_augment="rand-m9-n4-mstd0.5-p1.0-inc1")
+    return {"timm_rand_m9_mstd05_inc1": list(recipe.transforms),
+            "timm_rand_every_op_random_filters": list(every_op.transforms)}
+
+
+def seed_all(seed):
+    """The seed of every RNG the transforms draw from: torch's, and Python's and numpy's (timm's)."""
+    random.seed(seed)
+    np.random.seed(seed)
+    torch.manual_seed(seed)
 
 
 def main():
@@ -70,9 +96,9 @@ def main():
         for path in paths:
             image = Image.open(path).convert("RGB")
             for seed in range(args.seeds):
-                torch.manual_seed(seed)
+                seed_all(seed)
                 expected = compose(image).numpy()
-                torch.manual_seed(seed)
+                seed_all(seed)
                 params = gpuprep.torchvision_params(compose, image.size)
                 batch, _ = pipeline.preprocess([path], transform, params=[params])
                 checked += 1

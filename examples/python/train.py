@@ -6,10 +6,12 @@ of each step the loop waited for data, per step and overall.
 
 With --loader-only there is no model: each loader's batches are taken as fast as it gives them
 (torch tensors in pinned memory, as a training loop gets them), which is the loader's own
-throughput.
+throughput. --recipe timm takes timm's training recipe instead (create_transform(224,
+is_training=True, auto_augment='rand-m9-mstd0.5-inc1', re_prob=0.25): its RandAugment and
+RandomErasing), on both sides (gpuprep's is from_torchvision of it).
 
 usage: train.py FOLDER [--batch-size 128] [--steps 20] [--workers 16] [--backend auto]
-                [--loader-only] [--warmup 1] [--no-jitter] [--prefetch 2]
+                [--loader-only] [--warmup 1] [--no-jitter] [--prefetch 2] [--recipe torchvision|timm]
 """
 import argparse
 import time
@@ -90,6 +92,8 @@ def main():
                         "gives the steady state: workers started, gpuprep's arrays pinned)")
     p.add_argument("--no-jitter", action="store_true",
                    help="the imagenet-train preset alone (no ColorJitter(0.4, 0.4, 0.4))")
+    p.add_argument("--recipe", default="torchvision", choices=["torchvision", "timm"],
+                   help="timm: timm's create_transform with rand-m9-mstd0.5-inc1 and re_prob 0.25")
     a = p.parse_args()
     device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
     classes = len(torchvision.datasets.ImageFolder(a.folder).classes)
@@ -103,10 +107,15 @@ def main():
     jitter = [] if a.no_jitter else [T.ColorJitter(0.4, 0.4, 0.4)]
     if not a.no_jitter:
         transform = transform.color_jitter(0.4, 0.4, 0.4)
-    ours = gpuprep.Loader(a.folder, transform, batch_size=a.batch_size, shuffle=True, seed=0,
-                          drop_last=True, backend=a.backend, prefetch=a.prefetch)
     recipe = T.Compose([T.RandomResizedCrop(224), T.RandomHorizontalFlip(), *jitter,
                         T.ToTensor(), T.Normalize((0.485, 0.456, 0.406), (0.229, 0.224, 0.225))])
+    if a.recipe == "timm":
+        from timm.data import create_transform
+        recipe = create_transform(224, is_training=True, auto_augment="rand-m9-mstd0.5-inc1",
+                                  re_prob=0.25)
+        transform = gpuprep.from_torchvision(recipe)
+    ours = gpuprep.Loader(a.folder, transform, batch_size=a.batch_size, shuffle=True, seed=0,
+                          drop_last=True, backend=a.backend, prefetch=a.prefetch)
     dataset = torchvision.datasets.ImageFolder(a.folder, transform=recipe)
     theirs = torch.utils.data.DataLoader(dataset, batch_size=a.batch_size, shuffle=True,
                                          num_workers=a.workers, pin_memory=device.type == "cuda",
