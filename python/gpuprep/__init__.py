@@ -216,6 +216,20 @@ _STAGE = {name: stage for name, _field, _flag, _method, stage in _gpuprep.operat
 _STAGE.update({name: _STAGE["Normalize"] - 2 for name in ("ToTensor", "PILToTensor", "ToImage")})
 _STAGE.update({name: _STAGE["Normalize"] - 1 for name in ("ToDtype", "ConvertImageDtype")})
 _FLIPS = ("RandomHorizontalFlip", "RandomVerticalFlip")
+# Transforms gpuprep refuses for a reason a user should know.
+_REFUSED_WITH_REASON = {
+    "AugMix": "torchvision's AugMix is not supported by gpuprep: even on a PIL image it runs "
+              "torch's tensor kernels (its shears, translations and rotations through float32 "
+              "grid_sample, its blends in float), whose last bits depend on the CPU's vector "
+              "unit, not Pillow's arithmetic, which gpuprep computes",
+    "AugMixAugment": "timm's AugMix ('augmix-...') is not supported by gpuprep yet: it mixes "
+                     "several augmented copies of each image (numpy float32 sums), which "
+                     "gpuprep's one-image plan does not hold",
+    "MixUp": "MixUp inside a Compose: it mixes batches, not images; translate it on its own "
+             "(from_torchvision(MixUp(...))) and give it to Loader(batch_transform=...)",
+    "CutMix": "CutMix inside a Compose: it mixes batches, not images; translate it on its own "
+              "(from_torchvision(CutMix(...))) and give it to Loader(batch_transform=...)",
+}
 # timm's transforms that compute what a torchvision one does on a PIL image, as which:
 # MaybeToTensor is F.to_tensor, MaybePILToTensor F.pil_to_tensor,
 # RandomResizedCropAndInterpolation draws a crop (with Python's random) and resizes it as
@@ -511,6 +525,8 @@ def from_torchvision(compose):
     for step in _steps(compose):
         step, applied = _unwrapped(step)
         name, module = _name(step), type(step).__module__ or ""
+        if name in _REFUSED_WITH_REASON and module.split(".")[0] in ("torchvision", "timm"):
+            raise OptionsError(_REFUSED_WITH_REASON[name])
         if name not in _STAGE and name != "ToPureTensor":
             raise OptionsError(f"{name} is not supported by gpuprep (supported: {sorted(_STAGE)}, "
                                "RandomApply around one ColorJitter or GaussianBlur, and "

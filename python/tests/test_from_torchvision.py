@@ -154,7 +154,7 @@ def test_timms_train_transforms_with_its_seeds_give_timms_pixels():
         drawn = {params.get("interpolation") for params in seeded}
         assert drawn == ({"bilinear", "bicubic"} if interpolation == "random" else {None})
     refused(timm_data.create_transform(64, is_training=True, auto_augment="augmix-m5-w3"),
-            "AugMixAugment is not supported by gpuprep")
+            "timm's AugMix ('augmix-...') is not supported by gpuprep yet")
     refused(timm_data.create_transform(64, is_training=True, auto_augment="original"),
             "timm.data.auto_augment.AutoAugment is not torchvision's AutoAugment")
     # With timm's RandomErasing ('const', one box) after Normalize: its boxes drawn with
@@ -202,6 +202,13 @@ def test_timms_rand_augment_strings_translate_or_are_refused():
     refused(T.Compose([weighted]), "weighted operations")
     refused(T.Compose([timm_aa.rand_augment_transform("rand-m9-t3a", {})]),
             "timm's RandAugment of the operations")
+
+
+def test_augmix_and_batch_transforms_in_a_compose_are_refused_with_their_reason():
+    refused(T.Compose([T.RandomResizedCrop(8), T.AugMix()]),
+            "torchvision's AugMix is not supported", "grid_sample")
+    refused(v2.Compose([v2.RandomResizedCrop(8), v2.PILToTensor(), v2.MixUp(num_classes=3)]),
+            "MixUp inside a Compose", "batch_transform=")
 
 
 def test_resize_with_random_resized_crop_is_refused_at_translation():
