@@ -233,6 +233,34 @@ mod tests {
     }
 
     #[test]
+    fn timms_strings_parse_as_timm_reads_them() {
+        let r = TimmRandAugment::parse("rand-m9-mstd0.5-inc1").unwrap();
+        assert_eq!(
+            (r.magnitude, r.magnitude_std, r.increasing),
+            (9.0, 0.5, true)
+        );
+        assert_eq!((r.num_ops, r.prob, r.magnitude_max), (2, 0.5, None));
+        let r = TimmRandAugment::parse("rand-n3-m15-mmax15-mstd101-p0.7-inc0").unwrap();
+        assert_eq!((r.num_ops, r.magnitude, r.upper_bound()), (3, 15.0, 15.0));
+        assert_eq!(
+            (r.magnitude_std, r.prob, r.increasing),
+            (f64::INFINITY, 0.7, false)
+        );
+        // A section without a number is skipped, as timm skips it.
+        assert_eq!(TimmRandAugment::parse("rand-x-m7").unwrap().magnitude, 7.0);
+        for (bad, why) in [
+            ("augmix-m5", "starts with `rand-`"),
+            ("rand-m9-tweights", "operation set"),
+            ("rand-m9.5", "integer"),
+            ("rand-q3", "unknown"),
+            ("rand-p0.x", "not a number"),
+        ] {
+            let e = TimmRandAugment::parse(bad).unwrap_err();
+            assert!(e.contains(why), "{bad}: {e}");
+        }
+    }
+
+    #[test]
     fn the_increasing_set_grows_with_the_magnitude() {
         let r = TimmRandAugment {
             prob: 1.0,
