@@ -463,6 +463,10 @@ def _twice(name, first):
 def _steps(compose):
     """The transforms of a torchvision Compose (v1 or v2), or [compose] for one transform; any
     other container (RandomApply, RandomChoice, RandomOrder...) is refused by name."""
+    if isinstance(compose, (tuple, list)):
+        raise OptionsError(f"a {type(compose).__name__} of transforms is not supported: give a "
+                           "Compose (timm's create_transform(..., separate=True) gives a tuple "
+                           "of three: use separate=False)")
     steps = getattr(compose, "transforms", None)
     if steps is None:
         return [compose]
@@ -527,6 +531,14 @@ def from_torchvision(compose):
         name, module = _name(step), type(step).__module__ or ""
         if name in _REFUSED_WITH_REASON and module.split(".")[0] in ("torchvision", "timm"):
             raise OptionsError(_REFUSED_WITH_REASON[name])
+        if module.startswith("timm.") and name == "AutoAugment":
+            raise OptionsError("timm's AutoAugment ('original', 'v0', '3a', ...) is not supported "
+                               "by gpuprep yet (its policies and level rules are timm's own); "
+                               "timm's RandAugment ('rand-...') is")
+        if _mix.translated(step) is not None:
+            raise OptionsError(f"{name} of MixUp/CutMix inside a Compose: it mixes batches, not "
+                               "images; translate it on its own and give it to "
+                               "Loader(batch_transform=...)")
         if name not in _STAGE and name != "ToPureTensor":
             raise OptionsError(f"{name} is not supported by gpuprep (supported: {sorted(_STAGE)}, "
                                "RandomApply around one ColorJitter or GaussianBlur, and "
@@ -703,6 +715,7 @@ def from_torchvision(compose):
             # never dropped in silence.
             raise OptionsError(f"{name} is not translated by this version of gpuprep's Python "
                                "package (its operations table and from_torchvision disagree)")
+    t.validate()  # what the translated options do not fit, refused here rather than later
     return t
 
 
@@ -973,6 +986,9 @@ def torchvision_params(compose, size):
     import torch
 
     from_torchvision(compose)
+    if not (isinstance(size, (tuple, list)) and len(size) == 2 and
+            all(isinstance(v, int) and v > 0 for v in size)):
+        raise OptionsError(f"size is the image's (width, height), got {size!r}")
     width, height = size
     params = {}
     for step in getattr(compose, "transforms", [compose]):
@@ -1117,7 +1133,8 @@ class Loader:
     DecodeError subclass or ReadError, naming the file or shard member) with errors="raise"
     (the default, as DataLoader raises a worker's exception); with errors="skip" it is left out
     of its batch, counted in `stats["failed"]` and `stats["epoch_failed"]`, and the epoch warns
-    once at its end with the count.
+    once at its end with the count (a batch all of whose samples fail comes out empty, so that
+    every rank still gets `len(loader)` batches; with drop_last, spare samples refill it).
     Decoding runs ahead in Rust threads with the GIL released (on the GPU one stream that runs
     on from an epoch iterated to its end into the next; `prefetch` finished batches held
     ready, 1 to 64; on the CPU `prefetch` batches made at once). Ctrl-C interrupts a wait for
@@ -1152,12 +1169,18 @@ class Loader:
                                    ("shuffle_buffer", shuffle_buffer, 0)):
             if not isinstance(value, int) or value < least:
                 raise OptionsError(f"{name} is an int of at least {least}, got {value!r}")
+        if isinstance(seed, bool) or not isinstance(seed, (int, _np.integer)):
+            raise OptionsError(f"seed is an int, got {seed!r}")
         seed = int(seed) % 2**64  # torch takes any int as a seed; its bits are what count
         if wait_warning is not None and not 0 <= wait_warning <= 1:
             raise OptionsError(f"wait_warning is a share of a step, 0 to 1, or None, got "
                                f"{wait_warning!r}")
-        _check_batch_transform(batch_transform, transform, batch_size, drop_last)
+        _check_batch_transform(batch_transform, transform)
         kind, paths = _resolve(source)
+        if batch_transform is not None and kind == "files":
+            raise OptionsError("a list of image files has no labels (each is -1), and "
+                               f"{batch_transform!r} mixes class labels: give an ImageFolder "
+                               "tree or WebDataset shards with .cls or .json labels")
         torch = _torch()
         self.device = _cuda_device(torch, device)
         if pin_memory is None:
@@ -1197,6 +1220,13 @@ class Loader:
         self.stats = {}
         self.last = None
         self.classes = self._loader.classes()
+        if batch_transform is not None and batch_transform.even_batches:
+            full = self._loader.samples() % batch_size == 0 and errors == "raise"
+            if batch_size % 2 or not (drop_last or full):
+                raise OptionsError(
+                    f"timm's Mixup mixes batches of an even number of samples: give an even "
+                    f"batch_size, and drop_last=True unless every batch is full (batch_size "
+                    f"{batch_size}, {self._loader.samples()} samples a rank, errors={errors!r})")
         if self.classes and batch_transform is not None \
                 and len(self.classes) > batch_transform.num_classes:
             raise OptionsError(f"the dataset has {len(self.classes)} classes, and the batch "
@@ -1224,7 +1254,10 @@ class Loader:
     def set_epoch(self, epoch):
         """The epoch the next iteration draws its order and parameters for
         (DistributedSampler's `set_epoch`); without it each iteration takes the next epoch."""
-        self.epoch = epoch
+        if isinstance(epoch, bool) or not isinstance(epoch, (int, _np.integer)) or \
+                not 0 <= epoch < 2**64:
+            raise OptionsError(f"epoch is an int of 0 or more, got {epoch!r}")
+        self.epoch = int(epoch)
         self._epoch_given = True
 
     def _next_epoch(self):
@@ -1337,7 +1370,7 @@ class Loader:
         return self.batch_transform.apply(batch["mix"], images, labels, self._layout)
 
 
-def _check_batch_transform(batch_transform, transform, batch_size, drop_last):
+def _check_batch_transform(batch_transform, transform):
     """Refuses by name a batch_transform the Loader cannot run on `transform`'s batches."""
     if batch_transform is None:
         return
@@ -1349,10 +1382,6 @@ def _check_batch_transform(batch_transform, transform, batch_size, drop_last):
         raise OptionsError(f"{batch_transform!r} blends pixel values, and the transform gives "
                            "uint8 (torchvision's MixUp fails on uint8 too): end it with "
                            "to_tensor() or to('float32')")
-    if batch_transform.even_batches and (batch_size % 2 or not drop_last):
-        raise OptionsError(f"timm's Mixup mixes batches of an even number of samples: give an "
-                           f"even batch_size and drop_last=True (got {batch_size}, "
-                           f"drop_last={drop_last})")
     minmax, size = getattr(batch_transform, "cutmix_minmax", None), transform.output_size
     if minmax is not None and size is not None and \
             any(int(side * minmax[0]) >= int(side * minmax[1]) for side in size):

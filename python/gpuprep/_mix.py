@@ -32,14 +32,16 @@ class BatchTransform:
     def apply(self, params, images, labels, layout="chw"):  # pragma: no cover (abstract)
         raise NotImplementedError
 
+    last_params = None  # the parameters of the last call
+
     def __call__(self, images, labels, rng=None, layout="chw"):
-        """(mixed images, soft labels, the parameters) for one batch, drawn from `rng` (a numpy
-        RandomState; a fresh unseeded one by default)."""
+        """(mixed images, soft labels) of one batch, as torchvision's and timm's calls return
+        them, with parameters drawn from `rng` (a numpy RandomState; a fresh unseeded one by
+        default) and kept in `last_params`."""
         rng = np.random.RandomState() if rng is None else rng
         height, width = _spatial(images.shape, layout)
-        params = self.draw(rng, len(images), height, width)
-        mixed, targets = self.apply(params, images, labels, layout)
-        return mixed, targets, params
+        self.last_params = self.draw(rng, len(images), height, width)
+        return self.apply(self.last_params, images, labels, layout)
 
 
 def _number(name, what, value, low=0.0, high=math.inf, low_open=False):
@@ -213,8 +215,19 @@ class TimmMixup(BatchTransform):
         self.cutmix_minmax, self.mix_prob, self.switch_prob = cutmix_minmax, prob, switch_prob
         self.mode, self.correct_lam, self.label_smoothing = mode, correct_lam, label_smoothing
         self.num_classes = _checked_classes("TimmMixup", num_classes)
-        self.mixup_enabled = bool(mixup_enabled)
+        self._enabled, self._timm = bool(mixup_enabled), None
 
+    @property
+    def mixup_enabled(self):
+        """Whether batches are mixed: timm's train loop sets it False at mixup_off_epoch (on
+        timm's Mixup this was translated from, too, which it follows)."""
+        return self._timm.mixup_enabled if self._timm is not None else self._enabled
+
+    @mixup_enabled.setter
+    def mixup_enabled(self, value):
+        self._enabled = bool(value)
+        if self._timm is not None:
+            self._timm.mixup_enabled = self._enabled
     def __repr__(self):
         return (f"TimmMixup(mixup_alpha={self.mixup_alpha}, cutmix_alpha={self.cutmix_alpha}, "
                 f"cutmix_minmax={self.cutmix_minmax}, prob={self.mix_prob}, "
@@ -459,12 +472,14 @@ def translated(transform):
         if getattr(transform, "multi_label", False):
             raise OptionsError("timm's Mixup(multi_label=True) is not supported by gpuprep: the "
                                "loader's labels are class indices")
-        # A copy: timm's train loop turns mixing off with `mixup_fn.mixup_enabled = False`, which
-        # is the loader's batch_transform.mixup_enabled here.
-        return TimmMixup(transform.mixup_alpha, transform.cutmix_alpha, transform.cutmix_minmax,
-                         transform.mix_prob, transform.switch_prob, transform.mode,
-                         transform.correct_lam, transform.label_smoothing,
-                         transform.num_classes, transform.mixup_enabled)
+        mix = TimmMixup(transform.mixup_alpha, transform.cutmix_alpha, transform.cutmix_minmax,
+                        transform.mix_prob, transform.switch_prob, transform.mode,
+                        transform.correct_lam, transform.label_smoothing,
+                        transform.num_classes, transform.mixup_enabled)
+        # Its switch stays timm's: the train loop's `mixup_fn.mixup_enabled = False` (at
+        # mixup_off_epoch) turns gpuprep's mixing off too.
+        mix._timm = transform
+        return mix
     if module.startswith("timm.") and kind == "FastCollateMixup":
         raise OptionsError("timm's FastCollateMixup (mixing uint8 samples while collating, with "
                            "its own rounding) is not supported by gpuprep: use timm's Mixup, "

@@ -454,7 +454,8 @@ impl Transform {
         Self(gpuprep::Transform::imagenet_train())
     }
 
-    /// timm's evaluation transform (bicubic, crop_pct).
+    /// timm's evaluation transform for a model whose config says bicubic (most of timm's):
+    /// create_transform(size, crop_pct=crop_pct, interpolation='bicubic').
     #[staticmethod]
     #[pyo3(signature = (size=224, crop_pct=0.875))]
     fn timm_eval(size: usize, crop_pct: f64) -> PyResult<Self> {
@@ -468,7 +469,9 @@ impl Transform {
         Ok(Self(t))
     }
 
-    /// timm's create_transform(224, is_training=True) defaults.
+    /// timm's train.py default training transform: create_transform(224, is_training=True,
+    /// interpolation='random') (train.py's --train-interpolation random; create_transform's own
+    /// default is bilinear).
     #[staticmethod]
     fn timm_train() -> Self {
         Self(gpuprep::Transform::timm_train())

@@ -156,7 +156,7 @@ def test_timms_train_transforms_with_its_seeds_give_timms_pixels():
     refused(timm_data.create_transform(64, is_training=True, auto_augment="augmix-m5-w3"),
             "timm's AugMix ('augmix-...') is not supported by gpuprep yet")
     refused(timm_data.create_transform(64, is_training=True, auto_augment="original"),
-            "timm.data.auto_augment.AutoAugment is not torchvision's AutoAugment")
+            "timm's AutoAugment ('original', 'v0', '3a', ...) is not supported")
     # With timm's RandomErasing ('const', one box) after Normalize: its boxes drawn with
     # Python's random, zeros written there.
     compose = timm_data.create_transform(64, is_training=True, re_prob=0.5)

@@ -191,9 +191,15 @@ def test_the_loader_refuses_what_it_cannot_mix(tmp_path):
         gpuprep.Loader(root, small, batch_size=4, batch_transform=gpuprep.MixUp(alpha=1.0, num_classes=3))
     gpuprep.Loader(root, small, batch_size=4, backend="cpu",
                    batch_transform=gpuprep.CutMix(alpha=1.0, num_classes=3))  # copies values: uint8 is fine
-    with pytest.raises(gpuprep.OptionsError, match="even batch_size and drop_last=True"):
-        gpuprep.Loader(root, small.to_tensor(), batch_size=4,
+    with pytest.raises(gpuprep.OptionsError, match="even batch_size, and drop_last=True unless"):
+        gpuprep.Loader(root, small.to_tensor(), batch_size=5,
                        batch_transform=gpuprep.TimmMixup(num_classes=3))
+    with pytest.raises(gpuprep.OptionsError, match="drop_last=True unless every batch is full"):
+        gpuprep.Loader(root, small.to_tensor(), batch_size=4, errors="skip",
+                       batch_transform=gpuprep.TimmMixup(num_classes=3))
+    # 12 samples in batches of 4: every batch full, as timm needs.
+    gpuprep.Loader(root, small.to_tensor(), batch_size=4,
+                   batch_transform=gpuprep.TimmMixup(num_classes=3))
     with pytest.raises(gpuprep.OptionsError, match="3 classes, and the batch transform's 2"):
         gpuprep.Loader(root, small, batch_size=4, batch_transform=gpuprep.CutMix(num_classes=2))
     with pytest.raises(gpuprep.OptionsError, match="cutmix_minmax"):
@@ -203,10 +209,25 @@ def test_the_loader_refuses_what_it_cannot_mix(tmp_path):
     with pytest.raises(gpuprep.OptionsError, match="batch_transform is gpuprep's"):
         gpuprep.Loader(root, small, batch_size=4, batch_transform=lambda x, y: (x, y))
     files = [os.path.join(root, "cat", f) for f in sorted(os.listdir(os.path.join(root, "cat")))]
-    loader = gpuprep.Loader(files, small.to_tensor(), batch_size=2, backend="cpu",
-                            batch_transform=gpuprep.MixUp(alpha=1.0, num_classes=3))
+    with pytest.raises(gpuprep.OptionsError, match="list of image files has no labels"):
+        gpuprep.Loader(files, small.to_tensor(), batch_size=2, backend="cpu",
+                       batch_transform=gpuprep.MixUp(alpha=1.0, num_classes=3))
+    mix = gpuprep.MixUp(num_classes=3)
     with pytest.raises(gpuprep.LabelError, match="has label -1 \\(no label"):
-        next(iter(loader))
+        mix(np.zeros((2, 3, 4, 4), np.float32), np.array([0, -1]))
+
+
+def test_timms_switch_off_reaches_the_loader():
+    """timm's train loop stops mixing at mixup_off_epoch with `mixup_fn.mixup_enabled = False`:
+    the translated transform follows timm's object."""
+    timm_data = pytest.importorskip("timm.data")
+    timms = timm_data.Mixup(mixup_alpha=0.8, cutmix_alpha=1.0, num_classes=4, mode="elem")
+    mix = gpuprep.from_torchvision(timms)
+    assert mix.draw(np.random.RandomState(1), 4, 8, 8)["lam"] != [1.0] * 4
+    timms.mixup_enabled = False
+    assert mix.draw(np.random.RandomState(1), 4, 8, 8)["lam"] == [1.0] * 4
+    mix.mixup_enabled = True
+    assert timms.mixup_enabled
 
 
 def test_iterating_gives_torch_soft_labels(tmp_path):

@@ -469,7 +469,9 @@ impl Transform {
         }
     }
 
-    /// timm's training transform (`create_transform(224, is_training=True)`'s defaults):
+    /// timm's training transform as its train.py makes it by default (`create_transform(224,
+    /// is_training=True, interpolation='random')`: train.py's `--train-interpolation random`;
+    /// create_transform's own default is bilinear):
     /// `RandomResizedCropAndInterpolation(224, interpolation='random')` (bilinear or bicubic per
     /// sample), `RandomHorizontalFlip(0.5)`, `ColorJitter(0.4, 0.4, 0.4)`, `ToTensor()`,
     /// `Normalize(IMAGENET)`, float32 C×H×W.
@@ -795,20 +797,27 @@ fn check_timm_rand_augment(r: &TimmRandAugment) -> Result<(), InvalidTransform> 
         )));
     }
     let upper = r.upper_bound();
-    if !(r.magnitude.is_finite() && r.magnitude >= 0.0 && upper.is_finite() && upper >= 0.0)
-        || r.magnitude_std.is_nan()
-        || r.magnitude_std < 0.0
-        || !(0.0..=1.0).contains(&r.prob)
-        || !(0.0..=1.0).contains(&r.translate_pct)
-    {
-        return Err(InvalidTransform(format!(
-            "timm_rand_augment needs a finite magnitude and magnitude_max of at least 0 (at most              30), a magnitude_std of at least 0, and a probability and translate_pct of 0 to 1,              got {r:?}"
-        )));
+    let fits = |v: f64, top: f64| (0.0..=top).contains(&v);
+    let refused = |what: &str, value: f64| {
+        Err(InvalidTransform(format!(
+            "timm_rand_augment's {what}, got {value}"
+        )))
+    };
+    if !fits(r.magnitude, f64::MAX) {
+        return refused("magnitude is a finite number of at least 0", r.magnitude);
     }
-    if upper > 30.0 {
-        return Err(InvalidTransform(format!(
-            "timm_rand_augment's magnitude_max is at most 30 (a shear of 0.9), got {upper}"
-        )));
+    if !fits(upper, 30.0) {
+        return refused("magnitude_max is 0 to 30 (30: a shear of 0.9)", upper);
+    }
+    if r.magnitude_std.is_nan() || r.magnitude_std < 0.0 {
+        return refused("magnitude_std is at least 0", r.magnitude_std);
+    }
+    // timm applies an operation of probability 1 or more always.
+    if !fits(r.prob, f64::MAX) {
+        return refused("probability is a finite number of at least 0", r.prob);
+    }
+    if !fits(r.translate_pct, 1.0) {
+        return refused("translate_pct is 0 to 1", r.translate_pct);
     }
     Ok(())
 }
