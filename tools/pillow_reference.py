@@ -832,7 +832,10 @@ def transformed(path, spec, decoded=None, index=0):
     a = finish(a, params, spec)
     dtype = spec.get("dtype", "u8")
     if dtype != "u8":
-        t = a.astype(np.float32) / np.float32(255)
+        if spec.get("reciprocal_scale"):  # v2's ToDtype(torch.float32, scale=True)
+            t = a.astype(np.float32) * np.float32(1.0 / 255)
+        else:
+            t = a.astype(np.float32) / np.float32(255)
         norm = spec.get("normalize")
         if norm is not None:
             norm = IMAGENET if norm == "imagenet" else norm

@@ -511,9 +511,9 @@ def from_torchvision(compose):
     gpuprep does not compute, a transform of which gpuprep's Transform holds one given twice (two
     Resize, a Resize and a RandomResizedCrop, two flips of one axis, two ColorJitter, two
     RandomPosterize ...: torchvision would apply both), a geometric or colour transform after the
-    tensor conversion (torchvision would run torch's kernels there, not Pillow's), and v2's ToDtype
-    / ConvertImageDtype from uint8 to float32 (a multiplication by 1/255, not ToTensor's
-    division).
+    tensor conversion (torchvision would run torch's kernels there, not Pillow's). v2's ToDtype /
+    ConvertImageDtype from uint8 to a float type multiply by float32(1/255), as v2 does (not
+    ToTensor's division, which differs in the last bit for 126 of the 256 values).
     A batch transform translates to gpuprep's, for Loader(batch_transform=...): v2's MixUp and
     CutMix (with num_classes), a RandomChoice of them (torchvision's reference recipes'
     --mixup-alpha / --cutmix-alpha) and timm's Mixup."""
@@ -669,14 +669,11 @@ def from_torchvision(compose):
                                    f"casts the {dtype} values unscaled (0 to 255 as floats, or "
                                    "floats truncated to integers), which gpuprep does not write; "
                                    "ToTensor() gives torchvision's division by 255")
-            if v2 and (dtype, target) == ("uint8", "float32"):
-                raise OptionsError(f"transforms.v2.{name}(torch.float32) of a uint8 tensor is not "
-                                   "supported: torchvision multiplies by 1/255 in float32, which "
-                                   "differs in the last bit from ToTensor's division by 255 that "
-                                   "gpuprep computes; use ToTensor(), or PILToTensor() + "
-                                   "transforms.ConvertImageDtype(torch.float32) (v1: it divides)")
+            # v2 scales uint8 to float by multiplying by float32(1/255), v1 by dividing by 255:
+            # the two differ in the last bit for 126 of the 256 values.
+            scale = "multiply" if v2 and dtype == "uint8" and target != "uint8" else "divide"
             dtype = target
-            t = t.to_tensor() if dtype == "float32" else t.to_tensor().to(dtype)
+            t = t.to_tensor(scale) if dtype == "float32" else t.to_tensor(scale).to(dtype)
         elif name == "Normalize":
             if dtype is None:
                 raise OptionsError("Normalize before a tensor conversion: torchvision refuses a "

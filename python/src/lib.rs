@@ -321,6 +321,9 @@ fn describe(t: &gpuprep::Transform) -> String {
     }
     let layout = layout_name(t.layout);
     match (t.dtype, t.layout) {
+        (DType::F32, Layout::Chw) if t.reciprocal_scale => {
+            steps.push("ToDtype(float32, scale=True)".to_string())
+        }
         (DType::F32, Layout::Chw) => steps.push("ToTensor()".to_string()),
         (dtype, _) => steps.push(format!("To({}, {layout})", dtype_name(dtype))),
     }
@@ -928,13 +931,27 @@ impl Transform {
         })
     }
 
-    /// ToTensor(): float32 C×H×W in [0, 1] (then normalised, where `normalize` was given).
-    fn to_tensor(&self) -> Self {
-        Self(gpuprep::Transform {
+    /// ToTensor(): float32 C×H×W in [0, 1] (then normalised, where `normalize` was given);
+    /// scale "divide" is ToTensor's v / 255, "multiply" transforms.v2.ToDtype(torch.float32,
+    /// scale=True)'s float32(v) × float32(1 / 255), which differs in the last bit for some v.
+    #[pyo3(signature = (scale="divide"))]
+    fn to_tensor(&self, scale: &str) -> PyResult<Self> {
+        let reciprocal_scale = match scale {
+            "divide" => false,
+            "multiply" => true,
+            other => {
+                return Err(OptionsError::new_err(format!(
+                    "to_tensor's scale is \"divide\" (ToTensor's) or \"multiply\" (v2 \
+                     ToDtype's), got {other:?}"
+                )))
+            }
+        };
+        Ok(Self(gpuprep::Transform {
             dtype: DType::F32,
             layout: Layout::Chw,
+            reciprocal_scale,
             ..self.0
-        })
+        }))
     }
 
     /// The element type: "uint8", "float32" or "float16"; and the layout, "chw" or "hwc".

@@ -10,6 +10,8 @@ import pytest
 
 import gpuprep
 
+from support import pipeline
+
 torch = pytest.importorskip("torch")
 T = pytest.importorskip("torchvision.transforms")
 v2 = pytest.importorskip("torchvision.transforms.v2")
@@ -296,27 +298,40 @@ def test_random_erasing_of_random_values_is_refused():
                         v2.RandomErasing(value="random")]), "value='random'")
 
 
-def test_v2s_float32_conversion_of_uint8_is_refused_for_its_multiplication():
+def test_v2s_float_conversion_of_uint8_is_its_multiplication():
+    """v2 scales uint8 to float by multiplying by float32(1/255), v1 (ToTensor, ConvertImageDtype)
+    by dividing by 255: the two differ in the last bit, and each translates to its own, exactly,
+    normalised too (the reference recipes' v2 preset: ToImage, ToDtype(scale=True), Normalize)."""
     image = every_byte()
     expected = T.ToTensor()(image)
-    # torchvision's v2 multiplies by 1/255 in float32: not ToTensor's numbers, which gpuprep's are.
     multiplied = v2.ToDtype(torch.float32, scale=True)(v2.ToImage()(image))
     assert not torch.equal(multiplied.as_subclass(torch.Tensor), expected)
-    refused(v2.Compose([v2.ToImage(), v2.ToDtype(torch.float32, scale=True)]),
-            "1/255", "ToTensor()")
-    refused(v2.Compose([v2.PILToTensor(), v2.ConvertImageDtype(torch.float32)]), "1/255")
-    # v1's ConvertImageDtype divides, as ToTensor does (after v2's ToImage as well); v2's float16
-    # conversion rounds to ToTensor's float16 numbers: both are taken, with torchvision's results.
+    norm = dict(mean=(0.485, 0.456, 0.406), std=(0.229, 0.224, 0.225))
     for compose in (T.Compose([T.PILToTensor(), T.ConvertImageDtype(torch.float32)]),
                     v2.Compose([v2.ToImage(), T.ConvertImageDtype(torch.float32)]),
+                    v2.Compose([v2.ToImage(), v2.ToDtype(torch.float32, scale=True)]),
+                    v2.Compose([v2.PILToTensor(), v2.ConvertImageDtype(torch.float32)]),
+                    v2.Compose([v2.ToImage(), v2.ToDtype(torch.float32, scale=True),
+                                v2.Normalize(**norm), v2.ToPureTensor()]),
                     v2.Compose([v2.ToImage(), v2.ToDtype(torch.float16, scale=True)]),
                     T.Compose([T.ToTensor(), v2.ToDtype(torch.float32, scale=True)])):
         want = compose(image).as_subclass(torch.Tensor)
-        assert torch.equal(want.float(), expected if want.dtype == torch.float32
-                           else expected.half().float())
-        batch, _ = gpuprep.Pipeline("cpu").preprocess([np.asarray(image)],
-                                                      gpuprep.from_torchvision(compose))
-        assert np.array_equal(batch[0], want.numpy())
+        t = gpuprep.from_torchvision(compose)
+        for backend in ("cpu", "gpu"):
+            batch, _ = pipeline(backend).preprocess([np.asarray(image)], t)
+            assert np.array_equal(batch[0], want.numpy()), (compose, backend)
+
+
+def test_the_reference_recipes_v2_preset_gives_torchvisions_pixels():
+    """references/classification/presets.py's ClassificationPresetTrain(use_v2=True) without an
+    auto-augment policy: PILToTensor, ToDtype(torch.float, scale=True), Normalize,
+    RandomErasing, ToPureTensor, with torch's seeds."""
+    compose = v2.Compose([v2.RandomResizedCrop(64, antialias=True), v2.RandomHorizontalFlip(0.5),
+                          v2.PILToTensor(), v2.ToDtype(torch.float, scale=True),
+                          v2.Normalize(mean=MEAN, std=STD), v2.RandomErasing(p=0.5),
+                          v2.ToPureTensor()])
+    seeded = seeded_against_torchvision(compose, range(10))
+    assert 0 < sum(params["erase"] is not None for params in seeded) < 10
 
 
 def test_v2s_trivial_augment_wide_is_refused_for_its_solarize_threshold():

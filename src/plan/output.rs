@@ -94,6 +94,8 @@ pub struct OutputPlan {
     pub channel_order: ChannelOrder,
     /// `Normalize` after `ToTensor`, if any.
     pub normalize: Option<Normalize>,
+    /// v2's `ToDtype(scale=True)`: × float32(1 / 255) in place of / 255.
+    pub reciprocal_scale: bool,
 }
 
 impl OutputPlan {
@@ -185,6 +187,7 @@ impl OutputPlan {
             dtype: transform.dtype,
             channel_order: transform.channel_order,
             normalize: transform.normalize,
+            reciprocal_scale: transform.reciprocal_scale,
         }
     }
 
@@ -226,12 +229,16 @@ impl OutputPlan {
     }
 
     /// The value table: for each RGB channel and 8-bit sample, the output value as float32,
-    /// computed in torchvision's order (v / 255, − mean, / std), so that every backend gets
-    /// the same bits and no GPU does float arithmetic.
+    /// computed in torchvision's order (v / 255 — or v2's v × float32(1 / 255) —, − mean,
+    /// / std), so that every backend gets the same bits and no GPU does float arithmetic.
     pub fn value_table(&self) -> [[f32; 256]; 3] {
         std::array::from_fn(|c| {
             std::array::from_fn(|v| {
-                let t = v as f32 / 255.0;
+                let t = if self.reciprocal_scale {
+                    v as f32 * (1.0 / 255.0f64) as f32
+                } else {
+                    v as f32 / 255.0
+                };
                 match self.normalize {
                     Some(n) => (t - n.mean[c]) / n.std[c],
                     None => t,
@@ -362,6 +369,26 @@ mod tests {
             ..Transform::default()
         };
         assert!(!OutputPlan::has_steps(&nearest));
+    }
+
+    /// v2's ToDtype(scale=True) multiplies by float32(1/255): 3 × that is not 3 / 255 in float32.
+    #[test]
+    fn the_reciprocal_scale_is_v2s() {
+        let v2 = Transform {
+            reciprocal_scale: true,
+            ..Transform::tensor(crate::Normalize::IMAGENET)
+        };
+        let divided = OutputPlan::new((8, 8), &Transform::imagenet_eval(), &Params::default());
+        let multiplied = OutputPlan::new((8, 8), &v2, &Params::default());
+        let third = 3.0f32 * (1.0f64 / 255.0) as f32;
+        assert_ne!(third, 3.0f32 / 255.0);
+        let expected = (third - 0.485f32) / 0.229f32;
+        assert_eq!(multiplied.value_table()[0][3].to_bits(), expected.to_bits());
+        // Normalised, some of the 126 values that differ still differ.
+        let differ = (0..256)
+            .filter(|&v| multiplied.value_table()[0][v] != divided.value_table()[0][v])
+            .count();
+        assert!(differ > 0, "{differ}");
     }
 
     #[test]

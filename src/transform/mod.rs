@@ -351,6 +351,10 @@ pub struct Transform {
     /// Turn the image upright by its EXIF orientation first, as `ImageOps.exif_transpose`
     /// does; default off, because `Image.open` and torchvision leave it as stored.
     pub exif_transpose: bool,
+    /// A float tensor's values as `transforms.v2.ToDtype(torch.float32, scale=True)` makes them,
+    /// float32(v) × float32(1 / 255), in place of `ToTensor`'s v / 255 (the two differ in the
+    /// last bit for some v); default off.
+    pub reciprocal_scale: bool,
     /// `RandomResizedCrop` in place of `resize`; default none.
     pub random_resized_crop: Option<RandomResizedCrop>,
     /// `RandomHorizontalFlip(p)`; default none.
@@ -405,6 +409,7 @@ impl Default for Transform {
             dtype: DType::U8,
             channel_order: ChannelOrder::Rgb,
             exif_transpose: false,
+            reciprocal_scale: false,
             random_resized_crop: None,
             horizontal_flip: None,
             vertical_flip: None,
@@ -693,7 +698,7 @@ impl Transform {
             }
         }
         if let Some(r) = self.timm_rand_augment {
-            check_timm_rand_augment(&r)?;
+            r.check()?;
         }
         if let Some(affine) = self.random_affine {
             affine.check()?;
@@ -786,41 +791,6 @@ impl Transform {
     }
 }
 
-/// A timm `RandAugment` gpuprep computes: at most [`MAX_AUGMENT_OPS`] operations, finite
-/// magnitudes (the noise may be infinite: uniform), a probability, a translation share within
-/// Pillow's fixed-point reach.
-fn check_timm_rand_augment(r: &TimmRandAugment) -> Result<(), InvalidTransform> {
-    if r.num_ops > MAX_AUGMENT_OPS {
-        return Err(InvalidTransform(format!(
-            "timm_rand_augment applies at most {MAX_AUGMENT_OPS} operations an image, not {}",
-            r.num_ops
-        )));
-    }
-    let upper = r.upper_bound();
-    let fits = |v: f64, top: f64| (0.0..=top).contains(&v);
-    let refused = |what: &str, value: f64| {
-        Err(InvalidTransform(format!(
-            "timm_rand_augment's {what}, got {value}"
-        )))
-    };
-    if !fits(r.magnitude, f64::MAX) {
-        return refused("magnitude is a finite number of at least 0", r.magnitude);
-    }
-    if !fits(upper, 30.0) {
-        return refused("magnitude_max is 0 to 30 (30: a shear of 0.9)", upper);
-    }
-    if r.magnitude_std.is_nan() || r.magnitude_std < 0.0 {
-        return refused("magnitude_std is at least 0", r.magnitude_std);
-    }
-    // timm applies an operation of probability 1 or more always.
-    if !fits(r.prob, f64::MAX) {
-        return refused("probability is a finite number of at least 0", r.prob);
-    }
-    if !fits(r.translate_pct, 1.0) {
-        return refused("translate_pct is 0 to 1", r.translate_pct);
-    }
-    Ok(())
-}
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -175,10 +175,11 @@ const FIELDS: [Operation; 18] = [
 
 /// The keys of [`Transform::to_json`](crate::Transform::to_json) that are settings of the whole
 /// transform, not operations (`channels` is the field `channel_order`).
-pub const SETTINGS: [&str; 8] = [
+pub const SETTINGS: [&str; 9] = [
     "filter",
     "draft",
     "exif_transpose",
+    "reciprocal_scale",
     "layout",
     "dtype",
     "channels",

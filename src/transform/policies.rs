@@ -219,3 +219,42 @@ impl TimmRandAugment {
         self.magnitude_max.filter(|&m| m != 0.0).unwrap_or(10.0)
     }
 }
+
+impl TimmRandAugment {
+    /// A timm `RandAugment` gpuprep computes: at most [`MAX_AUGMENT_OPS`] operations, finite
+    /// magnitudes (the noise may be infinite: uniform), a probability, a translation share within
+    /// Pillow's fixed-point reach.
+    pub fn check(&self) -> Result<(), super::InvalidTransform> {
+        let r = self;
+        if r.num_ops > MAX_AUGMENT_OPS {
+            return Err(super::InvalidTransform(format!(
+                "timm_rand_augment applies at most {MAX_AUGMENT_OPS} operations an image, not {}",
+                r.num_ops
+            )));
+        }
+        let upper = r.upper_bound();
+        let fits = |v: f64, top: f64| (0.0..=top).contains(&v);
+        let refused = |what: &str, value: f64| {
+            Err(super::InvalidTransform(format!(
+                "timm_rand_augment's {what}, got {value}"
+            )))
+        };
+        if !fits(r.magnitude, f64::MAX) {
+            return refused("magnitude is a finite number of at least 0", r.magnitude);
+        }
+        if !fits(upper, 30.0) {
+            return refused("magnitude_max is 0 to 30 (30: a shear of 0.9)", upper);
+        }
+        if r.magnitude_std.is_nan() || r.magnitude_std < 0.0 {
+            return refused("magnitude_std is at least 0", r.magnitude_std);
+        }
+        // timm applies an operation of probability 1 or more always.
+        if !fits(r.prob, f64::MAX) {
+            return refused("probability is a finite number of at least 0", r.prob);
+        }
+        if !fits(r.translate_pct, 1.0) {
+            return refused("translate_pct is 0 to 1", r.translate_pct);
+        }
+        Ok(())
+    }
+}

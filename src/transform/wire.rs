@@ -30,6 +30,7 @@ impl Transform {
             dtype,
             channel_order,
             exif_transpose,
+            reciprocal_scale,
             random_resized_crop,
             horizontal_flip,
             vertical_flip,
@@ -74,6 +75,7 @@ impl Transform {
             "filter": filter.name(),
             "draft": draft,
             "exif_transpose": exif_transpose,
+            "reciprocal_scale": reciprocal_scale,
             "normalize": normalize.map(|n| json!({ "mean": n.mean, "std": n.std })),
             "layout": layout_name(layout),
             "dtype": dtype_name(dtype),
@@ -154,6 +156,9 @@ impl Transform {
                 "filter" => t.filter = field.required("a filter name", filter)?,
                 "draft" => t.draft = field.required("true or false", boolean)?,
                 "exif_transpose" => t.exif_transpose = field.required("true or false", boolean)?,
+                "reciprocal_scale" => {
+                    t.reciprocal_scale = field.required("true or false", boolean)?
+                }
                 "normalize" => t.normalize = field.object_with(normalize)?,
                 "layout" => t.layout = field.required("`hwc` or `chw`", layout)?,
                 "dtype" => t.dtype = field.required("`u8`, `f32` or `f16`", dtype)?,
@@ -774,6 +779,7 @@ mod tests {
             dtype: DType::F16,
             channel_order: ChannelOrder::Bgr,
             exif_transpose: true,
+            reciprocal_scale: true,
             random_resized_crop: Some(RandomResizedCrop {
                 filters: Some([Filter::Bilinear, Filter::Bicubic]),
                 ..RandomResizedCrop::new(176)
@@ -939,7 +945,7 @@ mod tests {
         }
         let written = everything().to_json();
         let keys = written.as_object().unwrap().len();
-        assert_eq!(keys, 27, "one key per field of Transform: {written}");
+        assert_eq!(keys, 28, "one key per field of Transform: {written}");
     }
 
     #[test]

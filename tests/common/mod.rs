@@ -289,6 +289,7 @@ pub fn transform_specs() -> BTreeMap<String, gpuprep::Transform> {
                     _ => ChannelOrder::Rgb,
                 },
                 exif_transpose: s["exif_transpose"].as_bool().unwrap_or(false),
+                reciprocal_scale: s["reciprocal_scale"].as_bool().unwrap_or(false),
                 random_resized_crop: s.get("random_resized_crop").map(|c| {
                     let range = |key: &str, default: (f64, f64)| {
                         c.get(key).map_or(default, |r| {

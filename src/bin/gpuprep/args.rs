@@ -103,6 +103,10 @@ pub struct TransformArgs {
     /// without it images stay as stored, as `Image.open` and torchvision leave them.
     #[arg(long)]
     exif_transpose: bool,
+    /// Float values as transforms.v2.ToDtype(torch.float32, scale=True) makes them, float32(v)
+    /// × float32(1/255), in place of ToTensor's v / 255 (they differ in the last bit for some v).
+    #[arg(long)]
+    reciprocal_scale: bool,
     /// torchvision's RandomResizedCrop to S×S or WxH, in place of --resize: a random box of
     /// the image, cut out, then resized with --filter.
     #[arg(long, value_parser = parse_size)]
@@ -783,6 +787,7 @@ impl TransformArgs {
             };
         }
         t.exif_transpose |= self.exif_transpose;
+        t.reciprocal_scale |= self.reciprocal_scale;
         t.channel_order = match self.channels {
             ChannelsArg::Rgb => ChannelOrder::Rgb,
             ChannelsArg::Bgr => ChannelOrder::Bgr,

@@ -102,6 +102,7 @@ fn spec(t: &Transform) -> Value {
     };
     spec.insert("channel_order".into(), json!(order));
     spec.insert("exif_transpose".into(), json!(t.exif_transpose));
+    spec.insert("reciprocal_scale".into(), json!(t.reciprocal_scale));
     if let Some(c) = t.random_resized_crop {
         spec.insert(
             "random_resized_crop".into(),
