@@ -733,9 +733,10 @@ def _with_timms_rand_augment(t, step):
                            "its default and 'inc1' sets are")
 
     def settings(op):
+        fill = op.kwargs["fillcolor"]
         return (op.prob, op.magnitude, op.magnitude_std, op.magnitude_max,
-                op.hparams.get("translate_pct", 0.45), tuple(op.kwargs["fillcolor"]),
-                op.kwargs["resample"])
+                op.hparams.get("translate_pct", 0.45),
+                tuple(fill) if isinstance(fill, (tuple, list)) else fill, op.kwargs["resample"])
     first = step.ops[0]
     if any(settings(op) != settings(first) for op in step.ops):
         raise OptionsError("timm's RandAugment whose operations differ in their settings is "
@@ -744,9 +745,16 @@ def _with_timms_rand_augment(t, step):
     if magnitude != int(magnitude) or (top is not None and top != int(top)):
         raise OptionsError(f"timm's RandAugment magnitude {magnitude} (max {top}) is not "
                            "supported: timm's strings give integers")
-    config = f"rand-m{int(magnitude)}-n{step.num_layers}-p{float(prob)!r}-inc{sets[tuple(names)]}"
-    if std:
-        config += "-mstd101" if std == float("inf") else f"-mstd{float(std)!r}"
+    if 100 < std < float("inf"):
+        raise OptionsError(f"timm's RandAugment with magnitude_std={std} (a finite noise above "
+                           "100, given in hparams) is not supported: a 'mstd' above 100 means "
+                           "uniform magnitudes to gpuprep, as in timm's strings")
+
+    def number(value):  # digits only: the string splits at '-', so no exponent
+        return _np.format_float_positional(float(value), unique=True, trim="-")
+    config = f"rand-m{int(magnitude)}-n{step.num_layers}-p{number(prob)}-inc{sets[tuple(names)]}"
+    if std > 0:  # timm draws no noise for a magnitude_std of 0 or below
+        config += "-mstd101" if std == float("inf") else f"-mstd{number(std)}"
     if top is not None:
         config += f"-mmax{int(top)}"
     if isinstance(resample, (tuple, list)):

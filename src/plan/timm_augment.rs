@@ -246,6 +246,9 @@ mod tests {
             (r.magnitude_std, r.prob, r.increasing),
             (f64::INFINITY, 0.7, false)
         );
+        // The first mstd and mmax count, as timm's hparams.setdefault keeps them.
+        let r = TimmRandAugment::parse("rand-mstd0.5-mstd1-mmax15-mmax20").unwrap();
+        assert_eq!((r.magnitude_std, r.magnitude_max), (0.5, Some(15.0)));
         // A section without a number is skipped, as timm skips it.
         assert_eq!(TimmRandAugment::parse("rand-x-m7").unwrap().magnitude, 7.0);
         for (bad, why) in [

@@ -175,6 +175,8 @@ impl TimmRandAugment {
             ));
         }
         let mut r = Self::default();
+        // timm keeps the first mstd and mmax (hparams.setdefault), the last of the others.
+        let (mut std_given, mut max_given) = (false, false);
         for section in sections {
             if section.starts_with('t') {
                 return Err(format!(
@@ -198,14 +200,19 @@ impl TimmRandAugment {
             match key {
                 "m" => r.magnitude = f64::from(integer()?),
                 "n" => r.num_ops = integer()?,
-                "mstd" => {
+                "mstd" if !std_given => {
+                    std_given = true;
                     r.magnitude_std = if number > 100.0 {
                         f64::INFINITY
                     } else {
                         number
                     }
                 }
-                "mmax" => r.magnitude_max = Some(f64::from(integer()?)),
+                "mmax" if !max_given => {
+                    max_given = true;
+                    r.magnitude_max = Some(f64::from(integer()?))
+                }
+                "mstd" | "mmax" => {}
                 "inc" => r.increasing = integer()? != 0,
                 "p" => r.prob = number,
                 _ => return Err(format!("unknown timm RandAugment section {section:?}")),
