@@ -83,16 +83,22 @@ def _checked_batch(images, mixes_values):
                             else ")"))
 
 
-class MixUp(BatchTransform):
-    """torchvision.transforms.v2.MixUp: each image blended with the one before it in the batch
-    (the first with the last), lam ~ Beta(alpha, alpha) per batch."""
+class _TorchvisionMix(BatchTransform):
+    """What torchvision's MixUp and CutMix share: their arguments (torchvision's
+    _BaseMixUpCutMix), with num_classes required, as class-index labels need it."""
 
     def __init__(self, *, alpha=1.0, num_classes):
-        self.alpha = _checked_alpha("MixUp", alpha)
-        self.num_classes = _checked_classes("MixUp", num_classes)
+        name = type(self).__name__
+        self.alpha = _checked_alpha(name, alpha)
+        self.num_classes = _checked_classes(name, num_classes)
 
     def __repr__(self):
-        return f"MixUp(alpha={self.alpha}, num_classes={self.num_classes})"
+        return f"{type(self).__name__}(alpha={self.alpha}, num_classes={self.num_classes})"
+
+
+class MixUp(_TorchvisionMix):
+    """torchvision.transforms.v2.MixUp: each image blended with the one before it in the batch
+    (the first with the last), lam ~ Beta(alpha, alpha) per batch."""
 
     def draw(self, rng, batch_size, height, width):
         return {"kind": "mixup", "lam": float(rng.beta(self.alpha, self.alpha))}
@@ -105,19 +111,12 @@ class MixUp(BatchTransform):
         return mixed, _torchvision_targets(ops, labels, self.num_classes, lam)
 
 
-class CutMix(BatchTransform):
+class CutMix(_TorchvisionMix):
     """torchvision.transforms.v2.CutMix: a box of each image replaced by the same box of the one
     before it in the batch; the box's side ~ sqrt(1 - lam), lam ~ Beta(alpha, alpha), its centre
     uniform; the labels mixed by the share of the image the box leaves."""
 
     mixes_values = False
-
-    def __init__(self, *, alpha=1.0, num_classes):
-        self.alpha = _checked_alpha("CutMix", alpha)
-        self.num_classes = _checked_classes("CutMix", num_classes)
-
-    def __repr__(self):
-        return f"CutMix(alpha={self.alpha}, num_classes={self.num_classes})"
 
     def draw(self, rng, batch_size, height, width):
         lam = float(rng.beta(self.alpha, self.alpha))
