@@ -48,12 +48,12 @@ struct Job {
     // 1 when the flipped image is rotated, with `fill` (R | G << 8 | B << 16) where no pixel maps.
     rotate: u32,
     fill: u32,
-    // RandomErasing's box of the output: x0, y0, x1, y1 (empty without).
-    erase: vec4<u32>,
+    // RandomErasing's boxes: where their records start in `constants`, how many there are, where
+    // the noise's table of element bits starts there, and one unused word (src/gpu/work.rs,
+    // `erasure_words`).
+    erasures: vec4<u32>,
     // Source channel of each output channel (RGB or BGR order).
     channel_map: vec4<u32>,
-    // The erased elements' bits per output channel.
-    erase_bits: vec4<u32>,
     // The rotation's map in 16.16 fixed point (src/plan/rotate.rs): per output column, per row,
     // at the first pixel, for the source column (`rotation_x`) and row (`rotation_y`).
     rotation_x: vec4<i32>,
@@ -218,6 +218,57 @@ fn cropped(at: vec2<i32>, c: u32) -> u32 {
     return resized(u32(pos.x), u32(pos.y), c);
 }
 
+// Kinds of erased box, as src/gpu/work.rs numbers them.
+const ERASE_CONSTANT: u32 = 0u;
+const ERASE_DRAWN: u32 = 1u;
+const ERASE_GIVEN: u32 = 2u;
+
+// Element (c, y, x) of the erased box whose record starts at `record`, `width` by `height`: its
+// constant, its drawn noise or its given value, as output bits. Mirror of `Erased::value`
+// (src/plan/erasing.rs).
+fn erased(record: u32, c: u32, x: u32, y: u32, width: u32, height: u32) -> u32 {
+    let kind = constants[record + 4u];
+    if kind == ERASE_CONSTANT {
+        return constants[record + 5u + c];
+    }
+    if kind == ERASE_DRAWN {
+        let key = vec2<u32>(constants[record + 5u], constants[record + 6u]);
+        let words = philox4x32_10(vec4<u32>(y * width + x, 0u, 0u, 0u), key);
+        return constants[jobs[job].erasures.z + (words[c] >> 16u)];
+    }
+    return constants[jobs[job].erasures.x + constants[record + 5u] + (c * height + y) * width + x];
+}
+
+// The high and low words of a * b.
+fn mul_hi_lo(a: u32, b: u32) -> vec2<u32> {
+    let a_lo = a & 0xffffu;
+    let a_hi = a >> 16u;
+    let b_lo = b & 0xffffu;
+    let b_hi = b >> 16u;
+    let lo_lo = a_lo * b_lo;
+    let hi_lo = a_hi * b_lo;
+    let lo_hi = a_lo * b_hi;
+    let hi_hi = a_hi * b_hi;
+    let middle = (lo_lo >> 16u) + (hi_lo & 0xffffu) + (lo_hi & 0xffffu);
+    let high = hi_hi + (hi_lo >> 16u) + (lo_hi >> 16u) + (middle >> 16u);
+    return vec2<u32>(high, a * b);
+}
+
+// Philox4x32 with ten rounds: mirror of `philox4x32_10` (src/plan/erasing.rs).
+fn philox4x32_10(counter: vec4<u32>, key: vec2<u32>) -> vec4<u32> {
+    var x = counter;
+    var k = key;
+    for (var round = 0u; round < 10u; round++) {
+        if round > 0u {
+            k += vec2<u32>(0x9E3779B9u, 0xBB67AE85u);
+        }
+        let p0 = mul_hi_lo(0xD2511F53u, x.x);
+        let p1 = mul_hi_lo(0xCD9E8D57u, x.z);
+        x = vec4<u32>(p1.x ^ x.y ^ k.x, p1.y, p0.x ^ x.w ^ k.y, p0.y);
+    }
+    return x;
+}
+
 // The output element with linear index `e`.
 fn element(e: u32) -> u32 {
     let p = jobs[job];
@@ -234,8 +285,14 @@ fn element(e: u32) -> u32 {
         y = (e % plane) / p.out_width;
         x = e % p.out_width;
     }
-    if x >= p.erase.x && y >= p.erase.y && x < p.erase.z && y < p.erase.w {
-        return p.erase_bits[c];
+    // The last box that holds (x, y) wins, as each box overwrites the ones before it.
+    for (var k = p.erasures.y; k > 0u; k--) {
+        let record = p.erasures.x + 8u * (k - 1u);
+        let x0 = constants[record];
+        let y0 = constants[record + 1u];
+        if x >= x0 && y >= y0 && x < constants[record + 2u] && y < constants[record + 3u] {
+            return erased(record, c, x - x0, y - y0, constants[record + 2u] - x0, constants[record + 3u] - y0);
+        }
     }
     let source_channel = p.channel_map[c];
     let value = output_sample(x, y, source_channel);

@@ -48,10 +48,10 @@ pub use tensor::{Stacked, Tensor, TensorData};
 pub use transform::Adjustment;
 pub use transform::{
     AutoAugment, AutoAugmentPolicy, ChannelOrder, ColorJitter, ColorOp, ColorOpArgument,
-    ColorOperation, ColorOps, DType, Filter, GaussianBlur, InvalidTransform, Layout, Normalize,
-    Operation, Pad, PaddingMode, RandAugment, RandomAffine, RandomCrop, RandomErasing,
+    ColorOperation, ColorOps, DType, ErasedValue, Filter, GaussianBlur, InvalidTransform, Layout,
+    Normalize, Operation, Pad, PaddingMode, RandAugment, RandomAffine, RandomCrop, RandomErasing,
     RandomResizedCrop, RandomRotation, Resize, TimmRandAugment, Transform, TrivialAugment,
-    COLOR_OPERATIONS, MAX_AUGMENT_OPS, MAX_KERNEL, OPERATIONS, SETTINGS,
+    COLOR_OPERATIONS, MAX_AUGMENT_OPS, MAX_ERASED_BOXES, MAX_KERNEL, OPERATIONS, SETTINGS,
 };
 
 /// Here rather than in either module: the transform vocabulary and the errors name nothing of

@@ -1238,6 +1238,34 @@ fn timms_rand_augment_is_recorded_and_replayed_through_pillow() {
     assert!(seen.len() >= 12, "{seen:?}");
 }
 
+/// `--random-erasing P:random` with `--random-erasing-count` records each box with its noise key
+/// and `parity --pillow` replays them (the noise drawn again in numpy): GPU, CPU and Pillow agree;
+/// `:channel` likewise, one value per channel and box.
+#[test]
+fn random_erasing_of_normal_values_is_recorded_and_replayed_through_pillow() {
+    let mut counts = std::collections::BTreeSet::new();
+    for (value, seed) in [("1:random", "31"), ("0.9:channel", "32")] {
+        let args = [
+            "--random-resized-crop",
+            "40",
+            "--normalize",
+            "imagenet",
+            "--random-erasing",
+            value,
+            "--random-erasing-count",
+            "1,3",
+            "--seed",
+            seed,
+        ];
+        for image in converted_and_replayed(&format!("erasing-{seed}"), &args) {
+            let boxes = image["params"]["erase"].as_array().unwrap();
+            assert!(boxes.iter().all(|b| b["noise"].is_u64()), "{image}");
+            counts.insert(boxes.len());
+        }
+    }
+    assert!(counts.len() >= 2, "{counts:?}");
+}
+
 /// SIGINT or SIGTERM stops a convert job at its next chunk: it keeps the rows it finished (a
 /// whole .npy of them), leaves no temporary file, writes the report (which says it was
 /// interrupted and names every input it did not reach) and exits 130; a later run removes the

@@ -216,25 +216,76 @@ def crop_box(spec, width, height, s):
     return {"top": (height - h) // 2, "left": (width - w) // 2, "height": h, "width": w}
 
 
-def erase_box(spec, width, height, s):
-    """torchvision's RandomErasing: erase with probability p, then get_params (the box's aspect
-    is height / width), over the stream `s`; None when nothing is erased."""
+def erase_boxes(spec, width, height, s):
+    """RandomErasing's boxes over the stream `s` (src/plan/erasing.rs): erase with probability p,
+    then the count (uniform in timm's min..max when they differ), then per box ten tries of
+    torchvision's get_params with the area shared by the count (as timm divides it), each box of
+    a noise mode then drawing its key; a box whose tries all fail is left out."""
     if s.uniform() >= spec.get("p", 0.5):
-        return None
+        return []
     scale = spec.get("scale", [0.02, 0.33])
     ratio = spec.get("ratio", [0.3, 3.3])
+    low, high = spec.get("count", [1, 1])
+    count = low if low == high else low + s.below(high - low + 1)
     area = float(width * height)
     log_low, log_high = math.log(ratio[0]), math.log(ratio[1])
-    for _ in range(10):
-        erase_area = area * (scale[0] + (scale[1] - scale[0]) * s.uniform())
-        aspect = math.exp(log_low + (log_high - log_low) * s.uniform())
-        h = int(round(math.sqrt(erase_area * aspect)))
-        w = int(round(math.sqrt(erase_area / aspect)))
-        if h < height and w < width:
-            top = s.below(height - h + 1)
-            left = s.below(width - w + 1)
-            return {"top": top, "left": left, "height": h, "width": w}
-    return None
+    boxes = []
+    for _ in range(count):
+        for _ in range(10):
+            erase_area = area * (scale[0] + (scale[1] - scale[0]) * s.uniform()) / count
+            aspect = math.exp(log_low + (log_high - log_low) * s.uniform())
+            h = int(round(math.sqrt(erase_area * aspect)))
+            w = int(round(math.sqrt(erase_area / aspect)))
+            if h < height and w < width:
+                top = s.below(height - h + 1)
+                left = s.below(width - w + 1)
+                box = {"top": top, "left": left, "height": h, "width": w}
+                if isinstance(spec.get("value"), str):
+                    box["noise"] = s.word()
+                boxes.append(box)
+                break
+    return boxes
+
+
+def philox4x32_10(counter, key):
+    """Philox4x32-10 (Salmon et al. 2011) over numpy arrays of counters: `counter` four uint64
+    arrays of 32-bit words, `key` two ints."""
+    mask = np.uint64(0xFFFFFFFF)
+    x = [np.asarray(c, np.uint64) & mask for c in counter]
+    k0, k1 = np.uint64(key[0]), np.uint64(key[1])
+    for round_ in range(10):
+        if round_:
+            k0 = (k0 + np.uint64(0x9E3779B9)) & mask
+            k1 = (k1 + np.uint64(0xBB67AE85)) & mask
+        p0 = np.uint64(0xD2511F53) * x[0]
+        p1 = np.uint64(0xCD9E8D57) * x[2]
+        x = [(p1 >> np.uint64(32)) ^ x[1] ^ k0, p1 & mask,
+             (p0 >> np.uint64(32)) ^ x[3] ^ k1, p0 & mask]
+    return x
+
+
+_NORMAL = None
+
+
+def normal_table():
+    """The standard normal quantiles at (i + 1/2) / 2^16 as float32: Python's own AS241."""
+    global _NORMAL
+    if _NORMAL is None:
+        from statistics import NormalDist
+
+        inv = NormalDist().inv_cdf
+        _NORMAL = np.array([inv((i + 0.5) / 65536) for i in range(65536)], np.float32)
+    return _NORMAL
+
+
+def drawn_noise(key, height, width):
+    """The box's normal values drawn with `key`, (3, height, width) float32."""
+    pixels = np.arange(height * width, dtype=np.uint64)
+    zero = np.zeros_like(pixels)
+    words = philox4x32_10([pixels, zero, zero, zero], [key & 0xFFFFFFFF, key >> 32])
+    table = normal_table()
+    return np.stack([table[(words[c] >> np.uint64(16)).astype(np.int64)] for c in range(3)]
+                    ).reshape(3, height, width)
 
 
 def output_size(spec, size):
@@ -353,7 +404,7 @@ def draw(spec, size, index):
             params["blur"] = None
     if "random_erasing" in spec:
         width, height = output_size(spec, size)
-        params["erase"] = erase_box(spec["random_erasing"], width, height, stream(OP_ERASE))
+        params["erase"] = erase_boxes(spec["random_erasing"], width, height, stream(OP_ERASE))
     return params
 
 
@@ -843,12 +894,25 @@ def transformed(path, spec, decoded=None, index=0):
         a = t.astype(np.float16) if dtype == "f16" else t
     if spec.get("channel_order") == "bgr":
         a = a[:, :, ::-1]
-    box = params.get("erase")
-    if box is not None:  # F.erase on the tensor: the box set to each channel's value
+    boxes = params.get("erase") or []
+    if isinstance(boxes, dict):
+        boxes = [boxes]
+    for box in boxes:  # F.erase on the tensor: the box set to its values, later boxes on top
         a = a.copy()
+        top, left, h, w = box["top"], box["left"], box["height"], box["width"]
         value = spec["random_erasing"].get("value", [0, 0, 0])
-        for c in range(3):
-            a[box["top"]:box["top"] + box["height"], box["left"]:box["left"] + box["width"], c] = value[c]
+        if isinstance(value, str):  # normal values: drawn with the box's key, or given
+            noise = box["noise"]
+            per_channel = value == "normal_per_channel"
+            if isinstance(noise, int):
+                values = drawn_noise(noise, *((1, 1) if per_channel else (h, w)))
+            else:
+                values = np.asarray(noise, np.float32).reshape((3, 1, 1) if per_channel
+                                                               else (3, h, w))
+            value = np.broadcast_to(values, (3, h, w)).transpose(1, 2, 0)
+        else:
+            value = np.broadcast_to(np.asarray(value, np.float64), (h, w, 3))
+        a[top:top + h, left:left + w, :] = value
     if spec.get("layout", "hwc") == "chw":
         a = a.transpose(2, 0, 1)
     return np.ascontiguousarray(a)

@@ -698,12 +698,16 @@ def from_torchvision(compose):
                 t = _with_timms_erasing(t, step)
                 continue
             if step.value is None or isinstance(step.value, str):  # v2 keeps 'random' as None
-                raise OptionsError("RandomErasing(value='random') is not supported: gpuprep does "
-                                   "not draw torch's normal noise")
-            value = _channels(name, "value", step.value)
-            if dtype == "uint8" and not all(v == int(v) and 0 <= v <= 255 for v in value):
-                raise OptionsError(f"RandomErasing(value={step.value!r}) of a uint8 tensor is not "
-                                   "supported: integers in 0..255 only")
+                if dtype == "uint8":
+                    raise OptionsError("RandomErasing(value='random') of a uint8 tensor is not "
+                                       "supported: torch casts its negative normal values to "
+                                       "uint8 in a way that depends on the platform")
+                value = "random"
+            else:
+                value = _channels(name, "value", step.value)
+                if dtype == "uint8" and not all(v == int(v) and 0 <= v <= 255 for v in value):
+                    raise OptionsError(f"RandomErasing(value={step.value!r}) of a uint8 tensor "
+                                       "is not supported: integers in 0..255 only")
             t = t.random_erasing(_probability(name, step.p),
                                  _pair(name, "scale", step.scale, low=0.0, high=1.0),
                                  _pair(name, "ratio", step.ratio, positive=True), value)
@@ -823,43 +827,52 @@ _TIMM_OPS = {
 
 
 def _with_timms_erasing(t, step):
-    """`t` with timm's RandomErasing `step`: its 'const' mode with one box is torchvision's
-    RandomErasing of zeros over timm's area and aspect ranges; the others are refused by name."""
-    if step.per_pixel or step.rand_color:
-        raise OptionsError(f"timm's RandomErasing(mode={step.mode!r}) is not supported: it fills "
-                           "the box with normal noise of torch's generator, which no recorded "
-                           "parameter carries; mode='const' is")
-    if (step.min_count, step.max_count) != (1, 1):
-        raise OptionsError(f"timm's RandomErasing(min_count={step.min_count}, "
-                           f"max_count={step.max_count}) is not supported: one box an image")
+    """`t` with timm's RandomErasing `step`: its modes ('const' zeros, 'rand' a normal value per
+    channel and box, 'pixel' one per element), its min_count..max_count boxes sharing the area,
+    over its area and log-aspect ranges."""
     import math
 
+    value = "random" if step.per_pixel else "random_per_channel" if step.rand_color else 0.0
     ratio = tuple(math.exp(r) for r in step.log_aspect_ratio)
     return t.random_erasing(_probability("RandomErasing", step.probability),
                             _pair("RandomErasing", "scale", (step.min_area, step.max_area),
                                   low=0.0, high=1.0),
-                            _pair("RandomErasing", "ratio", ratio, positive=True), 0.0)
+                            _pair("RandomErasing", "ratio", ratio, positive=True), value,
+                            count=(int(step.min_count), int(step.max_count)))
 
 
 def _timm_erase_params(step, width, height):
-    """timm's RandomErasing._erase's draws (Python's random, in its order) for one image of
-    (width, height): the box, or None where it erases nothing."""
+    """timm's RandomErasing._erase's draws for one image of (width, height), in its order: the
+    count and the boxes with Python's random, each box's normal values ('rand', 'pixel') with
+    torch's generator, as its _get_pixels draws them."""
     import math
     import random
 
+    import torch
+
     if random.random() > step.probability:
-        return None
+        return []
     area = height * width
-    for _ in range(10):
-        target_area = random.uniform(step.min_area, step.max_area) * area / 1
-        aspect_ratio = math.exp(random.uniform(*step.log_aspect_ratio))
-        h = int(round(math.sqrt(target_area * aspect_ratio)))
-        w = int(round(math.sqrt(target_area / aspect_ratio)))
-        if w < width and h < height:
-            top = random.randint(0, height - h)
-            left = random.randint(0, width - w)
-            return {"top": top, "left": left, "height": h, "width": w}
-    return None
+    count = step.min_count if step.min_count == step.max_count else \
+        random.randint(step.min_count, step.max_count)
+    boxes = []
+    for _ in range(count):
+        for _ in range(10):
+            target_area = random.uniform(step.min_area, step.max_area) * area / count
+            aspect_ratio = math.exp(random.uniform(*step.log_aspect_ratio))
+            h = int(round(math.sqrt(target_area * aspect_ratio)))
+            w = int(round(math.sqrt(target_area / aspect_ratio)))
+            if w < width and h < height:
+                top = random.randint(0, height - h)
+                left = random.randint(0, width - w)
+                box = {"top": top, "left": left, "height": h, "width": w}
+                if step.per_pixel or step.rand_color:
+                    shape = (3, h, w) if step.per_pixel else (3, 1, 1)
+                    noise = torch.empty(shape, dtype=torch.float32, device=step.device).normal_()
+                    box["noise"] = noise.cpu().flatten().tolist()
+                boxes.append(box)
+                break
+    return boxes
 
 
 def _with_augmentation_policy(t, step, v2):
@@ -1088,16 +1101,23 @@ def torchvision_params(compose, size):
         elif name == "RandomErasing" and _is_timms(step):
             params["erase"] = _timm_erase_params(step, width, height)
         elif name == "RandomErasing":
-            params["erase"] = None
+            params["erase"] = []
             if torch.rand(1) < step.p:
                 value = step.value
-                value = [float(value)] if isinstance(value, (int, float)) else [float(v) for v in value]
+                if value is None or isinstance(value, str):
+                    value = None  # 'random': get_params draws the normal values
+                elif isinstance(value, (int, float)):
+                    value = [float(value)]
+                else:
+                    value = [float(v) for v in value]
                 stand_in = torch.empty(1, 1, 1).expand(3, height, width)
-                x, y, h, w, _ = step.get_params(stand_in, scale=step.scale, ratio=step.ratio,
+                x, y, h, w, v = step.get_params(stand_in, scale=step.scale, ratio=step.ratio,
                                                 value=value)
                 if (h, w) != (height, width):  # torchvision's fallback erases nothing
-                    params["erase"] = {"top": int(x), "left": int(y), "height": int(h),
-                                       "width": int(w)}
+                    box = {"top": int(x), "left": int(y), "height": int(h), "width": int(w)}
+                    if value is None:
+                        box["noise"] = v.flatten().tolist()
+                    params["erase"].append(box)
     return params
 
 

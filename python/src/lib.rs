@@ -5,8 +5,9 @@
 use gpuprep::loader::order::Split;
 use gpuprep::loader::{self, LoaderOptions, Source};
 use gpuprep::{
-    Backend, ColorJitter, DType, Filter, Layout, Limits, Normalize, Params, RandomErasing,
-    RandomResizedCrop, RandomRotation, Resize, Sample, Samples, Stacked, Tensor, TensorData,
+    Backend, ColorJitter, DType, ErasedValue, Filter, Layout, Limits, Normalize, Params,
+    RandomErasing, RandomResizedCrop, RandomRotation, Resize, Sample, Samples, Stacked, Tensor,
+    TensorData,
 };
 use numpy::{
     PyArray1, PyReadonlyArray1, PyReadonlyArrayDyn, PyReadwriteArray1, PyUntypedArrayMethods,
@@ -331,9 +332,19 @@ fn describe(t: &gpuprep::Transform) -> String {
         steps.push(format!("Normalize(mean={:?}, std={:?})", n.mean, n.std));
     }
     if let Some(e) = t.random_erasing {
+        let value = match e.value {
+            ErasedValue::Constant(value) => format!("{value:?}"),
+            ErasedValue::NormalPerElement => "'random'".into(),
+            ErasedValue::NormalPerChannel => "'random_per_channel'".into(),
+        };
+        let count = match e.count {
+            (1, 1) => String::new(),
+            (low, high) if low == high => format!(", count={low}"),
+            (low, high) => format!(", count=({low}, {high})"),
+        };
         steps.push(format!(
-            "RandomErasing(p={}, scale={:?}, ratio={:?}, value={:?})",
-            e.p, e.scale, e.ratio, e.value
+            "RandomErasing(p={}, scale={:?}, ratio={:?}, value={value}{count})",
+            e.p, e.scale, e.ratio
         ));
     }
     if t.seed != 0 {
@@ -894,28 +905,51 @@ impl Transform {
         Ok(Self(t))
     }
 
-    /// RandomErasing(p, scale, ratio, value): value a number or one per channel.
-    #[pyo3(signature = (p=0.5, scale=(0.02, 0.33), ratio=(0.3, 3.3), value=None))]
+    /// RandomErasing(p, scale, ratio, value, count): value a number, one per channel,
+    /// "random" (a normal value per element) or "random_per_channel" (one per channel and box);
+    /// count a number of boxes or a (min, max) range of them.
+    #[pyo3(signature = (p=0.5, scale=(0.02, 0.33), ratio=(0.3, 3.3), value=None, count=None))]
     fn random_erasing(
         &self,
         p: f64,
         scale: (f64, f64),
         ratio: (f64, f64),
         value: Option<Bound<'_, PyAny>>,
+        count: Option<Bound<'_, PyAny>>,
     ) -> PyResult<Self> {
         let value = match value {
-            None => [0.0; 3],
-            Some(v) => v
-                .extract::<f32>()
-                .map(|x| [x; 3])
-                .or_else(|_| v.extract::<[f32; 3]>())?,
+            None => ErasedValue::Constant([0.0; 3]),
+            Some(v) => match v.extract::<String>().ok().as_deref() {
+                Some("random") => ErasedValue::NormalPerElement,
+                Some("random_per_channel") => ErasedValue::NormalPerChannel,
+                Some(other) => {
+                    return Err(OptionsError::new_err(format!(
+                        "RandomErasing's value must be a number, three numbers, 'random' or \
+                         'random_per_channel', not {other:?}"
+                    )))
+                }
+                None => ErasedValue::Constant(
+                    v.extract::<f32>()
+                        .map(|x| [x; 3])
+                        .or_else(|_| v.extract::<[f32; 3]>())?,
+                ),
+            },
         };
+        let count = match count {
+            None => (1, 1),
+            Some(c) => c
+                .extract::<u32>()
+                .map(|n| (n, n))
+                .or_else(|_| c.extract::<(u32, u32)>())?,
+        };
+        // Checked where the transform is used: a later call may still change the element type.
         Ok(Self(gpuprep::Transform {
             random_erasing: Some(RandomErasing {
                 p,
                 scale,
                 ratio,
                 value,
+                count,
             }),
             ..self.0
         }))

@@ -118,14 +118,12 @@ def test_nearest_exact_is_refused_by_name():
     assert t.output_size == (224, 224)
 
 
-def test_timms_random_erasing_of_noise_or_many_boxes_is_refused_by_name():
+def test_timms_random_erasing_beyond_sixteen_boxes_or_of_noise_in_uint8_is_refused_by_name():
     timm_erasing = pytest.importorskip("timm.data.random_erasing")
-    for mode in ("pixel", "rand"):
-        erasing = timm_erasing.RandomErasing(probability=0.25, mode=mode, device="cpu")
-        refused(T.Compose([T.ToTensor(), T.Normalize(MEAN, STD), erasing]),
-                f"RandomErasing(mode='{mode}') is not supported", "normal noise")
-    erasing = timm_erasing.RandomErasing(probability=0.25, max_count=3, device="cpu")
-    refused(T.Compose([T.ToTensor(), erasing]), "max_count=3) is not supported")
+    erasing = timm_erasing.RandomErasing(probability=0.25, max_count=17, device="cpu")
+    refused(T.Compose([T.ToTensor(), erasing]), "count must be 1 <= min <= max <= 16")
+    erasing = timm_erasing.RandomErasing(probability=0.25, mode="pixel", device="cpu")
+    refused(T.Compose([T.PILToTensor(), erasing]), "normal values need a float output")
 
 
 def test_timms_eval_transforms_give_timms_pixels():
@@ -165,7 +163,7 @@ def test_timms_train_transforms_with_its_seeds_give_timms_pixels():
     t = gpuprep.from_torchvision(compose)
     assert "RandomErasing(p=0.5, scale=(0.02, 0.3333333333333333)" in repr(t), repr(t)
     seeded = seeded_against_torchvision(compose, range(12))
-    erased = sum(params["erase"] is not None for params in seeded)
+    erased = sum(bool(params["erase"]) for params in seeded)
     assert 0 < erased < 12
 
 
@@ -292,12 +290,6 @@ def test_v2_transforms_after_to_image_are_refused():
     assert (t.output_size, t.dtype, t.is_random) == ((224, 224), "uint8", True)
 
 
-def test_random_erasing_of_random_values_is_refused():
-    refused(T.Compose([T.ToTensor(), T.RandomErasing(value="random")]), "value='random'")
-    refused(v2.Compose([v2.ToImage(), v2.ToDtype(torch.float16, scale=True),
-                        v2.RandomErasing(value="random")]), "value='random'")
-
-
 def test_v2s_float_conversion_of_uint8_is_its_multiplication():
     """v2 scales uint8 to float by multiplying by float32(1/255), v1 (ToTensor, ConvertImageDtype)
     by dividing by 255: the two differ in the last bit, and each translates to its own, exactly,
@@ -331,7 +323,40 @@ def test_the_reference_recipes_v2_preset_gives_torchvisions_pixels():
                           v2.Normalize(mean=MEAN, std=STD), v2.RandomErasing(p=0.5),
                           v2.ToPureTensor()])
     seeded = seeded_against_torchvision(compose, range(10))
-    assert 0 < sum(params["erase"] is not None for params in seeded) < 10
+    assert 0 < sum(bool(params["erase"]) for params in seeded) < 10
+
+
+@pytest.mark.parametrize("module", [T, v2], ids=["v1", "v2"])
+def test_with_torchs_seed_random_erasing_of_normal_values_is_torchvisions(module):
+    """RandomErasing(value='random') after Normalize: the box and torch's own normal values, as
+    torchvision_params takes them from get_params, written where torchvision writes them, on
+    both backends; of a uint8 tensor it is refused by name."""
+    to_float = [T.ToTensor()] if module is T else [v2.PILToTensor(),
+                                                   v2.ToDtype(torch.float32, scale=True)]
+    compose = module.Compose([module.RandomResizedCrop(48), *to_float,
+                              module.Normalize(MEAN, STD), module.RandomErasing(0.7, value="random")])
+    assert "value='random'" in repr(gpuprep.from_torchvision(compose))
+    seeded = seeded_against_torchvision(compose, range(10), backends=("cpu", "gpu"))
+    erased = [params["erase"][0] for params in seeded if params["erase"]]
+    assert 0 < len(erased) < 10
+    assert all(len(box["noise"]) == 3 * box["height"] * box["width"] for box in erased)
+    refused(module.Compose([module.PILToTensor(), module.RandomErasing(value="random")]),
+            "RandomErasing(value='random') of a uint8 tensor is not supported")
+
+
+@pytest.mark.parametrize("mode", ["pixel", "rand", "const"])
+def test_timms_random_erasing_modes_and_counts_with_its_seeds_are_timms(mode):
+    """timm's RandomErasing in create_transform (re_mode 'pixel', 'rand' or 'const', re_count
+    3: one to three boxes sharing the area), its count and boxes drawn with Python's random and
+    its normal values with torch's: timm's pixels on both backends."""
+    timm_data = pytest.importorskip("timm.data")
+    compose = timm_data.create_transform(48, is_training=True, re_prob=0.9, re_mode=mode,
+                                         re_count=3)
+    value = {"pixel": "'random'", "rand": "'random_per_channel'", "const": "[0.0, 0.0, 0.0]"}
+    assert f"value={value[mode]}, count=(1, 3))" in repr(gpuprep.from_torchvision(compose))
+    seeded = seeded_against_torchvision(compose, range(16), backends=("cpu", "gpu"))
+    counts = {len(params["erase"]) for params in seeded}
+    assert {2, 3} <= counts, counts
 
 
 def test_v2s_trivial_augment_wide_is_refused_for_its_solarize_threshold():
@@ -353,14 +378,15 @@ def test_resize_with_max_size_gives_torchvisions_pixels(module):
     assert capped > 0  # a photo whose longer side the cap shortened
 
 
-def seeded_against_torchvision(compose, seeds):
+def seeded_against_torchvision(compose, seeds, backends=("cpu",)):
     """`compose` as torchvision (or timm) runs it on a photo after torch.manual_seed(s),
-    random.seed(s) and numpy.random.seed(s) (timm's draws), against gpuprep (CPU) given what
-    torchvision_params draws after the same seeds, for each seed; their params."""
+    random.seed(s) and numpy.random.seed(s) (timm's draws), against gpuprep (on each of
+    `backends`) given what torchvision_params draws after the same seeds, for each seed; their
+    params."""
     import random
 
     transform = gpuprep.from_torchvision(compose)
-    p = gpuprep.Pipeline("cpu")
+    pipelines = [pipeline(backend) for backend in backends]
     drawn = []
     for seed in seeds:
         path = PHOTOS[seed % len(PHOTOS)]
@@ -372,8 +398,9 @@ def seeded_against_torchvision(compose, seeds):
         np.random.seed(seed)
         torch.manual_seed(seed)
         params = gpuprep.torchvision_params(compose, Image.open(path).size)
-        batch, _ = p.preprocess([path], transform, params=[params])
-        assert np.array_equal(batch[0], expected), (compose, path, seed, params)
+        for p, backend in zip(pipelines, backends):
+            batch, _ = p.preprocess([path], transform, params=[params])
+            assert np.array_equal(batch[0], expected), (compose, path, seed, params, backend)
         drawn.append(params)
     return drawn
 
@@ -577,7 +604,7 @@ def test_refusals_are_gpuprep_errors_raised_by_from_torchvision():
         T.Compose([T.PILToTensor(), T.Normalize(MEAN, STD)]),
         T.Compose([T.CenterCrop(224), T.Normalize(MEAN, STD)]),
         T.Compose([T.ToTensor(), T.Normalize((0.5,), (0.0,))]),
-        T.Compose([T.ToTensor(), T.RandomErasing(value="random")]),
+        T.Compose([T.PILToTensor(), T.RandomErasing(value="random")]),
         T.Compose([T.CenterCrop(8), T.RandomErasing()]),
         T.Compose([T.PILToTensor(), T.RandomErasing(value=0.5)]),
         v2.Compose([v2.TrivialAugmentWide()]),
@@ -608,7 +635,7 @@ def test_refusals_are_gpuprep_errors_raised_by_from_torchvision():
     except ImportError:
         pass
     if timm_erasing is not None:
-        composes.append(T.Compose([T.ToTensor(), timm_erasing.RandomErasing(
+        composes.append(T.Compose([T.PILToTensor(), timm_erasing.RandomErasing(
             probability=0.25, mode="pixel", device="cpu")]))
         composes.append(T.Compose([timm_erasing.RandomErasing(probability=0.25, device="cpu")]))
     for compose in composes:

@@ -9,8 +9,8 @@ use crate::plan::Sample;
 use crate::tensor::{Tensor, TensorData};
 use crate::transform::Resize;
 use crate::{
-    Backend, ColorJitter, ColorOp, ColorOps, Filter, Limits, RandAugment, Transform,
-    TrivialAugment, COLOR_OPERATIONS,
+    Backend, ColorJitter, ColorOp, ColorOps, ErasedValue, Filter, Limits, RandAugment,
+    RandomErasing, Transform, TrivialAugment, COLOR_OPERATIONS,
 };
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -34,6 +34,12 @@ fn transforms() -> Vec<Transform> {
         color_ops: ColorOps::default()
             .with(ColorOp::new("random_adjust_sharpness", Some(2.0), 0.5).unwrap())
             .with(ColorOp::new("random_equalize", None, 0.5).unwrap()),
+        // Normal values drawn per element in the shader, up to three boxes an image.
+        random_erasing: Some(RandomErasing {
+            value: ErasedValue::NormalPerElement,
+            count: (1, 3),
+            ..RandomErasing::new(1.0)
+        }),
         ..Transform::imagenet_train()
     };
     // Every colour operation applied, each single-operation transform with its example argument.
@@ -55,6 +61,10 @@ fn transforms() -> Vec<Transform> {
             magnitude: 20,
             interpolation: Filter::Bicubic,
             ..RandAugment::default()
+        }),
+        random_erasing: Some(RandomErasing {
+            value: ErasedValue::NormalPerChannel,
+            ..RandomErasing::new(0.5)
         }),
         ..Transform::imagenet_train()
     };

@@ -195,13 +195,12 @@ pub(crate) struct TensorJob {
     pub rotate: u32,
     /// The rotation's fill, R | G << 8 | B << 16.
     pub fill: u32,
-    /// `RandomErasing`'s box of the output: columns `erase[0]..erase[2]`, rows
-    /// `erase[1]..erase[3]` (empty without).
-    pub erase: [u32; 4],
+    /// `RandomErasing`'s boxes: where their records start in the constants
+    /// ([`super::work::erasure_words`]), how many there are, where the noise's table of
+    /// element bits starts in the constants, and one unused word.
+    pub erasures: [u32; 4],
     /// Source channel of each output channel (the fourth unused: the WGSL field is a `vec4`).
     pub channel_map: [u32; 4],
-    /// The erased elements' bits per output channel, in the output's element type.
-    pub erase_bits: [u32; 4],
     /// The rotation's fixed-point map ([`crate::plan::Rotation`]): the source column per
     /// output column, per row, at the first pixel, then one unused word (a `vec4`).
     pub rotation_x: [i32; 4],
@@ -471,9 +470,8 @@ mod tests {
             (
                 "tensor.wgsl",
                 &[
-                    ("erase", offset_of!(TensorJob, erase)),
+                    ("erasures", offset_of!(TensorJob, erasures)),
                     ("channel_map", offset_of!(TensorJob, channel_map)),
-                    ("erase_bits", offset_of!(TensorJob, erase_bits)),
                     ("rotation_x", offset_of!(TensorJob, rotation_x)),
                     ("rotation_y", offset_of!(TensorJob, rotation_y)),
                     ("padded", offset_of!(TensorJob, padded)),

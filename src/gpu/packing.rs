@@ -180,8 +180,11 @@ pub(crate) struct Packing {
     hue: bool,
     /// Whether an image's adjustments stretch its contrast (`ImageOps.autocontrast`).
     autocontrast: bool,
-    /// The value table, then every image's vertical taps.
+    /// The value table, the noise's table where the transform draws noise, then every image's
+    /// vertical taps and erased boxes.
     constants: Pieces,
+    /// Where the noise's table starts in the constants (0 without).
+    noise_base: u32,
     /// The images' indices in the caller's list.
     pub images: Vec<usize>,
 }
@@ -241,8 +244,14 @@ impl Footprint {
                 .as_ref()
                 .map_or(0, |a| a.job.arena_words())
                 * 4,
-            // Each piece of taps starts at an even word.
-            small: (taps + work.tensor.taps.len() + 2) as u64 * 4,
+            // Each piece of taps and of erased boxes starts at an even word; the noise's table
+            // is counted with each image that reads it (beside others, a little too much).
+            small: (taps + work.tensor.taps.len() + work.tensor.erasures.len() + 4) as u64 * 4
+                + if work.tensor.reads_noise {
+                    NOISE_TABLE_WORDS * 4
+                } else {
+                    0
+                },
         }
     }
 
@@ -256,7 +265,7 @@ impl Footprint {
             && self.rgbx <= 2 * window
             && self.hpass <= window
             && self.pixels <= window
-            && self.small + 4 * 768 <= window
+            && self.small + 4 * 770 <= window
     }
 }
 
@@ -265,7 +274,16 @@ impl Packing {
     pub fn new(transform: &Transform) -> Self {
         let mut constants = Pieces::default();
         constants.push(table_bits(transform));
+        let noise = transform
+            .random_erasing
+            .is_some_and(|e| e.value == crate::ErasedValue::NormalPerElement);
+        let noise_base = if noise {
+            constants.push(noise_bits(transform.dtype)) as u32
+        } else {
+            0
+        };
         Self {
+            noise_base,
             idct: StageJobs::default(),
             idct_8x8: StageJobs::default(),
             coefs: Pieces::default(),
@@ -375,6 +393,8 @@ impl Packing {
         self.rgbx_words += work.rgbx_words;
         tensor.bounds_base = self.constants.push(work.tensor.taps) as u32;
         tensor.weights_base += tensor.bounds_base;
+        tensor.erasures[0] = self.constants.push(work.tensor.erasures) as u32;
+        tensor.erasures[2] = self.noise_base;
         let output = match work.tensor.adjusted {
             Some(adjusted) => {
                 let base = self.pixel_words as u32;
@@ -392,6 +412,7 @@ impl Packing {
                 self.pixel_words += job.arena_words();
                 TensorJob {
                     source_base: base,
+                    erasures: tensor.erasures,
                     ..adjusted.tensor
                 }
             }
@@ -563,6 +584,18 @@ pub(crate) fn pack(
 
 /// The 3×256 output elements as the bits the shader writes: u8 values, or f16 / f32 bits of the
 /// CPU-built float32 table (so the GPU does no float arithmetic at all).
+/// The words of the noise's table, with its alignment.
+const NOISE_TABLE_WORDS: u64 = (1 << 16) + 2;
+
+/// The noise's table of normal values as output elements of `dtype`
+/// ([`crate::plan::erasing`]).
+fn noise_bits(dtype: DType) -> Vec<u32> {
+    crate::plan::erasing::normal_table()
+        .iter()
+        .map(|&v| super::work::element_bits(v, dtype))
+        .collect()
+}
+
 fn table_bits(transform: &Transform) -> Vec<u32> {
     // The table depends on the transform alone, not on an image's size.
     let table = OutputPlan::new((1, 1), transform, &crate::plan::Params::default()).value_table();
@@ -574,8 +607,7 @@ fn table_bits(transform: &Transform) -> Vec<u32> {
                 .enumerate()
                 .map(|(v, &value)| match transform.dtype {
                     DType::U8 => v as u32,
-                    DType::F16 => u32::from(half::f16::from_f32(value).to_bits()),
-                    DType::F32 => value.to_bits(),
+                    dtype => super::work::element_bits(value, dtype),
                 })
         })
         .collect()

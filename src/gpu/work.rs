@@ -15,9 +15,10 @@ use crate::jpeg::segment::EntropySegment;
 use crate::jpeg::{single_scan_order, CoefficientImage, ColorSpace, Component};
 use crate::plan::output::element_bytes;
 use crate::plan::{
-    Adjustment, ImagePlan, OutputPlan, Params, Rotation, Sample, Step, Taps, Upsampling,
+    Adjustment, Erased, Fill, ImagePlan, OutputPlan, Params, Rotation, Sample, Step, Taps,
+    Upsampling,
 };
-use crate::transform::{Filter, Layout, PaddingMode};
+use crate::transform::{DType, Filter, Layout, PaddingMode};
 use crate::{Limits, RgbImage, Transform};
 use std::sync::Arc;
 
@@ -47,6 +48,10 @@ pub(crate) struct TensorWork {
     pub job: TensorJob,
     /// Vertical (start, count) pairs, then weights (empty without a vertical pass).
     pub taps: Vec<u32>,
+    /// The erased boxes' records, then given values (see [`erasure_words`]).
+    pub erasures: Vec<u32>,
+    /// Whether the transform draws noise per element, so that the packing holds its table.
+    pub reads_noise: bool,
     /// Output words.
     pub words: u64,
     /// Output dimensions in the transform's layout.
@@ -396,10 +401,8 @@ fn resize_and_tensor(
             plan.resized.0 as u32
         },
         flips: u32::from(output.horizontal_flip) | u32::from(output.vertical_flip) << 1,
-        erase: output.erase.map_or([0; 4], |(b, _)| {
-            let (x, y) = (b.left as u32, b.top as u32);
-            [x, y, x + b.width as u32, y + b.height as u32]
-        }),
+        // Where the records lie is the packing's to set; the count is the image's.
+        erasures: [0, output.erase.len() as u32, 0, 0],
         rotate: u32::from(output.rotation.is_some()),
         fill: output.rotation.map_or(0, |r| {
             u32::from_le_bytes([r.fill[0], r.fill[1], r.fill[2], 0])
@@ -419,14 +422,6 @@ fn resize_and_tensor(
                 0
             }
         }),
-        erase_bits: output.erase.map_or([0; 4], |(_, value)| {
-            let bits = |v: f32| match output.dtype {
-                crate::DType::U8 => v as u32,
-                crate::DType::F16 => u32::from(half::f16::from_f32(v).to_bits()),
-                crate::DType::F32 => v.to_bits(),
-            };
-            [bits(value[0]), bits(value[1]), bits(value[2]), 0]
-        }),
         ..padding_words(output, plan.resized)
     };
     // Every image of a batch reads its tensor from the same source: with a transform that
@@ -435,12 +430,61 @@ fn resize_and_tensor(
     let tensor = TensorWork {
         job,
         taps,
+        erasures: erasure_words(&output.erase, output.dtype),
+        reads_noise: transform
+            .random_erasing
+            .is_some_and(|e| e.value == crate::ErasedValue::NormalPerElement),
         words: (crop.width * crop.height * 3).div_ceil(per_word as usize) as u64,
         shape: output.shape,
         adjusted,
     };
     (horizontal, tensor)
 }
+
+/// The words shaders/tensor.wgsl reads the erased boxes from: per box, in the order they are
+/// written, `x0, y0, x1, y1, kind` and three words: for [`ERASE_CONSTANT`] the value's bits per
+/// channel, for [`ERASE_DRAWN`] the noise key (low, high), for [`ERASE_GIVEN`] where its values'
+/// bits (C×H×W) start, counted from the first record; the given values follow the records.
+pub(crate) fn erasure_words(erased: &[Erased], dtype: DType) -> Vec<u32> {
+    let bits = |v: f32| element_bits(v, dtype);
+    let mut values = Vec::new();
+    let mut records = Vec::with_capacity(8 * erased.len());
+    for e in erased {
+        let b = e.region;
+        let (x, y) = (b.left as u32, b.top as u32);
+        records.extend([x, y, x + b.width as u32, y + b.height as u32]);
+        records.extend(match &e.fill {
+            Fill::Constant(value) => [
+                ERASE_CONSTANT,
+                bits(value[0]),
+                bits(value[1]),
+                bits(value[2]),
+            ],
+            Fill::Drawn(key) => [ERASE_DRAWN, *key as u32, (*key >> 32) as u32, 0],
+            Fill::Given(given) => {
+                let at = (8 * erased.len() + values.len()) as u32;
+                values.extend(given.iter().map(|&v| bits(v)));
+                [ERASE_GIVEN, at, 0, 0]
+            }
+        });
+    }
+    records.extend(values);
+    records
+}
+
+/// The bits of `value` as an output element of `dtype`: the integer for u8, IEEE half or single.
+pub(crate) fn element_bits(value: f32, dtype: DType) -> u32 {
+    match dtype {
+        DType::U8 => value as u32,
+        DType::F16 => u32::from(half::f16::from_f32(value).to_bits()),
+        DType::F32 => value.to_bits(),
+    }
+}
+
+/// The kinds of erased box in [`erasure_words`], as shaders/tensor.wgsl numbers them.
+pub(crate) const ERASE_CONSTANT: u32 = 0;
+pub(crate) const ERASE_DRAWN: u32 = 1;
+pub(crate) const ERASE_GIVEN: u32 = 2;
 
 /// A tensor job's padding words for `output` of an image resized to `resized`: the pads,
 /// outermost first (the rest of the job zero).

@@ -2,12 +2,11 @@
 //! counter-based streams of [`super::random`], or given by the caller (for instance drawn with
 //! torchvision's own `get_params` and the torch generator).
 
-use super::random::{Op, SampleKey, Stream};
+use super::random::{area_and_aspect, Op, SampleKey, Stream};
 use crate::error::{Error, Result};
 use crate::transform::Filter;
 use crate::transform::{
-    Adjustment, ColorJitter, RandomAffine, RandomErasing, RandomResizedCrop, Transform,
-    MAX_AUGMENT_OPS, MAX_SIDE,
+    Adjustment, ColorJitter, RandomAffine, RandomResizedCrop, Transform, MAX_AUGMENT_OPS, MAX_SIDE,
 };
 use std::collections::BTreeMap;
 
@@ -107,9 +106,9 @@ pub struct Params {
     /// `GaussianBlur`'s kernels (`Some(None)`: the transform has it inside `RandomApply`, and
     /// it did not apply).
     pub blur: Option<Option<super::Blur>>,
-    /// `RandomErasing`'s box of the output (`Some(None)`: the transform has it, and it did not
-    /// erase).
-    pub erase: Option<Option<CropBox>>,
+    /// `RandomErasing`'s boxes of the output, in the order they are written (`Some` of none:
+    /// the transform has it, and it did not erase).
+    pub erase: Option<Vec<super::Erasure>>,
 }
 
 impl Params {
@@ -181,7 +180,7 @@ impl Params {
             }),
             erase: transform.random_erasing.map(|e| {
                 let output = super::output_size(transform, size);
-                erase_box(&e, output, &mut Stream::new(key, Op::Erase))
+                super::erasing::erase_boxes(&e, output, &mut Stream::new(key, Op::Erase))
             }),
         }
     }
@@ -280,12 +279,10 @@ impl Params {
                 )));
             }
         }
-        if let Some(Some(b)) = self.erase {
-            let (w, h) = super::output_size(transform, (width, height));
-            if b.left + b.width > w || b.top + b.height > h {
-                return Err(Error::Options(format!(
-                    "the erased box {b:?} does not lie inside the {w}x{h} output"
-                )));
+        if let (Some(boxes), Some(erasing)) = (&self.erase, &transform.random_erasing) {
+            let output = super::output_size(transform, (width, height));
+            if let Some(why) = super::erasing::misfit(boxes, erasing, output) {
+                return Err(Error::Options(why));
             }
         }
         if let Some(a) = self.affine.filter(|a| !a.fits()) {
@@ -479,45 +476,6 @@ fn crop_box(crop: &RandomResizedCrop, (width, height): (usize, usize), s: &mut S
         height: h,
         width: w,
     }
-}
-
-/// One try of torchvision's box `get_params` (RandomResizedCrop's and RandomErasing's): an area,
-/// `area` times a share uniform in `scale`, and an aspect ratio log-uniform in `ratio`.
-fn area_and_aspect(area: f64, scale: (f64, f64), ratio: (f64, f64), s: &mut Stream) -> (f64, f64) {
-    let (log_low, log_high) = (ratio.0.ln(), ratio.1.ln());
-    let target = area * (scale.0 + (scale.1 - scale.0) * s.uniform());
-    let aspect = (log_low + (log_high - log_low) * s.uniform()).exp();
-    (target, aspect)
-}
-
-/// torchvision's `RandomErasing`: erase with probability `p`, then `get_params`: ten tries at a
-/// box of random area and aspect ratio (height / width, log-uniform) strictly smaller than the
-/// (`width`, `height`) output, else nothing erased.
-fn erase_box(
-    erasing: &RandomErasing,
-    (width, height): (usize, usize),
-    s: &mut Stream,
-) -> Option<CropBox> {
-    if s.uniform() >= erasing.p {
-        return None;
-    }
-    let area = (width * height) as f64;
-    for _ in 0..10 {
-        let (erase_area, aspect) = area_and_aspect(area, erasing.scale, erasing.ratio, s);
-        let h = (erase_area * aspect).sqrt().round_ties_even() as usize;
-        let w = (erase_area / aspect).sqrt().round_ties_even() as usize;
-        if h < height && w < width {
-            let top = s.below((height - h + 1) as u64) as usize;
-            let left = s.below((width - w + 1) as u64) as usize;
-            return Some(CropBox {
-                top,
-                left,
-                height: h,
-                width: w,
-            });
-        }
-    }
-    None
 }
 
 /// torchvision's `ColorJitter.get_params`: a random order of the four adjustments, then each

@@ -28,6 +28,7 @@
 pub(crate) mod augment;
 pub(crate) mod auto_augment;
 pub(crate) mod blur;
+pub(crate) mod erasing;
 pub(crate) mod hsv;
 pub(crate) mod levels;
 pub(crate) mod output;
@@ -46,6 +47,7 @@ use crate::Transform;
 pub use augment::{AffineParams, CropBox, Params, Sample, Samples};
 pub use auto_augment::{Augment, AugmentOp};
 pub use blur::Blur;
+pub use erasing::{Erased, Erasure, Fill, Noise};
 pub use output::{Crop, OutputPlan, Step, MAX_REMAPS, MAX_STEPS};
 pub use padding::Padding;
 pub use resize::{ResizePlan, Taps, PRECISION_BITS};

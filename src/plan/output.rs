@@ -82,8 +82,9 @@ pub struct OutputPlan {
     /// operations, `ColorJitter`'s, `RandomGrayscale`'s where it drew one, the
     /// single-operation transforms' that drew theirs, then `GaussianBlur` where it applies.
     pub steps: Vec<Step>,
-    /// `RandomErasing`'s box of the output, and the value per output channel written there.
-    pub erase: Option<(super::CropBox, [f32; 3])>,
+    /// `RandomErasing`'s boxes of the output and their values, in the order they are written
+    /// (a later box over an earlier one).
+    pub erase: Vec<super::Erased>,
     /// Dimensions in the chosen layout: `[h, w, 3]` or `[3, h, w]`.
     pub shape: [usize; 3],
     /// Memory layout.
@@ -178,10 +179,13 @@ impl OutputPlan {
             vertical_flip: params.vertical_flip == Some(true),
             rotation,
             steps,
-            erase: params
-                .erase
-                .flatten()
-                .zip(transform.random_erasing.map(|e| e.value)),
+            erase: match (&params.erase, &transform.random_erasing) {
+                (Some(boxes), Some(erasing)) => boxes
+                    .iter()
+                    .map(|b| super::Erased::new(b, erasing))
+                    .collect(),
+                _ => Vec::new(),
+            },
             shape,
             layout: transform.layout,
             dtype: transform.dtype,

@@ -131,6 +131,20 @@ impl Stream {
     }
 }
 
+/// One try of torchvision's box `get_params` (RandomResizedCrop's and RandomErasing's): an area,
+/// `area` times a share uniform in `scale`, and an aspect ratio log-uniform in `ratio`.
+pub(super) fn area_and_aspect(
+    area: f64,
+    scale: (f64, f64),
+    ratio: (f64, f64),
+    s: &mut Stream,
+) -> (f64, f64) {
+    let (log_low, log_high) = (ratio.0.ln(), ratio.1.ln());
+    let target = area * (scale.0 + (scale.1 - scale.0) * s.uniform());
+    let aspect = (log_low + (log_high - log_low) * s.uniform()).exp();
+    (target, aspect)
+}
+
 /// Philox4x64 with ten rounds (Salmon et al., "Parallel random numbers: as easy as 1, 2, 3",
 /// 2011), the generator of numpy's `Philox`.
 fn philox4x64(mut counter: [u64; 4], mut key: [u64; 2]) -> [u64; 4] {

@@ -11,7 +11,8 @@ use std::collections::BTreeMap;
 /// bool, "vflip": bool, "rotation": degrees, "affine": {"angle": degrees, "translate": [x, y],
 /// "scale": s, "shear": [x, y]}, "augment": [{"op": name, "magnitude": m}, …], "color":
 /// {"order": [names], "brightness": factor, …}, "grayscale": bool, "color_ops": {method: bool, …},
-/// "blur": {"kernel_x": [weights], "kernel_y": [weights]} or null, "erase": box or null}`, the
+/// "blur": {"kernel_x": [weights], "kernel_y": [weights]} or null, "erase": [box, …]}` (each
+/// erased box with `"noise"`, its key or its values, where the transform writes normal values), the
 /// angle and the factors as the float32 values used (`augment`: the augmentation policy's
 /// operations in the order they run, each in torchvision's name with the signed magnitude
 /// `_apply_op` is given), a key only for an operation the transform has.
@@ -77,8 +78,20 @@ pub fn params_json(params: &super::Params) -> serde_json::Value {
             serde_json::json!({"kernel_x": &b.kernel_x[..kx], "kernel_y": &b.kernel_y[..ky]})
         });
     }
-    if let Some(erased) = params.erase {
-        json["erase"] = erased.map_or(serde_json::Value::Null, box_json);
+    if let Some(boxes) = &params.erase {
+        let boxes: Vec<_> = boxes
+            .iter()
+            .map(|e| {
+                let mut json = box_json(e.region);
+                match &e.noise {
+                    Some(super::Noise::Drawn(key)) => json["noise"] = (*key).into(),
+                    Some(super::Noise::Given(values)) => json["noise"] = values.clone().into(),
+                    None => {}
+                }
+                json
+            })
+            .collect();
+        json["erase"] = boxes.into();
     }
     json
 }
@@ -197,16 +210,64 @@ pub fn params_from_json(json: &serde_json::Value) -> Result<super::Params> {
             .map(color_ops_from_json)
             .transpose()?,
         blur: object.get("blur").map(blur_from_json).transpose()?,
-        erase: object
-            .get("erase")
-            .map(|v| {
-                if v.is_null() {
-                    Ok(None)
-                } else {
-                    get_box(v).map(Some)
-                }
-            })
-            .transpose()?,
+        erase: object.get("erase").map(erasures_from_json).transpose()?,
+    })
+}
+
+/// `[box, …]`, each box with `"noise"` (a key, or its values) where the transform writes
+/// normal values; also one box as an object, or null for none.
+fn erasures_from_json(value: &serde_json::Value) -> Result<Vec<super::Erasure>> {
+    let boxes = match value {
+        serde_json::Value::Null => return Ok(Vec::new()),
+        serde_json::Value::Array(boxes) => boxes.iter().collect(),
+        one => vec![one],
+    };
+    boxes.into_iter().map(erasure_from_json).collect()
+}
+
+/// One erased box: `{"top", "left", "height", "width"}` and, optionally, `"noise"`.
+fn erasure_from_json(value: &serde_json::Value) -> Result<super::Erasure> {
+    let wrong = || {
+        Error::Options(
+            "an erased box must be {\"top\", \"left\", \"height\", \"width\"} with \
+             non-negative integers, and optionally \"noise\": a key (an integer below 2^64) or \
+             a list of numbers"
+                .into(),
+        )
+    };
+    let object = value.as_object().ok_or_else(wrong)?;
+    let known = ["top", "left", "height", "width", "noise"];
+    if let Some(key) = object.keys().find(|k| !known.contains(&k.as_str())) {
+        return Err(Error::Options(format!(
+            "unknown key `{key}` in an erased box"
+        )));
+    }
+    let int = |key: &str| {
+        object
+            .get(key)
+            .and_then(serde_json::Value::as_u64)
+            .map(|n| n as usize)
+            .ok_or_else(wrong)
+    };
+    let noise = match object.get("noise") {
+        None => None,
+        Some(serde_json::Value::Array(values)) => Some(super::Noise::Given(
+            values
+                .iter()
+                .map(|v| v.as_f64().map(|v| v as f32))
+                .collect::<Option<_>>()
+                .ok_or_else(wrong)?,
+        )),
+        Some(key) => Some(super::Noise::Drawn(key.as_u64().ok_or_else(wrong)?)),
+    };
+    Ok(super::Erasure {
+        region: CropBox {
+            top: int("top")?,
+            left: int("left")?,
+            height: int("height")?,
+            width: int("width")?,
+        },
+        noise,
     })
 }
 

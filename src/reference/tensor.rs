@@ -79,21 +79,21 @@ pub fn to_tensor(image: &Image8, plan: &OutputPlan) -> Tensor {
             vertical_flip: false,
             rotation: None,
             steps: Vec::new(),
-            erase: plan.erase,
             ..plan.clone()
         };
         return to_tensor(&rgb, &whole);
     }
     let mut tensor = to_tensor_unerased(image, plan);
-    if let Some((b, value)) = plan.erase {
-        erase(&mut tensor, plan.layout, b, value);
+    for erased in &plan.erase {
+        erase(&mut tensor, plan.layout, erased);
     }
     tensor
 }
 
-/// `F.erase(tensor, top, left, height, width, value)`: the box set to `value[c]` in channel `c`
-/// (rounded to f16, or the integer for u8).
-fn erase(tensor: &mut Tensor, layout: Layout, b: crate::plan::CropBox, value: [f32; 3]) {
+/// `F.erase(tensor, top, left, height, width, v)`: the box set to its values (rounded to f16,
+/// or the integer for u8).
+fn erase(tensor: &mut Tensor, layout: Layout, erased: &crate::plan::Erased) {
+    let b = erased.region;
     let [h, w] = match layout {
         Layout::Hwc => [tensor.shape[0], tensor.shape[1]],
         Layout::Chw => [tensor.shape[1], tensor.shape[2]],
@@ -102,10 +102,11 @@ fn erase(tensor: &mut Tensor, layout: Layout, b: crate::plan::CropBox, value: [f
         Layout::Hwc => (y * w + x) * 3 + c,
         Layout::Chw => (c * h + y) * w + x,
     };
-    for (c, &value) in value.iter().enumerate() {
+    for c in 0..3 {
         for y in b.top..b.top + b.height {
             for x in b.left..b.left + b.width {
                 let i = at(c, y, x);
+                let value = erased.value(c, y - b.top, x - b.left);
                 match &mut tensor.data {
                     TensorData::U8(v) => v[i] = value as u8,
                     TensorData::F32(v) => v[i] = value,

@@ -12,6 +12,7 @@ mod adjustment;
 mod affine;
 mod blur;
 mod color_ops;
+mod erasing;
 mod operations;
 mod padding;
 mod policies;
@@ -21,6 +22,7 @@ pub use adjustment::Adjustment;
 pub use affine::RandomAffine;
 pub use blur::{GaussianBlur, MAX_KERNEL};
 pub use color_ops::{ColorOp, ColorOpArgument, ColorOperation, ColorOps, COLOR_OPERATIONS};
+pub use erasing::{ErasedValue, RandomErasing, MAX_ERASED_BOXES};
 pub use operations::{Operation, OPERATIONS, SETTINGS};
 pub use padding::{Pad, PaddingMode, RandomCrop};
 pub use policies::{
@@ -227,32 +229,6 @@ impl Filter {
     /// nearest, bilinear and bicubic.
     pub fn maps(self) -> bool {
         matches!(self, Self::Nearest | Self::Bilinear | Self::Bicubic)
-    }
-}
-
-/// torchvision `RandomErasing(p, scale, ratio, value)` on the output tensor: with probability
-/// `p`, a random box of it is set to `value` (per output channel; in the tensor's element type).
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct RandomErasing {
-    /// Probability of erasing.
-    pub p: f64,
-    /// Bounds of the box's share of the image's area; torchvision's default (0.02, 0.33).
-    pub scale: (f64, f64),
-    /// Bounds of the box's aspect ratio (height / width); default (0.3, 3.3).
-    pub ratio: (f64, f64),
-    /// The value written, per output channel; default 0.
-    pub value: [f32; 3],
-}
-
-impl RandomErasing {
-    /// torchvision's defaults with probability `p`.
-    pub fn new(p: f64) -> Self {
-        Self {
-            p,
-            scale: (0.02, 0.33),
-            ratio: (0.3, 3.3),
-            value: [0.0; 3],
-        }
     }
 }
 
@@ -739,28 +715,12 @@ impl Transform {
             )));
         }
         if let Some(e) = self.random_erasing {
-            let (s0, s1) = e.scale;
-            let (r0, r1) = e.ratio;
-            if !(0.0 <= s0 && s0 <= s1 && s1 <= 1.0 && r0 > 0.0 && r0 <= r1 && r1.is_finite())
-                || e.value.iter().any(|v| !v.is_finite())
-            {
-                return Err(InvalidTransform(format!(
-                    "random_erasing needs 0 <= scale.0 <= scale.1 <= 1, 0 < ratio.0 <= ratio.1 and \
-                     finite values, got scale {:?}, ratio {:?}, value {:?}",
-                    e.scale, e.ratio, e.value
-                )));
-            }
-            if self.dtype == DType::U8 && e.value.iter().any(|v| v.fract() != 0.0 || *v > 255.0) {
-                return Err(InvalidTransform(
-                    "random_erasing's values must be integers 0..=255 for u8 outputs".into(),
-                ));
-            }
+            e.validate(self.dtype)?;
         }
         for (name, p) in [
             ("horizontal_flip", self.horizontal_flip),
             ("vertical_flip", self.vertical_flip),
             ("grayscale", self.grayscale),
-            ("random_erasing", self.random_erasing.map(|e| e.p)),
             ("color_jitter", self.color_jitter.map(|j| j.p)),
         ] {
             if let Some(p) = p.filter(|p| !(0.0..=1.0).contains(p)) {

@@ -4,10 +4,10 @@
 //! the transform lacks `null`.
 
 use super::{
-    AutoAugment, AutoAugmentPolicy, ChannelOrder, ColorJitter, ColorOp, ColorOps, DType, Filter,
-    GaussianBlur, InvalidTransform, Layout, Normalize, Pad, PaddingMode, RandAugment, RandomAffine,
-    RandomCrop, RandomErasing, RandomResizedCrop, RandomRotation, Resize, TimmRandAugment,
-    Transform, TrivialAugment, MAX_SIDE,
+    AutoAugment, AutoAugmentPolicy, ChannelOrder, ColorJitter, ColorOp, ColorOps, DType,
+    ErasedValue, Filter, GaussianBlur, InvalidTransform, Layout, Normalize, Pad, PaddingMode,
+    RandAugment, RandomAffine, RandomCrop, RandomErasing, RandomResizedCrop, RandomRotation,
+    Resize, TimmRandAugment, Transform, TrivialAugment, MAX_SIDE,
 };
 use serde_json::{json, Map, Value};
 
@@ -131,7 +131,8 @@ impl Transform {
                 "p": e.p,
                 "scale": [e.scale.0, e.scale.1],
                 "ratio": [e.ratio.0, e.ratio.1],
-                "value": e.value,
+                "value": erased_value_json(e.value),
+                "count": [e.count.0, e.count.1],
             })),
             "seed": seed,
             "epoch": epoch,
@@ -746,14 +747,53 @@ fn gaussian_blur(object: &Map<String, Value>) -> Parsed<GaussianBlur> {
 }
 
 fn random_erasing(object: &Map<String, Value>) -> Parsed<RandomErasing> {
-    known(object, &["p", "scale", "ratio", "value"])?;
-    let value = numbers::<3>(member(object, "value")?, "value")?;
+    known(object, &["p", "scale", "ratio", "value", "count"])?;
+    let value = match member(object, "value")? {
+        Value::String(name) if name == NORMAL_PER_CHANNEL => ErasedValue::NormalPerChannel,
+        Value::String(name) if name == NORMAL_PER_ELEMENT => ErasedValue::NormalPerElement,
+        value => ErasedValue::Constant(
+            numbers::<3>(value, "value")
+                .map_err(|_| {
+                    invalid(format!(
+                        "`value` must be a list of 3 numbers, \"{NORMAL_PER_CHANNEL}\" or \
+                         \"{NORMAL_PER_ELEMENT}\""
+                    ))
+                })?
+                .map(|v| v as f32),
+        ),
+    };
+    // One box unless a count is given (the form before timm's counts).
+    let count = match object.get("count") {
+        None => (1, 1),
+        Some(v) => {
+            let [low, high] = numbers::<2>(v, "count")?;
+            let whole = |n: f64| {
+                (n.fract() == 0.0 && (0.0..=f64::from(u32::MAX)).contains(&n))
+                    .then_some(n as u32)
+                    .ok_or_else(|| invalid("`count` must be two whole numbers".into()))
+            };
+            (whole(low)?, whole(high)?)
+        }
+    };
     Ok(RandomErasing {
         p: f64_of(object, "p")?,
         scale: range_of(object, "scale")?,
         ratio: range_of(object, "ratio")?,
-        value: value.map(|v| v as f32),
+        value,
+        count,
     })
+}
+
+/// `RandomErasing`'s value in the JSON form: three numbers, or the name of a noise mode.
+const NORMAL_PER_CHANNEL: &str = "normal_per_channel";
+const NORMAL_PER_ELEMENT: &str = "normal_per_element";
+
+fn erased_value_json(value: ErasedValue) -> Value {
+    match value {
+        ErasedValue::Constant(value) => json!(value),
+        ErasedValue::NormalPerChannel => NORMAL_PER_CHANNEL.into(),
+        ErasedValue::NormalPerElement => NORMAL_PER_ELEMENT.into(),
+    }
 }
 
 #[cfg(test)]
@@ -808,7 +848,8 @@ mod tests {
                 p: 0.5,
             }),
             random_erasing: Some(RandomErasing {
-                value: [0.1, -0.2, 0.3],
+                value: ErasedValue::Constant([0.1, -0.2, 0.3]),
+                count: (2, 5),
                 ..RandomErasing::new(0.25)
             }),
             seed: u64::MAX,

@@ -363,8 +363,18 @@ pub fn transform_specs() -> BTreeMap<String, gpuprep::Transform> {
                         p: e["p"].as_f64().unwrap_or(0.5),
                         scale: range("scale", (0.02, 0.33)),
                         ratio: range("ratio", (0.3, 3.3)),
-                        value: e.get("value").map_or([0.0; 3], |v| {
-                            std::array::from_fn(|i| v[i].as_f64().unwrap() as f32)
+                        value: match e.get("value") {
+                            None => gpuprep::ErasedValue::Constant([0.0; 3]),
+                            Some(serde_json::Value::String(mode)) => match mode.as_str() {
+                                "normal_per_channel" => gpuprep::ErasedValue::NormalPerChannel,
+                                _ => gpuprep::ErasedValue::NormalPerElement,
+                            },
+                            Some(v) => gpuprep::ErasedValue::Constant(std::array::from_fn(|i| {
+                                v[i].as_f64().unwrap() as f32
+                            })),
+                        },
+                        count: e.get("count").map_or((1, 1), |c| {
+                            (c[0].as_u64().unwrap() as u32, c[1].as_u64().unwrap() as u32)
                         }),
                     }
                 }),

@@ -1,9 +1,10 @@
 //! Command-line spellings of the transform options and the input limits.
 
+use crate::values::*;
 use clap::{Arg, ArgMatches, Args, Command, FromArgMatches, ValueEnum};
 use gpuprep::gpu::Batching;
 use gpuprep::Filter;
-use gpuprep::{ChannelOrder, DType, Layout, Normalize, Resize};
+use gpuprep::{ChannelOrder, DType, Layout, Resize};
 use gpuprep::{ColorOp, ColorOperation, Limits, Transform, COLOR_OPERATIONS};
 
 /// The input limits, as options.
@@ -185,9 +186,18 @@ pub struct TransformArgs {
     #[arg(long, value_name = "P")]
     gaussian_blur_p: Option<f64>,
     /// RandomErasing(P) of the output tensor (torchvision's scale and ratio), writing `V` or
-    /// `V1,V2,V3` per channel (default 0).
-    #[arg(long, value_parser = parse_erasing, value_name = "P[:V[,V,V]]")]
+    /// `V1,V2,V3` per channel (default 0), `random` (a normal value per element, torchvision's
+    /// value='random', timm's 'pixel') or `channel` (one per channel and box, timm's 'rand').
+    #[arg(
+        long,
+        value_parser = parse_erasing,
+        value_name = "P[:V[,V,V]|:random|:channel]"
+    )]
     random_erasing: Option<gpuprep::RandomErasing>,
+    /// RandomErasing's boxes per erased image, uniform in MIN..=MAX (timm's min_count and
+    /// max_count; the area range is shared among them); default 1.
+    #[arg(long, value_parser = parse_count, value_name = "MIN[,MAX]")]
+    random_erasing_count: Option<(u32, u32)>,
     /// The seed each sample's random parameters are drawn from (with --epoch and the file's
     /// place among the inputs).
     #[arg(long, default_value_t = 0)]
@@ -317,356 +327,6 @@ enum ChannelsArg {
     Bgr,
 }
 
-#[derive(Clone, Copy, Debug)]
-enum NormalizeArg {
-    None,
-    Stats(Normalize),
-}
-
-fn parse_size(text: &str) -> Result<(usize, usize), String> {
-    let number = |t: &str| {
-        t.trim()
-            .parse::<usize>()
-            .map_err(|_| format!("not a size: {text:?}"))
-    };
-    match text.split_once(['x', 'X']) {
-        Some((w, h)) => Ok((number(w)?, number(h)?)),
-        None => number(text).map(|s| (s, s)),
-    }
-}
-
-fn parse_resize(text: &str) -> Result<Resize, String> {
-    let shorter = text.strip_prefix("short:").unwrap_or(text);
-    if !shorter.contains(['x', 'X']) {
-        let number = |v: &str| {
-            v.trim()
-                .parse()
-                .map_err(|_| format!("use N, N,MAX_SIZE, short:N or WxH, not {text:?}"))
-        };
-        return Ok(match shorter.split_once(',') {
-            Some((size, max_size)) => Resize::ShorterSideAtMost {
-                size: number(size)?,
-                max_size: number(max_size)?,
-            },
-            None => Resize::ShorterSide(number(shorter)?),
-        });
-    }
-    let (width, height) = parse_size(text)?;
-    Ok(Resize::Exact { width, height })
-}
-
-fn parse_numbers(text: &str, count: std::ops::RangeInclusive<usize>) -> Result<Vec<f64>, String> {
-    let values: Vec<f64> = text
-        .split(',')
-        .map(|v| {
-            v.trim()
-                .parse()
-                .map_err(|_| format!("not a number list: {text:?}"))
-        })
-        .collect::<Result<_, _>>()?;
-    if !count.contains(&values.len()) {
-        return Err(format!("{text:?} needs {count:?} numbers"));
-    }
-    Ok(values)
-}
-
-fn parse_range(text: &str) -> Result<(f64, f64), String> {
-    let v = parse_numbers(text, 2..=2)?;
-    Ok((v[0], v[1]))
-}
-
-fn parse_jitter(text: &str) -> Result<gpuprep::ColorJitter, String> {
-    let v = parse_numbers(text, 3..=4)?;
-    if v.iter().any(|x| !x.is_finite() || *x < 0.0) {
-        return Err(format!("jitter amounts are numbers >= 0, not {text:?}"));
-    }
-    Ok(gpuprep::ColorJitter::new(
-        v[0],
-        v[1],
-        v[2],
-        v.get(3).copied().unwrap_or(0.0),
-    ))
-}
-
-fn parse_rotation(text: &str) -> Result<gpuprep::RandomRotation, String> {
-    let (degrees, options) = text.split_once(':').unwrap_or((text, ""));
-    let (fill, interpolation) = parse_map_options(options)?;
-    let degrees = match parse_numbers(degrees, 1..=2)?[..] {
-        [d] => (-d, d),
-        [low, high] => (low, high),
-        _ => unreachable!("one or two numbers"),
-    };
-    Ok(gpuprep::RandomRotation {
-        degrees,
-        fill,
-        interpolation,
-    })
-}
-
-fn parse_affine(text: &str) -> Result<gpuprep::RandomAffine, String> {
-    let mut parts = text.split(':');
-    let degrees = match parse_numbers(parts.next().unwrap_or(""), 1..=2)?[..] {
-        [d] => (-d, d),
-        [low, high] => (low, high),
-        _ => unreachable!("one or two numbers"),
-    };
-    let mut affine = gpuprep::RandomAffine {
-        degrees,
-        ..gpuprep::RandomAffine::new(0.0)
-    };
-    let pair = |v: &str| parse_numbers(v, 2..=2).map(|n| (n[0], n[1]));
-    let mut rest = Vec::new();
-    for part in parts {
-        match part.split_once('=') {
-            Some(("translate", v)) => affine.translate = Some(pair(v)?),
-            Some(("scale", v)) => affine.scale = Some(pair(v)?),
-            Some(("center", v)) => affine.center = Some(pair(v)?),
-            Some(("shear", v)) => {
-                affine.shear = Some(match parse_numbers(v, 1..=4)?[..] {
-                    [s] => ((-s, s), None),
-                    [low, high] => ((low, high), None),
-                    [x0, x1, y0, y1] => ((x0, x1), Some((y0, y1))),
-                    _ => return Err("shear is S, MIN,MAX or XMIN,XMAX,YMIN,YMAX".into()),
-                })
-            }
-            Some((key, _)) => {
-                return Err(format!(
-                    "{key:?} is none of translate, scale, shear and center"
-                ))
-            }
-            None => rest.push(part),
-        }
-    }
-    (affine.fill, affine.interpolation) = parse_map_options(&rest.join(":"))?;
-    Ok(affine)
-}
-
-fn parse_trivial_augment(text: &str) -> Result<gpuprep::TrivialAugment, String> {
-    let (bins, options) = text.split_once(':').unwrap_or((text, ""));
-    let (fill, interpolation) = parse_map_options(options)?;
-    let bins = bins
-        .parse()
-        .map_err(|_| format!("the bins are a whole number, got {bins:?}"))?;
-    Ok(gpuprep::TrivialAugment {
-        bins,
-        fill,
-        interpolation,
-    })
-}
-
-fn parse_rand_augment(text: &str) -> Result<gpuprep::RandAugment, String> {
-    let (numbers, options) = text.split_once(':').unwrap_or((text, ""));
-    let (fill, interpolation) = parse_map_options(options)?;
-    let whole = |v: &str| {
-        v.trim()
-            .parse::<u32>()
-            .map_err(|_| format!("N, M and BINS are whole numbers, got {v:?}"))
-    };
-    let numbers = numbers
-        .split(',')
-        .map(whole)
-        .collect::<Result<Vec<_>, _>>()?;
-    let (num_ops, magnitude, bins) = match numbers[..] {
-        [n, m] => (n, m, 31),
-        [n, m, bins] => (n, m, bins),
-        _ => return Err("give N,M or N,M,BINS".into()),
-    };
-    Ok(gpuprep::RandAugment {
-        num_ops,
-        magnitude,
-        bins,
-        fill,
-        interpolation,
-    })
-}
-
-fn parse_timm_rand_augment(text: &str) -> Result<gpuprep::TimmRandAugment, String> {
-    let mut parts = text.split(':');
-    let mut r = gpuprep::TimmRandAugment::parse(parts.next().unwrap_or(""))?;
-    let (mut fill, mut interpolation) = (None, None);
-    for part in parts {
-        let filter = match part.trim() {
-            "random" => Some(None),
-            name => gpuprep::Filter::from_name(name).map(Some),
-        };
-        match filter {
-            Some(f) if interpolation.is_none() => interpolation = Some(f),
-            None if fill.is_none() => fill = Some(parse_fill(part)?),
-            _ => {
-                return Err(format!(
-                    "give one fill and one interpolation at most, got {text:?}"
-                ))
-            }
-        }
-    }
-    r.fill = fill.unwrap_or(r.fill);
-    r.interpolation = interpolation.unwrap_or(None);
-    Ok(r)
-}
-
-fn parse_auto_augment(text: &str) -> Result<gpuprep::AutoAugment, String> {
-    let (name, options) = text.split_once(':').unwrap_or((text, ""));
-    let (fill, interpolation) = parse_map_options(options)?;
-    let policy = gpuprep::AutoAugmentPolicy::named(name)
-        .ok_or_else(|| format!("the policy is imagenet, cifar10 or svhn, got {name:?}"))?;
-    Ok(gpuprep::AutoAugment {
-        policy,
-        fill,
-        interpolation,
-    })
-}
-
-/// A map's `[FILL][:INTERPOLATION]`, in either order: the fill's `V` or `R,G,B` (default 0) and
-/// `nearest` (default), `bilinear` or `bicubic`.
-fn parse_map_options(text: &str) -> Result<([u8; 3], gpuprep::Filter), String> {
-    let (mut fill, mut interpolation) = (None, None);
-    for part in text.split(':').filter(|p| !p.is_empty()) {
-        match gpuprep::Filter::from_name(part.trim()) {
-            Some(filter) if interpolation.is_none() => interpolation = Some(filter),
-            None if fill.is_none() => fill = Some(parse_fill(part)?),
-            _ => {
-                return Err(format!(
-                    "give one fill and one interpolation at most, got {text:?}"
-                ))
-            }
-        }
-    }
-    let interpolation = interpolation.unwrap_or(gpuprep::Filter::Nearest);
-    if !interpolation.maps() {
-        return Err(format!(
-            "the interpolation is nearest, bilinear or bicubic, got {}",
-            interpolation.name()
-        ));
-    }
-    Ok((fill.unwrap_or([0; 3]), interpolation))
-}
-
-/// `PADDING[:MODE[:FILL]]` as torchvision's `Pad` takes them: one, two or four sizes.
-fn parse_pad(text: &str) -> Result<gpuprep::Pad, String> {
-    let mut parts = text.splitn(3, ':');
-    let numbers = parse_numbers(parts.next().unwrap_or(""), 1..=4)?;
-    if numbers.iter().any(|v| v.fract() != 0.0 || *v < 0.0) {
-        return Err(format!(
-            "paddings are whole numbers of pixels, got {numbers:?}"
-        ));
-    }
-    let n: Vec<usize> = numbers.iter().map(|&v| v as usize).collect();
-    let padding = match n[..] {
-        [p] => [p; 4],
-        [x, y] => [x, y, x, y],
-        [l, t, r, b] => [l, t, r, b],
-        _ => return Err("give one, two or four paddings".into()),
-    };
-    let mode = match parts.next() {
-        None => gpuprep::PaddingMode::Constant,
-        Some(name) => gpuprep::PaddingMode::named(name).ok_or_else(|| {
-            format!("the mode is constant, edge, reflect or symmetric, got {name:?}")
-        })?,
-    };
-    Ok(gpuprep::Pad {
-        padding,
-        mode,
-        fill: parse_fill(parts.next().unwrap_or("0"))?,
-    })
-}
-
-/// `S|WxH[:PADDING[:MODE[:FILL]]]`.
-fn parse_random_crop(text: &str) -> Result<gpuprep::RandomCrop, String> {
-    let (size, padding) = text.split_once(':').unwrap_or((text, "0"));
-    let pad = parse_pad(padding)?;
-    Ok(gpuprep::RandomCrop {
-        padding: pad.padding,
-        fill: pad.fill,
-        mode: pad.mode,
-        ..gpuprep::RandomCrop::new(parse_size(size)?)
-    })
-}
-
-/// `V` or `R,G,B`: the RGB value of the pixels a geometric map leaves uncovered.
-fn parse_fill(text: &str) -> Result<[u8; 3], String> {
-    let fill = match parse_numbers(text, 1..=3)?[..] {
-        [v] => [v; 3],
-        [r, g, b] => [r, g, b],
-        _ => return Err("give one fill value or three".into()),
-    };
-    if fill
-        .iter()
-        .any(|v| v.fract() != 0.0 || !(0.0..=255.0).contains(v))
-    {
-        return Err(format!("fill values are integers 0..=255, got {fill:?}"));
-    }
-    Ok(fill.map(|v| v as u8))
-}
-
-fn parse_blur(text: &str) -> Result<gpuprep::GaussianBlur, String> {
-    let (size, sigma) = text.split_once(',').unwrap_or((text, ""));
-    let side = |k: &str| {
-        k.trim()
-            .parse::<usize>()
-            .map_err(|_| format!("not a kernel size: {k:?}"))
-    };
-    let kernel_size = match size.split_once('x') {
-        Some((kx, ky)) => (side(kx)?, side(ky)?),
-        None => (side(size)?, side(size)?),
-    };
-    let sigma = match (sigma.is_empty(), parse_numbers(sigma, 1..=2)) {
-        (true, _) => (0.1, 2.0),
-        (false, Ok(v)) if v.len() == 1 => (v[0], v[0]),
-        (false, Ok(v)) => (v[0], v[1]),
-        (false, Err(e)) => return Err(e),
-    };
-    Ok(gpuprep::GaussianBlur {
-        kernel_size,
-        sigma,
-        p: 1.0,
-    })
-}
-
-fn parse_erasing(text: &str) -> Result<gpuprep::RandomErasing, String> {
-    let (p, value) = text.split_once(':').unwrap_or((text, "0"));
-    let p: f64 = p
-        .trim()
-        .parse()
-        .map_err(|_| format!("not a probability: {p:?}"))?;
-    let v = parse_numbers(value, 1..=3)?;
-    let value = if v.len() == 1 {
-        [v[0]; 3]
-    } else {
-        [
-            v[0],
-            v.get(1).copied().unwrap_or(0.0),
-            v.get(2).copied().unwrap_or(0.0),
-        ]
-    };
-    if v.len() == 2 {
-        return Err(format!("give one value or three, not {value:?}"));
-    }
-    Ok(gpuprep::RandomErasing {
-        value: value.map(|x| x as f32),
-        ..gpuprep::RandomErasing::new(p)
-    })
-}
-
-fn parse_normalize(text: &str) -> Result<NormalizeArg, String> {
-    match text {
-        "none" => return Ok(NormalizeArg::None),
-        "imagenet" => return Ok(NormalizeArg::Stats(Normalize::IMAGENET)),
-        _ => {}
-    }
-    let bad = || format!("use none, imagenet or mean=a,b,c:std=x,y,z, not {text:?}");
-    let triple = |t: &str| -> Result<[f64; 3], String> {
-        let values: Vec<f64> = t
-            .split(',')
-            .map(|v| v.trim().parse().map_err(|_| bad()))
-            .collect::<Result<_, _>>()?;
-        values.try_into().map_err(|_| bad())
-    };
-    let (mean, std) = text.split_once(':').ok_or_else(bad)?;
-    let mean = triple(mean.strip_prefix("mean=").ok_or_else(bad)?)?;
-    let std = triple(std.strip_prefix("std=").ok_or_else(bad)?)?;
-    Ok(NormalizeArg::Stats(Normalize::from_f64(mean, std)))
-}
-
 impl TransformArgs {
     /// A note on options that do nothing as given, for stderr.
     pub fn notes(&self) -> Option<&'static str> {
@@ -677,6 +337,9 @@ impl TransformArgs {
             self.color_jitter.is_some() || matches!(self.preset, Some(Preset::TimmTrain));
         if self.color_jitter_p.is_some() && !jittered {
             return Some("note: --color-jitter-p does nothing without --color-jitter");
+        }
+        if self.random_erasing_count.is_some() && self.random_erasing.is_none() {
+            return Some("note: --random-erasing-count does nothing without --random-erasing");
         }
         if self.gaussian_blur_p.is_some() && self.gaussian_blur.is_none() {
             return Some("note: --gaussian-blur-p does nothing without --gaussian-blur");
@@ -739,6 +402,11 @@ impl TransformArgs {
             blur.p = p;
         }
         t.random_erasing = self.random_erasing.or(t.random_erasing);
+        if let Some(count) = self.random_erasing_count {
+            t.random_erasing = t
+                .random_erasing
+                .map(|e| gpuprep::RandomErasing { count, ..e });
+        }
         for &op in &self.color_ops.0 {
             t.color_ops = t.color_ops.with(op);
         }

@@ -10,6 +10,7 @@ mod parity;
 mod picture;
 mod pillow;
 mod progress;
+mod values;
 
 use clap::{Parser, Subcommand, ValueEnum};
 use gpuprep::convert::{self, Destination, Job};

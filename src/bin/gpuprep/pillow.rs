@@ -157,11 +157,11 @@ fn spec(t: &Transform) -> Value {
         // The transform's own JSON form of them.
         spec.insert("color_ops".into(), t.to_json()["color_ops"].clone());
     }
-    if let Some(e) = t.random_erasing {
+    if t.random_erasing.is_some() {
+        // The transform's own JSON form of it.
         spec.insert(
             "random_erasing".into(),
-            json!({"p": e.p, "scale": [e.scale.0, e.scale.1], "ratio": [e.ratio.0, e.ratio.1],
-                   "value": e.value.map(f64::from)}),
+            t.to_json()["random_erasing"].clone(),
         );
     }
     spec.insert("seed".into(), json!(t.seed));

@@ -1,0 +1,380 @@
+//! The values of the transform flags, from their text to gpuprep's types (clap's value parsers
+//! of [`super::args::TransformArgs`]).
+
+use gpuprep::{Normalize, Resize};
+
+#[derive(Clone, Copy, Debug)]
+pub enum NormalizeArg {
+    None,
+    Stats(Normalize),
+}
+
+pub fn parse_size(text: &str) -> Result<(usize, usize), String> {
+    let number = |t: &str| {
+        t.trim()
+            .parse::<usize>()
+            .map_err(|_| format!("not a size: {text:?}"))
+    };
+    match text.split_once(['x', 'X']) {
+        Some((w, h)) => Ok((number(w)?, number(h)?)),
+        None => number(text).map(|s| (s, s)),
+    }
+}
+
+pub fn parse_resize(text: &str) -> Result<Resize, String> {
+    let shorter = text.strip_prefix("short:").unwrap_or(text);
+    if !shorter.contains(['x', 'X']) {
+        let number = |v: &str| {
+            v.trim()
+                .parse()
+                .map_err(|_| format!("use N, N,MAX_SIZE, short:N or WxH, not {text:?}"))
+        };
+        return Ok(match shorter.split_once(',') {
+            Some((size, max_size)) => Resize::ShorterSideAtMost {
+                size: number(size)?,
+                max_size: number(max_size)?,
+            },
+            None => Resize::ShorterSide(number(shorter)?),
+        });
+    }
+    let (width, height) = parse_size(text)?;
+    Ok(Resize::Exact { width, height })
+}
+
+pub fn parse_numbers(
+    text: &str,
+    count: std::ops::RangeInclusive<usize>,
+) -> Result<Vec<f64>, String> {
+    let values: Vec<f64> = text
+        .split(',')
+        .map(|v| {
+            v.trim()
+                .parse()
+                .map_err(|_| format!("not a number list: {text:?}"))
+        })
+        .collect::<Result<_, _>>()?;
+    if !count.contains(&values.len()) {
+        return Err(format!("{text:?} needs {count:?} numbers"));
+    }
+    Ok(values)
+}
+
+pub fn parse_range(text: &str) -> Result<(f64, f64), String> {
+    let v = parse_numbers(text, 2..=2)?;
+    Ok((v[0], v[1]))
+}
+
+pub fn parse_jitter(text: &str) -> Result<gpuprep::ColorJitter, String> {
+    let v = parse_numbers(text, 3..=4)?;
+    if v.iter().any(|x| !x.is_finite() || *x < 0.0) {
+        return Err(format!("jitter amounts are numbers >= 0, not {text:?}"));
+    }
+    Ok(gpuprep::ColorJitter::new(
+        v[0],
+        v[1],
+        v[2],
+        v.get(3).copied().unwrap_or(0.0),
+    ))
+}
+
+pub fn parse_rotation(text: &str) -> Result<gpuprep::RandomRotation, String> {
+    let (degrees, options) = text.split_once(':').unwrap_or((text, ""));
+    let (fill, interpolation) = parse_map_options(options)?;
+    let degrees = match parse_numbers(degrees, 1..=2)?[..] {
+        [d] => (-d, d),
+        [low, high] => (low, high),
+        _ => unreachable!("one or two numbers"),
+    };
+    Ok(gpuprep::RandomRotation {
+        degrees,
+        fill,
+        interpolation,
+    })
+}
+
+pub fn parse_affine(text: &str) -> Result<gpuprep::RandomAffine, String> {
+    let mut parts = text.split(':');
+    let degrees = match parse_numbers(parts.next().unwrap_or(""), 1..=2)?[..] {
+        [d] => (-d, d),
+        [low, high] => (low, high),
+        _ => unreachable!("one or two numbers"),
+    };
+    let mut affine = gpuprep::RandomAffine {
+        degrees,
+        ..gpuprep::RandomAffine::new(0.0)
+    };
+    let pair = |v: &str| parse_numbers(v, 2..=2).map(|n| (n[0], n[1]));
+    let mut rest = Vec::new();
+    for part in parts {
+        match part.split_once('=') {
+            Some(("translate", v)) => affine.translate = Some(pair(v)?),
+            Some(("scale", v)) => affine.scale = Some(pair(v)?),
+            Some(("center", v)) => affine.center = Some(pair(v)?),
+            Some(("shear", v)) => {
+                affine.shear = Some(match parse_numbers(v, 1..=4)?[..] {
+                    [s] => ((-s, s), None),
+                    [low, high] => ((low, high), None),
+                    [x0, x1, y0, y1] => ((x0, x1), Some((y0, y1))),
+                    _ => return Err("shear is S, MIN,MAX or XMIN,XMAX,YMIN,YMAX".into()),
+                })
+            }
+            Some((key, _)) => {
+                return Err(format!(
+                    "{key:?} is none of translate, scale, shear and center"
+                ))
+            }
+            None => rest.push(part),
+        }
+    }
+    (affine.fill, affine.interpolation) = parse_map_options(&rest.join(":"))?;
+    Ok(affine)
+}
+
+pub fn parse_trivial_augment(text: &str) -> Result<gpuprep::TrivialAugment, String> {
+    let (bins, options) = text.split_once(':').unwrap_or((text, ""));
+    let (fill, interpolation) = parse_map_options(options)?;
+    let bins = bins
+        .parse()
+        .map_err(|_| format!("the bins are a whole number, got {bins:?}"))?;
+    Ok(gpuprep::TrivialAugment {
+        bins,
+        fill,
+        interpolation,
+    })
+}
+
+pub fn parse_rand_augment(text: &str) -> Result<gpuprep::RandAugment, String> {
+    let (numbers, options) = text.split_once(':').unwrap_or((text, ""));
+    let (fill, interpolation) = parse_map_options(options)?;
+    let whole = |v: &str| {
+        v.trim()
+            .parse::<u32>()
+            .map_err(|_| format!("N, M and BINS are whole numbers, got {v:?}"))
+    };
+    let numbers = numbers
+        .split(',')
+        .map(whole)
+        .collect::<Result<Vec<_>, _>>()?;
+    let (num_ops, magnitude, bins) = match numbers[..] {
+        [n, m] => (n, m, 31),
+        [n, m, bins] => (n, m, bins),
+        _ => return Err("give N,M or N,M,BINS".into()),
+    };
+    Ok(gpuprep::RandAugment {
+        num_ops,
+        magnitude,
+        bins,
+        fill,
+        interpolation,
+    })
+}
+
+pub fn parse_timm_rand_augment(text: &str) -> Result<gpuprep::TimmRandAugment, String> {
+    let mut parts = text.split(':');
+    let mut r = gpuprep::TimmRandAugment::parse(parts.next().unwrap_or(""))?;
+    let (mut fill, mut interpolation) = (None, None);
+    for part in parts {
+        let filter = match part.trim() {
+            "random" => Some(None),
+            name => gpuprep::Filter::from_name(name).map(Some),
+        };
+        match filter {
+            Some(f) if interpolation.is_none() => interpolation = Some(f),
+            None if fill.is_none() => fill = Some(parse_fill(part)?),
+            _ => {
+                return Err(format!(
+                    "give one fill and one interpolation at most, got {text:?}"
+                ))
+            }
+        }
+    }
+    r.fill = fill.unwrap_or(r.fill);
+    r.interpolation = interpolation.unwrap_or(None);
+    Ok(r)
+}
+
+pub fn parse_auto_augment(text: &str) -> Result<gpuprep::AutoAugment, String> {
+    let (name, options) = text.split_once(':').unwrap_or((text, ""));
+    let (fill, interpolation) = parse_map_options(options)?;
+    let policy = gpuprep::AutoAugmentPolicy::named(name)
+        .ok_or_else(|| format!("the policy is imagenet, cifar10 or svhn, got {name:?}"))?;
+    Ok(gpuprep::AutoAugment {
+        policy,
+        fill,
+        interpolation,
+    })
+}
+
+/// A map's `[FILL][:INTERPOLATION]`, in either order: the fill's `V` or `R,G,B` (default 0) and
+/// `nearest` (default), `bilinear` or `bicubic`.
+pub fn parse_map_options(text: &str) -> Result<([u8; 3], gpuprep::Filter), String> {
+    let (mut fill, mut interpolation) = (None, None);
+    for part in text.split(':').filter(|p| !p.is_empty()) {
+        match gpuprep::Filter::from_name(part.trim()) {
+            Some(filter) if interpolation.is_none() => interpolation = Some(filter),
+            None if fill.is_none() => fill = Some(parse_fill(part)?),
+            _ => {
+                return Err(format!(
+                    "give one fill and one interpolation at most, got {text:?}"
+                ))
+            }
+        }
+    }
+    let interpolation = interpolation.unwrap_or(gpuprep::Filter::Nearest);
+    if !interpolation.maps() {
+        return Err(format!(
+            "the interpolation is nearest, bilinear or bicubic, got {}",
+            interpolation.name()
+        ));
+    }
+    Ok((fill.unwrap_or([0; 3]), interpolation))
+}
+
+/// `PADDING[:MODE[:FILL]]` as torchvision's `Pad` takes them: one, two or four sizes.
+pub fn parse_pad(text: &str) -> Result<gpuprep::Pad, String> {
+    let mut parts = text.splitn(3, ':');
+    let numbers = parse_numbers(parts.next().unwrap_or(""), 1..=4)?;
+    if numbers.iter().any(|v| v.fract() != 0.0 || *v < 0.0) {
+        return Err(format!(
+            "paddings are whole numbers of pixels, got {numbers:?}"
+        ));
+    }
+    let n: Vec<usize> = numbers.iter().map(|&v| v as usize).collect();
+    let padding = match n[..] {
+        [p] => [p; 4],
+        [x, y] => [x, y, x, y],
+        [l, t, r, b] => [l, t, r, b],
+        _ => return Err("give one, two or four paddings".into()),
+    };
+    let mode = match parts.next() {
+        None => gpuprep::PaddingMode::Constant,
+        Some(name) => gpuprep::PaddingMode::named(name).ok_or_else(|| {
+            format!("the mode is constant, edge, reflect or symmetric, got {name:?}")
+        })?,
+    };
+    Ok(gpuprep::Pad {
+        padding,
+        mode,
+        fill: parse_fill(parts.next().unwrap_or("0"))?,
+    })
+}
+
+/// `S|WxH[:PADDING[:MODE[:FILL]]]`.
+pub fn parse_random_crop(text: &str) -> Result<gpuprep::RandomCrop, String> {
+    let (size, padding) = text.split_once(':').unwrap_or((text, "0"));
+    let pad = parse_pad(padding)?;
+    Ok(gpuprep::RandomCrop {
+        padding: pad.padding,
+        fill: pad.fill,
+        mode: pad.mode,
+        ..gpuprep::RandomCrop::new(parse_size(size)?)
+    })
+}
+
+/// `V` or `R,G,B`: the RGB value of the pixels a geometric map leaves uncovered.
+pub fn parse_fill(text: &str) -> Result<[u8; 3], String> {
+    let fill = match parse_numbers(text, 1..=3)?[..] {
+        [v] => [v; 3],
+        [r, g, b] => [r, g, b],
+        _ => return Err("give one fill value or three".into()),
+    };
+    if fill
+        .iter()
+        .any(|v| v.fract() != 0.0 || !(0.0..=255.0).contains(v))
+    {
+        return Err(format!("fill values are integers 0..=255, got {fill:?}"));
+    }
+    Ok(fill.map(|v| v as u8))
+}
+
+pub fn parse_blur(text: &str) -> Result<gpuprep::GaussianBlur, String> {
+    let (size, sigma) = text.split_once(',').unwrap_or((text, ""));
+    let side = |k: &str| {
+        k.trim()
+            .parse::<usize>()
+            .map_err(|_| format!("not a kernel size: {k:?}"))
+    };
+    let kernel_size = match size.split_once('x') {
+        Some((kx, ky)) => (side(kx)?, side(ky)?),
+        None => (side(size)?, side(size)?),
+    };
+    let sigma = match (sigma.is_empty(), parse_numbers(sigma, 1..=2)) {
+        (true, _) => (0.1, 2.0),
+        (false, Ok(v)) if v.len() == 1 => (v[0], v[0]),
+        (false, Ok(v)) => (v[0], v[1]),
+        (false, Err(e)) => return Err(e),
+    };
+    Ok(gpuprep::GaussianBlur {
+        kernel_size,
+        sigma,
+        p: 1.0,
+    })
+}
+
+pub fn parse_erasing(text: &str) -> Result<gpuprep::RandomErasing, String> {
+    let (p, value) = text.split_once(':').unwrap_or((text, "0"));
+    let p: f64 = p
+        .trim()
+        .parse()
+        .map_err(|_| format!("not a probability: {p:?}"))?;
+    let noise = match value.trim() {
+        "random" => Some(gpuprep::ErasedValue::NormalPerElement),
+        "channel" => Some(gpuprep::ErasedValue::NormalPerChannel),
+        _ => None,
+    };
+    if let Some(value) = noise {
+        return Ok(gpuprep::RandomErasing {
+            value,
+            ..gpuprep::RandomErasing::new(p)
+        });
+    }
+    let v = parse_numbers(value, 1..=3)?;
+    let value = if v.len() == 1 {
+        [v[0]; 3]
+    } else {
+        [
+            v[0],
+            v.get(1).copied().unwrap_or(0.0),
+            v.get(2).copied().unwrap_or(0.0),
+        ]
+    };
+    if v.len() == 2 {
+        return Err(format!("give one value or three, not {value:?}"));
+    }
+    Ok(gpuprep::RandomErasing {
+        value: gpuprep::ErasedValue::Constant(value.map(|x| x as f32)),
+        ..gpuprep::RandomErasing::new(p)
+    })
+}
+
+pub fn parse_count(text: &str) -> Result<(u32, u32), String> {
+    let whole = |t: &str| {
+        t.trim()
+            .parse::<u32>()
+            .map_err(|_| format!("not a whole number: {t:?}"))
+    };
+    match text.split_once(',') {
+        Some((low, high)) => Ok((whole(low)?, whole(high)?)),
+        None => whole(text).map(|n| (n, n)),
+    }
+}
+
+pub fn parse_normalize(text: &str) -> Result<NormalizeArg, String> {
+    match text {
+        "none" => return Ok(NormalizeArg::None),
+        "imagenet" => return Ok(NormalizeArg::Stats(Normalize::IMAGENET)),
+        _ => {}
+    }
+    let bad = || format!("use none, imagenet or mean=a,b,c:std=x,y,z, not {text:?}");
+    let triple = |t: &str| -> Result<[f64; 3], String> {
+        let values: Vec<f64> = t
+            .split(',')
+            .map(|v| v.trim().parse().map_err(|_| bad()))
+            .collect::<Result<_, _>>()?;
+        values.try_into().map_err(|_| bad())
+    };
+    let (mean, std) = text.split_once(':').ok_or_else(bad)?;
+    let mean = triple(mean.strip_prefix("mean=").ok_or_else(bad)?)?;
+    let std = triple(std.strip_prefix("std=").ok_or_else(bad)?)?;
+    Ok(NormalizeArg::Stats(Normalize::from_f64(mean, std)))
+}
