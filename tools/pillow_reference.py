@@ -911,7 +911,8 @@ def transformed(path, spec, decoded=None, index=0):
                                                                else (3, h, w))
             value = np.broadcast_to(values, (3, h, w)).transpose(1, 2, 0)
         else:
-            value = np.broadcast_to(np.asarray(value, np.float64), (h, w, 3))
+            # float32 first, as the tensor holds it (float16 outputs round from there).
+            value = np.broadcast_to(np.asarray(value, np.float32), (h, w, 3))
         a[top:top + h, left:left + w, :] = value
     if spec.get("layout", "hwc") == "chw":
         a = a.transpose(2, 0, 1)

@@ -36,6 +36,8 @@ def composes():
         "train_jitter_erase": crop + [T.ColorJitter(0.4, 0.4, 0.4, 0.1), T.RandomGrayscale(0.2),
                                       T.ToTensor(), T.Normalize(MEAN, STD),
                                       T.RandomErasing(0.5)],
+        "erase_random_values": crop + [T.ToTensor(), T.Normalize(MEAN, STD),
+                                       T.RandomErasing(0.8, value="random")],
         "rand_augment_bilinear": crop + [T.RandAugment(interpolation=bilinear)] + tensor,
         "rand_augment_strong_nearest": crop + [T.RandAugment(4, 27, fill=[10, 20, 30])] + tensor,
         "trivial_augment_bilinear": crop + [T.TrivialAugmentWide(interpolation=bilinear)] + tensor,
@@ -69,8 +71,11 @@ def timm_composes():
                               re_prob=0.25)
     every_op = create_transform(224, is_training=True, interpolation="random",
                                 auto_augment="rand-m9-n4-mstd0.5-p1.0-inc1")
+    # timm's train.py defaults to re_mode='pixel'.
+    pixel = create_transform(224, is_training=True, re_prob=0.8, re_mode="pixel", re_count=3)
     return {"timm_rand_m9_mstd05_inc1": list(recipe.transforms),
-            "timm_rand_every_op_random_filters": list(every_op.transforms)}
+            "timm_rand_every_op_random_filters": list(every_op.transforms),
+            "timm_erase_pixel_three_boxes": list(pixel.transforms)}
 
 
 def seed_all(seed):

@@ -234,8 +234,8 @@ _REFUSED_WITH_REASON = {
 # MaybeToTensor is F.to_tensor, MaybePILToTensor F.pil_to_tensor,
 # RandomResizedCropAndInterpolation draws a crop (with Python's random) and resizes it as
 # RandomResizedCrop does, its interpolation fixed or drawn from (BILINEAR, BICUBIC), and
-# RandomErasing in its 'const' mode with one box draws it (with Python's random) as
-# torchvision's does and writes zeros there.
+# RandomErasing draws its count and boxes (with Python's random) as torchvision's does its box,
+# the area shared by the count, and writes zeros or normal values there.
 _TIMM = {"MaybeToTensor": "ToTensor", "MaybePILToTensor": "PILToTensor",
          "RandomResizedCropAndInterpolation": "RandomResizedCrop",
          "RandomErasing": "RandomErasing", "RandAugment": "TimmRandAugment"}
@@ -503,8 +503,8 @@ def from_torchvision(compose):
     exact given torch's kernels, see Transform.gaussian_blur), ToTensor / PILToTensor / ToImage
     (+ ToDtype /
     ConvertImageDtype), Normalize, RandomErasing, in that order, ToPureTensor anywhere (and timm's
-    MaybeToTensor, MaybePILToTensor, RandomResizedCropAndInterpolation and 'const' RandomErasing
-    with one box, as the torchvision transforms they compute as); the flips
+    MaybeToTensor, MaybePILToTensor, RandomResizedCropAndInterpolation and RandomErasing in its
+    three modes with its counts, as the torchvision transforms they compute as); the flips
     also after the colour transforms but RandomAdjustSharpness, with which alone they do not
     commute) computes on a PIL image, bit for bit. Anything else is refused here, by name
     (OptionsError): another transform (or one of another library of a torchvision name), an option
@@ -841,10 +841,10 @@ def _with_timms_erasing(t, step):
                             count=(int(step.min_count), int(step.max_count)))
 
 
-def _timm_erase_params(step, width, height):
+def _timm_erase_params(step, width, height, dtype):
     """timm's RandomErasing._erase's draws for one image of (width, height), in its order: the
     count and the boxes with Python's random, each box's normal values ('rand', 'pixel') with
-    torch's generator, as its _get_pixels draws them."""
+    torch's generator in the tensor's `dtype`, as its _get_pixels draws them."""
     import math
     import random
 
@@ -868,7 +868,7 @@ def _timm_erase_params(step, width, height):
                 box = {"top": top, "left": left, "height": h, "width": w}
                 if step.per_pixel or step.rand_color:
                     shape = (3, h, w) if step.per_pixel else (3, 1, 1)
-                    noise = torch.empty(shape, dtype=torch.float32, device=step.device).normal_()
+                    noise = torch.empty(shape, dtype=dtype, device=step.device).normal_()
                     box["noise"] = noise.cpu().flatten().tolist()
                 boxes.append(box)
                 break
@@ -1003,7 +1003,9 @@ def torchvision_params(compose, size):
     (OptionsError), before any draw."""
     import torch
 
-    from_torchvision(compose)
+    translated = from_torchvision(compose)
+    # timm draws its normal values in the tensor's own element type (float16's differ).
+    tensor_dtype = torch.float16 if translated.dtype == "float16" else torch.float32
     if not (isinstance(size, (tuple, list)) and len(size) == 2 and
             all(isinstance(v, int) and v > 0 for v in size)):
         raise OptionsError(f"size is the image's (width, height), got {size!r}")
@@ -1099,7 +1101,7 @@ def torchvision_params(compose, size):
             method = _COLOR_OPERATIONS[name][0]
             params.setdefault("color_ops", {})[method] = bool(torch.rand(1) < step.p)
         elif name == "RandomErasing" and _is_timms(step):
-            params["erase"] = _timm_erase_params(step, width, height)
+            params["erase"] = _timm_erase_params(step, width, height, tensor_dtype)
         elif name == "RandomErasing":
             params["erase"] = []
             if torch.rand(1) < step.p:

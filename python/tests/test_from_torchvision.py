@@ -121,7 +121,7 @@ def test_nearest_exact_is_refused_by_name():
 def test_timms_random_erasing_beyond_sixteen_boxes_or_of_noise_in_uint8_is_refused_by_name():
     timm_erasing = pytest.importorskip("timm.data.random_erasing")
     erasing = timm_erasing.RandomErasing(probability=0.25, max_count=17, device="cpu")
-    refused(T.Compose([T.ToTensor(), erasing]), "count must be 1 <= min <= max <= 16")
+    refused(T.Compose([T.ToTensor(), erasing]), "max_count) must be 1 <= min <= max <= 16")
     erasing = timm_erasing.RandomErasing(probability=0.25, mode="pixel", device="cpu")
     refused(T.Compose([T.PILToTensor(), erasing]), "normal values need a float output")
 
@@ -357,6 +357,17 @@ def test_timms_random_erasing_modes_and_counts_with_its_seeds_are_timms(mode):
     seeded = seeded_against_torchvision(compose, range(16), backends=("cpu", "gpu"))
     counts = {len(params["erase"]) for params in seeded}
     assert {2, 3} <= counts, counts
+
+
+def test_timms_pixel_noise_in_a_float16_tensor_is_drawn_in_float16():
+    """timm draws its 'pixel' values in the tensor's own element type: torch's float16 normal_
+    is not its float32 one rounded, and torchvision_params draws as timm does."""
+    timm_erasing = pytest.importorskip("timm.data.random_erasing")
+    compose = T.Compose([T.Resize(40), T.CenterCrop(40), T.ToTensor(),
+                         T.ConvertImageDtype(torch.float16),
+                         timm_erasing.RandomErasing(0.9, mode="pixel", max_count=3, device="cpu")])
+    seeded = seeded_against_torchvision(compose, range(8), backends=("cpu", "gpu"))
+    assert sum(len(params["erase"]) for params in seeded) > 4
 
 
 def test_v2s_trivial_augment_wide_is_refused_for_its_solarize_threshold():

@@ -276,7 +276,7 @@ impl Packing {
         constants.push(table_bits(transform));
         let noise = transform
             .random_erasing
-            .is_some_and(|e| e.value == crate::ErasedValue::NormalPerElement);
+            .is_some_and(|e| e.draws_per_element());
         let noise_base = if noise {
             constants.push(noise_bits(transform.dtype)) as u32
         } else {
@@ -582,8 +582,6 @@ pub(crate) fn pack(
     packings
 }
 
-/// The 3×256 output elements as the bits the shader writes: u8 values, or f16 / f32 bits of the
-/// CPU-built float32 table (so the GPU does no float arithmetic at all).
 /// The words of the noise's table, with its alignment.
 const NOISE_TABLE_WORDS: u64 = (1 << 16) + 2;
 
@@ -596,6 +594,8 @@ fn noise_bits(dtype: DType) -> Vec<u32> {
         .collect()
 }
 
+/// The 3×256 output elements as the bits the shader writes: u8 values, or f16 / f32 bits of the
+/// CPU-built float32 table (so the GPU does no float arithmetic at all).
 fn table_bits(transform: &Transform) -> Vec<u32> {
     // The table depends on the transform alone, not on an image's size.
     let table = OutputPlan::new((1, 1), transform, &crate::plan::Params::default()).value_table();

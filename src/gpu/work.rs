@@ -433,7 +433,7 @@ fn resize_and_tensor(
         erasures: erasure_words(&output.erase, output.dtype),
         reads_noise: transform
             .random_erasing
-            .is_some_and(|e| e.value == crate::ErasedValue::NormalPerElement),
+            .is_some_and(|e| e.draws_per_element()),
         words: (crop.width * crop.height * 3).div_ceil(per_word as usize) as u64,
         shape: output.shape,
         adjusted,
@@ -632,6 +632,7 @@ impl ImageWork {
             + 1
             + horizontal
             + self.tensor.taps.len()
+            + self.tensor.erasures.len()
             + word_count::<TensorJob>()
             + 1
             + self.tensor.adjusted.as_ref().map_or(0, |_| {

@@ -235,6 +235,11 @@ impl Params {
                 transform.gaussian_blur.is_some(),
                 self.blur.is_some(),
             ),
+            (
+                "erase",
+                transform.random_erasing.is_some(),
+                self.erase.is_some(),
+            ),
         ];
         let declared: Vec<&str> = transform
             .color_ops

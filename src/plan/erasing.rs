@@ -163,7 +163,7 @@ pub(crate) fn misfit(
             ));
         }
         let values = match (&erasure.noise, erasing.value) {
-            (None, ErasedValue::Constant(_)) | (Some(Noise::Drawn(_)), _) => None,
+            (None, ErasedValue::Constant(_)) => return None,
             (Some(_), ErasedValue::Constant(_)) => {
                 return Some(format!(
                     "the erased box {b:?} has noise, but the transform writes a constant"
@@ -174,17 +174,22 @@ pub(crate) fn misfit(
                     "the erased box {b:?} has no noise, but the transform writes normal values"
                 ))
             }
-            (Some(Noise::Given(values)), value) => Some((values, value)),
+            (Some(Noise::Drawn(_)), _) => return None,
+            (Some(Noise::Given(values)), _) => values,
         };
-        let (values, value) = values?;
-        let wanted = match value {
+        let wanted = match erasing.value {
             ErasedValue::NormalPerChannel => 3,
             _ => 3 * b.width * b.height,
         };
-        if values.len() != wanted || values.iter().any(|v| !v.is_finite()) {
+        if values.len() != wanted {
             return Some(format!(
-                "the erased box {b:?} needs {wanted} finite noise values, got {}",
+                "the erased box {b:?} needs {wanted} noise values, got {}",
                 values.len()
+            ));
+        }
+        if let Some(v) = values.iter().find(|v| !v.is_finite()) {
+            return Some(format!(
+                "the erased box {b:?} has a noise value that is not a finite float32: {v}"
             ));
         }
         None
@@ -378,6 +383,82 @@ mod tests {
             (h ^ u64::from(v.to_bits())).wrapping_mul(0x100_0000_01b3)
         });
         assert_eq!(hash, 0xc74e_bdc0_32ef_e1c1);
+    }
+
+    /// Given boxes that are not the transform's are refused, each saying why.
+    #[test]
+    fn given_boxes_that_do_not_fit_the_transform_are_refused() {
+        let region = CropBox {
+            top: 1,
+            left: 2,
+            height: 3,
+            width: 4,
+        };
+        let constant = RandomErasing::new(1.0);
+        let pixels = RandomErasing {
+            value: ErasedValue::NormalPerElement,
+            ..constant
+        };
+        let channels = RandomErasing {
+            value: ErasedValue::NormalPerChannel,
+            ..constant
+        };
+        let boxed = |noise| vec![Erasure { region, noise }];
+        let why = |boxes: &[Erasure], erasing| misfit(boxes, erasing, (8, 8)).unwrap_or_default();
+        assert_eq!(why(&boxed(None), &constant), "");
+        assert_eq!(why(&boxed(Some(Noise::Drawn(5))), &pixels), "");
+        assert_eq!(why(&boxed(Some(Noise::Given(vec![0.5; 36]))), &pixels), "");
+        assert_eq!(why(&boxed(Some(Noise::Given(vec![0.5; 3]))), &channels), "");
+        assert!(why(&boxed(Some(Noise::Drawn(5))), &constant).contains("has noise"));
+        assert!(why(&boxed(None), &pixels).contains("has no noise"));
+        assert!(why(&boxed(Some(Noise::Given(vec![0.5; 3]))), &pixels).contains("needs 36"));
+        let mut values = vec![0.5; 36];
+        values[7] = f32::INFINITY;
+        assert!(why(&boxed(Some(Noise::Given(values))), &pixels).contains("not a finite"));
+        let outside = CropBox { top: 6, ..region };
+        let boxes = [Erasure {
+            region: outside,
+            noise: None,
+        }];
+        assert!(why(&boxes, &constant).contains("does not lie inside"));
+        let two = [boxed(None), boxed(None)].concat();
+        assert!(why(&two, &constant).contains("more than the transform's count"));
+    }
+
+    /// Drawn boxes: between the count's bounds, inside the output, a key exactly where the
+    /// values are normal; and the per-channel values are the box's first element.
+    #[test]
+    fn drawn_boxes_keep_to_the_transform() {
+        use crate::plan::random::{Op, SampleKey};
+        let erasing = RandomErasing {
+            value: ErasedValue::NormalPerChannel,
+            count: (2, 4),
+            ..RandomErasing::new(1.0)
+        };
+        let mut counts = std::collections::BTreeSet::new();
+        for index in 0..200 {
+            let key = SampleKey {
+                seed: 3,
+                epoch: 0,
+                index,
+            };
+            let boxes = erase_boxes(&erasing, (64, 48), &mut Stream::new(key, Op::Erase));
+            assert_eq!(misfit(&boxes, &erasing, (64, 48)), None);
+            assert!(boxes
+                .iter()
+                .all(|b| matches!(b.noise, Some(Noise::Drawn(_)))));
+            counts.insert(boxes.len());
+            for b in &boxes {
+                let erased = Erased::new(b, &erasing);
+                let Some(Noise::Drawn(key)) = b.noise else {
+                    unreachable!()
+                };
+                for c in 0..3 {
+                    assert_eq!(erased.value(c, 1, 1), normal(key, 0, c));
+                }
+            }
+        }
+        assert_eq!(counts, [2, 3, 4].into());
     }
 
     /// Random123's known answers for Philox4x32-10 (its kat_vectors).

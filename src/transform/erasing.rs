@@ -55,9 +55,16 @@ impl RandomErasing {
         !matches!(self.value, ErasedValue::Constant(_))
     }
 
+    /// Whether the boxes hold a normal value per element (the GPU then reads the noise's
+    /// table).
+    pub fn draws_per_element(&self) -> bool {
+        self.value == ErasedValue::NormalPerElement
+    }
+
     /// Refuses ranges torchvision refuses, counts beyond [`MAX_ERASED_BOXES`], and values an
-    /// output of `dtype` cannot hold (noise in a uint8 tensor: torch's `normal_` refuses
-    /// integer tensors).
+    /// output of `dtype` cannot hold (normal values in a uint8 tensor: timm's `normal_` refuses
+    /// an integer tensor, and torchvision casts negative values in a way that depends on the
+    /// platform).
     pub(crate) fn validate(&self, dtype: DType) -> Result<(), InvalidTransform> {
         let invalid = |why: String| Err(InvalidTransform(why));
         let (s0, s1) = self.scale;
@@ -78,17 +85,17 @@ impl RandomErasing {
         let (low, high) = self.count;
         if !(1 <= low && low <= high && high <= MAX_ERASED_BOXES) {
             return invalid(format!(
-                "random_erasing's count must be 1 <= min <= max <= {MAX_ERASED_BOXES}, got \
-                 {low}..={high}"
+                "random_erasing's count (timm's min_count, max_count) must be 1 <= min <= max <= \
+                 {MAX_ERASED_BOXES}, got {low}..={high}"
             ));
         }
         if dtype == DType::U8 {
             match constant {
                 None => {
                     return invalid(
-                        "random_erasing's normal values need a float output (torch casts \
-                         negative values into a uint8 tensor in a way that depends on the \
-                         platform)"
+                        "random_erasing's normal values need a float output (timm's normal_ \
+                         refuses a uint8 tensor, and torchvision casts negative values into one \
+                         in a way that depends on the platform)"
                             .into(),
                     )
                 }
