@@ -7,11 +7,13 @@ of each step the loop waited for data, per step and overall.
 With --loader-only there is no model: each loader's batches are taken as fast as it gives them
 (torch tensors in pinned memory, as a training loop gets them), which is the loader's own
 throughput. --recipe timm takes timm's training recipe instead (create_transform(224,
-is_training=True, auto_augment='rand-m9-mstd0.5-inc1', re_prob=0.25): its RandAugment and
-RandomErasing), on both sides (gpuprep's is from_torchvision of it).
+is_training=True, auto_augment='rand-m9-mstd0.5-inc1', re_prob=0.25, re_mode=RE_MODE): its
+RandAugment and RandomErasing, by default in 'pixel' mode, timm's train.py default), on both sides
+(gpuprep's is from_torchvision of it).
 
 usage: train.py FOLDER [--batch-size 128] [--steps 20] [--workers 16] [--backend auto]
                 [--loader-only] [--warmup 1] [--no-jitter] [--prefetch 2] [--recipe torchvision|timm]
+                [--re-mode pixel|rand|const]
 """
 import argparse
 import time
@@ -94,6 +96,8 @@ def main():
                    help="the imagenet-train preset alone (no ColorJitter(0.4, 0.4, 0.4))")
     p.add_argument("--recipe", default="torchvision", choices=["torchvision", "timm"],
                    help="timm: timm's create_transform with rand-m9-mstd0.5-inc1 and re_prob 0.25")
+    p.add_argument("--re-mode", default="pixel", choices=["pixel", "rand", "const"],
+                   help="the timm recipe's RandomErasing mode (timm's train.py: pixel)")
     a = p.parse_args()
     device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
     classes = len(torchvision.datasets.ImageFolder(a.folder).classes)
@@ -112,7 +116,7 @@ def main():
     if a.recipe == "timm":
         from timm.data import create_transform
         recipe = create_transform(224, is_training=True, auto_augment="rand-m9-mstd0.5-inc1",
-                                  re_prob=0.25)
+                                  re_prob=0.25, re_mode=a.re_mode)
         transform = gpuprep.from_torchvision(recipe)
     ours = gpuprep.Loader(a.folder, transform, batch_size=a.batch_size, shuffle=True, seed=0,
                           drop_last=True, backend=a.backend, prefetch=a.prefetch)
