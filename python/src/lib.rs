@@ -14,7 +14,7 @@ use numpy::{
 };
 use pyo3::import_exception;
 use pyo3::prelude::*;
-use pyo3::types::{PyByteArray, PyBytes, PyList, PyMemoryView};
+use pyo3::types::{PyBool, PyByteArray, PyBytes, PyDict, PyList, PyMemoryView};
 use std::sync::Arc;
 
 mod dlpack;
@@ -931,16 +931,25 @@ impl Transform {
                 None => ErasedValue::Constant(
                     v.extract::<f32>()
                         .map(|x| [x; 3])
-                        .or_else(|_| v.extract::<[f32; 3]>())?,
+                        .or_else(|_| v.extract::<[f32; 3]>())
+                        .map_err(|_| {
+                            OptionsError::new_err(format!(
+                                "RandomErasing's value must be a number, three numbers, 'random' \
+                                 or 'random_per_channel', not {v}"
+                            ))
+                        })?,
                 ),
             },
         };
         let count = match count {
             None => (1, 1),
+            // A bool is an int to Python, and never meant as a count.
+            Some(c) if c.is_instance_of::<PyBool>() => return Err(count_error(&c)),
             Some(c) => c
                 .extract::<u32>()
                 .map(|n| (n, n))
-                .or_else(|_| c.extract::<(u32, u32)>())?,
+                .or_else(|_| c.extract::<(u32, u32)>())
+                .map_err(|_| count_error(&c))?,
         };
         // Checked where the transform is used: a later call may still change the element type.
         Ok(Self(gpuprep::Transform {
@@ -1140,11 +1149,29 @@ fn params_list<'py, 'a>(
     py.import("json")?.call_method1("loads", (text,))?.extract()
 }
 
-/// A parameter dict (report.json's form) as the crate's parameters.
+/// RandomErasing's `count` that is neither a whole number nor a (min, max) pair of them.
+fn count_error(count: &Bound<'_, PyAny>) -> PyErr {
+    OptionsError::new_err(format!(
+        "RandomErasing's count must be a whole number of boxes or a (min, max) pair of them, \
+         not {count}"
+    ))
+}
+
+/// A parameter dict (report.json's form) as the crate's parameters: numpy arrays and scalars in
+/// it are taken as lists and numbers; a number that is not finite is refused.
 fn given_params(py: Python<'_>, dict: &Bound<'_, PyAny>) -> PyResult<Params> {
+    let kwargs = PyDict::new(py);
+    kwargs.set_item("allow_nan", false)?;
+    kwargs.set_item("default", py.eval(c"lambda o: o.tolist()", None, None)?)?;
     let text: String = py
         .import("json")?
-        .call_method1("dumps", (dict,))?
+        .call_method("dumps", (dict,), Some(&kwargs))
+        .map_err(|e| {
+            OptionsError::new_err(format!(
+                "the parameters must hold dicts, lists and finite numbers (numpy arrays and \
+                 scalars are taken): {e}"
+            ))
+        })?
         .extract()?;
     let value: serde_json::Value =
         serde_json::from_str(&text).map_err(|e| OptionsError::new_err(e.to_string()))?;

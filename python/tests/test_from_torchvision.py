@@ -123,7 +123,8 @@ def test_timms_random_erasing_beyond_sixteen_boxes_or_of_noise_in_uint8_is_refus
     erasing = timm_erasing.RandomErasing(probability=0.25, max_count=17, device="cpu")
     refused(T.Compose([T.ToTensor(), erasing]), "max_count) must be 1 <= min <= max <= 16")
     erasing = timm_erasing.RandomErasing(probability=0.25, mode="pixel", device="cpu")
-    refused(T.Compose([T.PILToTensor(), erasing]), "normal values need a float output")
+    refused(T.Compose([T.PILToTensor(), erasing]),
+            "normal values need a float32 or float16 output")
 
 
 def test_timms_eval_transforms_give_timms_pixels():

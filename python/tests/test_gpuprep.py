@@ -585,3 +585,30 @@ def test_every_declared_operation_has_its_method_stub_and_translation():
             assert f'"{torchvision}"' in translation, torchvision
         t = getattr(gpuprep.Transform(), method)(*args.get(method, ()))
         assert f"{torchvision}(" in repr(t), (method, repr(t))
+
+
+def test_random_erasing_of_normal_values_takes_given_values_and_refuses_bad_ones():
+    """Given noise as a list or a numpy array writes exactly those values; a count or value that
+    is not one, a non-finite value and the wrong number of values are OptionsErrors."""
+    t = (gpuprep.Transform().center_crop(32).normalize([0.5] * 3, [0.5] * 3)
+         .random_erasing(1.0, value="random", count=(1, 2)))
+    p = gpuprep.Pipeline("cpu")
+    noise = np.arange(3 * 4 * 5, dtype=np.float32).reshape(3, 4, 5) / 7
+    box = {"top": 2, "left": 3, "height": 4, "width": 5}
+    for given in (noise.flatten().tolist(), noise):
+        batch, _ = p.preprocess([PHOTOS[0]], t, params=[{"erase": [{**box, "noise": given}]}])
+        assert np.array_equal(batch[0][:, 2:6, 3:8], noise)
+    for count in (True, -1, 2.5, "2", (3, 1)):
+        with pytest.raises(gpuprep.OptionsError, match="count"):
+            gpuprep.Transform().normalize([0.5] * 3, [0.5] * 3).random_erasing(
+                value="random", count=count).validate()
+    with pytest.raises(gpuprep.OptionsError, match="RandomErasing's value must be"):
+        gpuprep.Transform().random_erasing(value=[1, 2])
+    bad = noise.flatten().tolist()
+    bad[5] = float("nan")
+    with pytest.raises(gpuprep.OptionsError, match="finite numbers"):
+        p.preprocess([PHOTOS[0]], t, params=[{"erase": [{**box, "noise": bad}]}])
+    with pytest.raises(gpuprep.OptionsError, match="needs 60 noise values, got 59"):
+        p.preprocess([PHOTOS[0]], t, params=[{"erase": [{**box, "noise": noise.flatten()[:59]}]}])
+    with pytest.raises(gpuprep.OptionsError, match="float32 or float16 output"):
+        gpuprep.Transform().center_crop(32).random_erasing(value="random").validate()

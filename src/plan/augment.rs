@@ -258,10 +258,12 @@ impl Params {
         }
         for (name, wanted, given) in pairs {
             if wanted != given {
-                let verb = if wanted { "lack" } else { "have" };
-                return Err(Error::Options(format!(
-                    "the given parameters {verb} `{name}`, and the transform does not match"
-                )));
+                let why = if wanted {
+                    format!("lack `{name}`, which the transform draws")
+                } else {
+                    format!("have `{name}`, which the transform does not draw")
+                };
+                return Err(Error::Options(format!("the given parameters {why}")));
             }
         }
         if let Some(b) = self.crop {

@@ -102,7 +102,7 @@ pub fn params_json(params: &super::Params) -> serde_json::Value {
 pub fn params_from_json(json: &serde_json::Value) -> Result<super::Params> {
     let object = json
         .as_object()
-        .ok_or_else(|| Error::Options("the parameters are a JSON object".into()))?;
+        .ok_or_else(|| Error::Options("the parameters must be a JSON object".into()))?;
     let int = |v: &serde_json::Value, key: &str| {
         v.get(key)
             .and_then(serde_json::Value::as_u64)
@@ -225,13 +225,26 @@ fn erasures_from_json(value: &serde_json::Value) -> Result<Vec<super::Erasure>> 
     boxes.into_iter().map(erasure_from_json).collect()
 }
 
-/// One erased box: `{"top", "left", "height", "width"}` and, optionally, `"noise"`.
+/// The numbers of `value`, a number or nested lists of them (a (3, h, w) array as a list), in
+/// order; `None` if something else is there.
+fn flattened(value: &serde_json::Value, into: &mut Vec<f32>) -> Option<()> {
+    match value {
+        serde_json::Value::Array(items) => items.iter().try_for_each(|v| flattened(v, into)),
+        number => {
+            into.push(number.as_f64()? as f32);
+            Some(())
+        }
+    }
+}
+
+/// One erased box: `{"top", "left", "height", "width"}` and, optionally, `"noise"`: its key,
+/// or its values in C×H×W order (nested lists of them too).
 fn erasure_from_json(value: &serde_json::Value) -> Result<super::Erasure> {
     let wrong = || {
         Error::Options(
             "an erased box must be {\"top\", \"left\", \"height\", \"width\"} with \
              non-negative integers, and optionally \"noise\": a key (an integer below 2^64) or \
-             a list of numbers"
+             its values (a list of numbers, or nested lists of them)"
                 .into(),
         )
     };
@@ -251,13 +264,11 @@ fn erasure_from_json(value: &serde_json::Value) -> Result<super::Erasure> {
     };
     let noise = match object.get("noise") {
         None => None,
-        Some(serde_json::Value::Array(values)) => Some(super::Noise::Given(
-            values
-                .iter()
-                .map(|v| v.as_f64().map(|v| v as f32))
-                .collect::<Option<_>>()
-                .ok_or_else(wrong)?,
-        )),
+        Some(list @ serde_json::Value::Array(_)) => {
+            let mut values = Vec::new();
+            flattened(list, &mut values).ok_or_else(wrong)?;
+            Some(super::Noise::Given(values))
+        }
         Some(key) => Some(super::Noise::Drawn(key.as_u64().ok_or_else(wrong)?)),
     };
     Ok(super::Erasure {

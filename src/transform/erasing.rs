@@ -93,9 +93,11 @@ impl RandomErasing {
             match constant {
                 None => {
                     return invalid(
-                        "random_erasing's normal values need a float output (timm's normal_ \
-                         refuses a uint8 tensor, and torchvision casts negative values into one \
-                         in a way that depends on the platform)"
+                        "random_erasing's normal values need a float32 or float16 output \
+                         (ToTensor or ConvertImageDtype before it; --normalize or --dtype f32 on \
+                         the command line): timm's normal_ refuses a uint8 tensor, and \
+                         torchvision casts negative values into one in a way that depends on the \
+                         platform"
                             .into(),
                     )
                 }
