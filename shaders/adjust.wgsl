@@ -22,22 +22,25 @@ struct Job {
     // Adjustments in `kinds` / `factors`, whose length is `MAX_ADJUSTMENTS` of src/gpu/jobs.rs.
     adjustments: u32,
     // BRIGHTNESS (blended with black), CONTRAST, ... GRAYSCALE, REMAP, BLUR.
-    kinds: array<u32, 16>,
+    kinds: array<u32, 26>,
     // The factors; for the hue, the H channel's shift (an integer 0..=255); posterize's bits,
     // solarize's first inverted value; a remap's index in `remaps`; the blur's kernel sides,
     // width | height << 8.
-    factors: array<f32, 16>,
+    factors: array<f32, 26>,
     // Per remap (`MAX_REMAPS` of src/gpu/jobs.rs), REMAP_WORDS words (src/plan/rotate.rs): its map
     // in 16.16 fixed point (per output column, per row, at the first pixel, for the source
     // column, then the source row); the fill, R | G << 8 | B << 16; its sampling (NEAREST,
     // SCALE, BILINEAR, BICUBIC); the six doubles of Pillow's matrix, low word first.
-    remaps: array<i32, 80>,
+    remaps: array<i32, 220>,
     // The blur's kernels, float32 bits: MAX_KERNEL weights across, then as many down.
     blur: array<u32, 62>,
     // The image's width.
     width: u32,
     // Always 0 (see `blend`).
     zero: u32,
+    // Where AugMix's kept image starts, in words from `pixels_base`; its float32 sum follows,
+    // three words a pixel.
+    mix: u32,
 }
 
 @group(0) @binding(1) var<storage, read> jobs: array<Job>;
@@ -65,6 +68,9 @@ const GRAYSCALE: u32 = 9u;
 const REMAP: u32 = 10u;
 const BLUR: u32 = 11u;
 const SOLARIZE_ADD: u32 = 12u;
+const KEEP_FOR_MIX: u32 = 13u;
+const ADD_TO_MIX: u32 = 14u;
+const BLEND_MIX: u32 = 15u;
 const MAX_KERNEL: u32 = 31u;
 // A remap's words, and its samplings.
 const REMAP_WORDS: u32 = 20u;
@@ -180,7 +186,7 @@ fn blur(job: u32, lane: u32, sides: u32) {
     let kx = sides & 255u;
     let ky = sides >> 8u;
     for (var t = lane; t < kx * ky; t += LANES) {
-        weights[t] = f_mul(p.blur[MAX_KERNEL + t / kx], p.blur[t % kx]);
+        weights[t] = f_mul(jobs[job].blur[MAX_KERNEL + t / kx], jobs[job].blur[t % kx]);
     }
     let scratch = p.pixels_base + p.pixels;
     let height = p.pixels / p.width;
@@ -250,7 +256,7 @@ fn remap(job: u32, lane: u32, m: u32) {
     let p = jobs[job];
     let scratch = p.pixels_base + p.pixels;
     let map = REMAP_WORDS * m;
-    let sampling = u32(p.remaps[map + 7u]);
+    let sampling = u32(jobs[job].remaps[map + 7u]);
     storageBarrier();
     if sampling == SCALE {
         scaling_walks(job, lane, map);
@@ -273,17 +279,52 @@ fn remap(job: u32, lane: u32, m: u32) {
     }
 }
 
+// timm's AugMix, not blended (src/reference/mix.rs): KEEP_FOR_MIX keeps the image and starts
+// the float32 sum at zero; ADD_TO_MIX adds the chain's image times its weight to the sum, each
+// product and sum rounded to float32 as numpy rounds them, then starts the next chain from the
+// kept image; BLEND_MIX clips and truncates the sum (numpy's astype(uint8)) and blends the kept
+// image with it (ImagingBlend).
+fn mix_step(job: u32, lane: u32, kind: u32, factor: f32) {
+    let p = jobs[job];
+    let kept = p.pixels_base + p.mix;
+    let sum = kept + p.pixels;
+    storageBarrier();
+    for (var i = lane; i < p.pixels; i += LANES) {
+        let at = p.pixels_base + i;
+        if kind == KEEP_FOR_MIX {
+            pixels[kept + i] = pixels[at];
+            for (var c = 0u; c < 3u; c++) {
+                pixels[sum + 3u * i + c] = 0u;
+            }
+        } else if kind == ADD_TO_MIX {
+            let pixel = pixels[at];
+            for (var c = 0u; c < 3u; c++) {
+                let value = f32((pixel >> (8u * c)) & 255u);
+                let total = bitcast<f32>(pixels[sum + 3u * i + c]) + product(factor, value, p.zero);
+                pixels[sum + 3u * i + c] = bitcast<u32>(total);
+            }
+            pixels[at] = pixels[kept + i];
+        } else {
+            var mixed = 0u;
+            for (var c = 0u; c < 3u; c++) {
+                mixed |= u32(min(bitcast<f32>(pixels[sum + 3u * i + c]), 255.0)) << (8u * c);
+            }
+            pixels[at] = blend_pixels(pixels[kept + i], mixed, factor, p.zero);
+        }
+    }
+}
+
 // Pixel i of Pillow's affine_fixed: its fixed-point map walked to pixel i.
 fn nearest(job: u32, map: u32, i: u32) -> u32 {
     let p = jobs[job];
     let x = i32(i % p.width);
     let y = i32(i / p.width);
-    let sx = (p.remaps[map + 2u] + x * p.remaps[map] + y * p.remaps[map + 1u]) >> 16u;
-    let sy = (p.remaps[map + 5u] + x * p.remaps[map + 3u] + y * p.remaps[map + 4u]) >> 16u;
+    let sx = (jobs[job].remaps[map + 2u] + x * jobs[job].remaps[map] + y * jobs[job].remaps[map + 1u]) >> 16u;
+    let sy = (jobs[job].remaps[map + 5u] + x * jobs[job].remaps[map + 3u] + y * jobs[job].remaps[map + 4u]) >> 16u;
     if sx >= 0 && sx < i32(p.width) && sy >= 0 && sy < i32(p.pixels / p.width) {
         return pixels[p.pixels_base + u32(sy) * p.width + u32(sx)];
     }
-    return u32(p.remaps[map + 6u]);
+    return u32(jobs[job].remaps[map + 6u]);
 }
 
 // Pillow's ImagingScaleAffine walks (src/reference/rotate.rs `scaled`): lane 0 the source column
@@ -323,7 +364,7 @@ fn walked(job: u32, map: u32, i: u32) -> u32 {
     let sx = pixels[walks + i % p.width];
     let sy = pixels[walks + p.width + i / p.width];
     if sx == OUTSIDE || sy == OUTSIDE {
-        return u32(p.remaps[map + 6u]);
+        return u32(jobs[job].remaps[map + 6u]);
     }
     return pixels[p.pixels_base + sy * p.width + sx];
 }
@@ -358,7 +399,7 @@ fn interpolated(job: u32, map: u32, i: u32, sampling: u32) -> u32 {
     let zero = d_zero(false);
     if d_less(xin, zero) || !d_less(xin, d_from_i32(width))
         || d_less(yin, zero) || !d_less(yin, d_from_i32(height)) {
-        return u32(p.remaps[map + 6u]);
+        return u32(jobs[job].remaps[map + 6u]);
     }
     // The filters' _HEAD: the point less half a pixel, its whole part and fraction.
     let xs = d_sub(xin, HALF);
@@ -605,8 +646,8 @@ fn main(@builtin(local_invocation_index) lane: u32, @builtin(workgroup_id) group
     }
     let p = jobs[job];
     for (var k = 0u; k < p.adjustments; k++) {
-        let kind = p.kinds[k];
-        let alpha = p.factors[k];
+        let kind = jobs[job].kinds[k];
+        let alpha = jobs[job].factors[k];
         if kind == SHARPNESS {
             sharpen(job, lane, alpha);
             continue;
@@ -617,6 +658,10 @@ fn main(@builtin(local_invocation_index) lane: u32, @builtin(workgroup_id) group
         }
         if kind == BLUR {
             blur(job, lane, u32(alpha));
+            continue;
+        }
+        if kind >= KEEP_FOR_MIX {
+            mix_step(job, lane, kind, alpha);
             continue;
         }
         var mean = 0u;

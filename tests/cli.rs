@@ -1238,6 +1238,66 @@ fn timms_rand_augment_is_recorded_and_replayed_through_pillow() {
     assert!(seen.len() >= 12, "{seen:?}");
 }
 
+/// `--timm-auto-augment` records the operations of the sub-policy drawn that apply (each
+/// geometric one with the filter it drew) and `parity --pillow` replays them through Pillow:
+/// GPU, CPU and Pillow agree, over each of timm's four policies.
+#[test]
+fn timms_auto_augment_is_recorded_and_replayed_through_pillow() {
+    let mut seen = std::collections::BTreeSet::new();
+    for (config, seed) in [
+        ("original:124,116,104", "41"),
+        ("originalr-mstd0.5:bicubic", "42"),
+        ("v0:124,116,104", "43"),
+        ("v0r-mstd2:0,0,0:bilinear", "44"),
+    ] {
+        let args = [
+            "--random-resized-crop",
+            "48",
+            "--timm-auto-augment",
+            config,
+            "--seed",
+            seed,
+        ];
+        for image in converted_and_replayed(&format!("timm-auto-augment-{seed}"), &args) {
+            let augment = image["params"]["augment"].as_array().unwrap();
+            assert!(augment.len() <= 2, "{image}");
+            for op in augment {
+                seen.insert(op["op"].as_str().unwrap().to_string());
+            }
+        }
+    }
+    assert!(seen.len() >= 6, "{seen:?}");
+}
+
+/// `--timm-aug-mix` records each image's weights, blend factor and chains, and `parity --pillow`
+/// replays them through Pillow and numpy (timm's float32 sum): GPU, CPU and Pillow agree.
+#[test]
+fn timms_aug_mix_is_recorded_and_replayed_through_pillow() {
+    let mut chains = 0;
+    for (config, seed) in [
+        ("augmix-m3-w3:124,116,104:translate=0.3", "51"),
+        ("augmix-m9-w2-d3-a0.5-mstd0.5:bicubic", "52"),
+    ] {
+        let args = [
+            "--random-resized-crop",
+            "48",
+            "--timm-aug-mix",
+            config,
+            "--seed",
+            seed,
+        ];
+        for image in converted_and_replayed(&format!("timm-aug-mix-{seed}"), &args) {
+            let mix = &image["params"]["aug_mix"];
+            assert_eq!(
+                mix["weights"].as_array().unwrap().len(),
+                mix["chains"].as_array().unwrap().len()
+            );
+            chains += mix["chains"].as_array().unwrap().len();
+        }
+    }
+    assert!(chains >= 10, "{chains}");
+}
+
 /// `--random-erasing P:random` with `--random-erasing-count` records each box with its noise key
 /// and `parity --pillow` replays them (the noise drawn again in numpy): GPU, CPU and Pillow agree;
 /// `:channel` likewise, one value per channel and box.
@@ -1427,6 +1487,10 @@ fn every_declared_operation_has_its_flag_and_the_flag_sets_it() {
             "--random-crop" => "12:4",
             "--auto-augment" => "imagenet",
             "--timm-rand-augment" => "rand-m9-mstd0.5-inc1",
+            "--timm-auto-augment" => "original-mstd0.5",
+            "--timm-aug-mix" => "augmix-m3-w3",
+            "--random-resize" => "16,24",
+            "--random-shortest-size" => "16,20:30",
             "--color-jitter" => "0.4,0.4,0.4",
             "--normalize" => "imagenet",
             other => panic!("no value to try {other} with"),

@@ -34,7 +34,7 @@ import PIL
 from PIL import Image, ImageFile, features
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from pillow_reference import draw, is_random, padded_size, resize_target, transformed  # noqa: E402  (the reference gpuprep parity runs too)
+from pillow_reference import draw, is_random, padded_size, resize_target, resolved, transformed  # noqa: E402  (the reference gpuprep parity runs too)
 
 PINNED_PILLOW = "12.0.0"
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -152,6 +152,17 @@ def build_transforms(roots):
                     first = int(hashlib.sha256(rel.encode()).hexdigest()[:6], 16) * len(draws)
                     draws = [first + d for d in draws]
                 for index in draws:
+                    if index is not None and ("random_resize" in spec
+                                              or "random_shortest_size" in spec):
+                        # The resize this sample draws: skipped where Pillow or RandomCrop
+                        # would refuse what it makes, as above.
+                        drawn = draw(spec, decoded.size, index).get("resize")
+                        sized = resolved(spec, drawn, decoded.size)
+                        crop = spec.get("random_crop")
+                        if 0 in resize_target(sized, decoded.size) or (crop and any(
+                                c > p for c, p in zip((crop["width"], crop["height"]),
+                                                      padded_size(sized, decoded.size)))):
+                            continue
                     a = transformed(path, spec, decoded, index or 0)
                     sha = hashlib.sha256(a.astype(a.dtype.newbyteorder("<")).tobytes()).hexdigest()
                     shape = "x".join(map(str, a.shape))

@@ -47,7 +47,7 @@ IMAGENET = {"mean": [0.485, 0.456, 0.406], "std": [0.229, 0.224, 0.225]}
 # The counter's fourth word per operation (src/plan/random.rs, `Op`).
 OP_CROP, OP_HFLIP, OP_VFLIP, OP_JITTER, OP_GRAY, OP_ERASE, OP_FILTER, OP_ROTATION = 1, 2, 3, 4, 5, 7, 8, 9
 OP_TRIVIAL, OP_RAND, OP_AUTO, OP_RANDOM_CROP, OP_JITTER_APPLY, OP_AFFINE = 10, 17, 18, 19, 20, 21
-OP_BLUR, OP_BLUR_APPLY, OP_TIMM_RAND = 22, 23, 24
+OP_BLUR, OP_BLUR_APPLY, OP_TIMM_RAND, OP_TIMM_AUTO, OP_TIMM_AUGMIX, OP_RANDOM_RESIZE = 22, 23, 24, 25, 26, 27
 # TrivialAugmentWide's augmentation space, in its order.
 TRIVIAL_OPS = ("Identity", "ShearX", "ShearY", "TranslateX", "TranslateY", "Rotate", "Brightness", "Color",
                "Contrast", "Sharpness", "Posterize", "Solarize", "AutoContrast", "Equalize")
@@ -341,12 +341,35 @@ def tv_pad(im, padding, fill, mode):
     return Image.fromarray(np.pad(np.asarray(im), ((top, bottom), (left, right), (0, 0)), mode))
 
 
+def resolved(spec, drawn, size):
+    """The spec for a sample that drew `drawn` for its random resize, on an image of `size`:
+    RandomResize's Resize(drawn), or RandomShortestSize's exact size (its make_params: the scale
+    in doubles, each side int(side * r))."""
+    if "random_resize" in spec:
+        return dict(spec, resize=f"short:{drawn}")
+    if "random_shortest_size" in spec:
+        w, h = size
+        r = drawn / min(w, h)
+        top = spec["random_shortest_size"].get("max_size")
+        if top is not None:
+            r = min(r, top / max(w, h))
+        return dict(spec, resize=[int(w * r), int(h * r)])
+    return spec
+
+
 def draw(spec, size, index):
     """The parameters of the spec's random operations for sample `index` of an image of `size`
     (width, height), in report.json's form."""
     seed, epoch = spec.get("seed", 0), spec.get("epoch", 0)
     stream = lambda op: Stream(seed, epoch, index, op)
     params = {}
+    if "random_resize" in spec:  # v2 RandomResize: torch.randint(min_size, max_size)
+        r = spec["random_resize"]
+        params["resize"] = r["min_size"] + stream(OP_RANDOM_RESIZE).below(r["max_size"] - r["min_size"])
+    elif "random_shortest_size" in spec:  # v2 RandomShortestSize: one of its sizes
+        sizes = spec["random_shortest_size"]["min_size"]
+        params["resize"] = sizes[stream(OP_RANDOM_RESIZE).below(len(sizes))]
+    spec = resolved(spec, params.get("resize"), size)  # what follows is drawn on what it makes
     if "random_resized_crop" in spec:
         params["crop"] = crop_box(spec["random_resized_crop"], size[0], size[1], stream(OP_CROP))
         if spec.get("filter") == "random":  # timm's interpolation='random'
@@ -377,6 +400,12 @@ def draw(spec, size, index):
     if "timm_rand_augment" in spec:
         params["augment"] = timm_draw(spec["timm_rand_augment"], output_size(spec, size),
                                       stream(OP_TIMM_RAND))
+    if "timm_auto_augment" in spec:
+        params["augment"] = timm_auto_draw(spec["timm_auto_augment"], output_size(spec, size),
+                                           stream(OP_TIMM_AUTO))
+    if "timm_aug_mix" in spec:
+        params["aug_mix"] = timm_aug_mix_draw(spec["timm_aug_mix"], output_size(spec, size),
+                                              stream(OP_TIMM_AUGMIX))
     if "color_jitter" in spec and not stream(OP_JITTER_APPLY).uniform() < spec.get("color_jitter_p", 1.0):
         params["color"] = {"order": []}  # RandomApply([ColorJitter(...)], p) did not apply
     elif "color_jitter" in spec:
@@ -563,53 +592,203 @@ def timm_draw(spec, size, s):
     with replacement), then per operation whether it applies, its magnitude (Box-Muller noise, or
     uniform for "inf"), its sign and its filter; each with timm's level rule
     (timm/data/auto_augment.py) as the argument its operation gets."""
+    increasing = spec.get("increasing", False)
+    chosen = [TIMM_OPS[s.below(len(TIMM_OPS))] for _ in range(spec.get("num_ops", 2))]
+    if increasing:  # _RAND_INCREASING_TRANSFORMS: the same places
+        chosen = [n + "Increasing" if n in TIMM_INCREASING else n for n in chosen]
+    ops = []
+    for name in chosen:
+        record = timm_op_draw(name, spec.get("prob", 0.5), spec.get("magnitude", 10.0), spec,
+                              size, s)
+        if record is not None:
+            ops.append(record)
+    return ops
+
+
+# The operations whose level rule the increasing set changes.
+TIMM_INCREASING = ("Posterize", "Solarize", "Color", "Contrast", "Brightness", "Sharpness")
+
+# timm's AutoAugment policies (timm/data/auto_augment.py: auto_augment_policy_original and
+# _v0; the 'r' forms posterize with PosterizeIncreasing): (operation, probability, magnitude).
+TIMM_AUTO_POLICIES = {
+    "original": [
+        [('PosterizeOriginal', 0.4, 8), ('Rotate', 0.6, 9)],
+        [('Solarize', 0.6, 5), ('AutoContrast', 0.6, 5)],
+        [('Equalize', 0.8, 8), ('Equalize', 0.6, 3)],
+        [('PosterizeOriginal', 0.6, 7), ('PosterizeOriginal', 0.6, 6)],
+        [('Equalize', 0.4, 7), ('Solarize', 0.2, 4)],
+        [('Equalize', 0.4, 4), ('Rotate', 0.8, 8)],
+        [('Solarize', 0.6, 3), ('Equalize', 0.6, 7)],
+        [('PosterizeOriginal', 0.8, 5), ('Equalize', 1.0, 2)],
+        [('Rotate', 0.2, 3), ('Solarize', 0.6, 8)],
+        [('Equalize', 0.6, 8), ('PosterizeOriginal', 0.4, 6)],
+        [('Rotate', 0.8, 8), ('Color', 0.4, 0)],
+        [('Rotate', 0.4, 9), ('Equalize', 0.6, 2)],
+        [('Equalize', 0.0, 7), ('Equalize', 0.8, 8)],
+        [('Invert', 0.6, 4), ('Equalize', 1.0, 8)],
+        [('Color', 0.6, 4), ('Contrast', 1.0, 8)],
+        [('Rotate', 0.8, 8), ('Color', 1.0, 2)],
+        [('Color', 0.8, 8), ('Solarize', 0.8, 7)],
+        [('Sharpness', 0.4, 7), ('Invert', 0.6, 8)],
+        [('ShearX', 0.6, 5), ('Equalize', 1.0, 9)],
+        [('Color', 0.4, 0), ('Equalize', 0.6, 3)],
+        [('Equalize', 0.4, 7), ('Solarize', 0.2, 4)],
+        [('Solarize', 0.6, 5), ('AutoContrast', 0.6, 5)],
+        [('Invert', 0.6, 4), ('Equalize', 1.0, 8)],
+        [('Color', 0.6, 4), ('Contrast', 1.0, 8)],
+        [('Equalize', 0.8, 8), ('Equalize', 0.6, 3)],
+    ],
+    "v0": [
+        [('Equalize', 0.8, 1), ('ShearY', 0.8, 4)],
+        [('Color', 0.4, 9), ('Equalize', 0.6, 3)],
+        [('Color', 0.4, 1), ('Rotate', 0.6, 8)],
+        [('Solarize', 0.8, 3), ('Equalize', 0.4, 7)],
+        [('Solarize', 0.4, 2), ('Solarize', 0.6, 2)],
+        [('Color', 0.2, 0), ('Equalize', 0.8, 8)],
+        [('Equalize', 0.4, 8), ('SolarizeAdd', 0.8, 3)],
+        [('ShearX', 0.2, 9), ('Rotate', 0.6, 8)],
+        [('Color', 0.6, 1), ('Equalize', 1.0, 2)],
+        [('Invert', 0.4, 9), ('Rotate', 0.6, 0)],
+        [('Equalize', 1.0, 9), ('ShearY', 0.6, 3)],
+        [('Color', 0.4, 7), ('Equalize', 0.6, 0)],
+        [('Posterize', 0.4, 6), ('AutoContrast', 0.4, 7)],
+        [('Solarize', 0.6, 8), ('Color', 0.6, 9)],
+        [('Solarize', 0.2, 4), ('Rotate', 0.8, 9)],
+        [('Rotate', 1.0, 7), ('TranslateYRel', 0.8, 9)],
+        [('ShearX', 0.0, 0), ('Solarize', 0.8, 4)],
+        [('ShearY', 0.8, 0), ('Color', 0.6, 4)],
+        [('Color', 1.0, 0), ('Rotate', 0.6, 2)],
+        [('Equalize', 0.8, 4), ('Equalize', 0.0, 8)],
+        [('Equalize', 1.0, 4), ('AutoContrast', 0.6, 2)],
+        [('ShearY', 0.4, 7), ('SolarizeAdd', 0.6, 7)],
+        [('Posterize', 0.8, 2), ('Solarize', 0.6, 10)],
+        [('Solarize', 0.6, 8), ('Equalize', 0.6, 1)],
+        [('Color', 0.8, 6), ('Rotate', 0.4, 5)],
+    ],
+}
+
+
+def timm_auto_draw(spec, size, s):
+    """timm's AutoAugment as gpuprep draws it: the sub-policy (uniform), then each of its
+    operations as timm_draw draws one, at its own probability and magnitude."""
+    name = spec.get("policy", "v0")
+    research = name.endswith("r")
+    sub = TIMM_AUTO_POLICIES[name.rstrip("r")][s.below(25)]
+    ops = []
+    for op, prob, magnitude in sub:
+        if research and op.startswith("Posterize"):
+            op = "PosterizeIncreasing"
+        record = timm_op_draw(op, prob, float(magnitude), dict(spec, magnitude_max=None), size, s)
+        if record is not None:
+            ops.append(record)
+    return ops
+
+
+# timm's _AUGMIX_TRANSFORMS, in its order.
+TIMM_AUGMIX_OPS = ("AutoContrast", "ColorIncreasing", "ContrastIncreasing", "BrightnessIncreasing",
+                   "SharpnessIncreasing", "Equalize", "Rotate", "PosterizeIncreasing",
+                   "SolarizeIncreasing", "ShearX", "ShearY", "TranslateXRel", "TranslateYRel")
+
+
+def timm_aug_mix_draw(spec, size, s):
+    """timm's AugMix as gpuprep draws it (src/plan/timm_augment.rs): the Dirichlet's Gamma draws
+    normalised in double, as float32, the Beta's two, then per chain its depth (or the fixed one),
+    its operations, and each operation's draws as timm_draw's with probability 1."""
+    width, alpha = spec.get("width", 3), spec.get("alpha", 1.0)
+    gammas = [gamma_draw(s, alpha) for _ in range(width)]
+    total = 0.0
+    for g in gammas:  # in order, as Rust's iterator sums (Python's sum compensates)
+        total += g
+    if total > 0.0:
+        weights = [float(np.float32(g / total)) for g in gammas]
+    else:
+        one = s.below(width)
+        weights = [1.0 if i == one else 0.0 for i in range(width)]
+    x, y = gamma_draw(s, alpha), gamma_draw(s, alpha)
+    blend = float(np.float32(x / (x + y))) if x + y > 0.0 else float(s.below(2))
+    options = dict(spec, magnitude_max=None)
+    options.setdefault("magnitude_std", "inf")
+    chains = []
+    for _ in range(width):
+        depth = spec.get("depth") or 1 + s.below(3)
+        names = [TIMM_AUGMIX_OPS[s.below(len(TIMM_AUGMIX_OPS))] for _ in range(depth)]
+        chains.append([timm_op_draw(name, 1.0, float(spec.get("magnitude", 3.0)), options, size, s)
+                       for name in names])
+    return {"weights": weights, "blend": blend, "chains": chains}
+
+
+def gamma_draw(s, shape):
+    """A Gamma draw of `shape` as gpuprep makes it: Marsaglia and Tsang's method over Box-Muller
+    normals, boosted from shape + 1 below 1."""
+    if shape < 1.0:
+        u = s.uniform()
+        return gamma_draw(s, shape + 1.0) * u ** (1.0 / shape)
+    d = shape - 1.0 / 3.0
+    c = 1.0 / math.sqrt(9.0 * d)
+    for _ in range(1000):
+        angle = s.uniform() * math.tau
+        radius = math.sqrt(-2.0 * math.log(1.0 - s.uniform()))
+        x = 0.0 + math.cos(angle) * radius * 1.0
+        v = 1.0 + c * x
+        if v <= 0.0:
+            continue
+        v = v * v * v
+        u = s.uniform()
+        x2 = x * x
+        if u < 1.0 - 0.0331 * (x2 * x2) or \
+                (math.log(u) if u > 0.0 else -math.inf) < 0.5 * x2 + d * (1.0 - v + math.log(v)):
+            return d * v
+    return d
+
+
+def timm_op_draw(name, prob, m, spec, size, s):
+    """timm's AugmentOp.__call__ of the operation `name` (timm's name) as gpuprep draws it:
+    whether it applies, its magnitude, its level rule's argument (with its sign) and its filter;
+    None when it does not apply."""
     std = spec.get("magnitude_std", 0.0)
     std = math.inf if std == "inf" else std
     top = spec.get("magnitude_max") or 10.0
-    prob, pct = spec.get("prob", 0.5), spec.get("translate_pct", 0.45)
-    increasing, interpolation = spec.get("increasing", False), spec.get("interpolation", "random")
-    chosen = [TIMM_OPS[s.below(len(TIMM_OPS))] for _ in range(spec.get("num_ops", 2))]
-    ops = []
-    for name in chosen:
-        if prob < 1.0 and s.uniform() > prob:
-            continue
-        m = spec.get("magnitude", 10.0)
-        if std == math.inf:
-            m = m * s.uniform()
-        elif std > 0:
-            angle = s.uniform() * math.tau
-            radius = math.sqrt(-2.0 * math.log(1.0 - s.uniform()))
-            m = m + math.cos(angle) * radius * std
-        level = max(min(m, top), 0.0) / 10.0
+    pct, interpolation = spec.get("translate_pct", 0.45), spec.get("interpolation", "random")
+    if prob < 1.0 and s.uniform() > prob:
+        return None
+    if std == math.inf:
+        m = m * s.uniform()
+    elif std > 0:
+        angle = s.uniform() * math.tau
+        radius = math.sqrt(-2.0 * math.log(1.0 - s.uniform()))
+        m = m + math.cos(angle) * radius * std
+    level = max(min(m, top), 0.0) / 10.0
 
-        def signed(v):
-            return -v if s.uniform() > 0.5 else v
-        if name in ("AutoContrast", "Equalize", "Invert"):
-            op, arg = name, 0.0
-        elif name == "Rotate":
-            op, arg = name, signed(level * 30.0)
-        elif name == "Posterize":
-            bits = float(int(level * 4.0))
-            op, arg = name, min(max(4.0 - bits if increasing else bits, 0.0), 8.0)
-        elif name == "Solarize":
-            threshold = float(min(256, int(level * 256.0)))
-            op, arg = name, 256.0 - threshold if increasing else threshold
-        elif name == "SolarizeAdd":
-            op, arg = name, float(min(128, int(level * 110.0)))
-        elif name in ("Color", "Contrast", "Brightness", "Sharpness"):
-            op = "Timm" + name
-            arg = max(1.0 + signed(level * 0.9), 0.1) if increasing else level * 1.8 + 0.1
-        elif name in ("ShearX", "ShearY"):
-            op, arg = "Timm" + name, signed(level * 0.3)
-        else:  # TranslateXRel, TranslateYRel: the share of the side, in pixels
-            side = size[0] if name == "TranslateXRel" else size[1]
-            op, arg = "Timm" + name[:-3], signed(level * pct) * side
-        record = {"op": op, "magnitude": arg}
-        if op in ("Rotate", "TimmShearX", "TimmShearY", "TimmTranslateX", "TimmTranslateY"):
-            record["interpolation"] = interpolation if interpolation != "random" else \
-                ("bilinear", "bicubic")[s.below(2)]
-        ops.append(record)
-    return ops
+    def signed(v):
+        return -v if s.uniform() > 0.5 else v
+    base = name[:-len("Increasing")] if name.endswith("Increasing") else name
+    increasing = base != name
+    if name in ("AutoContrast", "Equalize", "Invert"):
+        op, arg = name, 0.0
+    elif name == "Rotate":
+        op, arg = name, signed(level * 30.0)
+    elif base == "Posterize" or name == "PosterizeOriginal":
+        bits = float(int(level * 4.0))
+        bits = 4.0 - bits if increasing else bits + 4.0 if name == "PosterizeOriginal" else bits
+        op, arg = "Posterize", min(max(bits, 0.0), 8.0)
+    elif base == "Solarize":
+        threshold = float(min(256, int(level * 256.0)))
+        op, arg = base, 256.0 - threshold if increasing else threshold
+    elif name == "SolarizeAdd":
+        op, arg = name, float(min(128, int(level * 110.0)))
+    elif base in ("Color", "Contrast", "Brightness", "Sharpness"):
+        op = "Timm" + base
+        arg = max(1.0 + signed(level * 0.9), 0.1) if increasing else level * 1.8 + 0.1
+    elif name in ("ShearX", "ShearY"):
+        op, arg = "Timm" + name, signed(level * 0.3)
+    else:  # TranslateXRel, TranslateYRel: the share of the side, in pixels
+        side = size[0] if name == "TranslateXRel" else size[1]
+        op, arg = "Timm" + name[:-3], signed(level * pct) * side
+    record = {"op": op, "magnitude": arg}
+    if op in ("Rotate", "TimmShearX", "TimmShearY", "TimmTranslateX", "TimmTranslateY"):
+        record["interpolation"] = interpolation if interpolation != "random" else \
+            ("bilinear", "bicubic")[s.below(2)]
+    return record
 
 
 def auto_draw(spec, size, s):
@@ -780,7 +959,8 @@ def finish(a, params, spec=None):
         resample = FILTERS[affine.get("interpolation", "nearest")]
         a = np.asarray(im.transform(im.size, Image.AFFINE, matrix, resample, fillcolor=fill))
     if "augment" in params:
-        policies = ("trivial_augment", "rand_augment", "auto_augment", "timm_rand_augment")
+        policies = ("trivial_augment", "rand_augment", "auto_augment", "timm_rand_augment",
+                    "timm_auto_augment")
         policy = next((spec[k] for k in policies if k in (spec or {})), {})
         fill = tuple(int(v) for v in policy.get("fill", [0, 0, 0]))
         resample = FILTERS.get(policy.get("interpolation", "nearest"))  # timm's may be "random"
@@ -790,6 +970,21 @@ def finish(a, params, spec=None):
             own = FILTERS[op["interpolation"]] if "interpolation" in op else resample
             im = apply_op(im, op["op"], op["magnitude"], fill, own)
         a = np.asarray(im)
+    if "aug_mix" in params:  # timm's AugMixAugment._apply_basic with the recorded draws
+        mix, policy = params["aug_mix"], spec["timm_aug_mix"]
+        fill = tuple(int(v) for v in policy.get("fill", [128, 128, 128]))
+        resample = FILTERS.get(policy.get("interpolation", "random"))
+        im = Image.fromarray(np.ascontiguousarray(a), "RGB")
+        mixed = np.zeros(a.shape, dtype=np.float32)
+        for weight, chain in zip(mix["weights"], mix["chains"]):
+            aug = im
+            for op in chain:
+                own = FILTERS[op["interpolation"]] if "interpolation" in op else resample
+                aug = apply_op(aug, op["op"], op["magnitude"], fill, own)
+            mixed += np.float32(weight) * np.asarray(aug, dtype=np.float32)
+        np.clip(mixed, 0, 255.0, out=mixed)
+        a = np.asarray(Image.blend(im, Image.fromarray(mixed.astype(np.uint8)),
+                                   float(np.float32(mix["blend"]))))
     color, grey, applied = params.get("color"), params.get("grayscale"), params.get("color_ops", {})
     if color or grey or any(applied.values()):
         im = Image.fromarray(np.ascontiguousarray(a), "RGB")
@@ -840,7 +1035,7 @@ def center_crop(a, crop):
 
 RANDOM = ("random_resized_crop", "random_crop", "hflip", "vflip", "random_rotation", "random_affine", "trivial_augment",
           "rand_augment",
-          "auto_augment", "color_jitter", "grayscale", "color_ops", "gaussian_blur", "random_erasing")
+          "auto_augment", "random_resize", "random_shortest_size", "timm_rand_augment", "timm_auto_augment", "timm_aug_mix", "color_jitter", "grayscale", "color_ops", "gaussian_blur", "random_erasing")
 
 
 def is_random(spec):
@@ -865,6 +1060,7 @@ def transformed(path, spec, decoded=None, index=0):
                 decoded = Image.open(io.BytesIO(f.read())).convert("RGB")
         im = decoded
     params = draw(spec, im.size, index)
+    spec = resolved(spec, params.get("resize"), im.size)
     resample = FILTERS[params.get("interpolation", spec.get("filter", "bilinear"))]
     if "crop" in params:
         im = cut(im, params, spec["random_resized_crop"]["size"], resample)

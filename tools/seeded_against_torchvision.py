@@ -61,8 +61,8 @@ def composes():
 
 
 def timm_composes():
-    """timm's training recipes (create_transform with its RandAugment and RandomErasing), where
-    timm is installed."""
+    """timm's training recipes (create_transform with its RandAugment, AutoAugment, AugMix and
+    RandomErasing), where timm is installed."""
     try:
         from timm.data import create_transform
     except ImportError:
@@ -73,9 +73,20 @@ def timm_composes():
                                 auto_augment="rand-m9-n4-mstd0.5-p1.0-inc1")
     # timm's train.py defaults to re_mode='pixel'.
     pixel = create_transform(224, is_training=True, re_prob=0.8, re_mode="pixel", re_count=3)
-    return {"timm_rand_m9_mstd05_inc1": list(recipe.transforms),
-            "timm_rand_every_op_random_filters": list(every_op.transforms),
-            "timm_erase_pixel_three_boxes": list(pixel.transforms)}
+    composes = {"timm_rand_m9_mstd05_inc1": list(recipe.transforms),
+                "timm_rand_every_op_random_filters": list(every_op.transforms),
+                "timm_erase_pixel_three_boxes": list(pixel.transforms)}
+    # timm's AutoAugment policies (train.py's --aa original / v0 ...), with and without noise.
+    for config, interpolation in (("original", "random"), ("originalr-mstd0.5", "bilinear"),
+                                  ("v0", "bicubic"), ("v0r-mstd1.5", "random")):
+        recipe = create_transform(224, is_training=True, auto_augment=config,
+                                  interpolation=interpolation, re_prob=0.25)
+        composes["timm_aa_" + config.replace("-", "_").replace(".", "")] = list(recipe.transforms)
+    # timm's AugMix (train.py's --aa augmix-m3-w3 ...), not blended.
+    for config in ("augmix-m3-w3", "augmix-m9-w2-d3-a0.5-mstd0.5"):
+        recipe = create_transform(224, is_training=True, auto_augment=config, re_prob=0.25)
+        composes["timm_" + config.replace("-", "_").replace(".", "")] = list(recipe.transforms)
+    return composes
 
 
 def seed_all(seed):
@@ -90,11 +101,14 @@ def main():
     parser.add_argument("dir")
     parser.add_argument("--backend", default="gpu")
     parser.add_argument("--seeds", type=int, default=2)
+    parser.add_argument("--only", default="", help="only the composes whose names hold this")
     args = parser.parse_args()
     paths = sorted(glob.glob(os.path.join(args.dir, "*.jpg")))
     pipeline = gpuprep.Pipeline(args.backend)
     failed = False
     for name, steps in composes().items():
+        if args.only not in name:
+            continue
         compose = T.Compose(steps)
         transform = gpuprep.from_torchvision(compose)
         checked, differing = 0, []

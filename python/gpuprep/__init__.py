@@ -222,9 +222,6 @@ _REFUSED_WITH_REASON = {
               "torch's tensor kernels (its shears, translations and rotations through float32 "
               "grid_sample, its blends in float), whose last bits depend on the CPU's vector "
               "unit, not Pillow's arithmetic, which gpuprep computes",
-    "AugMixAugment": "timm's AugMix ('augmix-...') is not supported by gpuprep yet: it mixes "
-                     "several augmented copies of each image (numpy float32 sums), which "
-                     "gpuprep's one-image plan does not hold",
     "MixUp": "MixUp inside a Compose: it mixes batches, not images; translate it on its own "
              "(from_torchvision(MixUp(...))) and give it to Loader(batch_transform=...)",
     "CutMix": "CutMix inside a Compose: it mixes batches, not images; translate it on its own "
@@ -238,9 +235,10 @@ _REFUSED_WITH_REASON = {
 # the area shared by the count, and writes zeros or normal values there.
 _TIMM = {"MaybeToTensor": "ToTensor", "MaybePILToTensor": "PILToTensor",
          "RandomResizedCropAndInterpolation": "RandomResizedCrop",
-         "RandomErasing": "RandomErasing", "RandAugment": "TimmRandAugment"}
+         "RandomErasing": "RandomErasing", "RandAugment": "TimmRandAugment",
+         "AutoAugment": "TimmAutoAugment", "AugMixAugment": "TimmAugMix"}
 _GEOMETRIC = ("RandomRotation", "RandomAffine", "TrivialAugmentWide", "RandAugment",
-              "AutoAugment", "TimmRandAugment")
+              "AutoAugment", "TimmRandAugment", "TimmAutoAugment", "TimmAugMix")
 _INTERPOLATIONS = {"NEAREST": "nearest", "BOX": "box", "BILINEAR": "bilinear",
                    "HAMMING": "hamming", "BICUBIC": "bicubic", "LANCZOS": "lanczos"}
 # Pillow's filter numbers, which torchvision takes for an interpolation too (as its
@@ -249,11 +247,12 @@ _PIL_FILTERS = {0: "NEAREST", 1: "LANCZOS", 2: "BILINEAR", 3: "BICUBIC", 4: "BOX
 # The tensor conversions, with the element type of the tensor each makes of a PIL image.
 _TO_TENSOR = {"ToTensor": "float32", "PILToTensor": "uint8", "ToImage": "uint8"}
 # gpuprep's Transform holds one of each of these: a second transform of the same slot is refused.
-_SLOTS = {"RandomResizedCrop": "Resize", "PILToTensor": "ToTensor", "ToImage": "ToTensor",
+_SLOTS = {"RandomResizedCrop": "Resize", "RandomResize": "Resize", "RandomShortestSize": "Resize", "PILToTensor": "ToTensor", "ToImage": "ToTensor",
           "ConvertImageDtype": "ToDtype", "TrivialAugmentWide": "RandomRotation",
           "RandomAffine": "RandomRotation",
           "RandAugment": "RandomRotation", "AutoAugment": "RandomRotation",
-          "TimmRandAugment": "RandomRotation",
+          "TimmRandAugment": "RandomRotation", "TimmAutoAugment": "RandomRotation",
+          "TimmAugMix": "RandomRotation",
           "RandomCrop": "CenterCrop"}
 _TWICE = {"Resize": "resize", "ToTensor": "convert to a tensor", "ToDtype": "convert the dtype",
           "RandomRotation": "rotate or augment", "CenterCrop": "crop"}
@@ -504,7 +503,9 @@ def from_torchvision(compose):
     (+ ToDtype /
     ConvertImageDtype), Normalize, RandomErasing, in that order, ToPureTensor anywhere (and timm's
     MaybeToTensor, MaybePILToTensor, RandomResizedCropAndInterpolation and RandomErasing in its
-    three modes with its counts, as the torchvision transforms they compute as); the flips
+    three modes with its counts, as the torchvision transforms they compute as, and its
+    RandAugment ('rand-...'), AutoAugment ('original', 'originalr', 'v0', 'v0r', with '-mstd')
+    and AugMix ('augmix-...', not blended) in the policies' place); the flips
     also after the colour transforms but RandomAdjustSharpness, with which alone they do not
     commute) computes on a PIL image, bit for bit. Anything else is refused here, by name
     (OptionsError): another transform (or one of another library of a torchvision name), an option
@@ -531,10 +532,6 @@ def from_torchvision(compose):
         name, module = _name(step), type(step).__module__ or ""
         if name in _REFUSED_WITH_REASON and module.split(".")[0] in ("torchvision", "timm"):
             raise OptionsError(_REFUSED_WITH_REASON[name])
-        if module.startswith("timm.") and name == "AutoAugment":
-            raise OptionsError("timm's AutoAugment ('original', 'v0', '3a', ...) is not supported "
-                               "by gpuprep yet (its policies and level rules are timm's own); "
-                               "timm's RandAugment ('rand-...') is")
         if _mix.translated(step) is not None:
             raise OptionsError(f"{name} of MixUp/CutMix inside a Compose: it mixes batches, not "
                                "images; translate it on its own and give it to "
@@ -605,7 +602,11 @@ def from_torchvision(compose):
             t = _with_augmentation_policy(t, step, v2)
         elif name == "TimmRandAugment":
             t = _with_timms_rand_augment(t, step)
-        elif name in ("Resize", "RandomResizedCrop"):
+        elif name == "TimmAutoAugment":
+            t = _with_timms_auto_augment(t, step)
+        elif name == "TimmAugMix":
+            t = _with_timms_aug_mix(t, step)
+        elif name in ("Resize", "RandomResizedCrop", "RandomResize", "RandomShortestSize"):
             if v2 and getattr(step, "antialias", True) not in (True, None, "warn"):
                 raise OptionsError(f"transforms.v2.{name}(antialias={step.antialias!r}) is not "
                                    "supported: on a PIL image torchvision antialiases anyway, as "
@@ -619,6 +620,10 @@ def from_torchvision(compose):
                 t = t.interpolation(_filter(name, step))
             if name == "Resize":
                 t = t.resize(_checked_size(name, step.size), getattr(step, "max_size", None))
+            elif name == "RandomResize":
+                t = t.random_resize(step.min_size, step.max_size)
+            elif name == "RandomShortestSize":
+                t = t.random_shortest_size(list(step.min_size), step.max_size)
             else:
                 t = t.random_resized_crop(_checked_size(name, step.size),
                                           _pair(name, "scale", step.scale, positive=True),
@@ -736,16 +741,13 @@ def _with_timms_rand_augment(t, step):
         raise OptionsError(f"timm's RandAugment of the operations {names} is not supported: "
                            "its default and 'inc1' sets are")
 
-    def settings(op):
-        fill = op.kwargs["fillcolor"]
-        return (op.prob, op.magnitude, op.magnitude_std, op.magnitude_max,
-                op.hparams.get("translate_pct", 0.45),
-                tuple(fill) if isinstance(fill, (tuple, list)) else fill, op.kwargs["resample"])
     first = step.ops[0]
-    if any(settings(op) != settings(first) for op in step.ops):
+    if any(_timm_settings(op) != _timm_settings(first) for op in step.ops) or \
+            any((op.prob, op.magnitude) != (first.prob, first.magnitude) for op in step.ops):
         raise OptionsError("timm's RandAugment whose operations differ in their settings is "
                            "not supported")
-    prob, magnitude, std, top, translate_pct, fill, resample = settings(first)
+    prob, magnitude = first.prob, first.magnitude
+    std, top, translate_pct, fill, resample = _timm_settings(first)
     if magnitude != int(magnitude) or (top is not None and top != int(top)):
         raise OptionsError(f"timm's RandAugment magnitude {magnitude} (max {top}) is not "
                            "supported: timm's strings give integers")
@@ -754,21 +756,76 @@ def _with_timms_rand_augment(t, step):
                            "100, given in hparams) is not supported: a 'mstd' above 100 means "
                            "uniform magnitudes to gpuprep, as in timm's strings")
 
-    def number(value):  # digits only: the string splits at '-', so no exponent
-        return _np.format_float_positional(float(value), unique=True, trim="-")
-    config = f"rand-m{int(magnitude)}-n{step.num_layers}-p{number(prob)}-inc{sets[tuple(names)]}"
+    config = f"rand-m{int(magnitude)}-n{step.num_layers}-p{_digits(prob)}-inc{sets[tuple(names)]}"
     if std > 0:  # timm draws no noise for a magnitude_std of 0 or below
-        config += "-mstd101" if std == float("inf") else f"-mstd{number(std)}"
+        config += "-mstd101" if std == float("inf") else f"-mstd{_digits(std)}"
     if top is not None:
         config += f"-mmax{int(top)}"
+    interpolation = _timm_interpolation("RandAugment", resample)
+    return t.timm_rand_augment(config, fill, interpolation, float(translate_pct))
+
+
+def _timm_settings(op):
+    """What one of timm's AugmentOps holds besides its operation, probability and magnitude:
+    the magnitude's noise and bound, the translation share, the fill and the filter."""
+    fill = op.kwargs["fillcolor"]
+    return (op.magnitude_std, op.magnitude_max, op.hparams.get("translate_pct", 0.45),
+            tuple(fill) if isinstance(fill, (tuple, list)) else fill, op.kwargs["resample"])
+
+
+def _digits(value):
+    """A number as a timm string section holds it: digits only (the string splits at '-', so
+    no exponent)."""
+    return _np.format_float_positional(float(value), unique=True, trim="-")
+
+
+def _timm_interpolation(what, resample):
+    """gpuprep's name of a timm policy's filter: 'random' for timm's draw of bilinear or
+    bicubic; another draw is refused by name."""
     if isinstance(resample, (tuple, list)):
         if [_interpolation_name(r) for r in resample] != ["BILINEAR", "BICUBIC"]:
-            raise OptionsError(f"timm's RandAugment drawing from {resample!r} is not supported: "
+            raise OptionsError(f"timm's {what} drawing from {resample!r} is not supported: "
                                "gpuprep draws bilinear or bicubic")
-        interpolation = "random"
-    else:
-        interpolation = _INTERPOLATIONS.get(_interpolation_name(resample), repr(resample))
-    return t.timm_rand_augment(config, fill, interpolation, float(translate_pct))
+        return "random"
+    return _INTERPOLATIONS.get(_interpolation_name(resample), repr(resample))
+
+
+def _with_timms_auto_augment(t, step):
+    """`t` with timm's AutoAugment `step` (auto_augment_transform's): one of its policies
+    'original', 'originalr', 'v0' and 'v0r' (as timm builds them), every operation with the same
+    settings (noise, fill, interpolation, translation share), as a policy string gpuprep parses;
+    '3a' and any other policy are refused by name."""
+    from timm.data import auto_augment as timm_aa
+
+    def table(policy):
+        return [[(op.name, op.prob, op.magnitude) for op in sub] for sub in policy]
+    given = table(step.policy)
+    names = {op for sub in given for op, _, _ in sub}
+    if names & {"Desaturate", "GaussianBlurRand", "GaussianBlur"}:
+        raise OptionsError("timm's AutoAugment policy '3a' is not supported by gpuprep: its "
+                           "GaussianBlurRand is Pillow's box-blur approximation, which gpuprep "
+                           "does not compute")
+    policy = next((name for name in ("original", "originalr", "v0", "v0r")
+                   if table(timm_aa.auto_augment_policy(name, dict(timm_aa._HPARAMS_DEFAULT)))
+                   == given), None)
+    if policy is None:
+        raise OptionsError("timm's AutoAugment of a policy of its own is not supported: "
+                           "timm's 'original', 'originalr', 'v0' and 'v0r' are")
+    ops = [op for sub in step.policy for op in sub]
+    if any(_timm_settings(op) != _timm_settings(ops[0]) for op in ops):
+        raise OptionsError("timm's AutoAugment whose operations differ in their settings is "
+                           "not supported")
+    std, top, translate_pct, fill, resample = _timm_settings(ops[0])
+    if top is not None:
+        raise OptionsError(f"timm's AutoAugment with magnitude_max={top} (given in hparams) is "
+                           "not supported: its strings have no bound")
+    if std == float("inf"):
+        raise OptionsError("timm's AutoAugment with an infinite magnitude_std (uniform "
+                           "magnitudes, given in hparams) is not supported: its strings give "
+                           "a finite 'mstd'")
+    config = policy + (f"-mstd{_digits(std)}" if std > 0 else "")
+    interpolation = _timm_interpolation("AutoAugment", resample)
+    return t.timm_auto_augment(config, fill, interpolation, float(translate_pct))
 
 
 def _timm_rand_augment_draw(step, width, height):
@@ -780,26 +837,93 @@ def _timm_rand_augment_draw(step, width, height):
     import numpy as np
 
     ops = np.random.choice(step.ops, step.num_layers, replace=True)
-    drawn = []
-    for op in ops:
-        if op.prob < 1.0 and random.random() > op.prob:
-            continue
-        magnitude = op.magnitude
-        if op.magnitude_std == float("inf"):
-            magnitude = random.uniform(0, magnitude)
-        elif op.magnitude_std > 0:
-            magnitude = random.gauss(magnitude, op.magnitude_std)
-        magnitude = max(0.0, min(magnitude, op.magnitude_max or 10.0))
-        args = op.level_fn(magnitude, op.hparams) if op.level_fn is not None else ()
-        record = _TIMM_OPS[op.name](args[0] if args else 0.0, width, height)
-        resample = op.kwargs["resample"]
-        if record["op"] in ("Rotate", "TimmShearX", "TimmShearY", "TimmTranslateX",
-                            "TimmTranslateY"):
-            if isinstance(resample, (tuple, list)):
-                resample = random.choice(resample)
-            record["interpolation"] = _INTERPOLATIONS[_interpolation_name(resample)]
-        drawn.append(record)
-    return drawn
+    drawn = (_timm_op_draw(op, width, height) for op in ops)
+    return [record for record in drawn if record is not None]
+
+
+def _with_timms_aug_mix(t, step):
+    """`t` with timm's AugMix `step` (augment_and_mix_transform's, not blended): its thirteen
+    operations, every one with the same magnitude and settings, as an `augmix-...` string gpuprep
+    parses; the blended form and another operation set are refused by name."""
+    from timm.data import auto_augment as timm_aa
+
+    if step.blended:
+        raise OptionsError("timm's blended AugMix ('b1') is not supported by gpuprep: its "
+                           "chained blends are arithmetic of their own (timm notes they differ "
+                           "from the mix)")
+    names = [op.name for op in step.ops]
+    if names != list(timm_aa._AUGMIX_TRANSFORMS):
+        raise OptionsError(f"timm's AugMix of the operations {names} is not supported: its "
+                           "own thirteen are")
+    first = step.ops[0]
+    if any(_timm_settings(op) != _timm_settings(first) for op in step.ops) or \
+            any((op.prob, op.magnitude) != (1.0, first.magnitude) for op in step.ops):
+        raise OptionsError("timm's AugMix whose operations differ in their settings is not "
+                           "supported")
+    std, top, translate_pct, fill, resample = _timm_settings(first)
+    if top is not None:
+        raise OptionsError(f"timm's AugMix with magnitude_max={top} (given in hparams) is not "
+                           "supported: its strings have no bound")
+    if first.magnitude != int(first.magnitude):
+        raise OptionsError(f"timm's AugMix magnitude {first.magnitude} is not supported: timm's "
+                           "strings give integers")
+    config = f"augmix-m{int(first.magnitude)}-w{step.width}-a{_digits(step.alpha)}"
+    if step.depth > 0:
+        config += f"-d{step.depth}"
+    if std != float("inf"):  # uniform magnitudes are AugMix's default
+        config += f"-mstd{_digits(max(std, 0.0))}"
+    interpolation = _timm_interpolation("AugMix", resample)
+    return t.timm_aug_mix(config, fill, interpolation, float(translate_pct))
+
+
+def _timm_aug_mix_draw(step, width, height):
+    """timm's AugMixAugment.__call__'s draws, in its order: the weights (numpy's Dirichlet, as
+    float32) and the blend factor (its Beta, as float32), then per chain its depth and operations
+    with numpy's RNG, and each operation's draws with Python's random (_timm_op_draw)."""
+    import numpy as np
+
+    weights = np.float32(np.random.dirichlet([step.alpha] * step.width))
+    blend = np.float32(np.random.beta(step.alpha, step.alpha))
+    chains = []
+    for _ in weights:
+        depth = step.depth if step.depth > 0 else np.random.randint(1, 4)
+        ops = np.random.choice(step.ops, depth, replace=True)
+        chains.append([_timm_op_draw(op, width, height) for op in ops])
+    return {"weights": [float(w) for w in weights], "blend": float(blend), "chains": chains}
+
+
+def _timm_auto_augment_draw(step, width, height):
+    """timm's AutoAugment.__call__'s draws, in its order: the sub-policy with Python's random,
+    then each of its operations as _timm_op_draw draws one."""
+    import random
+
+    drawn = (_timm_op_draw(op, width, height) for op in random.choice(step.policy))
+    return [record for record in drawn if record is not None]
+
+
+def _timm_op_draw(op, width, height):
+    """timm's AugmentOp.__call__'s draws with Python's random, in its order: whether it
+    applies, its magnitude's noise, its sign and its filter; as gpuprep records it (the argument
+    timm's operation gets), or None when it does not apply."""
+    import random
+
+    if op.prob < 1.0 and random.random() > op.prob:
+        return None
+    magnitude = op.magnitude
+    if op.magnitude_std == float("inf"):
+        magnitude = random.uniform(0, magnitude)
+    elif op.magnitude_std > 0:
+        magnitude = random.gauss(magnitude, op.magnitude_std)
+    magnitude = max(0.0, min(magnitude, op.magnitude_max or 10.0))
+    args = op.level_fn(magnitude, op.hparams) if op.level_fn is not None else ()
+    record = _TIMM_OPS[op.name](args[0] if args else 0.0, width, height)
+    resample = op.kwargs["resample"]
+    if record["op"] in ("Rotate", "TimmShearX", "TimmShearY", "TimmTranslateX",
+                        "TimmTranslateY"):
+        if isinstance(resample, (tuple, list)):
+            resample = random.choice(resample)
+        record["interpolation"] = _INTERPOLATIONS[_interpolation_name(resample)]
+    return record
 
 
 def _timm_op(name, argument=lambda a, w, h: float(a)):
@@ -816,7 +940,7 @@ _TIMM_OPS = {
     "Invert": _timm_op("Invert"), "Rotate": _timm_op("Rotate"),
     "SolarizeAdd": _timm_op("SolarizeAdd"),
     **{name: _timm_op("Posterize", lambda a, w, h: float(min(max(a, 0), 8)))
-       for name in ("Posterize", "PosterizeIncreasing")},
+       for name in ("Posterize", "PosterizeIncreasing", "PosterizeOriginal")},
     **{name: _timm_op("Solarize") for name in ("Solarize", "SolarizeIncreasing")},
     **{f"{kind}{suffix}": _timm_op(f"Timm{kind}") for kind in
        ("Color", "Contrast", "Brightness", "Sharpness") for suffix in ("", "Increasing")},
@@ -1048,6 +1172,19 @@ def torchvision_params(compose, size):
                 j = int(torch.randint(0, width - tw + 1, size=(1,)).item())
             params["random_crop"] = {"top": i, "left": j, "height": th, "width": tw}
             height, width = th, tw
+        elif name == "RandomResize":  # make_params: torch.randint(min_size, max_size)
+            size = int(torch.randint(step.min_size, step.max_size, ()))
+            params["resize"] = size
+            short, long_ = min(width, height), max(width, height)
+            new = (size, int(size * long_ / short))
+            width, height = new if width <= height else new[::-1]
+        elif name == "RandomShortestSize":  # make_params: one of min_size, the scale in doubles
+            size = step.min_size[int(torch.randint(len(step.min_size), ()))]
+            params["resize"] = int(size)
+            r = size / min(width, height)
+            if step.max_size is not None:
+                r = min(r, step.max_size / max(width, height))
+            width, height = int(width * r), int(height * r)
         elif name == "RandomResizedCrop":
             # get_params reads the image's size alone: a view of one element stands in. timm's
             # draws with Python's random, then its interpolation where it draws one.
@@ -1093,6 +1230,10 @@ def torchvision_params(compose, size):
             params["augment"] = _auto_augment_draw(step, width, height)
         elif name == "TimmRandAugment":
             params["augment"] = _timm_rand_augment_draw(step, width, height)
+        elif name == "TimmAutoAugment":
+            params["augment"] = _timm_auto_augment_draw(step, width, height)
+        elif name == "TimmAugMix":
+            params["aug_mix"] = _timm_aug_mix_draw(step, width, height)
         elif name == "RandomGrayscale":
             params["grayscale"] = bool(torch.rand(1) < step.p)
         elif name in _COLOR_OPERATIONS:

@@ -154,10 +154,10 @@ def test_timms_train_transforms_with_its_seeds_give_timms_pixels():
         seeded = seeded_against_torchvision(compose, range(10))
         drawn = {params.get("interpolation") for params in seeded}
         assert drawn == ({"bilinear", "bicubic"} if interpolation == "random" else {None})
-    refused(timm_data.create_transform(64, is_training=True, auto_augment="augmix-m5-w3"),
-            "timm's AugMix ('augmix-...') is not supported by gpuprep yet")
-    refused(timm_data.create_transform(64, is_training=True, auto_augment="original"),
-            "timm's AutoAugment ('original', 'v0', '3a', ...) is not supported")
+    refused(timm_data.create_transform(64, is_training=True, auto_augment="augmix-m5-w3-b1"),
+            "timm's blended AugMix ('b1') is not supported")
+    refused(timm_data.create_transform(64, is_training=True, auto_augment="3a"),
+            "timm's AutoAugment policy '3a' is not supported", "GaussianBlurRand")
     # With timm's RandomErasing ('const', one box) after Normalize: its boxes drawn with
     # Python's random, zeros written there.
     compose = timm_data.create_transform(64, is_training=True, re_prob=0.5)
@@ -189,6 +189,93 @@ def test_timms_rand_augment_with_its_seeds_gives_timms_pixels(config, interpolat
     assert len(ops) >= 8, ops
     if "p1.0" in config:
         assert len(ops) == 15, ops
+
+
+@pytest.mark.parametrize("config,interpolation,seeds", [
+    ("original", "random", 40),  # train.py's --aa original, drawn filters
+    ("originalr-mstd0.5", "bilinear", 30),  # the research posterize, noisy magnitudes
+    ("v0", "bicubic", 40),  # timm's default policy: its SolarizeAdd and TranslateYRel
+    ("v0r-mstd3", "random", 30),
+])
+def test_timms_auto_augment_with_its_seeds_gives_timms_pixels(config, interpolation, seeds):
+    """timm's own AutoAugment in create_transform (its policies, level rules and noise, its fill
+    of the mean, its interpolation or drawn ones), its sub-policy and operations drawn with
+    Python's random: given what torchvision_params draws after the same seeds, timm's pixels."""
+    timm_data = pytest.importorskip("timm.data")
+    compose = timm_data.create_transform(64, is_training=True, auto_augment=config,
+                                         interpolation=interpolation, re_prob=0.25)
+    t = gpuprep.from_torchvision(compose)
+    policy = config.split("-")[0]
+    assert f"TimmAutoAugment(policy='{policy}'" in repr(t) and "fill=[124, 116, 104]" in repr(t), \
+        repr(t)
+    seeded = seeded_against_torchvision(compose, range(seeds))
+    ops = {op["op"] for params in seeded for op in params["augment"]}
+    assert len(ops) >= 5, ops
+
+
+@pytest.mark.parametrize("config,interpolation,seeds", [
+    ("augmix-m3-w3", "random", 30),  # create_transform's AugMix: uniform magnitudes, 1-3 deep
+    ("augmix-m9-w2-d3-a0.5-mstd0.5", "bilinear", 24),  # fixed depth, noisy magnitudes, Beta(.5)
+    ("augmix-m5-w1-d2", "bicubic", 12),
+])
+def test_timms_aug_mix_with_its_seeds_gives_timms_pixels(config, interpolation, seeds):
+    """timm's AugMix in create_transform (its weights from numpy's Dirichlet and Beta, its chains
+    of thirteen operations, their float32 sum, the blend), its weights, depths and operations
+    drawn with numpy's RNG and the rest with Python's: given what torchvision_params draws after
+    the same seeds, timm's pixels, on both backends."""
+    timm_data = pytest.importorskip("timm.data")
+    compose = timm_data.create_transform(64, is_training=True, auto_augment=config,
+                                         interpolation=interpolation, re_prob=0.25)
+    t = gpuprep.from_torchvision(compose)
+    assert "TimmAugMix(" in repr(t) and "translate_pct=0.3" in repr(t), repr(t)
+    seeded = seeded_against_torchvision(compose, range(seeds), backends=("cpu", "gpu"))
+    ops = {op["op"] for params in seeded for chain in params["aug_mix"]["chains"]
+           for op in chain}
+    assert len(ops) >= 8, ops
+
+
+def test_v2_random_resizes_with_torchs_seed_give_torchvisions_pixels():
+    """v2's RandomResize and RandomShortestSize (their sizes drawn with torch.randint, the
+    shortest size's scale in doubles, each side truncated) before a crop: given what
+    torchvision_params draws after the same seeds, torchvision's pixels, on both backends."""
+    compose = v2.Compose([v2.RandomResize(40, 72), v2.RandomCrop(48, pad_if_needed=True),
+                          v2.RandomHorizontalFlip(), v2.PILToTensor()])
+    assert "RandomResize(min_size=40, max_size=72)" in repr(gpuprep.from_torchvision(compose))
+    seeded = seeded_against_torchvision(compose, range(12), backends=("cpu", "gpu"))
+    assert len({params["resize"] for params in seeded}) > 4
+    compose = v2.Compose([v2.RandomShortestSize([40, 48, 56], max_size=90,
+                                                interpolation=v2.InterpolationMode.BICUBIC),
+                          v2.CenterCrop(40), v2.ToImage(), v2.ToDtype(torch.float32, scale=True),
+                          v2.Normalize(MEAN, STD)])
+    seeded = seeded_against_torchvision(compose, range(12), backends=("cpu", "gpu"))
+    assert {params["resize"] for params in seeded} == {40, 48, 56}
+    refused(v2.Compose([v2.Resize(64), v2.RandomResize(40, 72)]), "RandomResize after Resize")
+    with pytest.raises(gpuprep.OptionsError, match="min_size < max_size"):
+        gpuprep.Transform().random_resize(40, 40).validate()
+
+
+def test_timms_aug_mix_of_other_settings_is_refused_by_name():
+    timm_aa = pytest.importorskip("timm.data.auto_augment")
+    with pytest.raises(gpuprep.OptionsError, match="blended AugMix"):
+        gpuprep.Transform().timm_aug_mix("augmix-b1")
+    with pytest.raises(gpuprep.OptionsError, match="at most 14 steps"):
+        gpuprep.Transform().timm_aug_mix("augmix-w4").validate()
+    own = timm_aa.AugMixAugment(timm_aa.augmix_ops(3, transforms=["Rotate", "Equalize"]))
+    refused(T.Compose([own]), "timm's AugMix of the operations")
+
+
+def test_timms_auto_augment_of_other_settings_is_refused_by_name():
+    timm_aa = pytest.importorskip("timm.data.auto_augment")
+    with pytest.raises(gpuprep.OptionsError, match="'3a' is not supported"):
+        gpuprep.Transform().timm_auto_augment("3a")
+    with pytest.raises(gpuprep.OptionsError, match="starts with original"):
+        gpuprep.Transform().timm_auto_augment("rand-m9")
+    with pytest.raises(gpuprep.OptionsError, match="unknown timm AutoAugment section"):
+        gpuprep.Transform().timm_auto_augment("v0-m9")
+    bounded = timm_aa.auto_augment_transform("v0", dict(timm_aa._HPARAMS_DEFAULT, magnitude_max=8))
+    refused(T.Compose([bounded]), "magnitude_max=8")
+    own = timm_aa.AutoAugment([[timm_aa.AugmentOp("Rotate", 0.5, 3)]])
+    refused(T.Compose([own]), "a policy of its own")
 
 
 def test_timms_rand_augment_strings_translate_or_are_refused():

@@ -569,9 +569,9 @@ def test_every_declared_operation_has_its_method_stub_and_translation():
     translation = inspect.getsource(gpuprep.from_torchvision)
     operations = gpuprep._gpuprep.operations()
     singles = gpuprep._gpuprep.color_operations()
-    assert len(operations) == 18 + len(singles)
-    args = {"resize": (8,), "random_resized_crop": (8,), "center_crop": (8,), "pad": (2,),
-            "random_crop": (8,),
+    assert len(operations) == 22 + len(singles)
+    args = {"resize": (8,), "random_resized_crop": (8,), "random_resize": (8, 12),
+            "random_shortest_size": (8,), "center_crop": (8,), "pad": (2,), "random_crop": (8,),
             "random_rotation": (10,), "random_affine": (10,), "gaussian_blur": (3,),
             "normalize": ([0.5] * 3, [0.5] * 3)}
     args.update({method: (2,) for _, method, _, argument in singles if argument is not None})

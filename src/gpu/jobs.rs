@@ -256,6 +256,9 @@ pub(crate) struct AdjustJob {
     /// Always 0, read at run time: XOR-ed into a product's bits so that the shader compiler
     /// cannot fuse the product into the sum after it (Pillow rounds both).
     pub zero: u32,
+    /// Where AugMix's kept image starts, in words from `pixels_base` (its float32 sum follows,
+    /// three words a pixel); 0 without AugMix.
+    pub mix: u32,
 }
 
 impl Default for AdjustJob {
@@ -269,6 +272,13 @@ impl AdjustJob {
     /// sharpens (the smoothed image), remaps (the remapped image) or blurs (the blurred one),
     /// then a word per column and per row where a remap walks Pillow's scaling path (the walks).
     pub fn arena_words(&self) -> u64 {
+        let mixes = self.kinds[..self.adjustments as usize].contains(&KEEP_FOR_MIX);
+        // AugMix's kept image and its float32 sum, after the rest.
+        self.scratch_words() + if mixes { 4 * u64::from(self.pixels) } else { 0 }
+    }
+
+    /// The image's words in the pixel arena before AugMix's (see [`Self::arena_words`]).
+    pub fn scratch_words(&self) -> u64 {
         let kinds = &self.kinds[..self.adjustments as usize];
         let scratch = [SHARPNESS, REMAP, BLUR].iter().any(|k| kinds.contains(k));
         let remaps = kinds.iter().filter(|&&k| k == REMAP).count();
@@ -309,6 +319,8 @@ impl AdjustJob {
                     }
                 }
                 AUTOCONTRAST | EQUALIZE => 2 * 4 + pass(0) + 257 + 4 * 258 + pass(0),
+                KEEP_FOR_MIX => pass(0),
+                ADD_TO_MIX | BLEND_MIX => pass(3),
                 SHARPNESS => pass(0) + pass(0),
                 CONTRAST => 2 * pass(0) + 9,
                 _ => pass(0),
@@ -357,6 +369,9 @@ pub(crate) const GRAYSCALE: u32 = 9;
 pub(crate) const REMAP: u32 = 10;
 pub(crate) const BLUR: u32 = 11;
 pub(crate) const SOLARIZE_ADD: u32 = 12;
+pub(crate) const KEEP_FOR_MIX: u32 = 13;
+pub(crate) const ADD_TO_MIX: u32 = 14;
+pub(crate) const BLEND_MIX: u32 = 15;
 
 /// A job record as the words the upload holds.
 pub(crate) fn words<J: Pod>(job: &J) -> &[u32] {
@@ -425,6 +440,9 @@ mod tests {
             ("adjust.wgsl", "POSTERIZE", POSTERIZE),
             ("adjust.wgsl", "SOLARIZE", SOLARIZE),
             ("adjust.wgsl", "SOLARIZE_ADD", SOLARIZE_ADD),
+            ("adjust.wgsl", "KEEP_FOR_MIX", KEEP_FOR_MIX),
+            ("adjust.wgsl", "ADD_TO_MIX", ADD_TO_MIX),
+            ("adjust.wgsl", "BLEND_MIX", BLEND_MIX),
             ("adjust.wgsl", "AUTOCONTRAST", AUTOCONTRAST),
             ("adjust.wgsl", "EQUALIZE", EQUALIZE),
             ("adjust.wgsl", "GRAYSCALE", GRAYSCALE),

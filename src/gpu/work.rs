@@ -4,9 +4,10 @@
 
 use super::jobs::{
     word_count, AdjustJob, ColorJob, HorizontalJob, IdctJob, PlaneGeometry, PlaneUpsampling,
-    TensorJob, AUTOCONTRAST, BICUBIC, BILINEAR, BLUR, BRIGHTNESS, CONTRAST, EQUALIZE, GRAYSCALE,
-    HUE, MAX_KERNEL, NEAREST, PAD_CONSTANT, PAD_EDGE, PAD_REFLECT, PAD_SYMMETRIC, POSTERIZE, REMAP,
-    REMAP_WORDS, SATURATION, SCALE, SHARPNESS, SOLARIZE, SOLARIZE_ADD,
+    TensorJob, ADD_TO_MIX, AUTOCONTRAST, BICUBIC, BILINEAR, BLEND_MIX, BLUR, BRIGHTNESS, CONTRAST,
+    EQUALIZE, GRAYSCALE, HUE, KEEP_FOR_MIX, MAX_KERNEL, NEAREST, PAD_CONSTANT, PAD_EDGE,
+    PAD_REFLECT, PAD_SYMMETRIC, POSTERIZE, REMAP, REMAP_WORDS, SATURATION, SCALE, SHARPNESS,
+    SOLARIZE, SOLARIZE_ADD,
 };
 use crate::error::Result;
 use crate::formats::{Decoded, Pixels};
@@ -576,6 +577,18 @@ fn adjusted(pixels: &TensorJob, plan: &ImagePlan) -> Adjusted {
                 (job.kinds[k], job.factors[k]) = (BLUR, (kx | ky << 8) as f32);
                 continue;
             }
+            Step::KeepForMix => {
+                (job.kinds[k], job.factors[k]) = (KEEP_FOR_MIX, 0.0);
+                continue;
+            }
+            Step::AddToMix(weight) => {
+                (job.kinds[k], job.factors[k]) = (ADD_TO_MIX, weight);
+                continue;
+            }
+            Step::BlendMix(factor) => {
+                (job.kinds[k], job.factors[k]) = (BLEND_MIX, factor);
+                continue;
+            }
         };
         (job.kinds[k], job.factors[k]) = match adjustment {
             Adjustment::Brightness(f) => (BRIGHTNESS, f),
@@ -590,6 +603,9 @@ fn adjusted(pixels: &TensorJob, plan: &ImagePlan) -> Adjusted {
             Adjustment::Equalize => (EQUALIZE, 0.0),
             Adjustment::Grayscale => (GRAYSCALE, 0.0),
         };
+    }
+    if job.kinds.contains(&KEEP_FOR_MIX) {
+        job.mix = job.scratch_words() as u32;
     }
     let tensor = TensorJob {
         width,

@@ -80,6 +80,8 @@ pub struct CropBox {
 /// operations it does not have.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Params {
+    /// `RandomResize`'s shorter side, or the size `RandomShortestSize` drew.
+    pub resize: Option<usize>,
     /// `RandomResizedCrop`'s box.
     pub crop: Option<CropBox>,
     /// `RandomResizedCrop`'s filter, when it draws one.
@@ -101,6 +103,8 @@ pub struct Params {
     /// The augmentation policy's operations (`TrivialAugmentWide`'s one, `RandAugment`'s
     /// `num_ops`, the `AutoAugment` sub-policy's that apply), in the order they run.
     pub augment: Option<Vec<super::Augment>>,
+    /// timm's `AugMix`'s weights, blend factor and chains.
+    pub aug_mix: Option<super::AugMix>,
     /// Whether each single-operation transform applies, by its method's name.
     pub color_ops: Option<BTreeMap<&'static str, bool>>,
     /// `GaussianBlur`'s kernels (`Some(None)`: the transform has it inside `RandomApply`, and
@@ -133,7 +137,11 @@ impl Params {
     /// box is drawn on the output's size, which the crop or resize fixes.
     pub(crate) fn draw(transform: &Transform, key: SampleKey, size: (usize, usize)) -> Self {
         let coin = |p: Option<f64>, op| p.map(|p| Stream::new(key, op).uniform() < p);
+        // The resize's size first: the crops, boxes and maps after it are drawn on what it makes.
+        let resize = draw_resize(transform, &mut Stream::new(key, Op::RandomResize));
+        let transform = &transform.resolved(resize, size);
         Self {
+            resize,
             crop: transform
                 .random_resized_crop
                 .map(|c| crop_box(&c, size, &mut Stream::new(key, Op::Crop))),
@@ -164,6 +172,11 @@ impl Params {
                 f64::from(Stream::new(key, Op::Rotation).uniform_f32(low, high))
             }),
             augment: draw_augment(transform, super::output_size(transform, size), key),
+            aug_mix: transform.timm_aug_mix.map(|m| {
+                let output = super::output_size(transform, size);
+                let s = &mut Stream::new(key, Op::TimmAugMix);
+                super::timm_augment::draw_aug_mix(&m, output, s)
+            }),
             color_ops: (!transform.color_ops.is_empty()).then(|| {
                 let operations = transform.color_ops.iter().map(|o| (o.operation(), o.p()));
                 operations
@@ -188,6 +201,28 @@ impl Params {
     /// Checks given parameters: one for each random operation of `transform` and none for
     /// another, a crop box inside the image, factors as `ColorJitter` allows.
     fn check(&self, transform: &Transform, (width, height): (usize, usize)) -> Result<()> {
+        let random_resize =
+            transform.random_resize.is_some() || transform.random_shortest_size.is_some();
+        if random_resize != self.resize.is_some() {
+            let why = if self.resize.is_some() {
+                "have `resize`, which the transform does not draw"
+            } else {
+                "lack `resize`, which the transform draws"
+            };
+            return Err(Error::Options(format!("the given parameters {why}")));
+        }
+        if let Some(size) = self.resize {
+            let draws = transform.random_resize.map(|r| r.draws(size));
+            if !draws
+                .or(transform.random_shortest_size.map(|s| s.draws(size)))
+                .unwrap_or(true)
+            {
+                return Err(Error::Options(format!(
+                    "the given resize {size} is not a size the transform draws"
+                )));
+            }
+        }
+        let transform = &transform.resolved(self.resize, (width, height));
         let pairs = [
             (
                 "crop",
@@ -230,6 +265,11 @@ impl Params {
                 self.affine.is_some(),
             ),
             ("augment", augments(transform), self.augment.is_some()),
+            (
+                "aug_mix",
+                transform.timm_aug_mix.is_some(),
+                self.aug_mix.is_some(),
+            ),
             (
                 "blur",
                 transform.gaussian_blur.is_some(),
@@ -333,6 +373,9 @@ impl Params {
                 a.magnitude
             )));
         }
+        if let (Some(mix), Some(m)) = (&self.aug_mix, transform.timm_aug_mix) {
+            check_aug_mix(mix, &m)?;
+        }
         if let (Some(jitter), Some(color)) = (transform.color_jitter, &self.color) {
             check_jitter_order(&jitter, color)?;
         }
@@ -353,6 +396,16 @@ impl Params {
     }
 }
 
+/// `RandomResize`'s shorter side (uniform in its range, as `torch.randint`) or the size
+/// `RandomShortestSize` draws (one of its sizes, uniformly).
+fn draw_resize(transform: &Transform, s: &mut Stream) -> Option<usize> {
+    if let Some(r) = transform.random_resize {
+        return Some(r.min_size + s.below((r.max_size - r.min_size) as u64) as usize);
+    }
+    let sizes = transform.random_shortest_size?;
+    Some(sizes.sizes()[s.below(sizes.sizes().len() as u64) as usize])
+}
+
 /// Whether `transform` has an augmentation policy (`TrivialAugmentWide`, `RandAugment`,
 /// `AutoAugment`).
 fn augments(transform: &Transform) -> bool {
@@ -360,6 +413,7 @@ fn augments(transform: &Transform) -> bool {
         || transform.rand_augment.is_some()
         || transform.auto_augment.is_some()
         || transform.timm_rand_augment.is_some()
+        || transform.timm_auto_augment.is_some()
 }
 
 /// The augmentation policy's draws for `key`, on the image of `size` it sees.
@@ -384,12 +438,62 @@ fn draw_augment(
         let s = &mut Stream::new(key, Op::TimmRandAugment);
         return Some(super::timm_augment::draw(&r, size, s));
     }
+    if let Some(a) = transform.timm_auto_augment {
+        let s = &mut Stream::new(key, Op::TimmAutoAugment);
+        return Some(super::timm_augment::draw_auto(&a, size, s));
+    }
     let a = transform.auto_augment?;
     Some(Augment::draw_auto(
         a.policy,
         size,
         &mut Stream::new(key, Op::AutoAugment),
     ))
+}
+
+/// Given `AugMix` draws: a weight and a chain for each of the transform's chains, each chain as
+/// long as its depth allows, weights and blend factor finite and in [0, 1] (numpy's clip of the
+/// sum then bounds every value), operations within their spaces.
+fn check_aug_mix(mix: &super::AugMix, m: &crate::transform::TimmAugMix) -> Result<()> {
+    let width = m.width as usize;
+    let depths = m.depth.map_or(1..=3, |d| d..=d);
+    if mix.weights.len() != width || mix.chains.len() != width {
+        return Err(Error::Options(format!(
+            "the given aug_mix has {} weights and {} chains, and the transform mixes {width}",
+            mix.weights.len(),
+            mix.chains.len()
+        )));
+    }
+    // timm's chains always run their depth (every operation applies): a given chain as long.
+    if let Some(chain) = mix
+        .chains
+        .iter()
+        .find(|c| !depths.contains(&(c.len() as u32)))
+    {
+        return Err(Error::Options(format!(
+            "a given aug_mix chain of {} operations, and the transform's run {depths:?}",
+            chain.len()
+        )));
+    }
+    let unit = |v: &f32| (0.0..=1.0).contains(v);
+    if !mix.weights.iter().all(unit) || !unit(&mix.blend) {
+        return Err(Error::Options(format!(
+            "the given aug_mix's weights {:?} and blend {} lie in [0, 1]",
+            mix.weights, mix.blend
+        )));
+    }
+    if let Some(a) = mix
+        .chains
+        .iter()
+        .flatten()
+        .find(|a| !a.op.allows(a.magnitude))
+    {
+        return Err(Error::Options(format!(
+            "the {} magnitude {} lies outside the augmentation space's bins",
+            a.op.name(),
+            a.magnitude
+        )));
+    }
+    Ok(())
 }
 
 /// Given `ColorJitter` adjustments: each at most once, and only those the jitter draws (as

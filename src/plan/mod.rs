@@ -53,6 +53,7 @@ pub use padding::Padding;
 pub use resize::{ResizePlan, Taps, PRECISION_BITS};
 pub use rotate::Rotation;
 pub use scaling::{ComponentScaling, Upsampling, UpsamplingAxis};
+pub use timm_augment::AugMix;
 pub use wire::{params_from_json, params_json};
 
 /// Everything about one image's way through the pixel stages that does not depend on its
@@ -177,7 +178,7 @@ impl ImagePlan {
             .iter()
             .chain(self.output.steps.iter().filter_map(|s| match s {
                 Step::Remap(map) => Some(map),
-                Step::Adjust(_) | Step::Blur(_) => None,
+                _ => None,
             }));
         let size = (crop.width, crop.height);
         if let Some(map) = every_map.clone().find(|m| !m.walks_in_fixed_point(size)) {
@@ -250,6 +251,8 @@ impl ImagePlan {
         };
         let oriented = oriented_size(decoded, orientation);
         let params = Params::of(transform, sample, oriented)?;
+        // A random resize, drawn, is a fixed one for this image.
+        let transform = &transform.resolved(params.resize, oriented);
         let region = params.crop.unwrap_or(CropBox {
             top: 0,
             left: 0,

@@ -18,6 +18,10 @@ fn augment_map_options(transform: &Transform) -> ([u8; 3], Filter) {
         transform
             .timm_rand_augment
             .map(|r| (r.fill, Filter::Nearest)),
+        transform
+            .timm_auto_augment
+            .map(|a| (a.fill, Filter::Nearest)),
+        transform.timm_aug_mix.map(|m| (m.fill, Filter::Nearest)),
     ];
     let first = policies.into_iter().flatten().next();
     first.unwrap_or(([0; 3], Filter::Nearest))
@@ -38,18 +42,43 @@ pub struct Crop {
 }
 
 /// The most steps one image goes through after its rotation: its augmentation policy's
-/// operations, `ColorJitter`'s four, `RandomGrayscale`, each single-operation transform once and
-/// `GaussianBlur`
-/// (given parameters are held to that too). The GPU's job record has room for this many.
-pub const MAX_STEPS: usize = crate::transform::MAX_AUGMENT_OPS as usize
-    + 4
-    + 1
-    + crate::transform::COLOR_OPERATIONS.len()
-    + 1;
+/// operations (or timm's AugMix's steps), `ColorJitter`'s four, `RandomGrayscale`, each
+/// single-operation transform once and `GaussianBlur` (given parameters are held to that too).
+/// The GPU's job record has room for this many.
+pub const MAX_STEPS: usize =
+    MAX_POLICY_STEPS + 4 + 1 + crate::transform::COLOR_OPERATIONS.len() + 1;
 
-/// The most maps among one image's steps: its augmentation's operations (a first map with
-/// nearest-neighbour sampling is the rotation instead).
-pub const MAX_REMAPS: usize = crate::transform::MAX_AUGMENT_OPS as usize;
+/// The most steps of the augmentation policy's place: `RandAugment`'s operations, or timm's
+/// AugMix's chains with its keeping, sums and blend.
+const MAX_POLICY_STEPS: usize = {
+    let (ops, mixed) = (
+        crate::transform::MAX_AUGMENT_OPS as usize,
+        crate::transform::MAX_MIXED_STEPS as usize,
+    );
+    if ops > mixed {
+        ops
+    } else {
+        mixed
+    }
+};
+
+/// The most maps among one image's steps: an augmentation's operations (a first map with
+/// nearest-neighbour sampling is the rotation instead), or the operations of AugMix's chains,
+/// `width × depth` of them where `width × (depth + 1) + 2` steps fit its [`MAX_MIXED_STEPS`]
+/// (one chain of eleven).
+///
+/// [`MAX_MIXED_STEPS`]: crate::MAX_MIXED_STEPS
+pub const MAX_REMAPS: usize = {
+    let (ops, chained) = (
+        crate::transform::MAX_AUGMENT_OPS as usize,
+        crate::transform::MAX_MIXED_STEPS as usize - 3,
+    );
+    if ops > chained {
+        ops
+    } else {
+        chained
+    }
+};
 
 /// One step of the image after its rotation, in the order torchvision runs them.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -61,6 +90,14 @@ pub enum Step {
     Adjust(Adjustment),
     /// `GaussianBlur` with these kernels.
     Blur(super::Blur),
+    /// AugMix's start: the image is kept, and the mix of its chains begins at zero.
+    KeepForMix,
+    /// The end of one of AugMix's chains: the image so far, times the weight (float32), added
+    /// to the mix (float32, numpy's `mixed += w * img`); then the kept image again for the next.
+    AddToMix(f32),
+    /// AugMix's end: the mix clipped to 0..=255 and truncated (numpy's `astype(uint8)`), then
+    /// `Image.blend(kept, mix, factor)`.
+    BlendMix(f32),
 }
 
 /// How the resized image becomes the output tensor.
@@ -136,6 +173,20 @@ impl OutputPlan {
                 Effect::Adjust(adjustment) => Some(Step::Adjust(adjustment)),
             })
             .collect();
+        if let Some(mix) = &params.aug_mix {
+            steps.push(Step::KeepForMix);
+            for (&weight, chain) in mix.weights.iter().zip(&mix.chains) {
+                steps.extend(chain.iter().filter_map(|a| {
+                    match a.effect((crop_w, crop_h), fill, filter) {
+                        Effect::None => None,
+                        Effect::Map(map) => Some(Step::Remap(map)),
+                        Effect::Adjust(adjustment) => Some(Step::Adjust(adjustment)),
+                    }
+                }));
+                steps.push(Step::AddToMix(weight));
+            }
+            steps.push(Step::BlendMix(mix.blend));
+        }
         let first = match steps.first() {
             Some(&Step::Remap(map)) => {
                 steps.remove(0);
@@ -210,6 +261,8 @@ impl OutputPlan {
             || transform.rand_augment.is_some()
             || transform.auto_augment.is_some()
             || transform.timm_rand_augment.is_some()
+            || transform.timm_auto_augment.is_some()
+            || transform.timm_aug_mix.is_some()
             || !transform.color_ops.is_empty()
             || transform.gaussian_blur.is_some()
     }

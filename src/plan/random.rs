@@ -54,6 +54,12 @@ pub enum Op {
     GaussianBlurApply = 23,
     /// timm's `RandAugment`'s operations, probabilities, magnitudes, signs and filters.
     TimmRandAugment = 24,
+    /// timm's `AutoAugment`'s sub-policy, probabilities, magnitudes, signs and filters.
+    TimmAutoAugment = 25,
+    /// timm's `AugMix`'s weights, chains, magnitudes, signs and filters.
+    TimmAugMix = 26,
+    /// `RandomResize`'s or `RandomShortestSize`'s size.
+    RandomResize = 27,
 }
 
 /// Which sample a stream belongs to.

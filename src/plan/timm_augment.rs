@@ -6,86 +6,261 @@
 //! with a random sign where timm draws one). A geometric operation samples with the policy's
 //! filter or one drawn of bilinear and bicubic. The draws become [`Augment`]s that the output
 //! plan applies as torchvision's are; timm's operations of its own are the `Timm…` ones of
-//! [`AugmentOp`].
+//! [`AugmentOp`]. timm's `AutoAugment` (`original`, `v0`... strings) draws one of its policy's
+//! sub-policies and each of its operations as `RandAugment` draws one (the policies are timm's
+//! tables, below). timm's `AugMix` (`augmix-...` strings) draws its mixing weights and blend
+//! factor, then chains of its thirteen operations ([`AugMix`]).
 
 use super::random::Stream;
 use super::{Augment, AugmentOp};
-use crate::transform::{Filter, TimmRandAugment};
+use crate::transform::{
+    Filter, TimmAugMix, TimmAutoAugment, TimmAutoAugmentPolicy, TimmRandAugment,
+};
 
-/// timm's operations, in the order of its `_RAND_TRANSFORMS` (the increasing set's names its
-/// `…Increasing` variants in the same places).
+/// timm's operations, each with its level rule (timm's `LEVEL_TO_ARG`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum TimmOp {
     AutoContrast,
     Equalize,
     Invert,
     Rotate,
-    Posterize,
-    Solarize,
+    /// `Posterize` (0 to 4 bits kept as the level grows), `PosterizeIncreasing` (4 to 0) and
+    /// `PosterizeOriginal` (4 to 8).
+    Posterize(Bits),
+    /// `Solarize` (the threshold rises with the level), `SolarizeIncreasing` (it falls).
+    Solarize {
+        increasing: bool,
+    },
     SolarizeAdd,
-    Color,
-    Contrast,
-    Brightness,
-    Sharpness,
+    /// `Color`, `Contrast`, `Brightness`, `Sharpness` (factors 0.1 to 1.9 as the level grows)
+    /// and their `…Increasing` forms (1 ± 0.9 × level, at least 0.1): as which enhancement.
+    Enhance {
+        op: AugmentOp,
+        increasing: bool,
+    },
     ShearX,
     ShearY,
     TranslateXRel,
     TranslateYRel,
 }
 
-const OPS: [TimmOp; 15] = [
+/// How a posterize level becomes the bits kept.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Bits {
+    Decreasing,
+    Increasing,
+    Original,
+}
+
+const fn enhance(op: AugmentOp, increasing: bool) -> TimmOp {
+    TimmOp::Enhance { op, increasing }
+}
+
+/// timm's `_RAND_TRANSFORMS` (`increasing`: `_RAND_INCREASING_TRANSFORMS`), in its order.
+const fn rand_ops(increasing: bool) -> [TimmOp; 15] {
+    [
+        TimmOp::AutoContrast,
+        TimmOp::Equalize,
+        TimmOp::Invert,
+        TimmOp::Rotate,
+        TimmOp::Posterize(if increasing {
+            Bits::Increasing
+        } else {
+            Bits::Decreasing
+        }),
+        TimmOp::Solarize { increasing },
+        TimmOp::SolarizeAdd,
+        enhance(AugmentOp::TimmColor, increasing),
+        enhance(AugmentOp::TimmContrast, increasing),
+        enhance(AugmentOp::TimmBrightness, increasing),
+        enhance(AugmentOp::TimmSharpness, increasing),
+        TimmOp::ShearX,
+        TimmOp::ShearY,
+        TimmOp::TranslateXRel,
+        TimmOp::TranslateYRel,
+    ]
+}
+
+/// timm's `_LEVEL_DENOM`: magnitudes run 0 to 10.
+const LEVEL_DENOM: f64 = 10.0;
+
+/// What one of timm's `AugmentOp`s holds besides its operation.
+struct Settings {
+    /// Its probability of applying.
+    prob: f64,
+    /// Its magnitude, 0 to 10 (or to `upper_bound`).
+    magnitude: f64,
+    /// The magnitude's noise (infinite: uniform from 0).
+    magnitude_std: f64,
+    /// The most a drawn magnitude may be.
+    upper_bound: f64,
+    /// The largest relative translation.
+    translate_pct: f64,
+    /// The geometric operations' filter; `None` draws bilinear or bicubic.
+    interpolation: Option<Filter>,
+}
+
+/// `RandAugment.__call__`'s draws for an image of `size`: the `num_ops` operations (uniform,
+/// with replacement), then for each in turn whether it applies, its magnitude, its sign and its
+/// filter; the operations that apply, in order.
+pub(crate) fn draw(r: &TimmRandAugment, size: (usize, usize), s: &mut Stream) -> Vec<Augment> {
+    let ops = rand_ops(r.increasing);
+    let chosen: Vec<TimmOp> = (0..r.num_ops)
+        .map(|_| ops[s.below(ops.len() as u64) as usize])
+        .collect();
+    let settings = Settings {
+        prob: r.prob,
+        magnitude: r.magnitude,
+        magnitude_std: r.magnitude_std,
+        upper_bound: r.upper_bound(),
+        translate_pct: r.translate_pct,
+        interpolation: r.interpolation,
+    };
+    chosen
+        .into_iter()
+        .filter_map(|op| draw_op(op, &settings, size, s))
+        .collect()
+}
+
+/// timm `AutoAugment.__call__`'s draws for an image of `size`: the sub-policy (uniform), then
+/// each of its operations in turn as `RandAugment`'s are drawn, at its own probability and
+/// magnitude; the operations that apply, in order.
+pub(crate) fn draw_auto(a: &TimmAutoAugment, size: (usize, usize), s: &mut Stream) -> Vec<Augment> {
+    let policy = sub_policies(a.policy);
+    let chosen = policy[s.below(policy.len() as u64) as usize];
+    chosen
+        .into_iter()
+        .filter_map(|(op, prob, magnitude)| {
+            let settings = Settings {
+                prob,
+                magnitude: f64::from(magnitude),
+                magnitude_std: a.magnitude_std,
+                upper_bound: LEVEL_DENOM,
+                translate_pct: a.translate_pct,
+                interpolation: a.interpolation,
+            };
+            draw_op(op, &settings, size, s)
+        })
+        .collect()
+}
+
+/// One image's draws of timm's `AugMix`: its chains, each run on the image, summed with their
+/// weights in float32, clipped and truncated to uint8, then blended into the image.
+#[derive(Clone, Debug, PartialEq)]
+pub struct AugMix {
+    /// Each chain's weight in the sum (numpy's float32 of the Dirichlet draw).
+    pub weights: Vec<f32>,
+    /// `Image.blend`'s factor of the sum over the image (float32 of the Beta draw).
+    pub blend: f32,
+    /// Each chain's operations, in the order they run.
+    pub chains: Vec<Vec<Augment>>,
+}
+
+/// timm's `_AUGMIX_TRANSFORMS`, in its order.
+const AUGMIX_OPS: [TimmOp; 13] = [
     TimmOp::AutoContrast,
+    enhance(AugmentOp::TimmColor, true),
+    enhance(AugmentOp::TimmContrast, true),
+    enhance(AugmentOp::TimmBrightness, true),
+    enhance(AugmentOp::TimmSharpness, true),
     TimmOp::Equalize,
-    TimmOp::Invert,
     TimmOp::Rotate,
-    TimmOp::Posterize,
-    TimmOp::Solarize,
-    TimmOp::SolarizeAdd,
-    TimmOp::Color,
-    TimmOp::Contrast,
-    TimmOp::Brightness,
-    TimmOp::Sharpness,
+    TimmOp::Posterize(Bits::Increasing),
+    TimmOp::Solarize { increasing: true },
     TimmOp::ShearX,
     TimmOp::ShearY,
     TimmOp::TranslateXRel,
     TimmOp::TranslateYRel,
 ];
 
-/// timm's `_LEVEL_DENOM`: magnitudes run 0 to 10.
-const LEVEL_DENOM: f64 = 10.0;
-
-/// `RandAugment.__call__`'s draws for an image of `size`: the `num_ops` operations (uniform,
-/// with replacement), then for each in turn whether it applies, its magnitude, its sign and its
-/// filter; the operations that apply, in order.
-pub(crate) fn draw(r: &TimmRandAugment, size: (usize, usize), s: &mut Stream) -> Vec<Augment> {
-    let chosen: Vec<TimmOp> = (0..r.num_ops)
-        .map(|_| OPS[s.below(OPS.len() as u64) as usize])
+/// `AugMixAugment.__call__`'s draws (not blended) for an image of `size`: the mixing weights
+/// (a Dirichlet of `alpha`s, as float32), the blend factor (a Beta of `alpha`, `alpha`), then
+/// each chain's depth (or the fixed one) and operations, each drawn as `RandAugment`'s with
+/// probability 1.
+pub(crate) fn draw_aug_mix(m: &TimmAugMix, size: (usize, usize), s: &mut Stream) -> AugMix {
+    let gammas: Vec<f64> = (0..m.width).map(|_| gamma(s, m.alpha)).collect();
+    let total: f64 = gammas.iter().sum();
+    let weights = if total > 0.0 {
+        gammas.iter().map(|g| (g / total) as f32).collect()
+    } else {
+        // Every draw underflowed (a tiny alpha): the Dirichlet's limit, one chain alone.
+        let one = s.below(u64::from(m.width)) as usize;
+        (0..m.width as usize)
+            .map(|i| f32::from(u8::from(i == one)))
+            .collect()
+    };
+    let (x, y) = (gamma(s, m.alpha), gamma(s, m.alpha));
+    let blend = if x + y > 0.0 {
+        (x / (x + y)) as f32
+    } else {
+        s.below(2) as f32
+    };
+    let settings = Settings {
+        prob: 1.0,
+        magnitude: m.magnitude,
+        magnitude_std: m.magnitude_std,
+        upper_bound: LEVEL_DENOM,
+        translate_pct: m.translate_pct,
+        interpolation: m.interpolation,
+    };
+    let chains = (0..m.width)
+        .map(|_| {
+            let depth = m.depth.unwrap_or_else(|| 1 + s.below(3) as u32);
+            let ops: Vec<TimmOp> = (0..depth)
+                .map(|_| AUGMIX_OPS[s.below(AUGMIX_OPS.len() as u64) as usize])
+                .collect();
+            ops.into_iter()
+                .filter_map(|op| draw_op(op, &settings, size, s))
+                .collect()
+        })
         .collect();
-    chosen
-        .into_iter()
-        .filter_map(|op| draw_op(r, op, size, s))
-        .collect()
+    AugMix {
+        weights,
+        blend,
+        chains,
+    }
+}
+
+/// A Gamma draw of `shape` and scale 1: Marsaglia and Tsang's method, boosted from `shape + 1`
+/// below 1.
+fn gamma(s: &mut Stream, shape: f64) -> f64 {
+    if shape < 1.0 {
+        let u = s.uniform();
+        return gamma(s, shape + 1.0) * u.powf(1.0 / shape);
+    }
+    let d = shape - 1.0 / 3.0;
+    let c = 1.0 / (9.0 * d).sqrt();
+    // Each try is accepted with probability above 0.95: a thousand fail together never.
+    for _ in 0..1000 {
+        let x = gauss(s, 0.0, 1.0);
+        let v = 1.0 + c * x;
+        if v <= 0.0 {
+            continue;
+        }
+        let v = v * v * v;
+        let u = s.uniform();
+        let x2 = x * x;
+        if u < 1.0 - 0.0331 * (x2 * x2) || u.ln() < 0.5 * x2 + d * (1.0 - v + v.ln()) {
+            return d * v;
+        }
+    }
+    d
 }
 
 /// `AugmentOp.__call__`: skipped when a uniform draw exceeds the probability, else its
 /// magnitude (noisy, clipped) through the operation's level rule.
-fn draw_op(
-    r: &TimmRandAugment,
-    op: TimmOp,
-    size: (usize, usize),
-    s: &mut Stream,
-) -> Option<Augment> {
-    if r.prob < 1.0 && s.uniform() > r.prob {
+fn draw_op(op: TimmOp, o: &Settings, size: (usize, usize), s: &mut Stream) -> Option<Augment> {
+    if o.prob < 1.0 && s.uniform() > o.prob {
         return None;
     }
-    let mut magnitude = r.magnitude;
-    if r.magnitude_std == f64::INFINITY {
+    let mut magnitude = o.magnitude;
+    if o.magnitude_std == f64::INFINITY {
         magnitude *= s.uniform(); // random.uniform(0, magnitude)
-    } else if r.magnitude_std > 0.0 {
-        magnitude = gauss(s, magnitude, r.magnitude_std);
+    } else if o.magnitude_std > 0.0 {
+        magnitude = gauss(s, magnitude, o.magnitude_std);
     }
-    let level = magnitude.min(r.upper_bound()).max(0.0) / LEVEL_DENOM;
-    let (op, argument) = level_to_arg(r, op, level, size, s);
+    let level = magnitude.min(o.upper_bound).max(0.0) / LEVEL_DENOM;
+    let (op, argument) = level_to_arg(op, level, o.translate_pct, size, s);
     let geometric = matches!(
         op,
         AugmentOp::Rotate
@@ -95,7 +270,7 @@ fn draw_op(
             | AugmentOp::TimmTranslateY
     );
     let filter = geometric.then(|| {
-        r.interpolation
+        o.interpolation
             .unwrap_or_else(|| [Filter::Bilinear, Filter::Bicubic][s.below(2) as usize])
     });
     Some(Augment {
@@ -107,9 +282,9 @@ fn draw_op(
 /// The operation and its argument at `level` (the clipped magnitude over 10): timm's
 /// `LEVEL_TO_ARG` rules, each in its order of double operations.
 fn level_to_arg(
-    r: &TimmRandAugment,
     op: TimmOp,
     level: f64,
+    translate_pct: f64,
     (width, height): (usize, usize),
     s: &mut Stream,
 ) -> (AugmentOp, f64) {
@@ -121,16 +296,20 @@ fn level_to_arg(
         TimmOp::Equalize => (AugmentOp::Equalize, 0.0),
         TimmOp::Invert => (AugmentOp::Invert, 0.0),
         TimmOp::Rotate => (AugmentOp::Rotate, signed(level * 30.0)),
-        TimmOp::Posterize => {
+        TimmOp::Posterize(rule) => {
             let bits = truncated(level * 4.0);
+            let bits = match rule {
+                Bits::Decreasing => bits,
+                Bits::Increasing => 4.0 - bits,
+                Bits::Original => bits + 4.0,
+            };
             // ImageOps.posterize keeps every bit from 8 on (timm returns the image), and none
             // at 0 or below (its mask clears them all).
-            let bits = if r.increasing { 4.0 - bits } else { bits };
             (AugmentOp::Posterize, bits.clamp(0.0, 8.0))
         }
-        TimmOp::Solarize => {
+        TimmOp::Solarize { increasing } => {
             let threshold = truncated(level * 256.0).min(256.0);
-            let threshold = if r.increasing {
+            let threshold = if increasing {
                 256.0 - threshold
             } else {
                 threshold
@@ -138,32 +317,121 @@ fn level_to_arg(
             (AugmentOp::Solarize, threshold)
         }
         TimmOp::SolarizeAdd => (AugmentOp::SolarizeAdd, truncated(level * 110.0).min(128.0)),
-        TimmOp::Color | TimmOp::Contrast | TimmOp::Brightness | TimmOp::Sharpness => {
-            let factor = if r.increasing {
+        TimmOp::Enhance { op, increasing } => {
+            let factor = if increasing {
                 (1.0 + signed(level * 0.9)).max(0.1)
             } else {
                 level * 1.8 + 0.1
             };
-            let enhance = match op {
-                TimmOp::Color => AugmentOp::TimmColor,
-                TimmOp::Contrast => AugmentOp::TimmContrast,
-                TimmOp::Brightness => AugmentOp::TimmBrightness,
-                _ => AugmentOp::TimmSharpness,
-            };
-            (enhance, factor)
+            (op, factor)
         }
         TimmOp::ShearX => (AugmentOp::TimmShearX, signed(level * 0.3)),
         TimmOp::ShearY => (AugmentOp::TimmShearY, signed(level * 0.3)),
         TimmOp::TranslateXRel => (
             AugmentOp::TimmTranslateX,
-            signed(level * r.translate_pct) * width as f64,
+            signed(level * translate_pct) * width as f64,
         ),
         TimmOp::TranslateYRel => (
             AugmentOp::TimmTranslateY,
-            signed(level * r.translate_pct) * height as f64,
+            signed(level * translate_pct) * height as f64,
         ),
     }
 }
+
+/// One operation of a timm sub-policy: the operation, its probability, its magnitude.
+type PolicyOp = (TimmOp, f64, u8);
+
+/// The sub-policies of `policy`, as timm's `auto_augment_policy_…` lists them. The `…r`
+/// policies are their base's with every posterize of the research form.
+fn sub_policies(policy: TimmAutoAugmentPolicy) -> [[PolicyOp; 2]; 25] {
+    let (base, research) = match policy {
+        TimmAutoAugmentPolicy::Original => (ORIGINAL, false),
+        TimmAutoAugmentPolicy::OriginalR => (ORIGINAL, true),
+        TimmAutoAugmentPolicy::V0 => (V0, false),
+        TimmAutoAugmentPolicy::V0R => (V0, true),
+    };
+    let research_form = |(op, prob, magnitude): PolicyOp| match op {
+        TimmOp::Posterize(_) if research => (TimmOp::Posterize(Bits::Increasing), prob, magnitude),
+        _ => (op, prob, magnitude),
+    };
+    base.map(|pair| pair.map(research_form))
+}
+
+// Short names for the tables, timm's own.
+const EQUALIZE: TimmOp = TimmOp::Equalize;
+const AUTO_CONTRAST: TimmOp = TimmOp::AutoContrast;
+const INVERT: TimmOp = TimmOp::Invert;
+const ROTATE: TimmOp = TimmOp::Rotate;
+const SOLARIZE: TimmOp = TimmOp::Solarize { increasing: false };
+const SOLARIZE_ADD: TimmOp = TimmOp::SolarizeAdd;
+const POSTERIZE: TimmOp = TimmOp::Posterize(Bits::Decreasing);
+const POSTERIZE_ORIGINAL: TimmOp = TimmOp::Posterize(Bits::Original);
+const COLOR: TimmOp = enhance(AugmentOp::TimmColor, false);
+const CONTRAST: TimmOp = enhance(AugmentOp::TimmContrast, false);
+const SHARPNESS: TimmOp = enhance(AugmentOp::TimmSharpness, false);
+const SHEAR_X: TimmOp = TimmOp::ShearX;
+const SHEAR_Y: TimmOp = TimmOp::ShearY;
+const TRANSLATE_Y_REL: TimmOp = TimmOp::TranslateYRel;
+
+/// timm's `auto_augment_policy_original`: the AutoAugment paper's ImageNet policy.
+#[rustfmt::skip]
+const ORIGINAL: [[PolicyOp; 2]; 25] = [
+    [(POSTERIZE_ORIGINAL, 0.4, 8), (ROTATE, 0.6, 9)],
+    [(SOLARIZE, 0.6, 5), (AUTO_CONTRAST, 0.6, 5)],
+    [(EQUALIZE, 0.8, 8), (EQUALIZE, 0.6, 3)],
+    [(POSTERIZE_ORIGINAL, 0.6, 7), (POSTERIZE_ORIGINAL, 0.6, 6)],
+    [(EQUALIZE, 0.4, 7), (SOLARIZE, 0.2, 4)],
+    [(EQUALIZE, 0.4, 4), (ROTATE, 0.8, 8)],
+    [(SOLARIZE, 0.6, 3), (EQUALIZE, 0.6, 7)],
+    [(POSTERIZE_ORIGINAL, 0.8, 5), (EQUALIZE, 1.0, 2)],
+    [(ROTATE, 0.2, 3), (SOLARIZE, 0.6, 8)],
+    [(EQUALIZE, 0.6, 8), (POSTERIZE_ORIGINAL, 0.4, 6)],
+    [(ROTATE, 0.8, 8), (COLOR, 0.4, 0)],
+    [(ROTATE, 0.4, 9), (EQUALIZE, 0.6, 2)],
+    [(EQUALIZE, 0.0, 7), (EQUALIZE, 0.8, 8)],
+    [(INVERT, 0.6, 4), (EQUALIZE, 1.0, 8)],
+    [(COLOR, 0.6, 4), (CONTRAST, 1.0, 8)],
+    [(ROTATE, 0.8, 8), (COLOR, 1.0, 2)],
+    [(COLOR, 0.8, 8), (SOLARIZE, 0.8, 7)],
+    [(SHARPNESS, 0.4, 7), (INVERT, 0.6, 8)],
+    [(SHEAR_X, 0.6, 5), (EQUALIZE, 1.0, 9)],
+    [(COLOR, 0.4, 0), (EQUALIZE, 0.6, 3)],
+    [(EQUALIZE, 0.4, 7), (SOLARIZE, 0.2, 4)],
+    [(SOLARIZE, 0.6, 5), (AUTO_CONTRAST, 0.6, 5)],
+    [(INVERT, 0.6, 4), (EQUALIZE, 1.0, 8)],
+    [(COLOR, 0.6, 4), (CONTRAST, 1.0, 8)],
+    [(EQUALIZE, 0.8, 8), (EQUALIZE, 0.6, 3)],
+];
+
+/// timm's `auto_augment_policy_v0`: TPU EfficientNet's ImageNet policy.
+#[rustfmt::skip]
+const V0: [[PolicyOp; 2]; 25] = [
+    [(EQUALIZE, 0.8, 1), (SHEAR_Y, 0.8, 4)],
+    [(COLOR, 0.4, 9), (EQUALIZE, 0.6, 3)],
+    [(COLOR, 0.4, 1), (ROTATE, 0.6, 8)],
+    [(SOLARIZE, 0.8, 3), (EQUALIZE, 0.4, 7)],
+    [(SOLARIZE, 0.4, 2), (SOLARIZE, 0.6, 2)],
+    [(COLOR, 0.2, 0), (EQUALIZE, 0.8, 8)],
+    [(EQUALIZE, 0.4, 8), (SOLARIZE_ADD, 0.8, 3)],
+    [(SHEAR_X, 0.2, 9), (ROTATE, 0.6, 8)],
+    [(COLOR, 0.6, 1), (EQUALIZE, 1.0, 2)],
+    [(INVERT, 0.4, 9), (ROTATE, 0.6, 0)],
+    [(EQUALIZE, 1.0, 9), (SHEAR_Y, 0.6, 3)],
+    [(COLOR, 0.4, 7), (EQUALIZE, 0.6, 0)],
+    [(POSTERIZE, 0.4, 6), (AUTO_CONTRAST, 0.4, 7)],
+    [(SOLARIZE, 0.6, 8), (COLOR, 0.6, 9)],
+    [(SOLARIZE, 0.2, 4), (ROTATE, 0.8, 9)],
+    [(ROTATE, 1.0, 7), (TRANSLATE_Y_REL, 0.8, 9)],
+    [(SHEAR_X, 0.0, 0), (SOLARIZE, 0.8, 4)],
+    [(SHEAR_Y, 0.8, 0), (COLOR, 0.6, 4)],
+    [(COLOR, 1.0, 0), (ROTATE, 0.6, 2)],
+    [(EQUALIZE, 0.8, 4), (EQUALIZE, 0.0, 8)],
+    [(EQUALIZE, 1.0, 4), (AUTO_CONTRAST, 0.6, 2)],
+    [(SHEAR_Y, 0.4, 7), (SOLARIZE_ADD, 0.6, 7)],
+    [(POSTERIZE, 0.8, 2), (SOLARIZE, 0.6, 10)],
+    [(SOLARIZE, 0.6, 8), (EQUALIZE, 0.6, 1)],
+    [(COLOR, 0.8, 6), (ROTATE, 0.4, 5)],
+];
 
 /// A normal draw of mean `mu` and deviation `sigma` (Box–Muller over two uniform doubles, the
 /// form of Python's `random.gauss`).
@@ -230,6 +498,191 @@ mod tests {
             seen.insert(a.op);
         }
         assert_eq!(seen.len(), 15);
+    }
+
+    /// Every sub-policy is drawn, each operation at its own probability and magnitude: with no
+    /// noise, an applied operation's argument is its level rule's at its magnitude.
+    #[test]
+    fn timms_auto_augment_draws_its_policys_sub_policies() {
+        for policy in TimmAutoAugmentPolicy::ALL {
+            let a = TimmAutoAugment {
+                policy,
+                ..TimmAutoAugment::default()
+            };
+            let table = sub_policies(policy);
+            let mut used = std::collections::HashSet::new();
+            for index in 0..3000 {
+                let key = SampleKey {
+                    seed: 4,
+                    epoch: 0,
+                    index,
+                };
+                let s = &mut Stream::new(key, Op::TimmAutoAugment);
+                let drawn = draw_auto(&a, (224, 160), s);
+                // The first draw of the stream is the sub-policy's.
+                let chosen = Stream::new(key, Op::TimmAutoAugment).below(25) as usize;
+                used.insert(chosen);
+                let applicable: Vec<_> = table[chosen].iter().filter(|o| o.1 > 0.0).collect();
+                assert!(drawn.len() <= applicable.len());
+                for d in &drawn {
+                    let matches = applicable.iter().any(|&&(op, _, magnitude)| {
+                        let settings = Settings {
+                            prob: 1.0,
+                            magnitude: f64::from(magnitude),
+                            magnitude_std: 0.0,
+                            upper_bound: 10.0,
+                            translate_pct: 0.45,
+                            interpolation: Some(Filter::Bilinear),
+                        };
+                        let s = &mut Stream::new(key, Op::Crop);
+                        let expected = draw_op(op, &settings, (224, 160), s).unwrap();
+                        expected.op == d.op && expected.magnitude.abs() == d.magnitude.abs()
+                    });
+                    assert!(matches, "{policy:?} {chosen}: {d:?}");
+                }
+            }
+            assert_eq!(used.len(), 25);
+        }
+        // The research forms posterize with 4 - int(level * 4) bits: magnitude 8 keeps 1.
+        let research = sub_policies(TimmAutoAugmentPolicy::OriginalR)[0][0];
+        assert_eq!(research.0, TimmOp::Posterize(Bits::Increasing));
+        let original = sub_policies(TimmAutoAugmentPolicy::Original)[0][0];
+        let bits = |op| {
+            let settings = Settings {
+                prob: 1.0,
+                magnitude: 8.0,
+                magnitude_std: 0.0,
+                upper_bound: 10.0,
+                translate_pct: 0.45,
+                interpolation: None,
+            };
+            let key = SampleKey::default();
+            draw_op(op, &settings, (8, 8), &mut Stream::new(key, Op::Crop))
+                .unwrap()
+                .magnitude
+        };
+        assert_eq!((bits(original.0), bits(research.0)), (7.0, 1.0));
+    }
+
+    /// AugMix's draws: Dirichlet weights summing to one (as float32), a Beta blend factor, each
+    /// chain 1 to 3 of its thirteen operations, with the moments their distributions have.
+    #[test]
+    fn timms_aug_mix_draws_weights_blends_and_chains() {
+        let draws = |m: &TimmAugMix| -> Vec<AugMix> {
+            (0..4000)
+                .map(|index| {
+                    let key = SampleKey {
+                        seed: 5,
+                        epoch: 1,
+                        index,
+                    };
+                    draw_aug_mix(m, (64, 48), &mut Stream::new(key, Op::TimmAugMix))
+                })
+                .collect()
+        };
+        let all = draws(&TimmAugMix::default());
+        let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len() as f64;
+        let first: Vec<f64> = all.iter().map(|d| f64::from(d.weights[0])).collect();
+        let blends: Vec<f64> = all.iter().map(|d| f64::from(d.blend)).collect();
+        // Dirichlet(1, 1, 1)'s first weight: mean 1/3, variance 1/18; Beta(1, 1): uniform.
+        assert!((mean(&first) - 1.0 / 3.0).abs() < 0.015, "{}", mean(&first));
+        let variance = mean(
+            &first
+                .iter()
+                .map(|w| (w - 1.0 / 3.0).powi(2))
+                .collect::<Vec<_>>(),
+        );
+        assert!((variance - 1.0 / 18.0).abs() < 0.006, "{variance}");
+        assert!((mean(&blends) - 0.5).abs() < 0.02, "{}", mean(&blends));
+        let mut depths = [0; 4];
+        let mut ops = std::collections::HashSet::new();
+        for d in &all {
+            let total: f32 = d.weights.iter().sum();
+            assert!((total - 1.0).abs() < 1e-6, "{:?}", d.weights);
+            assert!((0.0..=1.0).contains(&d.blend));
+            assert_eq!(d.chains.len(), 3);
+            for chain in &d.chains {
+                depths[chain.len()] += 1;
+                ops.extend(chain.iter().map(|a| a.op));
+            }
+        }
+        assert_eq!(depths[0], 0);
+        assert!(
+            depths[1..].iter().all(|&n| (3600..4400).contains(&n)),
+            "{depths:?}"
+        );
+        // AutoContrast, the four enhancements, Equalize, Rotate, Posterize, Solarize, the shears
+        // and translations.
+        assert_eq!(ops.len(), 13, "{ops:?}");
+        // A small alpha: Gamma draws boosted below 1, Beta(0.2, 0.2) near its ends.
+        let small = draws(&TimmAugMix {
+            alpha: 0.2,
+            depth: Some(2),
+            width: 2,
+            ..TimmAugMix::default()
+        });
+        let ends = small
+            .iter()
+            .filter(|d| d.blend < 0.1 || d.blend > 0.9)
+            .count();
+        assert!(ends > 2000, "{ends}");
+        assert!(small.iter().all(|d| d.chains.iter().all(|c| c.len() == 2)));
+    }
+
+    #[test]
+    fn timms_aug_mix_strings_parse_as_timm_reads_them() {
+        let m = TimmAugMix::parse("augmix-m5-w4-d2-a0.5-mstd0.5").unwrap();
+        assert_eq!(
+            (m.magnitude, m.width, m.depth, m.alpha, m.magnitude_std),
+            (5.0, 4, Some(2), 0.5, 0.5)
+        );
+        let m = TimmAugMix::parse("augmix-d0-b0").unwrap();
+        assert_eq!(m, TimmAugMix::default());
+        assert_eq!(m.magnitude_std, f64::INFINITY);
+        for (bad, why) in [
+            ("augmix-b1", "blended AugMix"),
+            ("rand-m9", "starts with `augmix-`"),
+            ("augmix-q3", "unknown timm AugMix section"),
+            ("augmix-m2.5", "integer"),
+        ] {
+            let e = TimmAugMix::parse(bad).unwrap_err();
+            assert!(e.contains(why), "{bad}: {e}");
+        }
+        let too_wide = TimmAugMix::parse("augmix-w4").unwrap();
+        assert!(too_wide
+            .check()
+            .unwrap_err()
+            .to_string()
+            .contains("at most 14 steps"));
+        assert!(TimmAugMix::parse("augmix-w4-d2").unwrap().check().is_ok());
+    }
+
+    #[test]
+    fn timms_auto_augment_strings_parse_as_timm_reads_them() {
+        let a = TimmAutoAugment::parse("original-mstd0.5").unwrap();
+        assert_eq!(
+            (a.policy, a.magnitude_std),
+            (TimmAutoAugmentPolicy::Original, 0.5)
+        );
+        // Unlike its RandAugment strings, an mstd above 100 stays a deviation; the first counts.
+        let a = TimmAutoAugment::parse("v0r-mstd101-mstd3").unwrap();
+        assert_eq!(
+            (a.policy, a.magnitude_std),
+            (TimmAutoAugmentPolicy::V0R, 101.0)
+        );
+        assert_eq!(
+            TimmAutoAugment::parse("v0").unwrap(),
+            TimmAutoAugment::default()
+        );
+        for (bad, why) in [
+            ("3a", "'3a' is not supported"),
+            ("rand-m9", "starts with original"),
+            ("v0-m9", "unknown timm AutoAugment section"),
+            ("v0-mstd0.x", "not a number"),
+        ] {
+            let e = TimmAutoAugment::parse(bad).unwrap_err();
+            assert!(e.contains(why), "{bad}: {e}");
+        }
     }
 
     #[test]

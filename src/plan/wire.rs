@@ -6,10 +6,12 @@ use crate::error::{Error, Result};
 use std::collections::BTreeMap;
 
 /// One image's random parameters as report.json writes them, to be replayed through Pillow and
-/// torchvision: `{"crop": {"top", "left", "height", "width"}, "interpolation": filter,
+/// torchvision: `{"resize": size (RandomResize's or RandomShortestSize's draw), "crop": {"top",
+/// "left", "height", "width"}, "interpolation": filter,
 /// "random_crop": {"top", "left", "height", "width"} (of the padded image), "flip":
 /// bool, "vflip": bool, "rotation": degrees, "affine": {"angle": degrees, "translate": [x, y],
-/// "scale": s, "shear": [x, y]}, "augment": [{"op": name, "magnitude": m}, …], "color":
+/// "scale": s, "shear": [x, y]}, "augment": [{"op": name, "magnitude": m}, …], "aug_mix":
+/// {"weights": [w, …], "blend": m, "chains": [[{"op": name, "magnitude": m}, …], …]}, "color":
 /// {"order": [names], "brightness": factor, …}, "grayscale": bool, "color_ops": {method: bool, …},
 /// "blur": {"kernel_x": [weights], "kernel_y": [weights]} or null, "erase": [box, …]}` (each
 /// erased box with `"noise"`, its key or its values, where the transform writes normal values), the
@@ -19,6 +21,9 @@ use std::collections::BTreeMap;
 pub fn params_json(params: &super::Params) -> serde_json::Value {
     let box_json = |b: super::CropBox| serde_json::json!({"top": b.top, "left": b.left, "height": b.height, "width": b.width});
     let mut json = serde_json::json!({});
+    if let Some(size) = params.resize {
+        json["resize"] = size.into();
+    }
     if let Some(b) = params.crop {
         json["crop"] = box_json(b);
     }
@@ -46,17 +51,15 @@ pub fn params_json(params: &super::Params) -> serde_json::Value {
         });
     }
     if let Some(augment) = &params.augment {
-        let ops: Vec<_> = augment
-            .iter()
-            .map(|a| {
-                let mut op = serde_json::json!({ "op": a.op.name(), "magnitude": a.magnitude });
-                if let Some(filter) = a.filter {
-                    op["interpolation"] = filter.name().into();
-                }
-                op
-            })
-            .collect();
-        json["augment"] = ops.into();
+        json["augment"] = augments_json(augment);
+    }
+    if let Some(mix) = &params.aug_mix {
+        let chains: Vec<_> = mix.chains.iter().map(|c| augments_json(c)).collect();
+        json["aug_mix"] = serde_json::json!({
+            "weights": mix.weights.iter().map(|&w| f64::from(w)).collect::<Vec<_>>(),
+            "blend": f64::from(mix.blend),
+            "chains": chains,
+        });
     }
     if let Some(adjustments) = &params.color {
         let order: Vec<&str> = adjustments.iter().map(|a| a.name()).collect();
@@ -129,6 +132,7 @@ pub fn params_from_json(json: &serde_json::Value) -> Result<super::Params> {
     };
     for key in object.keys() {
         let known = [
+            "resize",
             "crop",
             "interpolation",
             "random_crop",
@@ -137,6 +141,7 @@ pub fn params_from_json(json: &serde_json::Value) -> Result<super::Params> {
             "rotation",
             "affine",
             "augment",
+            "aug_mix",
             "color",
             "grayscale",
             "color_ops",
@@ -188,7 +193,18 @@ pub fn params_from_json(json: &serde_json::Value) -> Result<super::Params> {
             Some(adjustments)
         }
     };
+    let resize = match object.get("resize") {
+        None => None,
+        Some(v) => Some(
+            v.as_u64()
+                .and_then(|n| usize::try_from(n).ok())
+                .ok_or_else(|| {
+                    Error::Options("`resize` must be a whole number of pixels".into())
+                })?,
+        ),
+    };
     Ok(super::Params {
+        resize,
         crop: object.get("crop").map(get_box).transpose()?,
         interpolation,
         random_crop: object.get("random_crop").map(get_box).transpose()?,
@@ -203,6 +219,7 @@ pub fn params_from_json(json: &serde_json::Value) -> Result<super::Params> {
             .transpose()?,
         affine: object.get("affine").map(affine_from_json).transpose()?,
         augment: object.get("augment").map(augments_from_json).transpose()?,
+        aug_mix: object.get("aug_mix").map(aug_mix_from_json).transpose()?,
         color,
         grayscale: flag("grayscale")?,
         color_ops: object
@@ -332,6 +349,61 @@ fn color_ops_from_json(v: &serde_json::Value) -> Result<BTreeMap<&'static str, b
         applied.insert(operation.method, value.as_bool().ok_or_else(wrong)?);
     }
     Ok(applied)
+}
+
+/// An augmentation policy's operations as `[{"op": name, "magnitude": m}, …]` (timm's geometric
+/// ones with their own `"interpolation"`).
+fn augments_json(augment: &[super::Augment]) -> serde_json::Value {
+    let ops: Vec<_> = augment
+        .iter()
+        .map(|a| {
+            let mut op = serde_json::json!({ "op": a.op.name(), "magnitude": a.magnitude });
+            if let Some(filter) = a.filter {
+                op["interpolation"] = filter.name().into();
+            }
+            op
+        })
+        .collect();
+    ops.into()
+}
+
+/// `{"weights": [w, …], "blend": m, "chains": [[op, …], …]}`: timm's `AugMix` draws, the
+/// weights and the factor as float32 values, each chain as `augment` lists its operations.
+fn aug_mix_from_json(v: &serde_json::Value) -> Result<super::AugMix> {
+    only(v, &["weights", "blend", "chains"], "`aug_mix`")?;
+    let wrong = || {
+        Error::Options(
+            "`aug_mix` needs `weights` (a list of numbers), `blend` (a number) and `chains` (a \
+             list of operation lists)"
+                .into(),
+        )
+    };
+    let weights = v
+        .get("weights")
+        .and_then(serde_json::Value::as_array)
+        .ok_or_else(wrong)?
+        .iter()
+        .map(|w| w.as_f64().map(|w| w as f32).ok_or_else(wrong))
+        .collect::<Result<Vec<f32>>>()?;
+    let blend = v
+        .get("blend")
+        .and_then(serde_json::Value::as_f64)
+        .ok_or_else(wrong)? as f32;
+    let chains = v
+        .get("chains")
+        .and_then(serde_json::Value::as_array)
+        .ok_or_else(wrong)?
+        .iter()
+        .map(|c| match c.as_array() {
+            Some(ops) => ops.iter().map(augment_from_json).collect(),
+            None => Err(wrong()),
+        })
+        .collect::<Result<Vec<_>>>()?;
+    Ok(super::AugMix {
+        weights,
+        blend,
+        chains,
+    })
 }
 
 /// `[{"op": name, "magnitude": m}, …]`: an augmentation policy's operations (one such object

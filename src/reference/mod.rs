@@ -10,6 +10,7 @@ pub(crate) mod adjust;
 pub(crate) mod blur;
 pub(crate) mod color;
 pub(crate) mod idct;
+pub(crate) mod mix;
 pub(crate) mod orient;
 pub(crate) mod pad;
 pub(crate) mod resample;

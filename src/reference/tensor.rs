@@ -62,11 +62,23 @@ pub fn to_tensor(image: &Image8, plan: &OutputPlan) -> Tensor {
         if let Some(rotation) = &plan.rotation {
             rgb = super::rotate::rotate(&rgb, rotation);
         }
+        let mut mixing = None;
         for step in &plan.steps {
             match step {
                 Step::Remap(map) => rgb = super::rotate::rotate(&rgb, map),
                 Step::Adjust(adjustment) => super::adjust::adjust(&mut rgb, adjustment),
                 Step::Blur(blur) => rgb = super::blur::blur(&rgb, blur),
+                Step::KeepForMix => mixing = Some(super::mix::Mixing::keep(&rgb)),
+                Step::AddToMix(weight) => {
+                    if let Some(mixing) = &mut mixing {
+                        mixing.add(&mut rgb, *weight);
+                    }
+                }
+                Step::BlendMix(factor) => {
+                    if let Some(mixing) = &mixing {
+                        mixing.blend(&mut rgb, *factor);
+                    }
+                }
             }
         }
         let whole = OutputPlan {

@@ -16,7 +16,11 @@ mod erasing;
 mod operations;
 mod padding;
 mod policies;
+mod random_resize;
+mod validate;
 mod wire;
+mod wire_timm;
+mod wire_values;
 
 pub use adjustment::Adjustment;
 pub use affine::RandomAffine;
@@ -26,8 +30,10 @@ pub use erasing::{ErasedValue, RandomErasing, MAX_ERASED_BOXES};
 pub use operations::{Operation, OPERATIONS, SETTINGS};
 pub use padding::{Pad, PaddingMode, RandomCrop};
 pub use policies::{
-    AutoAugment, AutoAugmentPolicy, RandAugment, TimmRandAugment, TrivialAugment, MAX_AUGMENT_OPS,
+    AutoAugment, AutoAugmentPolicy, RandAugment, TimmAugMix, TimmAutoAugment,
+    TimmAutoAugmentPolicy, TimmRandAugment, TrivialAugment, MAX_AUGMENT_OPS, MAX_MIXED_STEPS,
 };
+pub use random_resize::{RandomResize, RandomShortestSize, MAX_SHORTEST_SIZES};
 
 /// Pillow's resampling filters.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -333,6 +339,10 @@ pub struct Transform {
     pub reciprocal_scale: bool,
     /// `RandomResizedCrop` in place of `resize`; default none.
     pub random_resized_crop: Option<RandomResizedCrop>,
+    /// v2 `RandomResize` in place of `resize`; default none.
+    pub random_resize: Option<RandomResize>,
+    /// v2 `RandomShortestSize` in place of `resize`; default none.
+    pub random_shortest_size: Option<RandomShortestSize>,
     /// `RandomHorizontalFlip(p)`; default none.
     pub horizontal_flip: Option<f64>,
     /// `RandomVerticalFlip(p)`; default none.
@@ -358,6 +368,12 @@ pub struct Transform {
     /// timm's `RandAugment` (`rand-...` strings) in the same place (not with `RandomRotation` or
     /// another augmentation policy); default none.
     pub timm_rand_augment: Option<TimmRandAugment>,
+    /// timm's `AutoAugment` (`original`, `v0`... strings) in the same place (not with
+    /// `RandomRotation` or another augmentation policy); default none.
+    pub timm_auto_augment: Option<TimmAutoAugment>,
+    /// timm's `AugMix` (`augmix-...` strings) in the same place (not with `RandomRotation` or
+    /// another augmentation policy); default none.
+    pub timm_aug_mix: Option<TimmAugMix>,
     /// torchvision's single-operation transforms (`RandomInvert`, `RandomPosterize`, ...), after
     /// `RandomGrayscale`, in their order; default none.
     pub color_ops: ColorOps,
@@ -387,6 +403,8 @@ impl Default for Transform {
             exif_transpose: false,
             reciprocal_scale: false,
             random_resized_crop: None,
+            random_resize: None,
+            random_shortest_size: None,
             horizontal_flip: None,
             vertical_flip: None,
             color_jitter: None,
@@ -397,6 +415,8 @@ impl Default for Transform {
             rand_augment: None,
             auto_augment: None,
             timm_rand_augment: None,
+            timm_auto_augment: None,
+            timm_aug_mix: None,
             color_ops: ColorOps::default(),
             gaussian_blur: None,
             random_erasing: None,
@@ -471,6 +491,8 @@ impl Transform {
     /// Whether any operation draws random parameters.
     pub fn is_random(&self) -> bool {
         self.random_resized_crop.is_some()
+            || self.random_resize.is_some()
+            || self.random_shortest_size.is_some()
             || self.horizontal_flip.is_some()
             || self.vertical_flip.is_some()
             || self.color_jitter.is_some()
@@ -480,6 +502,9 @@ impl Transform {
             || self.trivial_augment.is_some()
             || self.rand_augment.is_some()
             || self.auto_augment.is_some()
+            || self.timm_rand_augment.is_some()
+            || self.timm_auto_augment.is_some()
+            || self.timm_aug_mix.is_some()
             || !self.color_ops.is_empty()
             || self.gaussian_blur.is_some()
             || self.random_erasing.is_some()
@@ -618,138 +643,6 @@ pub struct InvalidTransform(pub(crate) String);
 
 /// The longest side a transform may ask for.
 pub const MAX_SIDE: usize = (1 << 31) - 1;
-
-impl Transform {
-    /// Checks the random operations' arguments as torchvision's constructors do.
-    fn validate_random(&self) -> Result<(), InvalidTransform> {
-        if let Some(crop) = self.random_resized_crop {
-            if self.resize.is_some() || self.draft {
-                return Err(InvalidTransform(
-                    "random_resized_crop replaces resize (and draft decoding)".into(),
-                ));
-            }
-            let (s0, s1) = crop.scale;
-            let (r0, r1) = crop.ratio;
-            let positive = |v: f64| v.is_finite() && v > 0.0;
-            if !(positive(s0) && positive(s1) && s0 <= s1 && positive(r0) && positive(r1))
-                || r0 > r1
-            {
-                return Err(InvalidTransform(format!(
-                    "random_resized_crop needs 0 < scale.0 <= scale.1 and 0 < ratio.0 <= ratio.1, \
-                     got scale {:?}, ratio {:?}",
-                    crop.scale, crop.ratio
-                )));
-            }
-        }
-        if let Some(r) = self.random_rotation {
-            let (low, high) = r.degrees;
-            if !(low.is_finite() && high.is_finite() && low <= high) {
-                return Err(InvalidTransform(format!(
-                    "random_rotation needs finite degrees with low <= high, got {:?}",
-                    r.degrees
-                )));
-            }
-        }
-        if let Some(t) = self.trivial_augment {
-            if !(2..=1024).contains(&t.bins) {
-                return Err(InvalidTransform(format!(
-                    "trivial_augment needs 2..=1024 magnitude bins, got {}",
-                    t.bins
-                )));
-            }
-        }
-        if let Some(r) = self.rand_augment {
-            if !(2..=1024).contains(&r.bins) || r.magnitude >= r.bins {
-                return Err(InvalidTransform(format!(
-                    "rand_augment needs 2..=1024 magnitude bins and a magnitude below them, got \
-                     magnitude {} of {} bins",
-                    r.magnitude, r.bins
-                )));
-            }
-            if r.num_ops > MAX_AUGMENT_OPS {
-                return Err(InvalidTransform(format!(
-                    "rand_augment applies at most {MAX_AUGMENT_OPS} operations an image, not {}",
-                    r.num_ops
-                )));
-            }
-        }
-        if let Some(r) = self.timm_rand_augment {
-            r.check()?;
-        }
-        if let Some(affine) = self.random_affine {
-            affine.check()?;
-        }
-        if let Some(blur) = self.gaussian_blur {
-            blur.check()?;
-        }
-        let geometric = [
-            ("random_rotation", self.random_rotation.is_some()),
-            ("random_affine", self.random_affine.is_some()),
-            ("trivial_augment", self.trivial_augment.is_some()),
-            ("rand_augment", self.rand_augment.is_some()),
-            ("auto_augment", self.auto_augment.is_some()),
-            ("timm_rand_augment", self.timm_rand_augment.is_some()),
-        ];
-        let interpolations = [
-            self.random_rotation.map(|r| r.interpolation),
-            self.random_affine.map(|a| a.interpolation),
-            self.trivial_augment.map(|t| t.interpolation),
-            self.rand_augment.map(|r| r.interpolation),
-            self.auto_augment.map(|a| a.interpolation),
-            self.timm_rand_augment.and_then(|r| r.interpolation),
-        ];
-        for ((name, _), filter) in geometric.iter().zip(interpolations) {
-            if let Some(filter) = filter.filter(|f| !f.maps()) {
-                return Err(InvalidTransform(format!(
-                    "{name}'s interpolation is nearest, bilinear or bicubic (Pillow's affine \
-                     transforms sample with no other), got {}",
-                    filter.name()
-                )));
-            }
-        }
-        let chosen: Vec<&str> = geometric.iter().filter(|g| g.1).map(|g| g.0).collect();
-        if chosen.len() > 1 {
-            return Err(InvalidTransform(format!(
-                "{} are not offered together (one rotation or augmentation policy a transform)",
-                chosen.join(" and ")
-            )));
-        }
-        if let Some(e) = self.random_erasing {
-            e.validate(self.dtype)?;
-        }
-        for (name, p) in [
-            ("horizontal_flip", self.horizontal_flip),
-            ("vertical_flip", self.vertical_flip),
-            ("grayscale", self.grayscale),
-            ("color_jitter", self.color_jitter.map(|j| j.p)),
-        ] {
-            if let Some(p) = p.filter(|p| !(0.0..=1.0).contains(p)) {
-                return Err(InvalidTransform(format!(
-                    "{name}'s probability must lie in [0, 1], got {p}"
-                )));
-            }
-        }
-        if let Some(jitter) = self.color_jitter {
-            let factors = [jitter.brightness, jitter.contrast, jitter.saturation];
-            for (low, high) in factors.into_iter().flatten() {
-                if !(low.is_finite() && high.is_finite() && 0.0 <= low && low <= high) {
-                    return Err(InvalidTransform(format!(
-                        "color_jitter's factor ranges must satisfy 0 <= low <= high, got \
-                         ({low}, {high})"
-                    )));
-                }
-            }
-            if let Some((low, high)) = jitter.hue {
-                if !(-0.5 <= low && low <= high && high <= 0.5) {
-                    return Err(InvalidTransform(format!(
-                        "color_jitter's hue range must lie in [-0.5, 0.5], got ({low}, {high})"
-                    )));
-                }
-            }
-        }
-        Ok(())
-    }
-}
 
 #[cfg(test)]
 mod tests {

@@ -68,13 +68,27 @@ const fn every_operation() -> [Operation; FIELDS.len() + COLOR_OPERATIONS.len()]
 }
 
 /// The operations that are fields of their own.
-const FIELDS: [Operation; 18] = [
+const FIELDS: [Operation; 22] = [
     op("Resize", "resize", "--resize", "resize", 0),
     op(
         "RandomResizedCrop",
         "random_resized_crop",
         "--random-resized-crop",
         "random_resized_crop",
+        0,
+    ),
+    op(
+        "RandomResize",
+        "random_resize",
+        "--random-resize",
+        "random_resize",
+        0,
+    ),
+    op(
+        "RandomShortestSize",
+        "random_shortest_size",
+        "--random-shortest-size",
+        "random_shortest_size",
         0,
     ),
     op("Pad", "pad", "--pad", "pad", 1),
@@ -140,6 +154,20 @@ const FIELDS: [Operation; 18] = [
         "timm_rand_augment",
         "--timm-rand-augment",
         "timm_rand_augment",
+        3,
+    ),
+    op(
+        "TimmAutoAugment",
+        "timm_auto_augment",
+        "--timm-auto-augment",
+        "timm_auto_augment",
+        3,
+    ),
+    op(
+        "TimmAugMix",
+        "timm_aug_mix",
+        "--timm-aug-mix",
+        "timm_aug_mix",
         3,
     ),
     op(

@@ -265,3 +265,295 @@ impl TimmRandAugment {
         Ok(())
     }
 }
+
+/// timm's AutoAugment policies (timm/data/auto_augment.py's `auto_augment_policy`), each 25
+/// sub-policies of two of timm's operations with a probability and a magnitude.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TimmAutoAugmentPolicy {
+    /// `original`: the AutoAugment paper's ImageNet policy.
+    Original,
+    /// `originalr`: as `original`, posterizing with the research form (more bits dropped as the
+    /// magnitude grows).
+    OriginalR,
+    /// `v0`: the ImageNet policy of TPU EfficientNet.
+    V0,
+    /// `v0r`: as `v0`, posterizing with the research form.
+    V0R,
+}
+
+impl TimmAutoAugmentPolicy {
+    /// Every policy.
+    pub const ALL: [Self; 4] = [Self::Original, Self::OriginalR, Self::V0, Self::V0R];
+
+    /// timm's name of the policy.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Original => "original",
+            Self::OriginalR => "originalr",
+            Self::V0 => "v0",
+            Self::V0R => "v0r",
+        }
+    }
+
+    /// The policy timm's name `name` names.
+    pub fn named(name: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|p| p.name() == name)
+    }
+}
+
+/// timm's `auto_augment_transform(config_str, hparams)` (timm/data/auto_augment.py) of the
+/// cropped, flipped image, in `RandAugment`'s place: one of the policy's sub-policies a sample,
+/// each of its operations applied with its probability at a magnitude drawn about its own
+/// (`crate::plan::timm_augment`). timm's own operations and level rules, not torchvision's.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct TimmAutoAugment {
+    /// The policy; timm's default `v0`.
+    pub policy: TimmAutoAugmentPolicy,
+    /// The standard deviation of the magnitudes' noise (`mstd`): 0 for none, infinity (given
+    /// in timm's hparams) for a uniform magnitude in 0 to the operation's; default 0.
+    pub magnitude_std: f64,
+    /// The largest translation, a share of the side (hparams' `translate_pct`); default 0.45.
+    pub translate_pct: f64,
+    /// The fill of the shears, translations and rotations (hparams' `img_mean`; create_transform
+    /// passes the normalisation's mean in 0..=255); default timm's (128, 128, 128).
+    pub fill: [u8; 3],
+    /// Their sampling (hparams' `interpolation`); `None`, timm's default, draws bilinear or
+    /// bicubic for each operation.
+    pub interpolation: Option<Filter>,
+}
+
+impl Default for TimmAutoAugment {
+    fn default() -> Self {
+        Self {
+            policy: TimmAutoAugmentPolicy::V0,
+            magnitude_std: 0.0,
+            translate_pct: 0.45,
+            fill: [128; 3],
+            interpolation: None,
+        }
+    }
+}
+
+impl TimmAutoAugment {
+    /// timm's configuration string, `original-mstd0.5` (the policy's name, then optional
+    /// sections, of which timm knows `mstd`), over the defaults. timm's `3a` policy (Pillow's
+    /// Gaussian blur, which gpuprep does not compute) is refused by name.
+    pub fn parse(config: &str) -> Result<Self, String> {
+        let mut sections = config.split('-');
+        let name = sections.next().unwrap_or("");
+        let policy = match TimmAutoAugmentPolicy::named(name) {
+            Some(policy) => policy,
+            None if name == "3a" => {
+                return Err(
+                    "timm's AutoAugment policy '3a' is not supported by gpuprep: its \
+                            GaussianBlurRand is Pillow's box-blur approximation, which gpuprep \
+                            does not compute"
+                        .into(),
+                )
+            }
+            None => {
+                return Err(format!(
+                    "a timm AutoAugment string starts with original, originalr, v0 or v0r, got \
+                     {config:?}"
+                ))
+            }
+        };
+        let mut a = Self {
+            policy,
+            ..Self::default()
+        };
+        let mut std_given = false;
+        for section in sections {
+            // timm splits at the first digit and skips a section without one.
+            let Some(at) = section.find(|c: char| c.is_ascii_digit()) else {
+                continue;
+            };
+            let (key, value) = section.split_at(at);
+            if key != "mstd" {
+                return Err(format!(
+                    "unknown timm AutoAugment section {section:?} (timm knows mstd)"
+                ));
+            }
+            let number = value
+                .parse::<f64>()
+                .map_err(|_| format!("{key}{value}: {value:?} is not a number"))?;
+            // timm keeps the first (hparams.setdefault), as a Gaussian's deviation however
+            // large (its RandAugment strings alone read one above 100 as uniform).
+            if !std_given {
+                std_given = true;
+                a.magnitude_std = number;
+            }
+        }
+        Ok(a)
+    }
+
+    /// A timm `AutoAugment` gpuprep computes: a noise of at least 0, a translation share within
+    /// Pillow's fixed-point reach.
+    pub fn check(&self) -> Result<(), super::InvalidTransform> {
+        if self.magnitude_std.is_nan() || self.magnitude_std < 0.0 {
+            return Err(super::InvalidTransform(format!(
+                "timm_auto_augment's magnitude_std is at least 0, got {}",
+                self.magnitude_std
+            )));
+        }
+        if !(0.0..=1.0).contains(&self.translate_pct) {
+            return Err(super::InvalidTransform(format!(
+                "timm_auto_augment's translate_pct is 0 to 1, got {}",
+                self.translate_pct
+            )));
+        }
+        Ok(())
+    }
+}
+
+/// The most steps one image's [`TimmAugMix`] takes: keeping the image, each chain's operations
+/// and its sum into the mix, and the final blend (timm's default three chains of up to three
+/// operations take 14).
+pub const MAX_MIXED_STEPS: u32 = 14;
+
+/// timm's `augment_and_mix_transform(config_str, hparams)` (timm/data/auto_augment.py's
+/// `AugMixAugment`, not blended) of the cropped, flipped image, in `RandAugment`'s place: mixing
+/// weights from a Dirichlet and a blend factor from a Beta distribution; `width` chains of
+/// `depth` (or 1 to 3) of timm's AugMix operations, each run on the image; their weighted sum in
+/// float32 (numpy's), clipped and truncated to uint8, then `Image.blend` of the image with it
+/// (`crate::plan::timm_augment`).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct TimmAugMix {
+    /// The operations' magnitude (severity, `m`); default 3.
+    pub magnitude: f64,
+    /// The chains (`w`); default 3.
+    pub width: u32,
+    /// Operations a chain (`d`); `None` (timm's -1, default) draws 1 to 3 for each chain.
+    pub depth: Option<u32>,
+    /// The Dirichlet's and the Beta's parameter (`a`); default 1.
+    pub alpha: f64,
+    /// The standard deviation of the magnitude's noise (`mstd`): 0 for none; default infinity,
+    /// timm's for AugMix: a uniform magnitude in 0 to `magnitude`.
+    pub magnitude_std: f64,
+    /// The largest translation, a share of the side (hparams' `translate_pct`; create_transform
+    /// passes 0.3 for AugMix); default 0.45.
+    pub translate_pct: f64,
+    /// The fill of the shears, translations and rotations (hparams' `img_mean`); default timm's
+    /// (128, 128, 128).
+    pub fill: [u8; 3],
+    /// Their sampling (hparams' `interpolation`); `None`, timm's default, draws bilinear or
+    /// bicubic for each operation.
+    pub interpolation: Option<Filter>,
+}
+
+impl Default for TimmAugMix {
+    fn default() -> Self {
+        Self {
+            magnitude: 3.0,
+            width: 3,
+            depth: None,
+            alpha: 1.0,
+            magnitude_std: f64::INFINITY,
+            translate_pct: 0.45,
+            fill: [128; 3],
+            interpolation: None,
+        }
+    }
+}
+
+impl TimmAugMix {
+    /// timm's configuration string, `augmix-m5-w4-d2-a0.5-mstd0.5` (sections in any order after
+    /// `augmix`, each optional), over the defaults. The blended form (`b1`), whose arithmetic
+    /// differs, is refused by name.
+    pub fn parse(config: &str) -> Result<Self, String> {
+        let mut sections = config.split('-');
+        if sections.next() != Some("augmix") {
+            return Err(format!(
+                "a timm AugMix string starts with `augmix-`, got {config:?}"
+            ));
+        }
+        let mut a = Self::default();
+        let mut std_given = false;
+        for section in sections {
+            // timm splits at the first digit and skips a section without one.
+            let Some(at) = section.find(|c: char| c.is_ascii_digit()) else {
+                continue;
+            };
+            let (key, value) = section.split_at(at);
+            let number = || {
+                value
+                    .parse::<f64>()
+                    .map_err(|_| format!("{key}{value}: {value:?} is not a number"))
+            };
+            let integer = || {
+                value
+                    .parse::<u32>()
+                    .map_err(|_| format!("{key}{value}: timm takes an integer here"))
+            };
+            match key {
+                "m" => a.magnitude = f64::from(integer()?),
+                "w" => a.width = integer()?,
+                "d" => a.depth = Some(integer()?).filter(|&d| d > 0),
+                "a" => a.alpha = number()?,
+                "b" if integer()? != 0 => {
+                    return Err(
+                        "timm's blended AugMix (`b1`) is not supported by gpuprep: its \
+                                chained blends are arithmetic of their own (timm notes they \
+                                differ from the mix)"
+                            .into(),
+                    )
+                }
+                "b" => {}
+                // timm keeps the first (hparams.setdefault).
+                "mstd" if !std_given => {
+                    std_given = true;
+                    a.magnitude_std = number()?;
+                }
+                "mstd" => {}
+                _ => return Err(format!("unknown timm AugMix section {section:?}")),
+            }
+        }
+        Ok(a)
+    }
+
+    /// The most operations one chain runs.
+    pub fn max_depth(&self) -> u32 {
+        self.depth.unwrap_or(3)
+    }
+
+    /// A timm `AugMix` gpuprep computes: chains whose steps fit [`MAX_MIXED_STEPS`], a positive
+    /// alpha, a magnitude and noise of at least 0, a translation share within Pillow's
+    /// fixed-point reach.
+    pub fn check(&self) -> Result<(), super::InvalidTransform> {
+        let refused = |what: String| Err(super::InvalidTransform(format!("timm_aug_mix's {what}")));
+        let steps = u64::from(self.width) * (u64::from(self.max_depth()) + 1) + 2;
+        if self.width == 0 || steps > u64::from(MAX_MIXED_STEPS) {
+            return refused(format!(
+                "chains take at most {MAX_MIXED_STEPS} steps (width x (depth + 1) + 2: three \
+                 chains of up to three operations), got width {} and depth {}",
+                self.width,
+                self.max_depth()
+            ));
+        }
+        if !(self.alpha.is_finite() && self.alpha > 0.0) {
+            return refused(format!(
+                "alpha is a finite number above 0, got {}",
+                self.alpha
+            ));
+        }
+        if !(self.magnitude.is_finite() && self.magnitude >= 0.0) {
+            return refused(format!(
+                "magnitude is a finite number of at least 0, got {}",
+                self.magnitude
+            ));
+        }
+        if self.magnitude_std.is_nan() || self.magnitude_std < 0.0 {
+            return refused(format!(
+                "magnitude_std is at least 0, got {}",
+                self.magnitude_std
+            ));
+        }
+        if !(0.0..=1.0).contains(&self.translate_pct) {
+            return refused(format!(
+                "translate_pct is 0 to 1, got {}",
+                self.translate_pct
+            ));
+        }
+        Ok(())
+    }
+}

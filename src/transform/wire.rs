@@ -3,15 +3,21 @@
 //! `[low, high]`, probabilities and factors the values used (float32 ones exactly), an operation
 //! the transform lacks `null`.
 
+use super::wire_timm::{
+    random_resize, random_shortest_size, timm_aug_mix, timm_aug_mix_json, timm_auto_augment,
+    timm_auto_augment_json, timm_rand_augment, timm_rand_augment_json,
+};
+use super::wire_values::{
+    f64_of, fill_of, filter, interpolation_of, invalid, known, member, numbers, range32_of,
+    range_of, usize_of, Parsed,
+};
 use super::{
     AutoAugment, AutoAugmentPolicy, ChannelOrder, ColorJitter, ColorOp, ColorOps, DType,
     ErasedValue, Filter, GaussianBlur, InvalidTransform, Layout, Normalize, Pad, PaddingMode,
     RandAugment, RandomAffine, RandomCrop, RandomErasing, RandomResizedCrop, RandomRotation,
-    Resize, TimmRandAugment, Transform, TrivialAugment, MAX_SIDE,
+    Resize, Transform, TrivialAugment, MAX_SIDE,
 };
 use serde_json::{json, Map, Value};
-
-type Parsed<T> = Result<T, InvalidTransform>;
 
 impl Transform {
     /// Every field, as JSON (see the module's documentation).
@@ -32,6 +38,8 @@ impl Transform {
             exif_transpose,
             reciprocal_scale,
             random_resized_crop,
+            random_resize,
+            random_shortest_size,
             horizontal_flip,
             vertical_flip,
             color_jitter,
@@ -42,6 +50,8 @@ impl Transform {
             rand_augment,
             auto_augment,
             timm_rand_augment,
+            timm_auto_augment,
+            timm_aug_mix,
             color_ops,
             gaussian_blur,
             random_erasing,
@@ -121,6 +131,16 @@ impl Transform {
                 "interpolation": a.interpolation.name(),
             })),
             "timm_rand_augment": timm_rand_augment.map(|r| timm_rand_augment_json(&r)),
+            "timm_auto_augment": timm_auto_augment.map(|a| timm_auto_augment_json(&a)),
+            "timm_aug_mix": timm_aug_mix.map(|m| timm_aug_mix_json(&m)),
+            "random_resize": random_resize.map(|r| json!({
+                "min_size": r.min_size,
+                "max_size": r.max_size,
+            })),
+            "random_shortest_size": random_shortest_size.map(|s| json!({
+                "min_size": s.sizes(),
+                "max_size": s.max_size,
+            })),
             "color_ops": (!color_ops.is_empty()).then(|| color_ops_json(&color_ops)),
             "gaussian_blur": gaussian_blur.map(|b| json!({
                 "kernel_size": [b.kernel_size.0, b.kernel_size.1],
@@ -179,6 +199,14 @@ impl Transform {
                 "timm_rand_augment" => {
                     t.timm_rand_augment = field.object_with(timm_rand_augment)?
                 }
+                "timm_auto_augment" => {
+                    t.timm_auto_augment = field.object_with(timm_auto_augment)?
+                }
+                "timm_aug_mix" => t.timm_aug_mix = field.object_with(timm_aug_mix)?,
+                "random_resize" => t.random_resize = field.object_with(random_resize)?,
+                "random_shortest_size" => {
+                    t.random_shortest_size = field.object_with(random_shortest_size)?
+                }
                 "color_ops" => t.color_ops = field.list_with(color_op)?,
                 "gaussian_blur" => t.gaussian_blur = field.object_with(gaussian_blur)?,
                 "random_erasing" => t.random_erasing = field.object_with(random_erasing)?,
@@ -190,10 +218,6 @@ impl Transform {
         t.validate()?;
         Ok(t)
     }
-}
-
-fn invalid(why: String) -> InvalidTransform {
-    InvalidTransform(why)
 }
 
 /// One key of the object being read, and its value (`None` for null).
@@ -313,10 +337,6 @@ fn integer(v: &Value) -> Option<u64> {
     v.as_u64()
 }
 
-fn filter(v: &Value) -> Option<Filter> {
-    v.as_str().and_then(Filter::from_name)
-}
-
 fn layout_name(layout: Layout) -> &'static str {
     match layout {
         Layout::Hwc => "hwc",
@@ -355,69 +375,6 @@ fn channels(v: &Value) -> Option<ChannelOrder> {
     [ChannelOrder::Rgb, ChannelOrder::Bgr]
         .into_iter()
         .find(|&c| v.as_str() == Some(channels_name(c)))
-}
-
-/// The value of `key`, which the object must have.
-fn member<'a>(object: &'a Map<String, Value>, key: &str) -> Parsed<&'a Value> {
-    object
-        .get(key)
-        .ok_or_else(|| invalid(format!("`{key}` is missing")))
-}
-
-fn known(object: &Map<String, Value>, keys: &[&str]) -> Parsed<()> {
-    match object.keys().find(|k| !keys.contains(&k.as_str())) {
-        Some(key) => Err(invalid(format!("unknown key `{key}`"))),
-        None => Ok(()),
-    }
-}
-
-fn usize_of(object: &Map<String, Value>, key: &str) -> Parsed<usize> {
-    let v = member(object, key)?;
-    v.as_u64()
-        .and_then(|n| usize::try_from(n).ok())
-        .ok_or_else(|| invalid(format!("`{key}` must be a non-negative integer")))
-}
-
-fn f64_of(object: &Map<String, Value>, key: &str) -> Parsed<f64> {
-    member(object, key)?
-        .as_f64()
-        .ok_or_else(|| invalid(format!("`{key}` must be a number")))
-}
-
-/// `[a, b, …]`, `N` numbers.
-fn numbers<const N: usize>(v: &Value, key: &str) -> Parsed<[f64; N]> {
-    let wrong = || invalid(format!("`{key}` must be a list of {N} numbers"));
-    let list = v.as_array().filter(|l| l.len() == N).ok_or_else(wrong)?;
-    let mut out = [0.0; N];
-    for (slot, item) in out.iter_mut().zip(list) {
-        *slot = item.as_f64().ok_or_else(wrong)?;
-    }
-    Ok(out)
-}
-
-fn range_of(object: &Map<String, Value>, key: &str) -> Parsed<(f64, f64)> {
-    let [a, b] = numbers(member(object, key)?, key)?;
-    Ok((a, b))
-}
-
-/// A float32 range or null (f32 → f64 → text → f64 → f32 is exact).
-fn range32_of(object: &Map<String, Value>, key: &str) -> Parsed<Option<(f32, f32)>> {
-    match object.get(key).filter(|v| !v.is_null()) {
-        None => Ok(None),
-        Some(v) => numbers(v, key).map(|[a, b]| Some((a as f32, b as f32))),
-    }
-}
-
-fn fill_of(object: &Map<String, Value>) -> Parsed<[u8; 3]> {
-    let wrong = || invalid("`fill` must be three integers 0..=255".into());
-    let values = numbers::<3>(member(object, "fill")?, "fill").map_err(|_| wrong())?;
-    let mut fill = [0u8; 3];
-    for (slot, v) in fill.iter_mut().zip(values) {
-        *slot = (v.fract() == 0.0 && (0.0..=255.0).contains(&v))
-            .then_some(v as u8)
-            .ok_or_else(wrong)?;
-    }
-    Ok(fill)
 }
 
 fn size(object: &Map<String, Value>) -> Parsed<(usize, usize)> {
@@ -483,17 +440,6 @@ fn color_jitter(object: &Map<String, Value>) -> Parsed<ColorJitter> {
             None => 1.0,
         },
     })
-}
-
-/// A map's `interpolation`: a filter's name, nearest where it is absent (as written before
-/// maps had others).
-fn interpolation_of(object: &Map<String, Value>) -> Parsed<Filter> {
-    match object.get("interpolation") {
-        None => Ok(Filter::Nearest),
-        Some(v) => filter(v).ok_or_else(|| {
-            invalid("`interpolation` is one of nearest, bilinear and bicubic".into())
-        }),
-    }
 }
 
 fn random_rotation(object: &Map<String, Value>) -> Parsed<RandomRotation> {
@@ -655,82 +601,6 @@ fn auto_augment(object: &Map<String, Value>) -> Parsed<AutoAugment> {
     })
 }
 
-/// timm's `RandAugment`'s JSON form: its settings, an infinite `magnitude_std` as "inf" and a
-/// drawn interpolation as "random".
-fn timm_rand_augment_json(r: &TimmRandAugment) -> Value {
-    json!({
-        "num_ops": r.num_ops,
-        "magnitude": r.magnitude,
-        "magnitude_std": if r.magnitude_std.is_infinite() { json!("inf") } else { json!(r.magnitude_std) },
-        "magnitude_max": r.magnitude_max,
-        "prob": r.prob,
-        "increasing": r.increasing,
-        "translate_pct": r.translate_pct,
-        "fill": r.fill,
-        "interpolation": r.interpolation.map_or("random", Filter::name),
-    })
-}
-
-fn timm_rand_augment(object: &Map<String, Value>) -> Parsed<TimmRandAugment> {
-    known(
-        object,
-        &[
-            "num_ops",
-            "magnitude",
-            "magnitude_std",
-            "magnitude_max",
-            "prob",
-            "increasing",
-            "translate_pct",
-            "fill",
-            "interpolation",
-        ],
-    )?;
-    let defaults = TimmRandAugment::default();
-    let or_default = |key, default: f64| match object.get(key) {
-        None => Ok(default),
-        Some(_) => f64_of(object, key),
-    };
-    let num_ops = match object.get("num_ops") {
-        None => defaults.num_ops,
-        Some(_) => u32::try_from(usize_of(object, "num_ops")?)
-            .map_err(|_| invalid("`num_ops` is too large".into()))?,
-    };
-    let magnitude_std = match object.get("magnitude_std") {
-        Some(Value::String(s)) if s == "inf" => f64::INFINITY,
-        _ => or_default("magnitude_std", defaults.magnitude_std)?,
-    };
-    let magnitude_max = match object.get("magnitude_max") {
-        None | Some(Value::Null) => None,
-        Some(_) => Some(f64_of(object, "magnitude_max")?),
-    };
-    let increasing = match object.get("increasing") {
-        None => false,
-        Some(v) => v
-            .as_bool()
-            .ok_or_else(|| invalid("`increasing` is true or false".into()))?,
-    };
-    let interpolation = match object.get("interpolation") {
-        None => None,
-        Some(Value::String(s)) if s == "random" => None,
-        Some(_) => Some(interpolation_of(object)?),
-    };
-    Ok(TimmRandAugment {
-        num_ops,
-        magnitude: or_default("magnitude", defaults.magnitude)?,
-        magnitude_std,
-        magnitude_max,
-        prob: or_default("prob", defaults.prob)?,
-        increasing,
-        translate_pct: or_default("translate_pct", defaults.translate_pct)?,
-        fill: match object.get("fill") {
-            None => defaults.fill,
-            Some(_) => fill_of(object)?,
-        },
-        interpolation,
-    })
-}
-
 fn gaussian_blur(object: &Map<String, Value>) -> Parsed<GaussianBlur> {
     known(object, &["kernel_size", "sigma", "p"])?;
     let [kx, ky] = numbers::<2>(member(object, "kernel_size")?, "kernel_size")?;
@@ -799,6 +669,9 @@ fn erased_value_json(value: ErasedValue) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::transform::{
+        RandomResize, RandomShortestSize, TimmAugMix, TimmAutoAugment, TimmRandAugment,
+    };
 
     /// A transform with most fields away from their defaults (the others, which do not
     /// combine with these, are changed in the test's variants).
@@ -838,6 +711,10 @@ mod tests {
             rand_augment: None,
             auto_augment: None,
             timm_rand_augment: None,
+            timm_auto_augment: None,
+            timm_aug_mix: None,
+            random_resize: None,
+            random_shortest_size: None,
             color_ops: ColorOps::default()
                 .with(ColorOp::new("random_solarize", Some(127.5), 0.25).unwrap())
                 .with(ColorOp::new("random_equalize", None, 1.0).unwrap())
@@ -958,6 +835,48 @@ mod tests {
             timm_rand_augment: TimmRandAugment::parse("rand-m7-n3-mstd101-p0.7").ok(),
             ..everything()
         };
+        let with_timm_auto = Transform {
+            random_rotation: None,
+            timm_auto_augment: Some(TimmAutoAugment {
+                magnitude_std: f64::INFINITY,
+                fill: [124, 116, 104],
+                interpolation: Some(Filter::Bicubic),
+                ..TimmAutoAugment::parse("originalr").unwrap()
+            }),
+            ..everything()
+        };
+        let with_noisy_timm_auto = Transform {
+            random_rotation: None,
+            timm_auto_augment: TimmAutoAugment::parse("v0-mstd0.5").ok(),
+            ..everything()
+        };
+        let with_aug_mix = Transform {
+            random_rotation: None,
+            timm_aug_mix: Some(TimmAugMix {
+                fill: [124, 116, 104],
+                translate_pct: 0.3,
+                ..TimmAugMix::parse("augmix-m5-w2-d3-a0.5-mstd0.5").unwrap()
+            }),
+            ..everything()
+        };
+        let with_default_aug_mix = Transform {
+            random_rotation: None,
+            timm_aug_mix: TimmAugMix::parse("augmix").ok(),
+            ..everything()
+        };
+        let with_random_resize = Transform {
+            random_resize: Some(RandomResize {
+                min_size: 200,
+                max_size: 321,
+            }),
+            random_resized_crop: None,
+            ..everything()
+        };
+        let with_shortest_size = Transform {
+            random_shortest_size: RandomShortestSize::new(&[480, 512, 800], Some(1333)).ok(),
+            random_resized_crop: None,
+            ..everything()
+        };
         let presets = [
             Transform::default(),
             Transform::imagenet_eval(),
@@ -975,6 +894,12 @@ mod tests {
             with_x_shear,
             with_timm,
             with_uniform_timm,
+            with_timm_auto,
+            with_noisy_timm_auto,
+            with_aug_mix,
+            with_default_aug_mix,
+            with_random_resize,
+            with_shortest_size,
         ]
         .into_iter()
         .chain(presets)
@@ -986,7 +911,7 @@ mod tests {
         }
         let written = everything().to_json();
         let keys = written.as_object().unwrap().len();
-        assert_eq!(keys, 28, "one key per field of Transform: {written}");
+        assert_eq!(keys, 32, "one key per field of Transform: {written}");
     }
 
     #[test]

@@ -227,6 +227,10 @@ pub fn transform_specs() -> BTreeMap<String, gpuprep::Transform> {
                 "rand_augment",
                 "auto_augment",
                 "timm_rand_augment",
+                "timm_auto_augment",
+                "timm_aug_mix",
+                "random_resize",
+                "random_shortest_size",
                 "gaussian_blur",
             ];
             let own: serde_json::Map<String, serde_json::Value> = keys
@@ -353,6 +357,10 @@ pub fn transform_specs() -> BTreeMap<String, gpuprep::Transform> {
                 rand_augment: listed.rand_augment,
                 auto_augment: listed.auto_augment,
                 timm_rand_augment: listed.timm_rand_augment,
+                timm_auto_augment: listed.timm_auto_augment,
+                timm_aug_mix: listed.timm_aug_mix,
+                random_resize: listed.random_resize,
+                random_shortest_size: listed.random_shortest_size,
                 random_erasing: s.get("random_erasing").map(|e| {
                     let range = |key: &str, default: (f64, f64)| {
                         e.get(key).map_or(default, |r| {

@@ -64,6 +64,14 @@ pub struct TransformArgs {
     /// WxH (torchvision's Resize((H, W))).
     #[arg(long, value_parser = parse_resize)]
     resize: Option<Resize>,
+    /// v2's RandomResize(MIN, MAX), in place of --resize: the shorter side drawn from MIN to
+    /// MAX - 1 for each image.
+    #[arg(long, value_parser = parse_random_resize, value_name = "MIN,MAX")]
+    random_resize: Option<gpuprep::RandomResize>,
+    /// v2's RandomShortestSize(SIZES, MAX), in place of --resize: one of SIZES drawn for each
+    /// image, the shorter side scaled to it (the longer kept within MAX).
+    #[arg(long, value_parser = parse_random_shortest_size, value_name = "S1,S2,...[:MAX]")]
+    random_shortest_size: Option<gpuprep::RandomShortestSize>,
     /// Centre crop to S×S or WxH, zero-padding smaller images (torchvision's CenterCrop).
     #[arg(long, value_parser = parse_size)]
     crop: Option<(usize, usize)>,
@@ -165,6 +173,25 @@ pub struct TransformArgs {
         value_name = "CONFIG[:FILL][:INTERPOLATION]"
     )]
     timm_rand_augment: Option<gpuprep::TimmRandAugment>,
+    /// timm's AutoAugment of a CONFIG (`original`, `originalr`, `v0`, `v0r`, each with an
+    /// optional `-mstdS`: `original-mstd0.5`), after the flips: timm's own policies and
+    /// operations; FILL and INTERPOLATION as for --timm-rand-augment.
+    #[arg(
+        long,
+        value_parser = parse_timm_auto_augment,
+        value_name = "CONFIG[:FILL][:INTERPOLATION]"
+    )]
+    timm_auto_augment: Option<gpuprep::TimmAutoAugment>,
+    /// timm's AugMix of an `augmix-...` CONFIG (`m` severity, default 3; `w` chains, 3; `d`
+    /// depth, 1 to 3 drawn when absent; `a` alpha, 1; `mstd`, uniform magnitudes when absent),
+    /// after the flips; FILL and INTERPOLATION as for --timm-rand-augment; `translate=P` the
+    /// largest translation's share of the side (timm's 0.45; create_transform passes 0.3).
+    #[arg(
+        long,
+        value_parser = parse_timm_aug_mix,
+        value_name = "CONFIG[:FILL][:INTERPOLATION][:translate=P]"
+    )]
+    timm_aug_mix: Option<gpuprep::TimmAugMix>,
     /// ColorJitter(brightness, contrast, saturation[, hue]) as `B,C,S[,H]`.
     #[arg(long, value_parser = parse_jitter, value_name = "B,C,S[,H]")]
     color_jitter: Option<gpuprep::ColorJitter>,
@@ -392,6 +419,8 @@ impl TransformArgs {
         t.rand_augment = self.rand_augment.or(t.rand_augment);
         t.auto_augment = self.auto_augment.or(t.auto_augment);
         t.timm_rand_augment = self.timm_rand_augment.or(t.timm_rand_augment);
+        t.timm_auto_augment = self.timm_auto_augment.or(t.timm_auto_augment);
+        t.timm_aug_mix = self.timm_aug_mix.or(t.timm_aug_mix);
         t.color_jitter = self.color_jitter.or(t.color_jitter);
         if let (Some(jitter), Some(p)) = (&mut t.color_jitter, self.color_jitter_p) {
             jitter.p = p;
@@ -412,6 +441,8 @@ impl TransformArgs {
         }
         (t.seed, t.epoch) = (self.seed, self.epoch);
         t.resize = self.resize.or(t.resize);
+        t.random_resize = self.random_resize.or(t.random_resize);
+        t.random_shortest_size = self.random_shortest_size.or(t.random_shortest_size);
         t.center_crop = self.crop.or(t.center_crop);
         t.draft |= self.draft;
         if let Some(filter) = self.filter {

@@ -145,6 +145,10 @@ fn spec(t: &Transform) -> Value {
         "rand_augment",
         "auto_augment",
         "timm_rand_augment",
+        "timm_auto_augment",
+        "timm_aug_mix",
+        "random_resize",
+        "random_shortest_size",
         "gaussian_blur",
     ];
     for policy in own_form {

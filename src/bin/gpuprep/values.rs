@@ -170,8 +170,82 @@ pub fn parse_rand_augment(text: &str) -> Result<gpuprep::RandAugment, String> {
 }
 
 pub fn parse_timm_rand_augment(text: &str) -> Result<gpuprep::TimmRandAugment, String> {
+    let (config, fill, interpolation) = timm_map_options(text)?;
+    let r = gpuprep::TimmRandAugment::parse(config)?;
+    Ok(gpuprep::TimmRandAugment {
+        fill: fill.unwrap_or(r.fill),
+        interpolation,
+        ..r
+    })
+}
+
+pub fn parse_timm_auto_augment(text: &str) -> Result<gpuprep::TimmAutoAugment, String> {
+    let (config, fill, interpolation) = timm_map_options(text)?;
+    let a = gpuprep::TimmAutoAugment::parse(config)?;
+    Ok(gpuprep::TimmAutoAugment {
+        fill: fill.unwrap_or(a.fill),
+        interpolation,
+        ..a
+    })
+}
+
+pub fn parse_random_resize(text: &str) -> Result<gpuprep::RandomResize, String> {
+    let sizes: Vec<usize> = text
+        .split(',')
+        .map(|s| s.trim().parse::<usize>())
+        .collect::<Result<_, _>>()
+        .map_err(|_| format!("give MIN,MAX in pixels, got {text:?}"))?;
+    match sizes[..] {
+        [min_size, max_size] => Ok(gpuprep::RandomResize { min_size, max_size }),
+        _ => Err(format!("give MIN,MAX in pixels, got {text:?}")),
+    }
+}
+
+pub fn parse_random_shortest_size(text: &str) -> Result<gpuprep::RandomShortestSize, String> {
+    let wrong = || format!("give S1,S2,...[:MAX] in pixels, got {text:?}");
+    let (sizes, max_size) = match text.split_once(':') {
+        Some((sizes, max)) => (
+            sizes,
+            Some(max.trim().parse::<usize>().map_err(|_| wrong())?),
+        ),
+        None => (text, None),
+    };
+    let sizes: Vec<usize> = sizes
+        .split(',')
+        .map(|s| s.trim().parse::<usize>())
+        .collect::<Result<_, _>>()
+        .map_err(|_| wrong())?;
+    gpuprep::RandomShortestSize::new(&sizes, max_size).map_err(|e| e.to_string())
+}
+
+pub fn parse_timm_aug_mix(text: &str) -> Result<gpuprep::TimmAugMix, String> {
+    let (text, translate) = match text.split_once(":translate=") {
+        Some((rest, share)) => {
+            let share = share
+                .trim()
+                .parse::<f64>()
+                .map_err(|_| format!("translate= takes a share of the side, got {share:?}"))?;
+            (rest, Some(share))
+        }
+        None => (text, None),
+    };
+    let (config, fill, interpolation) = timm_map_options(text)?;
+    let m = gpuprep::TimmAugMix::parse(config)?;
+    Ok(gpuprep::TimmAugMix {
+        fill: fill.unwrap_or(m.fill),
+        interpolation,
+        translate_pct: translate.unwrap_or(m.translate_pct),
+        ..m
+    })
+}
+
+/// A timm policy's `CONFIG[:FILL][:INTERPOLATION]`, each option once, in either order: the
+/// config, the fill if given, the interpolation (`None` for random, timm's default).
+type TimmOptions<'a> = (&'a str, Option<[u8; 3]>, Option<gpuprep::Filter>);
+
+fn timm_map_options(text: &str) -> Result<TimmOptions<'_>, String> {
     let mut parts = text.split(':');
-    let mut r = gpuprep::TimmRandAugment::parse(parts.next().unwrap_or(""))?;
+    let config = parts.next().unwrap_or("");
     let (mut fill, mut interpolation) = (None, None);
     for part in parts {
         let filter = match part.trim() {
@@ -188,9 +262,7 @@ pub fn parse_timm_rand_augment(text: &str) -> Result<gpuprep::TimmRandAugment, S
             }
         }
     }
-    r.fill = fill.unwrap_or(r.fill);
-    r.interpolation = interpolation.unwrap_or(None);
-    Ok(r)
+    Ok((config, fill, interpolation.unwrap_or(None)))
 }
 
 pub fn parse_auto_augment(text: &str) -> Result<gpuprep::AutoAugment, String> {
