@@ -1276,7 +1276,7 @@ fn timms_aug_mix_is_recorded_and_replayed_through_pillow() {
     let mut chains = 0;
     for (config, seed) in [
         ("augmix-m3-w3:124,116,104:translate=0.3", "51"),
-        ("augmix-m9-w2-d3-a0.5-mstd0.5:bicubic", "52"),
+        ("augmix-m9-w2-d3-a0.5-mstd0.5:translate=0.3:bicubic", "52"),
     ] {
         let args = [
             "--random-resized-crop",

@@ -884,6 +884,10 @@ def _timm_aug_mix_draw(step, width, height):
 
     weights = np.float32(np.random.dirichlet([step.alpha] * step.width))
     blend = np.float32(np.random.beta(step.alpha, step.alpha))
+    if not (np.all(np.isfinite(weights)) and np.isfinite(blend)):
+        raise OptionsError(f"timm's AugMix with alpha={step.alpha}: numpy's Dirichlet drew "
+                           f"{weights.tolist()} (its Gamma draws underflowed), which timm casts "
+                           "to uint8 undefined; a larger alpha draws finite weights")
     chains = []
     for _ in weights:
         depth = step.depth if step.depth > 0 else np.random.randint(1, 4)

@@ -83,7 +83,7 @@ class Transform:
                           interpolation: Literal["random", "nearest", "bilinear",
                                                  "bicubic"] = "random",
                           translate_pct: float = 0.45) -> Transform: ...
-    def timm_auto_augment(self, config: str = "original",
+    def timm_auto_augment(self, config: str = "v0",
                           fill: Union[None, int, Sequence[int]] = None,
                           interpolation: Literal["random", "nearest", "bilinear",
                                                  "bicubic"] = "random",

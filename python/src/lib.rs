@@ -928,7 +928,7 @@ impl Transform {
     /// sub-policies a sample, timm's own operations and level rules, after the flips and before
     /// the colour adjustments. `fill`, `interpolation` and `translate_pct` as for
     /// `timm_rand_augment`. timm's '3a' policy is refused by name.
-    #[pyo3(signature = (config="original", fill=None, interpolation="random", translate_pct=0.45))]
+    #[pyo3(signature = (config="v0", fill=None, interpolation="random", translate_pct=0.45))]
     fn timm_auto_augment(
         &self,
         config: &str,

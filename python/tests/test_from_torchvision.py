@@ -262,6 +262,18 @@ def test_timms_aug_mix_of_other_settings_is_refused_by_name():
         gpuprep.Transform().timm_aug_mix("augmix-w4").validate()
     own = timm_aa.AugMixAugment(timm_aa.augmix_ops(3, transforms=["Rotate", "Equalize"]))
     refused(T.Compose([own]), "timm's AugMix of the operations")
+    # numpy's Dirichlet underflows at a tiny alpha (NaN weights, which timm casts undefined).
+    tiny = T.Compose([timm_aa.augment_and_mix_transform("augmix-a0.0001-w2", {})])
+    failed = 0
+    for seed in range(10):
+        np.random.seed(seed)
+        try:
+            gpuprep.torchvision_params(tiny, (16, 16))
+        except gpuprep.OptionsError as e:
+            assert "Dirichlet" in str(e), e
+            failed += 1
+    assert failed > 0
+    assert "policy='v0'" in repr(gpuprep.Transform().timm_auto_augment())
 
 
 def test_timms_auto_augment_of_other_settings_is_refused_by_name():

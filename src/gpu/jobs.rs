@@ -319,8 +319,7 @@ impl AdjustJob {
                     }
                 }
                 AUTOCONTRAST | EQUALIZE => 2 * 4 + pass(0) + 257 + 4 * 258 + pass(0),
-                KEEP_FOR_MIX => pass(0),
-                ADD_TO_MIX | BLEND_MIX => pass(3),
+                KEEP_FOR_MIX | ADD_TO_MIX | BLEND_MIX => pass(3),
                 SHARPNESS => pass(0) + pass(0),
                 CONTRAST => 2 * pass(0) + 9,
                 _ => pass(0),

@@ -359,6 +359,12 @@ impl Params {
             )));
         }
         let augment = self.augment.as_deref().unwrap_or_default();
+        if transform.timm_auto_augment.is_some() && augment.len() > 2 {
+            return Err(Error::Options(format!(
+                "{} operations given for timm's AutoAugment, whose sub-policies have two",
+                augment.len()
+            )));
+        }
         if augment.len() > MAX_AUGMENT_OPS as usize {
             return Err(Error::Options(format!(
                 "{} augmentation operations for one image, more than the {MAX_AUGMENT_OPS} a \
@@ -492,6 +498,29 @@ fn check_aug_mix(mix: &super::AugMix, m: &crate::transform::TimmAugMix) -> Resul
             a.op.name(),
             a.magnitude
         )));
+    }
+    let chained = || mix.chains.iter().flatten();
+    if let Some(a) = chained().find(|a| !super::timm_augment::mixes(a)) {
+        return Err(Error::Options(format!(
+            "a given aug_mix chain has {}{}: AugMix runs its thirteen operations, timm's \
+             shears, translations and rotations each with the `interpolation` it drew",
+            a.op.name(),
+            if a.filter.is_some() {
+                " with an interpolation"
+            } else {
+                ""
+            }
+        )));
+    }
+    if let Some(filter) = m.interpolation {
+        if let Some(a) = chained().find(|a| a.filter.is_some_and(|f| f != filter)) {
+            return Err(Error::Options(format!(
+                "a given aug_mix chain's {} samples with {}, and the transform's with {}",
+                a.op.name(),
+                a.filter.map_or("", |f| f.name()),
+                filter.name()
+            )));
+        }
     }
     Ok(())
 }
@@ -662,6 +691,60 @@ fn affine_params(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Given AugMix chains hold AugMix's own operations, geometric ones with the filter they
+    /// drew (the transform's, where it fixes one); timm's AutoAugment gets two operations at most.
+    #[test]
+    fn given_timm_draws_are_held_to_what_timm_draws() {
+        use crate::plan::{AugMix, Augment, AugmentOp};
+        use crate::transform::{TimmAugMix, TimmAutoAugment};
+        let m = TimmAugMix {
+            interpolation: Some(Filter::Bicubic),
+            ..TimmAugMix::default()
+        };
+        let with = |op, filter| Augment {
+            filter,
+            ..Augment::new(op, 0.0)
+        };
+        let mix = |chain: Vec<Augment>| AugMix {
+            weights: vec![0.5, 0.25, 0.25],
+            blend: 0.5,
+            chains: vec![chain.clone(), chain.clone(), chain],
+        };
+        let fine = mix(vec![with(AugmentOp::TimmShearX, Some(Filter::Bicubic))]);
+        assert!(check_aug_mix(&fine, &m).is_ok());
+        for (bad, why) in [
+            (
+                mix(vec![with(AugmentOp::Invert, None)]),
+                "thirteen operations",
+            ),
+            (
+                mix(vec![with(AugmentOp::ShearX, None)]),
+                "thirteen operations",
+            ),
+            (
+                mix(vec![with(AugmentOp::TimmShearX, None)]),
+                "thirteen operations",
+            ),
+            (
+                mix(vec![with(AugmentOp::TimmShearX, Some(Filter::Bilinear))]),
+                "samples with bilinear",
+            ),
+        ] {
+            let e = check_aug_mix(&bad, &m).unwrap_err().to_string();
+            assert!(e.contains(why), "{e}");
+        }
+        let t = Transform {
+            timm_auto_augment: Some(TimmAutoAugment::default()),
+            ..Transform::default()
+        };
+        let three = Params {
+            augment: Some(vec![with(AugmentOp::Equalize, None); 3]),
+            ..Params::default()
+        };
+        let e = three.check(&t, (8, 8)).unwrap_err().to_string();
+        assert!(e.contains("sub-policies have two"), "{e}");
+    }
 
     fn key(index: u64) -> SampleKey {
         SampleKey {

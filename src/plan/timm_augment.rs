@@ -183,7 +183,8 @@ pub(crate) fn draw_aug_mix(m: &TimmAugMix, size: (usize, usize), s: &mut Stream)
     let weights = if total > 0.0 {
         gammas.iter().map(|g| (g / total) as f32).collect()
     } else {
-        // Every draw underflowed (a tiny alpha): the Dirichlet's limit, one chain alone.
+        // Every draw underflowed (a tiny alpha): the Dirichlet's limit, one chain alone (numpy's
+        // Dirichlet gives NaN weights there, which timm casts to uint8 undefined).
         let one = s.below(u64::from(m.width)) as usize;
         (0..m.width as usize)
             .map(|i| f32::from(u8::from(i == one)))
@@ -219,6 +220,31 @@ pub(crate) fn draw_aug_mix(m: &TimmAugMix, size: (usize, usize), s: &mut Stream)
         blend,
         chains,
     }
+}
+
+/// Whether `a` is one of AugMix's operations as timm draws them: one of its thirteen, a
+/// geometric one with the filter it drew and the others with none.
+pub(crate) fn mixes(a: &Augment) -> bool {
+    let geometric = matches!(
+        a.op,
+        AugmentOp::Rotate
+            | AugmentOp::TimmShearX
+            | AugmentOp::TimmShearY
+            | AugmentOp::TimmTranslateX
+            | AugmentOp::TimmTranslateY
+    );
+    let colour = matches!(
+        a.op,
+        AugmentOp::AutoContrast
+            | AugmentOp::Equalize
+            | AugmentOp::Posterize
+            | AugmentOp::Solarize
+            | AugmentOp::TimmColor
+            | AugmentOp::TimmContrast
+            | AugmentOp::TimmBrightness
+            | AugmentOp::TimmSharpness
+    );
+    (geometric && a.filter.is_some()) || (colour && a.filter.is_none())
 }
 
 /// A Gamma draw of `shape` and scale 1: Marsaglia and Tsang's method, boosted from `shape + 1`

@@ -521,8 +521,11 @@ impl TimmAugMix {
     /// fixed-point reach.
     pub fn check(&self) -> Result<(), super::InvalidTransform> {
         let refused = |what: String| Err(super::InvalidTransform(format!("timm_aug_mix's {what}")));
+        if self.width == 0 {
+            return refused("width is at least 1 (no chains blends the image with black)".into());
+        }
         let steps = u64::from(self.width) * (u64::from(self.max_depth()) + 1) + 2;
-        if self.width == 0 || steps > u64::from(MAX_MIXED_STEPS) {
+        if steps > u64::from(MAX_MIXED_STEPS) {
             return refused(format!(
                 "chains take at most {MAX_MIXED_STEPS} steps (width x (depth + 1) + 2: three \
                  chains of up to three operations), got width {} and depth {}",

@@ -219,17 +219,23 @@ pub fn parse_random_shortest_size(text: &str) -> Result<gpuprep::RandomShortestS
 }
 
 pub fn parse_timm_aug_mix(text: &str) -> Result<gpuprep::TimmAugMix, String> {
-    let (text, translate) = match text.split_once(":translate=") {
-        Some((rest, share)) => {
-            let share = share
-                .trim()
-                .parse::<f64>()
-                .map_err(|_| format!("translate= takes a share of the side, got {share:?}"))?;
-            (rest, Some(share))
+    // `translate=P` in any place after the config; the rest as for the other timm policies.
+    let mut translate = None;
+    let mut rest = Vec::new();
+    for part in text.split(':') {
+        match part.trim().strip_prefix("translate=") {
+            Some(share) if translate.is_none() => {
+                translate =
+                    Some(share.parse::<f64>().map_err(|_| {
+                        format!("translate= takes a share of the side, got {share:?}")
+                    })?)
+            }
+            Some(_) => return Err(format!("give translate= once, got {text:?}")),
+            None => rest.push(part),
         }
-        None => (text, None),
-    };
-    let (config, fill, interpolation) = timm_map_options(text)?;
+    }
+    let rest = rest.join(":");
+    let (config, fill, interpolation) = timm_map_options(&rest)?;
     let m = gpuprep::TimmAugMix::parse(config)?;
     Ok(gpuprep::TimmAugMix {
         fill: fill.unwrap_or(m.fill),
