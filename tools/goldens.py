@@ -23,6 +23,7 @@ recorded in the header too. The files are hashed, so a changed input is noticed.
 """
 import argparse
 import hashlib
+import multiprocessing
 import io
 import json
 import re
@@ -120,56 +121,66 @@ def is_huffman_dct(blob):
     return False
 
 
+def transform_rows(task):
+    """The golden rows of one file: {(file, name): row} for every spec (and sample) it takes."""
+    root, rel, specs = task
+    rows = {}
+    path = os.path.join(root, rel)
+    with open(path, "rb") as f:
+        blob = f.read()
+    if blob.startswith(b"\xff\xd8") and not is_huffman_dct(blob):
+        return {}  # JPEG processes gpuprep names as unsupported
+    try:
+        decoded = Image.open(io.BytesIO(blob)).convert("RGB")
+    except Exception:
+        return {}  # Pillow refuses the file: no transform goldens
+    for spec in specs:
+        if 0 in resize_target(spec, decoded.size):
+            continue  # Resize(max_size=...) shortens a thin image to nothing: Pillow refuses
+        crop = spec.get("random_crop")
+        if crop and any(c > p for c, p in zip((crop["width"], crop["height"]),
+                                              padded_size(spec, decoded.size))):
+            continue  # torchvision's RandomCrop refuses a crop larger than the image
+        # A random spec: `draws` samples of it, named name#index, with their parameters;
+        # with `spread`, each file's samples have indices of their own (from its name), so
+        # that the files between them see many draws (TrivialAugmentWide's operations).
+        draws = range(spec.get("draws", 1)) if is_random(spec) else [None]
+        if spec.get("spread") and is_random(spec):
+            first = int(hashlib.sha256(rel.encode()).hexdigest()[:6], 16) * len(draws)
+            draws = [first + d for d in draws]
+        for index in draws:
+            if index is not None and ("random_resize" in spec
+                                      or "random_shortest_size" in spec):
+                # The resize this sample draws: skipped where Pillow or RandomCrop
+                # would refuse what it makes, as above.
+                drawn = draw(spec, decoded.size, index).get("resize")
+                sized = resolved(spec, drawn, decoded.size)
+                crop = spec.get("random_crop")
+                if 0 in resize_target(sized, decoded.size) or (crop and any(
+                        c > p for c, p in zip((crop["width"], crop["height"]),
+                                              padded_size(sized, decoded.size)))):
+                    continue
+            a = transformed(path, spec, decoded, index or 0)
+            sha = hashlib.sha256(a.astype(a.dtype.newbyteorder("<")).tobytes()).hexdigest()
+            shape = "x".join(map(str, a.shape))
+            name = spec["name"] if index is None else f"{spec['name']}#{index}"
+            params = "" if index is None else json.dumps(
+                draw(spec, decoded.size, index), separators=(",", ":"))
+            rows[(rel, name)] = [rel, name, shape, str(a.dtype), sha, params]
+    return rows
+
+
 def build_transforms(roots):
     with open(TRANSFORMS) as f:
         specs = json.load(f)
+    files = [(root, rel, specs) for root in roots if os.path.isdir(root)
+             for rel in images_under(root)]
     rows = {}
-    for root in roots:
-        if not os.path.isdir(root):
-            continue
-        for rel in images_under(root):
-            path = os.path.join(root, rel)
-            with open(path, "rb") as f:
-                blob = f.read()
-            if blob.startswith(b"\xff\xd8") and not is_huffman_dct(blob):
-                continue  # JPEG processes gpuprep names as unsupported
-            try:
-                decoded = Image.open(io.BytesIO(blob)).convert("RGB")
-            except Exception:
-                continue  # Pillow refuses the file: no transform goldens
-            for spec in specs:
-                if 0 in resize_target(spec, decoded.size):
-                    continue  # Resize(max_size=...) shortens a thin image to nothing: Pillow refuses
-                crop = spec.get("random_crop")
-                if crop and any(c > p for c, p in zip((crop["width"], crop["height"]),
-                                                      padded_size(spec, decoded.size))):
-                    continue  # torchvision's RandomCrop refuses a crop larger than the image
-                # A random spec: `draws` samples of it, named name#index, with their parameters;
-                # with `spread`, each file's samples have indices of their own (from its name), so
-                # that the files between them see many draws (TrivialAugmentWide's operations).
-                draws = range(spec.get("draws", 1)) if is_random(spec) else [None]
-                if spec.get("spread") and is_random(spec):
-                    first = int(hashlib.sha256(rel.encode()).hexdigest()[:6], 16) * len(draws)
-                    draws = [first + d for d in draws]
-                for index in draws:
-                    if index is not None and ("random_resize" in spec
-                                              or "random_shortest_size" in spec):
-                        # The resize this sample draws: skipped where Pillow or RandomCrop
-                        # would refuse what it makes, as above.
-                        drawn = draw(spec, decoded.size, index).get("resize")
-                        sized = resolved(spec, drawn, decoded.size)
-                        crop = spec.get("random_crop")
-                        if 0 in resize_target(sized, decoded.size) or (crop and any(
-                                c > p for c, p in zip((crop["width"], crop["height"]),
-                                                      padded_size(sized, decoded.size)))):
-                            continue
-                    a = transformed(path, spec, decoded, index or 0)
-                    sha = hashlib.sha256(a.astype(a.dtype.newbyteorder("<")).tobytes()).hexdigest()
-                    shape = "x".join(map(str, a.shape))
-                    name = spec["name"] if index is None else f"{spec['name']}#{index}"
-                    params = "" if index is None else json.dumps(
-                        draw(spec, decoded.size, index), separators=(",", ":"))
-                    rows[(rel, name)] = [rel, name, shape, str(a.dtype), sha, params]
+    # One file a task, over every core (each file's rows depend on that file alone), in order,
+    # so that a file under two roots keeps the later root's rows, as one loop would.
+    with multiprocessing.Pool() as pool:
+        for file_rows in pool.imap(transform_rows, files, chunksize=4):
+            rows.update(file_rows)
     header = [
         f"# Pillow {PIL.__version__}, libjpeg-turbo {features.version('libjpeg_turbo')}, numpy {np.__version__}",
         "# made by: python3 tools/goldens.py  (sha256 of the little-endian array bytes, C order)",

@@ -69,6 +69,15 @@ pub fn shared_corpus() -> Option<PathBuf> {
     dir.is_dir().then_some(dir)
 }
 
+/// Whether `file`, a path under `root`, is also under tests/data with the same bytes (most of
+/// the shared corpus is): a file checked there proves nothing new when checked again.
+pub fn checked_in_test_data(root: &Path, file: &str) -> bool {
+    let test_data = manifest_dir().join("tests/data");
+    root != test_data
+        && std::fs::read(test_data.join(file))
+            .is_ok_and(|ours| std::fs::read(root.join(file)).is_ok_and(|theirs| ours == theirs))
+}
+
 pub fn sha256_hex(bytes: &[u8]) -> String {
     Sha256::digest(bytes)
         .iter()
