@@ -140,7 +140,7 @@ fn smooth_row(at: u32, c: u32, middle: f32, zero: u32) -> f32 {
 // the row below up, from 0.5, truncated and clipped (src/reference/adjust.rs `smoothed`); the
 // edge pixels as they are.
 fn smoothed(job: u32, i: u32) -> u32 {
-    let p = jobs[job];
+    let p = &jobs[job];
     let x = i % p.width;
     let y = i / p.width;
     let height = p.pixels / p.width;
@@ -162,7 +162,7 @@ fn smoothed(job: u32, i: u32) -> u32 {
 // ImageEnhance.Sharpness: each pixel blended with the smoothed image, which goes first to the
 // scratch words after the image's pixels, so that no pixel is smoothed from adjusted neighbours.
 fn sharpen(job: u32, lane: u32, alpha: f32) {
-    let p = jobs[job];
+    let p = &jobs[job];
     let scratch = p.pixels_base + p.pixels;
     // The pixels other lanes wrote are visible before they are read.
     storageBarrier();
@@ -182,11 +182,11 @@ fn sharpen(job: u32, lane: u32, alpha: f32) {
 // conv2d rounds them), over the image reflected at its edges, rounded half to even; written to
 // the scratch words after the image, then copied back.
 fn blur(job: u32, lane: u32, sides: u32) {
-    let p = jobs[job];
+    let p = &jobs[job];
     let kx = sides & 255u;
     let ky = sides >> 8u;
     for (var t = lane; t < kx * ky; t += LANES) {
-        weights[t] = f_mul(jobs[job].blur[MAX_KERNEL + t / kx], jobs[job].blur[t % kx]);
+        weights[t] = f_mul(p.blur[MAX_KERNEL + t / kx], p.blur[t % kx]);
     }
     let scratch = p.pixels_base + p.pixels;
     let height = p.pixels / p.width;
@@ -253,10 +253,10 @@ fn reflected(i: u32, pad: u32, n: u32) -> u32 {
 // image interpolated there, or the fill, written to the scratch words after the image, then
 // copied back.
 fn remap(job: u32, lane: u32, m: u32) {
-    let p = jobs[job];
+    let p = &jobs[job];
     let scratch = p.pixels_base + p.pixels;
     let map = REMAP_WORDS * m;
-    let sampling = u32(jobs[job].remaps[map + 7u]);
+    let sampling = u32(p.remaps[map + 7u]);
     storageBarrier();
     if sampling == SCALE {
         scaling_walks(job, lane, map);
@@ -285,7 +285,7 @@ fn remap(job: u32, lane: u32, m: u32) {
 // kept image; BLEND_MIX clips and truncates the sum (numpy's astype(uint8)) and blends the kept
 // image with it (ImagingBlend).
 fn mix_step(job: u32, lane: u32, kind: u32, factor: f32) {
-    let p = jobs[job];
+    let p = &jobs[job];
     let kept = p.pixels_base + p.mix;
     let sum = kept + p.pixels;
     storageBarrier();
@@ -316,15 +316,15 @@ fn mix_step(job: u32, lane: u32, kind: u32, factor: f32) {
 
 // Pixel i of Pillow's affine_fixed: its fixed-point map walked to pixel i.
 fn nearest(job: u32, map: u32, i: u32) -> u32 {
-    let p = jobs[job];
+    let p = &jobs[job];
     let x = i32(i % p.width);
     let y = i32(i / p.width);
-    let sx = (jobs[job].remaps[map + 2u] + x * jobs[job].remaps[map] + y * jobs[job].remaps[map + 1u]) >> 16u;
-    let sy = (jobs[job].remaps[map + 5u] + x * jobs[job].remaps[map + 3u] + y * jobs[job].remaps[map + 4u]) >> 16u;
+    let sx = (p.remaps[map + 2u] + x * p.remaps[map] + y * p.remaps[map + 1u]) >> 16u;
+    let sy = (p.remaps[map + 5u] + x * p.remaps[map + 3u] + y * p.remaps[map + 4u]) >> 16u;
     if sx >= 0 && sx < i32(p.width) && sy >= 0 && sy < i32(p.pixels / p.width) {
         return pixels[p.pixels_base + u32(sy) * p.width + u32(sx)];
     }
-    return u32(jobs[job].remaps[map + 6u]);
+    return u32(p.remaps[map + 6u]);
 }
 
 // Pillow's ImagingScaleAffine walks (src/reference/rotate.rs `scaled`): lane 0 the source column
@@ -332,7 +332,7 @@ fn nearest(job: u32, map: u32, i: u32) -> u32 {
 // first pixel's centre, into the words after the image's scratch words (OUTSIDE where it falls
 // outside the image).
 fn scaling_walks(job: u32, lane: u32, map: u32) {
-    let p = jobs[job];
+    let p = &jobs[job];
     if lane > 1u {
         return;
     }
@@ -359,12 +359,12 @@ fn scaling_walks(job: u32, lane: u32, map: u32) {
 
 // Pixel i of ImagingScaleAffine: the pixel of its column's and its row's walks, or the fill.
 fn walked(job: u32, map: u32, i: u32) -> u32 {
-    let p = jobs[job];
+    let p = &jobs[job];
     let walks = p.pixels_base + 2u * p.pixels;
     let sx = pixels[walks + i % p.width];
     let sy = pixels[walks + p.width + i / p.width];
     if sx == OUTSIDE || sy == OUTSIDE {
-        return u32(jobs[job].remaps[map + 6u]);
+        return u32(p.remaps[map + 6u]);
     }
     return pixels[p.pixels_base + sy * p.width + sx];
 }
@@ -381,7 +381,7 @@ const HALF: vec2<u32> = vec2<u32>(0u, 0x3FE00000u);
 // bicubic_filter32RGB: its centre through the matrix, in doubles, the fill outside the image,
 // else the image interpolated there.
 fn interpolated(job: u32, map: u32, i: u32, sampling: u32) -> u32 {
-    let p = jobs[job];
+    let p = &jobs[job];
     let width = i32(p.width);
     let height = i32(p.pixels / p.width);
     let xx = d_add(d_from_i32(i32(i % p.width)), HALF);
@@ -399,7 +399,7 @@ fn interpolated(job: u32, map: u32, i: u32, sampling: u32) -> u32 {
     let zero = d_zero(false);
     if d_less(xin, zero) || !d_less(xin, d_from_i32(width))
         || d_less(yin, zero) || !d_less(yin, d_from_i32(height)) {
-        return u32(jobs[job].remaps[map + 6u]);
+        return u32(p.remaps[map + 6u]);
     }
     // The filters' _HEAD: the point less half a pixel, its whole part and fraction.
     let xs = d_sub(xin, HALF);
@@ -416,7 +416,7 @@ fn interpolated(job: u32, map: u32, i: u32, sampling: u32) -> u32 {
 
 // The image's pixel at `at`, the column and row each clipped to the image (XCLIP, YCLIP).
 fn clipped_pixel(job: u32, at: vec2<i32>) -> u32 {
-    let p = jobs[job];
+    let p = &jobs[job];
     let x = clamp(at.x, 0, i32(p.width) - 1);
     let y = clamp(at.y, 0, i32(p.pixels / p.width) - 1);
     return pixels[p.pixels_base + u32(y) * p.width + u32(x)];
@@ -557,7 +557,7 @@ fn equalize_entry(c: u32, v: u32) -> u32 {
 // Fills `table` from the image's histogram: each channel's extremes (autocontrast) or step
 // (equalize; 0 for the identity) by three lanes, then the entries by all.
 fn make_tables(job: u32, lane: u32, kind: u32) {
-    let p = jobs[job];
+    let p = &jobs[job];
     for (var i = lane; i < 768u; i += LANES) {
         atomicStore(&histogram[i], 0u);
     }
@@ -617,7 +617,7 @@ fn shift_hue(pixel: u32, shift: u32) -> u32 {
 // integers (src/reference/adjust.rs says why that equals Python's double arithmetic), written
 // without overflow as q + (2 r >= n) for sum = q n + r.
 fn mean_luma(job: u32, lane: u32) -> u32 {
-    let p = jobs[job];
+    let p = &jobs[job];
     var sum = 0u;
     for (var i = lane; i < p.pixels; i += LANES) {
         sum += luma(pixels[p.pixels_base + i]);
@@ -644,10 +644,10 @@ fn main(@builtin(local_invocation_index) lane: u32, @builtin(workgroup_id) group
     if job + 1u >= arrayLength(&starts) {
         return;
     }
-    let p = jobs[job];
+    let p = &jobs[job];
     for (var k = 0u; k < p.adjustments; k++) {
-        let kind = jobs[job].kinds[k];
-        let alpha = jobs[job].factors[k];
+        let kind = p.kinds[k];
+        let alpha = p.factors[k];
         if kind == SHARPNESS {
             sharpen(job, lane, alpha);
             continue;
