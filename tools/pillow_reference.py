@@ -9,7 +9,8 @@ A spec is a JSON object (the entries of tests/goldens/transforms.json): resize (
 channel_order (rgb|bgr), exif_transpose (ImageOps.exif_transpose before convert('RGB')). Pillow resizes; torchvision's CenterCrop/ToTensor/Normalize arithmetic
 is done in numpy float32 in torchvision's operation order. The random operations
 (random_resized_crop {size, scale, ratio}, hflip P, vflip P, random_rotation {degrees, fill,
-interpolation}, random_affine {degrees, translate, scale, shear, interpolation, fill, center},
+interpolation}, random_affine {degrees, translate, scale, shear, interpolation, fill, center,
+v2 (transforms.v2's matrix arithmetic)},
 trivial_augment {bins, fill, interpolation}, rand_augment {num_ops, magnitude, bins,
 fill, interpolation}, auto_augment {policy, fill, interpolation} (interpolation nearest by default),
 color_jitter [b, c, s, h], grayscale P, color_ops [{op, <argument>, p}, ...] (the transform's JSON
@@ -844,6 +845,25 @@ def inverse_affine_matrix(center, angle, translate, scale, shear):
     return matrix
 
 
+def inverse_affine_matrix_v2(center, angle, translate, scale, shear):
+    """transforms.v2's _get_inverse_affine_matrix (v2/functional/_geometry.py): the same matrix in
+    another order of operations."""
+    rot = math.radians(angle)
+    sx, sy = math.radians(shear[0]), math.radians(shear[1])
+    cx, cy = center
+    tx, ty = translate
+    cos_sy, tan_sx, rot_minus_sy = math.cos(sy), math.tan(sx), rot - sy
+    cx_plus_tx, cy_plus_ty = cx + tx, cy + ty
+    a = math.cos(rot_minus_sy) / cos_sy
+    b = -(a * tan_sx + math.sin(rot))
+    c = math.sin(rot_minus_sy) / cos_sy
+    d = math.cos(rot) - c * tan_sx
+    matrix = [d / scale, -b / scale, 0.0, -c / scale, a / scale, 0.0]
+    matrix[2] += cx - matrix[0] * cx_plus_tx - matrix[1] * cy_plus_ty
+    matrix[5] += cy - matrix[3] * cx_plus_tx - matrix[4] * cy_plus_ty
+    return matrix
+
+
 def affine(img, translate, shear, center, fill, resample):
     """F.affine(img, angle=0.0, translate, scale=1.0, shear, interpolation, fill, center) on a
     PIL image."""
@@ -954,8 +974,8 @@ def finish(a, params, spec=None):
         fill = tuple(int(v) for v in affine.get("fill", [0, 0, 0]))
         im = Image.fromarray(np.ascontiguousarray(a), "RGB")
         center = affine.get("center") or [im.size[0] * 0.5, im.size[1] * 0.5]
-        matrix = inverse_affine_matrix(center, drawn["angle"], drawn["translate"], drawn["scale"],
-                                       drawn["shear"])
+        inverse = inverse_affine_matrix_v2 if affine.get("v2") else inverse_affine_matrix
+        matrix = inverse(center, drawn["angle"], drawn["translate"], drawn["scale"], drawn["shear"])
         resample = FILTERS[affine.get("interpolation", "nearest")]
         a = np.asarray(im.transform(im.size, Image.AFFINE, matrix, resample, fillcolor=fill))
     if "augment" in params:

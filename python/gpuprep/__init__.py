@@ -387,13 +387,13 @@ def _rotation_degrees(step):
 
 def _affine_args(step):
     """RandomAffine's arguments as gpuprep's method takes them, refusing none of torchvision's
-    (its constructor has checked them)."""
+    (its constructor has checked them); v2's computes its matrix in an arithmetic of its own."""
     degrees = _pair("RandomAffine", "degrees", step.degrees)
     pair = lambda v: None if v is None else (float(v[0]), float(v[1]))
     shear = None if step.shear is None else [float(v) for v in step.shear]
     return dict(degrees=degrees, translate=pair(step.translate), scale=pair(step.scale),
                 shear=shear, interpolation=_map_interpolation("RandomAffine", step),
-                fill=_fill(step), center=pair(step.center))
+                fill=_fill(step), center=pair(step.center), v2=_is_v2(step))
 
 
 def _fill(step):

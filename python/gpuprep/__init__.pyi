@@ -70,7 +70,8 @@ class Transform:
                       shear: Union[None, float, Sequence[float]] = None,
                       interpolation: str = "nearest",
                       fill: Union[None, int, Sequence[int]] = None,
-                      center: Optional[tuple[float, float]] = None) -> Transform: ...
+                      center: Optional[tuple[float, float]] = None,
+                      v2: bool = False) -> Transform: ...
     def trivial_augment_wide(self, num_magnitude_bins: int = 31, interpolation: str = "nearest",
                              fill: Union[None, int, Sequence[int]] = None) -> Transform: ...
     def rand_augment(self, num_ops: int = 2, magnitude: int = 9, num_magnitude_bins: int = 31,

@@ -254,6 +254,9 @@ fn describe(t: &gpuprep::Transform) -> String {
         if let Some(c) = a.center {
             args.push(format!("center={c:?}"));
         }
+        if a.v2 {
+            args.push("v2=True".into());
+        }
         steps.push(format!("RandomAffine({})", args.join(", ")));
     }
     if let Some(a) = t.trivial_augment {
@@ -754,14 +757,15 @@ impl Transform {
     /// translate the largest shifts as fractions of the width and height, scale (min, max),
     /// shear a number s (an x shear in -s..s), (min, max) or (x min, x max, y min, y max),
     /// interpolation 'nearest', 'bilinear' or 'bicubic', fill a number or one per channel,
-    /// center (x, y) in pixels.
+    /// center (x, y) in pixels; v2 True for transforms.v2's RandomAffine, whose inverse matrix
+    /// is computed in another order (its doubles differ in the last bit now and then).
     #[pyo3(signature = (
         degrees, translate=None, scale=None, shear=None, interpolation="nearest", fill=None,
-        center=None
+        center=None, v2=false
     ))]
     #[allow(
         clippy::too_many_arguments,
-        reason = "torchvision's RandomAffine takes these seven"
+        reason = "torchvision's RandomAffine takes these seven, and v2 says which one"
     )]
     fn random_affine(
         &self,
@@ -772,6 +776,7 @@ impl Transform {
         interpolation: &str,
         fill: Option<Bound<'_, PyAny>>,
         center: Option<Bound<'_, PyAny>>,
+        v2: bool,
     ) -> PyResult<Self> {
         let pair = |what: &str, v: Option<Bound<'_, PyAny>>| {
             v.map(|v| number_pair(&format!("RandomAffine's {what}"), &v))
@@ -802,6 +807,7 @@ impl Transform {
                 interpolation: map_filter("RandomAffine", interpolation)?,
                 fill: rgb_fill(fill)?,
                 center: pair("center", center)?,
+                v2,
             }),
             ..self.0
         };

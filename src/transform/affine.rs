@@ -28,6 +28,10 @@ pub struct RandomAffine {
     pub fill: [u8; 3],
     /// The centre (x, y) in pixels from the image's top-left corner; none: the image's centre.
     pub center: Option<(f64, f64)>,
+    /// `transforms.v2.RandomAffine`: its inverse matrix in v2's arithmetic, the same operations
+    /// in another order, whose doubles can differ from v1's in the last bit (and so, now and
+    /// then, a pixel); default false, v1's (`transforms.RandomAffine`).
+    pub v2: bool,
 }
 
 impl RandomAffine {
@@ -42,6 +46,7 @@ impl RandomAffine {
             interpolation: Filter::Nearest,
             fill: [0; 3],
             center: None,
+            v2: false,
         }
     }
 

@@ -466,6 +466,7 @@ fn affine_json(a: &RandomAffine) -> Value {
         "interpolation": a.interpolation.name(),
         "fill": a.fill,
         "center": pair(a.center),
+        "v2": a.v2,
     })
 }
 
@@ -480,6 +481,7 @@ fn random_affine(object: &Map<String, Value>) -> Parsed<RandomAffine> {
             "interpolation",
             "fill",
             "center",
+            "v2",
         ],
     )?;
     let pair = |key: &str| match object.get(key).filter(|v| !v.is_null()) {
@@ -501,6 +503,11 @@ fn random_affine(object: &Map<String, Value>) -> Parsed<RandomAffine> {
         interpolation: interpolation_of(object)?,
         fill: fill_of(object)?,
         center: pair("center")?,
+        // Absent: v1's RandomAffine.
+        v2: match object.get("v2") {
+            None => false,
+            Some(v) => boolean(v).ok_or_else(|| invalid("`v2` is true or false".into()))?,
+        },
     })
 }
 
@@ -807,6 +814,7 @@ mod tests {
                 interpolation: Filter::Bilinear,
                 fill: [1, 2, 3],
                 center: Some((3.5, 7.0)),
+                v2: true,
                 ..RandomAffine::new(15.0)
             }),
             ..everything()

@@ -140,11 +140,12 @@ pub struct TransformArgs {
     /// RandomAffine(D or MIN,MAX degrees), after the flips, with any of `translate=A,B`
     /// (fractions of the width and height), `scale=MIN,MAX`, `shear=S | MIN,MAX |
     /// XMIN,XMAX,YMIN,YMAX` (degrees), `center=X,Y`, a fill and an interpolation as for
-    /// --random-rotation, each after a colon.
+    /// --random-rotation, and `v2` (transforms.v2's RandomAffine, whose matrix arithmetic differs
+    /// in the last bit), each after a colon.
     #[arg(
         long,
         value_parser = parse_affine,
-        value_name = "D|MIN,MAX[:translate=A,B][:scale=MIN,MAX][:shear=...][:FILL][:INTERPOLATION]"
+        value_name = "D|MIN,MAX[:translate=A,B][:scale=MIN,MAX][:shear=...][:FILL][:INTERPOLATION][:v2]"
     )]
     random_affine: Option<gpuprep::RandomAffine>,
     /// TrivialAugmentWide(num_magnitude_bins=BINS), after the flips (default 31 bins); FILL and

@@ -123,6 +123,7 @@ pub fn parse_affine(text: &str) -> Result<gpuprep::RandomAffine, String> {
                     "{key:?} is none of translate, scale, shear and center"
                 ))
             }
+            None if part == "v2" => affine.v2 = true,
             None => rest.push(part),
         }
     }
