@@ -393,7 +393,7 @@ def draw(spec, size, index):
     if "random_affine" in spec:
         params["affine"] = affine_draw(spec["random_affine"], output_size(spec, size), stream(OP_AFFINE))
     if "trivial_augment" in spec:
-        params["augment"] = [trivial_draw(spec["trivial_augment"].get("bins", 31), stream(OP_TRIVIAL))]
+        params["augment"] = [trivial_draw(spec["trivial_augment"], stream(OP_TRIVIAL))]
     if "rand_augment" in spec:
         params["augment"] = rand_draw(spec["rand_augment"], output_size(spec, size), stream(OP_RAND))
     if "auto_augment" in spec:
@@ -530,22 +530,29 @@ def linspace(start, end, b, bins):
     return fma32(-step, np.float32(bins - 1 - b), end)
 
 
-def trivial_magnitude(op, b, bins):
+def solarize_threshold(b, bins, v2):
+    """Solarize's bin b: v1's linspace(255.0, 0.0, bins)[b], or what transforms.v2 gives
+    solarize, `bound * magnitude` of its linspace(1.0, 0.0, bins)[b], in doubles."""
+    return 255.0 * float(linspace(1.0, 0.0, b, bins)) if v2 else float(linspace(255.0, 0.0, b, bins))
+
+
+def trivial_magnitude(op, b, bins, v2=False):
     """TrivialAugmentWide._augmentation_space(bins)[op][0][b]; None for a 0-d magnitude."""
     if op in ("Identity", "AutoContrast", "Equalize"):
         return None
     if op == "Posterize":
         return 8.0 - float(np.round(np.float32(b) / np.float32((bins - 1) / 6)))
     if op == "Solarize":
-        return float(linspace(255.0, 0.0, b, bins))
+        return solarize_threshold(b, bins, v2)
     end = {"TranslateX": 32.0, "TranslateY": 32.0, "Rotate": 135.0}.get(op, 0.99)
     return float(linspace(0.0, end, b, bins))
 
 
-def trivial_draw(bins, s):
+def trivial_draw(spec, s):
     """TrivialAugmentWide.forward's draws: the operation, the bin, the sign."""
+    bins = spec.get("bins", 31)
     op = TRIVIAL_OPS[s.below(len(TRIVIAL_OPS))]
-    m = trivial_magnitude(op, s.below(bins), bins)
+    m = trivial_magnitude(op, s.below(bins), bins, spec.get("v2", False))
     if m is None:
         return {"op": op, "magnitude": 0.0}
     if op not in UNSIGNED and s.below(2) == 1:
@@ -553,7 +560,7 @@ def trivial_draw(bins, s):
     return {"op": op, "magnitude": m}
 
 
-def standard_magnitude(op, b, bins, size):
+def standard_magnitude(op, b, bins, size, v2=False):
     """RandAugment's and AutoAugment's _augmentation_space(bins, (height, width))[op][0][b] for
     an image of `size` (width, height); None for a 0-d magnitude."""
     if op in ("Identity", "AutoContrast", "Equalize", "Invert"):
@@ -561,7 +568,7 @@ def standard_magnitude(op, b, bins, size):
     if op == "Posterize":
         return 8.0 - float(np.round(np.float32(b) / np.float32((bins - 1) / 4)))
     if op == "Solarize":
-        return float(linspace(255.0, 0.0, b, bins))
+        return solarize_threshold(b, bins, v2)
     end = {"ShearX": 0.3, "ShearY": 0.3, "TranslateX": 150.0 / 331.0 * size[0],
            "TranslateY": 150.0 / 331.0 * size[1], "Rotate": 30.0}.get(op, 0.9)
     return float(linspace(0.0, end, b, bins))
@@ -572,7 +579,8 @@ def rand_draw(spec, size, s):
     ops = []
     for _ in range(spec.get("num_ops", 2)):
         op = TRIVIAL_OPS[s.below(len(TRIVIAL_OPS))]
-        m = standard_magnitude(op, spec.get("magnitude", 9), spec.get("bins", 31), size)
+        m = standard_magnitude(op, spec.get("magnitude", 9), spec.get("bins", 31), size,
+                               spec.get("v2", False))
         if m is None:
             m = 0.0
         elif op not in UNSIGNED and s.below(2) == 1:
@@ -801,7 +809,7 @@ def auto_draw(spec, size, s):
     ops = []
     for (op, p, b), prob, neg in zip(sub, probs, negated):
         if prob <= np.float32(p):
-            m = standard_magnitude(op, b, 10, size) if b is not None else None
+            m = standard_magnitude(op, b, 10, size, spec.get("v2", False)) if b is not None else None
             m = 0.0 if m is None else m
             ops.append({"op": op, "magnitude": -m if neg and op not in UNSIGNED else m})
     return ops

@@ -1007,26 +1007,22 @@ def _with_augmentation_policy(t, step, v2):
     """`t` with the TrivialAugmentWide, RandAugment or AutoAugment `step`, refusing what gpuprep
     does not compute."""
     name = type(step).__name__
-    if v2:
-        raise OptionsError(f"torchvision.transforms.v2.{name} is not supported: its Solarize "
-                           "threshold (255 * linspace(1, 0)) is not v1's (linspace(255, 0)), which "
-                           f"gpuprep computes: use torchvision.transforms.{name}")
     interpolation = _map_interpolation(name, step)
     bins = getattr(step, "num_magnitude_bins", 31)
     if not isinstance(bins, int) or not 2 <= bins <= 1024:
         raise OptionsError(f"{name}(num_magnitude_bins={bins!r}) is not supported: 2 to 1024 bins")
     fill = _fill(step)
     if name == "TrivialAugmentWide":
-        return t.trivial_augment_wide(bins, interpolation, fill)
+        return t.trivial_augment_wide(bins, interpolation, fill, v2=v2)
     if name == "AutoAugment":
-        return t.auto_augment(step.policy.value, interpolation, fill)
+        return t.auto_augment(step.policy.value, interpolation, fill, v2=v2)
     num_ops, magnitude = step.num_ops, step.magnitude
     if not isinstance(num_ops, int) or not 0 <= num_ops <= 4:
         raise OptionsError(f"RandAugment(num_ops={num_ops!r}) is not supported: 0 to 4 operations")
     if not isinstance(magnitude, int) or not 0 <= magnitude < bins:
         raise OptionsError(f"RandAugment(magnitude={magnitude!r}) is not supported: a bin 0 to "
                            f"{bins - 1} of num_magnitude_bins={bins}")
-    return t.rand_augment(num_ops, magnitude, bins, interpolation, fill)
+    return t.rand_augment(num_ops, magnitude, bins, interpolation, fill, v2=v2)
 
 
 def _with_color_operation(t, step):
@@ -1115,6 +1111,42 @@ def _auto_augment_draw(step, width, height):
             if signed and signs[i] == 0:
                 magnitude *= -1.0
             ops.append({"op": op, "magnitude": magnitude})
+    return ops
+
+
+def _v2_policy_draw(step, width, height):
+    """transforms.v2's TrivialAugmentWide, RandAugment or AutoAugment forward's draws with the
+    torch RNG, in its order (an operation's probability, then its sign, one at a time; bins and
+    operations as `_get_random_item` draws them), each operation with the magnitude v2 gives
+    it: Solarize's threshold `255.0 * magnitude`."""
+    import torch
+
+    space, name = step._AUGMENTATION_SPACE, type(step).__name__
+
+    def drawn(op, bin_, bins):
+        magnitudes_fn, signed = space[op]
+        magnitudes = magnitudes_fn(bins, height, width)
+        if magnitudes is None:
+            return {"op": op, "magnitude": 0.0}
+        magnitude = float(magnitudes[bin_() if callable(bin_) else bin_])
+        if signed and torch.rand(()) <= 0.5:
+            magnitude *= -1
+        return {"op": op, "magnitude": 255.0 * magnitude if op == "Solarize" else magnitude}
+
+    def any_op():
+        keys = tuple(space.keys())
+        return keys[int(torch.randint(len(keys), ()))]
+
+    if name == "TrivialAugmentWide":
+        bins = step.num_magnitude_bins
+        return [drawn(any_op(), lambda: int(torch.randint(bins, ())), bins)]
+    if name == "RandAugment":
+        return [drawn(any_op(), step.magnitude, step.num_magnitude_bins)
+                for _ in range(step.num_ops)]
+    ops = []
+    for op, probability, bin_ in step._policies[int(torch.randint(len(step._policies), ()))]:
+        if torch.rand(()) <= probability:
+            ops.append(drawn(op, bin_, 10))
     return ops
 
 
@@ -1226,6 +1258,8 @@ def torchvision_params(compose, size):
                 step.degrees, step.translate, step.scale, step.shear, [width, height])
             params["affine"] = {"angle": float(angle), "translate": [int(tx), int(ty)],
                                 "scale": float(scale), "shear": [float(sx), float(sy)]}
+        elif name in ("TrivialAugmentWide", "RandAugment", "AutoAugment") and _is_v2(step):
+            params["augment"] = _v2_policy_draw(step, width, height)
         elif name == "TrivialAugmentWide":
             params["augment"] = [_trivial_augment_draw(step, width, height)]
         elif name == "RandAugment":

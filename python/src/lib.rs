@@ -148,6 +148,15 @@ impl Size {
     }
 }
 
+/// `, v2=True` for an operation of transforms.v2's, nothing for v1's.
+fn v2_suffix(v2: bool) -> &'static str {
+    if v2 {
+        ", v2=True"
+    } else {
+        ""
+    }
+}
+
 /// The transform as torchvision's steps, in the order gpuprep applies them.
 fn describe(t: &gpuprep::Transform) -> String {
     let pair = |(w, h): (usize, usize)| format!("({h}, {w})");
@@ -261,21 +270,23 @@ fn describe(t: &gpuprep::Transform) -> String {
     }
     if let Some(a) = t.trivial_augment {
         steps.push(format!(
-            "TrivialAugmentWide(num_magnitude_bins={}, interpolation={}, fill={:?})",
+            "TrivialAugmentWide(num_magnitude_bins={}, interpolation={}, fill={:?}{})",
             a.bins,
             a.interpolation.name(),
-            a.fill
+            a.fill,
+            v2_suffix(a.v2)
         ));
     }
     if let Some(r) = t.rand_augment {
         steps.push(format!(
             "RandAugment(num_ops={}, magnitude={}, num_magnitude_bins={}, interpolation={}, \
-             fill={:?})",
+             fill={:?}{})",
             r.num_ops,
             r.magnitude,
             r.bins,
             r.interpolation.name(),
-            r.fill
+            r.fill,
+            v2_suffix(r.v2)
         ));
     }
     if let Some(r) = t.timm_rand_augment {
@@ -320,10 +331,11 @@ fn describe(t: &gpuprep::Transform) -> String {
     }
     if let Some(a) = t.auto_augment {
         steps.push(format!(
-            "AutoAugment(policy='{}', interpolation={}, fill={:?})",
+            "AutoAugment(policy='{}', interpolation={}, fill={:?}{})",
             a.policy.name(),
             a.interpolation.name(),
-            a.fill
+            a.fill,
+            v2_suffix(a.v2)
         ));
     }
     if let Some(j) = t.color_jitter {
@@ -817,13 +829,15 @@ impl Transform {
 
     /// TrivialAugmentWide(num_magnitude_bins, interpolation, fill): one operation a sample,
     /// after the flips and before the colour adjustments; interpolation 'nearest', 'bilinear'
-    /// or 'bicubic', fill a number or one per channel.
-    #[pyo3(signature = (num_magnitude_bins=31, interpolation="nearest", fill=None))]
+    /// or 'bicubic', fill a number or one per channel; v2 True for transforms.v2's (its
+    /// Solarize threshold is 255 × linspace(1, 0), not linspace(255, 0)).
+    #[pyo3(signature = (num_magnitude_bins=31, interpolation="nearest", fill=None, v2=false))]
     fn trivial_augment_wide(
         &self,
         num_magnitude_bins: u32,
         interpolation: &str,
         fill: Option<Bound<'_, PyAny>>,
+        v2: bool,
     ) -> PyResult<Self> {
         let interpolation = map_filter("TrivialAugmentWide", interpolation)?;
         let fill = rgb_fill(fill)?;
@@ -832,6 +846,7 @@ impl Transform {
                 bins: num_magnitude_bins,
                 fill,
                 interpolation,
+                v2,
             }),
             ..self.0
         }))
@@ -840,9 +855,10 @@ impl Transform {
     /// RandAugment(num_ops, magnitude, num_magnitude_bins, interpolation, fill): `num_ops`
     /// operations a sample, each at the magnitude's bin, after the flips and before the colour
     /// adjustments; interpolation 'nearest', 'bilinear' or 'bicubic', fill a number or one per
-    /// channel.
+    /// channel, v2 as for trivial_augment_wide.
     #[pyo3(signature = (
-        num_ops=2, magnitude=9, num_magnitude_bins=31, interpolation="nearest", fill=None
+        num_ops=2, magnitude=9, num_magnitude_bins=31, interpolation="nearest", fill=None,
+        v2=false
     ))]
     fn rand_augment(
         &self,
@@ -851,6 +867,7 @@ impl Transform {
         num_magnitude_bins: u32,
         interpolation: &str,
         fill: Option<Bound<'_, PyAny>>,
+        v2: bool,
     ) -> PyResult<Self> {
         let interpolation = map_filter("RandAugment", interpolation)?;
         let fill = rgb_fill(fill)?;
@@ -861,6 +878,7 @@ impl Transform {
                 bins: num_magnitude_bins,
                 fill,
                 interpolation,
+                v2,
             }),
             ..self.0
         }))
@@ -869,13 +887,14 @@ impl Transform {
     /// AutoAugment(policy, interpolation, fill): one of the policy's sub-policies a sample
     /// ('imagenet', 'cifar10' or 'svhn', torchvision's `AutoAugmentPolicy` values), after the
     /// flips and before the colour adjustments; interpolation 'nearest', 'bilinear' or
-    /// 'bicubic', fill a number or one per channel.
-    #[pyo3(signature = (policy="imagenet", interpolation="nearest", fill=None))]
+    /// 'bicubic', fill a number or one per channel, v2 as for trivial_augment_wide.
+    #[pyo3(signature = (policy="imagenet", interpolation="nearest", fill=None, v2=false))]
     fn auto_augment(
         &self,
         policy: &str,
         interpolation: &str,
         fill: Option<Bound<'_, PyAny>>,
+        v2: bool,
     ) -> PyResult<Self> {
         let interpolation = map_filter("AutoAugment", interpolation)?;
         let policy = gpuprep::AutoAugmentPolicy::named(policy).ok_or_else(|| {
@@ -889,6 +908,7 @@ impl Transform {
                 policy,
                 fill,
                 interpolation,
+                v2,
             }),
             ..self.0
         }))

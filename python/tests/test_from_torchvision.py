@@ -470,12 +470,6 @@ def test_timms_pixel_noise_in_a_float16_tensor_is_drawn_in_float16():
     assert sum(len(params["erase"]) for params in seeded) > 4
 
 
-def test_v2s_trivial_augment_wide_is_refused_for_its_solarize_threshold():
-    refused(v2.Compose([v2.TrivialAugmentWide(), v2.PILToTensor()]),
-            "v2.TrivialAugmentWide is not supported", "Solarize")
-    assert gpuprep.from_torchvision(T.Compose([T.TrivialAugmentWide(), T.PILToTensor()])).is_random
-
-
 @pytest.mark.parametrize("module", [T, v2], ids=["v1", "v2"])
 def test_resize_with_max_size_gives_torchvisions_pixels(module):
     compose = module.Compose([module.Resize(160, max_size=200), module.PILToTensor()])
@@ -621,14 +615,37 @@ def test_augmentation_policies_translate_or_are_refused_by_name():
     assert "AutoAugment(policy='imagenet', interpolation=bicubic" in repr(t)
     refused(T.Compose([T.RandAugment(interpolation=T.InterpolationMode.BOX)]),
             "RandAugment(interpolation=BOX) is not supported", "NEAREST, BILINEAR and BICUBIC")
-    refused(v2.Compose([v2.RandAugment()]), "v2.RandAugment is not supported", "Solarize")
-    refused(v2.Compose([v2.AutoAugment()]), "v2.AutoAugment is not supported")
+    t = gpuprep.from_torchvision(v2.Compose([v2.RandAugment(magnitude=20), v2.PILToTensor()]))
+    assert "num_magnitude_bins=31, interpolation=nearest, fill=[0, 0, 0], v2=True)" in repr(t)
     refused(T.Compose([T.RandAugment(num_ops=5)]), "RandAugment(num_ops=5)", "0 to 4")
     refused(T.Compose([T.RandAugment(magnitude=31)]), "RandAugment(magnitude=31)")
     refused(T.Compose([T.RandAugment(), T.AutoAugment()]), "AutoAugment after RandAugment",
             "torchvision would apply both")
     refused(T.Compose([T.RandomRotation(5), T.RandAugment()]), "RandAugment after RandomRotation")
     refused(T.Compose([T.ColorJitter(0.4), T.AutoAugment()]), "AutoAugment where gpuprep")
+
+
+def test_v2_policies_are_torchvisions():
+    """transforms.v2's TrivialAugmentWide, RandAugment and AutoAugment on a PIL image: v1's
+    operations, Solarize at v2's 255 × linspace(1, 0) (at bin 20 of 31, 85.0000025: the value
+    85 is not inverted, as v1's 85.0 inverts it); v2's own draws replayed after torch's seed."""
+    mode = v2.InterpolationMode.BILINEAR
+    for policy, seeds in ((v2.TrivialAugmentWide(interpolation=mode), range(40)),
+                          (v2.RandAugment(num_ops=3, magnitude=20, fill=[10, 20, 30]), range(24)),
+                          (v2.AutoAugment(v2.AutoAugmentPolicy.IMAGENET), range(24)),
+                          (v2.AutoAugment(v2.AutoAugmentPolicy.SVHN, interpolation=mode),
+                           range(24))):
+        drawn = seeded_against_torchvision(v2.Compose([v2.RandomResizedCrop(64), policy,
+                                                       v2.PILToTensor()]), seeds)
+        ops = {op["op"] for params in drawn for op in params["augment"]}
+        assert "Solarize" in ops or isinstance(policy, v2.AutoAugment), (policy, ops)
+    # Bin 20's threshold, recorded as v2 gives it to ImageOps.solarize.
+    t = gpuprep.Transform().resize((40, 40)).rand_augment(4, 20, v2=True)
+    paths = [PHOTOS[i % len(PHOTOS)] for i in range(64)]
+    _, outcomes = gpuprep.Pipeline("cpu").preprocess(paths, t, indices=list(range(64)))
+    thresholds = {op["magnitude"] for outcome in outcomes for op in outcome["params"]["augment"]
+                  if op["op"] == "Solarize"}
+    assert thresholds == {85.0000025331974}, thresholds
 
 
 def test_random_affine_translates_in_v1_and_v2():

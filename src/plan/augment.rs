@@ -431,7 +431,7 @@ fn draw_augment(
     use super::Augment;
     if let Some(t) = transform.trivial_augment {
         let s = &mut Stream::new(key, Op::TrivialAugment);
-        return Some(vec![Augment::draw_trivial(t.bins, s)]);
+        return Some(vec![Augment::draw_trivial(&t, s)]);
     }
     if let Some(r) = transform.rand_augment {
         return Some(Augment::draw_rand(
@@ -450,7 +450,7 @@ fn draw_augment(
     }
     let a = transform.auto_augment?;
     Some(Augment::draw_auto(
-        a.policy,
+        &a,
         size,
         &mut Stream::new(key, Op::AutoAugment),
     ))

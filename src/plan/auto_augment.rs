@@ -10,7 +10,7 @@
 
 use super::random::Stream;
 use super::{Adjustment, Rotation};
-use crate::transform::{AutoAugmentPolicy, Filter, RandAugment};
+use crate::transform::{AutoAugment, AutoAugmentPolicy, Filter, RandAugment, TrivialAugment};
 
 /// `TrivialAugmentWide`'s operations, in the order of its augmentation space (the order its
 /// `torch.randint` indexes).
@@ -294,10 +294,10 @@ pub enum Effect {
 impl Augment {
     /// `TrivialAugmentWide.forward`'s draws: the operation, then (for one with magnitudes) the
     /// bin, then (for a signed one) whether it is negated, each uniform.
-    pub(crate) fn draw_trivial(bins: u32, s: &mut Stream) -> Self {
+    pub(crate) fn draw_trivial(t: &TrivialAugment, s: &mut Stream) -> Self {
         let op = OPS[s.below(OPS.len() as u64) as usize];
-        let magnitude = op.magnitude(s.below(u64::from(bins)) as u32, bins);
-        Self::signed(op, magnitude, s)
+        let bin = s.below(u64::from(t.bins)) as u32;
+        Self::signed(op, op.magnitude(bin, t.bins), s).in_space(t.v2, bin, t.bins)
     }
 
     /// `RandAugment.forward`'s draws on an image of `size`: `num_ops` times the operation and
@@ -306,7 +306,11 @@ impl Augment {
         (0..r.num_ops)
             .map(|_| {
                 let op = OPS[s.below(OPS.len() as u64) as usize];
-                Self::signed(op, op.standard_magnitude(r.magnitude, r.bins, size), s)
+                Self::signed(op, op.standard_magnitude(r.magnitude, r.bins, size), s).in_space(
+                    r.v2,
+                    r.magnitude,
+                    r.bins,
+                )
             })
             .collect()
     }
@@ -315,12 +319,8 @@ impl Augment {
     /// float32 per operation (it applies when that is at most its probability), then a sign
     /// per operation (negated on 0, as torchvision's `signs[i] == 0`); the operations that
     /// apply, in order.
-    pub(crate) fn draw_auto(
-        policy: AutoAugmentPolicy,
-        size: (usize, usize),
-        s: &mut Stream,
-    ) -> Vec<Self> {
-        let policies = sub_policies(policy);
+    pub(crate) fn draw_auto(a: &AutoAugment, size: (usize, usize), s: &mut Stream) -> Vec<Self> {
+        let policies = sub_policies(a.policy);
         let chosen = policies[s.below(policies.len() as u64) as usize];
         let probs = [0; 2].map(|_| s.uniform_f32(0.0, 1.0));
         let negated = [0; 2].map(|_| s.below(2) == 0);
@@ -331,14 +331,13 @@ impl Augment {
             .map(|(&(op, _, bin), (_, negated))| {
                 let m = bin.and_then(|b| op.standard_magnitude(b, AUTO_AUGMENT_BINS, size));
                 let magnitude = f64::from(m.unwrap_or(0.0));
-                Self::new(
-                    op,
-                    if op.signed() && negated {
-                        -magnitude
-                    } else {
-                        magnitude
-                    },
-                )
+                let signed = if op.signed() && negated {
+                    -magnitude
+                } else {
+                    magnitude
+                };
+                let drawn = Self::new(op, signed);
+                bin.map_or(drawn, |b| drawn.in_space(a.v2, b, AUTO_AUGMENT_BINS))
             })
             .collect()
     }
@@ -353,6 +352,19 @@ impl Augment {
             magnitude = -magnitude;
         }
         Self::new(op, magnitude)
+    }
+
+    /// The draw as its policy applies it: for transforms.v2's (`v2`), Solarize at v2's
+    /// threshold for `bin` of `bins`, `255.0 * linspace(1.0, 0.0)[bin]` (`bound * magnitude`,
+    /// the float32 bin widened to a double), where v1's bins hold `linspace(255.0, 0.0)`.
+    fn in_space(self, v2: bool, bin: u32, bins: u32) -> Self {
+        if !(v2 && self.op == AugmentOp::Solarize) {
+            return self;
+        }
+        Self {
+            magnitude: 255.0 * f64::from(linspace(1.0, 0.0, bin, bins)),
+            ..self
+        }
     }
 
     /// `op` at `magnitude`, sampling as its policy does.
@@ -579,6 +591,33 @@ mod tests {
     /// torch 2.15's `torch.linspace(0.0, 0.9, 31)[20]`, `linspace(0.0, 0.99, 31)[19]` and
     /// `linspace(255.0, 0.0, 100)[22]` on an AVX-512 CPU: the fused multiply-add's values, not the
     /// twice-rounded ones.
+    /// transforms.v2's Solarize thresholds: `255.0 * float(torch.linspace(1.0, 0.0,
+    /// bins)[bin])` as torch 2.11 gives them (the v2 spaces of torchvision 0.29.2), where v1's
+    /// bins are `linspace(255.0, 0.0)`'s float32 values; the first inverted value moves with it.
+    #[test]
+    fn v2_solarize_thresholds_are_torchvisions() {
+        let threshold = |bin, bins| {
+            Augment::new(AugmentOp::Solarize, 0.0)
+                .in_space(true, bin, bins)
+                .magnitude
+        };
+        assert_eq!(threshold(20, 31), 85.0000025331974);
+        assert_eq!(threshold(10, 31), 169.9999898672104);
+        assert_eq!(threshold(1, 31), 246.49999290704727);
+        assert_eq!(threshold(3, 10), 170.0000050663948);
+        assert_eq!(threshold(7, 10), 56.666667088866234);
+        assert_eq!(AugmentOp::Solarize.magnitude(20, 31), Some(85.0));
+        assert_eq!(Adjustment::solarize(85.0), Adjustment::Solarize(85));
+        assert_eq!(
+            Adjustment::solarize(threshold(20, 31)),
+            Adjustment::Solarize(86)
+        );
+        let v1 = Augment::new(AugmentOp::Solarize, 85.0);
+        assert_eq!(v1.in_space(false, 20, 31), v1);
+        let rotate = Augment::new(AugmentOp::Rotate, 9.0);
+        assert_eq!(rotate.in_space(true, 9, 31), rotate);
+    }
+
     #[test]
     fn linspace_is_torchs_vectorised_kernel() {
         assert_eq!(linspace(0.0, 0.9, 20, 31), 0.599_999_96);
@@ -651,7 +690,11 @@ mod tests {
             let (mut none, mut both, mut inverted) = (0, 0, 0);
             for index in 0..2000 {
                 let s = &mut Stream::new(key(index), Op::AutoAugment);
-                let ops = Augment::draw_auto(policy, (32, 32), s);
+                let auto = AutoAugment {
+                    policy,
+                    ..AutoAugment::default()
+                };
+                let ops = Augment::draw_auto(&auto, (32, 32), s);
                 let in_policy = |a: &Augment| {
                     sub_policies(policy)
                         .iter()
@@ -705,7 +748,8 @@ mod tests {
                 epoch: 0,
                 index,
             };
-            let a = Augment::draw_trivial(31, &mut Stream::new(key, Op::TrivialAugment));
+            let t = TrivialAugment::default();
+            let a = Augment::draw_trivial(&t, &mut Stream::new(key, Op::TrivialAugment));
             if !a.op.signed() {
                 assert!(a.magnitude >= 0.0);
             }

@@ -16,6 +16,11 @@ pub struct TrivialAugment {
     /// How the shears, translations and rotations sample the image: `Filter::Nearest`
     /// (torchvision's default), `Filter::Bilinear` or `Filter::Bicubic`.
     pub interpolation: Filter,
+    /// transforms.v2's policy: its Solarize threshold `255.0 * linspace(1.0, 0.0)[bin]` in
+    /// doubles, where v1's bins hold `linspace(255.0, 0.0)` (the two differ for some bins: at
+    /// bin 20 of 31, v2's is 85.0000025 and inverts from 86, v1's 85.0 from 85); default false,
+    /// v1's.
+    pub v2: bool,
 }
 
 impl Default for TrivialAugment {
@@ -24,6 +29,7 @@ impl Default for TrivialAugment {
             bins: 31,
             fill: [0; 3],
             interpolation: Filter::Nearest,
+            v2: false,
         }
     }
 }
@@ -48,6 +54,11 @@ pub struct RandAugment {
     /// How the shears, translations and rotations sample the image: `Filter::Nearest`
     /// (torchvision's default), `Filter::Bilinear` or `Filter::Bicubic`.
     pub interpolation: Filter,
+    /// transforms.v2's policy: its Solarize threshold `255.0 * linspace(1.0, 0.0)[bin]` in
+    /// doubles, where v1's bins hold `linspace(255.0, 0.0)` (the two differ for some bins: at
+    /// bin 20 of 31, v2's is 85.0000025 and inverts from 86, v1's 85.0 from 85); default false,
+    /// v1's.
+    pub v2: bool,
 }
 
 impl Default for RandAugment {
@@ -58,6 +69,7 @@ impl Default for RandAugment {
             bins: 31,
             fill: [0; 3],
             interpolation: Filter::Nearest,
+            v2: false,
         }
     }
 }
@@ -104,6 +116,11 @@ pub struct AutoAugment {
     /// How the shears, translations and rotations sample the image: `Filter::Nearest`
     /// (torchvision's default), `Filter::Bilinear` or `Filter::Bicubic`.
     pub interpolation: Filter,
+    /// transforms.v2's policy: its Solarize threshold `255.0 * linspace(1.0, 0.0)[bin]` in
+    /// doubles, where v1's bins hold `linspace(255.0, 0.0)` (the two differ for some bins: at
+    /// bin 20 of 31, v2's is 85.0000025 and inverts from 86, v1's 85.0 from 85); default false,
+    /// v1's.
+    pub v2: bool,
 }
 
 impl Default for AutoAugment {
@@ -112,6 +129,7 @@ impl Default for AutoAugment {
             policy: AutoAugmentPolicy::ImageNet,
             fill: [0; 3],
             interpolation: Filter::Nearest,
+            v2: false,
         }
     }
 }

@@ -117,6 +117,7 @@ impl Transform {
                 "bins": t.bins,
                 "fill": t.fill,
                 "interpolation": t.interpolation.name(),
+                "v2": t.v2,
             })),
             "rand_augment": rand_augment.map(|r| json!({
                 "num_ops": r.num_ops,
@@ -124,11 +125,13 @@ impl Transform {
                 "bins": r.bins,
                 "fill": r.fill,
                 "interpolation": r.interpolation.name(),
+                "v2": r.v2,
             })),
             "auto_augment": auto_augment.map(|a| json!({
                 "policy": a.policy.name(),
                 "fill": a.fill,
                 "interpolation": a.interpolation.name(),
+                "v2": a.v2,
             })),
             "timm_rand_augment": timm_rand_augment.map(|r| timm_rand_augment_json(&r)),
             "timm_auto_augment": timm_auto_augment.map(|a| timm_auto_augment_json(&a)),
@@ -325,6 +328,14 @@ fn color_op(object: &Map<String, Value>) -> Parsed<ColorOp> {
     ColorOp::new(method, argument, f64_of(object, "p")?)
 }
 
+/// Whether an operation is transforms.v2's, in `"v2"` (absent: v1's).
+fn v2_of(object: &Map<String, Value>) -> Parsed<bool> {
+    match object.get("v2") {
+        None => Ok(false),
+        Some(v) => boolean(v).ok_or_else(|| invalid("`v2` is true or false".into())),
+    }
+}
+
 fn boolean(v: &Value) -> Option<bool> {
     v.as_bool()
 }
@@ -503,21 +514,18 @@ fn random_affine(object: &Map<String, Value>) -> Parsed<RandomAffine> {
         interpolation: interpolation_of(object)?,
         fill: fill_of(object)?,
         center: pair("center")?,
-        // Absent: v1's RandomAffine.
-        v2: match object.get("v2") {
-            None => false,
-            Some(v) => boolean(v).ok_or_else(|| invalid("`v2` is true or false".into()))?,
-        },
+        v2: v2_of(object)?,
     })
 }
 
 fn trivial_augment(object: &Map<String, Value>) -> Parsed<TrivialAugment> {
-    known(object, &["bins", "fill", "interpolation"])?;
+    known(object, &["bins", "fill", "interpolation", "v2"])?;
     let bins = usize_of(object, "bins")?;
     Ok(TrivialAugment {
         bins: u32::try_from(bins).map_err(|_| invalid("`bins` is too large".into()))?,
         fill: fill_of(object)?,
         interpolation: interpolation_of(object)?,
+        v2: v2_of(object)?,
     })
 }
 
@@ -578,7 +586,14 @@ fn mode_of(object: &Map<String, Value>) -> Parsed<PaddingMode> {
 fn rand_augment(object: &Map<String, Value>) -> Parsed<RandAugment> {
     known(
         object,
-        &["num_ops", "magnitude", "bins", "fill", "interpolation"],
+        &[
+            "num_ops",
+            "magnitude",
+            "bins",
+            "fill",
+            "interpolation",
+            "v2",
+        ],
     )?;
     let count = |key| {
         usize_of(object, key)
@@ -590,11 +605,12 @@ fn rand_augment(object: &Map<String, Value>) -> Parsed<RandAugment> {
         bins: count("bins")?,
         fill: fill_of(object)?,
         interpolation: interpolation_of(object)?,
+        v2: v2_of(object)?,
     })
 }
 
 fn auto_augment(object: &Map<String, Value>) -> Parsed<AutoAugment> {
-    known(object, &["policy", "fill", "interpolation"])?;
+    known(object, &["policy", "fill", "interpolation", "v2"])?;
     let name = member(object, "policy")?.as_str().unwrap_or("");
     let policy = AutoAugmentPolicy::named(name).ok_or_else(|| {
         invalid(format!(
@@ -605,6 +621,7 @@ fn auto_augment(object: &Map<String, Value>) -> Parsed<AutoAugment> {
         policy,
         fill: fill_of(object)?,
         interpolation: interpolation_of(object)?,
+        v2: v2_of(object)?,
     })
 }
 
@@ -751,6 +768,7 @@ mod tests {
                 bins: 15,
                 fill: [255, 0, 9],
                 interpolation: Filter::Bilinear,
+                v2: false,
             }),
             exif_transpose: false,
             draft: true,
@@ -781,6 +799,7 @@ mod tests {
                 bins: 17,
                 fill: [4, 5, 6],
                 interpolation: Filter::Nearest,
+                v2: true,
             }),
             ..everything()
         };
@@ -802,6 +821,7 @@ mod tests {
                 policy: AutoAugmentPolicy::Svhn,
                 fill: [7, 8, 9],
                 interpolation: Filter::Bicubic,
+                v2: false,
             }),
             ..everything()
         };

@@ -358,6 +358,7 @@ pub fn transform_specs() -> BTreeMap<String, gpuprep::Transform> {
                         std::array::from_fn(|i| f[i].as_u64().unwrap() as u8)
                     }),
                     interpolation: interpolation(t),
+                    v2: t.get("v2").is_some_and(|v| v.as_bool().unwrap()),
                 }),
                 pad: listed.pad,
                 random_crop: listed.random_crop,

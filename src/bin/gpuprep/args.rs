@@ -149,20 +149,29 @@ pub struct TransformArgs {
     )]
     random_affine: Option<gpuprep::RandomAffine>,
     /// TrivialAugmentWide(num_magnitude_bins=BINS), after the flips (default 31 bins); FILL and
-    /// INTERPOLATION as for --random-rotation.
-    #[arg(long, value_parser = parse_trivial_augment, value_name = "BINS[:FILL][:INTERPOLATION]")]
+    /// INTERPOLATION as for --random-rotation; `v2` for transforms.v2's (its Solarize threshold
+    /// is 255 × linspace(1, 0), not linspace(255, 0)).
+    #[arg(
+        long,
+        value_parser = parse_trivial_augment,
+        value_name = "BINS[:FILL][:INTERPOLATION][:v2]"
+    )]
     trivial_augment: Option<gpuprep::TrivialAugment>,
     /// RandAugment(num_ops=N, magnitude=M, num_magnitude_bins=BINS), after the flips (default
-    /// 2,9,31); FILL and INTERPOLATION as for --random-rotation.
+    /// 2,9,31); FILL, INTERPOLATION and `v2` as for --trivial-augment.
     #[arg(
         long,
         value_parser = parse_rand_augment,
-        value_name = "N,M[,BINS][:FILL][:INTERPOLATION]"
+        value_name = "N,M[,BINS][:FILL][:INTERPOLATION][:v2]"
     )]
     rand_augment: Option<gpuprep::RandAugment>,
-    /// AutoAugment(policy=POLICY), after the flips: imagenet, cifar10 or svhn; FILL and
-    /// INTERPOLATION as for --random-rotation.
-    #[arg(long, value_parser = parse_auto_augment, value_name = "POLICY[:FILL][:INTERPOLATION]")]
+    /// AutoAugment(policy=POLICY), after the flips: imagenet, cifar10 or svhn; FILL,
+    /// INTERPOLATION and `v2` as for --trivial-augment.
+    #[arg(
+        long,
+        value_parser = parse_auto_augment,
+        value_name = "POLICY[:FILL][:INTERPOLATION][:v2]"
+    )]
     auto_augment: Option<gpuprep::AutoAugment>,
     /// timm's RandAugment of a `rand-...` CONFIG (`rand-m9-mstd0.5-inc1`), after the flips:
     /// timm's own operations; FILL (default timm's 128; create_transform's is its mean, 124,116,104

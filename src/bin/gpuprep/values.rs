@@ -133,7 +133,8 @@ pub fn parse_affine(text: &str) -> Result<gpuprep::RandomAffine, String> {
 
 pub fn parse_trivial_augment(text: &str) -> Result<gpuprep::TrivialAugment, String> {
     let (bins, options) = text.split_once(':').unwrap_or((text, ""));
-    let (fill, interpolation) = parse_map_options(options)?;
+    let (options, v2) = without_v2(options);
+    let (fill, interpolation) = parse_map_options(&options)?;
     let bins = bins
         .parse()
         .map_err(|_| format!("the bins are a whole number, got {bins:?}"))?;
@@ -141,12 +142,14 @@ pub fn parse_trivial_augment(text: &str) -> Result<gpuprep::TrivialAugment, Stri
         bins,
         fill,
         interpolation,
+        v2,
     })
 }
 
 pub fn parse_rand_augment(text: &str) -> Result<gpuprep::RandAugment, String> {
     let (numbers, options) = text.split_once(':').unwrap_or((text, ""));
-    let (fill, interpolation) = parse_map_options(options)?;
+    let (options, v2) = without_v2(options);
+    let (fill, interpolation) = parse_map_options(&options)?;
     let whole = |v: &str| {
         v.trim()
             .parse::<u32>()
@@ -167,6 +170,7 @@ pub fn parse_rand_augment(text: &str) -> Result<gpuprep::RandAugment, String> {
         bins,
         fill,
         interpolation,
+        v2,
     })
 }
 
@@ -274,14 +278,25 @@ fn timm_map_options(text: &str) -> Result<TimmOptions<'_>, String> {
 
 pub fn parse_auto_augment(text: &str) -> Result<gpuprep::AutoAugment, String> {
     let (name, options) = text.split_once(':').unwrap_or((text, ""));
-    let (fill, interpolation) = parse_map_options(options)?;
+    let (options, v2) = without_v2(options);
+    let (fill, interpolation) = parse_map_options(&options)?;
     let policy = gpuprep::AutoAugmentPolicy::named(name)
         .ok_or_else(|| format!("the policy is imagenet, cifar10 or svhn, got {name:?}"))?;
     Ok(gpuprep::AutoAugment {
         policy,
         fill,
         interpolation,
+        v2,
     })
+}
+
+/// Colon-separated options without a `v2` among them (transforms.v2's form of the operation),
+/// and whether there was one.
+fn without_v2(options: &str) -> (String, bool) {
+    let parts: Vec<&str> = options.split(':').collect();
+    let v2 = parts.contains(&"v2");
+    let rest: Vec<&str> = parts.into_iter().filter(|&p| p != "v2").collect();
+    (rest.join(":"), v2)
 }
 
 /// A map's `[FILL][:INTERPOLATION]`, in either order: the fill's `V` or `R,G,B` (default 0) and
