@@ -93,9 +93,10 @@ fn gpu_decode_equals_reference_on_shared_corpus() {
 }
 
 /// The golden transforms of the files of `root` (but those tests/data holds too) that run on the
-/// GPU: GPU tensor == Pillow. All of them, or, with `share` n > 1, a rotating nth: a file's k-th
-/// golden is checked when k plus the file's place among the goldens' files is a multiple of n, so
-/// that each file runs under an nth of the transforms and each transform on an nth of the files.
+/// GPU: GPU tensor == Pillow. All of them, or, with `share` n > 1, a fixed nth (a diagonal): a
+/// file's k-th golden is checked when k plus the file's place among the goldens' files is a
+/// multiple of n, so that each file runs under an nth of the transforms and each transform on an
+/// nth of the files.
 /// (The shared corpus's own files are large photos: on a software adapter, all of their goldens
 /// take longer than the rest of the tests together. The CPU reference is checked on all of them,
 /// and GPUPREP_GPU_PARITY=all checks all of them here too.)
@@ -118,6 +119,7 @@ fn check_transforms(gpu: &Gpu, root: &Path, share: usize) {
     let place: std::collections::HashMap<&str, usize> =
         files.into_iter().enumerate().map(|(i, f)| (f, i)).collect();
     let mut seen: std::collections::HashMap<&str, usize> = Default::default();
+    let mut duplicates: std::collections::HashMap<&str, bool> = Default::default();
     for golden in &goldens {
         let k = seen.entry(&golden.file).or_default();
         let in_share = (*k + place[golden.file.as_str()]).is_multiple_of(share);
@@ -128,8 +130,12 @@ fn check_transforms(gpu: &Gpu, root: &Path, share: usize) {
             let name = golden.spec_and_sample().0;
             words.split(',').any(|w| name.contains(w))
         });
-        if in_share && chosen && path.is_file() && !common::checked_in_test_data(root, &golden.file)
-        {
+        let mut duplicate = || {
+            *duplicates
+                .entry(&golden.file)
+                .or_insert_with(|| common::checked_in_test_data(root, &golden.file))
+        };
+        if in_share && chosen && path.is_file() && !duplicate() {
             by_transform
                 .entry(golden.spec_and_sample().0)
                 .or_default()

@@ -628,17 +628,29 @@ def test_augmentation_policies_translate_or_are_refused_by_name():
 def test_v2_policies_are_torchvisions():
     """transforms.v2's TrivialAugmentWide, RandAugment and AutoAugment on a PIL image: v1's
     operations, Solarize at v2's 255 × linspace(1, 0) (at bin 20 of 31, 85.0000025: the value
-    85 is not inverted, as v1's 85.0 inverts it); v2's own draws replayed after torch's seed."""
+    85 is not inverted, as v1's 85.0 inverts it); v2's own draws replayed after torch's seed.
+    Each policy's seeds draw a Solarize whose threshold inverts from another value than v1's
+    (found by a search; asserted, so that the comparison keeps telling v1 from v2)."""
+    import math
+
+    def differing(bins):
+        v1s = torch.linspace(255.0, 0.0, bins).tolist()
+        v2s = [255.0 * m for m in torch.linspace(1.0, 0.0, bins).tolist()]
+        return {b for a, b in zip(v1s, v2s) if math.ceil(a) != math.ceil(b)}
+
     mode = v2.InterpolationMode.BILINEAR
-    for policy, seeds in ((v2.TrivialAugmentWide(interpolation=mode), range(40)),
-                          (v2.RandAugment(num_ops=3, magnitude=20, fill=[10, 20, 30]), range(24)),
-                          (v2.AutoAugment(v2.AutoAugmentPolicy.IMAGENET), range(24)),
-                          (v2.AutoAugment(v2.AutoAugmentPolicy.SVHN, interpolation=mode),
-                           range(24))):
+    first = list(range(16))
+    for policy, seeds, bins in (
+            (v2.TrivialAugmentWide(interpolation=mode), first + [43, 77, 117, 153], 31),
+            (v2.RandAugment(num_ops=3, magnitude=20, fill=[10, 20, 30]), range(24), 31),
+            (v2.AutoAugment(v2.AutoAugmentPolicy.IMAGENET), first + [34, 35, 38], 10),
+            (v2.AutoAugment(v2.AutoAugmentPolicy.SVHN, interpolation=mode), first + [39, 62, 65],
+             10)):
         drawn = seeded_against_torchvision(v2.Compose([v2.RandomResizedCrop(64), policy,
                                                        v2.PILToTensor()]), seeds)
-        ops = {op["op"] for params in drawn for op in params["augment"]}
-        assert "Solarize" in ops or isinstance(policy, v2.AutoAugment), (policy, ops)
+        thresholds = {op["magnitude"] for params in drawn for op in params["augment"]
+                      if op["op"] == "Solarize"}
+        assert thresholds & differing(bins), (policy, thresholds)
     # Bin 20's threshold, recorded as v2 gives it to ImageOps.solarize.
     t = gpuprep.Transform().resize((40, 40)).rand_augment(4, 20, v2=True)
     paths = [PHOTOS[i % len(PHOTOS)] for i in range(64)]

@@ -588,11 +588,8 @@ mod tests {
         assert_eq!(AugmentOp::from_name("Cutout"), None);
     }
 
-    /// torch 2.15's `torch.linspace(0.0, 0.9, 31)[20]`, `linspace(0.0, 0.99, 31)[19]` and
-    /// `linspace(255.0, 0.0, 100)[22]` on an AVX-512 CPU: the fused multiply-add's values, not the
-    /// twice-rounded ones.
     /// transforms.v2's Solarize thresholds: `255.0 * float(torch.linspace(1.0, 0.0,
-    /// bins)[bin])` as torch 2.11 gives them (the v2 spaces of torchvision 0.29.2), where v1's
+    /// bins)[bin])` as torch 2.15 gives them (the v2 spaces of torchvision 0.29.2), where v1's
     /// bins are `linspace(255.0, 0.0)`'s float32 values; the first inverted value moves with it.
     #[test]
     fn v2_solarize_thresholds_are_torchvisions() {
@@ -618,6 +615,9 @@ mod tests {
         assert_eq!(rotate.in_space(true, 9, 31), rotate);
     }
 
+    /// torch 2.15's `torch.linspace(0.0, 0.9, 31)[20]`, `linspace(0.0, 0.99, 31)[19]` and
+    /// `linspace(255.0, 0.0, 100)[22]` on an AVX-512 CPU: the fused multiply-add's values, not the
+    /// twice-rounded ones.
     #[test]
     fn linspace_is_torchs_vectorised_kernel() {
         assert_eq!(linspace(0.0, 0.9, 20, 31), 0.599_999_96);
