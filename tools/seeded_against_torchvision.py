@@ -56,7 +56,29 @@ def composes():
         "padded_random_crop": [T.Resize(256), T.RandomCrop(224, padding=16,
                                                            padding_mode="reflect"),
                                T.RandomHorizontalFlip()] + tensor,
+        **v2_composes(),
         **timm_composes(),
+    }
+
+
+def v2_composes():
+    """torchvision's reference recipes with --use-v2 (transforms.v2 on the PIL image): its
+    policies (whose Solarize thresholds are not v1's; RandAugment at bin 20, where they differ)
+    and RandomAffine (whose matrix arithmetic is not v1's)."""
+    from torchvision.transforms import v2
+
+    bilinear = v2.InterpolationMode.BILINEAR
+    crop = [v2.RandomResizedCrop(224, interpolation=bilinear, antialias=True),
+            v2.RandomHorizontalFlip()]
+    tail = [v2.PILToTensor(), v2.ToDtype(torch.float, scale=True), v2.Normalize(MEAN, STD),
+            v2.RandomErasing(0.25), v2.ToPureTensor()]
+    return {
+        "v2_rand_augment_bin20": crop + [v2.RandAugment(3, 20, interpolation=bilinear)] + tail,
+        "v2_trivial_augment_wide": crop + [v2.TrivialAugmentWide(interpolation=bilinear)] + tail,
+        "v2_auto_augment_imagenet": crop + [v2.AutoAugment(interpolation=bilinear)] + tail,
+        "v2_affine_bilinear": crop + [v2.RandomAffine(25, translate=(0.1, 0.2), scale=(0.8, 1.2),
+                                                      shear=(-10, 10, -5, 5),
+                                                      interpolation=bilinear)] + tail,
     }
 
 
