@@ -380,8 +380,12 @@ def _map_interpolation(name, step):
 
 def _rotation_degrees(step):
     """RandomRotation's degrees, refusing what gpuprep does not compute: expand and a centre."""
-    if getattr(step, "expand", False) or getattr(step, "center", None) is not None:
-        raise OptionsError("RandomRotation(expand=True) and a given center are not supported")
+    if getattr(step, "expand", False):
+        raise OptionsError("RandomRotation(expand=True) is not supported: the rotated image's size "
+                           "would change with each angle")
+    if getattr(step, "center", None) is not None:
+        raise OptionsError(f"RandomRotation(center={step.center!r}) is not supported: gpuprep "
+                           "rotates about the image's centre")
     return _pair("RandomRotation", "degrees", step.degrees)
 
 

@@ -566,7 +566,7 @@ def test_torchvision_params_refuses_what_from_torchvision_refuses_before_drawing
     state = torch.get_rng_state()
     for compose in [T.Compose([T.RandomResizedCrop(64), T.RandomPerspective()]),
                     T.Compose([T.RandomApply([T.RandomPerspective()], p=0.5)]),
-                    v2.Compose([v2.TrivialAugmentWide()])]:
+                    v2.Compose([v2.GaussianBlur(3)])]:
         with pytest.raises(gpuprep.OptionsError):
             gpuprep.torchvision_params(compose, (100, 80))
     assert torch.equal(torch.get_rng_state(), state)  # nothing drawn
@@ -623,6 +623,13 @@ def test_augmentation_policies_translate_or_are_refused_by_name():
             "torchvision would apply both")
     refused(T.Compose([T.RandomRotation(5), T.RandAugment()]), "RandAugment after RandomRotation")
     refused(T.Compose([T.ColorJitter(0.4), T.AutoAugment()]), "AutoAugment where gpuprep")
+
+
+def test_random_rotation_names_what_it_refuses():
+    refused(T.Compose([T.RandomRotation(10, expand=True)]), "RandomRotation(expand=True)")
+    message = str(refused(v2.Compose([v2.RandomRotation((10, 40), center=(5, 5))]),
+                          "RandomRotation(center=(5, 5))", "centre"))
+    assert "expand" not in message, message
 
 
 def test_v2_policies_are_torchvisions():
@@ -748,7 +755,7 @@ def test_refusals_are_gpuprep_errors_raised_by_from_torchvision():
         T.Compose([T.PILToTensor(), T.RandomErasing(value="random")]),
         T.Compose([T.CenterCrop(8), T.RandomErasing()]),
         T.Compose([T.PILToTensor(), T.RandomErasing(value=0.5)]),
-        v2.Compose([v2.TrivialAugmentWide()]),
+        v2.Compose([v2.GaussianBlur(3)]),
         T.Compose([T.RandomRotation(10), T.TrivialAugmentWide()]),
         T.Compose([T.RandomRotation(10, fill=300)]),
         T.Compose([T.ToTensor(), T.ConvertImageDtype(torch.float64)]),
