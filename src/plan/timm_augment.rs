@@ -222,17 +222,23 @@ pub(crate) fn draw_aug_mix(m: &TimmAugMix, size: (usize, usize), s: &mut Stream)
     }
 }
 
-/// Whether `a` is one of AugMix's operations as timm draws them: one of its thirteen, a
-/// geometric one with the filter it drew and the others with none.
-pub(crate) fn mixes(a: &Augment) -> bool {
-    let geometric = matches!(
-        a.op,
+/// Whether `op` is one of timm's geometric operations, which draw their filter (or take the
+/// transform's).
+fn is_geometric(op: AugmentOp) -> bool {
+    matches!(
+        op,
         AugmentOp::Rotate
             | AugmentOp::TimmShearX
             | AugmentOp::TimmShearY
             | AugmentOp::TimmTranslateX
             | AugmentOp::TimmTranslateY
-    );
+    )
+}
+
+/// Whether `a` is one of AugMix's operations as timm draws them: one of its thirteen, a
+/// geometric one with the filter it drew and the others with none.
+pub(crate) fn mixes(a: &Augment) -> bool {
+    let geometric = is_geometric(a.op);
     let colour = matches!(
         a.op,
         AugmentOp::AutoContrast
@@ -287,15 +293,7 @@ fn draw_op(op: TimmOp, o: &Settings, size: (usize, usize), s: &mut Stream) -> Op
     }
     let level = magnitude.min(o.upper_bound).max(0.0) / LEVEL_DENOM;
     let (op, argument) = level_to_arg(op, level, o.translate_pct, size, s);
-    let geometric = matches!(
-        op,
-        AugmentOp::Rotate
-            | AugmentOp::TimmShearX
-            | AugmentOp::TimmShearY
-            | AugmentOp::TimmTranslateX
-            | AugmentOp::TimmTranslateY
-    );
-    let filter = geometric.then(|| {
+    let filter = is_geometric(op).then(|| {
         o.interpolation
             .unwrap_or_else(|| [Filter::Bilinear, Filter::Bicubic][s.below(2) as usize])
     });
@@ -512,15 +510,7 @@ mod tests {
             };
             assert_eq!(m.abs(), expected, "{a:?}");
             assert!(a.op.allows(m), "{a:?}");
-            let geometric = matches!(
-                a.op,
-                AugmentOp::Rotate
-                    | AugmentOp::TimmShearX
-                    | AugmentOp::TimmShearY
-                    | AugmentOp::TimmTranslateX
-                    | AugmentOp::TimmTranslateY
-            );
-            assert_eq!(a.filter.is_some(), geometric, "{a:?}");
+            assert_eq!(a.filter.is_some(), is_geometric(a.op), "{a:?}");
             seen.insert(a.op);
         }
         assert_eq!(seen.len(), 15);
