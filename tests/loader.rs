@@ -264,7 +264,7 @@ fn check_webdataset(backend: Backend, what: &str) {
         ..LoaderOptions::new(3)
     };
     let loader = Loader::new(
-        Source::Shards(shards),
+        Source::local_shards(shards),
         &transform,
         backend,
         &Limits::default(),
@@ -326,7 +326,7 @@ fn shuffled_shards_keep_every_sample_once() {
         ..LoaderOptions::new(2)
     };
     let loader = Loader::new(
-        Source::Shards(shards),
+        Source::local_shards(shards),
         &transform,
         Backend::Cpu,
         &Limits::default(),
@@ -709,7 +709,7 @@ fn every_rank_makes_the_same_batches_over_uneven_shards() {
                         shuffle_buffer: 4,
                         ..LoaderOptions::new(4)
                     };
-                    let source = Source::Shards(shards.clone());
+                    let source = Source::local_shards(shards.clone());
                     Loader::new(source, &small(), Backend::Cpu, &Limits::default(), options)
                         .unwrap()
                 })
@@ -777,13 +777,13 @@ fn sources_that_cannot_be_read_are_refused_up_front() {
     };
     let shards = shards_of("few-shards", &[3, 3]);
     let refused = |r: gpuprep::Result<Loader>| r.err().expect("refused").to_string();
-    let e = refused(make(Source::Shards(shards.clone()), 4));
+    let e = refused(make(Source::local_shards(shards.clone()), 4));
     assert!(
         e.contains("2 shard(s) cannot be split between 4 ranks"),
         "{e}"
     );
     let missing = shards[0].with_file_name("shard-999999.tar");
-    let e = refused(make(Source::Shards(vec![missing]), 1));
+    let e = refused(make(Source::local_shards(vec![missing]), 1));
     assert!(e.contains("shard-999999.tar"), "{e}");
     let e = refused(make(Source::Files(vec![photo("no-such-photo.jpg")]), 1));
     assert!(e.contains("no-such-photo.jpg"), "{e}");
@@ -792,10 +792,10 @@ fn sources_that_cannot_be_read_are_refused_up_front() {
     let root = scratch("no-such-root").join("absent");
     let e = refused(make(Source::ImageFolder(root), 1));
     assert!(e.contains("absent"), "{e}");
-    assert_eq!(make(Source::Shards(shards), 2).unwrap().len(), 2);
+    assert_eq!(make(Source::local_shards(shards), 2).unwrap().len(), 2);
     // An empty shard could leave a rank without samples in some epoch.
     let with_empty = shards_of("empty-shard", &[3, 0, 3]);
-    let e = refused(make(Source::Shards(with_empty), 1));
+    let e = refused(make(Source::local_shards(with_empty), 1));
     assert!(
         e.contains("shard-000001.tar: the shard holds no sample"),
         "{e}"
@@ -1017,7 +1017,7 @@ fn shard_members_are_images_exactly_when_gpuprep_decodes_them() {
     );
     let options = LoaderOptions::new(5);
     let loader = Loader::new(
-        Source::Shards(vec![shard]),
+        Source::local_shards(vec![shard]),
         &small(),
         Backend::Cpu,
         &Limits::default(),

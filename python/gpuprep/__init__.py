@@ -125,53 +125,37 @@ def _torch():
     return torch
 
 
-_URL = _re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://|^pipe:")
-_BRACES = _re.compile(r"\{([^{}]*)\}")
+# Shards read where they are: URLs (http, https, s3, gs; other schemes are refused by name)
+# and commands' output (pipe:). A file: URL is a local path.
+_REMOTE = _re.compile(r"^(?:[A-Za-z][A-Za-z0-9+.-]*://|pipe:)")
+_COMPRESSED = (".tar.gz", ".tgz", ".tar.zst", ".tar.bz2")
 
 
-def _expand_braces(pattern):
-    """webdataset's (braceexpand's) shard patterns: `{000..009}` (zero-padded to the wider end
-    when either is written with a leading zero) and `{a,b}`, nested ones too, each name once."""
-    for match in _BRACES.finditer(pattern):  # innermost braces, left to right
-        body, head, tail = match.group(1), pattern[:match.start()], pattern[match.end():]
-        numbers = _re.fullmatch(r"(\d+)\.\.(\d+)", body)
-        if numbers:
-            low, high = numbers.group(1), numbers.group(2)
-            padded = any(end.startswith("0") and len(end) > 1 for end in (low, high))
-            width = max(len(low), len(high)) if padded else 0
-            step = 1 if int(high) >= int(low) else -1
-            choices = [str(n).zfill(width) for n in range(int(low), int(high) + step, step)]
-            break
-        if "," in body:
-            choices = body.split(",")
-            break
-    else:
-        return [pattern]
-    expanded = [name for c in choices for name in _expand_braces(head + c + tail)]
-    return list(dict.fromkeys(expanded))
+def _remote(name):
+    return bool(_REMOTE.match(name)) and not name.lower().startswith("file:")
 
 
 def _local(path):
-    """A source path as a local one: `file:` URLs become paths; other URLs and `pipe:` commands
-    are refused by name (local files, folders and tar shards are read)."""
-    if path.startswith("file://"):
+    """A local source path: a `file:` URL's path, or the path as given."""
+    if path.lower().startswith("file://"):
         return path[len("file://"):]
-    if path.startswith("file:"):
+    if path.lower().startswith("file:"):
         return path[len("file:"):]
-    if _URL.match(path):
-        raise UnsupportedError(f"{path}: the loader reads local files, folders and tar shards; "
-                               "URLs and pipe: commands are not read")
     return path
 
 
 def _resolve(source):
     """(kind, paths) of a loader source: a folder (ImageFolder), a tar shard, a glob or a brace
-    pattern of shards, one image file, or a list of image files or of shards. A source that
-    cannot be read raises here, at construction."""
+    pattern of shards, one image file, a list of image files or of shards, or shards' URLs (a
+    brace pattern, webdataset's `::` lists). A source that cannot be read raises here, at
+    construction."""
     if isinstance(source, (str, _os.PathLike)):
-        path = _local(_os.fspath(source))
-        if _BRACES.search(path):
-            return _resolve_list(_expand_braces(path))
+        text = _os.fspath(source)
+        if _remote(text) or "::" in text:
+            return _resolve_list(_gpuprep.expand_shards(text))
+        path = _local(text)
+        if "{" in path:
+            return _resolve_list(_gpuprep.expand_shards(path))
         if _os.path.isdir(path):
             return "folder", [path]
         if any(c in path for c in "*?["):
@@ -181,31 +165,32 @@ def _resolve(source):
             return _resolve_list(paths)
         if not _os.path.exists(path):
             raise ReadError(f"{path}: no such file or folder")
-        if path.endswith((".tar.gz", ".tgz", ".tar.zst", ".tar.bz2")):
+        if path.endswith(_COMPRESSED):
             return _resolve_list([path])
         return ("shards" if path.endswith(".tar") else "files"), [path]
     if isinstance(source, (bytes, bytearray)):
         raise OptionsError("a loader's source is a path, a pattern or a list of paths, not bytes")
-    return _resolve_list([_local(_os.fsdecode(p)) for p in source])
+    return _resolve_list([_os.fsdecode(p) for p in source])
 
 
-def _resolve_list(paths):
-    """(kind, paths) of a list of image files or of tar shards."""
-    if not paths:
+def _resolve_list(names):
+    """(kind, paths) of a list of image files or of shards (local .tar files, URLs, pipe:)."""
+    if not names:
         raise OptionsError("a loader's list of files or shards is empty")
-    compressed = [p for p in paths if p.endswith((".tar.gz", ".tgz", ".tar.zst", ".tar.bz2"))]
+    paths = [name if _remote(name) else _local(name) for name in names]
+    compressed = [p for p in paths if p.endswith(_COMPRESSED)]
     if compressed:
         raise UnsupportedError(f"{compressed[0]}: compressed shards are not read; shards are "
                                "plain .tar files")
-    folders = [p for p in paths if _os.path.isdir(p)]
+    folders = [p for p in paths if not _remote(p) and _os.path.isdir(p)]
     if folders:
         raise OptionsError(f"{folders[0]}: a list holds files or shards, not folders; give one "
                            "ImageFolder root instead")
-    shards = [p.endswith(".tar") for p in paths]
+    shards = [_remote(p) or p.endswith(".tar") for p in paths]
     if all(shards):
         return "shards", paths
     if any(shards):
-        raise OptionsError("a list holds image files or tar shards, not both")
+        raise OptionsError("a list holds image files or shards, not both")
     return "files", paths
 
 
@@ -1311,9 +1296,17 @@ class Loader:
     transforms would give them, bit for bit for the same parameters.
 
     source: a folder in ImageFolder layout (class folders, sorted, give the labels), a list of
-    image files (labels -1), or WebDataset shards (paths, a glob, a brace pattern or a .tar;
-    labels from .cls or .json members, -1 without; a label member that holds no label fails its
-    sample). Iterating yields (images, labels): torch tensors when torch is importable,
+    image files (labels -1), or WebDataset shards (paths, a glob, a .tar, or URLs as webdataset
+    takes them: brace patterns such as "s3://bucket/train-{000000..000127}.tar", lists joined
+    by "::", file:, http:// and https://, s3:// and gs:// objects with their clouds' standard
+    credentials (AWS_ENDPOINT_URL for an S3-compatible store), and pipe:COMMAND, a command's
+    output, refused where GPUPREP_SECURE is set; labels from .cls or .json members, -1
+    without; a label member that holds no label fails its sample). Remote shards are read as
+    they arrive (the next one fetched while one is read, at most 8 MiB of each ahead), each
+    counted once when the loader is made; a request that fails transiently, or whose answer
+    breaks off, is retried up to `retries` times with backoff (resumed where it broke off, if
+    the object is still the same), every wait bounded by `timeout` seconds; then the rest of
+    that shard fails as one sample, under `errors`. Iterating yields (images, labels): torch tensors when torch is importable,
     numpy arrays otherwise. The tensors share the batch's memory with Rust's array (no copy);
     the array goes back to the loader for a later batch once the tensor and its views are gone.
     `pin_memory` (default: whether torch has CUDA), as DataLoader's `pin_memory=True`, gives
@@ -1371,7 +1364,7 @@ class Loader:
     def __init__(self, source, transform, batch_size, shuffle=False, seed=0, rank=0,
                  world_size=1, drop_last=False, threads=None, backend="auto", prefetch=2,
                  adapter=None, shuffle_buffer=1000, wait_warning=0.1, pin_memory=None,
-                 device=None, errors="raise", batch_transform=None):
+                 device=None, errors="raise", batch_transform=None, retries=5, timeout=30.0):
         if errors not in ("raise", "skip"):
             raise OptionsError(f'errors is "raise" or "skip", got {errors!r}')
         for name, value, least in (("batch_size", batch_size, 1), ("rank", rank, 0),
@@ -1411,7 +1404,8 @@ class Loader:
                                        world_size, drop_last, backend, adapter, prefetch,
                                        shuffle_buffer, 1.0 if wait_warning is None else wait_warning,
                                        pin_for, self.device,
-                                       refill=errors == "skip" and drop_last)
+                                       refill=errors == "skip" and drop_last,
+                                       retries=retries, timeout=timeout)
         unread = self._loader.unread()
         if unread:
             _warnings.warn(f"the shards split unevenly between the {world_size} ranks: each rank "

@@ -157,7 +157,8 @@ class Loader:
                  wait_warning: Optional[float] = 0.1, pin_memory: Optional[bool] = None,
                  device: Union[None, str, int, Any] = None,
                  errors: Literal["raise", "skip"] = "raise",
-                 batch_transform: Optional[BatchTransform] = None) -> None: ...
+                 batch_transform: Optional[BatchTransform] = None, retries: int = 5,
+                 timeout: float = 30.0) -> None: ...
     batch_transform: Optional[BatchTransform]
     @property
     def memory(self) -> str: ...

@@ -1659,7 +1659,7 @@ impl Loader {
     #[new]
     #[pyo3(signature = (kind, paths, transform, batch_size, shuffle, seed, rank, world_size,
                         drop_last, backend, adapter, prefetch, shuffle_buffer, wait_warning,
-                        pin_memory, cuda=None, refill=false))]
+                        pin_memory, cuda=None, refill=false, retries=5, timeout=30.0))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
@@ -1680,11 +1680,13 @@ impl Loader {
         pin_memory: Option<u32>,
         cuda: Option<u32>,
         refill: bool,
+        retries: u32,
+        timeout: f64,
     ) -> PyResult<Self> {
         let source = match kind {
             "folder" => Source::ImageFolder(paths.into_iter().next().unwrap_or_default()),
             "files" => Source::Files(paths),
-            "shards" => Source::Shards(paths),
+            "shards" => Source::Shards(shard_urls(paths)?),
             other => {
                 return Err(OptionsError::new_err(format!(
                     "unknown source kind {other:?}"
@@ -1706,6 +1708,7 @@ impl Loader {
             pin_memory,
             handoff: cuda.map_or(loader::Handoff::Host, loader::Handoff::Cuda),
             refill,
+            fetch: fetch_options(retries, timeout)?,
             ..LoaderOptions::new(batch_size)
         };
         let (backend, reason) = self::backend(backend, adapter)?;
@@ -1889,6 +1892,39 @@ fn copy_into(
     Ok(())
 }
 
+/// The shard addresses a pattern names: webdataset's `::` lists, each brace-expanded, every
+/// scheme checked (a local path stays as given).
+#[pyfunction]
+fn expand_shards(pattern: &str) -> PyResult<Vec<String>> {
+    let urls = loader::ShardUrl::expand(pattern).map_err(|e| error(&e))?;
+    Ok(urls.iter().map(ToString::to_string).collect())
+}
+
+/// Shards at `paths`: URLs as [`loader::ShardUrl::parse`] reads them (a name that is not
+/// text is a local path).
+fn shard_urls(paths: Vec<std::path::PathBuf>) -> PyResult<Vec<loader::ShardUrl>> {
+    paths
+        .into_iter()
+        .map(|p| match p.to_str() {
+            Some(text) => loader::ShardUrl::parse(text).map_err(|e| error(&e)),
+            None => Ok(loader::ShardUrl::Local(p)),
+        })
+        .collect()
+}
+
+/// Remote shards' retries, and their timeout in seconds.
+fn fetch_options(retries: u32, timeout: f64) -> PyResult<loader::FetchOptions> {
+    if !(timeout.is_finite() && timeout > 0.0 && timeout <= 86_400.0) {
+        return Err(OptionsError::new_err(format!(
+            "timeout is seconds, above 0 and at most a day, got {timeout}"
+        )));
+    }
+    Ok(loader::FetchOptions {
+        retries,
+        timeout: std::time::Duration::from_secs_f64(timeout),
+    })
+}
+
 /// Sizes the decoding threads once per process: `threads`, or the process's share of the cores
 /// (all of them; under torchrun, cores / LOCAL_WORLD_SIZE; RAYON_NUM_THREADS overrides).
 /// Returns how many there are: what an earlier call chose, once the threads run.
@@ -1940,6 +1976,7 @@ fn _gpuprep(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<dlpack::CudaBatch>()?;
     m.add_function(wrap_pyfunction!(copy_into, m)?)?;
     m.add_function(wrap_pyfunction!(init_threads, m)?)?;
+    m.add_function(wrap_pyfunction!(expand_shards, m)?)?;
     m.add_function(wrap_pyfunction!(operations, m)?)?;
     m.add_function(wrap_pyfunction!(color_operations, m)?)?;
     m.add_function(wrap_pyfunction!(_panic_inside, m)?)?;

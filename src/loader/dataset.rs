@@ -1,7 +1,9 @@
 //! Datasets whose samples are known up front: a list of files, or a folder in torchvision's
 //! `ImageFolder` layout.
 
+use super::fetch::FetchOptions;
 use super::order::Split;
+use super::shard_url::ShardUrl;
 use super::webdataset;
 use crate::error::{Error, Result};
 use std::path::{Path, PathBuf};
@@ -134,39 +136,76 @@ fn has_image_extension(path: &Path) -> bool {
 
 /// A WebDataset shard and the samples it holds.
 pub(super) struct Shard {
-    pub(super) path: PathBuf,
+    pub(super) url: ShardUrl,
     pub(super) samples: u64,
 }
 
-/// The shards at `paths`, each with its samples counted from its members' headers; an error
-/// for a shard that cannot be opened, and where some rank of `split` would get no shard.
-pub(super) fn index_shards(paths: &[PathBuf], split: Split) -> Result<Vec<Shard>> {
-    if paths.len() < split.world_size {
+/// Remote shards counted at once (each read through once, as the loader is made).
+const COUNTED_AT_ONCE: usize = 8;
+
+/// The shards at `urls`, each with its samples counted from its members' headers (remote ones
+/// [`COUNTED_AT_ONCE`] at a time); an error for a shard that cannot be opened, and where some
+/// rank of `split` would get no shard.
+pub(super) fn index_shards(
+    urls: &[ShardUrl],
+    split: Split,
+    fetch: &FetchOptions,
+) -> Result<Vec<Shard>> {
+    if urls.len() < split.world_size {
         return Err(Error::Options(format!(
             "{} shard(s) cannot be split between {} ranks: rank {} would get none (shards go to \
              ranks whole, as webdataset's split_by_node splits them); give at least as many \
              shards as ranks",
-            paths.len(),
+            urls.len(),
             split.world_size,
-            paths.len()
+            urls.len()
         )));
     }
-    paths
-        .iter()
-        .map(|path| {
-            let samples = webdataset::count_samples(path)?;
+    let counts = count_all(urls, fetch);
+    urls.iter()
+        .zip(counts)
+        .map(|(url, samples)| {
+            let samples = samples?;
             if samples == 0 {
                 // A rank could draw only empty shards and make fewer batches than the others.
                 return Err(Error::Options(format!(
-                    "{}: the shard holds no sample (every shard needs one, so that every rank \
-                     makes its batches)",
-                    path.display()
+                    "{url}: the shard holds no sample (every shard needs one, so that every \
+                     rank makes its batches)"
                 )));
             }
             Ok(Shard {
-                path: path.clone(),
+                url: url.clone(),
                 samples,
             })
+        })
+        .collect()
+}
+
+/// Each shard's samples, counted on up to [`COUNTED_AT_ONCE`] threads.
+fn count_all(urls: &[ShardUrl], fetch: &FetchOptions) -> Vec<Result<u64>> {
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let counts: Vec<std::sync::Mutex<Option<Result<u64>>>> =
+        urls.iter().map(|_| std::sync::Mutex::new(None)).collect();
+    let threads = if urls.iter().all(ShardUrl::is_local) {
+        1
+    } else {
+        COUNTED_AT_ONCE.min(urls.len())
+    };
+    std::thread::scope(|scope| {
+        for _ in 0..threads {
+            scope.spawn(|| loop {
+                let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                let Some(url) = urls.get(i) else { return };
+                *super::lock(&counts[i]) = Some(webdataset::count_samples(url, fetch));
+            });
+        }
+    });
+    counts
+        .into_iter()
+        .map(|c| {
+            c.into_inner()
+                .unwrap_or_else(|e| e.into_inner())
+                .unwrap_or_else(|| Err(Error::Internal("a shard was not counted".into())))
         })
         .collect()
 }

@@ -4,7 +4,8 @@
 
 use super::dataset::{self, Shard};
 use super::order::{self, Split};
-use super::{lock, webdataset, LoaderOptions};
+use super::shard_url::ShardUrl;
+use super::{fetch, lock, webdataset, LoaderOptions};
 use crate::error::{Error, Result};
 use std::ops::ControlFlow;
 use std::path::PathBuf;
@@ -192,18 +193,22 @@ impl Dataset for Shards {
             stream: split.buffer_stream(epoch),
         };
         let mut quota = Quota { left: per_rank };
+        let fetch = &feeder.options.fetch;
         while quota.left > 0 {
             let mut read_any = false;
-            for &shard in &mine {
-                let path = &shards[shard].path;
-                let flow =
-                    Self::read_shard(shard, path, feeder.options.max_member, &mut |sample| {
-                        read_any = true;
-                        match buffer.push(sample) {
-                            Some(out) => quota.send(batcher, out),
-                            None => ControlFlow::Continue(()),
-                        }
-                    });
+            // The next shard is opened as this one is read: a remote one arrives meanwhile.
+            let mut next = mine.first().map(|&s| fetch::open(&shards[s].url, fetch));
+            for (i, &shard) in mine.iter().enumerate() {
+                let opened = next.take().unwrap_or_else(|| fetch::open(&shards[shard].url, fetch));
+                next = mine.get(i + 1).map(|&s| fetch::open(&shards[s].url, fetch));
+                let url = &shards[shard].url;
+                let flow = Self::read_shard(shard, url, opened, feeder.options.max_member, &mut |sample| {
+                    read_any = true;
+                    match buffer.push(sample) {
+                        Some(out) => quota.send(batcher, out),
+                        None => ControlFlow::Continue(()),
+                    }
+                });
                 if flow.is_break() {
                     return;
                 }
@@ -222,7 +227,7 @@ impl Dataset for Shards {
                 let failed = RawSample {
                     index: u64::MAX,
                     label: -1,
-                    name: shards[mine[0]].path.clone(),
+                    name: shards[mine[0]].url.name(),
                     bytes: Err(e),
                 };
                 let _ = quota.send(batcher, failed);
@@ -233,30 +238,38 @@ impl Dataset for Shards {
 }
 
 impl Shards {
-    /// The samples of shard number `shard` at `path` to `take`, until it says `Break`; no
-    /// member larger than `max_member` bytes is read.
+    /// The samples of shard number `shard` at `url` (`opened`: its bytes, or why not) to
+    /// `take`, until it says `Break`; no member larger than `max_member` bytes is read. A
+    /// shard that cannot be opened or breaks off gives one failed sample for the rest of it.
     fn read_shard(
         shard: usize,
-        path: &std::path::Path,
+        url: &ShardUrl,
+        opened: Result<Box<dyn std::io::Read + Send>>,
         max_member: u64,
         take: &mut dyn FnMut(RawSample) -> ControlFlow<()>,
     ) -> ControlFlow<()> {
+        let name = url.name();
+        let broken = |e| RawSample {
+            index: (shard as u64) << 32 | u64::from(u32::MAX),
+            label: -1,
+            name: name.clone(),
+            bytes: Err(e),
+        };
+        let reader = match opened {
+            Ok(reader) => reader,
+            Err(e) => return take(broken(e)),
+        };
         let mut flow = ControlFlow::Continue(());
-        webdataset::for_each_sample(path, max_member, |sample| {
+        webdataset::for_each_sample(reader, &name, max_member, |sample| {
             let sample = match sample {
                 Ok(s) => RawSample {
                     index: (shard as u64) << 32 | s.position,
                     label: s.label,
-                    name: path.join(&s.key),
+                    name: name.join(&s.key),
                     bytes: s.image,
                 },
                 // A shard that breaks off: its error stands for the rest of it.
-                Err(e) => RawSample {
-                    index: (shard as u64) << 32 | u64::from(u32::MAX),
-                    label: -1,
-                    name: path.to_path_buf(),
-                    bytes: Err(e),
-                },
+                Err(e) => broken(e),
             };
             flow = take(sample);
             flow

@@ -35,6 +35,8 @@ pub mod order;
 mod refill;
 mod stats;
 mod stream;
+pub mod fetch;
+pub mod shard_url;
 pub mod webdataset;
 
 use crate::error::{Error, Result};
@@ -47,8 +49,10 @@ pub use device_arrays::DeviceArray;
 use epoch::{caught, Done, Running};
 pub use epoch::{Epoch, Waited};
 pub use feeder::MAX_PREFETCH;
+pub use fetch::FetchOptions;
 use feeder::{Dataset, Feeder, Indexed, Raw, RawBatch, Shards};
 use order::Split;
+pub use shard_url::ShardUrl;
 pub use stats::{EpochStats, StreamWaited, WaitedFor};
 use stats::{StreamCounts, StreamWaits};
 use std::collections::BTreeMap;
@@ -69,7 +73,14 @@ pub enum Source {
     /// `.png`, … member (a format gpuprep decodes) and the label from `.cls` (an integer) or
     /// `.json` (a number, or its `"label"` or `"cls"` field): −1 without one; a label member
     /// that holds none fails its sample.
-    Shards(Vec<PathBuf>),
+    Shards(Vec<ShardUrl>),
+}
+
+impl Source {
+    /// Shards at these local paths.
+    pub fn local_shards(paths: impl IntoIterator<Item = impl Into<PathBuf>>) -> Self {
+        Self::Shards(paths.into_iter().map(|p| ShardUrl::Local(p.into())).collect())
+    }
 }
 
 /// How a loader batches, orders and splits its samples.
@@ -90,6 +101,8 @@ pub struct LoaderOptions {
     pub wait_warning: f64,
     /// Shards: the largest member read, in bytes (a larger one fails its sample alone).
     pub max_member: u64,
+    /// Remote shards: retries and timeouts.
+    pub fetch: FetchOptions,
     /// Page-lock the batch arrays for this CUDA device (DataLoader's `pin_memory`), through
     /// the CUDA driver loaded at run time; where it cannot be had the arrays stay pageable and
     /// [`Loader::memory`] says why. On the GPU backend only (CPU batches are arrays of their
@@ -191,6 +204,7 @@ impl LoaderOptions {
             shuffle_buffer: 1000,
             wait_warning: 0.1,
             max_member: 256 << 20,
+            fetch: FetchOptions::default(),
             pin_memory: None,
             handoff: Handoff::Host,
             refill: false,
@@ -338,7 +352,10 @@ impl Loader {
                 let (items, classes) = dataset::image_folder(&root)?;
                 (Arc::new(Indexed(items)), classes)
             }
-            Source::Shards(paths) => (Arc::new(Shards(index_shards(&paths, split)?)), Vec::new()),
+            Source::Shards(urls) => {
+                let shards = index_shards(&urls, split, &options.fetch)?;
+                (Arc::new(Shards(shards)), Vec::new())
+            }
         };
         let batching = Batching {
             images: options.batch_size,

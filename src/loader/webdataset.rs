@@ -1,6 +1,8 @@
 //! WebDataset shards: tar files read as streams (nothing extracted), their members grouped into
 //! samples by key as webdataset's `tariterators` group them.
 
+use super::fetch::FetchOptions;
+use super::shard_url::ShardUrl;
 use crate::error::{Error, Result};
 use std::io::Read;
 use std::ops::ControlFlow;
@@ -27,23 +29,18 @@ pub fn key_and_extension(path: &str) -> Option<(&str, &str)> {
     (dot > name_start).then(|| (&path[..dot], &path[dot + 1..]))
 }
 
-/// Calls `each` with the samples of the shard at `path`, in order, read as the stream goes,
-/// until it returns `Break`; members larger than `max_member` bytes are refused (that sample
-/// fails alone). A shard that cannot be opened or breaks off gives one error and ends.
+/// Calls `each` with the samples of the shard read from `reader` (`shard` names it in errors),
+/// in order, read as the stream goes, until it returns `Break`; members larger than
+/// `max_member` bytes are refused (that sample fails alone). A shard that breaks off gives one
+/// error and ends.
 pub fn for_each_sample(
-    path: &Path,
+    reader: impl Read,
+    shard: &Path,
     max_member: u64,
     mut each: impl FnMut(Result<TarSample>) -> ControlFlow<()>,
 ) {
-    let in_shard = |e: std::io::Error| Error::from(e).in_file(path);
-    let file = match std::fs::File::open(path) {
-        Ok(file) => file,
-        Err(e) => {
-            let _ = each(Err(in_shard(e)));
-            return;
-        }
-    };
-    let mut archive = tar::Archive::new(std::io::BufReader::new(file));
+    let in_shard = |e: std::io::Error| Error::from(e).in_file(shard);
+    let mut archive = tar::Archive::new(std::io::BufReader::with_capacity(256 << 10, reader));
     let members = match archive.entries() {
         Ok(members) => members,
         Err(e) => {
@@ -51,7 +48,7 @@ pub fn for_each_sample(
             return;
         }
     };
-    let mut grouper = Grouper::new(path);
+    let mut grouper = Grouper::new(shard);
     for member in members {
         let member = match member
             .map_err(in_shard)
@@ -80,22 +77,38 @@ pub fn for_each_sample(
     }
 }
 
-/// The samples [`for_each_sample`] gives for the shard at `path`, counted from the members'
-/// headers alone (their data is skipped, not read): the key groups, plus one for the error a
-/// shard that breaks off ends with. An error when the shard cannot be opened.
-pub fn count_samples(path: &Path) -> Result<u64> {
-    let in_shard = |e: std::io::Error| Error::from(e).in_file(path);
-    let file = std::fs::File::open(path).map_err(in_shard)?;
-    let mut archive = tar::Archive::new(std::io::BufReader::new(file));
-    let mut members = archive.entries_with_seek().map_err(in_shard)?;
+/// The samples [`for_each_sample`] gives for `shard`, counted from the members' headers (a
+/// local file's data is skipped, not read; a remote or piped shard is read through): the key
+/// groups, plus one for the error a shard that breaks off ends with. An error when the shard
+/// cannot be opened, or is not a tar file.
+pub fn count_samples(shard: &ShardUrl, fetch: &FetchOptions) -> Result<u64> {
+    let in_shard = |e: std::io::Error| Error::from(e).in_file(shard.name());
+    let counted = match shard {
+        ShardUrl::Local(path) => {
+            let file = std::fs::File::open(path).map_err(in_shard)?;
+            let mut archive = tar::Archive::new(std::io::BufReader::new(file));
+            let members = archive.entries_with_seek().map_err(in_shard)?;
+            count_groups(members)
+        }
+        remote => {
+            let reader = super::fetch::open(remote, fetch)?;
+            let mut archive = tar::Archive::new(std::io::BufReader::with_capacity(256 << 10, reader));
+            let members = archive.entries().map_err(in_shard)?;
+            count_groups(members)
+        }
+    };
+    counted.map_err(in_shard)
+}
+
+/// The key groups of `members` (see [`count_samples`]).
+fn count_groups<R: Read>(members: tar::Entries<'_, R>) -> std::io::Result<u64> {
     let (mut samples, mut key) = (0, None::<String>);
-    for member in &mut members {
+    for member in members {
         let member = match member {
             Ok(member) => member,
             // Not a tar file at all: refused up front, as a source that cannot be read.
             Err(e) if samples == 0 && key.is_none() => {
-                let e = std::io::Error::new(e.kind(), format!("not a tar file: {e}"));
-                return Err(in_shard(e));
+                return Err(std::io::Error::new(e.kind(), format!("not a tar file: {e}")));
             }
             // The reader gives the samples before the break, then the break's error.
             Err(_) => return Ok(samples + 1),
@@ -266,7 +279,8 @@ mod tests {
         }
         tar.into_inner().unwrap();
         let mut samples = Vec::new();
-        for_each_sample(&path, 1 << 20, |s| {
+        let file = std::fs::File::open(&path).unwrap();
+        for_each_sample(file, &path, 1 << 20, |s| {
             samples.push(s.unwrap());
             ControlFlow::Continue(())
         });

@@ -1,0 +1,337 @@
+//! Opening a shard as a stream of bytes, wherever it is: a local file, a command's standard
+//! output (`pipe:`), or an object over HTTP(S), S3 or Google Cloud Storage, fetched as it is
+//! read (decoding starts while the shard is still arriving), its read-ahead bounded in bytes.
+//!
+//! Remote objects go through the `object_store` crate, whose clients retry transient failures
+//! (connection errors, 5xx and 429 answers, a body that breaks off: resumed by a range request
+//! that must find the same object, by its ETag) with exponential backoff, a bounded number of
+//! times, every wait under a timeout; S3 and GCS credentials come from their standard chains
+//! (environment, web identity, instance metadata; `AWS_ENDPOINT_URL` for S3-compatible stores).
+
+use super::shard_url::ShardUrl;
+use crate::error::{Error, Result};
+use bytes::Bytes;
+use futures::StreamExt;
+use object_store::{ClientOptions, ObjectStore, ObjectStoreExt, RetryConfig};
+use std::collections::HashMap;
+use std::io::{self, Read};
+use std::process::{Child, ChildStdout, Command, Stdio};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Duration;
+
+/// How remote shards are fetched.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct FetchOptions {
+    /// Retries of a request that failed transiently (or whose body broke off) before the
+    /// shard fails.
+    pub retries: u32,
+    /// The longest wait for a connection or for the next bytes of an answer.
+    pub timeout: Duration,
+}
+
+impl Default for FetchOptions {
+    fn default() -> Self {
+        Self {
+            retries: 5,
+            timeout: Duration::from_secs(30),
+        }
+    }
+}
+
+/// A remote object's bytes are handed over in pieces of at most this many, and at most
+/// [`PIECES_AHEAD`] wait ahead of the reader: a shard in flight holds at most 8 MiB, whatever
+/// its size.
+const PIECE_BYTES: usize = 256 << 10;
+const PIECES_AHEAD: usize = 32;
+
+/// The shard's bytes as a stream, from its start. Remote objects start arriving at once, so a
+/// reader opened ahead of its turn is fetched ahead.
+pub fn open(shard: &ShardUrl, fetch: &FetchOptions) -> Result<Box<dyn Read + Send>> {
+    let in_shard = |e: Error| e.in_file(shard.name());
+    match shard {
+        ShardUrl::Local(path) => Ok(Box::new(
+            std::fs::File::open(path).map_err(|e| in_shard(e.into()))?,
+        )),
+        ShardUrl::Pipe(command) => Ok(Box::new(Pipe::spawn(command).map_err(in_shard)?)),
+        remote => Ok(Box::new(Remote::open(remote, fetch).map_err(in_shard)?)),
+    }
+}
+
+/// A command's standard output; its exit status is checked at the end (a command that failed
+/// is an error, not a short shard), and a reader dropped early kills it.
+struct Pipe {
+    child: Child,
+    stdout: ChildStdout,
+}
+
+impl Pipe {
+    fn spawn(command: &str) -> Result<Self> {
+        let mut child = Command::new("sh")
+            .arg("-c")
+            .arg(command)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .spawn()?;
+        let stdout = child.stdout.take().ok_or_else(|| {
+            Error::Internal("a piped command's standard output was not kept".into())
+        })?;
+        Ok(Self { child, stdout })
+    }
+}
+
+impl Read for Pipe {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let read = self.stdout.read(buf)?;
+        if read == 0 && !buf.is_empty() {
+            let status = self.child.wait()?;
+            if !status.success() {
+                return Err(io::Error::other(format!("the command ended with {status}")));
+            }
+        }
+        Ok(read)
+    }
+}
+
+impl Drop for Pipe {
+    fn drop(&mut self) {
+        // Ended already when it was read to its end; else it is stopped, not left behind.
+        if let Ok(None) = self.child.try_wait() {
+            let _ = self.child.kill();
+        }
+        let _ = self.child.wait();
+    }
+}
+
+/// An object being fetched by a task of the fetch runtime, its pieces handed over through a
+/// bounded channel; dropping the reader stops the task.
+struct Remote {
+    pieces: tokio::sync::mpsc::Receiver<io::Result<Bytes>>,
+    current: Bytes,
+    task: tokio::task::AbortHandle,
+}
+
+impl Remote {
+    fn open(shard: &ShardUrl, fetch: &FetchOptions) -> Result<Self> {
+        let (store, path) = store_of(shard, fetch)?;
+        let (tx, pieces) = tokio::sync::mpsc::channel(PIECES_AHEAD);
+        let task = runtime()?.spawn(stream_object(store, path, tx));
+        Ok(Self {
+            pieces,
+            current: Bytes::new(),
+            task: task.abort_handle(),
+        })
+    }
+}
+
+impl Read for Remote {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        while self.current.is_empty() {
+            match self.pieces.blocking_recv() {
+                Some(piece) => self.current = piece?,
+                None => return Ok(0),
+            }
+        }
+        let n = buf.len().min(self.current.len());
+        buf[..n].copy_from_slice(&self.current.split_to(n));
+        Ok(n)
+    }
+}
+
+impl Drop for Remote {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+/// Fetches the object at `path` into `tx` in pieces, then ends (an error, after the client's
+/// retries, as the last item); stops when the reader is gone.
+async fn stream_object(
+    store: Arc<dyn ObjectStore>,
+    path: object_store::path::Path,
+    tx: tokio::sync::mpsc::Sender<io::Result<Bytes>>,
+) {
+    let mut body = match store.get(&path).await {
+        Ok(result) => result.into_stream(),
+        Err(e) => {
+            let _ = tx.send(Err(io_error(e))).await;
+            return;
+        }
+    };
+    while let Some(chunk) = body.next().await {
+        let mut chunk = match chunk {
+            Ok(chunk) => chunk,
+            Err(e) => {
+                let _ = tx.send(Err(io_error(e))).await;
+                return;
+            }
+        };
+        while !chunk.is_empty() {
+            let piece = chunk.split_to(chunk.len().min(PIECE_BYTES));
+            if tx.send(Ok(piece)).await.is_err() {
+                return;
+            }
+        }
+    }
+}
+
+/// An object store's error as the I/O error a shard's reader gives: missing and forbidden
+/// objects keep their kinds.
+fn io_error(e: object_store::Error) -> io::Error {
+    use object_store::Error as E;
+    let kind = match &e {
+        E::NotFound { .. } => io::ErrorKind::NotFound,
+        E::PermissionDenied { .. } | E::Unauthenticated { .. } => io::ErrorKind::PermissionDenied,
+        _ => io::ErrorKind::Other,
+    };
+    io::Error::new(kind, e.to_string())
+}
+
+/// The runtime remote fetches run on: two threads of its own, started on the first fetch.
+fn runtime() -> Result<&'static tokio::runtime::Runtime> {
+    static RUNTIME: OnceLock<std::result::Result<tokio::runtime::Runtime, String>> =
+        OnceLock::new();
+    RUNTIME
+        .get_or_init(|| {
+            // The TLS clients' cryptography (once per process; another library's choice stands).
+            #[expect(
+                deprecated,
+                reason = "ring builds with the plain C compiler that the wheel's zig build has; \
+                          its key exchange is not post-quantum"
+            )]
+            let ring = rustls::crypto::ring::default_provider();
+            let _ = ring.install_default();
+            tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(2)
+                .thread_name("gpuprep-fetch")
+                .enable_all()
+                .build()
+                .map_err(|e| e.to_string())
+        })
+        .as_ref()
+        .map_err(|e| Error::Internal(format!("the fetch runtime could not start: {e}")))
+}
+
+/// The store that holds a remote shard, and its path there. Stores are kept per bucket (or
+/// HTTP origin) and options, so that shards of one place share their connections.
+fn store_of(
+    shard: &ShardUrl,
+    fetch: &FetchOptions,
+) -> Result<(Arc<dyn ObjectStore>, object_store::path::Path)> {
+    static STORES: OnceLock<Mutex<HashMap<String, Arc<dyn ObjectStore>>>> = OnceLock::new();
+    let (place, key) = match shard {
+        ShardUrl::Http(url) => http_origin(url)?,
+        ShardUrl::S3 { bucket, key } => (format!("s3://{bucket}"), key.clone()),
+        ShardUrl::Gs { bucket, key } => (format!("gs://{bucket}"), key.clone()),
+        ShardUrl::Local(_) | ShardUrl::Pipe(_) => {
+            return Err(Error::Internal(format!("{shard} is not a remote object")))
+        }
+    };
+    let path = object_store::path::Path::parse(&key)
+        .map_err(|e| Error::Options(format!("{shard}: not an object's path: {e}")))?;
+    let stores = STORES.get_or_init(Mutex::default);
+    let id = format!("{place} {fetch:?}");
+    if let Some(store) = super::lock(stores).get(&id) {
+        return Ok((Arc::clone(store), path));
+    }
+    let store = build_store(shard, &place, fetch)
+        .map_err(|e| Error::Options(format!("{shard}: {e}")))?;
+    super::lock(stores).insert(id, Arc::clone(&store));
+    Ok((store, path))
+}
+
+fn build_store(
+    shard: &ShardUrl,
+    place: &str,
+    fetch: &FetchOptions,
+) -> object_store::Result<Arc<dyn ObjectStore>> {
+    let retry = RetryConfig {
+        max_retries: fetch.retries as usize,
+        ..RetryConfig::default()
+    };
+    let client = ClientOptions::new()
+        .with_connect_timeout(fetch.timeout)
+        .with_read_timeout(fetch.timeout)
+        // A shard takes as long as its bytes take; the reads' timeout bounds each wait.
+        .with_timeout_disabled();
+    Ok(match shard {
+        ShardUrl::S3 { bucket, .. } => {
+            let builder = object_store::aws::AmazonS3Builder::from_env();
+            // A plain-HTTP endpoint (an S3-compatible store on a private network) is the
+            // user's choice of endpoint, not a downgrade.
+            let http_endpoint = std::env::var("AWS_ENDPOINT_URL")
+                .or_else(|_| std::env::var("AWS_ENDPOINT"))
+                .is_ok_and(|e| e.starts_with("http://"));
+            Arc::new(
+                builder
+                    .with_bucket_name(bucket)
+                    .with_client_options(client.with_allow_http(http_endpoint))
+                    .with_retry(retry)
+                    .build()?,
+            )
+        }
+        ShardUrl::Gs { bucket, .. } => Arc::new(
+            object_store::gcp::GoogleCloudStorageBuilder::from_env()
+                .with_bucket_name(bucket)
+                .with_client_options(client)
+                .with_retry(retry)
+                .build()?,
+        ),
+        _ => Arc::new(
+            object_store::http::HttpBuilder::new()
+                .with_url(place)
+                .with_client_options(client.with_allow_http(true))
+                .with_retry(retry)
+                .build()?,
+        ),
+    })
+}
+
+/// An HTTP URL's origin (`scheme://host[:port]`) and the path after it. URLs with a query or
+/// a fragment are refused: the store would send them as part of the path.
+fn http_origin(url: &str) -> Result<(String, String)> {
+    if url.contains(['?', '#']) {
+        return Err(Error::Options(format!(
+            "{url}: URLs with a query or a fragment are not fetched (give the object's plain URL)"
+        )));
+    }
+    let after_scheme = url.find("://").map_or(0, |i| i + 3);
+    let Some(slash) = url[after_scheme..].find('/').map(|i| i + after_scheme) else {
+        return Err(Error::Options(format!("{url}: the URL names no object")));
+    };
+    let key = url[slash + 1..].to_string();
+    if key.is_empty() {
+        return Err(Error::Options(format!("{url}: the URL names no object")));
+    }
+    Ok((url[..slash].to_string(), key))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn http_urls_split_into_origin_and_object() {
+        assert_eq!(
+            http_origin("http://127.0.0.1:8080/a/b-000.tar").unwrap(),
+            ("http://127.0.0.1:8080".into(), "a/b-000.tar".into())
+        );
+        for refused in ["http://h", "http://h/", "http://h/x.tar?sig=1", "http://h/x.tar#f"] {
+            assert!(http_origin(refused).is_err(), "{refused}");
+        }
+    }
+
+    /// A command's output is the shard; a command that fails is an error at its end, after
+    /// what it wrote.
+    #[test]
+    fn pipes_read_the_output_and_check_the_status() {
+        let read = |command: &str| {
+            let mut bytes = Vec::new();
+            let result = Pipe::spawn(command).unwrap().read_to_end(&mut bytes);
+            (bytes, result.map_err(|e| e.to_string()))
+        };
+        assert_eq!(read("printf abc"), (b"abc".to_vec(), Ok(3)));
+        let (bytes, failed) = read("printf ab; exit 3");
+        assert_eq!(bytes, b"ab");
+        assert!(failed.unwrap_err().contains("exit status: 3"));
+    }
+}
