@@ -1046,3 +1046,91 @@ fn shard_members_are_images_exactly_when_gpuprep_decodes_them() {
     assert_eq!(*index, 4);
     assert!(error.to_string().contains("no image member"), "{error}");
 }
+
+/// A run resumed after `k` batches (`epoch_from`) yields, bit for bit, the batches an
+/// uninterrupted epoch yields after its `k`-th (tensors, labels, indices, random parameters),
+/// then the next epoch as ever: files and an ImageFolder tree (rank 1 of 2), and shuffled shards
+/// through a shuffle buffer, both ranks of uneven shards, on both backends (on the GPU the
+/// shards, whose replay is the subtle one; each backend's batches are held to the other's in
+/// the tests above).
+#[test]
+fn a_resumed_epoch_gives_the_uninterrupted_batches() {
+    let (root, _) = photo_tree("photos-resume");
+    let files: Vec<PathBuf> = std::fs::read_dir(common::manifest_dir().join("tests/data/photos"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    let files = [files.clone(), files].concat();
+    let shards = shards_of("shards-resume", &[5, 3, 6, 4, 2]);
+    let sources = [
+        ("files", Source::Files(files)),
+        ("folder", Source::ImageFolder(root)),
+        ("shards", Source::local_shards(shards)),
+    ];
+    let on_gpu = common::gpu().is_some();
+    for (what, source) in sources {
+        let mut backends: Vec<(&str, MakeBackend)> = vec![("cpu", || Backend::Cpu)];
+        if on_gpu && what == "shards" {
+            backends.push(("gpu", || Backend::gpu().unwrap()));
+        }
+        let ranks = if what == "shards" { 0..2 } else { 1..2 };
+        for &(backend_name, backend) in &backends {
+            for rank in ranks.clone() {
+                let options = LoaderOptions {
+                    split: Split {
+                        rank,
+                        world_size: 2,
+                        ..shuffled(11, 2).split
+                    },
+                    shuffle_buffer: 4,
+                    ..shuffled(11, 2)
+                };
+                let make = || {
+                    Loader::new(
+                        source.clone(),
+                        &train(),
+                        backend(),
+                        &Limits::default(),
+                        options,
+                    )
+                    .unwrap()
+                };
+                let whole = batches_of(make().epoch(3));
+                let next = batches_of(make().epoch(4));
+                assert!(whole.len() >= 3, "{what}");
+                for k in [1, whole.len() - 1, whole.len()] {
+                    let resumed = make();
+                    let after = batches_of(resumed.epoch_from(3, k).unwrap());
+                    let at = format!("{what}, {backend_name}, rank {rank}, after {k} batches");
+                    assert!(after == whole[k..], "{at}");
+                    assert!(batches_of(resumed.epoch(4)) == next, "{at}: the next epoch");
+                }
+                let past = make().epoch_from(3, whole.len() + 1).err().unwrap();
+                assert!(past.to_string().contains("past the end"), "{past}");
+            }
+        }
+    }
+}
+
+type MakeBackend = fn() -> Backend;
+
+/// Each batch of an epoch: (step, indices, labels, parameters' JSON, tensor bytes).
+type Made = (usize, Vec<u64>, Vec<i64>, String, Vec<u8>);
+
+fn batches_of(epoch: gpuprep::loader::Epoch) -> Vec<Made> {
+    epoch
+        .map(|batch| {
+            let b = batch.unwrap();
+            assert!(b.failed.is_empty(), "{:?}", b.failed);
+            let params: Vec<serde_json::Value> = b.params.iter().map(common::params_json).collect();
+            let bytes = b.data.as_bytes().to_vec();
+            (
+                b.stats.step,
+                b.indices,
+                b.labels,
+                serde_json::to_string(&params).unwrap(),
+                bytes,
+            )
+        })
+        .collect()
+}

@@ -2,7 +2,8 @@
 # The test command: installs the pinned Pillow, Dawn's node bindings (with, for the Dawn replay,
 # Mesa 25's lavapipe unpacked beside them), SPIRV-Tools and Mesa's lavapipe, re-makes the goldens
 # with Pillow to prove the committed ones are real Pillow output, then runs the whole test suite,
-# GPU tests included, then builds the Python package's wheel (tools/wheel.sh), installs it into a
+# GPU tests included (the remote-shard tests on nginx and an S3 server, s3s-fs, on loopback),
+# then builds the Python package's wheel (tools/wheel.sh), installs it into a
 # fresh virtual environment with no Rust toolchain on its PATH, and runs the Python tests against
 # that install.
 set -euo pipefail
@@ -16,6 +17,9 @@ packages=()
 for package in mesa-vulkan-drivers libvulkan1; do
   dpkg -s "$package" >/dev/null 2>&1 || packages+=("$package")
 done
+# The remote-shard tests' servers, on loopback: Debian's nginx, and s3s-fs (an S3 server over a
+# folder, from crates.io, below).
+[ -x /usr/sbin/nginx ] || command -v nginx >/dev/null || packages+=(nginx)
 command -v curl >/dev/null || packages+=(curl)
 command -v spirv-val >/dev/null || packages+=(spirv-tools)
 if [ ${#packages[@]} -gt 0 ]; then
@@ -26,6 +30,9 @@ fi
 # Dawn's node bindings, whose WGSL compiler (Tint) compiles every shader in the tests, and on
 # which a test replays batches through every stage (over Mesa 25's lavapipe, unpacked beside).
 (cd tools/dawn && npm ci --no-audit --no-fund --silent)
+command -v s3s-fs >/dev/null || cargo install --quiet --locked s3s-fs@0.14.1 --features binary
+GPUPREP_TEST_SERVERS="$(dirname "$(command -v s3s-fs)")"
+export GPUPREP_TEST_SERVERS
 tools/dawn/lavapipe.sh
 python3 tools/goldens.py --check
 cargo test --release

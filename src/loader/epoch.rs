@@ -177,6 +177,7 @@ impl Epoch {
         park: Option<Arc<Mutex<Parked>>>,
         options: LoaderOptions,
         refill: Option<usize>,
+        first_step: usize,
     ) -> Self {
         let now = Instant::now();
         let stream = Arc::clone(&running.waits);
@@ -186,8 +187,8 @@ impl Epoch {
             stream,
             running: Some(running),
             park,
-            next: 0,
-            made: 0,
+            next: first_step,
+            made: first_step,
             refill: refill.map(|batches| (batches, Refill::new(options.batch_size))),
             asked: None,
             handed: now,
@@ -357,7 +358,7 @@ mod tests {
                 broken: false,
             };
             let options = LoaderOptions::new(2);
-            let mut epoch = Epoch::new(running, None, options, None);
+            let mut epoch = Epoch::new(running, None, options, None, 0);
             // A failure, then a step sent after it (kept open: the epoch must not wait for
             // more); or workers gone with nothing sent.
             let _open = match message {

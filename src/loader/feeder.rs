@@ -4,7 +4,6 @@
 
 use super::dataset::{self, Shard};
 use super::order::{self, Split};
-use super::shard_url::ShardUrl;
 use super::{fetch, lock, webdataset, LoaderOptions};
 use crate::error::{Error, Result};
 use std::ops::ControlFlow;
@@ -79,6 +78,8 @@ pub(super) struct Feeder {
     pub(super) passes_taken: Receiver<()>,
     /// Files read ahead of the batcher, at most (and at most [`READ_AHEAD_BYTES`]).
     pub(super) read_ahead: usize,
+    /// The step the first pass starts at (a resumed epoch's; 0 otherwise).
+    pub(super) first_step: usize,
 }
 
 impl Feeder {
@@ -90,6 +91,7 @@ impl Feeder {
             if pass >= 2 && self.passes_taken.recv().is_err() {
                 return;
             }
+            let first_step = if pass == 0 { self.first_step } else { 0 };
             let mut batcher = Batcher {
                 out,
                 size: self.options.batch_size,
@@ -97,9 +99,10 @@ impl Feeder {
                 pending: Vec::new(),
                 pass,
                 epoch,
-                step: 0,
+                step: first_step,
                 serial,
                 started: Instant::now(),
+                skip: first_step * self.options.batch_size,
             };
             self.dataset.read_epoch(&self, epoch, &mut batcher);
             let (ControlFlow::Continue(next), Some(then)) = (batcher.finish(), self.then) else {
@@ -134,6 +137,9 @@ impl Dataset for Indexed {
             .take(feeder.options.spare())
             .collect();
         indices.extend(spare);
+        // A resumed epoch's samples already handed over are not read at all.
+        let skip = std::mem::take(&mut batcher.skip).min(indices.len());
+        indices.drain(..skip);
         let ahead = (feeder.read_ahead, READ_AHEAD_BYTES);
         read_files(items, &indices, ahead, |s| batcher.push(s));
     }
@@ -199,16 +205,19 @@ impl Dataset for Shards {
             // The next shard is opened as this one is read: a remote one arrives meanwhile.
             let mut next = mine.first().map(|&s| fetch::open(&shards[s].url, fetch));
             for (i, &shard) in mine.iter().enumerate() {
-                let opened = next.take().unwrap_or_else(|| fetch::open(&shards[shard].url, fetch));
+                let opened = next
+                    .take()
+                    .unwrap_or_else(|| fetch::open(&shards[shard].url, fetch));
                 next = mine.get(i + 1).map(|&s| fetch::open(&shards[s].url, fetch));
-                let url = &shards[shard].url;
-                let flow = Self::read_shard(shard, url, opened, feeder.options.max_member, &mut |sample| {
-                    read_any = true;
-                    match buffer.push(sample) {
-                        Some(out) => quota.send(batcher, out),
-                        None => ControlFlow::Continue(()),
-                    }
-                });
+                let max_member = feeder.options.max_member;
+                let flow =
+                    Self::read_shard(shard, &shards[shard], opened, max_member, &mut |sample| {
+                        read_any = true;
+                        match buffer.push(sample) {
+                            Some(out) => quota.send(batcher, out),
+                            None => ControlFlow::Continue(()),
+                        }
+                    });
                 if flow.is_break() {
                     return;
                 }
@@ -238,43 +247,54 @@ impl Dataset for Shards {
 }
 
 impl Shards {
-    /// The samples of shard number `shard` at `url` (`opened`: its bytes, or why not) to
-    /// `take`, until it says `Break`; no member larger than `max_member` bytes is read. A
-    /// shard that cannot be opened or breaks off gives one failed sample for the rest of it.
+    /// The samples of `shard` (number `number`; `opened`: its bytes, or why not) to `take`,
+    /// until it says `Break`; no member larger than `max_member` bytes is read. Where the shard
+    /// cannot be opened or breaks off, each of its samples not read fails with that error (one
+    /// failure where it held more than counted), so that the epoch's batches are made of the
+    /// same samples as ever.
     fn read_shard(
-        shard: usize,
-        url: &ShardUrl,
+        number: usize,
+        shard: &Shard,
         opened: Result<Box<dyn std::io::Read + Send>>,
         max_member: u64,
         take: &mut dyn FnMut(RawSample) -> ControlFlow<()>,
     ) -> ControlFlow<()> {
-        let name = url.name();
-        let broken = |e| RawSample {
-            index: (shard as u64) << 32 | u64::from(u32::MAX),
-            label: -1,
-            name: name.clone(),
-            bytes: Err(e),
-        };
-        let reader = match opened {
-            Ok(reader) => reader,
-            Err(e) => return take(broken(e)),
-        };
+        let name = shard.url.name();
+        let index = |position: u64| (number as u64) << 32 | position;
+        let mut given = 0;
+        let mut broken = None;
         let mut flow = ControlFlow::Continue(());
-        webdataset::for_each_sample(reader, &name, max_member, |sample| {
-            let sample = match sample {
-                Ok(s) => RawSample {
-                    index: (shard as u64) << 32 | s.position,
-                    label: s.label,
-                    name: name.join(&s.key),
-                    bytes: s.image,
-                },
-                // A shard that breaks off: its error stands for the rest of it.
-                Err(e) => broken(e),
+        match opened {
+            Ok(reader) => webdataset::for_each_sample(reader, &name, max_member, |sample| {
+                let sample = match sample {
+                    Ok(s) => RawSample {
+                        index: index(s.position),
+                        label: s.label,
+                        name: name.join(&s.key),
+                        bytes: s.image,
+                    },
+                    Err(e) => {
+                        broken = Some(e);
+                        return ControlFlow::Break(());
+                    }
+                };
+                given += 1;
+                flow = take(sample);
+                flow
+            }),
+            Err(e) => broken = Some(e),
+        }
+        let Some(e) = broken else { return flow };
+        for position in given..shard.samples.max(given + 1) {
+            let failed = RawSample {
+                index: index(position),
+                label: -1,
+                name: name.clone(),
+                bytes: Err(e.clone()),
             };
-            flow = take(sample);
-            flow
-        });
-        flow
+            take(failed)?;
+        }
+        ControlFlow::Continue(())
     }
 }
 
@@ -454,11 +474,18 @@ pub(super) struct Batcher<'a> {
     pub(super) step: usize,
     pub(super) serial: usize,
     pub(super) started: Instant,
+    /// Samples of the pass to drop before the first batch: those of the steps before the one
+    /// a resumed epoch starts at (read, to replay the order, but not sent to decoding).
+    pub(super) skip: usize,
 }
 
 impl Batcher<'_> {
     /// Adds a sample; `Break` once the consumer is gone.
     pub(super) fn push(&mut self, sample: RawSample) -> ControlFlow<()> {
+        if self.skip > 0 {
+            self.skip -= 1;
+            return ControlFlow::Continue(());
+        }
         self.pending.push(sample);
         if self.pending.len() < self.size {
             return ControlFlow::Continue(());

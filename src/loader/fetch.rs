@@ -112,9 +112,11 @@ struct Remote {
 
 impl Remote {
     fn open(shard: &ShardUrl, fetch: &FetchOptions) -> Result<Self> {
+        // First: it sets up the TLS clients' cryptography too.
+        let runtime = runtime()?;
         let (store, path) = store_of(shard, fetch)?;
         let (tx, pieces) = tokio::sync::mpsc::channel(PIECES_AHEAD);
-        let task = runtime()?.spawn(stream_object(store, path, tx));
+        let task = runtime.spawn(stream_object(store, path, tx));
         Ok(Self {
             pieces,
             current: Bytes::new(),
@@ -157,14 +159,21 @@ async fn stream_object(
             return;
         }
     };
+    let mut received = 0;
     while let Some(chunk) = body.next().await {
         let mut chunk = match chunk {
             Ok(chunk) => chunk,
             Err(e) => {
-                let _ = tx.send(Err(io_error(e))).await;
+                let e = io_error(e);
+                let why = format!(
+                    "the answer broke off after {received} bytes and was not resumed (retries \
+                     ran out, or the object changed): {e}"
+                );
+                let _ = tx.send(Err(io::Error::new(e.kind(), why))).await;
                 return;
             }
         };
+        received += chunk.len();
         while !chunk.is_empty() {
             let piece = chunk.split_to(chunk.len().min(PIECE_BYTES));
             if tx.send(Ok(piece)).await.is_err() {
@@ -186,7 +195,8 @@ fn io_error(e: object_store::Error) -> io::Error {
     io::Error::new(kind, e.to_string())
 }
 
-/// The runtime remote fetches run on: two threads of its own, started on the first fetch.
+/// The runtime remote fetches run on: two threads of its own, started on the first fetch
+/// (which also chooses the TLS clients' cryptography, before any client is made).
 fn runtime() -> Result<&'static tokio::runtime::Runtime> {
     static RUNTIME: OnceLock<std::result::Result<tokio::runtime::Runtime, String>> =
         OnceLock::new();
@@ -233,8 +243,8 @@ fn store_of(
     if let Some(store) = super::lock(stores).get(&id) {
         return Ok((Arc::clone(store), path));
     }
-    let store = build_store(shard, &place, fetch)
-        .map_err(|e| Error::Options(format!("{shard}: {e}")))?;
+    let store =
+        build_store(shard, &place, fetch).map_err(|e| Error::Options(format!("{shard}: {e}")))?;
     super::lock(stores).insert(id, Arc::clone(&store));
     Ok((store, path))
 }
@@ -252,23 +262,18 @@ fn build_store(
         .with_connect_timeout(fetch.timeout)
         .with_read_timeout(fetch.timeout)
         // A shard takes as long as its bytes take; the reads' timeout bounds each wait.
-        .with_timeout_disabled();
+        .with_timeout_disabled()
+        // Plain HTTP where the address says so (an http:// URL, or an endpoint such as an
+        // S3-compatible store's on a private network): the stores' own addresses are https.
+        .with_allow_http(true);
     Ok(match shard {
-        ShardUrl::S3 { bucket, .. } => {
-            let builder = object_store::aws::AmazonS3Builder::from_env();
-            // A plain-HTTP endpoint (an S3-compatible store on a private network) is the
-            // user's choice of endpoint, not a downgrade.
-            let http_endpoint = std::env::var("AWS_ENDPOINT_URL")
-                .or_else(|_| std::env::var("AWS_ENDPOINT"))
-                .is_ok_and(|e| e.starts_with("http://"));
-            Arc::new(
-                builder
-                    .with_bucket_name(bucket)
-                    .with_client_options(client.with_allow_http(http_endpoint))
-                    .with_retry(retry)
-                    .build()?,
-            )
-        }
+        ShardUrl::S3 { bucket, .. } => Arc::new(
+            object_store::aws::AmazonS3Builder::from_env()
+                .with_bucket_name(bucket)
+                .with_client_options(client)
+                .with_retry(retry)
+                .build()?,
+        ),
         ShardUrl::Gs { bucket, .. } => Arc::new(
             object_store::gcp::GoogleCloudStorageBuilder::from_env()
                 .with_bucket_name(bucket)
@@ -279,7 +284,7 @@ fn build_store(
         _ => Arc::new(
             object_store::http::HttpBuilder::new()
                 .with_url(place)
-                .with_client_options(client.with_allow_http(true))
+                .with_client_options(client)
                 .with_retry(retry)
                 .build()?,
         ),
@@ -315,7 +320,12 @@ mod tests {
             http_origin("http://127.0.0.1:8080/a/b-000.tar").unwrap(),
             ("http://127.0.0.1:8080".into(), "a/b-000.tar".into())
         );
-        for refused in ["http://h", "http://h/", "http://h/x.tar?sig=1", "http://h/x.tar#f"] {
+        for refused in [
+            "http://h",
+            "http://h/",
+            "http://h/x.tar?sig=1",
+            "http://h/x.tar#f",
+        ] {
             assert!(http_origin(refused).is_err(), "{refused}");
         }
     }

@@ -31,12 +31,12 @@ mod device_arrays;
 mod device_arrays;
 mod epoch;
 mod feeder;
+pub mod fetch;
 pub mod order;
 mod refill;
+pub mod shard_url;
 mod stats;
 mod stream;
-pub mod fetch;
-pub mod shard_url;
 pub mod webdataset;
 
 use crate::error::{Error, Result};
@@ -49,8 +49,8 @@ pub use device_arrays::DeviceArray;
 use epoch::{caught, Done, Running};
 pub use epoch::{Epoch, Waited};
 pub use feeder::MAX_PREFETCH;
-pub use fetch::FetchOptions;
 use feeder::{Dataset, Feeder, Indexed, Raw, RawBatch, Shards};
+pub use fetch::FetchOptions;
 use order::Split;
 pub use shard_url::ShardUrl;
 pub use stats::{EpochStats, StreamWaited, WaitedFor};
@@ -79,7 +79,12 @@ pub enum Source {
 impl Source {
     /// Shards at these local paths.
     pub fn local_shards(paths: impl IntoIterator<Item = impl Into<PathBuf>>) -> Self {
-        Self::Shards(paths.into_iter().map(|p| ShardUrl::Local(p.into())).collect())
+        Self::Shards(
+            paths
+                .into_iter()
+                .map(|p| ShardUrl::Local(p.into()))
+                .collect(),
+        )
     }
 }
 
@@ -473,6 +478,34 @@ impl Loader {
     /// does not drain and fill again between epochs; asking for another epoch stops it (and
     /// waits for its stream to wind down).
     pub fn epoch(&self, epoch: u64) -> Epoch {
+        self.start_epoch(epoch, 0)
+    }
+
+    /// Epoch `epoch`'s batches from step `first_step` on: bit for bit the batches an epoch
+    /// iterated from its start gives from there (a run resumed after `first_step` batches).
+    /// The samples of the steps before are read again, to replay the order (shards and their
+    /// shuffle buffer), but not decoded; a list of files or a folder skips them unread. An
+    /// error past the epoch's end, and where batches are topped up ([`LoaderOptions::refill`]),
+    /// whose batches mid-epoch depend on which samples failed before.
+    pub fn epoch_from(&self, epoch: u64, first_step: usize) -> Result<Epoch> {
+        if first_step > self.len() {
+            return Err(Error::Options(format!(
+                "step {first_step} is past the end of an epoch of {} batches",
+                self.len()
+            )));
+        }
+        if first_step > 0 && first_step < self.len() && self.options.refill {
+            return Err(Error::Options(
+                "an epoch whose batches are topped up with later samples (refill; Python's \
+                 errors=\"skip\" with drop_last=True) cannot resume mid-epoch: each batch \
+                 depends on which samples failed before it; resume at an epoch's start"
+                    .into(),
+            ));
+        }
+        Ok(self.start_epoch(epoch, first_step))
+    }
+
+    fn start_epoch(&self, epoch: u64, first_step: usize) -> Epoch {
         let on_gpu = matches!(*self.backend, Backend::Gpu(_));
         let (parked, then) = {
             let mut parked = lock(&self.parked);
@@ -481,7 +514,7 @@ impl Loader {
             (parked.running.take(), then)
         };
         let running = match parked {
-            Some(running) if running.epoch == epoch => {
+            Some(running) if running.epoch == epoch && first_step == 0 => {
                 // The feeder may read the pass after this one now (its receiver is gone only
                 // once it stopped).
                 let _ = running.pass_taken.send(());
@@ -490,17 +523,17 @@ impl Loader {
             other => {
                 // Stopped (and its stream wound down) before the next one starts.
                 drop(other);
-                self.start(epoch, on_gpu.then_some(then))
+                self.start(epoch, on_gpu.then_some(then), first_step)
             }
         };
         let park = on_gpu.then(|| Arc::clone(&self.parked));
         let refill = self.options.refill.then(|| self.len());
-        Epoch::new(running, park, self.options, refill)
+        Epoch::new(running, park, self.options, refill, first_step)
     }
 
     /// Workers reading and making `epoch`, then, where `then` is given, the epochs `then`
     /// apart after it, until they are stopped.
-    fn start(&self, epoch: u64, then: Option<u64>) -> Running {
+    fn start(&self, epoch: u64, then: Option<u64>, first_step: usize) -> Running {
         let prefetch = self.options.prefetch.max(1);
         let batch = self.options.batch_size.max(1);
         // On the GPU, files are read as far ahead as the stream decodes (two submissions), and
@@ -522,6 +555,7 @@ impl Loader {
             then,
             passes_taken,
             read_ahead,
+            first_step,
         };
         std::thread::spawn(move || {
             // A panic here leaves the stream without its end: the epoch then ends with an

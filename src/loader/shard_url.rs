@@ -132,7 +132,8 @@ fn is_scheme(text: &str) -> bool {
 
 fn strip_prefix_ignore_case<'a>(text: &'a str, prefix: &str) -> Option<&'a str> {
     let head = text.get(..prefix.len())?;
-    head.eq_ignore_ascii_case(prefix).then(|| &text[prefix.len()..])
+    head.eq_ignore_ascii_case(prefix)
+        .then(|| &text[prefix.len()..])
 }
 
 /// A brace pattern's names, as braceexpand (which webdataset uses) gives them, in order:
@@ -228,18 +229,34 @@ fn range(body: &str) -> Option<Vec<String>> {
     if ends.next().is_some() {
         return None;
     }
-    let letter = |s: &str| (s.len() == 1 && s.as_bytes()[0].is_ascii_alphabetic()).then(|| s.as_bytes()[0]);
+    let letter =
+        |s: &str| (s.len() == 1 && s.as_bytes()[0].is_ascii_alphabetic()).then(|| s.as_bytes()[0]);
     if let (Some(a), Some(b), None) = (letter(low), letter(high), step) {
-        let letters: Vec<u8> = if a <= b { (a..=b).collect() } else { (b..=a).rev().collect() };
-        return Some(letters.into_iter().map(|c| char::from(c).to_string()).collect());
+        let letters: Vec<u8> = if a <= b {
+            (a..=b).collect()
+        } else {
+            (b..=a).rev().collect()
+        };
+        return Some(
+            letters
+                .into_iter()
+                .map(|c| char::from(c).to_string())
+                .collect(),
+        );
     }
-    let number = |s: &str| (!s.is_empty() && s.bytes().all(|b| b.is_ascii_digit())).then(|| s.parse::<u64>().ok()).flatten();
+    let number = |s: &str| {
+        (!s.is_empty() && s.bytes().all(|b| b.is_ascii_digit()))
+            .then(|| s.parse::<u64>().ok())
+            .flatten()
+    };
     let (a, b) = (number(low)?, number(high)?);
     let step = match step {
         Some(s) => s.trim_start_matches('-').parse::<u64>().ok()?.max(1),
         None => 1,
     };
-    let padded = [low, high].iter().any(|e| e.len() > 1 && e.starts_with('0'));
+    let padded = [low, high]
+        .iter()
+        .any(|e| e.len() > 1 && e.starts_with('0'));
     let width = if padded { low.len().max(high.len()) } else { 0 };
     let count = a.abs_diff(b) / step + 1;
     let at = |i: u64| if a <= b { a + i * step } else { a - i * step };
@@ -254,8 +271,14 @@ mod tests {
     #[test]
     fn patterns_expand_as_braceexpand_expands_them() {
         let cases: [(&str, &[&str]); 15] = [
-            ("s-{000..003}.tar", &["s-000.tar", "s-001.tar", "s-002.tar", "s-003.tar"]),
-            ("s-{8..11}.tar", &["s-8.tar", "s-9.tar", "s-10.tar", "s-11.tar"]),
+            (
+                "s-{000..003}.tar",
+                &["s-000.tar", "s-001.tar", "s-002.tar", "s-003.tar"],
+            ),
+            (
+                "s-{8..11}.tar",
+                &["s-8.tar", "s-9.tar", "s-10.tar", "s-11.tar"],
+            ),
             ("{3..1}", &["3", "2", "1"]),
             ("{09..10}", &["09", "10"]),
             ("{a,b}-{0..1}", &["a-0", "a-1", "b-0", "b-1"]),
@@ -286,9 +309,18 @@ mod tests {
         assert_eq!(parse("file:a/b.tar"), ShardUrl::Local("a/b.tar".into()));
         assert_eq!(parse("C:/x.tar"), ShardUrl::Local("C:/x.tar".into()));
         assert_eq!(parse("a:b.tar"), ShardUrl::Local("a:b.tar".into()));
-        assert_eq!(parse("https://h/x.tar"), ShardUrl::Http("https://h/x.tar".into()));
+        assert_eq!(
+            parse("https://h/x.tar"),
+            ShardUrl::Http("https://h/x.tar".into())
+        );
         let s3 = parse("s3://bucket/train/x.tar");
-        assert_eq!(s3, ShardUrl::S3 { bucket: "bucket".into(), key: "train/x.tar".into() });
+        assert_eq!(
+            s3,
+            ShardUrl::S3 {
+                bucket: "bucket".into(),
+                key: "train/x.tar".into()
+            }
+        );
         assert_eq!(s3.to_string(), "s3://bucket/train/x.tar");
         assert!(matches!(parse("gs://b/k.tar"), ShardUrl::Gs { .. }));
         assert_eq!(parse("pipe:cat x.tar"), ShardUrl::Pipe("cat x.tar".into()));
@@ -298,6 +330,9 @@ mod tests {
         }
         let listed = ShardUrl::expand("a-{0..1}.tar::http://h/b-{2..3}.tar").unwrap();
         let names: Vec<String> = listed.iter().map(ToString::to_string).collect();
-        assert_eq!(names, ["a-0.tar", "a-1.tar", "http://h/b-2.tar", "http://h/b-3.tar"]);
+        assert_eq!(
+            names,
+            ["a-0.tar", "a-1.tar", "http://h/b-2.tar", "http://h/b-3.tar"]
+        );
     }
 }

@@ -51,8 +51,8 @@ pub fn for_each_sample(
     let mut grouper = Grouper::new(shard);
     for member in members {
         let member = match member
-            .map_err(in_shard)
             .and_then(|m| read_member(m, max_member))
+            .map_err(in_shard)
         {
             Ok(Some(member)) => member,
             Ok(None) => continue,
@@ -92,7 +92,8 @@ pub fn count_samples(shard: &ShardUrl, fetch: &FetchOptions) -> Result<u64> {
         }
         remote => {
             let reader = super::fetch::open(remote, fetch)?;
-            let mut archive = tar::Archive::new(std::io::BufReader::with_capacity(256 << 10, reader));
+            let mut archive =
+                tar::Archive::new(std::io::BufReader::with_capacity(256 << 10, reader));
             let members = archive.entries().map_err(in_shard)?;
             count_groups(members)
         }
@@ -108,7 +109,10 @@ fn count_groups<R: Read>(members: tar::Entries<'_, R>) -> std::io::Result<u64> {
             Ok(member) => member,
             // Not a tar file at all: refused up front, as a source that cannot be read.
             Err(e) if samples == 0 && key.is_none() => {
-                return Err(std::io::Error::new(e.kind(), format!("not a tar file: {e}")));
+                return Err(std::io::Error::new(
+                    e.kind(),
+                    format!("not a tar file: {e}"),
+                ));
             }
             // The reader gives the samples before the break, then the break's error.
             Err(_) => return Ok(samples + 1),
@@ -132,7 +136,10 @@ fn count_groups<R: Read>(members: tar::Entries<'_, R>) -> std::io::Result<u64> {
 /// for other members.
 type Member = (String, String, Result<Vec<u8>>);
 
-fn read_member(mut entry: tar::Entry<impl Read>, max_member: u64) -> Result<Option<Member>> {
+fn read_member(
+    mut entry: tar::Entry<impl Read>,
+    max_member: u64,
+) -> std::io::Result<Option<Member>> {
     if !entry.header().entry_type().is_file() {
         return Ok(None);
     }
@@ -150,6 +157,14 @@ fn read_member(mut entry: tar::Entry<impl Read>, max_member: u64) -> Result<Opti
     }
     let mut bytes = Vec::with_capacity(size as usize);
     entry.read_to_end(&mut bytes)?;
+    if (bytes.len() as u64) < size {
+        // The tar reader ends a member's data where the stream ends.
+        let why = format!(
+            "the shard ends inside {name} ({} of its {size} bytes)",
+            bytes.len()
+        );
+        return Err(std::io::Error::new(std::io::ErrorKind::UnexpectedEof, why));
+    }
     Ok(Some((key, extension, Ok(bytes))))
 }
 

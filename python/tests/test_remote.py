@@ -1,0 +1,139 @@
+"""Shards where they live, as a user names them: webdataset's URL patterns over real servers on
+loopback (nginx, and s3s-fs as an S3-compatible store, which tools/test.sh installs), giving the
+batches the same shards give from disk; missing objects and pipe: under GPUPREP_SECURE refused by
+name. tests/remote.rs holds the faults (cut connections, stalls, changed objects)."""
+import io
+import os
+import shutil
+import socket
+import subprocess
+import tarfile
+import time
+
+import numpy as np
+import pytest
+
+import gpuprep
+
+from support import PHOTOS
+
+T = gpuprep.Transform().resize((16, 24))
+BUCKET = "training"
+KEYS = ("gpuprep-test", "gpuprep-test-secret")
+
+
+def binary(name):
+    """A server program: in GPUPREP_TEST_SERVERS, on the PATH, or Debian's /usr/sbin."""
+    dirs = [os.environ.get("GPUPREP_TEST_SERVERS", "")] + os.environ["PATH"].split(os.pathsep)
+    for folder in dirs + ["/usr/sbin"]:
+        path = os.path.join(folder, name)
+        if folder and os.access(path, os.X_OK):
+            return path
+    pytest.fail(f"{name} is not installed: these tests run real servers (tools/test.sh installs "
+                "nginx and s3s-fs)")
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_for(port, process, what):
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            pytest.fail(f"{what} exited with {process.returncode}")
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            return
+        except OSError:
+            time.sleep(0.05)
+    pytest.fail(f"{what} did not start listening on 127.0.0.1:{port}")
+
+
+def write_shards(folder, count):
+    """`count` shards of the bundled photos, key.jpg + key.cls (the photo's place)."""
+    for s in range(count):
+        with tarfile.open(os.path.join(folder, f"train-{s:06d}.tar"), "w") as tar:
+            for k, photo in enumerate(PHOTOS):
+                tar.add(photo, arcname=f"s{s}-{k:03d}.jpg")
+                label = f"{s * 10 + k}".encode()
+                info = tarfile.TarInfo(f"s{s}-{k:03d}.cls")
+                info.size = len(label)
+                tar.addfile(info, io.BytesIO(label))
+
+
+@pytest.fixture(scope="module")
+def servers(tmp_path_factory):
+    root = tmp_path_factory.mktemp("servers")
+    www, bucket, conf_dir = root / "www", root / "s3" / BUCKET, root / "nginx"
+    for folder in (www, bucket, conf_dir / "tmp"):
+        folder.mkdir(parents=True)
+    write_shards(www, 3)
+    for shard in sorted(www.iterdir()):
+        shutil.copy(shard, bucket / shard.name)
+    http_port, s3_port = free_port(), free_port()
+    user = "user root root;" if os.geteuid() == 0 else ""
+    temp = conf_dir / "tmp"
+    (conf_dir / "nginx.conf").write_text(
+        f"{user}\ndaemon off;\nworker_processes 1;\npid {conf_dir}/nginx.pid;\n"
+        f"error_log {conf_dir}/error.log;\nevents {{ worker_connections 64; }}\n"
+        f"http {{ access_log off; client_body_temp_path {temp}/b; proxy_temp_path {temp}/p; "
+        f"fastcgi_temp_path {temp}/f; uwsgi_temp_path {temp}/u; scgi_temp_path {temp}/s; "
+        f"server {{ listen 127.0.0.1:{http_port}; root {www}; }} }}\n")
+    nginx = subprocess.Popen([binary("nginx"), "-e", str(conf_dir / "error.log"), "-p",
+                              str(conf_dir), "-c", str(conf_dir / "nginx.conf")])
+    s3 = subprocess.Popen([binary("s3s-fs"), "--host", "127.0.0.1", "--port", str(s3_port),
+                           "--access-key", KEYS[0], "--secret-key", KEYS[1], str(root / "s3")],
+                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    saved = {k: os.environ.get(k) for k in ("AWS_ENDPOINT_URL", "AWS_ACCESS_KEY_ID",
+                                            "AWS_SECRET_ACCESS_KEY", "AWS_REGION")}
+    try:
+        wait_for(http_port, nginx, "nginx")
+        wait_for(s3_port, s3, "s3s-fs")
+        os.environ.update(AWS_ENDPOINT_URL=f"http://127.0.0.1:{s3_port}",
+                          AWS_ACCESS_KEY_ID=KEYS[0], AWS_SECRET_ACCESS_KEY=KEYS[1],
+                          AWS_REGION="us-east-1")
+        yield {"http": f"http://127.0.0.1:{http_port}", "www": www}
+    finally:
+        for process in (nginx, s3):
+            process.terminate()
+            process.wait(timeout=10)
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
+def epoch(source, **kwargs):
+    loader = gpuprep.Loader(source, T, batch_size=4, shuffle=True, seed=3, shuffle_buffer=5,
+                            backend="cpu", **kwargs)
+    return [(np.asarray(images).tobytes(), np.asarray(labels).tolist())
+            for images, labels in loader]
+
+
+def test_http_and_s3_shards_give_the_local_batches(servers):
+    local = epoch(str(servers["www"] / "train-{000000..000002}.tar"))
+    assert sum(len(labels) for _, labels in local) == 3 * len(PHOTOS)
+    for source in (servers["http"] + "/train-{000000..000002}.tar",
+                   servers["http"] + "/train-000000.tar::" + servers["http"]
+                   + "/train-{000001..000002}.tar",
+                   [servers["http"] + f"/train-{s:06d}.tar" for s in range(3)],
+                   f"s3://{BUCKET}/train-{{000000..000002}}.tar",
+                   "pipe:cat " + str(servers["www"] / "train-{000000..000002}.tar")):
+        assert epoch(source) == local, source
+
+
+def test_missing_objects_and_unsafe_pipes_are_refused_by_name(servers, monkeypatch):
+    missing = servers["http"] + "/train-000009.tar"
+    with pytest.raises(gpuprep.ReadError, match="train-000009.tar.*not found"):
+        epoch(missing)
+    with pytest.raises(gpuprep.ReadError, match="s3://training/nothing.tar.*not found"):
+        epoch(f"s3://{BUCKET}/nothing.tar")
+    with pytest.raises(gpuprep.OptionsError, match="at most a day"):
+        epoch(servers["http"] + "/train-000000.tar", timeout=0)
+    monkeypatch.setenv("GPUPREP_SECURE", "1")
+    with pytest.raises(gpuprep.OptionsError, match="GPUPREP_SECURE"):
+        epoch("pipe:cat " + str(servers["www"] / "train-000000.tar"))

@@ -1,0 +1,346 @@
+//! Shards read where they live, from real servers on loopback (tests/common/servers.rs): every
+//! URL form gives the batches the same shards give from local disk, bit for bit; faults (a
+//! missing or forbidden object, a connection cut mid-shard, a server that stalls, an object that
+//! changes while it is read, a truncated shard) are retried, then fail the rest of their shard
+//! alone, by name, within bounded time.
+
+mod common;
+#[path = "common/servers.rs"]
+mod servers;
+
+use gpuprep::loader::{FetchOptions, Loader, LoaderOptions, ShardUrl, Source};
+use gpuprep::{Backend, Limits, Transform};
+use servers::{servers, Fault, Proxy, Servers, BUCKET};
+use std::path::PathBuf;
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+const SHARDS: usize = 4;
+
+/// Four shards of the bundled photos (six samples each, labelled by place), written once into
+/// nginx's root and the S3 bucket; their local paths.
+fn shards() -> &'static Vec<PathBuf> {
+    static SHARDS_WRITTEN: OnceLock<Vec<PathBuf>> = OnceLock::new();
+    SHARDS_WRITTEN.get_or_init(|| {
+        let servers = servers();
+        let photos_dir = common::manifest_dir().join("tests/data/photos");
+        let mut photos: Vec<PathBuf> = std::fs::read_dir(&photos_dir)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .collect();
+        photos.sort();
+        (0..SHARDS)
+            .map(|s| {
+                let name = format!("train-{s:06}.tar");
+                let mut tar = tar::Builder::new(Vec::new());
+                for (i, photo) in photos.iter().enumerate() {
+                    let key = format!("s{s}-{i:03}");
+                    let label = (s * 10 + i).to_string();
+                    let members: [(&str, Vec<u8>); 2] = [
+                        ("jpg", std::fs::read(photo).unwrap()),
+                        ("cls", label.into_bytes()),
+                    ];
+                    for (extension, bytes) in members {
+                        let mut header = tar::Header::new_gnu();
+                        header.set_size(bytes.len() as u64);
+                        header.set_mode(0o644);
+                        header.set_cksum();
+                        let path = format!("{key}.{extension}");
+                        tar.append_data(&mut header, path, bytes.as_slice())
+                            .unwrap();
+                    }
+                }
+                let bytes = tar.into_inner().unwrap();
+                std::fs::write(servers.bucket().join(&name), &bytes).unwrap();
+                let local = servers.www().join(&name);
+                std::fs::write(&local, &bytes).unwrap();
+                local
+            })
+            .collect()
+    })
+}
+
+fn transform() -> Transform {
+    Transform {
+        resize: Some(gpuprep::Resize::Exact {
+            width: 24,
+            height: 16,
+        }),
+        ..Transform::default()
+    }
+}
+
+/// One epoch's samples: (index, label, the image's tensor bytes) of those that converted, and
+/// (index, error) of those that failed.
+type Read = (Vec<(u64, i64, Vec<u8>)>, Vec<(u64, String)>);
+
+fn epoch(source: Source, fetch: FetchOptions, backend: Backend) -> Read {
+    let loader = loader(source, fetch, backend).unwrap();
+    read(&loader)
+}
+
+fn loader(source: Source, fetch: FetchOptions, backend: Backend) -> gpuprep::Result<Loader> {
+    let options = LoaderOptions {
+        split: gpuprep::loader::order::Split::single(true, 7),
+        shuffle_buffer: 5,
+        fetch,
+        ..LoaderOptions::new(4)
+    };
+    Loader::new(source, &transform(), backend, &Limits::default(), options)
+}
+
+fn read(loader: &Loader) -> Read {
+    let (mut samples, mut failed) = (Vec::new(), Vec::new());
+    for batch in loader.epoch(0) {
+        let batch = batch.unwrap();
+        let bytes = batch.data.as_bytes();
+        let per_image = bytes.len() / batch.shape[0].max(1);
+        for (i, (&index, &label)) in batch.indices.iter().zip(&batch.labels).enumerate() {
+            let image = bytes[i * per_image..(i + 1) * per_image].to_vec();
+            samples.push((index, label, image));
+        }
+        failed.extend(batch.failed.into_iter().map(|(i, e)| (i, e.to_string())));
+    }
+    (samples, failed)
+}
+
+fn urls(pattern: &str) -> Source {
+    Source::Shards(ShardUrl::expand(pattern).unwrap())
+}
+
+fn local() -> Read {
+    epoch(
+        Source::local_shards(shards().clone()),
+        FetchOptions::default(),
+        Backend::Cpu,
+    )
+}
+
+/// Every URL form reads the local shards' batches, bit for bit.
+#[test]
+fn every_url_form_gives_the_local_batches() {
+    let local_dir = shards()[0].parent().unwrap().display().to_string();
+    let servers: &Servers = servers();
+    let want = local();
+    assert_eq!(want.0.len(), SHARDS * 6);
+    assert!(want.1.is_empty(), "{:?}", want.1);
+    let last = SHARDS - 1;
+    let sources = [
+        servers.http(&format!("train-{{000000..{last:06}}}.tar")),
+        format!(
+            "{}::{}",
+            servers.http("train-{000000..000001}.tar"),
+            servers.http(&format!("train-{{000002..{last:06}}}.tar"))
+        ),
+        format!("s3://{BUCKET}/train-{{000000..{last:06}}}.tar"),
+        // GCS's XML paths (/BUCKET/KEY) on nginx: its root holds the shards under www/.
+        format!("gs://www/train-{{000000..{last:06}}}.tar"),
+        format!("pipe:cat {local_dir}/train-{{000000..{last:06}}}.tar"),
+        format!("file://{local_dir}/train-{{000000..{last:06}}}.tar"),
+    ];
+    std::fs::create_dir_all(servers.www().join("www")).unwrap();
+    for shard in shards() {
+        let copy = servers.www().join("www").join(shard.file_name().unwrap());
+        if !copy.exists() {
+            std::fs::copy(shard, copy).unwrap();
+        }
+    }
+    for source in sources {
+        let got = epoch(urls(&source), FetchOptions::default(), Backend::Cpu);
+        assert!(got == want, "{source}: not the local batches ({:?})", got.1);
+    }
+    if common::gpu().is_some() {
+        let on_gpu = |source| epoch(source, FetchOptions::default(), Backend::gpu().unwrap());
+        let http = servers.http(&format!("train-{{000000..{last:06}}}.tar"));
+        assert!(
+            on_gpu(urls(&http)) == on_gpu(Source::local_shards(shards().clone())),
+            "GPU: HTTP shards are not the local batches"
+        );
+    }
+}
+
+/// A missing, forbidden or unsigned object is refused when the loader is made, by name.
+#[test]
+fn missing_and_forbidden_objects_are_refused_by_name() {
+    let servers = servers();
+    shards();
+    let refused = |source: &str| {
+        let e = loader(urls(source), FetchOptions::default(), Backend::Cpu)
+            .err()
+            .unwrap_or_else(|| panic!("{source}: read"));
+        e.to_string()
+    };
+    let missing = servers.http("train-000009.tar");
+    let e = refused(&missing);
+    assert!(e.contains(&missing) && e.contains("not found"), "{e}");
+    let forbidden = servers.http("forbidden/train-000000.tar");
+    let e = refused(&forbidden);
+    assert!(e.contains(&forbidden) && e.contains("403"), "{e}");
+    let e = refused(&format!("s3://{BUCKET}/train-000009.tar"));
+    assert!(
+        e.contains("s3://training/train-000009.tar") && e.contains("not found"),
+        "{e}"
+    );
+    let e = refused("pipe:exit 7");
+    assert!(
+        e.contains("pipe:exit 7") && e.contains("exit status: 7"),
+        "{e}"
+    );
+}
+
+/// The loader made through a fault proxy in front of nginx (counting its shards through it),
+/// then the fault set for an epoch: what it read, and the answers the proxy cut.
+fn through(proxy: &Proxy, fetch: FetchOptions, fault: Fault) -> (Read, usize) {
+    shards();
+    let pattern = format!(
+        "http://127.0.0.1:{}/train-{{000000..000003}}.tar",
+        proxy.port
+    );
+    let loader = loader(urls(&pattern), fetch, Backend::Cpu).unwrap();
+    let before = proxy.cuts();
+    proxy.set(fault);
+    let got = read(&loader);
+    proxy.set(Fault::None);
+    (got, proxy.cuts() - before)
+}
+
+/// Connections cut mid-shard are resumed where they broke off: the epoch is the local one.
+#[test]
+fn connections_cut_mid_shard_are_resumed() {
+    let proxy = Proxy::new(servers().http_port);
+    let cut = Fault::Cut {
+        bytes: 150_000,
+        times: 3,
+    };
+    let (got, cuts) = through(&proxy, FetchOptions::default(), cut);
+    assert_eq!(cuts, 3);
+    assert!(got == local(), "{:?}", got.1);
+    let slow = Fault::Delay(Duration::from_millis(2));
+    assert!(through(&proxy, FetchOptions::default(), slow).0 == local());
+}
+
+/// A shard whose every connection is cut fails after its retries: its samples before the cut
+/// come, then one failure names it; the other shards' samples all come, in the same batches.
+#[test]
+fn a_shard_that_keeps_breaking_fails_alone_after_its_retries() {
+    let proxy = Proxy::new(servers().http_port);
+    let fetch = FetchOptions {
+        retries: 2,
+        timeout: Duration::from_secs(5),
+    };
+    let start = Instant::now();
+    let ((samples, failed), _) = through(&proxy, fetch, Fault::CutAlways { bytes: 150_000 });
+    assert!(
+        start.elapsed() < Duration::from_secs(60),
+        "{:?}",
+        start.elapsed()
+    );
+    assert!(!samples.is_empty() && !failed.is_empty());
+    for (index, e) in &failed {
+        let shard = (index >> 32) as usize;
+        assert!(e.contains(&format!("train-{shard:06}.tar")), "{e}");
+    }
+    // The samples that came are the local ones, and with the failures they are the local
+    // epoch's samples in its order: a failed shard's rest fails sample by sample.
+    let want = local();
+    for sample in &samples {
+        assert!(
+            want.0.contains(sample),
+            "sample {} is not the local one",
+            sample.0
+        );
+    }
+    assert_eq!(in_order(&samples, &failed), in_order(&want.0, &[]));
+}
+
+/// The indices of an epoch's samples and failures, in epoch order.
+fn in_order(samples: &[(u64, i64, Vec<u8>)], failed: &[(u64, String)]) -> Vec<u64> {
+    let mut all: Vec<u64> = samples
+        .iter()
+        .map(|s| s.0)
+        .chain(failed.iter().map(|f| f.0))
+        .collect();
+    let order = |i: &u64| local_order().iter().position(|l| l == i);
+    all.sort_by_key(order);
+    all
+}
+
+fn local_order() -> &'static Vec<u64> {
+    static ORDER: OnceLock<Vec<u64>> = OnceLock::new();
+    ORDER.get_or_init(|| local().0.iter().map(|s| s.0).collect())
+}
+
+/// A server that takes requests and never answers: each wait times out, the retries run out,
+/// and the epoch ends with the failures, promptly.
+#[test]
+fn a_stalled_server_times_out_instead_of_hanging() {
+    let proxy = Proxy::new(servers().http_port);
+    let fetch = FetchOptions {
+        retries: 1,
+        timeout: Duration::from_millis(500),
+    };
+    let start = Instant::now();
+    let ((samples, failed), _) = through(&proxy, fetch, Fault::Stall);
+    assert!(
+        start.elapsed() < Duration::from_secs(30),
+        "{:?}",
+        start.elapsed()
+    );
+    assert!(samples.is_empty());
+    assert_eq!(failed.len(), SHARDS * 6, "{failed:?}");
+}
+
+/// An object replaced while it is read (another length, another ETag) is not stitched
+/// together from two versions: the rest of the shard fails, by name.
+#[test]
+fn an_object_that_changes_while_read_fails_instead_of_mixing_versions() {
+    let servers = servers();
+    let original = shards()[3].clone();
+    let changing = servers.www().join("changing.tar");
+    std::fs::copy(&original, &changing).unwrap();
+    let proxy = Proxy::new(servers.http_port);
+    let source = format!("http://127.0.0.1:{}/changing.tar", proxy.port);
+    let fetch = FetchOptions::default();
+    let loader = loader(urls(&source), fetch, Backend::Cpu).unwrap();
+    let mut other = std::fs::read(&shards()[0]).unwrap();
+    other.truncate(300_000);
+    proxy.set(Fault::CutAndReplace {
+        bytes: 150_000,
+        path: changing.clone(),
+        with: other,
+    });
+    let (samples, failed) = read(&loader);
+    assert_eq!(proxy.cuts(), 1);
+    // The samples before the cut come (the original's); the rest fail, each by name.
+    assert_eq!(samples.len(), 1);
+    assert_eq!(failed.len(), 5, "{failed:?}");
+    for (_, e) in &failed {
+        assert!(
+            e.contains("changing.tar") && e.contains("broke off after"),
+            "{e}"
+        );
+    }
+}
+
+/// A shard served truncated in the middle of a member: the samples before it come, then one
+/// failure for the rest.
+#[test]
+fn a_truncated_shard_fails_its_rest() {
+    let servers = servers();
+    let mut bytes = std::fs::read(&shards()[1]).unwrap();
+    bytes.truncate(bytes.len() / 2);
+    std::fs::write(servers.www().join("truncated.tar"), &bytes).unwrap();
+    let (samples, failed) = epoch(
+        urls(&servers.http("truncated.tar")),
+        FetchOptions::default(),
+        Backend::Cpu,
+    );
+    // The member it ends in fails, and (counted as the reader gives it) one more for the break.
+    assert_eq!((samples.len(), failed.len()), (2, 2), "{failed:?}");
+    for (_, e) in &failed {
+        assert!(
+            e.contains("truncated.tar") && e.contains("the shard ends inside s1-002.jpg"),
+            "{e}"
+        );
+    }
+}
