@@ -1421,6 +1421,10 @@ class Loader:
         self.epoch = 0
         self._epoch_given = False
         self._iterated = False
+        self._yielded = 0  # batches of the current epoch handed over
+        self._resume = None  # (epoch, first batch) that load_state_dict left to resume
+        self._seed, self._rank, self._world_size = seed, rank, world_size
+        self._batch_size, self._shuffle, self._drop_last = batch_size, bool(shuffle), drop_last
         self.stats = {}
         self.last = None
         self.classes = self._loader.classes()
@@ -1457,20 +1461,72 @@ class Loader:
 
     def set_epoch(self, epoch):
         """The epoch the next iteration draws its order and parameters for
-        (DistributedSampler's `set_epoch`); without it each iteration takes the next epoch."""
+        (DistributedSampler's `set_epoch`); without it each iteration takes the next epoch.
+        After load_state_dict, setting the saved epoch keeps its resumption; another epoch
+        starts afresh."""
         if isinstance(epoch, bool) or not isinstance(epoch, (int, _np.integer)) or \
                 not 0 <= epoch < 2**64:
             raise OptionsError(f"epoch is an int of 0 or more, got {epoch!r}")
+        if self._resume is not None and self._resume[0] != int(epoch):
+            self._resume = None
+        if self._resume is None:
+            self._yielded = 0
         self.epoch = int(epoch)
         self._epoch_given = True
 
     def _next_epoch(self):
-        """The epoch an iteration starting now runs: the one set_epoch gave, else the one after
-        the last iteration's (0 for the first)."""
+        """(epoch, first batch) of an iteration starting now: a resumed epoch where
+        load_state_dict left one mid-way; else the one set_epoch gave, else the one after the
+        last iteration's (0 for the first), from its first batch."""
+        if self._resume is not None:
+            (epoch, first), self._resume = self._resume, None
+            self.epoch, self._iterated, self._epoch_given = epoch, True, False
+            return epoch, first
         if self._iterated and not self._epoch_given:
             self.epoch += 1
         self._iterated, self._epoch_given = True, False
-        return self.epoch
+        return self.epoch, 0
+
+    def state_dict(self):
+        """Where the loader stands, as torchdata's StatefulDataLoader gives it: the epoch and
+        the batches it yielded of it, with what must match for a resumption (seed, split, batch
+        size, samples an epoch). Small (no sample lists), picklable and JSON-able. A loader
+        given it by `load_state_dict` yields, bit for bit, the batches this one yields next."""
+        mid_epoch = 0 < self._yielded < len(self)
+        if mid_epoch and self.errors == "skip" and self._drop_last:
+            raise OptionsError("with errors='skip' and drop_last=True each batch is topped up "
+                               "with later samples, so it depends on which samples failed "
+                               "before it: a loader resumes from an epoch's start or end, not "
+                               f"after batch {self._yielded} of {len(self)}")
+        return {"version": 1, "epoch": self.epoch, "batches": self._yielded,
+                "iterated": self._iterated, "epoch_given": self._epoch_given,
+                **self._identity()}
+
+    def load_state_dict(self, state):
+        """Resumes from `state_dict()`'s state: the next iteration yields what the saved
+        loader's next iteration would have (mid-epoch: the rest of that epoch). The seed, the
+        split, the batch size and the samples an epoch must be this loader's."""
+        if not isinstance(state, dict) or state.get("version") != 1:
+            raise OptionsError(f"not a gpuprep Loader state: {state!r:.80}")
+        for key, value in self._identity().items():
+            if state.get(key) != value:
+                raise OptionsError(f"the state is of a loader with {key}={state.get(key)!r}, "
+                                   f"and this loader has {key}={value!r}: a resumption replays "
+                                   "the same order, so they must match")
+        epoch, batches = int(state["epoch"]), int(state["batches"])
+        if not 0 <= batches <= len(self):
+            raise OptionsError(f"the state's batches ({batches}) are past an epoch of "
+                               f"{len(self)}")
+        self.epoch, self._yielded = epoch, batches
+        self._iterated, self._epoch_given = bool(state["iterated"]), bool(state["epoch_given"])
+        # An epoch saved at its end resumes as an empty rest, as StatefulDataLoader's does.
+        self._resume = (epoch, batches) if batches > 0 else None
+
+    def _identity(self):
+        """What a state must share with the loader that takes it."""
+        return {"seed": self._seed, "rank": self._rank, "world_size": self._world_size,
+                "batch_size": self._batch_size, "shuffle": self._shuffle,
+                "drop_last": self._drop_last, "samples_per_epoch": self._loader.samples()}
 
     def __len__(self):
         """Batches per epoch, the same on every rank (see the class's doc)."""
@@ -1494,10 +1550,13 @@ class Loader:
     def _batches(self):
         """The next epoch's batches as `batches` yields them; its warnings point at the loop
         iterating `batches()` or the loader (two frames up)."""
-        epoch = self._next_epoch()
+        epoch, first = self._next_epoch()
+        self._yielded = first
+        if first >= len(self):
+            return
         failed_in_epoch, slow = 0, []
         for step, (images, labels, indices, params, failed, stats) in \
-                enumerate(self._loader.epoch(epoch)):
+                enumerate(self._loader.epoch(epoch, first), start=first):
             if failed and self.errors == "raise":
                 _, kind, message = failed[0]
                 raise getattr(_errors, kind, GpuprepError)(message)
@@ -1513,6 +1572,7 @@ class Loader:
                      "failed": failed, "stats": stats}
             if self.batch_transform is not None:
                 batch["mix"] = self._mix_params(epoch, step, images)
+            self._yielded = step + 1
             yield batch
         if failed_in_epoch:
             _warnings.warn(f"epoch {epoch}: {failed_in_epoch} sample(s) failed and were left "

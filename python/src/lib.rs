@@ -1778,13 +1778,16 @@ impl Loader {
         self.inner.classes().to_vec()
     }
 
-    /// Epoch `epoch`'s batches (work starts at once).
-    fn epoch(&self, epoch: u64) -> Epoch {
-        Epoch {
-            inner: std::sync::Mutex::new(self.inner.epoch(epoch)),
+    /// Epoch `epoch`'s batches from step `first` on (work starts at once): a run resumed
+    /// after `first` batches.
+    #[pyo3(signature = (epoch, first=0))]
+    fn epoch(&self, epoch: u64, first: usize) -> PyResult<Epoch> {
+        let inner = self.inner.epoch_from(epoch, first).map_err(|e| error(&e))?;
+        Ok(Epoch {
+            inner: std::sync::Mutex::new(inner),
             handed: self.inner.handed_over(),
             dtype: self.dtype,
-        }
+        })
     }
 }
 

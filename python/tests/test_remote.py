@@ -109,7 +109,7 @@ def servers(tmp_path_factory):
 
 def epoch(source, **kwargs):
     loader = gpuprep.Loader(source, T, batch_size=4, shuffle=True, seed=3, shuffle_buffer=5,
-                            backend="cpu", **kwargs)
+                            backend="cpu", wait_warning=None, **kwargs)
     return [(np.asarray(images).tobytes(), np.asarray(labels).tolist())
             for images, labels in loader]
 
@@ -137,3 +137,48 @@ def test_missing_objects_and_unsafe_pipes_are_refused_by_name(servers, monkeypat
     monkeypatch.setenv("GPUPREP_SECURE", "1")
     with pytest.raises(gpuprep.OptionsError, match="GPUPREP_SECURE"):
         epoch("pipe:cat " + str(servers["www"] / "train-000000.tar"))
+
+
+def test_a_loader_resumed_from_its_state_yields_the_uninterrupted_batches(servers, tmp_path):
+    """torchdata's StatefulDataLoader protocol: a state taken after k batches (through JSON, as
+    a checkpoint keeps it) given to a new loader yields, bit for bit, what the uninterrupted
+    run yields after its k-th, then the epochs after; over files, an ImageFolder tree, local
+    and remote shards, with set_epoch as a DDP loop calls it."""
+    import json
+    folder = tmp_path / "folder"
+    for k, photo in enumerate(PHOTOS):
+        (folder / ["cat", "dog"][k % 2]).mkdir(parents=True, exist_ok=True)
+        shutil.copy(photo, folder / ["cat", "dog"][k % 2] / f"{k}.jpg")
+    sources = {"files": PHOTOS * 2, "folder": str(folder),
+               "shards": str(servers["www"] / "train-{000000..000002}.tar"),
+               "http": servers["http"] + "/train-{000000..000002}.tar"}
+    train = gpuprep.Transform().random_resized_crop(16).horizontal_flip(0.5).to_tensor()
+
+    def make(source):
+        return gpuprep.Loader(source, train, batch_size=2, shuffle=True, seed=5, rank=1,
+                              world_size=2, shuffle_buffer=4, backend="cpu", wait_warning=None)
+
+    def run(loader, epochs, stop=None):
+        got = []
+        for epoch in epochs:
+            loader.set_epoch(epoch)
+            for step, (images, labels) in enumerate(loader):
+                got.append((epoch, np.asarray(images).tobytes(), np.asarray(labels).tolist()))
+                if stop == (epoch, step):
+                    return got, json.loads(json.dumps(loader.state_dict()))
+        return got, None
+
+    for name, source in sources.items():
+        whole, _ = run(make(source), [0, 1])
+        per_epoch = len(whole) // 2
+        for k in (0, per_epoch // 2, per_epoch - 1):
+            head, state = run(make(source), [0, 1], stop=(0, k))
+            assert state["batches"] == k + 1, name
+            resumed = make(source)
+            resumed.load_state_dict(state)
+            tail, _ = run(resumed, [0, 1])
+            assert head + tail == whole, f"{name}: stopped after batch {k}"
+    other = gpuprep.Loader(PHOTOS * 2, train, batch_size=2, shuffle=True, seed=6, rank=1,
+                           world_size=2, backend="cpu")
+    with pytest.raises(gpuprep.OptionsError, match="seed=5.*seed=6"):
+        other.load_state_dict(make(PHOTOS * 2).state_dict())
