@@ -1134,3 +1134,39 @@ fn batches_of(epoch: gpuprep::loader::Epoch) -> Vec<Made> {
         })
         .collect()
 }
+
+/// Resampled shards (webdataset's `resampled=True`): every rank, even with fewer shards than
+/// ranks, makes `len()` batches a epoch, drawn from all the shards by its own stream (another
+/// per rank and per epoch, the same again for the same seed).
+#[test]
+fn resampled_shards_give_every_rank_its_batches_from_all_shards() {
+    let shards = shards_of("shards-resampled", &[4, 3, 5]);
+    let read = |rank: usize, epoch: u64| -> Vec<u64> {
+        let options = LoaderOptions {
+            split: Split {
+                rank,
+                world_size: 4,
+                ..shuffled(3, 2).split
+            },
+            resampled: true,
+            ..shuffled(3, 2)
+        };
+        let source = Source::local_shards(shards.clone());
+        let loader =
+            Loader::new(source, &small(), Backend::Cpu, &Limits::default(), options).unwrap();
+        assert_eq!((loader.len(), loader.unread_per_epoch()), (2, None));
+        let batches: Vec<Batch> = loader.epoch(epoch).map(|b| b.unwrap()).collect();
+        assert_eq!(batches.len(), 2);
+        batches.into_iter().flat_map(|b| b.indices).collect()
+    };
+    let drawn: Vec<Vec<u64>> = (0..4).map(|rank| read(rank, 0)).collect();
+    assert!(drawn.iter().all(|d| d.len() == 3), "{drawn:?}");
+    assert_eq!(read(2, 0), drawn[2], "repeatable");
+    assert_ne!(drawn[0], drawn[1], "a stream per rank");
+    assert_ne!(read(0, 1), drawn[0], "a stream per epoch");
+    let shards_read: std::collections::BTreeSet<u64> = (0..8)
+        .flat_map(|epoch| read(epoch as usize % 4, epoch))
+        .map(|index| index >> 32)
+        .collect();
+    assert_eq!(shards_read.len(), 3, "every shard drawn somewhere");
+}

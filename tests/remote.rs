@@ -344,3 +344,37 @@ fn a_truncated_shard_fails_its_rest() {
         );
     }
 }
+
+/// `gpuprep bench --loader` takes shards' URLs, patterns and all, and reads every sample.
+#[test]
+fn the_cli_benchmarks_the_loader_on_urls() {
+    let servers = servers();
+    shards();
+    let source = servers.http("train-{000000..000003}.tar");
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_gpuprep"))
+        .args([
+            "bench",
+            "--loader",
+            "--backend",
+            "cpu",
+            "--repeat",
+            "1",
+            "--batch",
+            "4",
+        ])
+        .args(["--resize", "16x24", "--quiet", &source])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let line: serde_json::Value = serde_json::from_str(stdout.trim()).unwrap();
+    assert_eq!(
+        (line["images"].as_u64(), line["ok"].as_u64()),
+        (Some(24), Some(24)),
+        "{line}"
+    );
+}

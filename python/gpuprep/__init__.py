@@ -1306,7 +1306,10 @@ class Loader:
     counted once when the loader is made; a request that fails transiently, or whose answer
     breaks off, is retried up to `retries` times with backoff (resumed where it broke off, if
     the object is still the same), every wait bounded by `timeout` seconds; then the rest of
-    that shard fails as one sample, under `errors`. Iterating yields (images, labels): torch tensors when torch is importable,
+    that shard's remaining samples fail, each under `errors`. `resampled=True` (webdataset's):
+    each rank draws its shards at random with replacement from all of them (from the seed, the
+    epoch and the rank), an epoch still `len(loader)` batches: for endless streams, and fewer
+    shards than ranks. Iterating yields (images, labels): torch tensors when torch is importable,
     numpy arrays otherwise. The tensors share the batch's memory with Rust's array (no copy);
     the array goes back to the loader for a later batch once the tensor and its views are gone.
     `pin_memory` (default: whether torch has CUDA), as DataLoader's `pin_memory=True`, gives
@@ -1364,7 +1367,8 @@ class Loader:
     def __init__(self, source, transform, batch_size, shuffle=False, seed=0, rank=0,
                  world_size=1, drop_last=False, threads=None, backend="auto", prefetch=2,
                  adapter=None, shuffle_buffer=1000, wait_warning=0.1, pin_memory=None,
-                 device=None, errors="raise", batch_transform=None, retries=5, timeout=30.0):
+                 device=None, errors="raise", batch_transform=None, retries=5, timeout=30.0,
+                 resampled=False):
         if errors not in ("raise", "skip"):
             raise OptionsError(f'errors is "raise" or "skip", got {errors!r}')
         for name, value, least in (("batch_size", batch_size, 1), ("rank", rank, 0),
@@ -1405,7 +1409,7 @@ class Loader:
                                        shuffle_buffer, 1.0 if wait_warning is None else wait_warning,
                                        pin_for, self.device,
                                        refill=errors == "skip" and drop_last,
-                                       retries=retries, timeout=timeout)
+                                       retries=retries, timeout=timeout, resampled=resampled)
         unread = self._loader.unread()
         if unread:
             _warnings.warn(f"the shards split unevenly between the {world_size} ranks: each rank "

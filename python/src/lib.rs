@@ -1659,7 +1659,8 @@ impl Loader {
     #[new]
     #[pyo3(signature = (kind, paths, transform, batch_size, shuffle, seed, rank, world_size,
                         drop_last, backend, adapter, prefetch, shuffle_buffer, wait_warning,
-                        pin_memory, cuda=None, refill=false, retries=5, timeout=30.0))]
+                        pin_memory, cuda=None, refill=false, retries=5, timeout=30.0,
+                        resampled=false))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
@@ -1682,6 +1683,7 @@ impl Loader {
         refill: bool,
         retries: u32,
         timeout: f64,
+        resampled: bool,
     ) -> PyResult<Self> {
         let source = match kind {
             "folder" => Source::ImageFolder(paths.into_iter().next().unwrap_or_default()),
@@ -1709,6 +1711,7 @@ impl Loader {
             handoff: cuda.map_or(loader::Handoff::Host, loader::Handoff::Cuda),
             refill,
             fetch: fetch_options(retries, timeout)?,
+            resampled,
             ..LoaderOptions::new(batch_size)
         };
         let (backend, reason) = self::backend(backend, adapter)?;

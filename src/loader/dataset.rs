@@ -5,6 +5,7 @@ use super::fetch::FetchOptions;
 use super::order::Split;
 use super::shard_url::ShardUrl;
 use super::webdataset;
+use super::LoaderOptions;
 use crate::error::{Error, Result};
 use std::path::{Path, PathBuf};
 
@@ -149,19 +150,24 @@ const COUNTED_AT_ONCE: usize = 8;
 pub(super) fn index_shards(
     urls: &[ShardUrl],
     split: Split,
-    fetch: &FetchOptions,
+    options: &LoaderOptions,
 ) -> Result<Vec<Shard>> {
-    if urls.len() < split.world_size {
+    if urls.is_empty() {
+        return Err(Error::Options(
+            "a loader over shards needs at least one".into(),
+        ));
+    }
+    if urls.len() < split.world_size && !options.resampled {
         return Err(Error::Options(format!(
             "{} shard(s) cannot be split between {} ranks: rank {} would get none (shards go to \
              ranks whole, as webdataset's split_by_node splits them); give at least as many \
-             shards as ranks",
+             shards as ranks, or resampled shards",
             urls.len(),
             split.world_size,
             urls.len()
         )));
     }
-    let counts = count_all(urls, fetch);
+    let counts = count_all(urls, &options.fetch);
     urls.iter()
         .zip(counts)
         .map(|(url, samples)| {

@@ -184,11 +184,21 @@ impl Dataset for Shards {
         if split.shuffle {
             order::shuffle(&mut order, &mut split.stream(epoch));
         }
-        let mine: Vec<usize> = order
+        let split_shards: Vec<usize> = order
             .into_iter()
             .skip(split.rank)
             .step_by(split.world_size.max(1))
             .collect();
+        // Resampled: each round draws as many shards as there are, with replacement, from
+        // the rank's own stream (webdataset's `resampled=True`).
+        let mut resample = split.resample_stream(epoch);
+        let mut round = || -> Vec<usize> {
+            if !feeder.options.resampled {
+                return split_shards.clone();
+            }
+            let n = shards.len() as u64;
+            (0..n).map(|_| resample.below(n) as usize).collect()
+        };
         let mut buffer = ShuffleBuffer {
             held: Vec::new(),
             capacity: if split.shuffle {
@@ -201,6 +211,7 @@ impl Dataset for Shards {
         let mut quota = Quota { left: per_rank };
         let fetch = &feeder.options.fetch;
         while quota.left > 0 {
+            let mine = round();
             let mut read_any = false;
             // The next shard is opened as this one is read: a remote one arrives meanwhile.
             let mut next = mine.first().map(|&s| fetch::open(&shards[s].url, fetch));

@@ -108,6 +108,10 @@ pub struct LoaderOptions {
     pub max_member: u64,
     /// Remote shards: retries and timeouts.
     pub fetch: FetchOptions,
+    /// Shards: each rank draws the shards it reads at random, with replacement, from all of
+    /// them (webdataset's `resampled=True`), its epoch still the samples every rank reads
+    /// ([`Loader::samples_per_epoch`]); there need not be a shard per rank.
+    pub resampled: bool,
     /// Page-lock the batch arrays for this CUDA device (DataLoader's `pin_memory`), through
     /// the CUDA driver loaded at run time; where it cannot be had the arrays stay pageable and
     /// [`Loader::memory`] says why. On the GPU backend only (CPU batches are arrays of their
@@ -210,6 +214,7 @@ impl LoaderOptions {
             wait_warning: 0.1,
             max_member: 256 << 20,
             fetch: FetchOptions::default(),
+            resampled: false,
             pin_memory: None,
             handoff: Handoff::Host,
             refill: false,
@@ -358,7 +363,7 @@ impl Loader {
                 (Arc::new(Indexed(items)), classes)
             }
             Source::Shards(urls) => {
-                let shards = index_shards(&urls, split, &options.fetch)?;
+                let shards = index_shards(&urls, split, &options)?;
                 (Arc::new(Shards(shards)), Vec::new())
             }
         };
@@ -452,6 +457,9 @@ impl Loader {
     /// where the split is the same every epoch (no shuffle), 0 where nothing is left out;
     /// `None` with shuffled shards, whose split changes from epoch to epoch.
     pub fn unread_per_epoch(&self) -> Option<usize> {
+        if self.options.resampled {
+            return None;
+        }
         let per_rank = self.samples_per_epoch();
         self.dataset.unread(self.options.split, per_rank)
     }

@@ -89,6 +89,19 @@ impl Split {
     }
 }
 
+impl Split {
+    /// The stream this rank draws resampled shards from in `epoch` (a stream of its own per
+    /// rank, apart from the buffers' streams).
+    pub(crate) fn resample_stream(&self, epoch: u64) -> Stream {
+        let key = SampleKey {
+            seed: self.seed,
+            epoch,
+            index: (1 << 63) | self.rank as u64,
+        };
+        Stream::new(key, Op::Shuffle)
+    }
+}
+
 /// A uniform shuffle of `items` (Fisher–Yates from the last place down, as
 /// `Stream::permutation`).
 pub(crate) fn shuffle<T>(items: &mut [T], stream: &mut Stream) {

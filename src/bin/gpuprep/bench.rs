@@ -41,6 +41,16 @@ pub fn run(args: BenchArgs) -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    if args.loader {
+        let source = match super::bench_loader::source(&args.inputs, args.recursive, args.quiet) {
+            Ok(source) => source,
+            Err(e) => {
+                err!("error: {e}");
+                return ExitCode::from(2);
+            }
+        };
+        return super::bench_loader::run(&args, backend, source);
+    }
     let files = match super::find_inputs(&args.inputs, args.recursive, args.quiet) {
         Ok(files) => files,
         Err(e) => {
@@ -48,9 +58,6 @@ pub fn run(args: BenchArgs) -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    if args.loader {
-        return super::bench_loader::run(&args, backend, &files);
-    }
     let data: Vec<Vec<u8>> = match files.iter().map(|f| std::fs::read(&f.path)).collect() {
         Ok(data) => data,
         Err(e) => {

@@ -1,10 +1,11 @@
 //! `gpuprep bench --loader`: throughput of the training loader, epoch by epoch, as a training
-//! loop that does nothing else would see it (files read from disk, batches stacked and read
-//! back into CPU memory, or with `--keep-on-gpu` stacked in buffers of the GPU).
+//! loop that does nothing else would see it (files read from disk, or WebDataset shards from
+//! disk, URLs or object stores; batches stacked and read back into CPU memory, or with
+//! `--keep-on-gpu` stacked in buffers of the GPU).
 
 use super::{ms, BenchArgs};
 use gpuprep::loader::order::Split;
-use gpuprep::loader::{EpochStats, Handoff, Loader, LoaderOptions, Source, StreamWaited};
+use gpuprep::loader::{EpochStats, Handoff, Loader, LoaderOptions, ShardUrl, Source, StreamWaited};
 use gpuprep::Backend;
 use serde_json::json;
 use std::process::ExitCode;
@@ -21,7 +22,37 @@ struct EpochRun {
     stats: EpochStats,
 }
 
-pub fn run(args: &BenchArgs, backend: Backend, files: &[gpuprep::convert::Input]) -> ExitCode {
+/// The loader's source: WebDataset shards where every input names shards (a `.tar`, a URL,
+/// `pipe:`, patterns as webdataset writes them), else the image files found.
+pub fn source(
+    inputs: &[std::path::PathBuf],
+    recursive: bool,
+    quiet: bool,
+) -> gpuprep::Result<Source> {
+    let names: Vec<String> = inputs
+        .iter()
+        .map(|p| p.to_string_lossy().into_owned())
+        .collect();
+    let shards = |name: &String| -> bool {
+        ShardUrl::expand(name).is_ok_and(|urls| {
+            urls.iter().all(|u| match u {
+                ShardUrl::Local(path) => path.extension().is_some_and(|e| e == "tar"),
+                _ => true,
+            })
+        })
+    };
+    if names.iter().all(shards) {
+        let mut urls = Vec::new();
+        for name in &names {
+            urls.extend(ShardUrl::expand(name)?);
+        }
+        return Ok(Source::Shards(urls));
+    }
+    let files = super::find_inputs(inputs, recursive, quiet)?;
+    Ok(Source::Files(files.into_iter().map(|f| f.path).collect()))
+}
+
+pub fn run(args: &BenchArgs, backend: Backend, source: Source) -> ExitCode {
     let transform = args.transform.transform();
     let options = LoaderOptions {
         split: Split {
@@ -40,7 +71,6 @@ pub fn run(args: &BenchArgs, backend: Backend, files: &[gpuprep::convert::Input]
         ..LoaderOptions::new(args.batch)
     };
     let describe = backend.describe();
-    let source = Source::Files(files.iter().map(|f| f.path.clone()).collect());
     let limits = args.limits.limits();
     // Batches kept on the GPU are timed until the device has run their copies too.
     let device = match &backend {
@@ -81,7 +111,7 @@ pub fn run(args: &BenchArgs, backend: Backend, files: &[gpuprep::convert::Input]
     let mut prepared: Vec<f64> = best.prepared.iter().map(|d| ms(*d)).collect();
     prepared.sort_by(f64::total_cmp);
     let line = json!({
-        "what": "loader", "backend": describe, "images": files.len(), "ok": best.images,
+        "what": "loader", "backend": describe, "images": loader.samples_per_epoch(), "ok": best.images,
         "failed": best.failed, "batch": args.batch, "prefetch": args.prefetch,
         "threads": rayon::current_num_threads(), "tensors": loader.handed_over().to_string(),
         "img_s": rates[rates.len() - 1], "img_s_median": rates[rates.len() / 2],
@@ -102,7 +132,7 @@ pub fn run(args: &BenchArgs, backend: Backend, files: &[gpuprep::convert::Input]
         err!(
             "error: {} of {} images failed (img_s counts only the images that converted)",
             best.failed,
-            files.len()
+            loader.samples_per_epoch()
         );
         return ExitCode::from(1);
     }

@@ -129,9 +129,11 @@ struct BenchArgs {
     #[arg(long)]
     keep_on_gpu: bool,
     /// Time the training loader instead: each pass an epoch of the inputs read from their
-    /// files, shuffled (--seed, the pass its epoch), in batches of --batch stacked and read back
-    /// into CPU memory, as a training loop gets them (with --keep-on-gpu: stacked in buffers of
-    /// the GPU, as a consumer on the same device gets them). Needs one output size.
+    /// files, or of WebDataset shards where every input names shards (.tar files, http(s)://,
+    /// s3://, gs:// or pipe: sources, brace patterns and :: lists as webdataset writes them),
+    /// shuffled (--seed, the pass its epoch), in batches of --batch stacked and read back into
+    /// CPU memory, as a training loop gets them (with --keep-on-gpu: stacked in buffers of the
+    /// GPU, as a consumer on the same device gets them). Needs one output size.
     #[arg(long, conflicts_with_all = ["time_stages", "out"])]
     loader: bool,
     /// With --loader: batches prepared at once ahead of the consumer.
