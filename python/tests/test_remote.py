@@ -182,3 +182,33 @@ def test_a_loader_resumed_from_its_state_yields_the_uninterrupted_batches(server
                            world_size=2, backend="cpu")
     with pytest.raises(gpuprep.OptionsError, match="seed=5.*seed=6"):
         other.load_state_dict(make(PHOTOS * 2).state_dict())
+
+
+def test_the_remote_training_example_resumes_where_it_stopped(servers, tmp_path):
+    """examples/python/remote_train.py under torchrun (two ranks, gloo on the CPU) over HTTP
+    shards: stopped after 5 steps (its last checkpoint after step 4) and run again, every step
+    after the checkpoint has the uninterrupted run's loss and labels."""
+    pytest.importorskip("torch")
+    import json
+    import re
+    import sys
+    example = os.path.join(os.path.dirname(__file__), "..", "..", "examples", "python",
+                           "remote_train.py")
+    source = servers["http"] + "/train-{000000..000002}.tar"
+
+    def run(checkpoint, *more):
+        out = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--nproc_per_node",
+                              "2", example, source, "--checkpoint", str(checkpoint), "--epochs",
+                              "2", "--batch", "2", "--size", "16", "--classes", "30",
+                              "--every", "2", *more], capture_output=True, text=True, timeout=300)
+        assert out.returncode == 0, out.stderr[-3000:]
+        lines = [json.loads(m) for m in re.findall(r"\{[^{}]*\}", out.stdout)]
+        return {rank: [x for x in lines if x["rank"] == rank] for rank in (0, 1)}
+
+    whole = run(tmp_path / "whole.pt")
+    head = run(tmp_path / "run.pt", "--stop-after", "5")
+    tail = run(tmp_path / "run.pt")
+    for rank in (0, 1):
+        assert head[rank] == whole[rank][:5]
+        assert tail[rank][0]["step"] == 5  # resumed after the checkpoint at step 4
+        assert tail[rank] == whole[rank][4:], rank

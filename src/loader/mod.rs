@@ -1,5 +1,5 @@
 //! A training loader on the streaming pipeline: batches of a dataset's samples (a list of files,
-//! an `ImageFolder` tree, or WebDataset tar shards), each epoch in its own order, split between
+//! an `ImageFolder` tree, or WebDataset tar shards, local or remote), each epoch in its own order, split between
 //! ranks as torch's `DistributedSampler` splits them, with labels, sample indices and each
 //! sample's random parameters beside the tensors.
 //!
@@ -14,7 +14,9 @@
 //! warning when that passes a share of the step.
 //!
 //! Where things are: this file holds the options, the public types and the loader, which starts
-//! the workers; `dataset` what a loader reads (files, `ImageFolder`, shards counted up front) and
+//! the workers; `dataset` what a loader reads (files, `ImageFolder`, shards counted up front),
+//! `shard_url` where shards are (paths, URLs, object stores, commands, and webdataset's
+//! patterns of them), `fetch` how a shard's bytes are opened as a stream wherever it is, and
 //! `webdataset` how shards are read; `order` each epoch's order and split between ranks;
 //! `feeder` the sources behind its `Dataset` trait, reading samples ahead into raw batches;
 //! `assemble` making steps' batches (whole on the CPU, as `Partial`s on the GPU) and `stream`
