@@ -1,6 +1,7 @@
 //! Opening a shard as a stream of bytes, wherever it is: a local file, a command's standard
-//! output (`pipe:`), or an object over HTTP(S), S3 or Google Cloud Storage, fetched as it is
-//! read (decoding starts while the shard is still arriving), its read-ahead bounded in bytes.
+//! output (`pipe:`), or an object over HTTP(S), S3 or Google Cloud Storage, fetched in ranges
+//! as it is read (decoding starts while the shard is still arriving), its read-ahead bounded in
+//! bytes.
 //!
 //! Remote objects go through the `object_store` crate, whose clients retry transient failures
 //! (connection errors, 5xx and 429 answers, a body that breaks off: resumed by a range request
@@ -12,7 +13,7 @@ use super::shard_url::ShardUrl;
 use crate::error::{Error, Result};
 use bytes::Bytes;
 use futures::StreamExt;
-use object_store::{ClientOptions, ObjectStore, ObjectStoreExt, RetryConfig};
+use object_store::{ClientOptions, GetOptions, ObjectStore, ObjectStoreExt, RetryConfig};
 use std::collections::HashMap;
 use std::io::{self, Read};
 use std::process::{Child, ChildStdout, Command, Stdio};
@@ -38,9 +39,11 @@ impl Default for FetchOptions {
     }
 }
 
-/// A remote object's bytes are handed over in pieces of at most this many, and at most
-/// [`PIECES_AHEAD`] wait ahead of the reader: a shard in flight holds at most 8 MiB, whatever
-/// its size.
+/// A remote object is fetched in ranges of this many bytes, [`CHUNKS_AT_ONCE`] at a time, and
+/// handed over in pieces of [`PIECE_BYTES`], at most [`PIECES_AHEAD`] of them waiting for the
+/// reader: a shard in flight holds at most 4 × 4 + 8 = 24 MiB, whatever its size.
+const CHUNK_BYTES: u64 = 4 << 20;
+const CHUNKS_AT_ONCE: usize = 4;
 const PIECE_BYTES: usize = 256 << 10;
 const PIECES_AHEAD: usize = 32;
 
@@ -146,28 +149,45 @@ impl Drop for Remote {
 }
 
 /// Fetches the object at `path` into `tx` in pieces, then ends (an error, after the client's
-/// retries, as the last item); stops when the reader is gone.
+/// retries, as the last item); stops when the reader is gone. An object larger than a chunk is
+/// fetched as [`CHUNKS_AT_ONCE`] ranges at once, each asking for the version the object had at
+/// the start (its ETag), and handed over in order: one stream alone would bound the rate.
 async fn stream_object(
     store: Arc<dyn ObjectStore>,
     path: object_store::path::Path,
     tx: tokio::sync::mpsc::Sender<io::Result<Bytes>>,
 ) {
-    let mut body = match store.get(&path).await {
-        Ok(result) => result.into_stream(),
+    let meta = match store.head(&path).await {
+        Ok(meta) => meta,
         Err(e) => {
             let _ = tx.send(Err(io_error(e))).await;
             return;
         }
     };
+    let ranges = (0..meta.size)
+        .step_by(CHUNK_BYTES as usize)
+        .map(|start| start..(start + CHUNK_BYTES).min(meta.size));
+    let mut chunks = futures::stream::iter(ranges)
+        .map(|range| {
+            let (store, path) = (Arc::clone(&store), path.clone());
+            let options = GetOptions {
+                range: Some(range.into()),
+                if_match: meta.e_tag.clone(),
+                ..GetOptions::default()
+            };
+            async move { store.get_opts(&path, options).await?.bytes().await }
+        })
+        .buffered(CHUNKS_AT_ONCE);
     let mut received = 0;
-    while let Some(chunk) = body.next().await {
+    while let Some(chunk) = chunks.next().await {
         let mut chunk = match chunk {
             Ok(chunk) => chunk,
             Err(e) => {
                 let e = io_error(e);
                 let why = format!(
-                    "the answer broke off after {received} bytes and was not resumed (retries \
-                     ran out, or the object changed): {e}"
+                    "the object broke off after {received} of its {} bytes and was not \
+                     resumed (retries ran out, or the object changed): {e}",
+                    meta.size
                 );
                 let _ = tx.send(Err(io::Error::new(e.kind(), why))).await;
                 return;
