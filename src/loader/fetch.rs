@@ -167,6 +167,8 @@ async fn stream_object(
     let ranges = (0..meta.size)
         .step_by(CHUNK_BYTES as usize)
         .map(|start| start..(start + CHUNK_BYTES).min(meta.size));
+    // Each range a task of its own, so that all of them keep arriving while this one waits
+    // for the reader.
     let mut chunks = futures::stream::iter(ranges)
         .map(|range| {
             let (store, path) = (Arc::clone(&store), path.clone());
@@ -175,7 +177,9 @@ async fn stream_object(
                 if_match: meta.e_tag.clone(),
                 ..GetOptions::default()
             };
-            async move { store.get_opts(&path, options).await?.bytes().await }
+            Chunk(tokio::spawn(async move {
+                store.get_opts(&path, options).await?.bytes().await
+            }))
         })
         .buffered(CHUNKS_AT_ONCE);
     let mut received = 0;
@@ -200,6 +204,33 @@ async fn stream_object(
                 return;
             }
         }
+    }
+}
+
+/// A range being fetched by a task of its own, stopped when dropped (when the reader is gone).
+struct Chunk(tokio::task::JoinHandle<object_store::Result<Bytes>>);
+
+impl std::future::Future for Chunk {
+    type Output = object_store::Result<Bytes>;
+
+    fn poll(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Self::Output> {
+        std::pin::Pin::new(&mut self.0).poll(cx).map(|joined| {
+            joined.unwrap_or_else(|e| {
+                Err(object_store::Error::Generic {
+                    store: "fetch",
+                    source: Box::new(e),
+                })
+            })
+        })
+    }
+}
+
+impl Drop for Chunk {
+    fn drop(&mut self) {
+        self.0.abort();
     }
 }
 
