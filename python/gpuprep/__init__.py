@@ -1302,8 +1302,8 @@ class Loader:
     credentials (AWS_ENDPOINT_URL for an S3-compatible store), and pipe:COMMAND, a command's
     output, refused where GPUPREP_SECURE is set; labels from .cls or .json members, -1
     without; a label member that holds no label fails its sample). Remote shards are read as
-    they arrive (4 MiB ranges, four at a time; the next shard fetched while one is read, at
-    most 24 MiB of each ahead), each
+    they arrive (4 MiB ranges, four at a time; the next three shards fetched while one is
+    read, at most 24 MiB of each ahead), each
     counted once when the loader is made; a request that fails transiently, or whose answer
     breaks off, is retried up to `retries` times with backoff (resumed where it broke off, if
     the object is still the same), every wait bounded by `timeout` seconds; then the rest of

@@ -59,6 +59,9 @@ pub(super) trait Dataset: Send + Sync {
     fn read_epoch(&self, feeder: &Feeder, epoch: u64, batcher: &mut Batcher);
 }
 
+/// Shards opened ahead of the one being read (a remote one holds at most 24 MiB ahead).
+const SHARDS_AHEAD: usize = 3;
+
 /// Samples known up front, each a file read on its own: a list of files, an `ImageFolder` tree.
 pub(super) struct Indexed(pub Vec<dataset::Item>);
 
@@ -213,13 +216,18 @@ impl Dataset for Shards {
         while quota.left > 0 {
             let mine = round();
             let mut read_any = false;
-            // The next shard is opened as this one is read: a remote one arrives meanwhile.
-            let mut next = mine.first().map(|&s| fetch::open(&shards[s].url, fetch));
+            // The next shards are opened as one is read: remote ones arrive meanwhile.
+            let mut opened_ahead = std::collections::VecDeque::new();
             for (i, &shard) in mine.iter().enumerate() {
-                let opened = next
-                    .take()
+                while opened_ahead.len() <= SHARDS_AHEAD {
+                    let Some(&next) = mine.get(i + opened_ahead.len()) else {
+                        break;
+                    };
+                    opened_ahead.push_back(fetch::open(&shards[next].url, fetch));
+                }
+                let opened = opened_ahead
+                    .pop_front()
                     .unwrap_or_else(|| fetch::open(&shards[shard].url, fetch));
-                next = mine.get(i + 1).map(|&s| fetch::open(&shards[s].url, fetch));
                 let max_member = feeder.options.max_member;
                 let flow =
                     Self::read_shard(shard, &shards[shard], opened, max_member, &mut |sample| {

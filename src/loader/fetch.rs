@@ -246,7 +246,7 @@ fn io_error(e: object_store::Error) -> io::Error {
     io::Error::new(kind, e.to_string())
 }
 
-/// The runtime remote fetches run on: two threads of its own, started on the first fetch
+/// The runtime remote fetches run on: four threads of its own, started on the first fetch
 /// (which also chooses the TLS clients' cryptography, before any client is made).
 fn runtime() -> Result<&'static tokio::runtime::Runtime> {
     static RUNTIME: OnceLock<std::result::Result<tokio::runtime::Runtime, String>> =
@@ -262,7 +262,7 @@ fn runtime() -> Result<&'static tokio::runtime::Runtime> {
             let ring = rustls::crypto::ring::default_provider();
             let _ = ring.install_default();
             tokio::runtime::Builder::new_multi_thread()
-                .worker_threads(2)
+                .worker_threads(4)
                 .thread_name("gpuprep-fetch")
                 .enable_all()
                 .build()
