@@ -15,6 +15,7 @@
 The Rust crate is the one implementation; this package names its parts as torchvision does.
 """
 import glob as _glob
+import hashlib as _hashlib
 import os as _os
 import re as _re
 import warnings as _warnings
@@ -1298,18 +1299,19 @@ class Loader:
     source: a folder in ImageFolder layout (class folders, sorted, give the labels), a list of
     image files (labels -1), or WebDataset shards (paths, a glob, a .tar, or URLs as webdataset
     takes them: brace patterns such as "s3://bucket/train-{000000..000127}.tar", lists joined
-    by "::", file:, http:// and https://, s3:// and gs:// objects with their clouds' standard
-    credentials (AWS_ENDPOINT_URL for an S3-compatible store), and pipe:COMMAND, a command's
-    output, refused where GPUPREP_SECURE is set; labels from .cls or .json members, -1
-    without; a label member that holds no label fails its sample). Remote shards are read as
-    they arrive (4 MiB ranges, four at a time; the next three shards fetched while one is
-    read, at most 24 MiB of each ahead), each
-    counted once when the loader is made; a request that fails transiently, or whose answer
-    breaks off, is retried up to `retries` times with backoff (resumed where it broke off, if
-    the object is still the same), every wait bounded by `timeout` seconds; then the rest of
-    that shard's remaining samples fail, each under `errors`. `resampled=True` (webdataset's):
-    each rank draws its shards at random with replacement from all of them (from the seed, the
-    epoch and the rank), an epoch still `len(loader)` batches: for endless streams, and fewer
+    by "::", file:, http:// and https:// (no query strings), s3:// and gs:// objects with
+    credentials from the environment, web identity or instance metadata (AWS_ENDPOINT_URL for
+    an S3-compatible store), and pipe:COMMAND, a command's output, refused where
+    GPUPREP_SECURE is set; labels from .cls or .json members, -1 without; a label member that
+    holds no label fails its sample). Remote shards are read as they arrive (4 MiB ranges,
+    four at a time; the next three shards fetched while one is read, about 24 MiB of each
+    ahead); every rank counts every shard's samples when its loader is made (reading remote
+    ones through); a request that fails transiently, or whose answer breaks off, is retried up
+    to `retries` times with backoff (resumed where it broke off, if the object is still the
+    same), every wait bounded by `timeout` seconds; then each of that shard's samples not read
+    fails under `errors`. `resampled=True` (webdataset's): each rank draws its shards at random
+    with replacement from all of them (from the seed, the epoch and the rank), an epoch still
+    `len(loader)` batches: for endless streams, and fewer
     shards than ranks. Iterating yields (images, labels): torch tensors when torch is importable,
     numpy arrays otherwise. The tensors share the batch's memory with Rust's array (no copy);
     the array goes back to the loader for a later batch once the tensor and its views are gone.
@@ -1368,15 +1370,17 @@ class Loader:
     def __init__(self, source, transform, batch_size, shuffle=False, seed=0, rank=0,
                  world_size=1, drop_last=False, threads=None, backend="auto", prefetch=2,
                  adapter=None, shuffle_buffer=1000, wait_warning=0.1, pin_memory=None,
-                 device=None, errors="raise", batch_transform=None, retries=5, timeout=30.0,
+                 device=None, errors="raise", batch_transform=None, retries=10, timeout=30.0,
                  resampled=False):
         if errors not in ("raise", "skip"):
             raise OptionsError(f'errors is "raise" or "skip", got {errors!r}')
         for name, value, least in (("batch_size", batch_size, 1), ("rank", rank, 0),
                                    ("world_size", world_size, 1), ("prefetch", prefetch, 1),
-                                   ("shuffle_buffer", shuffle_buffer, 0)):
+                                   ("shuffle_buffer", shuffle_buffer, 0), ("retries", retries, 0)):
             if not isinstance(value, int) or value < least:
                 raise OptionsError(f"{name} is an int of at least {least}, got {value!r}")
+        if retries > 1000:
+            raise OptionsError(f"retries is at most 1000, got {retries}")
         if isinstance(seed, bool) or not isinstance(seed, (int, _np.integer)):
             raise OptionsError(f"seed is an int, got {seed!r}")
         seed = int(seed) % 2**64  # torch takes any int as a seed; its bits are what count
@@ -1430,6 +1434,9 @@ class Loader:
         self._resume = None  # (epoch, first batch) that load_state_dict left to resume
         self._seed, self._rank, self._world_size = seed, rank, world_size
         self._batch_size, self._shuffle, self._drop_last = batch_size, bool(shuffle), drop_last
+        self._shuffle_buffer, self._resampled, self._transform = shuffle_buffer, resampled, transform
+        self._source_digest = _hashlib.sha256("\n".join([kind] + list(paths)).encode()).hexdigest()[:16]
+        self._finished = False  # the last iteration ran to its end
         self.stats = {}
         self.last = None
         self.classes = self._loader.classes()
@@ -1504,8 +1511,8 @@ class Loader:
                                "before it: a loader resumes from an epoch's start or end, not "
                                f"after batch {self._yielded} of {len(self)}")
         return {"version": 1, "epoch": self.epoch, "batches": self._yielded,
-                "iterated": self._iterated, "epoch_given": self._epoch_given,
-                **self._identity()}
+                "finished": self._finished, "iterated": self._iterated,
+                "epoch_given": self._epoch_given, **self._identity()}
 
     def load_state_dict(self, state):
         """Resumes from `state_dict()`'s state: the next iteration yields what the saved
@@ -1518,20 +1525,26 @@ class Loader:
                 raise OptionsError(f"the state is of a loader with {key}={state.get(key)!r}, "
                                    f"and this loader has {key}={value!r}: a resumption replays "
                                    "the same order, so they must match")
-        epoch, batches = int(state["epoch"]), int(state["batches"])
-        if not 0 <= batches <= len(self):
-            raise OptionsError(f"the state's batches ({batches}) are past an epoch of "
-                               f"{len(self)}")
+        epoch, batches = state.get("epoch"), state.get("batches")
+        if not isinstance(epoch, int) or not 0 <= epoch < 2**64 or \
+                not isinstance(batches, int) or not 0 <= batches <= len(self):
+            raise OptionsError(f"the state's epoch ({epoch!r}) and batches ({batches!r}) are not "
+                               f"an epoch and 0 to {len(self)} batches of it")
         self.epoch, self._yielded = epoch, batches
         self._iterated, self._epoch_given = bool(state["iterated"]), bool(state["epoch_given"])
-        # An epoch saved at its end resumes as an empty rest, as StatefulDataLoader's does.
-        self._resume = (epoch, batches) if batches > 0 else None
+        self._finished = bool(state.get("finished"))
+        # Mid-epoch (or after its last batch, its loop not yet ended: an empty rest) the epoch
+        # resumes; an epoch whose loop ended resumes as the next one, as StatefulDataLoader's.
+        self._resume = (epoch, batches) if batches > 0 and not self._finished else None
 
     def _identity(self):
-        """What a state must share with the loader that takes it."""
-        return {"seed": self._seed, "rank": self._rank, "world_size": self._world_size,
+        """What a state must share with the loader that takes it: what orders and draws the
+        batches (every rank makes as many batches, so one rank's state serves them all)."""
+        return {"seed": self._seed, "world_size": self._world_size,
                 "batch_size": self._batch_size, "shuffle": self._shuffle,
-                "drop_last": self._drop_last, "samples_per_epoch": self._loader.samples()}
+                "drop_last": self._drop_last, "shuffle_buffer": self._shuffle_buffer,
+                "resampled": self._resampled, "samples_per_epoch": self._loader.samples(),
+                "source": self._source_digest, "transform": repr(self._transform)}
 
     def __len__(self):
         """Batches per epoch, the same on every rank (see the class's doc)."""
@@ -1556,8 +1569,9 @@ class Loader:
         """The next epoch's batches as `batches` yields them; its warnings point at the loop
         iterating `batches()` or the loader (two frames up)."""
         epoch, first = self._next_epoch()
-        self._yielded = first
+        self._yielded, self._finished = first, False
         if first >= len(self):
+            self._finished = True
             return
         failed_in_epoch, slow = 0, []
         for step, (images, labels, indices, params, failed, stats) in \
@@ -1579,6 +1593,7 @@ class Loader:
                 batch["mix"] = self._mix_params(epoch, step, images)
             self._yielded = step + 1
             yield batch
+        self._finished = True
         if failed_in_epoch:
             _warnings.warn(f"epoch {epoch}: {failed_in_epoch} sample(s) failed and were left "
                            "out (errors='skip'); each batch's 'failed' says which and why",

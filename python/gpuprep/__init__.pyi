@@ -157,7 +157,7 @@ class Loader:
                  wait_warning: Optional[float] = 0.1, pin_memory: Optional[bool] = None,
                  device: Union[None, str, int, Any] = None,
                  errors: Literal["raise", "skip"] = "raise",
-                 batch_transform: Optional[BatchTransform] = None, retries: int = 5,
+                 batch_transform: Optional[BatchTransform] = None, retries: int = 10,
                  timeout: float = 30.0, resampled: bool = False) -> None: ...
     batch_transform: Optional[BatchTransform]
     @property

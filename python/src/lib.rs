@@ -1659,7 +1659,7 @@ impl Loader {
     #[new]
     #[pyo3(signature = (kind, paths, transform, batch_size, shuffle, seed, rank, world_size,
                         drop_last, backend, adapter, prefetch, shuffle_buffer, wait_warning,
-                        pin_memory, cuda=None, refill=false, retries=5, timeout=30.0,
+                        pin_memory, cuda=None, refill=false, retries=10, timeout=30.0,
                         resampled=false))]
     #[allow(clippy::too_many_arguments)]
     fn new(

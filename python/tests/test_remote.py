@@ -33,12 +33,6 @@ def binary(name):
                 "nginx and s3s-fs)")
 
 
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def wait_for(port, process, what):
     deadline = time.monotonic() + 20
     while time.monotonic() < deadline:
@@ -66,6 +60,7 @@ def write_shards(folder, count):
 
 @pytest.fixture(scope="module")
 def servers(tmp_path_factory):
+    nginx_binary, s3_binary = binary("nginx"), binary("s3s-fs")
     root = tmp_path_factory.mktemp("servers")
     www, bucket, conf_dir = root / "www", root / "s3" / BUCKET, root / "nginx"
     for folder in (www, bucket, conf_dir / "tmp"):
@@ -73,7 +68,10 @@ def servers(tmp_path_factory):
     write_shards(www, 3)
     for shard in sorted(www.iterdir()):
         shutil.copy(shard, bucket / shard.name)
-    http_port, s3_port = free_port(), free_port()
+    with socket.socket() as a, socket.socket() as b:  # held together: two different ports
+        a.bind(("127.0.0.1", 0))
+        b.bind(("127.0.0.1", 0))
+        http_port, s3_port = a.getsockname()[1], b.getsockname()[1]
     user = "user root root;" if os.geteuid() == 0 else ""
     temp = conf_dir / "tmp"
     (conf_dir / "nginx.conf").write_text(
@@ -82,24 +80,31 @@ def servers(tmp_path_factory):
         f"http {{ access_log off; client_body_temp_path {temp}/b; proxy_temp_path {temp}/p; "
         f"fastcgi_temp_path {temp}/f; uwsgi_temp_path {temp}/u; scgi_temp_path {temp}/s; "
         f"server {{ listen 127.0.0.1:{http_port}; root {www}; }} }}\n")
-    nginx = subprocess.Popen([binary("nginx"), "-e", str(conf_dir / "error.log"), "-p",
-                              str(conf_dir), "-c", str(conf_dir / "nginx.conf")])
-    s3 = subprocess.Popen([binary("s3s-fs"), "--host", "127.0.0.1", "--port", str(s3_port),
-                           "--access-key", KEYS[0], "--secret-key", KEYS[1], str(root / "s3")],
-                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     saved = {k: os.environ.get(k) for k in ("AWS_ENDPOINT_URL", "AWS_ACCESS_KEY_ID",
                                             "AWS_SECRET_ACCESS_KEY", "AWS_REGION")}
+    processes = []
     try:
-        wait_for(http_port, nginx, "nginx")
-        wait_for(s3_port, s3, "s3s-fs")
+        processes.append(subprocess.Popen([nginx_binary, "-e", str(conf_dir / "error.log"),
+                                           "-p", str(conf_dir), "-c",
+                                           str(conf_dir / "nginx.conf")]))
+        processes.append(subprocess.Popen(
+            [s3_binary, "--host", "127.0.0.1", "--port", str(s3_port), "--access-key", KEYS[0],
+             "--secret-key", KEYS[1], str(root / "s3")],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+        wait_for(http_port, processes[0], "nginx")
+        wait_for(s3_port, processes[1], "s3s-fs")
         os.environ.update(AWS_ENDPOINT_URL=f"http://127.0.0.1:{s3_port}",
                           AWS_ACCESS_KEY_ID=KEYS[0], AWS_SECRET_ACCESS_KEY=KEYS[1],
                           AWS_REGION="us-east-1")
         yield {"http": f"http://127.0.0.1:{http_port}", "www": www}
     finally:
-        for process in (nginx, s3):
+        for process in processes:
             process.terminate()
-            process.wait(timeout=10)
+        for process in processes:
+            try:
+                process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                process.kill()
         for k, v in saved.items():
             if v is None:
                 os.environ.pop(k, None)
@@ -182,6 +187,35 @@ def test_a_loader_resumed_from_its_state_yields_the_uninterrupted_batches(server
                            world_size=2, backend="cpu")
     with pytest.raises(gpuprep.OptionsError, match="seed=5.*seed=6"):
         other.load_state_dict(make(PHOTOS * 2).state_dict())
+    buffered = gpuprep.Loader(sources["shards"], train, batch_size=2, shuffle=True, seed=5,
+                              rank=1, world_size=2, shuffle_buffer=9, backend="cpu")
+    with pytest.raises(gpuprep.OptionsError, match="shuffle_buffer=4.*shuffle_buffer=9"):
+        buffered.load_state_dict(make(sources["shards"]).state_dict())
+
+    # A state saved after an epoch's loop ended resumes with the next epoch (without
+    # set_epoch); one saved at its last batch, inside the loop, with the epoch's empty rest.
+    source = sources["shards"]
+    two = make(source)
+    whole = [np.asarray(images).tobytes() for _ in range(2) for images, _ in two]
+    first = make(source)
+    ended = [np.asarray(images).tobytes() for images, _ in first]
+    resumed = make(source)
+    resumed.load_state_dict(json.loads(json.dumps(first.state_dict())))
+    assert ended + [np.asarray(images).tobytes() for images, _ in resumed] == whole
+    inside = make(source)
+    for step, _ in enumerate(inside):
+        if step == len(inside) - 1:
+            state = inside.state_dict()
+    resumed = make(source)
+    resumed.load_state_dict(state)
+    assert list(resumed) == []
+    # Every rank makes as many batches: rank 0's state resumes rank 1.
+    rank0 = gpuprep.Loader(source, train, batch_size=2, shuffle=True, seed=5, rank=0,
+                           world_size=2, shuffle_buffer=4, backend="cpu", wait_warning=None)
+    next(iter(rank0))
+    rank1 = make(source)
+    rank1.load_state_dict(rank0.state_dict())
+    assert len(list(rank1)) == len(rank1) - 1
 
 
 def test_the_remote_training_example_resumes_where_it_stopped(servers, tmp_path):
@@ -197,10 +231,12 @@ def test_the_remote_training_example_resumes_where_it_stopped(servers, tmp_path)
     source = servers["http"] + "/train-{000000..000002}.tar"
 
     def run(checkpoint, *more):
-        out = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--nproc_per_node",
-                              "2", example, source, "--checkpoint", str(checkpoint), "--epochs",
+        out = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--standalone",
+                              "--nproc_per_node", "2", example, source, "--checkpoint",
+                              str(checkpoint), "--epochs",
                               "2", "--batch", "2", "--size", "16", "--classes", "30",
-                              "--every", "2", *more], capture_output=True, text=True, timeout=300)
+                              "--every", "2", *more], capture_output=True, text=True, timeout=300,
+                             env=dict(os.environ, CUDA_VISIBLE_DEVICES=""))
         assert out.returncode == 0, out.stderr[-3000:]
         lines = [json.loads(m) for m in re.findall(r"\{[^{}]*\}", out.stdout)]
         return {rank: [x for x in lines if x["rank"] == rank] for rank in (0, 1)}

@@ -167,11 +167,10 @@ pub(super) fn index_shards(
             urls.len()
         )));
     }
-    let counts = count_all(urls, &options.fetch);
+    let counts = count_all(urls, &options.fetch)?;
     urls.iter()
         .zip(counts)
         .map(|(url, samples)| {
-            let samples = samples?;
             if samples == 0 {
                 // A rank could draw only empty shards and make fewer batches than the others.
                 return Err(Error::Options(format!(
@@ -187,9 +186,12 @@ pub(super) fn index_shards(
         .collect()
 }
 
-/// Each shard's samples, counted on up to [`COUNTED_AT_ONCE`] threads.
-fn count_all(urls: &[ShardUrl], fetch: &FetchOptions) -> Vec<Result<u64>> {
-    let next = std::sync::atomic::AtomicUsize::new(0);
+/// Each shard's samples, counted on up to [`COUNTED_AT_ONCE`] threads; the first shard that
+/// cannot be counted stops the counting (no shard is read for nothing after it) and is the
+/// error.
+fn count_all(urls: &[ShardUrl], fetch: &FetchOptions) -> Result<Vec<u64>> {
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+    let (next, failed) = (AtomicUsize::new(0), AtomicBool::new(false));
     let counts: Vec<std::sync::Mutex<Option<Result<u64>>>> =
         urls.iter().map(|_| std::sync::Mutex::new(None)).collect();
     let threads = if urls.iter().all(ShardUrl::is_local) {
@@ -199,20 +201,27 @@ fn count_all(urls: &[ShardUrl], fetch: &FetchOptions) -> Vec<Result<u64>> {
     };
     std::thread::scope(|scope| {
         for _ in 0..threads {
-            scope.spawn(|| loop {
-                let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                let Some(url) = urls.get(i) else { return };
-                *super::lock(&counts[i]) = Some(webdataset::count_samples(url, fetch));
+            scope.spawn(|| {
+                while !failed.load(Ordering::Relaxed) {
+                    let i = next.fetch_add(1, Ordering::Relaxed);
+                    let Some(url) = urls.get(i) else { return };
+                    let count = webdataset::count_samples(url, fetch);
+                    failed.fetch_or(count.is_err(), Ordering::Relaxed);
+                    *super::lock(&counts[i]) = Some(count);
+                }
             });
         }
     });
+    let counts: Vec<Option<Result<u64>>> = counts
+        .into_iter()
+        .map(|c| c.into_inner().unwrap_or_else(|e| e.into_inner()))
+        .collect();
+    if let Some(Some(Err(e))) = counts.iter().find(|c| matches!(c, Some(Err(_)))) {
+        return Err(e.clone());
+    }
     counts
         .into_iter()
-        .map(|c| {
-            c.into_inner()
-                .unwrap_or_else(|e| e.into_inner())
-                .unwrap_or_else(|| Err(Error::Internal("a shard was not counted".into())))
-        })
+        .map(|c| c.unwrap_or_else(|| Err(Error::Internal("a shard was not counted".into()))))
         .collect()
 }
 

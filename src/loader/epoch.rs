@@ -48,6 +48,8 @@ pub struct Epoch {
     /// Where the running stream goes at the epoch's end (on the GPU).
     park: Option<Arc<Mutex<Parked>>>,
     next: usize,
+    /// The step it started at (past 0 where resumed): its first wait is not a warning.
+    first_step: usize,
     /// Steps made so far (more than handed over where batches are topped up).
     made: usize,
     /// With [`LoaderOptions::refill`], the batches to hand over and the batch being topped up.
@@ -188,6 +190,7 @@ impl Epoch {
             running: Some(running),
             park,
             next: first_step,
+            first_step,
             made: first_step,
             refill: refill.map(|batches| (batches, Refill::new(options.batch_size))),
             asked: None,
@@ -261,7 +264,7 @@ impl Epoch {
             stats.waited = waited;
             stats.step_time = step_time;
             stats.data_wait_share = share;
-            if stats.step > 0 && share > self.wait_warning {
+            if stats.step > self.first_step && share > self.wait_warning {
                 stats.warning = Some(format!(
                     "step {}: the consumer waited {:.0}% of the step for data (more than {:.0}%): \
                      more prefetch, more decoding threads or a larger batch may help",

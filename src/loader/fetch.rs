@@ -33,7 +33,7 @@ pub struct FetchOptions {
 impl Default for FetchOptions {
     fn default() -> Self {
         Self {
-            retries: 5,
+            retries: 10,
             timeout: Duration::from_secs(30),
         }
     }
@@ -55,53 +55,142 @@ pub fn open(shard: &ShardUrl, fetch: &FetchOptions) -> Result<Box<dyn Read + Sen
         ShardUrl::Local(path) => Ok(Box::new(
             std::fs::File::open(path).map_err(|e| in_shard(e.into()))?,
         )),
-        ShardUrl::Pipe(command) => Ok(Box::new(Pipe::spawn(command).map_err(in_shard)?)),
+        ShardUrl::Pipe(command) => Ok(Box::new(
+            Pipe::spawn(command, fetch.timeout).map_err(in_shard)?,
+        )),
         remote => Ok(Box::new(Remote::open(remote, fetch).map_err(in_shard)?)),
     }
 }
 
-/// A command's standard output; its exit status is checked at the end (a command that failed
-/// is an error, not a short shard), and a reader dropped early kills it.
+/// A command's standard output, read by a thread of its own so that every wait for it has the
+/// fetch's timeout (a command that writes nothing for that long is stopped, with an error); its
+/// exit status is checked at the end (a command that failed is an error, not a short shard).
+/// The command runs in a process group of its own, which is stopped whole when the reader is
+/// dropped early (a pipeline's every process, not just the shell).
 struct Pipe {
     child: Child,
-    stdout: ChildStdout,
+    pieces: std::sync::mpsc::Receiver<io::Result<Vec<u8>>>,
+    current: Vec<u8>,
+    at: usize,
+    timeout: Duration,
 }
 
 impl Pipe {
-    fn spawn(command: &str) -> Result<Self> {
-        let mut child = Command::new("sh")
+    fn spawn(command: &str, timeout: Duration) -> Result<Self> {
+        if super::shard_url::pipes_refused() {
+            return Err(Error::Options(format!(
+                "pipe:{command}: pipe: sources run a command, and {} is set",
+                super::shard_url::SECURE_SWITCH
+            )));
+        }
+        let mut shell = Command::new("sh");
+        shell
             .arg("-c")
             .arg(command)
             .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .spawn()?;
-        let stdout = child.stdout.take().ok_or_else(|| {
+            .stdout(Stdio::piped());
+        #[cfg(unix)]
+        std::os::unix::process::CommandExt::process_group(&mut shell, 0);
+        let mut child = shell.spawn()?;
+        let mut stdout: ChildStdout = child.stdout.take().ok_or_else(|| {
             Error::Internal("a piped command's standard output was not kept".into())
         })?;
-        Ok(Self { child, stdout })
+        let (tx, pieces) = std::sync::mpsc::sync_channel(PIECES_AHEAD);
+        std::thread::spawn(move || loop {
+            let mut piece = vec![0; PIECE_BYTES];
+            match stdout.read(&mut piece) {
+                Ok(0) => return,
+                Ok(n) => {
+                    piece.truncate(n);
+                    if tx.send(Ok(piece)).is_err() {
+                        return;
+                    }
+                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => {
+                    let _ = tx.send(Err(e));
+                    return;
+                }
+            }
+        });
+        Ok(Self {
+            child,
+            pieces,
+            current: Vec::new(),
+            at: 0,
+            timeout,
+        })
+    }
+
+    /// Stops the command's whole process group.
+    fn stop(&mut self) {
+        #[cfg(unix)]
+        let _ = Command::new("kill")
+            .args(["-KILL", "--", &format!("-{}", self.child.id())])
+            .stderr(Stdio::null())
+            .status();
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+
+    /// The command's exit status once its output ended, waited for at most the timeout.
+    fn ended(&mut self) -> io::Result<()> {
+        let deadline = std::time::Instant::now() + self.timeout;
+        let status = loop {
+            if let Some(status) = self.child.try_wait()? {
+                break status;
+            }
+            if std::time::Instant::now() >= deadline {
+                self.stop();
+                return Err(io::Error::new(
+                    io::ErrorKind::TimedOut,
+                    format!(
+                        "the command closed its output but ran on for {:?}",
+                        self.timeout
+                    ),
+                ));
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        };
+        if status.success() {
+            Ok(())
+        } else {
+            Err(io::Error::other(format!("the command ended with {status}")))
+        }
     }
 }
 
 impl Read for Pipe {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        let read = self.stdout.read(buf)?;
-        if read == 0 && !buf.is_empty() {
-            let status = self.child.wait()?;
-            if !status.success() {
-                return Err(io::Error::other(format!("the command ended with {status}")));
+        while self.at == self.current.len() {
+            match self.pieces.recv_timeout(self.timeout) {
+                Ok(piece) => (self.current, self.at) = (piece?, 0),
+                Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
+                    return self.ended().map(|()| 0);
+                }
+                Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
+                    self.stop();
+                    return Err(io::Error::new(
+                        io::ErrorKind::TimedOut,
+                        format!("the command wrote nothing for {:?}", self.timeout),
+                    ));
+                }
             }
         }
-        Ok(read)
+        let n = buf.len().min(self.current.len() - self.at);
+        buf[..n].copy_from_slice(&self.current[self.at..self.at + n]);
+        self.at += n;
+        Ok(n)
     }
 }
 
 impl Drop for Pipe {
     fn drop(&mut self) {
         // Ended already when it was read to its end; else it is stopped, not left behind.
-        if let Ok(None) = self.child.try_wait() {
-            let _ = self.child.kill();
+        match self.child.try_wait() {
+            Ok(Some(_)) => {}
+            _ => self.stop(),
         }
-        let _ = self.child.wait();
     }
 }
 
@@ -157,16 +246,23 @@ async fn stream_object(
     path: object_store::path::Path,
     tx: tokio::sync::mpsc::Sender<io::Result<Bytes>>,
 ) {
+    use object_store::Error as E;
     let meta = match store.head(&path).await {
         Ok(meta) => meta,
-        Err(e) => {
+        // Missing or forbidden: said as it is.
+        Err(e @ (E::NotFound { .. } | E::PermissionDenied { .. } | E::Unauthenticated { .. })) => {
             let _ = tx.send(Err(io_error(e))).await;
             return;
         }
+        // A server that answers no HEAD: the object in one answer, as it streams.
+        Err(_) => return stream_whole(store, path, tx).await,
     };
     let ranges = (0..meta.size)
         .step_by(CHUNK_BYTES as usize)
         .map(|start| start..(start + CHUNK_BYTES).min(meta.size));
+    // Only a strong ETag names one version of the bytes (a weak one, as compressing proxies
+    // give, would fail every range's precondition).
+    let version = meta.e_tag.clone().filter(|tag| !tag.starts_with("W/"));
     // Each range a task of its own, so that all of them keep arriving while this one waits
     // for the reader.
     let mut chunks = futures::stream::iter(ranges)
@@ -174,7 +270,7 @@ async fn stream_object(
             let (store, path) = (Arc::clone(&store), path.clone());
             let options = GetOptions {
                 range: Some(range.into()),
-                if_match: meta.e_tag.clone(),
+                if_match: version.clone(),
                 ..GetOptions::default()
             };
             Chunk(tokio::spawn(async move {
@@ -184,27 +280,74 @@ async fn stream_object(
         .buffered(CHUNKS_AT_ONCE);
     let mut received = 0;
     while let Some(chunk) = chunks.next().await {
-        let mut chunk = match chunk {
+        let chunk = match chunk {
             Ok(chunk) => chunk,
             Err(e) => {
                 let e = io_error(e);
-                let why = format!(
-                    "the object broke off after {received} of its {} bytes and was not \
-                     resumed (retries ran out, or the object changed): {e}",
-                    meta.size
-                );
+                let why = if received == 0 {
+                    format!("its first {CHUNK_BYTES} bytes could not be had: {e}")
+                } else {
+                    format!(
+                        "it broke off after {received} of its {} bytes and was not resumed \
+                         (retries ran out, or the object changed): {e}",
+                        meta.size
+                    )
+                };
                 let _ = tx.send(Err(io::Error::new(e.kind(), why))).await;
                 return;
             }
         };
         received += chunk.len();
-        while !chunk.is_empty() {
-            let piece = chunk.split_to(chunk.len().min(PIECE_BYTES));
-            if tx.send(Ok(piece)).await.is_err() {
-                return;
-            }
+        if hand_over(chunk, &tx).await.is_break() {
+            return;
         }
     }
+}
+
+/// The object in one streaming answer (for servers that answer no HEAD or range), handed
+/// over as it arrives.
+async fn stream_whole(
+    store: Arc<dyn ObjectStore>,
+    path: object_store::path::Path,
+    tx: tokio::sync::mpsc::Sender<io::Result<Bytes>>,
+) {
+    let mut body = match store.get(&path).await {
+        Ok(result) => result.into_stream(),
+        Err(e) => {
+            let _ = tx.send(Err(io_error(e))).await;
+            return;
+        }
+    };
+    let mut received = 0;
+    while let Some(chunk) = body.next().await {
+        let chunk = match chunk {
+            Ok(chunk) => chunk,
+            Err(e) => {
+                let e = io_error(e);
+                let why = format!("it broke off after {received} bytes: {e}");
+                let _ = tx.send(Err(io::Error::new(e.kind(), why))).await;
+                return;
+            }
+        };
+        received += chunk.len();
+        if hand_over(chunk, &tx).await.is_break() {
+            return;
+        }
+    }
+}
+
+/// `chunk` to the reader in pieces; `Break` once the reader is gone.
+async fn hand_over(
+    mut chunk: Bytes,
+    tx: &tokio::sync::mpsc::Sender<io::Result<Bytes>>,
+) -> std::ops::ControlFlow<()> {
+    while !chunk.is_empty() {
+        let piece = chunk.split_to(chunk.len().min(PIECE_BYTES));
+        if tx.send(Ok(piece)).await.is_err() {
+            return std::ops::ControlFlow::Break(());
+        }
+    }
+    std::ops::ControlFlow::Continue(())
 }
 
 /// A range being fetched by a task of its own, stopped when dropped (when the reader is gone).
@@ -238,12 +381,29 @@ impl Drop for Chunk {
 /// objects keep their kinds.
 fn io_error(e: object_store::Error) -> io::Error {
     use object_store::Error as E;
-    let kind = match &e {
-        E::NotFound { .. } => io::ErrorKind::NotFound,
-        E::PermissionDenied { .. } | E::Unauthenticated { .. } => io::ErrorKind::PermissionDenied,
-        _ => io::ErrorKind::Other,
+    let (kind, why) = match &e {
+        E::NotFound { path, .. } => (io::ErrorKind::NotFound, format!("{path}: not found")),
+        E::PermissionDenied { path, .. } => (
+            io::ErrorKind::PermissionDenied,
+            format!("{path}: access denied (403)"),
+        ),
+        E::Unauthenticated { path, .. } => (
+            io::ErrorKind::PermissionDenied,
+            format!("{path}: not authenticated (401): check the credentials"),
+        ),
+        _ => (io::ErrorKind::Other, e.to_string()),
     };
-    io::Error::new(kind, e.to_string())
+    // A server's error page can be long: its start says what it is.
+    let mut why: String = why.chars().take(400).collect();
+    if why.len() < e.to_string().len()
+        && !matches!(
+            e,
+            E::NotFound { .. } | E::PermissionDenied { .. } | E::Unauthenticated { .. }
+        )
+    {
+        why.push('…');
+    }
+    io::Error::new(kind, why)
 }
 
 /// The runtime remote fetches run on: four threads of its own, started on the first fetch
@@ -287,10 +447,19 @@ fn store_of(
             return Err(Error::Internal(format!("{shard} is not a remote object")))
         }
     };
-    let path = object_store::path::Path::parse(&key)
-        .map_err(|e| Error::Options(format!("{shard}: not an object's path: {e}")))?;
+    // An HTTP URL's path is percent-encoded already; an object key is not.
+    let path = match shard {
+        ShardUrl::Http(_) => object_store::path::Path::from_url_path(&key),
+        _ => object_store::path::Path::parse(&key),
+    }
+    .map_err(|e| Error::Options(format!("not an object's path: {e}")))?;
     let stores = STORES.get_or_init(Mutex::default);
-    let id = format!("{place} {fetch:?}");
+    // The environment configures S3 and GCS clients (endpoint, credentials): a store is kept
+    // for the environment it was made in.
+    let environment: Vec<(String, String)> = std::env::vars()
+        .filter(|(name, _)| name.starts_with("AWS_") || name.starts_with("GOOGLE_"))
+        .collect();
+    let id = format!("{place} {fetch:?} {environment:?}");
     if let Some(store) = super::lock(stores).get(&id) {
         return Ok((Arc::clone(store), path));
     }
@@ -305,40 +474,63 @@ fn build_store(
     place: &str,
     fetch: &FetchOptions,
 ) -> object_store::Result<Arc<dyn ObjectStore>> {
+    use object_store::aws::{AmazonS3Builder, AmazonS3ConfigKey};
+    use object_store::gcp::{GoogleCloudStorageBuilder, GoogleConfigKey};
+    use object_store::ClientConfigKey as Key;
     let retry = RetryConfig {
         max_retries: fetch.retries as usize,
         ..RetryConfig::default()
     };
-    let client = ClientOptions::new()
-        .with_connect_timeout(fetch.timeout)
-        .with_read_timeout(fetch.timeout)
-        // A shard takes as long as its bytes take; the reads' timeout bounds each wait.
-        .with_timeout_disabled()
-        // Plain HTTP where the address says so (an http:// URL, or an endpoint such as an
-        // S3-compatible store's on a private network): the stores' own addresses are https.
-        .with_allow_http(true);
+    // Set key by key, so that what the environment configured (proxies, certificates, ...)
+    // stays: a connection and each read wait at most the timeout; a range of 4 MiB, ten times
+    // that.
+    let wait = format!("{}ms", fetch.timeout.as_millis().max(1));
+    let range = format!("{}ms", fetch.timeout.as_millis().max(1).saturating_mul(10));
+    let timeouts = [
+        (Key::ConnectTimeout, wait.clone()),
+        (Key::ReadTimeout, wait),
+        (Key::Timeout, range),
+    ];
     Ok(match shard {
-        ShardUrl::S3 { bucket, .. } => Arc::new(
-            object_store::aws::AmazonS3Builder::from_env()
+        ShardUrl::S3 { bucket, .. } => {
+            let mut builder = AmazonS3Builder::from_env()
                 .with_bucket_name(bucket)
-                .with_client_options(client)
-                .with_retry(retry)
-                .build()?,
-        ),
-        ShardUrl::Gs { bucket, .. } => Arc::new(
-            object_store::gcp::GoogleCloudStorageBuilder::from_env()
+                .with_retry(retry);
+            for (key, value) in timeouts {
+                builder = builder.with_config(AmazonS3ConfigKey::Client(key), value);
+            }
+            // An endpoint the user gave as http:// (an S3-compatible store on a private
+            // network) is plain HTTP by choice; AWS itself is https.
+            let endpoint = ["AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL", "AWS_ENDPOINT"]
+                .iter()
+                .find_map(|name| std::env::var(name).ok());
+            if endpoint.is_some_and(|e| e.starts_with("http://")) {
+                builder = builder.with_allow_http(true);
+            }
+            Arc::new(builder.build()?)
+        }
+        ShardUrl::Gs { bucket, .. } => {
+            let mut builder = GoogleCloudStorageBuilder::from_env()
                 .with_bucket_name(bucket)
-                .with_client_options(client)
-                .with_retry(retry)
-                .build()?,
-        ),
-        _ => Arc::new(
-            object_store::http::HttpBuilder::new()
-                .with_url(place)
-                .with_client_options(client)
-                .with_retry(retry)
-                .build()?,
-        ),
+                .with_retry(retry);
+            for (key, value) in timeouts {
+                builder = builder.with_config(GoogleConfigKey::Client(key), value);
+            }
+            Arc::new(builder.build()?)
+        }
+        _ => {
+            let mut client = ClientOptions::new().with_allow_http(place.starts_with("http://"));
+            for (key, value) in timeouts {
+                client = client.with_config(key, value);
+            }
+            Arc::new(
+                object_store::http::HttpBuilder::new()
+                    .with_url(place)
+                    .with_client_options(client)
+                    .with_retry(retry)
+                    .build()?,
+            )
+        }
     })
 }
 
@@ -387,12 +579,32 @@ mod tests {
     fn pipes_read_the_output_and_check_the_status() {
         let read = |command: &str| {
             let mut bytes = Vec::new();
-            let result = Pipe::spawn(command).unwrap().read_to_end(&mut bytes);
+            let pipe = Pipe::spawn(command, Duration::from_secs(10)).unwrap();
+            let result = { pipe }.read_to_end(&mut bytes);
             (bytes, result.map_err(|e| e.to_string()))
         };
         assert_eq!(read("printf abc"), (b"abc".to_vec(), Ok(3)));
         let (bytes, failed) = read("printf ab; exit 3");
         assert_eq!(bytes, b"ab");
         assert!(failed.unwrap_err().contains("exit status: 3"));
+    }
+
+    /// A command that stalls is stopped after the timeout, with what it wrote before.
+    #[test]
+    fn a_stalled_pipe_times_out_and_is_stopped() {
+        let start = std::time::Instant::now();
+        let mut pipe = Pipe::spawn("printf ab; sleep 30", Duration::from_millis(300)).unwrap();
+        let mut bytes = Vec::new();
+        let e = pipe.read_to_end(&mut bytes).unwrap_err();
+        assert_eq!(
+            (bytes.as_slice(), e.kind()),
+            (&b"ab"[..], io::ErrorKind::TimedOut)
+        );
+        assert!(
+            start.elapsed() < Duration::from_secs(5),
+            "{:?}",
+            start.elapsed()
+        );
+        assert!(pipe.child.try_wait().unwrap().is_some(), "stopped");
     }
 }

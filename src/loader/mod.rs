@@ -358,6 +358,13 @@ impl Loader {
         let ahead = (options.prefetch + 2) as u64;
         let what = || format!("{ahead} batches of {batch_bytes} bytes (prefetch + 2)");
         crate::error::check_held(what, batch_bytes.saturating_mul(ahead))?;
+        if options.resampled && !matches!(source, Source::Shards(_)) {
+            return Err(Error::Options(
+                "resampled draws shards, and this source is not shards (a list of files or a \
+                 folder is split sample by sample, each epoch a permutation)"
+                    .into(),
+            ));
+        }
         let (dataset, classes): (Arc<dyn Dataset>, _) = match source {
             Source::Files(paths) => (Arc::new(Indexed(listed_files(&paths)?)), Vec::new()),
             Source::ImageFolder(root) => {

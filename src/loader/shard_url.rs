@@ -35,13 +35,18 @@ pub enum ShardUrl {
 /// from users who must not run commands (webdataset's `WDS_SECURE`).
 pub const SECURE_SWITCH: &str = "GPUPREP_SECURE";
 
+/// Whether [`SECURE_SWITCH`] is set (to anything but empty or `0`).
+pub fn pipes_refused() -> bool {
+    std::env::var_os(SECURE_SWITCH).is_some_and(|v| !v.is_empty() && v != "0")
+}
+
 impl ShardUrl {
     /// One address: its scheme read, nothing opened. An unknown scheme is an error by name
     /// (not a local path that would not be found).
     pub fn parse(text: &str) -> Result<Self> {
         let refused = |why: &str| Err(Error::Options(format!("{text}: {why}")));
         if let Some(command) = text.strip_prefix("pipe:") {
-            if std::env::var_os(SECURE_SWITCH).is_some_and(|v| !v.is_empty() && v != "0") {
+            if pipes_refused() {
                 return refused(&format!(
                     "pipe: sources run a command, and {SECURE_SWITCH} is set"
                 ));
@@ -53,7 +58,11 @@ impl ShardUrl {
         }
         if let Some(path) = strip_prefix_ignore_case(text, "file:") {
             // file:///a/b, file:/a/b and file:a/b are the path after the scheme.
-            let path = path.strip_prefix("//").unwrap_or(path);
+            // file://HOST/PATH names this machine's file (`localhost`, or no host).
+            let path = match path.strip_prefix("//") {
+                Some(rest) => rest.find('/').map_or(rest, |slash| &rest[slash..]),
+                None => path,
+            };
             return Ok(Self::Local(PathBuf::from(path)));
         }
         // Only `scheme://` is a URL: any other name is a path (colons and all).
@@ -88,6 +97,7 @@ impl ShardUrl {
     pub fn expand(pattern: &str) -> Result<Vec<Self>> {
         pattern
             .split("::")
+            .map(str::trim)
             .filter(|part| !part.is_empty())
             .map(expand_braces)
             .collect::<Result<Vec<_>>>()?
@@ -136,11 +146,16 @@ fn strip_prefix_ignore_case<'a>(text: &'a str, prefix: &str) -> Option<&'a str> 
         .then(|| &text[prefix.len()..])
 }
 
-/// A brace pattern's names, as braceexpand (which webdataset uses) gives them, in order:
+/// A pattern names at most this many shards (a typo such as `{0..999999999}` is an error, not
+/// an allocation of its names).
+pub const MAX_NAMES: usize = 1 << 20;
+
+/// A brace pattern's names, as braceexpand 0.1.7 (which webdataset uses) gives them, in order:
 /// `{000..009}` (zero-padded to the wider end when either end is written with a leading zero),
-/// `{0..10..5}`, `{9..0}`, `{a..e}`, `{a,b}`, nested braces; a name named twice comes twice;
-/// braces that hold neither a range nor a comma stay as they are. Unbalanced braces are an
-/// error.
+/// `{0..10..5}`, `{9..0}`, `{-1..1}`, `{a..e}` and `{a..e..2}` (over A–Z then a–z), `{a,b}`,
+/// nested braces; a name named twice comes twice; braces that hold neither a range nor a comma
+/// stay as they are. Unbalanced braces, and patterns of more than [`MAX_NAMES`] names, are
+/// errors. (braceexpand's backslash escapes are not read: no shard name needs a brace.)
 pub fn expand_braces(pattern: &str) -> Result<Vec<String>> {
     let mut depth = 0i64;
     for c in pattern.chars() {
@@ -156,38 +171,57 @@ pub fn expand_braces(pattern: &str) -> Result<Vec<String>> {
     if depth != 0 {
         return Err(Error::Options(format!("{pattern}: unbalanced braces")));
     }
-    Ok(expand(pattern))
+    expand(pattern).ok_or_else(|| {
+        Error::Options(format!(
+            "{pattern}: the pattern names more than {MAX_NAMES} shards"
+        ))
+    })
 }
 
 /// The first brace pair from the left, outermost first (as braceexpand reads them), then the
-/// rest of the pattern.
-fn expand(pattern: &str) -> Vec<String> {
+/// rest of the pattern; `None` past [`MAX_NAMES`] names.
+fn expand(pattern: &str) -> Option<Vec<String>> {
     let Some(open) = pattern.find('{') else {
-        return vec![pattern.to_string()];
+        return Some(vec![pattern.to_string()]);
     };
     let (head, after) = (&pattern[..open], &pattern[open + 1..]);
-    let choices = matching_close(after).and_then(|close| {
-        let body = &after[..close];
-        let parts = top_level_parts(body);
-        let choices = if parts.len() > 1 {
-            parts.into_iter().flat_map(expand).collect()
-        } else {
-            range(body)?
-        };
-        Some((choices, &after[close + 1..]))
-    });
+    let pair = matching_close(after).map(|close| (&after[..close], &after[close + 1..]));
+    let choices = match pair {
+        Some((body, tail)) => {
+            let parts = top_level_parts(body);
+            let choices = if parts.len() > 1 {
+                let mut all = Vec::new();
+                for part in parts {
+                    all.extend(expand(part)?);
+                }
+                Some(all)
+            } else {
+                match range(body) {
+                    Some(Some(numbers)) => Some(numbers),
+                    // Too many names.
+                    Some(None) => return None,
+                    None => None,
+                }
+            };
+            choices.map(|c| (c, tail))
+        }
+        None => None,
+    };
     let Some((choices, tail)) = choices else {
         // Not a pattern: the brace is a character of the name.
-        return expand(after)
-            .into_iter()
-            .map(|rest| format!("{head}{{{rest}"))
-            .collect();
+        let rest = expand(after)?;
+        return Some(rest.into_iter().map(|r| format!("{head}{{{r}")).collect());
     };
-    let tails = expand(tail);
-    choices
-        .iter()
-        .flat_map(|c| tails.iter().map(move |t| format!("{head}{c}{t}")))
-        .collect()
+    let tails = expand(tail)?;
+    if choices.len().saturating_mul(tails.len()) > MAX_NAMES {
+        return None;
+    }
+    Some(
+        choices
+            .iter()
+            .flat_map(|c| tails.iter().map(move |t| format!("{head}{c}{t}")))
+            .collect(),
+    )
 }
 
 /// Where the brace that opened before `text` closes.
@@ -222,45 +256,74 @@ fn top_level_parts(body: &str) -> Vec<&str> {
     parts
 }
 
-/// `a..b` or `a..b..step` of integers, padded as braceexpand pads them, or `a..b` of letters.
-fn range(body: &str) -> Option<Vec<String>> {
+/// braceexpand's ranges: `a..b[..step]` of integers, padded as it pads them, or of letters
+/// over its alphabet A–Z then a–z. `Some(None)`: a range of more than [`MAX_NAMES`]; `None`:
+/// not a range.
+fn range(body: &str) -> Option<Option<Vec<String>>> {
     let mut ends = body.split("..");
     let (low, high, step) = (ends.next()?, ends.next()?, ends.next());
     if ends.next().is_some() {
         return None;
     }
-    let letter =
-        |s: &str| (s.len() == 1 && s.as_bytes()[0].is_ascii_alphabetic()).then(|| s.as_bytes()[0]);
-    if let (Some(a), Some(b), None) = (letter(low), letter(high), step) {
-        let letters: Vec<u8> = if a <= b {
-            (a..=b).collect()
-        } else {
-            (b..=a).rev().collect()
-        };
-        return Some(
-            letters
-                .into_iter()
-                .map(|c| char::from(c).to_string())
+    // The step: digits, perhaps after a minus (its sign does not count), 0 meaning 1.
+    let step = match step {
+        Some(s) => {
+            let digits = s.strip_prefix('-').unwrap_or(s);
+            if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+                return None;
+            }
+            digits.parse::<u64>().map_or(u64::MAX, |s| s.max(1))
+        }
+        None => 1,
+    };
+    const ALPHABET: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
+    let letter = |s: &str| {
+        (s.len() == 1)
+            .then(|| ALPHABET.iter().position(|&c| c == s.as_bytes()[0]))
+            .flatten()
+    };
+    if let (Some(a), Some(b)) = (letter(low), letter(high)) {
+        let steps = stepped(a as i128, b as i128, step);
+        return Some(Some(
+            steps
+                .map(|i| char::from(ALPHABET[i as usize]).to_string())
                 .collect(),
-        );
+        ));
     }
     let number = |s: &str| {
-        (!s.is_empty() && s.bytes().all(|b| b.is_ascii_digit()))
-            .then(|| s.parse::<u64>().ok())
+        let digits = s.strip_prefix('-').unwrap_or(s);
+        (!digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit()))
+            .then(|| s.parse::<i128>().ok())
             .flatten()
     };
     let (a, b) = (number(low)?, number(high)?);
-    let step = match step {
-        Some(s) => s.trim_start_matches('-').parse::<u64>().ok()?.max(1),
-        None => 1,
+    let count = a.abs_diff(b) / u128::from(step) + 1;
+    if count > MAX_NAMES as u128 {
+        return Some(None);
+    }
+    let zero_led = |e: &str| {
+        let digits = e.strip_prefix('-').unwrap_or(e);
+        digits.len() > 1 && digits.starts_with('0')
     };
-    let padded = [low, high]
-        .iter()
-        .any(|e| e.len() > 1 && e.starts_with('0'));
-    let width = if padded { low.len().max(high.len()) } else { 0 };
-    let count = a.abs_diff(b) / step + 1;
-    let at = |i: u64| if a <= b { a + i * step } else { a - i * step };
-    Some((0..count).map(|i| format!("{:0width$}", at(i))).collect())
+    let width = if zero_led(low) || zero_led(high) {
+        low.len().max(high.len())
+    } else {
+        0
+    };
+    let numbers = stepped(a, b, step);
+    Some(Some(numbers.map(|n| format!("{n:0width$}")).collect()))
+}
+
+/// From `a` to `b` (either way) by `step`, `b` included where a step lands on it (the caller
+/// bounds the count).
+fn stepped(a: i128, b: i128, step: u64) -> impl Iterator<Item = i128> {
+    let count = a.abs_diff(b) / u128::from(step) + 1;
+    let step = if a <= b {
+        i128::from(step)
+    } else {
+        -i128::from(step)
+    };
+    (0..count).map(move |i| a + i as i128 * step)
 }
 
 #[cfg(test)]
@@ -270,7 +333,7 @@ mod tests {
     /// Names braceexpand 0.1.7 gives for these patterns (as webdataset's `expand_urls` calls it).
     #[test]
     fn patterns_expand_as_braceexpand_expands_them() {
-        let cases: [(&str, &[&str]); 15] = [
+        let cases: [(&str, &[&str]); 22] = [
             (
                 "s-{000..003}.tar",
                 &["s-000.tar", "s-001.tar", "s-002.tar", "s-003.tar"],
@@ -292,13 +355,30 @@ mod tests {
             ("{a..c}", &["a", "b", "c"]),
             ("{1..3}{a,b}", &["1a", "1b", "2a", "2b", "3a", "3b"]),
             ("{1..1}", &["1"]),
+            ("{-1..1}", &["-1", "0", "1"]),
+            ("{-01..1}", &["-01", "000", "001"]),
+            ("{a..e..2}", &["a", "c", "e"]),
+            ("{Z..a}", &["Z", "a"]),
+            ("{5..1..2}", &["5", "3", "1"]),
+            ("{1..3..0}", &["1", "2", "3"]),
+            ("{1..3..+1}", &["{1..3..+1}"]),
         ];
         for (pattern, names) in cases {
             assert_eq!(expand_braces(pattern).unwrap(), names, "{pattern}");
         }
-        for unbalanced in ["a{b", "a}b", "{a}}"] {
-            assert!(expand_braces(unbalanced).is_err(), "{unbalanced}");
+        for refused in [
+            "a{b",
+            "a}b",
+            "{a}}",
+            "{0..999999999}",
+            "{0..18446744073709551615}",
+        ] {
+            assert!(expand_braces(refused).is_err(), "{refused}");
         }
+        assert_eq!(
+            expand_braces("{0..1023}{0..1023}").unwrap().len(),
+            MAX_NAMES
+        );
     }
 
     #[test]
@@ -307,6 +387,10 @@ mod tests {
         assert_eq!(parse("a/b.tar"), ShardUrl::Local("a/b.tar".into()));
         assert_eq!(parse("file:///a/b.tar"), ShardUrl::Local("/a/b.tar".into()));
         assert_eq!(parse("file:a/b.tar"), ShardUrl::Local("a/b.tar".into()));
+        assert_eq!(
+            parse("file://localhost/a/b.tar"),
+            ShardUrl::Local("/a/b.tar".into())
+        );
         assert_eq!(parse("C:/x.tar"), ShardUrl::Local("C:/x.tar".into()));
         assert_eq!(parse("a:b.tar"), ShardUrl::Local("a:b.tar".into()));
         assert_eq!(
@@ -328,7 +412,7 @@ mod tests {
             let e = ShardUrl::parse(refused).unwrap_err().to_string();
             assert!(e.contains(refused), "{e}");
         }
-        let listed = ShardUrl::expand("a-{0..1}.tar::http://h/b-{2..3}.tar").unwrap();
+        let listed = ShardUrl::expand("a-{0..1}.tar :: http://h/b-{2..3}.tar").unwrap();
         let names: Vec<String> = listed.iter().map(ToString::to_string).collect();
         assert_eq!(
             names,

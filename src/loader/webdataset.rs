@@ -57,7 +57,7 @@ pub fn for_each_sample(
             Ok(Some(member)) => member,
             Ok(None) => continue,
             Err(e) => {
-                if let Some(sample) = grouper.finish() {
+                if let Some(sample) = grouper.finish_at_break(&e) {
                     if each(Ok(sample)).is_break() {
                         return;
                     }
@@ -178,6 +178,9 @@ struct Grouper {
     /// Whether the label came from `.cls`.
     from_cls: bool,
     position: u64,
+    /// The member extensions of the sample being grouped, and of the shard's first sample.
+    extensions: Vec<String>,
+    first_extensions: Option<Vec<String>>,
 }
 
 impl Grouper {
@@ -189,7 +192,24 @@ impl Grouper {
             label: Ok(None),
             from_cls: false,
             position: 0,
+            extensions: Vec::new(),
+            first_extensions: None,
         }
+    }
+
+    /// The sample being grouped where the shard broke off: whole where it has the members the
+    /// shard's first sample had (its next member would have had a key of its own), else failed
+    /// with the break (its other members may be what was cut off: a sample that lost its
+    /// `.cls` must not pass as unlabelled).
+    fn finish_at_break(&mut self, e: &Error) -> Option<TarSample> {
+        let mut extensions = self.extensions.clone();
+        extensions.sort();
+        let whole = self.first_extensions.as_ref() == Some(&extensions);
+        let mut sample = self.finish()?;
+        if !whole {
+            sample.image = Err(e.clone());
+        }
+        Some(sample)
     }
 
     /// Adds a member; returns the sample before it when its key starts a new one.
@@ -199,6 +219,7 @@ impl Grouper {
             _ => None,
         };
         self.key = Some(key);
+        self.extensions.push(extension.clone());
         // The member that is the image: its (lower-cased) extension is one of a format gpuprep
         // reads.
         let image = crate::formats::extensions().any(|e| e == extension);
@@ -214,6 +235,9 @@ impl Grouper {
     /// The sample being grouped, if any.
     fn finish(&mut self) -> Option<TarSample> {
         let key = self.key.take()?;
+        let mut extensions = std::mem::take(&mut self.extensions);
+        extensions.sort();
+        self.first_extensions.get_or_insert(extensions);
         let image = self
             .image
             .take()
@@ -309,6 +333,47 @@ mod tests {
             [
                 ("000", &b"\xff\xd8 image"[..], 7),
                 ("001", &b"\x89PNG image"[..], 3)
+            ]
+        );
+    }
+
+    /// A shard that breaks off between a sample's image and its label fails that sample (it
+    /// must not pass as unlabelled); the samples before it, whole, come as they are.
+    #[test]
+    fn a_sample_cut_before_its_label_fails() {
+        let mut tar = tar::Builder::new(Vec::new());
+        let mut label_header_at = 0;
+        for (name, bytes) in [
+            ("000.jpg", &b"\xff\xd8 a"[..]),
+            ("000.cls", b"1"),
+            ("001.jpg", b"\xff\xd8 b"),
+            ("001.cls", b"2"),
+            ("002.jpg", b"\xff\xd8 c"),
+            ("002.cls", b"3"),
+        ] {
+            if name == "002.cls" {
+                label_header_at = tar.get_ref().len();
+            }
+            let mut header = tar::Header::new_gnu();
+            header.set_size(bytes.len() as u64);
+            header.set_cksum();
+            tar.append_data(&mut header, name, bytes).unwrap();
+        }
+        let mut bytes = tar.into_inner().unwrap();
+        bytes.truncate(label_header_at + 100);
+        let mut read = Vec::new();
+        for_each_sample(bytes.as_slice(), Path::new("s.tar"), 1 << 20, |s| {
+            read.push(s.map(|s| (s.key, s.image.is_ok(), s.label)));
+            ControlFlow::Continue(())
+        });
+        let outcomes: Vec<_> = read.iter().map(|r| r.as_ref().ok().cloned()).collect();
+        assert_eq!(
+            outcomes,
+            [
+                Some(("000".to_string(), true, 1)),
+                Some(("001".to_string(), true, 2)),
+                Some(("002".to_string(), false, -1)),
+                None,
             ]
         );
     }

@@ -55,8 +55,7 @@ fn start() -> Servers {
     for dir in ["www", "s3/training", "nginx/tmp"] {
         std::fs::create_dir_all(root.join(dir)).unwrap();
     }
-    let http_port = free_port();
-    let s3_port = free_port();
+    let [http_port, s3_port] = free_ports();
     let conf = root.join("nginx/nginx.conf");
     let temp = root.join("nginx/tmp");
     let user = if is_root() { "user root root;" } else { "" };
@@ -174,12 +173,10 @@ fn guarded(program: &Path, args: &[&str], then_remove: &Path) -> Child {
         .unwrap_or_else(|e| panic!("{}: {e}", program.display()))
 }
 
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
+/// Two ports free now (held together while asked for, so that they differ).
+fn free_ports() -> [u16; 2] {
+    let listeners = [(); 2].map(|()| TcpListener::bind("127.0.0.1:0").unwrap());
+    listeners.map(|l| l.local_addr().unwrap().port())
 }
 
 fn wait_for(port: u16, what: &str) {
