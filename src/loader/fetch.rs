@@ -391,18 +391,24 @@ fn io_error(e: object_store::Error) -> io::Error {
             io::ErrorKind::PermissionDenied,
             format!("{path}: not authenticated (401): check the credentials"),
         ),
+        E::Precondition { path, .. } => (
+            io::ErrorKind::Other,
+            format!("{path}: the object changed while it was read (its ETag no longer matches)"),
+        ),
+        // Some stores pass a failed precondition on as a generic error with the status.
+        _ if e.to_string().contains("412 Precondition Failed") => (
+            io::ErrorKind::Other,
+            "the object changed while it was read (its ETag no longer matches)".to_string(),
+        ),
         _ => (io::ErrorKind::Other, e.to_string()),
     };
     // A server's error page can be long: its start says what it is.
-    let mut why: String = why.chars().take(400).collect();
-    if why.len() < e.to_string().len()
-        && !matches!(
-            e,
-            E::NotFound { .. } | E::PermissionDenied { .. } | E::Unauthenticated { .. }
-        )
-    {
-        why.push('…');
-    }
+    let full = e.to_string();
+    let why = if why == full && full.chars().count() > 400 {
+        full.chars().take(400).chain(['…']).collect()
+    } else {
+        why
+    };
     io::Error::new(kind, why)
 }
 
