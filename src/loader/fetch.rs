@@ -265,7 +265,7 @@ async fn stream_object(
     let version = meta.e_tag.clone().filter(|tag| !tag.starts_with("W/"));
     // Each range a task of its own, so that all of them keep arriving while this one waits
     // for the reader.
-    let mut chunks = futures::stream::iter(ranges)
+    let chunks = futures::stream::iter(ranges)
         .map(|range| {
             let (store, path) = (Arc::clone(&store), path.clone());
             let options = GetOptions {
@@ -278,30 +278,18 @@ async fn stream_object(
             }))
         })
         .buffered(CHUNKS_AT_ONCE);
-    let mut received = 0;
-    while let Some(chunk) = chunks.next().await {
-        let chunk = match chunk {
-            Ok(chunk) => chunk,
-            Err(e) => {
-                let e = io_error(e);
-                let why = if received == 0 {
-                    format!("its first {CHUNK_BYTES} bytes could not be had: {e}")
-                } else {
-                    format!(
-                        "it broke off after {received} of its {} bytes and was not resumed \
-                         (retries ran out, or the object changed): {e}",
-                        meta.size
-                    )
-                };
-                let _ = tx.send(Err(io::Error::new(e.kind(), why))).await;
-                return;
-            }
-        };
-        received += chunk.len();
-        if hand_over(chunk, &tx).await.is_break() {
-            return;
+    let size = meta.size;
+    let broke = |received, e: &io::Error| {
+        if received == 0 {
+            format!("its first {CHUNK_BYTES} bytes could not be had: {e}")
+        } else {
+            format!(
+                "it broke off after {received} of its {size} bytes and was not resumed \
+                 (retries ran out, or the object changed): {e}"
+            )
         }
-    }
+    };
+    forward(chunks, &tx, broke).await;
 }
 
 /// The object in one streaming answer (for servers that answer no HEAD or range), handed
@@ -311,43 +299,45 @@ async fn stream_whole(
     path: object_store::path::Path,
     tx: tokio::sync::mpsc::Sender<io::Result<Bytes>>,
 ) {
-    let mut body = match store.get(&path).await {
-        Ok(result) => result.into_stream(),
+    match store.get(&path).await {
+        Ok(result) => {
+            let broke =
+                |received, e: &io::Error| format!("it broke off after {received} bytes: {e}");
+            forward(result.into_stream(), &tx, broke).await;
+        }
         Err(e) => {
             let _ = tx.send(Err(io_error(e))).await;
-            return;
         }
-    };
+    }
+}
+
+/// `chunks` to the reader in pieces, until they end or the reader is gone; a chunk that fails
+/// ends them with the error `broke(bytes handed over before it, its error)` describes.
+async fn forward(
+    chunks: impl futures::Stream<Item = object_store::Result<Bytes>>,
+    tx: &tokio::sync::mpsc::Sender<io::Result<Bytes>>,
+    broke: impl Fn(usize, &io::Error) -> String,
+) {
+    let mut chunks = std::pin::pin!(chunks);
     let mut received = 0;
-    while let Some(chunk) = body.next().await {
-        let chunk = match chunk {
+    while let Some(chunk) = chunks.next().await {
+        let mut chunk = match chunk {
             Ok(chunk) => chunk,
             Err(e) => {
                 let e = io_error(e);
-                let why = format!("it broke off after {received} bytes: {e}");
+                let why = broke(received, &e);
                 let _ = tx.send(Err(io::Error::new(e.kind(), why))).await;
                 return;
             }
         };
         received += chunk.len();
-        if hand_over(chunk, &tx).await.is_break() {
-            return;
+        while !chunk.is_empty() {
+            let piece = chunk.split_to(chunk.len().min(PIECE_BYTES));
+            if tx.send(Ok(piece)).await.is_err() {
+                return;
+            }
         }
     }
-}
-
-/// `chunk` to the reader in pieces; `Break` once the reader is gone.
-async fn hand_over(
-    mut chunk: Bytes,
-    tx: &tokio::sync::mpsc::Sender<io::Result<Bytes>>,
-) -> std::ops::ControlFlow<()> {
-    while !chunk.is_empty() {
-        let piece = chunk.split_to(chunk.len().min(PIECE_BYTES));
-        if tx.send(Ok(piece)).await.is_err() {
-            return std::ops::ControlFlow::Break(());
-        }
-    }
-    std::ops::ControlFlow::Continue(())
 }
 
 /// A range being fetched by a task of its own, stopped when dropped (when the reader is gone).
