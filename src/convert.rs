@@ -253,11 +253,11 @@ pub struct Job<'a> {
 }
 
 impl Job<'_> {
-    fn stopped(&self) -> bool {
+    pub(crate) fn stopped(&self) -> bool {
         self.stop.is_some_and(|s| s.load(Ordering::Relaxed))
     }
 
-    fn report_progress(&self, done: usize, total: usize) {
+    pub(crate) fn report_progress(&self, done: usize, total: usize) {
         if let Some(progress) = self.progress {
             progress(done, total);
         }
@@ -265,7 +265,7 @@ impl Job<'_> {
 
     /// Loads `files`, samples `first..` of a random transform, together (one GPU batch when the
     /// backend allows), in order.
-    fn load_many(&self, first: usize, files: &[Input]) -> Vec<Result<Tensor>> {
+    pub(crate) fn load_many(&self, first: usize, files: &[Input]) -> Vec<Result<Tensor>> {
         let read: Vec<Result<Vec<u8>>> = files.par_iter().map(|f| Ok(fs::read(&f.path)?)).collect();
         let (good, indices): (Vec<&[u8]>, Vec<u64>) = read
             .iter()
@@ -419,7 +419,7 @@ fn host() -> Option<&'static str> {
 }
 
 /// Whether the process `HOST-PID` was of this machine and is no longer running.
-fn owner_is_gone(owner: &str) -> bool {
+pub(crate) fn owner_is_gone(owner: &str) -> bool {
     let (Some((host, pid)), Some(here)) = (owner.rsplit_once('-'), host()) else {
         return false;
     };
@@ -432,7 +432,7 @@ fn owner_is_gone(owner: &str) -> bool {
 /// Writes `path` whole or not at all: into a temporary file beside it, renamed to `path` once
 /// complete (so that an interrupted run never leaves a half-written file under the final name),
 /// removed on failure.
-fn write_whole(
+pub(crate) fn write_whole(
     path: &Path,
     write: impl FnOnce(&mut std::io::BufWriter<fs::File>) -> std::io::Result<()>,
 ) -> Result<()> {
@@ -450,7 +450,7 @@ fn write_whole(
 
 /// Where `path` is written until it is complete: beside it, named for the machine and the
 /// process writing it, so that a later run can tell a file left by a run that is gone.
-fn partial_path(path: &Path) -> PathBuf {
+pub(crate) fn partial_path(path: &Path) -> PathBuf {
     let mut partial = path.as_os_str().to_owned();
     let host = host().unwrap_or("host");
     partial.push(format!(".partial-{host}-{}", std::process::id()));
@@ -458,7 +458,7 @@ fn partial_path(path: &Path) -> PathBuf {
 }
 
 /// Flushes and syncs `to` (the file at `partial`), then gives it its final name.
-fn finish_file(
+pub(crate) fn finish_file(
     to: std::io::BufWriter<fs::File>,
     partial: &Path,
     path: &Path,
@@ -467,7 +467,7 @@ fn finish_file(
     fs::rename(partial, path)
 }
 
-fn cannot_write(path: &Path, e: std::io::Error) -> Error {
+pub(crate) fn cannot_write(path: &Path, e: std::io::Error) -> Error {
     Error::CannotWrite {
         path: path.to_path_buf(),
         source: std::sync::Arc::new(e),

@@ -136,6 +136,68 @@ pub fn names(last: &str) -> String {
     }
 }
 
+/// The comment Pillow reads from a JPEG (`im.info["comment"]`: its last COM segment before
+/// the image data), which `Image.save` writes again; `None` for a file without one.
+pub fn jpeg_comment(data: &[u8]) -> Option<Vec<u8>> {
+    let mut comment = None;
+    for (marker, body) in jpeg_segments(data) {
+        match marker {
+            0xFE => comment = Some(body.to_vec()),
+            0xDA => break,
+            _ => {}
+        }
+    }
+    comment
+}
+
+/// A JPEG's marker segments (marker, body) up to and with the first scan's header, found as
+/// Pillow's JPEG parser finds them: bytes other than 0xFF skipped, 0xFF fill and escaped
+/// 0xFF00 passed over, the standalone markers (TEM, RSTn) taken without a length.
+fn jpeg_segments(data: &[u8]) -> impl Iterator<Item = (u8, &[u8])> {
+    let mut at = if data.starts_with(&[0xFF, 0xD8]) {
+        2
+    } else {
+        data.len()
+    };
+    std::iter::from_fn(move || {
+        let marker = loop {
+            let (&first, &marker) = (data.get(at)?, data.get(at + 1)?);
+            match (first, marker) {
+                // Junk, or 0xFF fill before a marker: one byte on.
+                (0x00..=0xFE, _) | (0xFF, 0xFF) => at += 1,
+                // An escaped 0xFF, a standalone marker (TEM, RSTn, SOI, EOI): no length.
+                (0xFF, 0x00 | 0x01 | 0xD0..=0xD9) => at += 2,
+                _ => break marker,
+            }
+        };
+        let length = usize::from(u16::from_be_bytes([*data.get(at + 2)?, *data.get(at + 3)?]));
+        let body = data.get(at + 4..at + 2 + length.max(2))?;
+        at = if marker == 0xDA {
+            data.len()
+        } else {
+            at + 2 + length
+        };
+        Some((marker, body))
+    })
+}
+
+/// The width and height an image's header gives (as stored, before any EXIF orientation):
+/// a JPEG's frame header, or what the `image` crate reads of another format's; `None` where
+/// neither says.
+pub fn dimensions(data: &[u8]) -> Option<(usize, usize)> {
+    if data.starts_with(&[0xFF, 0xD8]) {
+        let is_frame = |m: u8| matches!(m, 0xC0..=0xCF) && !matches!(m, 0xC4 | 0xC8 | 0xCC);
+        let (_, body) = jpeg_segments(data).find(|&(marker, _)| is_frame(marker))?;
+        let side = |i: usize| usize::from(u16::from_be_bytes([body[i], body[i + 1]]));
+        return (body.len() >= 5).then(|| (side(3), side(1)));
+    }
+    let reader = image::ImageReader::new(std::io::Cursor::new(data))
+        .with_guessed_format()
+        .ok()?;
+    let (width, height) = reader.into_dimensions().ok()?;
+    Some((width as usize, height as usize))
+}
+
 /// Decodes `data` of any supported format, checking `limits` before the pixels are allocated.
 pub fn decode(data: &[u8], limits: &Limits) -> Result<Decoded> {
     if data.is_empty() {
@@ -300,6 +362,39 @@ fn pillow_rgb(image: DynamicImage, name: &str) -> Result<RgbImage> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn comments_are_found_as_pillow_finds_them() {
+        let com = |text: &[u8]| {
+            let mut segment = vec![0xFF, 0xFE];
+            segment.extend_from_slice(&((text.len() + 2) as u16).to_be_bytes());
+            segment.extend_from_slice(text);
+            segment
+        };
+        let jfif = [0xFF, 0xE0, 0x00, 0x04, 0x4A, 0x46];
+        let between: [&[u8]; 5] = [
+            &[],
+            &[0x00, 0x12, 0x34],
+            &[0xFF, 0x00],
+            &[0xFF, 0xFF, 0xFF],
+            &[0xFF, 0xD0],
+        ];
+        for junk in between {
+            let mut file = vec![0xFF, 0xD8];
+            file.extend_from_slice(&jfif);
+            file.extend_from_slice(junk);
+            file.extend(com(b"first"));
+            file.extend(com(b"last"));
+            file.extend_from_slice(&[0xFF, 0xDA, 0x00, 0x02]);
+            file.extend(com(b"in the data"));
+            assert_eq!(
+                jpeg_comment(&file).as_deref(),
+                Some(&b"last"[..]),
+                "{junk:?}"
+            );
+        }
+        assert_eq!(jpeg_comment(&[0xFF, 0xD8, 0xFF, 0xD9]), None);
+    }
+
     use super::*;
 
     /// Each file of tests/data/formats/ (and a JPEG photo) is sniffed as the format its

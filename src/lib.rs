@@ -27,6 +27,7 @@ mod backend;
 pub mod convert;
 mod cuda;
 pub mod drift;
+pub mod encode;
 mod error;
 pub mod formats;
 pub mod gpu;
@@ -36,6 +37,7 @@ pub mod loader;
 pub mod npy;
 pub mod plan;
 pub mod reference;
+pub mod shard;
 mod tensor;
 mod transform;
 

@@ -5,7 +5,7 @@
 mod common;
 
 use gpuprep::loader::order::Split;
-use gpuprep::loader::{Batch, Loader, LoaderOptions, Source, WaitedFor};
+use gpuprep::loader::{Batch, Loader, LoaderOptions, ShardUrl, Source, WaitedFor};
 use gpuprep::{Backend, Limits, Sample, Tensor, TensorData, Transform};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -1110,6 +1110,65 @@ fn a_resumed_epoch_gives_the_uninterrupted_batches() {
             }
         }
     }
+}
+
+/// A resumed epoch does not read the shards whose samples all came before the step it resumes
+/// at, yet gives the uninterrupted run's batches (their order and the shuffle buffer replayed
+/// from the counts alone). Each shard is a `pipe:` source that logs its number as it is read.
+#[test]
+fn a_resumed_epoch_reads_no_shard_it_has_finished() {
+    const SIZES: [usize; 6] = [4, 3, 5, 4, 3, 4];
+    let shards = shards_of("shards-finished", &SIZES);
+    let log = shards[0].with_file_name("read.log");
+    let urls = shards
+        .iter()
+        .enumerate()
+        .map(|(n, path)| {
+            let command = format!("echo {n} >> {} && cat {}", log.display(), path.display());
+            ShardUrl::Pipe(command)
+        })
+        .collect();
+    let source = Source::Shards(urls);
+    let options = LoaderOptions {
+        shuffle_buffer: 3,
+        ..shuffled(5, 3)
+    };
+    let make = || {
+        Loader::new(
+            source.clone(),
+            &train(),
+            Backend::Cpu,
+            &Limits::default(),
+            options,
+        )
+    };
+    let whole = batches_of(make().unwrap().epoch(2));
+    let mut checked = 0;
+    for k in 1..whole.len() {
+        let given: Vec<u64> = whole[..k].iter().flat_map(|b| b.1.clone()).collect();
+        let finished =
+            |n: usize| (0..SIZES[n] as u64).all(|p| given.contains(&((n as u64) << 32 | p)));
+        let mut unfinished: Vec<usize> = (0..SIZES.len()).filter(|&n| !finished(n)).collect();
+        let resumed = make().unwrap();
+        std::fs::write(&log, "").unwrap();
+        let after = batches_of(resumed.epoch_from(2, k).unwrap());
+        drop(resumed);
+        assert!(after == whole[k..], "after {k} batches");
+        // On the CPU the loader reads one epoch at a time: the log is this epoch's reads.
+        let text = std::fs::read_to_string(&log).unwrap();
+        let mut read: Vec<usize> = text.lines().map(|l| l.parse().unwrap()).collect();
+        read.sort();
+        unfinished.sort();
+        assert_eq!(
+            read, unfinished,
+            "after {k} batches: the shards read ({text:?})"
+        );
+        checked += usize::from(unfinished.len() < SIZES.len());
+    }
+    assert!(
+        checked >= 3,
+        "only {checked} resumptions had a finished shard"
+    );
 }
 
 type MakeBackend = fn() -> Backend;

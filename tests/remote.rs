@@ -385,3 +385,198 @@ fn the_cli_benchmarks_the_loader_on_urls() {
         "{line}"
     );
 }
+
+/// `gpuprep index` over the local shards, the index put beside them in nginx's root and in the
+/// S3 bucket: from the index (local, over HTTP or S3), a loader reads the local batches, its
+/// shards found relative to the index.
+#[test]
+fn a_shard_index_gives_the_local_batches() {
+    let servers = servers();
+    let want = local();
+    let index = servers.www().join("train.json");
+    let pattern = format!("{}/train-{{000000..000003}}.tar", servers.www().display());
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_gpuprep"))
+        .args(["index", &pattern, "--out"])
+        .arg(&index)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let line: serde_json::Value = serde_json::from_str(stdout.trim()).unwrap();
+    assert_eq!(
+        (line["shards"].as_u64(), line["samples"].as_u64()),
+        (Some(4), Some(24))
+    );
+    let text = std::fs::read_to_string(&index).unwrap();
+    assert!(text.contains("\"url\": \"train-000000.tar\""), "{text}");
+    std::fs::copy(&index, servers.bucket().join("train.json")).unwrap();
+    for at in [
+        index.display().to_string(),
+        servers.http("train.json"),
+        format!("s3://{BUCKET}/train.json"),
+    ] {
+        let source = Source::ShardIndex(ShardUrl::parse(&at).unwrap());
+        let got = epoch(source, FetchOptions::default(), Backend::Cpu);
+        assert!(got == want, "{at}: not the local batches ({:?})", got.1);
+    }
+}
+
+/// An index written by hand: the loader is made from it alone (shards that are not there fail
+/// only as the epoch reads them, each sample by name), and a shard that holds other than its
+/// count fails by name where the count is passed or not reached.
+#[test]
+fn a_loader_made_from_an_index_reads_no_shard_until_its_epoch() {
+    let servers = servers();
+    shards();
+    let write_index = |name: &str, entries: &[(&str, u64)]| -> Source {
+        let list: Vec<serde_json::Value> = entries
+            .iter()
+            .map(|(url, n)| serde_json::json!({"url": url, "nsamples": n}))
+            .collect();
+        let desc = serde_json::json!({"wids_version": 1, "shardlist": list});
+        std::fs::write(servers.www().join(name), desc.to_string()).unwrap();
+        Source::ShardIndex(ShardUrl::parse(&servers.http(name)).unwrap())
+    };
+    // A command in an index served from elsewhere is refused: its server would choose it.
+    let commands = write_index("commands.json", &[("pipe:cat train-000000.tar", 6)]);
+    let e = loader(commands, FetchOptions::default(), Backend::Cpu)
+        .err()
+        .unwrap();
+    assert!(
+        e.to_string().contains("commands.json")
+            && e.to_string()
+                .contains("a pipe: shard in an index that is not a local file"),
+        "{e}"
+    );
+    let ghosts = write_index("ghosts.json", &[("ghost-0.tar", 3), ("ghost-1.tar", 2)]);
+    let made = Instant::now();
+    let loader = loader(ghosts, FetchOptions::default(), Backend::Cpu).unwrap();
+    assert!(made.elapsed() < Duration::from_secs(5));
+    let (samples, failed) = read(&loader);
+    assert_eq!((samples.len(), failed.len()), (0, 5));
+    for (_, e) in &failed {
+        assert!(e.contains("ghost-") && e.contains("not found"), "{e}");
+    }
+    // Unshuffled, so that each failure stands where its shard is read.
+    let in_order = |source| {
+        let options = LoaderOptions {
+            split: gpuprep::loader::order::Split::single(false, 0),
+            shuffle_buffer: 0,
+            ..LoaderOptions::new(4)
+        };
+        let loader = Loader::new(
+            source,
+            &transform(),
+            Backend::Cpu,
+            &Limits::default(),
+            options,
+        );
+        read(&loader.unwrap())
+    };
+    let rest = [("train-000002.tar", 6), ("train-000003.tar", 6)];
+    let over = write_index(
+        "over.json",
+        &[
+            &[("train-000000.tar", 7), ("train-000001.tar", 6)],
+            &rest[..],
+        ]
+        .concat(),
+    );
+    let (samples, failed) = in_order(over);
+    assert_eq!((samples.len(), failed.len()), (24, 1), "{failed:?}");
+    assert_eq!(failed[0].0, 6);
+    assert!(
+        failed[0].1.contains("train-000000.tar")
+            && failed[0].1.contains("holds only 6 of the 7 samples"),
+        "{}",
+        failed[0].1
+    );
+    let under = write_index(
+        "under.json",
+        &[
+            &[("train-000000.tar", 5), ("train-000001.tar", 6)],
+            &rest[..],
+        ]
+        .concat(),
+    );
+    let (samples, failed) = in_order(under);
+    assert_eq!((samples.len(), failed.len()), (22, 1), "{failed:?}");
+    // The shard gives its five counted entries: its fifth sample fails in its place.
+    assert_eq!(failed[0].0, 4);
+    assert!(
+        failed[0].1.contains("train-000000.tar")
+            && failed[0].1.contains("holds more than the 5 samples"),
+        "{}",
+        failed[0].1
+    );
+}
+
+/// With no AWS settings in the environment, an AWS profile (`AWS_PROFILE`, from the shared
+/// credentials and config files) gives the keys, the region and the endpoint; a profile that
+/// is not there, or that needs a flow gpuprep does not run, is refused by name.
+#[test]
+fn an_aws_profile_gives_the_keys_and_the_endpoint() {
+    let servers = servers();
+    shards();
+    let folder = servers.root.join("aws");
+    std::fs::create_dir_all(&folder).unwrap();
+    let endpoint = std::env::var("AWS_ENDPOINT_URL").unwrap();
+    let key = std::env::var("AWS_ACCESS_KEY_ID").unwrap();
+    let secret = std::env::var("AWS_SECRET_ACCESS_KEY").unwrap();
+    std::fs::write(
+        folder.join("credentials"),
+        format!("[training]\naws_access_key_id = {key}\naws_secret_access_key = {secret}\n"),
+    )
+    .unwrap();
+    std::fs::write(
+        folder.join("config"),
+        format!(
+            "[profile training]\nregion = us-east-1\ns3 =\n  endpoint_url = {endpoint}\n\n\
+             [profile sso]\nsso_session = corp\n"
+        ),
+    )
+    .unwrap();
+    let bench = |profile: &str| {
+        let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_gpuprep"));
+        for (name, _) in std::env::vars().filter(|(n, _)| n.starts_with("AWS_")) {
+            command.env_remove(name);
+        }
+        command
+            .env("AWS_PROFILE", profile)
+            .env("AWS_SHARED_CREDENTIALS_FILE", folder.join("credentials"))
+            .env("AWS_CONFIG_FILE", folder.join("config"))
+            .args(["bench", "--loader", "--backend", "cpu", "--repeat", "1"])
+            .args(["--batch", "4", "--resize", "16x24", "--quiet"])
+            .arg(format!("s3://{BUCKET}/train-{{000000..000003}}.tar"))
+            .output()
+            .unwrap()
+    };
+    let out = bench("training");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let line: serde_json::Value = serde_json::from_str(stdout.trim()).unwrap();
+    assert_eq!(line["ok"].as_u64(), Some(24), "{line}");
+    for (profile, why) in [
+        ("nowhere", "the AWS profile nowhere is in neither"),
+        (
+            "sso",
+            "the AWS profile sso gets its credentials through sso_session",
+        ),
+    ] {
+        let out = bench(profile);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success() && stderr.contains(why), "{stderr}");
+        assert!(
+            stderr.contains("s3://training/train-000000.tar"),
+            "{stderr}"
+        );
+    }
+}

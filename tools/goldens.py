@@ -41,6 +41,7 @@ PINNED_PILLOW = "12.0.0"
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 GOLDENS = os.path.join(ROOT, "tests", "goldens", "decode.tsv")
 TRANSFORM_GOLDENS = os.path.join(ROOT, "tests", "goldens", "transforms.tsv")
+ENCODE_GOLDENS = os.path.join(ROOT, "tests", "goldens", "encode.tsv")
 TRANSFORMS = os.path.join(ROOT, "tests", "goldens", "transforms.json")
 TRUNCATED_GOLDENS = os.path.join(ROOT, "tests", "goldens", "truncated.tsv")
 HSV_GOLDENS = os.path.join(ROOT, "tests", "goldens", "hsv.tsv")
@@ -279,6 +280,60 @@ def build_hsv():
     return "\n".join(header + [f"rgb_to_hsv\t{sha(to_hsv)}", f"hsv_to_rgb\t{sha(to_rgb)}"]) + "\n"
 
 
+# The JPEG encoder's cases: crops of the bundled photos (odd sizes, sides not multiples of 16),
+# each as RGB and as grey ("L": the crop's green channel), saved with each subsampling (and
+# without one: Pillow's default) at these qualities; every photo whole at two; and one crop at
+# every quality 1 to 100; and the same crops and photos with optimize=True (Huffman tables made for
+# the image) at a few qualities.
+ENCODE_CROPS = [(1, 1), (7, 9), (17, 33), (30, 22), (100, 75)]
+ENCODE_QUALITIES = [1, 5, 50, 75, 90, 95, 100]
+ENCODE_SUBSAMPLINGS = {"default": None, "4:4:4": 0, "4:2:2": 1, "4:2:0": 2}
+
+
+def build_encode():
+    """SHA-256 of the bytes of Image.save(f, "JPEG", quality=Q[, subsampling=S]) for each case
+    above; the pixels are Pillow's RGB of a bundled photo, cropped at its top left."""
+    photos = sorted(os.listdir(os.path.join(ROOT, "tests", "data", "photos")))
+    rows = []
+
+    def add(photo, rgb, width, height, mode, subsampling, quality, optimize=False):
+        crop = np.ascontiguousarray(rgb[:height, :width])
+        image = Image.fromarray(np.ascontiguousarray(crop[:, :, 1]) if mode == "L" else crop)
+        extra = {} if ENCODE_SUBSAMPLINGS[subsampling] is None else {"subsampling": ENCODE_SUBSAMPLINGS[subsampling]}
+        if optimize:
+            extra["optimize"] = True
+        out = io.BytesIO()
+        image.save(out, "JPEG", quality=quality, **extra)
+        rows.append([photo, str(width), str(height), mode, subsampling, str(quality),
+                     "yes" if optimize else "", hashlib.sha256(out.getvalue()).hexdigest()])
+
+    for n, photo in enumerate(photos):
+        rgb = pillow_rgb(os.path.join(ROOT, "tests", "data", "photos", photo))
+        height, width, _ = rgb.shape
+        for mode in ("RGB", "L"):
+            for subsampling in ENCODE_SUBSAMPLINGS:
+                for quality in (75, 90):
+                    add(photo, rgb, width, height, mode, subsampling, quality)
+                add(photo, rgb, width, height, mode, subsampling, 90, optimize=True)
+                if n < 3:
+                    for w, h in ENCODE_CROPS:
+                        for quality in ENCODE_QUALITIES:
+                            add(photo, rgb, w, h, mode, subsampling, quality)
+                        for quality in (5, 75, 95):
+                            add(photo, rgb, w, h, mode, subsampling, quality, optimize=True)
+            if n == 0:
+                for quality in range(1, 101):
+                    if quality not in ENCODE_QUALITIES:
+                        add(photo, rgb, 100, 75, mode, "default", quality)
+    header = [
+        f"# Pillow {PIL.__version__}, libjpeg-turbo {features.version('libjpeg_turbo')}",
+        "# made by: python3 tools/goldens.py  (sha256 of the file Image.save(f, 'JPEG', quality=quality[, subsampling=...][, optimize=True]) writes"
+        " of the photo's Pillow RGB cropped to width x height at its top left; mode L: the crop's green channel)",
+        "photo\twidth\theight\tmode\tsubsampling\tquality\toptimize\tjpeg_sha256",
+    ]
+    return "\n".join(header + ["\t".join(r) for r in rows]) + "\n"
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--check", action="store_true")
@@ -295,6 +350,7 @@ def main():
         (TRANSFORM_GOLDENS, build_transforms(args.roots), 2),
         (TRUNCATED_GOLDENS, build_truncated(), 2),
         (HSV_GOLDENS, build_hsv(), 1),
+        (ENCODE_GOLDENS, build_encode(), 7),
     ]
     for path, text, key_columns in outputs:
         name = os.path.relpath(path, ROOT)

@@ -52,6 +52,7 @@ __all__ = [
     "Transform", "Pipeline", "Loader", "from_torchvision", "torchvision_params", "GpuprepError", "DecodeError", "TruncatedError",
     "CorruptError", "UnsupportedError", "TooLargeError", "OptionsError", "GpuError", "HandoffError",
     "ReadError", "LabelError", "BatchTransform", "MixUp", "CutMix", "RandomChoice", "TimmMixup",
+    "write_shard_index", "write_shards",
 ]
 
 
@@ -147,11 +148,13 @@ def _local(path):
 
 def _resolve(source):
     """(kind, paths) of a loader source: a folder (ImageFolder), a tar shard, a glob or a brace
-    pattern of shards, one image file, a list of image files or of shards, or shards' URLs (a
-    brace pattern, webdataset's `::` lists). A source that cannot be read raises here, at
+    pattern of shards, one image file, a list of image files or of shards, shards' URLs (a
+    brace pattern, webdataset's `::` lists), or the shards' index (a .json path or URL). A source that cannot be read raises here, at
     construction."""
     if isinstance(source, (str, _os.PathLike)):
         text = _os.fspath(source)
+        if text.lower().endswith(".json"):
+            return "index", [text if _remote(text) else _local(text)]
         if _remote(text) or "::" in text:
             return _resolve_list(_gpuprep.expand_shards(text))
         path = _local(text)
@@ -172,6 +175,69 @@ def _resolve(source):
     if isinstance(source, (bytes, bytearray)):
         raise OptionsError("a loader's source is a path, a pattern or a list of paths, not bytes")
     return _resolve_list([_os.fsdecode(p) for p in source])
+
+
+def write_shard_index(shards, path, *, retries=10, timeout=30.0):
+    """Counts the samples of WebDataset shards (a brace pattern, a glob, a "::" list or a list
+    of paths and URLs, as Loader takes them) and writes their index at `path` in webdataset's
+    wids format (`gpuprep index` on the command line), written whole or not at all. Shards in
+    the index's folder or below it are listed relative to it, other local ones by their
+    absolute path. A Loader given the index (its path or URL) splits the shards from it without
+    reading them first. Returns each shard's address and sample count, in order."""
+    if isinstance(shards, (str, _os.PathLike)):
+        text = _os.fspath(shards)
+        if not _remote(text) and "::" not in text and "{" not in text \
+                and any(c in text for c in "*?["):
+            names = sorted(_glob.glob(_local(text)))
+            if not names:
+                raise ReadError(f"{text}: no file matches")
+        else:
+            names = _gpuprep.expand_shards(text)
+    else:
+        names = [_os.fsdecode(s) for s in shards]
+    if not names:
+        raise OptionsError("write_shard_index needs at least one shard")
+    return _gpuprep.write_shard_index(names, _os.fspath(path), retries, timeout)
+
+
+def write_shards(source, out, *, resize, filter="bilinear", draft=False, quality=75,
+                 subsampling=None, optimize=False, shard_samples=100_000,
+                 shard_size=3_000_000_000, backend="auto", adapter=None):
+    """`gpuprep shard` from Python: the images of `source` (a folder of class folders, read as
+    torchvision's ImageFolder; a folder of images; or a list of image files) resized as
+    torchvision's Resize(`resize`) with Pillow's `filter`, encoded byte for byte as Pillow's
+    `save(buf, "JPEG", quality=quality[, subsampling=...][, optimize=True])` writes them, into
+    WebDataset shards at `out` (a path with one %d or %0Nd, the shard's number): KEY.jpg, KEY.cls
+    (an ImageFolder's class) and KEY.json (source, original size, settings), KEY the sample's
+    number in nine digits. A shard closes at `shard_samples` samples or `shard_size` bytes and
+    is written under a temporary name, renamed whole; called again over the same inputs, it
+    keeps the complete shards and writes the rest. Returns a dict: "written" (the shards this
+    call wrote), "kept", "samples", "failed" (a list of (sample, source, error): those inputs
+    are left out). The GIL is released while it works; Ctrl-C stops it at its next chunk."""
+    for name, value, least in (("resize", resize, 1), ("shard_samples", shard_samples, 1),
+                               ("shard_size", shard_size, 1)):
+        if isinstance(value, bool) or not isinstance(value, int) or value < least:
+            raise OptionsError(f"{name} is an int of at least {least}, got {value!r}")
+    if isinstance(quality, bool) or not isinstance(quality, int) or not 1 <= quality <= 100:
+        raise OptionsError(f"quality is an int from 1 to 100, got {quality!r}")
+    # Pillow's numbers for its subsampling names.
+    subsampling = {0: "4:4:4", 1: "4:2:2", 2: "4:2:0"}.get(subsampling, subsampling)
+    if isinstance(source, (str, _os.PathLike)) and not _os.path.exists(source):
+        raise ReadError(f"{_os.fspath(source)}: no such file or folder")
+    if isinstance(source, (str, _os.PathLike)) and _os.path.isdir(source):
+        root = _os.fspath(source)
+        classes = [e for e in _os.scandir(root) if e.is_dir()]
+        paths, folder = [root], bool(classes)
+    elif isinstance(source, (str, _os.PathLike)):
+        paths, folder = [_os.fspath(source)], False
+    else:
+        paths, folder = [_os.fspath(p) for p in source], False
+    if not paths:
+        raise OptionsError(f"{source!r} holds no image")
+    written, kept, samples, failed = _gpuprep.write_shards(
+        paths, folder, _os.fspath(out), resize, filter, draft, quality, subsampling, optimize,
+        shard_samples, shard_size, backend, adapter)
+    return {"written": written, "kept": kept, "samples": samples, "failed": failed}
 
 
 def _resolve_list(names):
@@ -1300,13 +1366,17 @@ class Loader:
     image files (labels -1), or WebDataset shards (paths, a glob, a .tar, or URLs as webdataset
     takes them: brace patterns such as "s3://bucket/train-{000000..000127}.tar", lists joined
     by "::", file:, http:// and https:// (no query strings), s3:// and gs:// objects with
-    credentials from the environment, web identity or instance metadata (AWS_ENDPOINT_URL for
-    an S3-compatible store), and pipe:COMMAND, a command's output, refused where
+    credentials from the environment, web identity, an AWS profile's static keys (AWS_PROFILE,
+    ~/.aws/credentials and ~/.aws/config, its region and endpoint_url too) or instance metadata
+    (AWS_ENDPOINT_URL for an S3-compatible store), and pipe:COMMAND, a command's output, refused where
     GPUPREP_SECURE is set; labels from .cls or .json members, -1 without; a label member that
     holds no label fails its sample). Remote shards are read as they arrive (4 MiB ranges,
     four at a time; the next three shards fetched while one is read, about 24 MiB of each
     ahead); every rank counts every shard's samples when its loader is made (reading remote
-    ones through); a request that fails transiently, or whose answer breaks off, is retried up
+    ones through), unless the source is the shards' index: one .json path or URL in
+    webdataset's wids format (its shardlist's "url" and "nsamples"), as write_shard_index() or
+    `gpuprep index` writes it, from which the split is made without reading a shard (a shard
+    that holds other than its count fails under `errors` when it is read); a request that fails transiently, or whose answer breaks off, is retried up
     to `retries` times with backoff (resumed where it broke off, if the object is still the
     same), every wait bounded by `timeout` seconds; then each of that shard's samples not read
     fails under `errors`. `resampled=True` (webdataset's): each rank draws its shards at random

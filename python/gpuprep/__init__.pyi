@@ -175,6 +175,21 @@ class Loader:
     def batches(self) -> Iterator[dict[str, Any]]: ...
     def __iter__(self) -> Iterator[tuple[Any, Any]]: ...
 
+def write_shard_index(shards: Union[str, PathLike, Sequence[Union[str, PathLike]]],
+                      path: Union[str, PathLike], *, retries: int = 10,
+                      timeout: float = 30.0) -> list[tuple[str, int]]:
+    """Counts WebDataset shards' samples and writes their index (webdataset's wids JSON)."""
+    ...
+
+def write_shards(source: Union[str, PathLike, Sequence[Union[str, PathLike]]],
+                 out: Union[str, PathLike], *, resize: int, filter: str = "bilinear",
+                 draft: bool = False, quality: int = 75, subsampling: Optional[str] = None,
+                 optimize: bool = False, shard_samples: int = 100_000,
+                 shard_size: int = 3_000_000_000, backend: str = "auto",
+                 adapter: Optional[str] = None) -> dict[str, Any]:
+    """Resizes a dataset and writes it as WebDataset shards of Pillow-identical JPEGs."""
+    ...
+
 class BatchTransform:
     """A batch transform for Loader(batch_transform=...): parameters drawn per batch, applied
     with torch's (or the same-rounding numpy) arithmetic; labels become float32 soft targets."""

@@ -1645,7 +1645,7 @@ fn preprocess_each(
         .collect()
 }
 
-/// The training loader over `kind` ("folder", "files" or "shards") `paths`; the package's
+/// The training loader over `kind` ("folder", "files", "shards" or "index") `paths`; the package's
 /// `gpuprep.Loader` is the documented front.
 #[pyclass(module = "gpuprep._gpuprep", frozen)]
 struct Loader {
@@ -1689,6 +1689,10 @@ impl Loader {
             "folder" => Source::ImageFolder(paths.into_iter().next().unwrap_or_default()),
             "files" => Source::Files(paths),
             "shards" => Source::Shards(shard_urls(paths)?),
+            "index" => match shard_urls(paths)?.as_slice() {
+                [index] => Source::ShardIndex(index.clone()),
+                _ => return Err(OptionsError::new_err("a loader reads one shard index")),
+            },
             other => {
                 return Err(OptionsError::new_err(format!(
                     "unknown source kind {other:?}"
@@ -1906,6 +1910,157 @@ fn expand_shards(pattern: &str) -> PyResult<Vec<String>> {
     Ok(urls.iter().map(ToString::to_string).collect())
 }
 
+/// Counts the samples of the shards at `paths` and writes their index at `out` (see
+/// `gpuprep index`); returns each shard's address and count. Ctrl-C stops the counting.
+#[pyfunction]
+#[pyo3(signature = (paths, out, retries=10, timeout=30.0))]
+fn write_shard_index(
+    py: Python<'_>,
+    paths: Vec<std::path::PathBuf>,
+    out: std::path::PathBuf,
+    retries: u32,
+    timeout: f64,
+) -> PyResult<Vec<(String, u64)>> {
+    let urls = shard_urls(paths)?;
+    let fetch = fetch_options(retries, timeout)?;
+    let shards = interruptible(py, move || loader::shard_index::save(&out, &urls, &fetch))?
+        .map_err(|e| error(&e))?;
+    Ok(shards
+        .into_iter()
+        .map(|s| (s.url.to_string(), s.samples))
+        .collect())
+}
+
+/// What `write_shards` returns: shards written, complete shards kept, samples written, and
+/// (sample, source, error) of each input that failed.
+type ShardsWritten = (Vec<String>, usize, usize, Vec<(usize, String, String)>);
+
+/// `gpuprep shard` from Python: the images at `paths` (an ImageFolder root where `folder`)
+/// resized to shorter side `resize` and written as shards at `out` (see `gpuprep.write_shards`).
+/// Returns (shards written, complete shards kept, samples written, [(sample, source, error)]).
+/// Ctrl-C stops the job at its next chunk (its complete shards stay) and raises
+/// KeyboardInterrupt.
+#[pyfunction]
+#[pyo3(signature = (paths, folder, out, resize, filter, draft, quality, subsampling, optimize,
+                    shard_samples, shard_size, backend, adapter=None))]
+#[allow(clippy::too_many_arguments)]
+fn write_shards(
+    py: Python<'_>,
+    paths: Vec<std::path::PathBuf>,
+    folder: bool,
+    out: &str,
+    resize: usize,
+    filter: &str,
+    draft: bool,
+    quality: u8,
+    subsampling: Option<&str>,
+    optimize: bool,
+    shard_samples: usize,
+    shard_size: u64,
+    backend: &str,
+    adapter: Option<&str>,
+) -> PyResult<ShardsWritten> {
+    use gpuprep::encode::{JpegOptions, Subsampling};
+    use gpuprep::shard::{ShardInput, ShardOptions, ShardPattern};
+    let subsampling = match subsampling {
+        None => None,
+        Some("4:4:4") => Some(Subsampling::Full),
+        Some("4:2:2") => Some(Subsampling::Half),
+        Some("4:2:0") => Some(Subsampling::Quarter),
+        Some(other) => {
+            return Err(OptionsError::new_err(format!(
+                "subsampling is \"4:4:4\", \"4:2:2\" or \"4:2:0\", got {other:?}"
+            )))
+        }
+    };
+    let filter = self::filter(filter)?;
+    let options = ShardOptions {
+        pattern: ShardPattern::parse(out).map_err(|e| error(&e))?,
+        jpeg: JpegOptions {
+            quality,
+            subsampling,
+            optimize,
+        },
+        max_samples: shard_samples,
+        max_bytes: shard_size,
+    };
+    let inputs: Vec<ShardInput> = if folder {
+        let root = paths.into_iter().next().unwrap_or_default();
+        let (items, _) = loader::dataset::image_folder(&root).map_err(|e| error(&e))?;
+        items
+            .into_iter()
+            .map(|i| ShardInput {
+                path: i.path,
+                label: i.label,
+            })
+            .collect()
+    } else {
+        // Folders of images: those directly inside, in name order.
+        let files = gpuprep::convert::expand_inputs(&paths).map_err(|e| error(&e))?;
+        files
+            .into_iter()
+            .map(|path| ShardInput { path, label: -1 })
+            .collect()
+    };
+    let (backend, _) = self::backend(backend, adapter)?;
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let stop_job = Arc::clone(&stop);
+    let (sender, receiver) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let job = gpuprep::convert::Job {
+            transform: gpuprep::Transform {
+                resize: Some(gpuprep::Resize::ShorterSide(resize)),
+                filter,
+                draft,
+                ..gpuprep::Transform::default()
+            },
+            limits: gpuprep::Limits::default(),
+            backend: &backend,
+            progress: None,
+            stop: Some(&stop_job),
+        };
+        let done = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            gpuprep::shard::write_shards(&inputs, &options, &job)
+        }));
+        let _ = sender.send(done.unwrap_or_else(|panic| Err(gpuprep::Error::from_panic(&*panic))));
+    });
+    let mut receiver = receiver;
+    let mut interrupted = None;
+    let done = loop {
+        let (waited, back) = py.detach(move || (receiver.recv_timeout(SIGNAL_CHECK), receiver));
+        receiver = back;
+        match waited {
+            Ok(done) => break done,
+            Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
+                if let Err(signal) = py.check_signals() {
+                    // Stopped at the next chunk: the complete shards stay.
+                    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+                    interrupted.get_or_insert(signal);
+                }
+            }
+            Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
+                let e = gpuprep::Error::Internal("the job's thread ended with no result".into());
+                return Err(error(&e));
+            }
+        }
+    };
+    if let Some(signal) = interrupted {
+        return Err(signal);
+    }
+    let report = done.map_err(|e| error(&e))?;
+    let lossy = |p: &std::path::Path| p.to_string_lossy().into_owned();
+    Ok((
+        report.written.iter().map(|p| lossy(p)).collect(),
+        report.kept,
+        report.samples,
+        report
+            .failed
+            .into_iter()
+            .map(|(n, source, e)| (n, lossy(&source), e))
+            .collect(),
+    ))
+}
+
 /// Shards at `paths`: URLs as [`loader::ShardUrl::parse`] reads them (a name that is not
 /// text is a local path).
 fn shard_urls(paths: Vec<std::path::PathBuf>) -> PyResult<Vec<loader::ShardUrl>> {
@@ -1983,6 +2138,8 @@ fn _gpuprep(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(copy_into, m)?)?;
     m.add_function(wrap_pyfunction!(init_threads, m)?)?;
     m.add_function(wrap_pyfunction!(expand_shards, m)?)?;
+    m.add_function(wrap_pyfunction!(write_shard_index, m)?)?;
+    m.add_function(wrap_pyfunction!(write_shards, m)?)?;
     m.add_function(wrap_pyfunction!(operations, m)?)?;
     m.add_function(wrap_pyfunction!(color_operations, m)?)?;
     m.add_function(wrap_pyfunction!(_panic_inside, m)?)?;

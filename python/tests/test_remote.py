@@ -96,7 +96,7 @@ def servers(tmp_path_factory):
         os.environ.update(AWS_ENDPOINT_URL=f"http://127.0.0.1:{s3_port}",
                           AWS_ACCESS_KEY_ID=KEYS[0], AWS_SECRET_ACCESS_KEY=KEYS[1],
                           AWS_REGION="us-east-1")
-        yield {"http": f"http://127.0.0.1:{http_port}", "www": www}
+        yield {"http": f"http://127.0.0.1:{http_port}", "www": www, "bucket": bucket}
     finally:
         for process in processes:
             process.terminate()
@@ -131,6 +131,36 @@ def test_http_and_s3_shards_give_the_local_batches(servers):
         assert epoch(source) == local, source
 
 
+def write_index(servers):
+    """The shards' index, written beside them in nginx's root and copied into the bucket."""
+    index = servers["www"] / "train.json"
+    written = gpuprep.write_shard_index(str(servers["www"] / "train-{000000..000002}.tar"),
+                                        index)
+    assert written == [(str(servers["www"] / f"train-{s:06d}.tar"), len(PHOTOS))
+                       for s in range(3)]
+    shutil.copy(index, servers["bucket"] / index.name)
+    return index
+
+
+def test_a_shard_index_gives_the_local_batches(servers):
+    """The index (webdataset's wids JSON, its shards relative to it) read from disk, over HTTP
+    and from S3 splits the shards without reading them, and gives the same batches."""
+    import json
+    index = write_index(servers)
+    desc = json.loads(index.read_text())
+    assert desc["wids_version"] == 1
+    assert [s["url"] for s in desc["shardlist"]] == [f"train-{s:06d}.tar" for s in range(3)]
+    local = epoch(str(servers["www"] / "train-{000000..000002}.tar"))
+    for source in (str(index), "file:" + str(index), servers["http"] + "/train.json",
+                   f"s3://{BUCKET}/train.json"):
+        assert epoch(source) == local, source
+    (servers["www"] / "bad.json").write_text('{"shardlist": []}')
+    with pytest.raises(gpuprep.OptionsError, match="bad.json: no wids_version"):
+        epoch(servers["http"] + "/bad.json")
+    with pytest.raises(gpuprep.ReadError, match="nowhere.json"):
+        epoch(servers["http"] + "/nowhere.json")
+
+
 def test_missing_objects_and_unsafe_pipes_are_refused_by_name(servers, monkeypatch):
     missing = servers["http"] + "/train-000009.tar"
     with pytest.raises(gpuprep.ReadError, match="train-000009.tar.*not found"):
@@ -156,7 +186,8 @@ def test_a_loader_resumed_from_its_state_yields_the_uninterrupted_batches(server
         shutil.copy(photo, folder / ["cat", "dog"][k % 2] / f"{k}.jpg")
     sources = {"files": PHOTOS * 2, "folder": str(folder),
                "shards": str(servers["www"] / "train-{000000..000002}.tar"),
-               "http": servers["http"] + "/train-{000000..000002}.tar"}
+               "http": servers["http"] + "/train-{000000..000002}.tar",
+               "index": servers["http"] + "/" + write_index(servers).name}
     train = gpuprep.Transform().random_resized_crop(16).horizontal_flip(0.5).to_tensor()
 
     def make(source):

@@ -25,6 +25,7 @@ mod sequential;
 mod smoothing;
 
 pub use coefficients::{CoefficientImage, ColorSpace, Component, Smoothing};
+pub(crate) use markers::ZIGZAG_TO_NATURAL;
 
 use crate::error::{Error, Result, Unsupported};
 use bits::{find_marker, BitReader};

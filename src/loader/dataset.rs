@@ -1,8 +1,8 @@
 //! Datasets whose samples are known up front: a list of files, or a folder in torchvision's
 //! `ImageFolder` layout.
 
-use super::fetch::FetchOptions;
 use super::order::Split;
+use super::shard_index::Shard;
 use super::shard_url::ShardUrl;
 use super::webdataset;
 use super::LoaderOptions;
@@ -135,94 +135,57 @@ fn has_image_extension(path: &Path) -> bool {
         .is_some_and(|e| IMAGE_FOLDER_EXTENSIONS.contains(&e.to_ascii_lowercase().as_str()))
 }
 
-/// A WebDataset shard and the samples it holds.
-pub(super) struct Shard {
-    pub(super) url: ShardUrl,
-    pub(super) samples: u64,
-}
-
-/// Remote shards counted at once (each read through once, as the loader is made).
-const COUNTED_AT_ONCE: usize = 8;
-
 /// The shards at `urls`, each with its samples counted from its members' headers (remote ones
-/// [`COUNTED_AT_ONCE`] at a time); an error for a shard that cannot be opened, and where some
-/// rank of `split` would get no shard.
-pub(super) fn index_shards(
+/// several at a time: [`webdataset::count_shards`]), checked as [`checked_shards`] checks them.
+pub(super) fn count_and_check(
     urls: &[ShardUrl],
     split: Split,
     options: &LoaderOptions,
 ) -> Result<Vec<Shard>> {
-    if urls.is_empty() {
+    check_split(urls.len(), split, options)?;
+    let counts = webdataset::count_shards(urls, &options.fetch)?;
+    let shards = urls.iter().zip(counts).map(|(url, samples)| Shard {
+        url: url.clone(),
+        samples,
+    });
+    checked_shards(shards.collect(), split, options)
+}
+
+/// `shards` (counted, or listed with their counts by an index), or an error where there is
+/// none, where a shard holds no sample, or where some rank of `split` would get no shard.
+pub(super) fn checked_shards(
+    shards: Vec<Shard>,
+    split: Split,
+    options: &LoaderOptions,
+) -> Result<Vec<Shard>> {
+    check_split(shards.len(), split, options)?;
+    if let Some(empty) = shards.iter().find(|s| s.samples == 0) {
+        // A rank could draw only empty shards and make fewer batches than the others.
+        return Err(Error::Options(format!(
+            "{}: the shard holds no sample (every shard needs one, so that every rank makes \
+             its batches)",
+            empty.url
+        )));
+    }
+    Ok(shards)
+}
+
+/// An error where there is no shard, or where `shards` cannot be split between the ranks.
+fn check_split(shards: usize, split: Split, options: &LoaderOptions) -> Result<()> {
+    if shards == 0 {
         return Err(Error::Options(
             "a loader over shards needs at least one".into(),
         ));
     }
-    if urls.len() < split.world_size && !options.resampled {
+    if shards < split.world_size && !options.resampled {
         return Err(Error::Options(format!(
-            "{} shard(s) cannot be split between {} ranks: rank {} would get none (shards go to \
-             ranks whole, as webdataset's split_by_node splits them); give at least as many \
-             shards as ranks, or resampled shards",
-            urls.len(),
+            "{shards} shard(s) cannot be split between {} ranks: rank {shards} would get none \
+             (shards go to ranks whole, as webdataset's split_by_node splits them); give at \
+             least as many shards as ranks, or resampled shards",
             split.world_size,
-            urls.len()
         )));
     }
-    let counts = count_all(urls, &options.fetch)?;
-    urls.iter()
-        .zip(counts)
-        .map(|(url, samples)| {
-            if samples == 0 {
-                // A rank could draw only empty shards and make fewer batches than the others.
-                return Err(Error::Options(format!(
-                    "{url}: the shard holds no sample (every shard needs one, so that every \
-                     rank makes its batches)"
-                )));
-            }
-            Ok(Shard {
-                url: url.clone(),
-                samples,
-            })
-        })
-        .collect()
-}
-
-/// Each shard's samples, counted on up to [`COUNTED_AT_ONCE`] threads; the first shard that
-/// cannot be counted stops the counting (no shard is read for nothing after it) and is the
-/// error.
-fn count_all(urls: &[ShardUrl], fetch: &FetchOptions) -> Result<Vec<u64>> {
-    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-    let (next, failed) = (AtomicUsize::new(0), AtomicBool::new(false));
-    let counts: Vec<std::sync::Mutex<Option<Result<u64>>>> =
-        urls.iter().map(|_| std::sync::Mutex::new(None)).collect();
-    let threads = if urls.iter().all(ShardUrl::is_local) {
-        1
-    } else {
-        COUNTED_AT_ONCE.min(urls.len())
-    };
-    std::thread::scope(|scope| {
-        for _ in 0..threads {
-            scope.spawn(|| {
-                while !failed.load(Ordering::Relaxed) {
-                    let i = next.fetch_add(1, Ordering::Relaxed);
-                    let Some(url) = urls.get(i) else { return };
-                    let count = webdataset::count_samples(url, fetch);
-                    failed.fetch_or(count.is_err(), Ordering::Relaxed);
-                    *super::lock(&counts[i]) = Some(count);
-                }
-            });
-        }
-    });
-    let counts: Vec<Option<Result<u64>>> = counts
-        .into_iter()
-        .map(|c| c.into_inner().unwrap_or_else(|e| e.into_inner()))
-        .collect();
-    if let Some(Some(Err(e))) = counts.iter().find(|c| matches!(c, Some(Err(_)))) {
-        return Err(e.clone());
-    }
-    counts
-        .into_iter()
-        .map(|c| c.unwrap_or_else(|| Err(Error::Internal("a shard was not counted".into()))))
-        .collect()
+    Ok(())
 }
 
 /// The files of a list, each checked to be there: a missing one is an error up front, as a

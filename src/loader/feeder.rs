@@ -2,9 +2,9 @@
 //! its [`Dataset`] (files in parallel, within a budget of bytes; shards as streams, through the
 //! shuffle buffer) and cuts them into numbered raw batches, one pass over the dataset an epoch.
 
-use super::dataset::{self, Shard};
-use super::order::{self, Split};
-use super::{fetch, lock, webdataset, LoaderOptions};
+use super::dataset;
+use super::order::Split;
+use super::{lock, LoaderOptions};
 use crate::error::{Error, Result};
 use std::ops::ControlFlow;
 use std::path::PathBuf;
@@ -46,7 +46,7 @@ pub(super) enum Raw {
 }
 
 /// Where a loader's samples come from: how many a pass holds, and how a rank reads an epoch's
-/// in order. A new source of samples (URLs, object stores) is one impl.
+/// in order. A new source of samples is one impl (shards: `shards`).
 pub(super) trait Dataset: Send + Sync {
     /// Samples in one pass over the whole dataset (every rank's together).
     fn samples(&self) -> usize;
@@ -59,14 +59,8 @@ pub(super) trait Dataset: Send + Sync {
     fn read_epoch(&self, feeder: &Feeder, epoch: u64, batcher: &mut Batcher);
 }
 
-/// Shards opened ahead of the one being read (a remote one holds at most 24 MiB ahead).
-const SHARDS_AHEAD: usize = 3;
-
 /// Samples known up front, each a file read on its own: a list of files, an `ImageFolder` tree.
 pub(super) struct Indexed(pub Vec<dataset::Item>);
-
-/// WebDataset shards, each read as a stream, their samples counted up front.
-pub(super) struct Shards(pub Vec<Shard>);
 
 /// Reads epochs' samples in order and sends them as raw batches, each epoch a pass.
 pub(super) struct Feeder {
@@ -145,192 +139,6 @@ impl Dataset for Indexed {
         indices.drain(..skip);
         let ahead = (feeder.read_ahead, READ_AHEAD_BYTES);
         read_files(items, &indices, ahead, |s| batcher.push(s));
-    }
-}
-
-impl Dataset for Shards {
-    fn samples(&self) -> usize {
-        self.0.iter().map(|s| s.samples as usize).sum()
-    }
-
-    /// A rank whose shards hold more than `per_rank` stops there (see
-    /// [`super::Loader::unread_per_epoch`]); with shards shuffled, which rank that is changes
-    /// from epoch to epoch.
-    fn unread(&self, split: Split, per_rank: usize) -> Option<usize> {
-        if split.shuffle {
-            return None;
-        }
-        let rank_samples = |rank: usize| -> usize {
-            let mine = self.0.iter().skip(rank).step_by(split.world_size.max(1));
-            mine.map(|s| s.samples as usize).sum()
-        };
-        let ranks = 0..split.world_size;
-        Some(
-            ranks
-                .map(|r| rank_samples(r).saturating_sub(per_rank))
-                .sum(),
-        )
-    }
-
-    /// The epoch's shard order (shuffled when asked, then every `world_size`-th shard from the
-    /// rank's, as webdataset's `split_by_node`), samples through the shuffle buffer, up to the
-    /// samples every rank reads ([`super::order::Split::per_rank`]): a rank whose shards hold more stops
-    /// there (its last samples are not read this epoch: see [`super::Loader::unread_per_epoch`]), one
-    /// whose shards hold fewer reads them again from the first (`DistributedSampler` pads
-    /// likewise), so that every rank makes the same number of batches.
-    fn read_epoch(&self, feeder: &Feeder, epoch: u64, batcher: &mut Batcher) {
-        let shards = &self.0;
-        let split = feeder.options.split;
-        let samples = shards.iter().map(|s| s.samples as usize).sum();
-        let per_rank = (split.per_rank(samples) + feeder.options.spare()) as u64;
-        let mut order: Vec<usize> = (0..shards.len()).collect();
-        if split.shuffle {
-            order::shuffle(&mut order, &mut split.stream(epoch));
-        }
-        let split_shards: Vec<usize> = order
-            .into_iter()
-            .skip(split.rank)
-            .step_by(split.world_size.max(1))
-            .collect();
-        // Resampled: each round draws as many shards as there are, with replacement, from
-        // the rank's own stream (webdataset's `resampled=True`).
-        let mut resample = split.resample_stream(epoch);
-        let mut round = || -> Vec<usize> {
-            if !feeder.options.resampled {
-                return split_shards.clone();
-            }
-            let n = shards.len() as u64;
-            (0..n).map(|_| resample.below(n) as usize).collect()
-        };
-        let mut buffer = ShuffleBuffer {
-            held: Vec::new(),
-            capacity: if split.shuffle {
-                feeder.options.shuffle_buffer
-            } else {
-                0
-            },
-            stream: split.buffer_stream(epoch),
-        };
-        let mut quota = Quota { left: per_rank };
-        let fetch = &feeder.options.fetch;
-        while quota.left > 0 {
-            let mine = round();
-            let mut read_any = false;
-            // The next shards are opened as one is read: remote ones arrive meanwhile.
-            let mut opened_ahead = std::collections::VecDeque::new();
-            for (i, &shard) in mine.iter().enumerate() {
-                while opened_ahead.len() <= SHARDS_AHEAD {
-                    let Some(&next) = mine.get(i + opened_ahead.len()) else {
-                        break;
-                    };
-                    opened_ahead.push_back(fetch::open(&shards[next].url, fetch));
-                }
-                let opened = opened_ahead
-                    .pop_front()
-                    .unwrap_or_else(|| fetch::open(&shards[shard].url, fetch));
-                let max_member = feeder.options.max_member;
-                let flow =
-                    Self::read_shard(shard, &shards[shard], opened, max_member, &mut |sample| {
-                        read_any = true;
-                        match buffer.push(sample) {
-                            Some(out) => quota.send(batcher, out),
-                            None => ControlFlow::Continue(()),
-                        }
-                    });
-                if flow.is_break() {
-                    return;
-                }
-            }
-            while let Some(sample) = buffer.pop() {
-                if quota.send(batcher, sample).is_break() {
-                    return;
-                }
-            }
-            if !read_any {
-                let e = Error::Options(format!(
-                    "rank {}'s shards hold no sample in epoch {epoch}, and every rank reads \
-                     {per_rank}",
-                    split.rank
-                ));
-                let failed = RawSample {
-                    index: u64::MAX,
-                    label: -1,
-                    name: shards[mine[0]].url.name(),
-                    bytes: Err(e),
-                };
-                let _ = quota.send(batcher, failed);
-                return;
-            }
-        }
-    }
-}
-
-impl Shards {
-    /// The samples of `shard` (number `number`; `opened`: its bytes, or why not) to `take`,
-    /// until it says `Break`; no member larger than `max_member` bytes is read. Where the shard
-    /// cannot be opened or breaks off, each of its samples not read fails with that error (one
-    /// failure where it held more than counted), so that the epoch's batches are made of the
-    /// same samples as ever.
-    fn read_shard(
-        number: usize,
-        shard: &Shard,
-        opened: Result<Box<dyn std::io::Read + Send>>,
-        max_member: u64,
-        take: &mut dyn FnMut(RawSample) -> ControlFlow<()>,
-    ) -> ControlFlow<()> {
-        let name = shard.url.name();
-        let index = |position: u64| (number as u64) << 32 | position;
-        let mut given = 0;
-        let mut broken = None;
-        let mut flow = ControlFlow::Continue(());
-        match opened {
-            Ok(reader) => webdataset::for_each_sample(reader, &name, max_member, |sample| {
-                let sample = match sample {
-                    Ok(s) => RawSample {
-                        index: index(s.position),
-                        label: s.label,
-                        name: name.join(&s.key),
-                        bytes: s.image,
-                    },
-                    Err(e) => {
-                        broken = Some(e);
-                        return ControlFlow::Break(());
-                    }
-                };
-                given += 1;
-                flow = take(sample);
-                flow
-            }),
-            Err(e) => broken = Some(e),
-        }
-        let Some(e) = broken else { return flow };
-        for position in given..shard.samples.max(given + 1) {
-            let failed = RawSample {
-                index: index(position),
-                label: -1,
-                name: name.clone(),
-                bytes: Err(e.clone()),
-            };
-            take(failed)?;
-        }
-        ControlFlow::Continue(())
-    }
-}
-
-/// The samples a rank still sends in a pass.
-pub(super) struct Quota {
-    pub(super) left: u64,
-}
-
-impl Quota {
-    /// `sample` to `batcher`, unless the rank sent all it reads (`Break`, as when the consumer
-    /// is gone).
-    pub(super) fn send(&mut self, batcher: &mut Batcher, sample: RawSample) -> ControlFlow<()> {
-        if self.left == 0 {
-            return ControlFlow::Break(());
-        }
-        self.left -= 1;
-        batcher.push(sample)
     }
 }
 

@@ -7,8 +7,10 @@
 //! (connection errors, 5xx and 429 answers, a body that breaks off: resumed by a range request
 //! that must find the same object, by its ETag) with exponential backoff, a bounded number of
 //! times, every wait under a timeout; S3 and GCS credentials come from their standard chains
-//! (environment, web identity, instance metadata; `AWS_ENDPOINT_URL` for S3-compatible stores).
+//! (environment, web identity, an AWS profile's static keys (`aws_profile`), container and
+//! instance metadata; `AWS_ENDPOINT_URL` for S3-compatible stores).
 
+use super::aws_profile::{self, Profile};
 use super::shard_url::ShardUrl;
 use crate::error::{Error, Result};
 use bytes::Bytes;
@@ -455,12 +457,19 @@ fn store_of(
     let environment: Vec<(String, String)> = std::env::vars()
         .filter(|(name, _)| name.starts_with("AWS_") || name.starts_with("GOOGLE_"))
         .collect();
-    let id = format!("{place} {fetch:?} {environment:?}");
+    // ... and, for S3, the AWS profile's settings.
+    let profile = match shard {
+        ShardUrl::S3 { .. } => {
+            aws_profile::read().map_err(|why| Error::Options(format!("{shard}: {why}")))?
+        }
+        _ => Profile::default(),
+    };
+    let id = format!("{place} {fetch:?} {environment:?} {profile:?}");
     if let Some(store) = super::lock(stores).get(&id) {
         return Ok((Arc::clone(store), path));
     }
-    let store =
-        build_store(shard, &place, fetch).map_err(|e| Error::Options(format!("{shard}: {e}")))?;
+    let store = build_store(shard, &place, fetch, profile)
+        .map_err(|e| Error::Options(format!("{shard}: {e}")))?;
     super::lock(stores).insert(id, Arc::clone(&store));
     Ok((store, path))
 }
@@ -469,6 +478,7 @@ fn build_store(
     shard: &ShardUrl,
     place: &str,
     fetch: &FetchOptions,
+    profile: Profile,
 ) -> object_store::Result<Arc<dyn ObjectStore>> {
     use object_store::aws::{AmazonS3Builder, AmazonS3ConfigKey};
     use object_store::gcp::{GoogleCloudStorageBuilder, GoogleConfigKey};
@@ -495,11 +505,26 @@ fn build_store(
             for (key, value) in timeouts {
                 builder = builder.with_config(AmazonS3ConfigKey::Client(key), value);
             }
+            if let Some((id, secret, token)) = profile.keys {
+                builder = builder
+                    .with_access_key_id(id)
+                    .with_secret_access_key(secret);
+                if let Some(token) = token {
+                    builder = builder.with_token(token);
+                }
+            }
+            if let Some(region) = profile.region {
+                builder = builder.with_region(region);
+            }
+            if let Some(endpoint) = &profile.endpoint {
+                builder = builder.with_endpoint(endpoint);
+            }
             // An endpoint the user gave as http:// (an S3-compatible store on a private
             // network) is plain HTTP by choice; AWS itself is https.
             let endpoint = ["AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL", "AWS_ENDPOINT"]
                 .iter()
-                .find_map(|name| std::env::var(name).ok());
+                .find_map(|name| std::env::var(name).ok())
+                .or(profile.endpoint);
             if endpoint.is_some_and(|e| e.starts_with("http://")) {
                 builder = builder.with_allow_http(true);
             }

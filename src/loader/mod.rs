@@ -16,15 +16,17 @@
 //! Where things are: this file holds the options, the public types and the loader, which starts
 //! the workers; `dataset` what a loader reads (files, `ImageFolder`, shards counted up front),
 //! `shard_url` where shards are (paths, URLs, object stores, commands, and webdataset's
-//! patterns of them), `fetch` how a shard's bytes are opened as a stream wherever it is, and
+//! patterns of them), `shard_index` the index that lists them with their counts, `fetch` how a shard's bytes are opened as a stream wherever it is, and
 //! `webdataset` how shards are read; `order` each epoch's order and split between ranks;
-//! `feeder` the sources behind its `Dataset` trait, reading samples ahead into raw batches;
+//! `feeder` the sources behind its `Dataset` trait (files there, shards in `shards`), reading
+//! samples ahead into raw batches;
 //! `assemble` making steps' batches (whole on the CPU, as `Partial`s on the GPU) and `stream`
 //! the GPU stream that lands them; `epoch` handing them over in order (`refill` topping them
 //! up); `stats` what an epoch cost; `arrays` and `device_arrays` the memory batches land in.
 
 mod arrays;
 mod assemble;
+mod aws_profile;
 pub mod dataset;
 #[cfg(target_os = "linux")]
 mod device_arrays;
@@ -36,7 +38,9 @@ mod feeder;
 pub mod fetch;
 pub mod order;
 mod refill;
+pub mod shard_index;
 pub mod shard_url;
+mod shards;
 mod stats;
 mod stream;
 pub mod webdataset;
@@ -46,15 +50,17 @@ use crate::gpu::Batching;
 use crate::plan::Params;
 use crate::{Backend, Limits, Transform};
 pub use arrays::{BatchArray, HostMemory};
-use dataset::{index_shards, listed_files};
+use dataset::{checked_shards, count_and_check, listed_files};
 pub use device_arrays::DeviceArray;
 use epoch::{caught, Done, Running};
 pub use epoch::{Epoch, Waited};
 pub use feeder::MAX_PREFETCH;
-use feeder::{Dataset, Feeder, Indexed, Raw, RawBatch, Shards};
+use feeder::{Dataset, Feeder, Indexed, Raw, RawBatch};
 pub use fetch::FetchOptions;
 use order::Split;
+pub use shard_index::Shard;
 pub use shard_url::ShardUrl;
+use shards::Shards;
 pub use stats::{EpochStats, StreamWaited, WaitedFor};
 use stats::{StreamCounts, StreamWaits};
 use std::collections::BTreeMap;
@@ -76,6 +82,11 @@ pub enum Source {
     /// `.json` (a number, or its `"label"` or `"cls"` field): −1 without one; a label member
     /// that holds none fails its sample.
     Shards(Vec<ShardUrl>),
+    /// WebDataset shards as a shard index lists them (webdataset's `wids` JSON, as `gpuprep
+    /// index` writes it): the shards and the samples each holds are read from the index, so
+    /// no shard is read before the epoch reads it. A shard that holds other than its count
+    /// fails under the error policy when it is read.
+    ShardIndex(ShardUrl),
 }
 
 impl Source {
@@ -358,7 +369,7 @@ impl Loader {
         let ahead = (options.prefetch + 2) as u64;
         let what = || format!("{ahead} batches of {batch_bytes} bytes (prefetch + 2)");
         crate::error::check_held(what, batch_bytes.saturating_mul(ahead))?;
-        if options.resampled && !matches!(source, Source::Shards(_)) {
+        if options.resampled && !matches!(source, Source::Shards(_) | Source::ShardIndex(_)) {
             return Err(Error::Options(
                 "resampled draws shards, and this source is not shards (a list of files or a \
                  folder is split sample by sample, each epoch a permutation)"
@@ -372,7 +383,12 @@ impl Loader {
                 (Arc::new(Indexed(items)), classes)
             }
             Source::Shards(urls) => {
-                let shards = index_shards(&urls, split, &options)?;
+                let shards = count_and_check(&urls, split, &options)?;
+                (Arc::new(Shards(shards)), Vec::new())
+            }
+            Source::ShardIndex(index) => {
+                let listed = shard_index::read(&index, &options.fetch)?;
+                let shards = checked_shards(listed, split, &options)?;
                 (Arc::new(Shards(shards)), Vec::new())
             }
         };
@@ -500,8 +516,9 @@ impl Loader {
 
     /// Epoch `epoch`'s batches from step `first_step` on: bit for bit the batches an epoch
     /// iterated from its start gives from there (a run resumed after `first_step` batches).
-    /// The samples of the steps before are read again, to replay the order (shards and their
-    /// shuffle buffer), but not decoded; a list of files or a folder skips them unread. An
+    /// The samples of the steps before are not decoded: a list of files or a folder skips them
+    /// unread; of shards, those whose samples all came before are not read either (the order
+    /// and the shuffle buffer replayed from the counts), and the rest are read up to there. An
     /// error past the epoch's end, and where batches are topped up ([`LoaderOptions::refill`]),
     /// whose batches mid-epoch depend on which samples failed before.
     pub fn epoch_from(&self, epoch: u64, first_step: usize) -> Result<Epoch> {

@@ -101,6 +101,48 @@ pub fn count_samples(shard: &ShardUrl, fetch: &FetchOptions) -> Result<u64> {
     counted.map_err(in_shard)
 }
 
+/// Remote shards counted at once (each read through once, as the loader is made).
+const COUNTED_AT_ONCE: usize = 8;
+
+/// Each shard's samples, counted from its members' headers (a local shard's data skipped, a
+/// remote one read through) on up to 8 threads, remote ones; the first shard that cannot be
+/// counted stops the counting (no shard is read for nothing after it) and is the error.
+pub fn count_shards(urls: &[ShardUrl], fetch: &FetchOptions) -> Result<Vec<u64>> {
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+    let (next, failed) = (AtomicUsize::new(0), AtomicBool::new(false));
+    let counts: Vec<std::sync::Mutex<Option<Result<u64>>>> =
+        urls.iter().map(|_| std::sync::Mutex::new(None)).collect();
+    let threads = if urls.iter().all(ShardUrl::is_local) {
+        1
+    } else {
+        COUNTED_AT_ONCE.min(urls.len())
+    };
+    std::thread::scope(|scope| {
+        for _ in 0..threads {
+            scope.spawn(|| {
+                while !failed.load(Ordering::Relaxed) {
+                    let i = next.fetch_add(1, Ordering::Relaxed);
+                    let Some(url) = urls.get(i) else { return };
+                    let count = count_samples(url, fetch);
+                    failed.fetch_or(count.is_err(), Ordering::Relaxed);
+                    *super::lock(&counts[i]) = Some(count);
+                }
+            });
+        }
+    });
+    let counts: Vec<Option<Result<u64>>> = counts
+        .into_iter()
+        .map(|c| c.into_inner().unwrap_or_else(|e| e.into_inner()))
+        .collect();
+    if let Some(Some(Err(e))) = counts.iter().find(|c| matches!(c, Some(Err(_)))) {
+        return Err(e.clone());
+    }
+    counts
+        .into_iter()
+        .map(|c| c.unwrap_or_else(|| Err(Error::Internal("a shard was not counted".into()))))
+        .collect()
+}
+
 /// The key groups of `members` (see [`count_samples`]).
 fn count_groups<R: Read>(members: tar::Entries<'_, R>) -> std::io::Result<u64> {
     let (mut samples, mut key) = (0, None::<String>);

@@ -23,7 +23,8 @@ struct EpochRun {
 }
 
 /// The loader's source: WebDataset shards where every input names shards (a `.tar`, a URL,
-/// `pipe:`, patterns as webdataset writes them), else the image files found.
+/// `pipe:`, patterns as webdataset writes them), their index (one `.json`: `gpuprep index`), else
+/// the image files found.
 pub fn source(
     inputs: &[std::path::PathBuf],
     recursive: bool,
@@ -33,6 +34,11 @@ pub fn source(
         .iter()
         .map(|p| p.to_string_lossy().into_owned())
         .collect();
+    if let [index] = names.as_slice() {
+        if index.to_ascii_lowercase().ends_with(".json") {
+            return Ok(Source::ShardIndex(ShardUrl::parse(index)?));
+        }
+    }
     let shards = |name: &String| -> bool {
         ShardUrl::expand(name).is_ok_and(|urls| {
             urls.iter().all(|u| match u {
@@ -77,6 +83,8 @@ pub fn run(args: &BenchArgs, backend: Backend, source: Source) -> ExitCode {
         Backend::Gpu(gpu) if args.keep_on_gpu => Some(gpu.gpu.device.clone()),
         _ => None,
     };
+    // Made: the shards counted (each read through) or their index read.
+    let making = std::time::Instant::now();
     let loader = match Loader::new(source, &transform, backend, &limits, options) {
         Ok(loader) => loader,
         Err(e) => {
@@ -84,6 +92,7 @@ pub fn run(args: &BenchArgs, backend: Backend, source: Source) -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    let made_ms = making.elapsed().as_secs_f64() * 1e3;
     let epochs: Vec<EpochRun> = (0..args.repeat.max(1) as u64)
         .map(|epoch| timed_epoch(&loader, transform.epoch + epoch, device.as_ref()))
         .collect();
@@ -115,7 +124,7 @@ pub fn run(args: &BenchArgs, backend: Backend, source: Source) -> ExitCode {
         "failed": best.failed, "batch": args.batch, "prefetch": args.prefetch,
         "threads": rayon::current_num_threads(), "tensors": loader.handed_over().to_string(),
         "img_s": rates[rates.len() - 1], "img_s_median": rates[rates.len() / 2],
-        "img_s_steady": steady,
+        "img_s_steady": steady, "made_ms": made_ms,
         "epochs": epochs.len(), "steps": best.prepared.len(),
         "prepare_p50_ms": prepared.get(prepared.len() / 2).copied().unwrap_or(0.0),
         "consumer_waited_ms": ms(best.waited), "wall_ms": best.seconds() * 1e3,

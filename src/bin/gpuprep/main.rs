@@ -10,10 +10,12 @@ mod parity;
 mod picture;
 mod pillow;
 mod progress;
+mod shard;
 mod values;
 
 use clap::{Parser, Subcommand, ValueEnum};
 use gpuprep::convert::{self, Destination, Job};
+use gpuprep::loader::{shard_index, ShardUrl};
 use gpuprep::{Backend, Error};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -44,6 +46,29 @@ enum Command {
     /// List the GPU adapters wgpu finds, with the limits gpuprep uses and whether a device
     /// opens on each, then what --backend auto would use.
     Info(InfoArgs),
+    /// Count the samples of WebDataset shards and write their index (webdataset's wids JSON:
+    /// each shard's address and sample count). A loader given the index splits the shards from
+    /// it instead of reading every shard through as it starts.
+    Index(IndexArgs),
+    /// Resize a dataset's images (torchvision's Resize(N), Pillow's arithmetic) and write them
+    /// as JPEGs byte for byte as Pillow's save() would, into WebDataset tar shards: KEY.jpg,
+    /// KEY.cls (an ImageFolder's class) and KEY.json (source, original size, settings), KEY the
+    /// sample's number. Shards are written whole under temporary names; run again, the job
+    /// keeps the complete shards and writes the rest. Prints the inputs that failed and a
+    /// summary as JSON lines; exit code 1 when any input failed.
+    Shard(shard::ShardArgs),
+}
+
+#[derive(clap::Args)]
+struct IndexArgs {
+    /// Shards as a loader takes them: paths, file:, http(s)://, s3://, gs:// or pipe:
+    /// addresses, brace patterns (train-{000000..000127}.tar) and `::` lists.
+    #[arg(required = true)]
+    shards: Vec<String>,
+    /// The index file, written whole or not at all; shards in its folder or below it are
+    /// listed relative to it, so the folder can be moved or served with it.
+    #[arg(long, short)]
+    out: PathBuf,
 }
 
 #[derive(clap::Args)]
@@ -130,7 +155,8 @@ struct BenchArgs {
     keep_on_gpu: bool,
     /// Time the training loader instead: each pass an epoch of the inputs read from their
     /// files, or of WebDataset shards where every input names shards (.tar files, http(s)://,
-    /// s3://, gs:// or pipe: sources, brace patterns and :: lists as webdataset writes them),
+    /// s3://, gs:// or pipe: sources, brace patterns and :: lists as webdataset writes them, or
+    /// their index: one .json that `gpuprep index` wrote),
     /// shuffled (--seed, the pass its epoch), in batches of --batch stacked and read back into
     /// CPU memory, as a training loop gets them (with --keep-on-gpu: stacked in buffers of the
     /// GPU, as a consumer on the same device gets them). Needs one output size.
@@ -164,6 +190,8 @@ fn main() -> ExitCode {
         Command::Bench(args) => bench::run(args),
         Command::Parity(args) => parity::run(args),
         Command::Info(args) => info(args),
+        Command::Index(args) => index(args),
+        Command::Shard(args) => shard::run(args),
     }
 }
 
@@ -372,6 +400,28 @@ fn summarise(
         ExitCode::SUCCESS
     } else {
         ExitCode::from(1)
+    }
+}
+
+/// `gpuprep index`: the shards' samples counted and their index written; a JSON line saying
+/// how many.
+fn index(args: IndexArgs) -> ExitCode {
+    let urls: gpuprep::Result<Vec<Vec<ShardUrl>>> =
+        args.shards.iter().map(|s| ShardUrl::expand(s)).collect();
+    let fetch = gpuprep::loader::FetchOptions::default();
+    match urls.and_then(|urls| shard_index::save(&args.out, &urls.concat(), &fetch)) {
+        Ok(shards) => {
+            let line = serde_json::json!({
+                "what": "index", "out": args.out, "shards": shards.len(),
+                "samples": shards.iter().map(|s| s.samples).sum::<u64>(),
+            });
+            out!("{line}");
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            err!("error: {e}");
+            ExitCode::from(2)
+        }
     }
 }
 

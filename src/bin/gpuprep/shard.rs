@@ -1,0 +1,186 @@
+//! `gpuprep shard`: a dataset resized and re-encoded as Pillow would, into WebDataset shards.
+
+use super::{backend, set_threads, stop_on_signals, BackendArg};
+use gpuprep::convert::{self, Job};
+use gpuprep::encode::{JpegOptions, Subsampling};
+use gpuprep::shard::{self, ShardInput, ShardOptions, ShardPattern};
+use gpuprep::{Filter, Limits, Resize, Transform};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+#[derive(clap::Args)]
+pub struct ShardArgs {
+    /// Image files or folders. One folder holding class folders is read as torchvision's
+    /// ImageFolder (each sample's class in KEY.cls); otherwise the images found, unlabelled.
+    #[arg(required = true)]
+    inputs: Vec<PathBuf>,
+    /// The shards' paths: one %d or %0Nd, the shard's number (e.g. shards/train-%06d.tar).
+    #[arg(long)]
+    out: String,
+    /// torchvision's Resize(N): the shorter side becomes N.
+    #[arg(long)]
+    resize: usize,
+    /// Pillow's resampling filter.
+    #[arg(long, value_enum, default_value_t = FilterName::Bilinear)]
+    filter: FilterName,
+    /// Decode with Pillow's draft() towards the resize target first (for inputs many times
+    /// its size: faster, and what Pillow's draft gives, not what a full decode would).
+    #[arg(long)]
+    draft: bool,
+    /// JPEG quality, 1 to 100 (Pillow's default 75).
+    #[arg(long, default_value_t = 75, value_parser = clap::value_parser!(u8).range(1..=100))]
+    quality: u8,
+    /// Chroma subsampling, as Pillow's subsampling=; default Pillow's (4:2:0).
+    #[arg(long, value_parser = ["4:4:4", "4:2:2", "4:2:0"])]
+    subsampling: Option<String>,
+    /// Huffman tables made for each image (Pillow's optimize=True).
+    #[arg(long)]
+    optimize: bool,
+    /// A shard is closed once it holds this many samples (webdataset ShardWriter's maxcount).
+    #[arg(long, default_value_t = 100_000)]
+    shard_samples: usize,
+    /// ... or this many bytes (ShardWriter's maxsize).
+    #[arg(long, default_value_t = 3_000_000_000)]
+    shard_size: u64,
+    /// Also take the images in every folder below the folders given (unlabelled).
+    #[arg(long, short)]
+    recursive: bool,
+    /// Where the pixel stages run.
+    #[arg(long, value_enum, default_value_t = BackendArg::Auto)]
+    backend: BackendArg,
+    /// The GPU adapter: its number or a part of its name, or cuda:N.
+    #[arg(long)]
+    adapter: Option<String>,
+    /// Threads that read and encode (default: the process's share of the cores).
+    #[arg(long)]
+    threads: Option<usize>,
+    /// No notes, no progress line.
+    #[arg(long, short)]
+    quiet: bool,
+}
+
+#[derive(Clone, Copy, Debug, clap::ValueEnum)]
+enum FilterName {
+    Nearest,
+    Bilinear,
+    Bicubic,
+    Lanczos,
+    Box,
+    Hamming,
+}
+
+pub fn run(args: ShardArgs) -> ExitCode {
+    if let Err(code) = set_threads(args.threads) {
+        return code;
+    }
+    match shard_job(&args) {
+        Ok(code) => code,
+        // The complete shards stay, and a run again writes the rest; 130 as for SIGINT.
+        Err(gpuprep::Error::Interrupted) => {
+            err!("interrupted: the complete shards are kept; run again to write the rest");
+            ExitCode::from(130)
+        }
+        Err(e) => {
+            err!("error: {e}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn shard_job(args: &ShardArgs) -> gpuprep::Result<ExitCode> {
+    let options = ShardOptions {
+        pattern: ShardPattern::parse(&args.out)?,
+        jpeg: JpegOptions {
+            quality: args.quality,
+            subsampling: args.subsampling.as_deref().map(|s| match s {
+                "4:4:4" => Subsampling::Full,
+                "4:2:2" => Subsampling::Half,
+                _ => Subsampling::Quarter,
+            }),
+            optimize: args.optimize,
+        },
+        max_samples: args.shard_samples,
+        max_bytes: args.shard_size,
+    };
+    let inputs = inputs(args)?;
+    let backend = backend(args.backend, args.adapter.as_deref(), args.quiet)?;
+    let line = super::progress::Line::on_terminal(args.quiet);
+    let report = |done: usize, total: usize| {
+        if let Some(line) = &line {
+            line.report(done, total);
+        }
+    };
+    let job = Job {
+        transform: Transform {
+            resize: Some(Resize::ShorterSide(args.resize)),
+            filter: filter(args.filter),
+            draft: args.draft,
+            ..Transform::default()
+        },
+        limits: Limits::default(),
+        backend: &backend,
+        progress: line
+            .as_ref()
+            .map(|_| &report as &(dyn Fn(usize, usize) + Sync)),
+        stop: Some(stop_on_signals()),
+    };
+    let done = shard::write_shards(&inputs, &options, &job);
+    if let Some(line) = &line {
+        line.finish();
+    }
+    let done = done?;
+    for (sample, source, error) in &done.failed {
+        let source = source.to_string_lossy();
+        let line = serde_json::json!({"what": "failed", "sample": sample, "source": source, "error": error});
+        out!("{line}");
+    }
+    let written: Vec<_> = done.written.iter().map(|p| p.to_string_lossy()).collect();
+    let line = serde_json::json!({
+        "what": "shards", "written": written, "kept": done.kept, "samples": done.samples,
+        "failed": done.failed.len(), "backend": backend.describe(),
+    });
+    out!("{line}");
+    Ok(if done.failed.is_empty() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
+}
+
+/// The samples: an ImageFolder tree's (labelled), or the images found.
+fn inputs(args: &ShardArgs) -> gpuprep::Result<Vec<ShardInput>> {
+    if let [root] = args.inputs.as_slice() {
+        let has_classes = std::fs::read_dir(root)
+            .map(|entries| entries.flatten().any(|e| e.path().is_dir()))
+            .unwrap_or(false);
+        if has_classes && !args.recursive {
+            let (items, _classes) = gpuprep::loader::dataset::image_folder(root)?;
+            return Ok(items
+                .into_iter()
+                .map(|item| ShardInput {
+                    path: item.path,
+                    label: item.label,
+                })
+                .collect());
+        }
+    }
+    let found = super::find_inputs(&args.inputs, args.recursive, args.quiet)?;
+    Ok(found
+        .into_iter()
+        .map(|input: convert::Input| ShardInput {
+            path: input.path,
+            label: -1,
+        })
+        .collect())
+}
+
+fn filter(name: FilterName) -> Filter {
+    match name {
+        FilterName::Nearest => Filter::Nearest,
+        FilterName::Bilinear => Filter::Bilinear,
+        FilterName::Bicubic => Filter::Bicubic,
+        FilterName::Lanczos => Filter::Lanczos,
+        FilterName::Box => Filter::Box,
+        FilterName::Hamming => Filter::Hamming,
+    }
+}

@@ -1,0 +1,149 @@
+//! Huffman coding of quantised blocks as `jchuff.c` writes a sequential scan: each block's DC
+//! as the difference from its component's last, then its AC coefficients in zigzag order as
+//! runs of zeros and values (ZRL for sixteen zeros, EOB for the rest), into bytes where every
+//! 0xFF is followed by a stuffed 0x00, the last byte padded with one bits.
+
+use super::tables::Codes;
+use crate::jpeg::ZIGZAG_TO_NATURAL;
+
+/// Bits gathered into bytes, most significant first.
+#[derive(Default)]
+pub struct BitWriter {
+    pub bytes: Vec<u8>,
+    /// Bits not yet written, the last `filled` of them (fewer than 8 between calls).
+    buffer: u64,
+    filled: u32,
+}
+
+impl BitWriter {
+    /// The low `length` bits of `bits` (at most 32).
+    pub fn put(&mut self, bits: u32, length: u8) {
+        let length = u32::from(length);
+        if length == 0 {
+            return;
+        }
+        let mask = u64::MAX >> (64 - length);
+        self.buffer = (self.buffer << length) | (u64::from(bits) & mask);
+        self.filled += length;
+        while self.filled >= 8 {
+            self.filled -= 8;
+            let byte = (self.buffer >> self.filled) as u8;
+            self.bytes.push(byte);
+            if byte == 0xFF {
+                self.bytes.push(0);
+            }
+        }
+    }
+
+    /// The last byte filled with one bits (`flush_bits`).
+    pub fn finish(mut self) -> Vec<u8> {
+        if self.filled > 0 {
+            self.put(0x7F, (8 - self.filled) as u8);
+        }
+        self.bytes
+    }
+}
+
+/// A value's category (its bit length) and the bits written for it: the value itself, or for
+/// a negative one its one's complement, in that many bits.
+fn category(value: i32) -> (u8, u32) {
+    let magnitude = value.unsigned_abs();
+    let length = (32 - magnitude.leading_zeros()) as u8;
+    let bits = if value < 0 { value - 1 } else { value } as u32;
+    (length, bits & ((1u32 << length) - 1))
+}
+
+/// Writes one block (natural order) with `dc` and `ac` codes (symbol → code, length), its DC
+/// taken as the difference from `last_dc`, which becomes this block's.
+pub fn encode_block(
+    out: &mut BitWriter,
+    block: &[i16; 64],
+    last_dc: &mut i32,
+    dc: &Codes,
+    ac: &Codes,
+) {
+    let value = i32::from(block[0]);
+    let (length, bits) = category(value - *last_dc);
+    *last_dc = value;
+    let (code, code_length) = dc[usize::from(length)];
+    out.put(u32::from(code), code_length);
+    out.put(bits, length);
+    let (zigzag, last) = zigzag(block);
+    let mut run = 0;
+    for &coefficient in &zigzag[1..=last] {
+        if coefficient == 0 {
+            run += 1;
+            continue;
+        }
+        while run > 15 {
+            let (code, code_length) = ac[0xF0];
+            out.put(u32::from(code), code_length);
+            run -= 16;
+        }
+        let (length, bits) = category(coefficient);
+        let (code, code_length) = ac[(run << 4) | usize::from(length)];
+        out.put(u32::from(code), code_length);
+        out.put(bits, length);
+        run = 0;
+    }
+    if last < 63 {
+        let (code, code_length) = ac[0x00];
+        out.put(u32::from(code), code_length);
+    }
+}
+
+/// A block's coefficients in zigzag order, and the place of the last AC one that is not zero
+/// (0 where none is): past it, one EOB codes the rest.
+fn zigzag(block: &[i16; 64]) -> ([i32; 64], usize) {
+    let zigzag: [i32; 64] = std::array::from_fn(|k| i32::from(block[ZIGZAG_TO_NATURAL[k]]));
+    let last = (1..64).rev().find(|&k| zigzag[k] != 0).unwrap_or(0);
+    (zigzag, last)
+}
+
+/// Counts the symbols [`encode_block`] would write for `block` into `dc` and `ac` (for
+/// optimal tables), its DC taken as the difference from `last_dc`, which becomes this block's.
+pub fn count_block(block: &[i16; 64], last_dc: &mut i32, dc: &mut [u64; 256], ac: &mut [u64; 256]) {
+    let value = i32::from(block[0]);
+    dc[usize::from(category(value - *last_dc).0)] += 1;
+    *last_dc = value;
+    let (zigzag, last) = zigzag(block);
+    let mut run = 0;
+    for &coefficient in &zigzag[1..=last] {
+        if coefficient == 0 {
+            run += 1;
+            continue;
+        }
+        while run > 15 {
+            ac[0xF0] += 1;
+            run -= 16;
+        }
+        ac[(run << 4) | usize::from(category(coefficient).0)] += 1;
+        run = 0;
+    }
+    if last < 63 {
+        ac[0x00] += 1;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn values_are_written_in_their_category() {
+        assert_eq!(category(0), (0, 0));
+        assert_eq!(category(1), (1, 1));
+        assert_eq!(category(-1), (1, 0));
+        assert_eq!(category(-3), (2, 0b00));
+        assert_eq!(category(5), (3, 0b101));
+        assert_eq!(category(-5), (3, 0b010));
+    }
+
+    #[test]
+    fn ff_is_stuffed_and_the_end_padded_with_ones() {
+        let mut out = BitWriter::default();
+        out.put(0xFF, 8);
+        out.put(0b0, 1);
+        assert_eq!(out.finish(), [0xFF, 0x00, 0x7F]);
+    }
+}

@@ -1,0 +1,359 @@
+//! JPEG encoding, byte for byte as Pillow's `Image.save(f, "JPEG", quality=Q, subsampling=S)`
+//! writes a baseline file through libjpeg-turbo, on the CPU: colour conversion, downsampling,
+//! forward DCT and quantisation in `forward`, Huffman coding in `entropy`, the tables in
+//! `tables`.
+//!
+//! What libjpeg-turbo writes for Pillow's defaults: SOI; a JFIF APP0 (version 1.01, no units,
+//! density 1×1); one DQT a table (luminance, then chrominance); SOF0; one DHT a table (DC and AC
+//! of luminance, then of chrominance); SOS; the scan; EOI. A component's blocks past the image
+//! hold its edge samples repeated (columns before downsampling, rows after, as libjpeg-turbo
+//! pads); an MCU's blocks past its component's blocks are "dummy" blocks holding only the DC of
+//! the block before them.
+
+mod entropy;
+mod forward;
+mod tables;
+
+use crate::error::{Error, Result};
+use entropy::BitWriter;
+use forward::Plane;
+
+/// How chroma is subsampled, as Pillow's `subsampling` names it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Subsampling {
+    /// 4:4:4 (`subsampling=0`): chroma at full resolution.
+    Full,
+    /// 4:2:2 (`subsampling=1`): chroma halved across.
+    Half,
+    /// 4:2:0 (`subsampling=2`, Pillow's default): chroma halved across and down.
+    Quarter,
+}
+
+impl Subsampling {
+    /// Luma's sampling factors (across, down); chroma's are 1 × 1.
+    fn luma_factors(self) -> (usize, usize) {
+        match self {
+            Self::Full => (1, 1),
+            Self::Half => (2, 1),
+            Self::Quarter => (2, 2),
+        }
+    }
+}
+
+/// What the encoder writes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct JpegOptions {
+    /// 1 (smallest) to 100, as Pillow's `quality`.
+    pub quality: u8,
+    /// Chroma subsampling, as Pillow's `subsampling` sets the first component's sampling
+    /// factors (a grey image's one component too); `None`, as Pillow without it: libjpeg's
+    /// defaults, 4:2:0 for colour and 1×1 for grey.
+    pub subsampling: Option<Subsampling>,
+    /// Huffman tables made for the image (Pillow's `optimize=True`), not Annex K's.
+    pub optimize: bool,
+}
+
+impl Default for JpegOptions {
+    /// Pillow's defaults: quality 75, libjpeg's sampling.
+    fn default() -> Self {
+        Self {
+            quality: 75,
+            subsampling: None,
+            optimize: false,
+        }
+    }
+}
+
+/// Pixels to encode, rows top to bottom.
+#[derive(Clone, Copy, Debug)]
+pub struct Pixels<'a> {
+    /// Width in pixels.
+    pub width: usize,
+    /// Height in pixels.
+    pub height: usize,
+    /// 3: RGB, interleaved (H×W×3); 1: grey (H×W, Pillow's mode "L").
+    pub channels: usize,
+    /// `height * width * channels` bytes.
+    pub data: &'a [u8],
+}
+
+/// libjpeg's largest side.
+const MAX_SIDE: usize = 65_500;
+
+/// One component of the frame: its id, sampling factors, tables and samples.
+struct Component {
+    id: u8,
+    h: usize,
+    v: usize,
+    table: usize,
+    plane: Plane,
+}
+
+/// The JPEG file of `pixels`, byte for byte Pillow's (with libjpeg-turbo) for these options.
+pub fn encode(pixels: Pixels, options: &JpegOptions) -> Result<Vec<u8>> {
+    encode_commented(pixels, options, None)
+}
+
+/// [`encode`] with a comment (a COM segment after the JFIF one), as Pillow writes its
+/// `comment=` or the comment of the image it opened (`im.info["comment"]`, which `save`
+/// carries over): at most 65,533 bytes.
+pub fn encode_commented(
+    pixels: Pixels,
+    options: &JpegOptions,
+    comment: Option<&[u8]>,
+) -> Result<Vec<u8>> {
+    if !(1..=100).contains(&options.quality) {
+        return Err(Error::Options(format!(
+            "quality is 1 to 100, got {}",
+            options.quality
+        )));
+    }
+    let components = components(pixels, options.subsampling)?;
+    let (width, height) = (pixels.width, pixels.height);
+    let tables: Vec<[u16; 64]> = (0..components.len().min(2))
+        .map(|t| tables::quantisation(t, options.quality))
+        .collect();
+    let mut out = Vec::new();
+    out.extend_from_slice(&[0xFF, 0xD8]);
+    segment(
+        &mut out,
+        0xE0,
+        b"JFIF\0\x01\x01\x00\x00\x01\x00\x01\x00\x00",
+    );
+    if let Some(comment) = comment.filter(|c| !c.is_empty()) {
+        if comment.len() > 65_533 {
+            return Err(Error::Options(format!(
+                "a JPEG comment is at most 65533 bytes, got {}",
+                comment.len()
+            )));
+        }
+        segment(&mut out, 0xFE, comment);
+    }
+    for (t, table) in tables.iter().enumerate() {
+        let mut body = vec![t as u8];
+        body.extend(table.iter().map(|&q| q as u8));
+        segment(&mut out, 0xDB, &body);
+    }
+    let mut frame = vec![8];
+    frame.extend_from_slice(&(height as u16).to_be_bytes());
+    frame.extend_from_slice(&(width as u16).to_be_bytes());
+    frame.push(components.len() as u8);
+    for c in &components {
+        frame.extend_from_slice(&[c.id, (c.h << 4 | c.v) as u8, c.table as u8]);
+    }
+    segment(&mut out, 0xC0, &frame);
+    let blocks = scan_blocks(&components, &tables, width, height);
+    let huffman = huffman_tables(&components, &blocks, tables.len(), options.optimize);
+    for (t, (dc, ac)) in huffman.iter().enumerate() {
+        for (class, spec) in [(0x00, dc), (0x10, ac)] {
+            let mut body = vec![class | t as u8];
+            body.extend_from_slice(&spec.bits);
+            body.extend_from_slice(&spec.values);
+            segment(&mut out, 0xC4, &body);
+        }
+    }
+    let mut scan = vec![components.len() as u8];
+    for c in &components {
+        scan.extend_from_slice(&[c.id, (c.table << 4 | c.table) as u8]);
+    }
+    scan.extend_from_slice(&[0, 63, 0]);
+    segment(&mut out, 0xDA, &scan);
+    out.extend(entropy_coded(&components, &blocks, &huffman));
+    out.extend_from_slice(&[0xFF, 0xD9]);
+    Ok(out)
+}
+
+/// A marker segment: the marker, its length, its body.
+fn segment(out: &mut Vec<u8>, marker: u8, body: &[u8]) {
+    out.extend_from_slice(&[0xFF, marker]);
+    out.extend_from_slice(&((body.len() + 2) as u16).to_be_bytes());
+    out.extend_from_slice(body);
+}
+
+/// The frame's components, each plane expanded to whole MCUs (edges repeated) and
+/// downsampled: Y, Cb, Cr of an RGB image; one of a grey one.
+fn components(pixels: Pixels, subsampling: Option<Subsampling>) -> Result<Vec<Component>> {
+    let Pixels {
+        width,
+        height,
+        channels,
+        data,
+    } = pixels;
+    if channels != 1 && channels != 3 {
+        return Err(Error::Options(format!(
+            "a JPEG is encoded from grey (1 channel) or RGB (3) pixels, got {channels} channels"
+        )));
+    }
+    if width == 0 || height == 0 || width > MAX_SIDE || height > MAX_SIDE {
+        return Err(Error::Options(format!(
+            "a JPEG is 1 to {MAX_SIDE} pixels a side, got {width}×{height}"
+        )));
+    }
+    if data.len() != width * height * channels {
+        return Err(Error::Options(format!(
+            "{width}×{height}×{channels} pixels are {} bytes, got {}",
+            width * height * channels,
+            data.len()
+        )));
+    }
+    let (h_max, v_max) = match (subsampling, channels) {
+        (Some(subsampling), _) => subsampling.luma_factors(),
+        (None, 1) => (1, 1),
+        (None, _) => (2, 2),
+    };
+    let mut planes: Vec<Plane> = (0..channels)
+        .map(|_| Plane {
+            width,
+            height,
+            samples: Vec::with_capacity(width * height),
+        })
+        .collect();
+    if channels == 1 {
+        planes[0].samples.extend_from_slice(data);
+    } else {
+        for rgb in data.chunks_exact(3) {
+            let ycc = forward::ycc(rgb[0], rgb[1], rgb[2]);
+            for (plane, value) in planes.iter_mut().zip(ycc) {
+                plane.samples.push(value);
+            }
+        }
+    }
+    // As libjpeg-turbo pads: columns (repeated) to each component's blocks before downsampling,
+    // rows to a whole row group (max_v rows) before it and, downsampled, to whole MCU rows.
+    let group_rows = height.div_ceil(v_max) * v_max;
+    let mcu_rows = height.div_ceil(v_max * 8);
+    Ok(planes
+        .into_iter()
+        .enumerate()
+        .map(|(c, plane)| {
+            let (h, v) = if c == 0 { (h_max, v_max) } else { (1, 1) };
+            let blocks_across = (width * h).div_ceil(h_max * 8);
+            let columns = blocks_across * 8 * (h_max / h);
+            let downsampled = plane
+                .expanded(columns, group_rows)
+                .downsampled(h_max / h, v_max / v);
+            Component {
+                id: c as u8 + 1,
+                h,
+                v,
+                table: c.min(1),
+                plane: downsampled.expanded(downsampled.width, mcu_rows * v * 8),
+            }
+        })
+        .collect())
+}
+
+/// The scan's quantised blocks in order, each with its component: MCU after MCU (each
+/// component's blocks of it in turn, rows of blocks top to bottom), one block an MCU where the
+/// frame has a single component.
+fn scan_blocks(
+    components: &[Component],
+    tables: &[[u16; 64]],
+    width: usize,
+    height: usize,
+) -> Vec<(usize, [i16; 64])> {
+    let divisors: Vec<forward::Divisors> = tables
+        .iter()
+        .map(|t| forward::Divisors::new(&tables::natural(t)))
+        .collect();
+    let h_max = components.iter().map(|c| c.h).max().unwrap_or(1);
+    let v_max = components.iter().map(|c| c.v).max().unwrap_or(1);
+    // A component's blocks that hold image: past them, an MCU's blocks are dummies.
+    let blocks = |c: &Component| {
+        (
+            (width * c.h).div_ceil(h_max * 8),
+            (height * c.v).div_ceil(v_max * 8),
+        )
+    };
+    let quantised = |c: &Component, bx: usize, by: usize| {
+        let mut block = c.plane.block(bx, by);
+        forward::fdct(&mut block);
+        forward::quantise(&block, &divisors[c.table])
+    };
+    let mut out = Vec::new();
+    if let [c] = components {
+        let (across, down) = blocks(c);
+        for by in 0..down {
+            for bx in 0..across {
+                out.push((0, quantised(c, bx, by)));
+            }
+        }
+        return out;
+    }
+    let (mcus_across, mcus_down) = (width.div_ceil(h_max * 8), height.div_ceil(v_max * 8));
+    for my in 0..mcus_down {
+        for mx in 0..mcus_across {
+            for (i, c) in components.iter().enumerate() {
+                let (across, down) = blocks(c);
+                let mut previous_dc = 0;
+                for y in 0..c.v {
+                    for x in 0..c.h {
+                        let (bx, by) = (mx * c.h + x, my * c.v + y);
+                        // Past the component's blocks, a dummy repeats the DC before it: of
+                        // the block to its left, or (a row of them at the bottom) of the MCU's
+                        // last block above.
+                        let block = if bx >= across || by >= down {
+                            dummy(previous_dc)
+                        } else {
+                            quantised(c, bx, by)
+                        };
+                        previous_dc = block[0];
+                        out.push((i, block));
+                    }
+                }
+            }
+        }
+    }
+    out
+}
+
+/// Each table's DC and AC Huffman tables: Annex K's, or (`optimize`) the optimal ones for the
+/// symbols `blocks` will be written with, as libjpeg-turbo's statistics pass counts them.
+fn huffman_tables(
+    components: &[Component],
+    blocks: &[(usize, [i16; 64])],
+    tables: usize,
+    optimize: bool,
+) -> Vec<(tables::HuffmanSpec, tables::HuffmanSpec)> {
+    if !optimize {
+        return (0..tables)
+            .map(|t| (tables::DC[t].spec(), tables::AC[t].spec()))
+            .collect();
+    }
+    let mut counts = vec![([0u64; 256], [0u64; 256]); tables];
+    let mut last_dc = vec![0; components.len()];
+    for (c, block) in blocks {
+        let (dc, ac) = &mut counts[components[*c].table];
+        entropy::count_block(block, &mut last_dc[*c], dc, ac);
+    }
+    counts
+        .iter()
+        .map(|(dc, ac)| (tables::optimal(dc), tables::optimal(ac)))
+        .collect()
+}
+
+/// The scan's bytes: `blocks` coded with each component's table of `huffman`.
+fn entropy_coded(
+    components: &[Component],
+    blocks: &[(usize, [i16; 64])],
+    huffman: &[(tables::HuffmanSpec, tables::HuffmanSpec)],
+) -> Vec<u8> {
+    let codes: Vec<(tables::Codes, tables::Codes)> = huffman
+        .iter()
+        .map(|(dc, ac)| (tables::codes(dc), tables::codes(ac)))
+        .collect();
+    let mut out = BitWriter::default();
+    let mut last_dc = vec![0; components.len()];
+    for (c, block) in blocks {
+        let (dc, ac) = &codes[components[*c].table];
+        entropy::encode_block(&mut out, block, &mut last_dc[*c], dc, ac);
+    }
+    out.finish()
+}
+
+/// A block of zeros but its DC.
+fn dummy(dc: i16) -> [i16; 64] {
+    let mut block = [0; 64];
+    block[0] = dc;
+    block
+}

@@ -1,0 +1,552 @@
+//! The offline job that writes a dataset as WebDataset shards: each image decoded, resized (as
+//! torchvision's `Resize` on a PIL image) and encoded as Pillow's `save(f, "JPEG", ...)` would
+//! write it, byte for byte, into tar shards as webdataset's `ShardWriter` writes them.
+//!
+//! Sample `n` of the inputs (in their order) has the key `n` written with nine digits; its
+//! members are `KEY.jpg`, `KEY.cls` (its class, where the inputs have labels) and `KEY.json`
+//! (its source path, its original size and the job's settings). A shard is started when the one
+//! being written holds `max_samples` samples or `max_bytes` bytes. Each shard is written under a
+//! temporary name and renamed whole, so a shard under its own name is complete: a job run again
+//! over the same inputs and settings keeps the shards there and writes the rest, to the same
+//! bytes. An input that cannot be read, decoded or encoded is left out and listed (sample,
+//! source, error) in the job's report; the job goes on.
+
+use crate::convert::{self, Input, Job};
+use crate::encode::{self, JpegOptions, Pixels};
+use crate::error::{Error, Result};
+use crate::{Tensor, TensorData};
+use rayon::prelude::*;
+use std::fs;
+use std::io::BufWriter;
+use std::path::{Path, PathBuf};
+
+/// Samples decoded and encoded together.
+const CHUNK: usize = 64;
+
+/// One image of the dataset and its class (−1: none).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ShardInput {
+    /// The image file.
+    pub path: PathBuf,
+    /// Its class index, or −1.
+    pub label: i64,
+}
+
+/// Where shards go: a path with one `%0Nd` (or `%d`), the shard's number.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ShardPattern {
+    before: String,
+    width: usize,
+    after: String,
+}
+
+impl ShardPattern {
+    /// The pattern of `text`, which holds exactly one `%d` or `%0Nd`.
+    pub fn parse(text: &str) -> Result<Self> {
+        let refused = || {
+            Error::Options(format!(
+                "{text}: a shard pattern holds one %d or %0Nd, the shard's number (e.g. \
+                 shards/train-%06d.tar)"
+            ))
+        };
+        let (before, rest) = text.split_once('%').ok_or_else(refused)?;
+        let (digits, after) = rest.split_once('d').ok_or_else(refused)?;
+        // `%6d` pads with spaces in Python (as webdataset's ShardWriter formats it): only
+        // `%d` and zero-padded `%0Nd` are taken.
+        let padded = digits.is_empty() || digits.starts_with('0');
+        if after.contains('%') || !digits.chars().all(|c| c.is_ascii_digit()) || !padded {
+            return Err(refused());
+        }
+        let compressed = [".gz", ".tgz", ".bz2", ".xz", ".zst", ".lz4"];
+        if compressed
+            .iter()
+            .any(|c| after.to_ascii_lowercase().ends_with(c))
+        {
+            return Err(Error::Options(format!(
+                "{text}: shards are written as plain .tar files (the loader reads no compressed \
+                 shard)"
+            )));
+        }
+        let width = if digits.is_empty() {
+            0
+        } else {
+            digits.parse().map_err(|_| refused())?
+        };
+        Ok(Self {
+            before: before.into(),
+            width: width.min(20),
+            after: after.into(),
+        })
+    }
+
+    /// Shard `n`'s path.
+    pub fn path(&self, n: usize) -> PathBuf {
+        PathBuf::from(format!(
+            "{}{n:0width$}{}",
+            self.before,
+            self.after,
+            width = self.width
+        ))
+    }
+}
+
+/// What the job writes.
+#[derive(Clone, Debug)]
+pub struct ShardOptions {
+    /// The shards' paths.
+    pub pattern: ShardPattern,
+    /// The encoder's settings.
+    pub jpeg: JpegOptions,
+    /// A shard is closed once it holds this many samples.
+    pub max_samples: usize,
+    /// ... or this many bytes.
+    pub max_bytes: u64,
+}
+
+/// What a job did.
+#[derive(Clone, Debug, Default)]
+pub struct ShardReport {
+    /// The shards written by this run, in order.
+    pub written: Vec<PathBuf>,
+    /// The complete shards found from an earlier run and kept.
+    pub kept: usize,
+    /// Samples written by this run.
+    pub samples: usize,
+    /// (sample, source, error) of the inputs left out by this run.
+    pub failed: Vec<(usize, PathBuf, String)>,
+}
+
+/// Writes `inputs` as shards (see the module's doc) with `job`'s transform (its resize) on its
+/// backend; `job.progress` hears (samples done, samples in all).
+pub fn write_shards(
+    inputs: &[ShardInput],
+    options: &ShardOptions,
+    job: &Job,
+) -> Result<ShardReport> {
+    job.transform.validate()?;
+    if inputs.is_empty() {
+        return Err(Error::Options("no image among the inputs".into()));
+    }
+    if !(1..=100).contains(&options.jpeg.quality) {
+        return Err(Error::Options(format!(
+            "quality is 1 to 100, got {}",
+            options.jpeg.quality
+        )));
+    }
+    if options.max_samples == 0 || options.max_bytes == 0 {
+        return Err(Error::Options(
+            "a shard holds at least one sample and one byte".into(),
+        ));
+    }
+    let labelled = inputs.iter().any(|i| i.label >= 0);
+    let settings = settings(job, options, labelled);
+    remove_stale_partials(&options.pattern);
+    let earlier = complete_shards(&options.pattern, &settings, inputs)?;
+    let (kept, first) = (earlier.shards, earlier.next);
+    // Inputs that failed in the run that wrote the kept shards fail again here, so that a job
+    // whose inputs did not all make it never ends as if they had.
+    let failed_before = earlier.missing.into_iter().map(|n| {
+        let why = "left out of the kept shards: it failed when they were written (remove the \
+                   shards from the one it would be in on, and run again)";
+        (n, inputs[n].path.clone(), why.to_string())
+    });
+    let mut report = ShardReport {
+        kept,
+        failed: failed_before.collect(),
+        ..ShardReport::default()
+    };
+    // One thread decodes and resizes the next chunk (on the GPU, say) while this one encodes
+    // and writes the last.
+    std::thread::scope(|scope| {
+        let (sender, loaded) = std::sync::mpsc::sync_channel(1);
+        scope.spawn(move || {
+            for start in (first..inputs.len()).step_by(CHUNK) {
+                let chunk = &inputs[start..(start + CHUNK).min(inputs.len())];
+                if job.stopped() || sender.send((start, load(chunk, start, job))).is_err() {
+                    return;
+                }
+            }
+        });
+        let mut writer = Writer {
+            options,
+            settings: &settings,
+            shard: None,
+            number: kept,
+            report: &mut report,
+        };
+        for (start, chunk) in loaded {
+            for (offset, sample) in encode_all(chunk, &options.jpeg).into_iter().enumerate() {
+                writer.add(start + offset, &inputs[start + offset], sample)?;
+            }
+            job.report_progress(start + CHUNK.min(inputs.len() - start), inputs.len());
+        }
+        if job.stopped() {
+            return Err(Error::Interrupted);
+        }
+        writer.finish()
+    })?;
+    Ok(report)
+}
+
+/// The shards being written: samples added in order, a shard closed when it is full.
+struct Writer<'a> {
+    options: &'a ShardOptions,
+    settings: &'a str,
+    shard: Option<ShardFile>,
+    number: usize,
+    report: &'a mut ShardReport,
+}
+
+impl Writer<'_> {
+    /// Sample `n` (of `source`): its members, or the input's failure in the report.
+    fn add(&mut self, n: usize, source: &ShardInput, sample: Result<Encoded>) -> Result<()> {
+        let (jpeg, size) = match sample {
+            Ok(sample) => sample,
+            Err(e) => {
+                let failed = (n, source.path.clone(), e.to_string());
+                self.report.failed.push(failed);
+                return Ok(());
+            }
+        };
+        let (max_samples, max_bytes) = (self.options.max_samples, self.options.max_bytes);
+        if let Some(full) = self
+            .shard
+            .take_if(|s| s.samples >= max_samples || s.bytes >= max_bytes)
+        {
+            self.report.written.push(full.finish()?);
+            self.number += 1;
+        }
+        let open = match self.shard.as_mut() {
+            Some(open) => open,
+            None => self
+                .shard
+                .insert(ShardFile::create(self.options.pattern.path(self.number))?),
+        };
+        let json = serde_json::json!({
+            "source": source_name(&source.path), "width": size.map(|s| s.0),
+            "height": size.map(|s| s.1), "settings": self.settings,
+        });
+        let key = format!("{n:09}");
+        open.add(&format!("{key}.jpg"), &jpeg)?;
+        if source.label >= 0 {
+            open.add(&format!("{key}.cls"), source.label.to_string().as_bytes())?;
+        }
+        open.add(&format!("{key}.json"), json.to_string().as_bytes())?;
+        open.samples += 1;
+        self.report.samples += 1;
+        Ok(())
+    }
+
+    /// The last shard closed.
+    fn finish(&mut self) -> Result<()> {
+        if let Some(open) = self.shard.take() {
+            self.report.written.push(open.finish()?);
+        }
+        Ok(())
+    }
+}
+
+/// The job's settings as each sample's JSON records them (and a re-run checks them).
+fn settings(job: &Job, options: &ShardOptions, labelled: bool) -> String {
+    let (t, jpeg) = (&job.transform, &options.jpeg);
+    format!(
+        "resize {:?} filter {:?} draft {} exif_transpose {}; JPEG quality {} subsampling {:?} \
+         optimize {}; shards of at most {} samples and {} bytes; {}",
+        t.resize,
+        t.filter,
+        t.draft,
+        t.exif_transpose,
+        jpeg.quality,
+        jpeg.subsampling,
+        jpeg.optimize,
+        options.max_samples,
+        options.max_bytes,
+        if labelled { "labelled" } else { "unlabelled" }
+    )
+}
+
+/// A sample's JPEG file and its source's size (where its header says).
+type Encoded = (Vec<u8>, Option<(usize, usize)>);
+
+/// Each input of `chunk` (samples `start..`) decoded and resized, with what its source file
+/// keeps for the JPEG, or why not.
+fn load(chunk: &[ShardInput], start: usize, job: &Job) -> Vec<Result<(Tensor, Source)>> {
+    let files: Vec<Input> = chunk
+        .iter()
+        .map(|s| Input {
+            path: s.path.clone(),
+            name: PathBuf::new(),
+        })
+        .collect();
+    let sources: Vec<Source> = chunk.par_iter().map(|s| Source::read(&s.path)).collect();
+    job.load_many(start, &files)
+        .into_iter()
+        .zip(sources)
+        .map(|(tensor, source)| Ok((tensor?, source)))
+        .collect()
+}
+
+/// Each loaded image encoded (in parallel), with its source's size.
+fn encode_all(loaded: Vec<Result<(Tensor, Source)>>, jpeg: &JpegOptions) -> Vec<Result<Encoded>> {
+    loaded
+        .into_par_iter()
+        .map(|loaded| {
+            let (tensor, source) = loaded?;
+            let TensorData::U8(data) = &tensor.data else {
+                return Err(Error::Internal("a shard's image is not 8-bit".into()));
+            };
+            let [height, width, channels] = tensor.shape;
+            let pixels = Pixels {
+                width,
+                height,
+                channels,
+                data,
+            };
+            let file = encode::encode_commented(pixels, jpeg, source.comment.as_deref())?;
+            Ok((file, source.size))
+        })
+        .collect()
+}
+
+/// What a sample keeps of its source file: its width and height as stored (before any
+/// orientation), where its header says, and the comment Pillow would carry over into the JPEG
+/// it saves (`im.info["comment"]`: a JPEG's COM segment).
+#[derive(Default)]
+struct Source {
+    size: Option<(usize, usize)>,
+    comment: Option<Vec<u8>>,
+}
+
+impl Source {
+    /// The file's; nothing where it cannot be read (its decoding says why).
+    fn read(path: &Path) -> Self {
+        let Ok(bytes) = fs::read(path) else {
+            return Self::default();
+        };
+        Self {
+            size: crate::formats::dimensions(&bytes),
+            comment: crate::formats::jpeg_comment(&bytes),
+        }
+    }
+}
+
+/// What an earlier run left: the complete shards (the first numbers whose files exist), the
+/// sample after their last, and the samples before it that they do not hold (inputs that
+/// failed then).
+struct Kept {
+    shards: usize,
+    next: usize,
+    missing: Vec<usize>,
+}
+
+/// The shards an earlier run completed, each checked to be this job's (its members KEY.jpg,
+/// KEY.cls and KEY.json, every sample's JSON of these settings) and of these inputs (the last
+/// sample kept is of the same input here); an error otherwise.
+fn complete_shards(pattern: &ShardPattern, settings: &str, inputs: &[ShardInput]) -> Result<Kept> {
+    let (mut kept, mut next, mut last_source) = (0, 0, None::<String>);
+    let mut held = std::collections::BTreeSet::new();
+    let refused = |path: &Path, why: String| {
+        Error::Options(format!(
+            "{}: {why}: write the shards elsewhere, or remove these",
+            path.display()
+        ))
+    };
+    while let Ok(file) = fs::File::open(pattern.path(kept)) {
+        let path = pattern.path(kept);
+        let in_shard = |e: std::io::Error| Error::from(e).in_file(&path);
+        let mut archive = tar::Archive::new(std::io::BufReader::new(file));
+        let mut described = std::collections::BTreeSet::new();
+        for member in archive.entries_with_seek().map_err(in_shard)? {
+            let mut member = member.map_err(in_shard)?;
+            let name = member
+                .path()
+                .map_err(in_shard)?
+                .to_string_lossy()
+                .into_owned();
+            let sample = name
+                .split_once('.')
+                .filter(|(_, extension)| ["jpg", "cls", "json"].contains(extension))
+                .and_then(|(key, extension)| Some((key.parse::<usize>().ok()?, extension)));
+            let Some((n, extension)) = sample else {
+                return Err(refused(
+                    &path,
+                    format!("not a shard of this job (it holds {name})"),
+                ));
+            };
+            held.insert(n);
+            if extension != "json" {
+                continue;
+            }
+            let mut text = String::new();
+            std::io::Read::read_to_string(&mut member, &mut text).map_err(in_shard)?;
+            let written: serde_json::Value = serde_json::from_str(&text).unwrap_or_default();
+            if written["settings"] != settings {
+                let why = format!(
+                    "written with other settings ({}), not these ({settings})",
+                    written["settings"]
+                );
+                return Err(refused(&path, why));
+            }
+            described.insert(n);
+            if n + 1 >= next {
+                next = n + 1;
+                last_source = written["source"].as_str().map(str::to_string);
+            }
+        }
+        if described.is_empty() {
+            return Err(refused(
+                &path,
+                "not a shard of this job (no sample's JSON)".into(),
+            ));
+        }
+        kept += 1;
+    }
+    // The inputs must be the ones those shards were written from.
+    if next > 0 {
+        let here = inputs.get(next - 1).map(|i| source_name(&i.path));
+        if here != last_source {
+            let why = format!(
+                "its last sample ({}) is of {}, and the inputs now have {} there: the inputs \
+                 changed since the shards were written",
+                next - 1,
+                last_source.unwrap_or_else(|| "no source".into()),
+                here.unwrap_or_else(|| "no input".into()),
+            );
+            return Err(refused(&pattern.path(kept - 1), why));
+        }
+    }
+    let missing = (0..next).filter(|n| !held.contains(n)).collect();
+    Ok(Kept {
+        shards: kept,
+        next,
+        missing,
+    })
+}
+
+/// A source path as the samples' JSON records it (lossily, where it is not UTF-8).
+fn source_name(path: &Path) -> String {
+    path.to_string_lossy().into_owned()
+}
+
+/// Removes the temporary shards that runs no longer running left beside the pattern's.
+fn remove_stale_partials(pattern: &ShardPattern) {
+    let first = pattern.path(0);
+    let folder = first.parent().filter(|p| !p.as_os_str().is_empty());
+    let Ok(entries) = fs::read_dir(folder.unwrap_or(Path::new("."))) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let Some((shard, owner)) = name.split_once(".partial-") else {
+            continue;
+        };
+        let ours = shard.starts_with(&*pattern.before_name()) && shard.ends_with(&pattern.after);
+        if ours && convert::owner_is_gone(owner) {
+            let _ = fs::remove_file(entry.path());
+        }
+    }
+}
+
+impl ShardPattern {
+    /// The file name's part before the number.
+    fn before_name(&self) -> String {
+        Path::new(&self.before)
+            .file_name()
+            .map_or_else(String::new, |n| n.to_string_lossy().into_owned())
+    }
+}
+
+/// A shard being written, under its temporary name.
+struct ShardFile {
+    path: PathBuf,
+    partial: PathBuf,
+    tar: Option<tar::Builder<BufWriter<fs::File>>>,
+    /// Renamed to its own name: complete.
+    renamed: bool,
+    samples: usize,
+    bytes: u64,
+}
+
+impl ShardFile {
+    fn create(path: PathBuf) -> Result<Self> {
+        if let Some(folder) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+            fs::create_dir_all(folder).map_err(|e| convert::cannot_write(folder, e))?;
+        }
+        let partial = convert::partial_path(&path);
+        let file = fs::File::create(&partial).map_err(|e| convert::cannot_write(&path, e))?;
+        let mut tar = tar::Builder::new(BufWriter::new(file));
+        tar.mode(tar::HeaderMode::Deterministic);
+        Ok(Self {
+            path,
+            partial,
+            tar: Some(tar),
+            renamed: false,
+            samples: 0,
+            bytes: 0,
+        })
+    }
+
+    /// A member, read-only, its time 0 (so that a shard written again is the same bytes).
+    fn add(&mut self, name: &str, bytes: &[u8]) -> Result<()> {
+        let mut header = tar::Header::new_gnu();
+        header.set_size(bytes.len() as u64);
+        header.set_mode(0o444);
+        header.set_mtime(0);
+        header.set_cksum();
+        let tar = self
+            .tar
+            .as_mut()
+            .ok_or(Error::Internal("a finished shard".into()))?;
+        tar.append_data(&mut header, name, bytes)
+            .map_err(|e| convert::cannot_write(&self.path, e))?;
+        self.bytes += 512 + (bytes.len() as u64).div_ceil(512) * 512;
+        Ok(())
+    }
+
+    /// The tar finished, synced and renamed to its own name.
+    fn finish(mut self) -> Result<PathBuf> {
+        let tar = self
+            .tar
+            .take()
+            .ok_or(Error::Internal("a finished shard".into()))?;
+        tar.into_inner()
+            .and_then(|to| convert::finish_file(to, &self.partial, &self.path))
+            .map_err(|e| convert::cannot_write(&self.path, e))?;
+        self.renamed = true;
+        Ok(self.path.clone())
+    }
+}
+
+impl Drop for ShardFile {
+    /// A shard not finished (an error, an interruption the job saw) leaves no temporary file
+    /// behind; one a process killed outright left is removed by a later run on this machine.
+    fn drop(&mut self) {
+        if !self.renamed {
+            let _ = fs::remove_file(&self.partial);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn patterns_number_shards() {
+        let pattern = ShardPattern::parse("out/train-%06d.tar").unwrap();
+        assert_eq!(pattern.path(12), PathBuf::from("out/train-000012.tar"));
+        assert_eq!(
+            ShardPattern::parse("s-%d.tar").unwrap().path(7),
+            PathBuf::from("s-7.tar")
+        );
+        for bad in [
+            "train.tar",
+            "a-%s.tar",
+            "a-%06d-%06d.tar",
+            "a-%x6d.tar",
+            "a-%6d.tar",
+        ] {
+            assert!(ShardPattern::parse(bad).is_err(), "{bad}");
+        }
+    }
+}

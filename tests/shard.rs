@@ -1,0 +1,270 @@
+//! `gpuprep shard`, the offline job: an ImageFolder tree resized and re-encoded into WebDataset
+//! shards whose JPEGs are, byte for byte, what Pillow's
+//! `Image.open(f).convert("RGB").resize(size, BILINEAR).save(buf, "JPEG", quality=Q)` writes
+//! (checked with the pinned Pillow, run here), with the classes; the loader reads them back;
+//! a job run again keeps the complete shards and writes the rest to the same bytes, on either
+//! backend; a broken input is left out and named, the others written.
+
+mod common;
+
+use gpuprep::loader::{Loader, LoaderOptions, Source};
+use gpuprep::{Backend, Limits, Transform};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+/// An ImageFolder tree of the bundled photos (three a class) and a broken JPEG in the second.
+fn tree(name: &str) -> PathBuf {
+    let root = std::env::temp_dir().join(format!("gpuprep-shard-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&root);
+    let photos = common::manifest_dir().join("tests/data/photos");
+    let mut names: Vec<PathBuf> = std::fs::read_dir(&photos)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    names.sort();
+    for (i, photo) in names.iter().enumerate() {
+        let class = root.join("tree").join(["cat", "dog"][i / 3]);
+        std::fs::create_dir_all(&class).unwrap();
+        std::fs::copy(photo, class.join(photo.file_name().unwrap())).unwrap();
+    }
+    root
+}
+
+fn shard(root: &Path, out: &str, extra: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_gpuprep"))
+        .current_dir(root)
+        .args([
+            "shard",
+            "tree",
+            "--out",
+            out,
+            "--resize",
+            "64",
+            "--quality",
+            "90",
+        ])
+        .args(["--shard-samples", "4", "--quiet"])
+        .args(extra)
+        .output()
+        .unwrap()
+}
+
+fn summary(output: &Output) -> serde_json::Value {
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let last = stdout.lines().last().unwrap_or_default();
+    serde_json::from_str(last)
+        .unwrap_or_else(|_| panic!("{stdout}{}", String::from_utf8_lossy(&output.stderr)))
+}
+
+/// Each shard's members: (name, bytes).
+fn members(path: &Path) -> Vec<(String, Vec<u8>)> {
+    let mut archive = tar::Archive::new(std::fs::File::open(path).unwrap());
+    archive
+        .entries()
+        .unwrap()
+        .map(|m| {
+            let mut m = m.unwrap();
+            let name = m.path().unwrap().to_string_lossy().into_owned();
+            let mut bytes = Vec::new();
+            std::io::Read::read_to_end(&mut m, &mut bytes).unwrap();
+            (name, bytes)
+        })
+        .collect()
+}
+
+/// Pillow's JPEG of each sample's source (read from its JSON), written beside it as
+/// `KEY.pillow.jpg`: the job a team's Python script would have run.
+fn pillow_files(root: &Path, shards: &[PathBuf]) -> PathBuf {
+    let expected = root.join("pillow");
+    std::fs::create_dir_all(&expected).unwrap();
+    let script = r#"
+import io, json, sys, tarfile
+from PIL import Image
+out = sys.argv[1]
+for shard in sys.argv[2:]:
+    with tarfile.open(shard) as t:
+        for m in t.getmembers():
+            if not m.name.endswith(".json"):
+                continue
+            meta = json.loads(t.extractfile(m).read())
+            im = Image.open(meta["source"]).convert("RGB")
+            w, h = im.size
+            size = (64, int(64 * h / w)) if w <= h else (int(64 * w / h), 64)
+            buf = io.BytesIO()
+            im.resize(size, Image.BILINEAR).save(buf, "JPEG", quality=90)
+            open(f"{out}/{m.name[:-5]}.pillow.jpg", "wb").write(buf.getvalue())
+"#;
+    let python = std::env::var("GPUPREP_PYTHON").unwrap_or_else(|_| "python3".into());
+    let output = Command::new(python)
+        .current_dir(root)
+        .args(["-c", script])
+        .arg(&expected)
+        .args(shards)
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{output:?}");
+    expected
+}
+
+#[test]
+fn shards_hold_pillows_jpegs_and_the_classes() {
+    let root = tree("pillow");
+    let output = shard(&root, "out/train-%06d.tar", &["--backend", "cpu"]);
+    assert!(output.status.success(), "{output:?}");
+    let line = summary(&output);
+    assert_eq!(
+        (line["samples"].as_u64(), line["failed"].as_u64()),
+        (Some(6), Some(0))
+    );
+    let shards: Vec<PathBuf> = (0..2)
+        .map(|n| root.join(format!("out/train-{n:06}.tar")))
+        .collect();
+    let expected = pillow_files(&root, &shards);
+    let mut keys = Vec::new();
+    for shard in &shards {
+        let members = members(shard);
+        for (name, bytes) in &members {
+            let Some(key) = name.strip_suffix(".jpg") else {
+                continue;
+            };
+            let pillow = std::fs::read(expected.join(format!("{key}.pillow.jpg"))).unwrap();
+            assert!(*bytes == pillow, "{name}: not Pillow's bytes");
+            keys.push(key.to_string());
+        }
+        // Four samples a shard, three members each.
+        assert!(members.len() <= 12);
+    }
+    assert_eq!(keys, (0..6).map(|n| format!("{n:09}")).collect::<Vec<_>>());
+    // The loader reads them back, classes and all.
+    let options = LoaderOptions::new(6);
+    let transform = Transform {
+        resize: Some(gpuprep::Resize::Exact {
+            width: 8,
+            height: 8,
+        }),
+        ..Transform::default()
+    };
+    let loader = Loader::new(
+        Source::local_shards(shards.clone()),
+        &transform,
+        Backend::Cpu,
+        &Limits::default(),
+        options,
+    )
+    .unwrap();
+    let batch = loader.epoch(0).next().unwrap().unwrap();
+    assert_eq!(batch.labels, [0, 0, 0, 1, 1, 1]);
+    assert!(batch.failed.is_empty());
+}
+
+#[test]
+fn a_job_run_again_writes_the_rest_to_the_same_bytes() {
+    let root = tree("resume");
+    let bytes = |n: usize| std::fs::read(root.join(format!("out/train-{n:06}.tar"))).unwrap();
+    assert!(shard(&root, "out/train-%06d.tar", &["--backend", "cpu"])
+        .status
+        .success());
+    let whole = [bytes(0), bytes(1)];
+    // As if killed while writing the second shard: it is gone, the first stays.
+    std::fs::remove_file(root.join("out/train-000001.tar")).unwrap();
+    let again = shard(&root, "out/train-%06d.tar", &["--backend", "cpu"]);
+    let line = summary(&again);
+    assert_eq!(
+        (line["kept"].as_u64(), line["samples"].as_u64()),
+        (Some(1), Some(2))
+    );
+    assert!(bytes(1) == whole[1], "the rewritten shard differs");
+    // Other inputs under those shards are refused by name: a new first image would shift
+    // every sample after it.
+    let first = root.join("tree/cat/000-first.jpg");
+    std::fs::copy(root.join("tree/dog/sklearn__china.jpg"), &first).unwrap();
+    std::fs::remove_file(root.join("out/train-000001.tar")).unwrap();
+    let shifted = shard(&root, "out/train-%06d.tar", &["--backend", "cpu"]);
+    let stderr = String::from_utf8_lossy(&shifted.stderr);
+    assert!(
+        !shifted.status.success() && stderr.contains("the inputs changed"),
+        "{stderr}"
+    );
+    std::fs::remove_file(&first).unwrap();
+    assert!(shard(&root, "out/train-%06d.tar", &["--backend", "cpu"])
+        .status
+        .success());
+    assert!(bytes(1) == whole[1], "the rewritten shard differs");
+    // Other settings over those shards are refused by name.
+    let other = shard(
+        &root,
+        "out/train-%06d.tar",
+        &["--backend", "cpu", "--optimize"],
+    );
+    let stderr = String::from_utf8_lossy(&other.stderr);
+    assert!(
+        !other.status.success() && stderr.contains("written with other settings"),
+        "{stderr}"
+    );
+    if common::gpu().is_some() {
+        let on_gpu = shard(&root, "gpu/train-%06d.tar", &["--backend", "gpu"]);
+        assert!(on_gpu.status.success(), "{on_gpu:?}");
+        for (n, cpu) in whole.iter().enumerate() {
+            let gpu = std::fs::read(root.join(format!("gpu/train-{n:06}.tar"))).unwrap();
+            assert!(gpu == *cpu, "shard {n}: the GPU's differs");
+        }
+    }
+}
+
+#[test]
+fn a_broken_input_is_named_and_the_others_written() {
+    let root = tree("broken");
+    // Sorted first of its class: sample 3, in the middle of the first shard.
+    let broken = root.join("tree/dog/a-broken.jpg");
+    let photo = common::manifest_dir().join("tests/data/photos/mpl__grace_hopper.jpg");
+    let mut bytes = std::fs::read(photo).unwrap();
+    bytes.truncate(600);
+    std::fs::write(&broken, bytes).unwrap();
+    let output = shard(&root, "out/train-%06d.tar", &["--backend", "cpu"]);
+    assert_eq!(output.status.code(), Some(1), "{output:?}");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let failed: serde_json::Value = serde_json::from_str(stdout.lines().next().unwrap()).unwrap();
+    assert_eq!(failed["what"], "failed");
+    assert_eq!(failed["sample"], 3);
+    assert!(
+        failed["source"].as_str().unwrap().ends_with("a-broken.jpg"),
+        "{failed}"
+    );
+    assert_eq!(summary(&output)["samples"], 6);
+    // Run again, the input that failed is not in the kept shards: it fails again, by name.
+    let again = shard(&root, "out/train-%06d.tar", &["--backend", "cpu"]);
+    assert_eq!(again.status.code(), Some(1), "{again:?}");
+    let stdout = String::from_utf8_lossy(&again.stdout);
+    let failed: serde_json::Value = serde_json::from_str(stdout.lines().next().unwrap()).unwrap();
+    assert_eq!(failed["sample"], 3);
+    assert!(
+        failed["error"]
+            .as_str()
+            .unwrap()
+            .contains("left out of the kept shards"),
+        "{failed}"
+    );
+    assert_eq!(summary(&again)["kept"], 2);
+    // A tar that this job did not write is not taken for one of its shards.
+    let foreign = root.join("foreign");
+    std::fs::create_dir_all(&foreign).unwrap();
+    let mut tar = tar::Builder::new(std::fs::File::create(foreign.join("t-0.tar")).unwrap());
+    let mut header = tar::Header::new_gnu();
+    header.set_size(5);
+    header.set_cksum();
+    tar.append_data(&mut header, "notes.txt", &b"notes"[..])
+        .unwrap();
+    tar.finish().unwrap();
+    let over = shard(&root, "foreign/t-%d.tar", &["--backend", "cpu"]);
+    let stderr = String::from_utf8_lossy(&over.stderr);
+    assert!(
+        over.status.code() == Some(2) && stderr.contains("not a shard of this job"),
+        "{stderr}"
+    );
+    // No temporary file is left.
+    let left: Vec<String> = std::fs::read_dir(root.join("out"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert!(left.iter().all(|n| n.ends_with(".tar")), "{left:?}");
+}
