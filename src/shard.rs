@@ -11,17 +11,37 @@
 //! bytes. An input that cannot be read, decoded or encoded is left out and listed (sample,
 //! source, error) in the job's report; the job goes on.
 
-use crate::convert::{self, Input, Job};
-use crate::encode::{self, JpegOptions, Pixels};
+use crate::convert::{self, Job};
+use crate::encode::{self, Coefficients, Frame, JpegOptions, Pixels};
 use crate::error::{Error, Result};
-use crate::{Tensor, TensorData};
+use crate::{Backend, Samples, Tensor, TensorData};
 use rayon::prelude::*;
 use std::fs;
 use std::io::BufWriter;
 use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
 
-/// Samples decoded and encoded together.
-const CHUNK: usize = 64;
+/// Samples decoded and encoded together, at most: the GPU's stream fills and drains once a
+/// chunk, so a chunk is several of its batches long.
+const CHUNK: usize = 256;
+
+/// Bytes of input files read for one chunk, at most (a chunk holds one file at least).
+const CHUNK_BYTES: u64 = 256 << 20;
+
+/// The end of the chunk of `inputs` that starts at `start`: [`CHUNK`] inputs, or fewer whose
+/// files hold [`CHUNK_BYTES`].
+fn chunk_end(inputs: &[ShardInput], start: usize) -> usize {
+    let mut bytes = 0;
+    let mut end = start;
+    while end < inputs.len() && end - start < CHUNK {
+        bytes += fs::metadata(&inputs[end].path).map_or(0, |m| m.len());
+        if bytes > CHUNK_BYTES && end > start {
+            break;
+        }
+        end += 1;
+    }
+    end
+}
 
 /// One image of the dataset and its class (−1: none).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -114,6 +134,29 @@ pub struct ShardReport {
     pub samples: usize,
     /// (sample, source, error) of the inputs left out by this run.
     pub failed: Vec<(usize, PathBuf, String)>,
+    /// Where this run's time went.
+    pub times: StageTimes,
+}
+
+/// Wall time of each stage of a job. Reading, decoding and resizing run on one thread while
+/// encoding and writing run on another (the encoder on every core), so the stages overlap:
+/// `waiting` is how long the encoding side waited for decoded images, and the slower side is
+/// the one that bounds the job.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct StageTimes {
+    /// Reading the input files.
+    pub reading: Duration,
+    /// Decoding and resizing them (on the job's backend).
+    pub decoding: Duration,
+    /// JPEG's forward stages on the GPU (colour, downsampling, DCT, quantisation), where the
+    /// backend is one; on the CPU backend they are part of `encoding`.
+    pub forward: Duration,
+    /// Encoding the JPEGs (on CPU threads; `forward` included).
+    pub encoding: Duration,
+    /// Writing the shards.
+    pub writing: Duration,
+    /// The encoding side waiting for the decoding side.
+    pub waiting: Duration,
 }
 
 /// Writes `inputs` as shards (see the module's doc) with `job`'s transform (its resize) on its
@@ -157,15 +200,21 @@ pub fn write_shards(
     };
     // One thread decodes and resizes the next chunk (on the GPU, say) while this one encodes
     // and writes the last.
+    let mut times = StageTimes::default();
     std::thread::scope(|scope| {
         let (sender, loaded) = std::sync::mpsc::sync_channel(1);
-        scope.spawn(move || {
-            for start in (first..inputs.len()).step_by(CHUNK) {
-                let chunk = &inputs[start..(start + CHUNK).min(inputs.len())];
-                if job.stopped() || sender.send((start, load(chunk, start, job))).is_err() {
-                    return;
+        let loading = scope.spawn(move || {
+            let mut times = StageTimes::default();
+            let mut start = first;
+            while start < inputs.len() && !job.stopped() {
+                let end = chunk_end(inputs, start);
+                let chunk = load(&inputs[start..end], start, job, &mut times);
+                if sender.send((start, chunk)).is_err() {
+                    break;
                 }
+                start = end;
             }
+            times
         });
         let mut writer = Writer {
             options,
@@ -174,17 +223,32 @@ pub fn write_shards(
             number: kept,
             report: &mut report,
         };
+        let mut waited = Instant::now();
         for (start, chunk) in loaded {
-            for (offset, sample) in encode_all(chunk, &options.jpeg).into_iter().enumerate() {
+            times.waiting += waited.elapsed();
+            let end = start + chunk.len();
+            let encoding = Instant::now();
+            let encoded = encode_all(chunk, &options.jpeg, job.backend, &mut times.forward)?;
+            times.encoding += encoding.elapsed();
+            let writing = Instant::now();
+            for (offset, sample) in encoded.into_iter().enumerate() {
                 writer.add(start + offset, &inputs[start + offset], sample)?;
             }
-            job.report_progress(start + CHUNK.min(inputs.len() - start), inputs.len());
+            times.writing += writing.elapsed();
+            job.report_progress(end, inputs.len());
+            waited = Instant::now();
         }
         if job.stopped() {
             return Err(Error::Interrupted);
         }
-        writer.finish()
+        let finishing = Instant::now();
+        writer.finish()?;
+        times.writing += finishing.elapsed();
+        let loaded = loading.join().expect("the loading thread does not panic");
+        (times.reading, times.decoding) = (loaded.reading, loaded.decoding);
+        Ok(())
     })?;
+    report.times = times;
     Ok(report)
 }
 
@@ -269,43 +333,92 @@ fn settings(job: &Job, options: &ShardOptions, labelled: bool) -> String {
 type Encoded = (Vec<u8>, Option<(usize, usize)>);
 
 /// Each input of `chunk` (samples `start..`) decoded and resized, with what its source file
-/// keeps for the JPEG, or why not.
-fn load(chunk: &[ShardInput], start: usize, job: &Job) -> Vec<Result<(Tensor, Source)>> {
-    let files: Vec<Input> = chunk
+/// keeps for the JPEG, or why not; each file read once.
+fn load(
+    chunk: &[ShardInput],
+    start: usize,
+    job: &Job,
+    times: &mut StageTimes,
+) -> Vec<Result<(Tensor, Source)>> {
+    let reading = Instant::now();
+    let read: Vec<Result<Vec<u8>>> = chunk.par_iter().map(|s| Ok(fs::read(&s.path)?)).collect();
+    times.reading += reading.elapsed();
+    let decoding = Instant::now();
+    let (good, indices): (Vec<&[u8]>, Vec<u64>) = read
         .iter()
-        .map(|s| Input {
-            path: s.path.clone(),
-            name: PathBuf::new(),
+        .enumerate()
+        .filter_map(|(i, r)| r.as_deref().ok().map(|b| (b, (start + i) as u64)))
+        .unzip();
+    let samples = Samples::Indices(&indices);
+    let mut tensors = job
+        .backend
+        .preprocess_samples(&good, &job.transform, samples, &job.limits)
+        .into_iter();
+    times.decoding += decoding.elapsed();
+    read.into_iter()
+        .map(|bytes| {
+            let bytes = bytes?;
+            let tensor = tensors.next().expect("one result per readable file")?;
+            Ok((tensor, Source::of(&bytes)))
         })
-        .collect();
-    let sources: Vec<Source> = chunk.par_iter().map(|s| Source::read(&s.path)).collect();
-    job.load_many(start, &files)
-        .into_iter()
-        .zip(sources)
-        .map(|(tensor, source)| Ok((tensor?, source)))
         .collect()
 }
 
-/// Each loaded image encoded (in parallel), with its source's size.
-fn encode_all(loaded: Vec<Result<(Tensor, Source)>>, jpeg: &JpegOptions) -> Vec<Result<Encoded>> {
-    loaded
+/// Each loaded image encoded, with its source's size: the forward stages on the job's GPU
+/// where it has one (the chunk's images dispatched together), else on CPU threads; the Huffman
+/// coding on CPU threads. `forwarding` hears how long the GPU's stages took.
+fn encode_all(
+    loaded: Vec<Result<(Tensor, Source)>>,
+    jpeg: &JpegOptions,
+    backend: &Backend,
+    forwarding: &mut Duration,
+) -> Result<Vec<Result<Encoded>>> {
+    let mut forward: Vec<Option<Result<Coefficients>>> = loaded.iter().map(|_| None).collect();
+    if let Backend::Gpu(gpu) = backend {
+        let started = Instant::now();
+        let images: Vec<(usize, Pixels)> = loaded
+            .iter()
+            .enumerate()
+            .filter_map(|(i, l)| Some((i, pixels_of(&l.as_ref().ok()?.0).ok()?)))
+            .collect();
+        let views: Vec<Pixels> = images.iter().map(|(_, p)| *p).collect();
+        let done = gpu.pipeline.jpeg_forward(&views, jpeg)?;
+        for ((i, _), coefficients) in images.iter().zip(done) {
+            forward[*i] = Some(coefficients);
+        }
+        *forwarding += started.elapsed();
+    }
+    Ok(loaded
         .into_par_iter()
-        .map(|loaded| {
+        .zip(forward)
+        .map(|(loaded, forward)| {
             let (tensor, source) = loaded?;
-            let TensorData::U8(data) = &tensor.data else {
-                return Err(Error::Internal("a shard's image is not 8-bit".into()));
+            let coefficients = match forward {
+                Some(coefficients) => coefficients?,
+                None => {
+                    let pixels = pixels_of(&tensor)?;
+                    let frame = Frame::of(&pixels, jpeg.subsampling)?;
+                    encode::forward_stages(&pixels, frame, jpeg.quality)?
+                }
             };
-            let [height, width, channels] = tensor.shape;
-            let pixels = Pixels {
-                width,
-                height,
-                channels,
-                data,
-            };
-            let file = encode::encode_commented(pixels, jpeg, source.comment.as_deref())?;
+            let file = encode::write(&coefficients, jpeg, source.comment.as_deref())?;
             Ok((file, source.size))
         })
-        .collect()
+        .collect())
+}
+
+/// A loaded image's pixels.
+fn pixels_of(tensor: &Tensor) -> Result<Pixels<'_>> {
+    let TensorData::U8(data) = &tensor.data else {
+        return Err(Error::Internal("a shard's image is not 8-bit".into()));
+    };
+    let [height, width, channels] = tensor.shape;
+    Ok(Pixels {
+        width,
+        height,
+        channels,
+        data,
+    })
 }
 
 /// What a sample keeps of its source file: its width and height as stored (before any
@@ -318,14 +431,11 @@ struct Source {
 }
 
 impl Source {
-    /// The file's; nothing where it cannot be read (its decoding says why).
-    fn read(path: &Path) -> Self {
-        let Ok(bytes) = fs::read(path) else {
-            return Self::default();
-        };
+    /// What the file `bytes` keeps.
+    fn of(bytes: &[u8]) -> Self {
         Self {
-            size: crate::formats::dimensions(&bytes),
-            comment: crate::formats::jpeg_comment(&bytes),
+            size: crate::formats::dimensions(bytes),
+            comment: crate::formats::jpeg_comment(bytes),
         }
     }
 }

@@ -2,11 +2,12 @@
 //! writes (tests/goldens/encode.tsv, made by tools/goldens.py with the pinned Pillow), byte for
 //! byte: crops of the bundled photos (1×1, 7×9, 17×33, 30×22, 100×75) and whole photos, RGB
 //! and grey, every subsampling and Pillow's default, qualities 1 to 100, with the standard
-//! Huffman tables and with optimised ones (`optimize=True`).
+//! Huffman tables and with optimised ones (`optimize=True`); the forward stages on the CPU and
+//! on the GPU.
 
 mod common;
 
-use gpuprep::encode::{encode, JpegOptions, Pixels, Subsampling};
+use gpuprep::encode::{encode, write, JpegOptions, Pixels, Subsampling};
 use gpuprep::{Limits, RgbImage};
 use std::collections::HashMap;
 
@@ -63,35 +64,48 @@ fn pixels(image: &RgbImage, case: &Case) -> Vec<u8> {
     out
 }
 
-#[test]
-fn files_are_pillows_byte_for_byte() {
-    let cases = cases();
-    assert!(cases.len() > 1500, "{} cases", cases.len());
-    assert!(cases.iter().filter(|c| c.optimize).count() > 400);
+/// Each case's pixels.
+fn inputs(cases: &[Case]) -> Vec<Vec<u8>> {
     let mut photos: HashMap<String, RgbImage> = HashMap::new();
-    let mut differ = Vec::new();
-    for case in &cases {
-        let image = photos.entry(case.photo.clone()).or_insert_with(|| {
-            let path = common::manifest_dir()
-                .join("tests/data/photos")
-                .join(&case.photo);
-            gpuprep::decode_rgb(&std::fs::read(path).unwrap(), &Limits::default()).unwrap()
-        });
-        let data = pixels(image, case);
-        let pixels = Pixels {
-            width: case.width,
-            height: case.height,
-            channels: if case.grey { 1 } else { 3 },
-            data: &data,
-        };
-        let options = JpegOptions {
-            quality: case.quality,
-            subsampling: case.subsampling,
-            optimize: case.optimize,
-        };
-        let file = encode(pixels, &options).unwrap();
-        if common::sha256_hex(&file) != case.sha256 {
-            differ.push(format!(
+    cases
+        .iter()
+        .map(|case| {
+            let image = photos.entry(case.photo.clone()).or_insert_with(|| {
+                let path = common::manifest_dir()
+                    .join("tests/data/photos")
+                    .join(&case.photo);
+                gpuprep::decode_rgb(&std::fs::read(path).unwrap(), &Limits::default()).unwrap()
+            });
+            pixels(image, case)
+        })
+        .collect()
+}
+
+fn view<'a>(case: &Case, data: &'a [u8]) -> Pixels<'a> {
+    Pixels {
+        width: case.width,
+        height: case.height,
+        channels: if case.grey { 1 } else { 3 },
+        data,
+    }
+}
+
+fn options(case: &Case) -> JpegOptions {
+    JpegOptions {
+        quality: case.quality,
+        subsampling: case.subsampling,
+        optimize: case.optimize,
+    }
+}
+
+/// The cases whose `files` are not Pillow's, described.
+fn differing(cases: &[Case], files: &[Vec<u8>]) -> Vec<String> {
+    cases
+        .iter()
+        .zip(files)
+        .filter(|(case, file)| common::sha256_hex(file) != case.sha256)
+        .map(|(case, _)| {
+            format!(
                 "{} {}x{} {} {:?} q{} optimize {}",
                 case.photo,
                 case.width,
@@ -100,9 +114,61 @@ fn files_are_pillows_byte_for_byte() {
                 case.subsampling,
                 case.quality,
                 case.optimize
-            ));
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn files_are_pillows_byte_for_byte() {
+    let cases = cases();
+    assert!(cases.len() > 1500, "{} cases", cases.len());
+    assert!(cases.iter().filter(|c| c.optimize).count() > 400);
+    let inputs = inputs(&cases);
+    let files: Vec<Vec<u8>> = cases
+        .iter()
+        .zip(&inputs)
+        .map(|(case, data)| encode(view(case, data), &options(case)).unwrap())
+        .collect();
+    let differ = differing(&cases, &files);
+    assert!(
+        differ.is_empty(),
+        "{} of {} differ: {:?}",
+        differ.len(),
+        cases.len(),
+        &differ[..differ.len().min(5)]
+    );
+}
+
+/// The forward stages on the GPU (shaders/forward.wgsl), the Huffman coding on the CPU: the
+/// same files, the cases of one quality and subsampling dispatched together.
+#[test]
+fn files_with_the_gpus_forward_stages_are_pillows_byte_for_byte() {
+    let Some(gpu) = common::gpu() else {
+        return;
+    };
+    let pipeline = gpuprep::gpu::GpuPipeline::new(&gpu.device, &gpu.queue);
+    let cases = cases();
+    let inputs = inputs(&cases);
+    let mut files = vec![Vec::new(); cases.len()];
+    // The forward stages depend on the quality and the subsampling alone.
+    let forward_setting = |case: &Case| (case.quality, case.subsampling.map(|s| s as u8));
+    let mut settings: Vec<_> = cases.iter().map(forward_setting).collect();
+    settings.sort();
+    settings.dedup();
+    for setting in settings {
+        let group: Vec<usize> = (0..cases.len())
+            .filter(|&i| forward_setting(&cases[i]) == setting)
+            .collect();
+        let views: Vec<Pixels> = group.iter().map(|&i| view(&cases[i], &inputs[i])).collect();
+        let forward = pipeline
+            .jpeg_forward(&views, &options(&cases[group[0]]))
+            .unwrap();
+        for (&i, coefficients) in group.iter().zip(forward) {
+            files[i] = write(&coefficients.unwrap(), &options(&cases[i]), None).unwrap();
         }
     }
+    let differ = differing(&cases, &files);
     assert!(
         differ.is_empty(),
         "{} of {} differ: {:?}",

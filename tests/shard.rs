@@ -116,6 +116,14 @@ fn shards_hold_pillows_jpegs_and_the_classes() {
         (line["samples"].as_u64(), line["failed"].as_u64()),
         (Some(6), Some(0))
     );
+    let seconds = |stage: &str| line["seconds"][stage].as_f64().unwrap_or(-1.0);
+    assert!(
+        seconds("decoding") > 0.0 && seconds("encoding") > 0.0,
+        "{line}"
+    );
+    for stage in ["reading", "forward", "writing", "waiting"] {
+        assert!(seconds(stage) >= 0.0, "{stage}: {line}");
+    }
     let shards: Vec<PathBuf> = (0..2)
         .map(|n| root.join(format!("out/train-{n:06}.tar")))
         .collect();
@@ -204,6 +212,9 @@ fn a_job_run_again_writes_the_rest_to_the_same_bytes() {
     if common::gpu().is_some() {
         let on_gpu = shard(&root, "gpu/train-%06d.tar", &["--backend", "gpu"]);
         assert!(on_gpu.status.success(), "{on_gpu:?}");
+        // Its forward stages ran on the GPU.
+        let forward = summary(&on_gpu)["seconds"]["forward"].as_f64();
+        assert!(forward.is_some_and(|s| s > 0.0), "{on_gpu:?}");
         for (n, cpu) in whole.iter().enumerate() {
             let gpu = std::fs::read(root.join(format!("gpu/train-{n:06}.tar"))).unwrap();
             assert!(gpu == *cpu, "shard {n}: the GPU's differs");

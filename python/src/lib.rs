@@ -1933,7 +1933,13 @@ fn write_shard_index(
 
 /// What `write_shards` returns: shards written, complete shards kept, samples written, and
 /// (sample, source, error) of each input that failed.
-type ShardsWritten = (Vec<String>, usize, usize, Vec<(usize, String, String)>);
+type ShardsWritten = (
+    Vec<String>,
+    usize,
+    usize,
+    Vec<(usize, String, String)>,
+    [(&'static str, f64); 6],
+);
 
 /// `gpuprep shard` from Python: the images at `paths` (an ImageFolder root where `folder`)
 /// resized to shorter side `resize` and written as shards at `out` (see `gpuprep.write_shards`).
@@ -2058,7 +2064,21 @@ fn write_shards(
             .into_iter()
             .map(|(n, source, e)| (n, lossy(&source), e))
             .collect(),
+        stage_seconds(&report.times),
     ))
+}
+
+/// A job's stage times as (name, seconds), the names `gpuprep shard` prints.
+fn stage_seconds(t: &gpuprep::shard::StageTimes) -> [(&'static str, f64); 6] {
+    [
+        ("reading", t.reading),
+        ("decoding", t.decoding),
+        ("forward", t.forward),
+        ("encoding", t.encoding),
+        ("writing", t.writing),
+        ("waiting", t.waiting),
+    ]
+    .map(|(name, d)| (name, d.as_secs_f64()))
 }
 
 /// Shards at `paths`: URLs as [`loader::ShardUrl::parse`] reads them (a name that is not

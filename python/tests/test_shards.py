@@ -27,6 +27,9 @@ def test_write_shards_writes_pillows_jpegs_the_loader_reads_back(tmp_path):
     done = gpuprep.write_shards(tmp_path / "tree", out, resize=40, quality=85, shard_samples=4,
                                 backend="cpu")
     assert (done["kept"], done["samples"], done["failed"]) == (0, len(PHOTOS), [])
+    seconds = done["seconds"]
+    assert sorted(seconds) == ["decoding", "encoding", "forward", "reading", "waiting", "writing"]
+    assert seconds["decoding"] > 0 and seconds["encoding"] > 0
     labels = []
     for shard in done["written"]:
         with tarfile.open(shard) as tar:

@@ -170,7 +170,7 @@ pub fn fdct(block: &mut [i32; 64]) {
 /// reciprocals, `ceil(2^32 / d)`: for a numerator below 2^32 / d, `(n × r) >> 32` is `n / d`
 /// exactly, and a coefficient's magnitude is at most 2^15.
 pub struct Divisors {
-    divisor: [u32; 64],
+    pub divisor: [u32; 64],
     reciprocal: [u64; 64],
 }
 

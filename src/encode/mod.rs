@@ -80,13 +80,141 @@ pub struct Pixels<'a> {
 /// libjpeg's largest side.
 const MAX_SIDE: usize = 65_500;
 
-/// One component of the frame: its id, sampling factors, tables and samples.
-struct Component {
-    id: u8,
-    h: usize,
-    v: usize,
-    table: usize,
-    plane: Plane,
+/// One component of a frame, as both backends' forward stages read it: where its samples come
+/// from and which of its blocks hold image.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ComponentLayout {
+    /// 0: Y (or grey), 1: Cb, 2: Cr.
+    pub index: usize,
+    /// Its sampling factor across in the frame.
+    pub h: usize,
+    /// ... and down.
+    pub v: usize,
+    /// Its quantisation and Huffman tables: 0 luma, 1 chroma.
+    pub table: usize,
+    /// Its downsampling across: the frame's largest factor over its own.
+    pub down_h: usize,
+    /// ... and down.
+    pub down_v: usize,
+    /// Downsampled rows of its row groups; the rows below, to whole MCUs, repeat the last.
+    pub rows: usize,
+    /// Its blocks that hold image across; an MCU's blocks past them are dummies.
+    pub across: usize,
+    /// ... and down.
+    pub down: usize,
+}
+
+/// The frame of an image to encode: its size and its components' layouts.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Frame {
+    /// Width in pixels.
+    pub width: usize,
+    /// Height in pixels.
+    pub height: usize,
+    /// 3: RGB, 1: grey.
+    pub channels: usize,
+    /// Its components, Y (or grey) first.
+    pub components: Vec<ComponentLayout>,
+}
+
+impl Frame {
+    /// The frame of `pixels` with `subsampling` (checked: sizes, channels, bytes).
+    pub fn of(pixels: &Pixels, subsampling: Option<Subsampling>) -> Result<Self> {
+        let Pixels {
+            width,
+            height,
+            channels,
+            data,
+        } = *pixels;
+        if channels != 1 && channels != 3 {
+            return Err(Error::Options(format!(
+                "a JPEG is encoded from grey (1 channel) or RGB (3) pixels, got {channels} \
+                 channels"
+            )));
+        }
+        if width == 0 || height == 0 || width > MAX_SIDE || height > MAX_SIDE {
+            return Err(Error::Options(format!(
+                "a JPEG is 1 to {MAX_SIDE} pixels a side, got {width}×{height}"
+            )));
+        }
+        if data.len() != width * height * channels {
+            return Err(Error::Options(format!(
+                "{width}×{height}×{channels} pixels are {} bytes, got {}",
+                width * height * channels,
+                data.len()
+            )));
+        }
+        let (h_max, v_max) = match (subsampling, channels) {
+            (Some(subsampling), _) => subsampling.luma_factors(),
+            (None, 1) => (1, 1),
+            (None, _) => (2, 2),
+        };
+        // As libjpeg-turbo pads: columns (repeated) to each component's blocks before
+        // downsampling, rows to a whole row group (v_max rows) before it and, downsampled, to
+        // whole MCU rows.
+        let group_rows = height.div_ceil(v_max) * v_max;
+        let components = (0..channels)
+            .map(|index| {
+                let (h, v) = if index == 0 { (h_max, v_max) } else { (1, 1) };
+                ComponentLayout {
+                    index,
+                    h,
+                    v,
+                    table: index.min(1),
+                    down_h: h_max / h,
+                    down_v: v_max / v,
+                    rows: group_rows / (v_max / v),
+                    across: (width * h).div_ceil(h_max * 8),
+                    down: (height * v).div_ceil(v_max * 8),
+                }
+            })
+            .collect();
+        Ok(Self {
+            width,
+            height,
+            channels,
+            components,
+        })
+    }
+
+    /// The largest sampling factors (across, down): an MCU's size in blocks of luma.
+    fn max_factors(&self) -> (usize, usize) {
+        let h = self.components.iter().map(|c| c.h).max().unwrap_or(1);
+        let v = self.components.iter().map(|c| c.v).max().unwrap_or(1);
+        (h, v)
+    }
+}
+
+/// An image through the forward stages: each component's quantised blocks that hold image,
+/// row after row (natural order within a block).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Coefficients {
+    /// The image's frame.
+    pub frame: Frame,
+    /// Each component's blocks.
+    pub blocks: Vec<Vec<[i16; 64]>>,
+}
+
+/// Each table's divisors (its entries times 8, the DCT's scale) in natural order, for
+/// `quality`: luma's, then chroma's.
+pub fn divisors(quality: u8) -> Result<[[u32; 64]; 2]> {
+    Ok(quantisers(quality)?.map(|d| d.divisor))
+}
+
+/// Each table's quantiser for `quality`: luma's, then chroma's.
+fn quantisers(quality: u8) -> Result<[forward::Divisors; 2]> {
+    check_quality(quality)?;
+    Ok([0, 1].map(|t| forward::Divisors::new(&tables::natural(&tables::quantisation(t, quality)))))
+}
+
+fn check_quality(quality: u8) -> Result<()> {
+    if (1..=100).contains(&quality) {
+        Ok(())
+    } else {
+        Err(Error::Options(format!(
+            "quality is 1 to 100, got {quality}"
+        )))
+    }
 }
 
 /// The JPEG file of `pixels`, byte for byte Pillow's (with libjpeg-turbo) for these options.
@@ -102,15 +230,78 @@ pub fn encode_commented(
     options: &JpegOptions,
     comment: Option<&[u8]>,
 ) -> Result<Vec<u8>> {
-    if !(1..=100).contains(&options.quality) {
-        return Err(Error::Options(format!(
-            "quality is 1 to 100, got {}",
-            options.quality
-        )));
+    let frame = Frame::of(&pixels, options.subsampling)?;
+    let coefficients = forward_stages(&pixels, frame, options.quality)?;
+    write(&coefficients, options, comment)
+}
+
+/// The forward stages on the CPU (the GPU's shaders/forward.wgsl computes the same): colour
+/// conversion, edges repeated, downsampling, DCT and quantisation of each component's blocks.
+pub fn forward_stages(pixels: &Pixels, frame: Frame, quality: u8) -> Result<Coefficients> {
+    let quantisers = quantisers(quality)?;
+    let planes = colour_planes(pixels);
+    let blocks = frame
+        .components
+        .iter()
+        .zip(planes)
+        .map(|(c, plane)| {
+            let columns = c.across * 8 * c.down_h;
+            let group_rows = c.rows * c.down_v;
+            let plane = plane
+                .expanded(columns, group_rows)
+                .downsampled(c.down_h, c.down_v);
+            let plane = plane.expanded(plane.width, c.down * 8);
+            let mut blocks = Vec::with_capacity(c.across * c.down);
+            for by in 0..c.down {
+                for bx in 0..c.across {
+                    let mut block = plane.block(bx, by);
+                    forward::fdct(&mut block);
+                    blocks.push(forward::quantise(&block, &quantisers[c.table]));
+                }
+            }
+            blocks
+        })
+        .collect();
+    Ok(Coefficients { frame, blocks })
+}
+
+/// The image's components at full size: Y, Cb, Cr of RGB pixels; the grey plane of grey ones.
+fn colour_planes(pixels: &Pixels) -> Vec<Plane> {
+    let Pixels {
+        width,
+        height,
+        channels,
+        data,
+    } = *pixels;
+    let mut planes: Vec<Plane> = (0..channels)
+        .map(|_| Plane {
+            width,
+            height,
+            samples: Vec::with_capacity(width * height),
+        })
+        .collect();
+    if channels == 1 {
+        planes[0].samples.extend_from_slice(data);
+    } else {
+        for rgb in data.chunks_exact(3) {
+            let ycc = forward::ycc(rgb[0], rgb[1], rgb[2]);
+            for (plane, value) in planes.iter_mut().zip(ycc) {
+                plane.samples.push(value);
+            }
+        }
     }
-    let components = components(pixels, options.subsampling)?;
-    let (width, height) = (pixels.width, pixels.height);
-    let tables: Vec<[u16; 64]> = (0..components.len().min(2))
+    planes
+}
+
+/// The JPEG file of an image's quantised blocks: its markers, tables and entropy-coded scan.
+pub fn write(
+    coefficients: &Coefficients,
+    options: &JpegOptions,
+    comment: Option<&[u8]>,
+) -> Result<Vec<u8>> {
+    check_quality(options.quality)?;
+    let frame = &coefficients.frame;
+    let tables: Vec<[u16; 64]> = (0..frame.components.len().min(2))
         .map(|t| tables::quantisation(t, options.quality))
         .collect();
     let mut out = Vec::new();
@@ -134,16 +325,16 @@ pub fn encode_commented(
         body.extend(table.iter().map(|&q| q as u8));
         segment(&mut out, 0xDB, &body);
     }
-    let mut frame = vec![8];
-    frame.extend_from_slice(&(height as u16).to_be_bytes());
-    frame.extend_from_slice(&(width as u16).to_be_bytes());
-    frame.push(components.len() as u8);
-    for c in &components {
-        frame.extend_from_slice(&[c.id, (c.h << 4 | c.v) as u8, c.table as u8]);
+    let mut sof = vec![8];
+    sof.extend_from_slice(&(frame.height as u16).to_be_bytes());
+    sof.extend_from_slice(&(frame.width as u16).to_be_bytes());
+    sof.push(frame.components.len() as u8);
+    for c in &frame.components {
+        sof.extend_from_slice(&[c.index as u8 + 1, (c.h << 4 | c.v) as u8, c.table as u8]);
     }
-    segment(&mut out, 0xC0, &frame);
-    let blocks = scan_blocks(&components, &tables, width, height);
-    let huffman = huffman_tables(&components, &blocks, tables.len(), options.optimize);
+    segment(&mut out, 0xC0, &sof);
+    let blocks = scan_blocks(coefficients);
+    let huffman = huffman_tables(frame, &blocks, tables.len(), options.optimize);
     for (t, (dc, ac)) in huffman.iter().enumerate() {
         for (class, spec) in [(0x00, dc), (0x10, ac)] {
             let mut body = vec![class | t as u8];
@@ -152,13 +343,13 @@ pub fn encode_commented(
             segment(&mut out, 0xC4, &body);
         }
     }
-    let mut scan = vec![components.len() as u8];
-    for c in &components {
-        scan.extend_from_slice(&[c.id, (c.table << 4 | c.table) as u8]);
+    let mut scan = vec![frame.components.len() as u8];
+    for c in &frame.components {
+        scan.extend_from_slice(&[c.index as u8 + 1, (c.table << 4 | c.table) as u8]);
     }
     scan.extend_from_slice(&[0, 63, 0]);
     segment(&mut out, 0xDA, &scan);
-    out.extend(entropy_coded(&components, &blocks, &huffman));
+    out.extend(entropy_coded(frame, &blocks, &huffman));
     out.extend_from_slice(&[0xFF, 0xD9]);
     Ok(out)
 }
@@ -170,121 +361,23 @@ fn segment(out: &mut Vec<u8>, marker: u8, body: &[u8]) {
     out.extend_from_slice(body);
 }
 
-/// The frame's components, each plane expanded to whole MCUs (edges repeated) and
-/// downsampled: Y, Cb, Cr of an RGB image; one of a grey one.
-fn components(pixels: Pixels, subsampling: Option<Subsampling>) -> Result<Vec<Component>> {
-    let Pixels {
-        width,
-        height,
-        channels,
-        data,
-    } = pixels;
-    if channels != 1 && channels != 3 {
-        return Err(Error::Options(format!(
-            "a JPEG is encoded from grey (1 channel) or RGB (3) pixels, got {channels} channels"
-        )));
+/// The scan's blocks in order, each with its component: MCU after MCU (each component's blocks
+/// of it in turn, rows of blocks top to bottom), one block an MCU where the frame has a single
+/// component.
+fn scan_blocks(coefficients: &Coefficients) -> Vec<(usize, [i16; 64])> {
+    let frame = &coefficients.frame;
+    if let [blocks] = coefficients.blocks.as_slice() {
+        return blocks.iter().map(|&b| (0, b)).collect();
     }
-    if width == 0 || height == 0 || width > MAX_SIDE || height > MAX_SIDE {
-        return Err(Error::Options(format!(
-            "a JPEG is 1 to {MAX_SIDE} pixels a side, got {width}×{height}"
-        )));
-    }
-    if data.len() != width * height * channels {
-        return Err(Error::Options(format!(
-            "{width}×{height}×{channels} pixels are {} bytes, got {}",
-            width * height * channels,
-            data.len()
-        )));
-    }
-    let (h_max, v_max) = match (subsampling, channels) {
-        (Some(subsampling), _) => subsampling.luma_factors(),
-        (None, 1) => (1, 1),
-        (None, _) => (2, 2),
-    };
-    let mut planes: Vec<Plane> = (0..channels)
-        .map(|_| Plane {
-            width,
-            height,
-            samples: Vec::with_capacity(width * height),
-        })
-        .collect();
-    if channels == 1 {
-        planes[0].samples.extend_from_slice(data);
-    } else {
-        for rgb in data.chunks_exact(3) {
-            let ycc = forward::ycc(rgb[0], rgb[1], rgb[2]);
-            for (plane, value) in planes.iter_mut().zip(ycc) {
-                plane.samples.push(value);
-            }
-        }
-    }
-    // As libjpeg-turbo pads: columns (repeated) to each component's blocks before downsampling,
-    // rows to a whole row group (max_v rows) before it and, downsampled, to whole MCU rows.
-    let group_rows = height.div_ceil(v_max) * v_max;
-    let mcu_rows = height.div_ceil(v_max * 8);
-    Ok(planes
-        .into_iter()
-        .enumerate()
-        .map(|(c, plane)| {
-            let (h, v) = if c == 0 { (h_max, v_max) } else { (1, 1) };
-            let blocks_across = (width * h).div_ceil(h_max * 8);
-            let columns = blocks_across * 8 * (h_max / h);
-            let downsampled = plane
-                .expanded(columns, group_rows)
-                .downsampled(h_max / h, v_max / v);
-            Component {
-                id: c as u8 + 1,
-                h,
-                v,
-                table: c.min(1),
-                plane: downsampled.expanded(downsampled.width, mcu_rows * v * 8),
-            }
-        })
-        .collect())
-}
-
-/// The scan's quantised blocks in order, each with its component: MCU after MCU (each
-/// component's blocks of it in turn, rows of blocks top to bottom), one block an MCU where the
-/// frame has a single component.
-fn scan_blocks(
-    components: &[Component],
-    tables: &[[u16; 64]],
-    width: usize,
-    height: usize,
-) -> Vec<(usize, [i16; 64])> {
-    let divisors: Vec<forward::Divisors> = tables
-        .iter()
-        .map(|t| forward::Divisors::new(&tables::natural(t)))
-        .collect();
-    let h_max = components.iter().map(|c| c.h).max().unwrap_or(1);
-    let v_max = components.iter().map(|c| c.v).max().unwrap_or(1);
-    // A component's blocks that hold image: past them, an MCU's blocks are dummies.
-    let blocks = |c: &Component| {
-        (
-            (width * c.h).div_ceil(h_max * 8),
-            (height * c.v).div_ceil(v_max * 8),
-        )
-    };
-    let quantised = |c: &Component, bx: usize, by: usize| {
-        let mut block = c.plane.block(bx, by);
-        forward::fdct(&mut block);
-        forward::quantise(&block, &divisors[c.table])
-    };
+    let (h_max, v_max) = frame.max_factors();
+    let (mcus_across, mcus_down) = (
+        frame.width.div_ceil(h_max * 8),
+        frame.height.div_ceil(v_max * 8),
+    );
     let mut out = Vec::new();
-    if let [c] = components {
-        let (across, down) = blocks(c);
-        for by in 0..down {
-            for bx in 0..across {
-                out.push((0, quantised(c, bx, by)));
-            }
-        }
-        return out;
-    }
-    let (mcus_across, mcus_down) = (width.div_ceil(h_max * 8), height.div_ceil(v_max * 8));
     for my in 0..mcus_down {
         for mx in 0..mcus_across {
-            for (i, c) in components.iter().enumerate() {
-                let (across, down) = blocks(c);
+            for (c, blocks) in frame.components.iter().zip(&coefficients.blocks) {
                 let mut previous_dc = 0;
                 for y in 0..c.v {
                     for x in 0..c.h {
@@ -292,13 +385,13 @@ fn scan_blocks(
                         // Past the component's blocks, a dummy repeats the DC before it: of
                         // the block to its left, or (a row of them at the bottom) of the MCU's
                         // last block above.
-                        let block = if bx >= across || by >= down {
+                        let block = if bx >= c.across || by >= c.down {
                             dummy(previous_dc)
                         } else {
-                            quantised(c, bx, by)
+                            blocks[by * c.across + bx]
                         };
                         previous_dc = block[0];
-                        out.push((i, block));
+                        out.push((c.index, block));
                     }
                 }
             }
@@ -310,7 +403,7 @@ fn scan_blocks(
 /// Each table's DC and AC Huffman tables: Annex K's, or (`optimize`) the optimal ones for the
 /// symbols `blocks` will be written with, as libjpeg-turbo's statistics pass counts them.
 fn huffman_tables(
-    components: &[Component],
+    frame: &Frame,
     blocks: &[(usize, [i16; 64])],
     tables: usize,
     optimize: bool,
@@ -321,9 +414,9 @@ fn huffman_tables(
             .collect();
     }
     let mut counts = vec![([0u64; 256], [0u64; 256]); tables];
-    let mut last_dc = vec![0; components.len()];
+    let mut last_dc = vec![0; frame.components.len()];
     for (c, block) in blocks {
-        let (dc, ac) = &mut counts[components[*c].table];
+        let (dc, ac) = &mut counts[frame.components[*c].table];
         entropy::count_block(block, &mut last_dc[*c], dc, ac);
     }
     counts
@@ -334,7 +427,7 @@ fn huffman_tables(
 
 /// The scan's bytes: `blocks` coded with each component's table of `huffman`.
 fn entropy_coded(
-    components: &[Component],
+    frame: &Frame,
     blocks: &[(usize, [i16; 64])],
     huffman: &[(tables::HuffmanSpec, tables::HuffmanSpec)],
 ) -> Vec<u8> {
@@ -343,9 +436,9 @@ fn entropy_coded(
         .map(|(dc, ac)| (tables::codes(dc), tables::codes(ac)))
         .collect();
     let mut out = BitWriter::default();
-    let mut last_dc = vec![0; components.len()];
+    let mut last_dc = vec![0; frame.components.len()];
     for (c, block) in blocks {
-        let (dc, ac) = &codes[components[*c].table];
+        let (dc, ac) = &codes[frame.components[*c].table];
         entropy::encode_block(&mut out, block, &mut last_dc[*c], dc, ac);
     }
     out.finish()

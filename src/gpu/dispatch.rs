@@ -7,7 +7,6 @@ pub(crate) const WORKGROUP: u32 = 64;
 
 /// A storage buffer holding `words` (a dummy word when empty). Unlike wgpu's
 /// `create_buffer_init`, which panics when the device is lost, this returns the error.
-#[cfg(test)]
 pub(crate) fn storage_buffer(
     device: &wgpu::Device,
     label: &str,

@@ -18,6 +18,9 @@
 //!   `Landing` of `landing` once run, its costs in `stats`), `stamps` times stages on the GPU's
 //!   clock, `context` opens a device, `external` exports memory and semaphores for CUDA,
 //!   `submit` makes every submission one at a time.
+//!
+//! Beside the decoding stages, `forward` runs JPEG's forward stages (shaders/forward.wgsl) for
+//! the offline job's encoder, whose CPU mirror is `encode::forward_stages`.
 
 mod batch;
 mod bindings;
@@ -30,6 +33,7 @@ mod entropy;
 #[cfg(target_os = "linux")]
 pub mod external;
 mod float;
+mod forward;
 mod jobs;
 mod landing;
 mod packing;

@@ -4,7 +4,7 @@
 use super::{double, float};
 
 /// The stage shaders of shaders/: each file, the shared functions it calls, its own source.
-pub(super) const STAGE_SHADERS: [(&str, &[&str], &str); 6] = [
+pub(super) const STAGE_SHADERS: [(&str, &[&str], &str); 7] = [
     (
         "entropy.wgsl",
         &[],
@@ -21,6 +21,11 @@ pub(super) const STAGE_SHADERS: [(&str, &[&str], &str); 6] = [
         "tensor.wgsl",
         &[],
         include_str!("../../shaders/tensor.wgsl"),
+    ),
+    (
+        "forward.wgsl",
+        &[],
+        include_str!("../../shaders/forward.wgsl"),
     ),
     (
         "adjust.wgsl",

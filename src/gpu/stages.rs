@@ -17,6 +17,8 @@ pub(crate) struct Stages {
     /// Stage 4 writing pixels for stage 5 (tensor.wgsl's `pixels_main`).
     pub pixels: wgpu::ComputePipeline,
     pub adjust: wgpu::ComputePipeline,
+    /// JPEG's forward stages (`super::forward`).
+    pub forward: wgpu::ComputePipeline,
 }
 
 impl Stages {
@@ -30,6 +32,7 @@ impl Stages {
             tensor: stage_entry(device, "tensor.wgsl", "main", TAPS),
             pixels: stage_entry(device, "tensor.wgsl", "pixels_main", TAPS),
             adjust: stage(device, "adjust.wgsl"),
+            forward: stage(device, "forward.wgsl"),
         }
     }
 }

@@ -1,6 +1,10 @@
 # The offline job on the GPU machine: camera4 a hundred times over (6,400 real camera photos)
-# to shorter side 320 at quality 90, by `gpuprep shard` (GPU, three runs) and by a 16-process Pillow pool
-# (pillow_job.py, two runs), then every sample's bytes compared with Pillow's on this machine.
+# to shorter side 320 at quality 90, by `gpuprep shard` (GPU, three runs; its last line gives
+# each stage's seconds), by a 16-process Pillow pool (pillow_job.py, two runs) and by NVIDIA's
+# libraries (nvimgcodec_job.py: nvImageCodec decode, torch resize, nvImageCodec encode; two
+# runs), then every sample's bytes compared with Pillow's on this machine.
+# Carried in .device/: gpuprep.xz (the stripped release binary, xz-compressed), pillow_job.py,
+# nvimgcodec_job.py, and what ../shared/device/prepare.sh puts there (SETS=camera).
 set -u
 source .device/on-device.sh
 mkdir -p /tmp/bin
@@ -14,6 +18,7 @@ for run in 1 2 3; do
   end=$(date +%s.%N); python3 -c "print('{\"what\": \"gpuprep_shard\", \"run\": $run, \"seconds\": %f, \"img_s\": %f}' % ($end - $start, $N / ($end - $start)))"
 done | tee -a $OUT/shard.jsonl
 for run in 1 2; do python3 .device/pillow_job.py $SET /tmp/pillow.tar 320 90 16; done | tee -a $OUT/shard.jsonl
+for run in 1 2; do python3 .device/nvimgcodec_job.py $SET /tmp/nvimgcodec.tar 320 90 64 --compare /tmp/pillow.tar; done 2>&1 | tail -5 | tee -a $OUT/shard.jsonl
 python3 - <<'PY' | tee -a $OUT/shard.jsonl
 import json, tarfile
 ours = tarfile.open("/tmp/ours/train-000000.tar"); theirs = tarfile.open("/tmp/pillow.tar")

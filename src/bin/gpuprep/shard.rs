@@ -135,9 +135,16 @@ fn shard_job(args: &ShardArgs) -> gpuprep::Result<ExitCode> {
         out!("{line}");
     }
     let written: Vec<_> = done.written.iter().map(|p| p.to_string_lossy()).collect();
+    let t = &done.times;
+    let seconds = serde_json::json!({
+        "reading": t.reading.as_secs_f64(), "decoding": t.decoding.as_secs_f64(),
+        "forward": t.forward.as_secs_f64(), "encoding": t.encoding.as_secs_f64(),
+        "writing": t.writing.as_secs_f64(),
+        "waiting": t.waiting.as_secs_f64(),
+    });
     let line = serde_json::json!({
         "what": "shards", "written": written, "kept": done.kept, "samples": done.samples,
-        "failed": done.failed.len(), "backend": backend.describe(),
+        "failed": done.failed.len(), "backend": backend.describe(), "seconds": seconds,
     });
     out!("{line}");
     Ok(if done.failed.is_empty() {

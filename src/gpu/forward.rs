@@ -1,0 +1,322 @@
+//! JPEG's forward stages on the GPU (shaders/forward.wgsl): colour conversion, edges repeated,
+//! downsampling, forward DCT and quantisation of a batch of images, giving each image's
+//! quantised blocks exactly as the CPU's [`encode::forward_stages`] does; the Huffman coding
+//! that follows stays on CPU threads ([`encode::write`]). Both read the images' layouts from
+//! [`encode::Frame`].
+
+use super::dispatch::{self, checked, read_buffer, storage_buffer};
+use super::pipeline::GpuPipeline;
+use crate::encode::{self, Coefficients, Frame, JpegOptions, Pixels};
+use crate::error::Result;
+
+/// Bytes of pixels, and of coefficients, that one dispatch takes at most: images are
+/// dispatched together up to these, and an image over them alone goes through the CPU's
+/// stages (the same numbers).
+const DISPATCH_BYTES: usize = 64 << 20;
+
+/// One image of a dispatch: its frame, and its blocks' first word in the dispatch's output.
+struct Dispatched {
+    frame: Frame,
+    first_word: usize,
+}
+
+impl GpuPipeline {
+    /// Each image's quantised blocks for `options` (its quality and subsampling), as
+    /// [`encode::forward_stages`] computes them; an image that cannot be encoded (see
+    /// [`Frame::of`]) fails alone. An error of the GPU's fails the call.
+    pub fn jpeg_forward(
+        &self,
+        images: &[Pixels],
+        options: &JpegOptions,
+    ) -> Result<Vec<Result<Coefficients>>> {
+        let divisors = encode::divisors(options.quality)?;
+        let limit =
+            DISPATCH_BYTES.min(self.device.limits().max_storage_buffer_binding_size as usize);
+        let mut results: Vec<Option<Result<Coefficients>>> = Vec::with_capacity(images.len());
+        let mut group: Vec<(usize, Frame)> = Vec::new();
+        let (mut pixel_bytes, mut block_bytes) = (0, 0);
+        for (i, image) in images.iter().enumerate() {
+            let frame = match Frame::of(image, options.subsampling) {
+                Ok(frame) => frame,
+                Err(e) => {
+                    results.push(Some(Err(e)));
+                    continue;
+                }
+            };
+            let (pixels, blocks) = (
+                image.data.len().next_multiple_of(4),
+                block_words(&frame) * 4,
+            );
+            if pixels > limit || blocks > limit {
+                results.push(Some(encode::forward_stages(image, frame, options.quality)));
+                continue;
+            }
+            if pixel_bytes + pixels > limit || block_bytes + blocks > limit {
+                self.run_forward(images, std::mem::take(&mut group), &divisors, &mut results)?;
+                (pixel_bytes, block_bytes) = (0, 0);
+            }
+            (pixel_bytes, block_bytes) = (pixel_bytes + pixels, block_bytes + blocks);
+            results.push(None);
+            group.push((i, frame));
+        }
+        self.run_forward(images, group, &divisors, &mut results)?;
+        Ok(results
+            .into_iter()
+            .map(|r| r.expect("every image has its result"))
+            .collect())
+    }
+
+    /// The forward stages of the images `group` names (with their frames), in one dispatch,
+    /// their results put in `results`.
+    fn run_forward(
+        &self,
+        images: &[Pixels],
+        group: Vec<(usize, Frame)>,
+        divisors: &[[u32; 64]; 2],
+        results: &mut [Option<Result<Coefficients>>],
+    ) -> Result<()> {
+        if group.is_empty() {
+            return Ok(());
+        }
+        let mut pixels: Vec<u32> = Vec::new();
+        let mut placed = Vec::with_capacity(group.len());
+        let (mut planes, mut starts) = (Vec::new(), vec![0u32]);
+        let mut words = 0;
+        for (i, frame) in group.iter().map(|(i, f)| (*i, f.clone())) {
+            let pixel_word = pixels.len();
+            let data = images[i].data;
+            pixels.extend(data.chunks(4).map(|b| {
+                let mut word = [0; 4];
+                word[..b.len()].copy_from_slice(b);
+                u32::from_le_bytes(word)
+            }));
+            let first_word = words;
+            for c in &frame.components {
+                let blocks = c.across * c.down;
+                planes.extend([
+                    pixel_word,
+                    frame.width,
+                    frame.height,
+                    frame.channels,
+                    c.index,
+                    c.down_h,
+                    c.down_v,
+                    c.rows,
+                    c.across,
+                    c.table,
+                    words,
+                ]);
+                words += blocks * 32;
+                starts.push(starts[starts.len() - 1] + blocks as u32);
+            }
+            placed.push((i, Dispatched { frame, first_word }));
+        }
+        let planes: Vec<u32> = planes.into_iter().map(|n| n as u32).collect();
+        let divisors: Vec<u32> = divisors.concat();
+        let blocks = starts[starts.len() - 1];
+        let words = self.forward_dispatch(&starts, &planes, &pixels, &divisors, words, blocks)?;
+        for (i, dispatched) in placed {
+            results[i] = Some(Ok(unpacked(dispatched, &words)));
+        }
+        Ok(())
+    }
+
+    /// Runs forward.wgsl over `blocks` blocks and reads back its `words` words.
+    fn forward_dispatch(
+        &self,
+        starts: &[u32],
+        planes: &[u32],
+        pixels: &[u32],
+        divisors: &[u32],
+        words: usize,
+        blocks: u32,
+    ) -> Result<Vec<u32>> {
+        let device = &self.device;
+        checked(device, || {
+            let none = wgpu::BufferUsages::empty();
+            let inputs = [
+                storage_buffer(device, "forward starts", starts, none)?,
+                storage_buffer(device, "forward planes", planes, none)?,
+                storage_buffer(device, "forward pixels", pixels, none)?,
+                storage_buffer(device, "forward divisors", divisors, none)?,
+            ];
+            let size = (words * 4) as u64;
+            let output = device.create_buffer(&wgpu::BufferDescriptor {
+                label: Some("forward coefficients"),
+                size,
+                usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC,
+                mapped_at_creation: false,
+            });
+            let readback = device.create_buffer(&wgpu::BufferDescriptor {
+                label: Some("forward read-back"),
+                size,
+                usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+                mapped_at_creation: false,
+            });
+            let pipeline = &self.stages.forward;
+            let mut entries: Vec<wgpu::BindGroupEntry> = inputs
+                .iter()
+                .enumerate()
+                .map(|(binding, buffer)| wgpu::BindGroupEntry {
+                    binding: binding as u32,
+                    resource: buffer.as_entire_binding(),
+                })
+                .collect();
+            entries.push(wgpu::BindGroupEntry {
+                binding: 4,
+                resource: output.as_entire_binding(),
+            });
+            let bind_group = device.create_bind_group(&wgpu::BindGroupDescriptor {
+                label: Some("forward"),
+                layout: &pipeline.get_bind_group_layout(0),
+                entries: &entries,
+            });
+            let mut encoder = device.create_command_encoder(&Default::default());
+            dispatch::run(device, &mut encoder, pipeline, &bind_group, blocks);
+            encoder.copy_buffer_to_buffer(&output, 0, &readback, 0, size);
+            let submission = super::submit(&self.queue, [encoder.finish()]);
+            read_buffer(device, &readback, size, submission, |bytes| {
+                bytemuck::cast_slice::<u8, u32>(bytes).to_vec()
+            })
+        })
+    }
+}
+
+/// Words of quantised blocks the image of `frame` has: two coefficients a word.
+fn block_words(frame: &Frame) -> usize {
+    frame
+        .components
+        .iter()
+        .map(|c| c.across * c.down * 32)
+        .sum()
+}
+
+/// An image's blocks out of the dispatch's words.
+fn unpacked(dispatched: Dispatched, words: &[u32]) -> Coefficients {
+    let mut at = dispatched.first_word;
+    let blocks = dispatched
+        .frame
+        .components
+        .iter()
+        .map(|c| {
+            (0..c.across * c.down)
+                .map(|_| {
+                    let mut block = [0i16; 64];
+                    for (pair, &word) in block.chunks_exact_mut(2).zip(&words[at..at + 32]) {
+                        pair[0] = word as u16 as i16;
+                        pair[1] = (word >> 16) as u16 as i16;
+                    }
+                    at += 32;
+                    block
+                })
+                .collect()
+        })
+        .collect();
+    Coefficients {
+        frame: dispatched.frame,
+        blocks,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::encode::{self, JpegOptions, Pixels, Subsampling};
+    use crate::gpu::context::test_gpu;
+    use crate::gpu::GpuPipeline;
+
+    /// Pixels with edges, gradients and noise, so that every coefficient and every rounding
+    /// of the stages is exercised.
+    fn pixels(width: usize, height: usize, channels: usize, seed: u32) -> Vec<u8> {
+        let mut state = seed.wrapping_mul(2_654_435_761) | 1;
+        (0..width * height * channels)
+            .map(|i| {
+                state ^= state << 13;
+                state ^= state >> 17;
+                state ^= state << 5;
+                let (x, y) = ((i / channels) % width, (i / channels) / width);
+                match (x / 5 + y / 3) % 3 {
+                    0 => (state >> 24) as u8,
+                    1 => (x * 255 / width.max(1)) as u8,
+                    _ => {
+                        if (x + y) % 2 == 0 {
+                            255
+                        } else {
+                            0
+                        }
+                    }
+                }
+            })
+            .collect()
+    }
+
+    #[test]
+    fn the_gpus_blocks_are_the_cpus() {
+        let Some(gpu) = test_gpu() else {
+            return;
+        };
+        let pipeline = GpuPipeline::new(&gpu.device, &gpu.queue);
+        let sizes = [
+            (1, 1),
+            (7, 9),
+            (8, 8),
+            (17, 15),
+            (33, 70),
+            (320, 427),
+            (131, 64),
+        ];
+        let mut images = Vec::new();
+        for (k, &(width, height)) in sizes.iter().enumerate() {
+            for channels in [1, 3] {
+                images.push((
+                    width,
+                    height,
+                    channels,
+                    pixels(width, height, channels, k as u32),
+                ));
+            }
+        }
+        let views: Vec<Pixels> = images
+            .iter()
+            .map(|(width, height, channels, data)| Pixels {
+                width: *width,
+                height: *height,
+                channels: *channels,
+                data,
+            })
+            .collect();
+        let subsamplings = [
+            None,
+            Some(Subsampling::Full),
+            Some(Subsampling::Half),
+            Some(Subsampling::Quarter),
+        ];
+        for (quality, subsampling) in [1, 50, 75, 90, 100]
+            .into_iter()
+            .zip(subsamplings.iter().cycle())
+        {
+            let options = JpegOptions {
+                quality,
+                subsampling: *subsampling,
+                optimize: false,
+            };
+            let on_gpu = pipeline.jpeg_forward(&views, &options).unwrap();
+            for (image, gpu) in views.iter().zip(on_gpu) {
+                let frame = encode::Frame::of(image, *subsampling).unwrap();
+                let cpu = encode::forward_stages(image, frame, quality).unwrap();
+                let (w, h, c) = (image.width, image.height, image.channels);
+                assert!(
+                    gpu.unwrap() == cpu,
+                    "{w}×{h}×{c}, quality {quality}, {subsampling:?}: the GPU's blocks differ"
+                );
+            }
+        }
+        let refused = pipeline.jpeg_forward(
+            &views[..1],
+            &JpegOptions {
+                quality: 0,
+                ..JpegOptions::default()
+            },
+        );
+        assert!(refused.is_err());
+    }
+}
