@@ -279,3 +279,114 @@ fn a_broken_input_is_named_and_the_others_written() {
         .collect();
     assert!(left.iter().all(|n| n.ends_with(".tar")), "{left:?}");
 }
+
+#[test]
+fn a_labels_file_gives_the_classes_and_every_image_needs_one() {
+    let root = tree("labels");
+    // Class names (numbered in sorted order) by path below the folder given or by file name,
+    // after a header; the ImageFolder tree's folders are ignored once a labels file is given.
+    let mut names: Vec<String> = Vec::new();
+    for class in ["cat", "dog"] {
+        for entry in std::fs::read_dir(root.join("tree").join(class)).unwrap() {
+            names.push(format!(
+                "{class}/{}",
+                entry.unwrap().file_name().to_string_lossy()
+            ));
+        }
+    }
+    names.sort();
+    let mut csv = String::from("file,species\n");
+    for (i, name) in names.iter().enumerate() {
+        let (key, species) = if i % 2 == 0 {
+            (name.as_str(), "zebra")
+        } else {
+            (name.rsplit('/').next().unwrap(), "aardvark")
+        };
+        csv.push_str(&format!("{key},{species}\n"));
+    }
+    std::fs::write(root.join("labels.csv"), &csv).unwrap();
+    let output = shard(
+        &root,
+        "out/train-%06d.tar",
+        &["--backend", "cpu", "--recursive", "--labels", "labels.csv"],
+    );
+    assert!(output.status.success(), "{output:?}");
+    let mut seen = Vec::new();
+    for n in 0..2 {
+        let members = members(&root.join(format!("out/train-{n:06}.tar")));
+        for (name, bytes) in &members {
+            if let Some(key) = name.strip_suffix(".cls") {
+                let json = &members
+                    .iter()
+                    .find(|(m, _)| *m == format!("{key}.json"))
+                    .unwrap()
+                    .1;
+                let json: serde_json::Value = serde_json::from_slice(json).unwrap();
+                let source = json["source"].as_str().unwrap().to_string();
+                let class = json["class"].as_str().unwrap().to_string();
+                seen.push((source, String::from_utf8(bytes.clone()).unwrap(), class));
+                assert!(json["settings"]["labels"]
+                    .as_str()
+                    .unwrap()
+                    .starts_with("classes "));
+            }
+        }
+    }
+    assert_eq!(seen.len(), names.len());
+    for (i, name) in names.iter().enumerate() {
+        let (index, class) = if i % 2 == 0 {
+            ("1", "zebra")
+        } else {
+            ("0", "aardvark")
+        };
+        let sample = seen
+            .iter()
+            .find(|(source, _, _)| source.ends_with(name.as_str()));
+        let (_, got_index, got_class) = sample.unwrap_or_else(|| panic!("{name}: {seen:?}"));
+        assert_eq!(
+            (got_index.as_str(), got_class.as_str()),
+            (index, class),
+            "{name}"
+        );
+    }
+    // Run again with other labels: the shards are not kept as if they held them.
+    std::fs::write(root.join("labels.csv"), csv.replace("zebra", "yak")).unwrap();
+    let relabelled = shard(
+        &root,
+        "out/train-%06d.tar",
+        &["--backend", "cpu", "--recursive", "--labels", "labels.csv"],
+    );
+    let stderr = String::from_utf8_lossy(&relabelled.stderr);
+    assert!(
+        relabelled.status.code() == Some(2) && stderr.contains("written with other settings"),
+        "{stderr}"
+    );
+    // An image without a label is an error naming it, before anything is written.
+    let short: String = csv
+        .lines()
+        .take(names.len())
+        .map(|l| format!("{l}\n"))
+        .collect();
+    std::fs::write(root.join("short.json"), "{\"x.jpg\": 3}").unwrap();
+    std::fs::write(root.join("short.csv"), short).unwrap();
+    let missing = shard(
+        &root,
+        "missing/train-%06d.tar",
+        &["--backend", "cpu", "--recursive", "--labels", "short.csv"],
+    );
+    let stderr = String::from_utf8_lossy(&missing.stderr);
+    assert!(
+        missing.status.code() == Some(2)
+            && stderr.contains("short.csv: no label for")
+            && stderr.contains(names.last().unwrap().rsplit('/').next().unwrap()),
+        "{stderr}"
+    );
+    let none = shard(
+        &root,
+        "missing/train-%06d.tar",
+        &["--backend", "cpu", "--recursive", "--labels", "short.json"],
+    );
+    let stderr = String::from_utf8_lossy(&none.stderr);
+    assert!(stderr.contains("and 5 other inputs"), "{stderr}");
+    assert!(!root.join("missing").exists());
+}

@@ -202,14 +202,19 @@ def write_shard_index(shards, path, *, retries=10, timeout=30.0):
 
 def write_shards(source, out, *, resize, filter="bilinear", draft=False, quality=75,
                  subsampling=None, optimize=False, shard_samples=100_000,
-                 shard_size=3_000_000_000, backend="auto", adapter=None):
+                 shard_size=3_000_000_000, labels=None, recursive=False, backend="auto",
+                 adapter=None):
     """`gpuprep shard` from Python: the images of `source` (a folder of class folders, read as
     torchvision's ImageFolder; a folder of images; or a list of image files) resized as
     torchvision's Resize(`resize`) with Pillow's `filter`, encoded byte for byte as Pillow's
     `save(buf, "JPEG", quality=quality[, subsampling=...][, optimize=True])` writes them, into
     WebDataset shards at `out` (a path with one %d or %0Nd, the shard's number): KEY.jpg, KEY.cls
-    (an ImageFolder's class) and KEY.json (source, original size, settings), KEY the sample's
-    number in nine digits. A shard closes at `shard_samples` samples or `shard_size` bytes and
+    (an ImageFolder's class, or the `labels` file's) and KEY.json (source, original size, class
+    name, settings), KEY the sample's number in nine digits. `labels`: a CSV (TSV for .tsv) of
+    rows `name,label` or a JSON object of "name": label, a name the image's path below the
+    folder given or its file name, a label a class index or a class name (names numbered in
+    sorted order); every image needs one. `recursive`: the images in every folder below
+    `source` too (unlabelled unless `labels`), not an ImageFolder's classes. A shard closes at `shard_samples` samples or `shard_size` bytes and
     is written under a temporary name, renamed whole; called again over the same inputs, it
     keeps the complete shards and writes the rest. Returns a dict: "written" (the shards this
     call wrote), "kept", "samples", "failed" (a list of (sample, source, error): those inputs
@@ -235,11 +240,14 @@ def write_shards(source, out, *, resize, filter="bilinear", draft=False, quality
         paths, folder = [_os.fspath(source)], False
     else:
         paths, folder = [_os.fspath(p) for p in source], False
+    if labels is not None and not _os.path.isfile(labels):
+        raise ReadError(f"{_os.fspath(labels)}: no such labels file")
     if not paths:
         raise OptionsError(f"{source!r} holds no image")
     written, kept, samples, failed, seconds = _gpuprep.write_shards(
         paths, folder, _os.fspath(out), resize, filter, draft, quality, subsampling, optimize,
-        shard_samples, shard_size, backend, adapter)
+        shard_samples, shard_size, backend, adapter,
+        None if labels is None else _os.fspath(labels), bool(recursive))
     return {"written": written, "kept": kept, "samples": samples, "failed": failed,
             "seconds": dict(seconds)}
 

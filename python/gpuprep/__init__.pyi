@@ -185,7 +185,9 @@ def write_shards(source: Union[str, PathLike, Sequence[Union[str, PathLike]]],
                  out: Union[str, PathLike], *, resize: int, filter: str = "bilinear",
                  draft: bool = False, quality: int = 75, subsampling: Optional[str] = None,
                  optimize: bool = False, shard_samples: int = 100_000,
-                 shard_size: int = 3_000_000_000, backend: str = "auto",
+                 shard_size: int = 3_000_000_000,
+                 labels: Union[str, PathLike, None] = None, recursive: bool = False,
+                 backend: str = "auto",
                  adapter: Optional[str] = None) -> dict[str, Any]:
     """Resizes a dataset and writes it as WebDataset shards of Pillow-identical JPEGs."""
     ...

@@ -1941,14 +1941,15 @@ type ShardsWritten = (
     [(&'static str, f64); 6],
 );
 
-/// `gpuprep shard` from Python: the images at `paths` (an ImageFolder root where `folder`)
-/// resized to shorter side `resize` and written as shards at `out` (see `gpuprep.write_shards`).
+/// `gpuprep shard` from Python: the images at `paths` (an ImageFolder root where `folder`;
+/// labelled by the file `labels` where given) resized to shorter side `resize` and written as shards at `out` (see `gpuprep.write_shards`).
 /// Returns (shards written, complete shards kept, samples written, [(sample, source, error)]).
 /// Ctrl-C stops the job at its next chunk (its complete shards stay) and raises
 /// KeyboardInterrupt.
 #[pyfunction]
 #[pyo3(signature = (paths, folder, out, resize, filter, draft, quality, subsampling, optimize,
-                    shard_samples, shard_size, backend, adapter=None))]
+                    shard_samples, shard_size, backend, adapter=None, labels=None,
+                    recursive=false))]
 #[allow(clippy::too_many_arguments)]
 fn write_shards(
     py: Python<'_>,
@@ -1965,9 +1966,11 @@ fn write_shards(
     shard_size: u64,
     backend: &str,
     adapter: Option<&str>,
+    labels: Option<std::path::PathBuf>,
+    recursive: bool,
 ) -> PyResult<ShardsWritten> {
     use gpuprep::encode::{JpegOptions, Subsampling};
-    use gpuprep::shard::{ShardInput, ShardOptions, ShardPattern};
+    use gpuprep::shard::{self, ShardOptions, ShardPattern};
     let subsampling = match subsampling {
         None => None,
         Some("4:4:4") => Some(Subsampling::Full),
@@ -1990,23 +1993,15 @@ fn write_shards(
         max_samples: shard_samples,
         max_bytes: shard_size,
     };
-    let inputs: Vec<ShardInput> = if folder {
-        let root = paths.into_iter().next().unwrap_or_default();
-        let (items, _) = loader::dataset::image_folder(&root).map_err(|e| error(&e))?;
-        items
-            .into_iter()
-            .map(|i| ShardInput {
-                path: i.path,
-                label: i.label,
-            })
-            .collect()
+    // Folders of images: those directly inside (or, `recursive`, below), in path order.
+    let found = || gpuprep::convert::find_inputs(&paths, recursive).map_err(|e| error(&e));
+    let inputs = if let Some(labels) = &labels {
+        shard::labelled_inputs(found()?, labels).map_err(|e| error(&e))?
+    } else if folder && !recursive {
+        let root = paths.first().cloned().unwrap_or_default();
+        shard::image_folder_inputs(&root).map_err(|e| error(&e))?
     } else {
-        // Folders of images: those directly inside, in name order.
-        let files = gpuprep::convert::expand_inputs(&paths).map_err(|e| error(&e))?;
-        files
-            .into_iter()
-            .map(|path| ShardInput { path, label: -1 })
-            .collect()
+        shard::unlabelled_inputs(found()?)
     };
     let (backend, _) = self::backend(backend, adapter)?;
     let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));

@@ -1,5 +1,6 @@
 """gpuprep.write_shards, the offline job: a dataset resized and re-encoded, byte for byte as
-Pillow writes it, into WebDataset shards the Loader reads back."""
+Pillow writes it, into WebDataset shards that the Loader and webdataset's own reader read
+back."""
 import io
 import json
 import os
@@ -8,6 +9,7 @@ import tarfile
 
 import numpy as np
 import pytest
+import webdataset
 from PIL import Image
 
 import gpuprep
@@ -52,3 +54,37 @@ def test_write_shards_writes_pillows_jpegs_the_loader_reads_back(tmp_path):
     assert (again["kept"], again["samples"], again["written"]) == (2, 0, [])
     with pytest.raises(gpuprep.OptionsError, match="quality is an int from 1 to 100"):
         gpuprep.write_shards(tmp_path / "tree", out, resize=40, quality=0)
+
+
+def test_webdatasets_own_reader_reads_the_shards_with_a_labels_files_classes(tmp_path):
+    """Shards labelled by a JSON labels file (class names, numbered in sorted order), read by
+    webdataset's WebDataset: every sample's key, JPEG, class and JSON as written."""
+    for k, photo in enumerate(PHOTOS):
+        folder = tmp_path / "photos" / ("a" if k % 2 else "b")
+        folder.mkdir(parents=True, exist_ok=True)
+        shutil.copy(photo, folder / os.path.basename(photo))
+    names = sorted(f"{'a' if k % 2 else 'b'}/{os.path.basename(p)}" for k, p in enumerate(PHOTOS))
+    labels = {name: ("tabby" if i % 3 else "manx") for i, name in enumerate(names)}
+    (tmp_path / "labels.json").write_text(json.dumps(labels))
+    out = str(tmp_path / "shards" / "s-%03d.tar")
+    done = gpuprep.write_shards(tmp_path / "photos", out, resize=32, shard_samples=3,
+                                labels=tmp_path / "labels.json", recursive=True, backend="cpu")
+    assert (done["samples"], done["failed"]) == (len(PHOTOS), [])
+    samples = list(webdataset.WebDataset(done["written"], shardshuffle=False, empty_check=False))
+    assert [s["__key__"] for s in samples] == [f"{n:09d}" for n in range(len(PHOTOS))]
+    for sample in samples:
+        meta = json.loads(sample["json"])
+        name = os.path.relpath(meta["source"], tmp_path / "photos").replace(os.sep, "/")
+        assert meta["class"] == labels[name]
+        assert int(sample["cls"]) == {"manx": 0, "tabby": 1}[labels[name]]
+        image = Image.open(meta["source"]).convert("RGB")
+        w, h = image.size
+        size = (32, int(32 * h / w)) if w <= h else (int(32 * w / h), 32)
+        buffer = io.BytesIO()
+        image.resize(size, Image.BILINEAR).save(buffer, "JPEG")
+        assert sample["jpg"] == buffer.getvalue(), name
+    del labels[names[0]]
+    (tmp_path / "labels.json").write_text(json.dumps(labels))
+    with pytest.raises(gpuprep.OptionsError, match="no label for"):
+        gpuprep.write_shards(tmp_path / "photos", str(tmp_path / "other" / "s-%03d.tar"),
+                             resize=32, labels=tmp_path / "labels.json", recursive=True)

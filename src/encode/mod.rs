@@ -30,6 +30,15 @@ pub enum Subsampling {
 }
 
 impl Subsampling {
+    /// Its name as Pillow's `subsampling=` takes it ("4:2:0").
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Full => "4:4:4",
+            Self::Half => "4:2:2",
+            Self::Quarter => "4:2:0",
+        }
+    }
+
     /// Luma's sampling factors (across, down); chroma's are 1 × 1.
     fn luma_factors(self) -> (usize, usize) {
         match self {

@@ -1,7 +1,7 @@
 //! `gpuprep shard`: a dataset resized and re-encoded as Pillow would, into WebDataset shards.
 
 use super::{backend, set_threads, stop_on_signals, BackendArg};
-use gpuprep::convert::{self, Job};
+use gpuprep::convert::Job;
 use gpuprep::encode::{JpegOptions, Subsampling};
 use gpuprep::shard::{self, ShardInput, ShardOptions, ShardPattern};
 use gpuprep::{Filter, Limits, Resize, Transform};
@@ -42,9 +42,16 @@ pub struct ShardArgs {
     /// ... or this many bytes (ShardWriter's maxsize).
     #[arg(long, default_value_t = 3_000_000_000)]
     shard_size: u64,
-    /// Also take the images in every folder below the folders given (unlabelled).
+    /// Also take the images in every folder below the folders given (unlabelled, unless
+    /// --labels).
     #[arg(long, short)]
     recursive: bool,
+    /// Each image's class from this file: CSV rows `name,label` (TSV for .tsv) or a JSON object
+    /// of "name": label; a name is the image's path below the folder given, or its file name;
+    /// labels are class indices or class names (numbered in sorted order). Every image needs
+    /// one.
+    #[arg(long)]
+    labels: Option<PathBuf>,
     /// Where the pixel stages run.
     #[arg(long, value_enum, default_value_t = BackendArg::Auto)]
     backend: BackendArg,
@@ -154,31 +161,34 @@ fn shard_job(args: &ShardArgs) -> gpuprep::Result<ExitCode> {
     })
 }
 
-/// The samples: an ImageFolder tree's (labelled), or the images found.
+/// The samples: labelled by `--labels`, an ImageFolder tree's, or the images found.
 fn inputs(args: &ShardArgs) -> gpuprep::Result<Vec<ShardInput>> {
+    if let Some(labels) = &args.labels {
+        let found = super::find_inputs(&args.inputs, args.recursive, args.quiet)?;
+        return shard::labelled_inputs(found, labels);
+    }
     if let [root] = args.inputs.as_slice() {
         let has_classes = std::fs::read_dir(root)
             .map(|entries| entries.flatten().any(|e| e.path().is_dir()))
             .unwrap_or(false);
         if has_classes && !args.recursive {
-            let (items, _classes) = gpuprep::loader::dataset::image_folder(root)?;
-            return Ok(items
-                .into_iter()
-                .map(|item| ShardInput {
-                    path: item.path,
-                    label: item.label,
-                })
-                .collect());
+            let inputs = shard::image_folder_inputs(root)?;
+            if !args.quiet {
+                let classes: std::collections::BTreeSet<i64> =
+                    inputs.iter().map(|i| i.label).collect();
+                err!(
+                    "{}: read as an ImageFolder tree, {} classes (its folders; images beside \
+                     them are not taken; --recursive takes every image, unlabelled, and \
+                     --labels FILE labels them)",
+                    root.display(),
+                    classes.len()
+                );
+            }
+            return Ok(inputs);
         }
     }
     let found = super::find_inputs(&args.inputs, args.recursive, args.quiet)?;
-    Ok(found
-        .into_iter()
-        .map(|input: convert::Input| ShardInput {
-            path: input.path,
-            label: -1,
-        })
-        .collect())
+    Ok(shard::unlabelled_inputs(found))
 }
 
 fn filter(name: FilterName) -> Filter {

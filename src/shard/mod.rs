@@ -4,12 +4,17 @@
 //!
 //! Sample `n` of the inputs (in their order) has the key `n` written with nine digits; its
 //! members are `KEY.jpg`, `KEY.cls` (its class, where the inputs have labels) and `KEY.json`
-//! (its source path, its original size and the job's settings). A shard is started when the one
+//! (its source path, its original size, its class's name where the classes have names, and the
+//! job's settings as fields). A shard is started when the one
 //! being written holds `max_samples` samples or `max_bytes` bytes. Each shard is written under a
 //! temporary name and renamed whole, so a shard under its own name is complete: a job run again
 //! over the same inputs and settings keeps the shards there and writes the rest, to the same
 //! bytes. An input that cannot be read, decoded or encoded is left out and listed (sample,
 //! source, error) in the job's report; the job goes on.
+
+mod labels;
+
+pub use labels::{image_folder_inputs, labelled_inputs, unlabelled_inputs};
 
 use crate::convert::{self, Job};
 use crate::encode::{self, Coefficients, Frame, JpegOptions, Pixels};
@@ -50,6 +55,9 @@ pub struct ShardInput {
     pub path: PathBuf,
     /// Its class index, or −1.
     pub label: i64,
+    /// Its class's name, where the classes have names (an ImageFolder's folders, a labels
+    /// file's names): written in the sample's JSON.
+    pub class: Option<String>,
 }
 
 /// Where shards go: a path with one `%0Nd` (or `%d`), the shard's number.
@@ -181,8 +189,7 @@ pub fn write_shards(
             "a shard holds at least one sample and one byte".into(),
         ));
     }
-    let labelled = inputs.iter().any(|i| i.label >= 0);
-    let settings = settings(job, options, labelled);
+    let settings = settings(job, options, inputs);
     remove_stale_partials(&options.pattern);
     let earlier = complete_shards(&options.pattern, &settings, inputs)?;
     let (kept, first) = (earlier.shards, earlier.next);
@@ -255,7 +262,7 @@ pub fn write_shards(
 /// The shards being written: samples added in order, a shard closed when it is full.
 struct Writer<'a> {
     options: &'a ShardOptions,
-    settings: &'a str,
+    settings: &'a serde_json::Value,
     shard: Option<ShardFile>,
     number: usize,
     report: &'a mut ShardReport,
@@ -286,10 +293,13 @@ impl Writer<'_> {
                 .shard
                 .insert(ShardFile::create(self.options.pattern.path(self.number))?),
         };
-        let json = serde_json::json!({
+        let mut json = serde_json::json!({
             "source": source_name(&source.path), "width": size.map(|s| s.0),
-            "height": size.map(|s| s.1), "settings": self.settings,
+            "height": size.map(|s| s.1), "settings": self.settings.clone(),
         });
+        if let Some(class) = &source.class {
+            json["class"] = class.as_str().into();
+        }
         let key = format!("{n:09}");
         open.add(&format!("{key}.jpg"), &jpeg)?;
         if source.label >= 0 {
@@ -310,23 +320,39 @@ impl Writer<'_> {
     }
 }
 
-/// The job's settings as each sample's JSON records them (and a re-run checks them).
-fn settings(job: &Job, options: &ShardOptions, labelled: bool) -> String {
-    let (t, jpeg) = (&job.transform, &options.jpeg);
-    format!(
-        "resize {:?} filter {:?} draft {} exif_transpose {}; JPEG quality {} subsampling {:?} \
-         optimize {}; shards of at most {} samples and {} bytes; {}",
-        t.resize,
-        t.filter,
-        t.draft,
-        t.exif_transpose,
-        jpeg.quality,
-        jpeg.subsampling,
-        jpeg.optimize,
-        options.max_samples,
-        options.max_bytes,
-        if labelled { "labelled" } else { "unlabelled" }
-    )
+/// The job's settings as each sample's JSON records them (and a re-run checks them): the
+/// transform's resize, filter, draft and EXIF fields as its JSON names them, the encoder's
+/// settings, the shards' bounds, and the labels (a digest of every input's class, so that
+/// shards labelled otherwise are not kept).
+fn settings(job: &Job, options: &ShardOptions, inputs: &[ShardInput]) -> serde_json::Value {
+    let transform = job.transform.to_json();
+    let jpeg = &options.jpeg;
+    let labels = if inputs.iter().any(|i| i.label >= 0) {
+        // FNV-1a over each input's class index and name.
+        let mut digest: u64 = 0xcbf2_9ce4_8422_2325;
+        for input in inputs {
+            let class = input.class.as_deref().unwrap_or("");
+            for byte in input
+                .label
+                .to_le_bytes()
+                .iter()
+                .chain(class.as_bytes())
+                .chain(&[0])
+            {
+                digest = (digest ^ u64::from(*byte)).wrapping_mul(0x0100_0000_01b3);
+            }
+        }
+        format!("classes {digest:016x}")
+    } else {
+        "none".into()
+    };
+    serde_json::json!({
+        "resize": transform["resize"], "filter": transform["filter"],
+        "draft": transform["draft"], "exif_transpose": transform["exif_transpose"],
+        "quality": jpeg.quality, "subsampling": jpeg.subsampling.map(|s| s.name()),
+        "optimize": jpeg.optimize, "shard_samples": options.max_samples,
+        "shard_bytes": options.max_bytes, "labels": labels,
+    })
 }
 
 /// A sample's JPEG file and its source's size (where its header says).
@@ -452,7 +478,11 @@ struct Kept {
 /// The shards an earlier run completed, each checked to be this job's (its members KEY.jpg,
 /// KEY.cls and KEY.json, every sample's JSON of these settings) and of these inputs (the last
 /// sample kept is of the same input here); an error otherwise.
-fn complete_shards(pattern: &ShardPattern, settings: &str, inputs: &[ShardInput]) -> Result<Kept> {
+fn complete_shards(
+    pattern: &ShardPattern,
+    settings: &serde_json::Value,
+    inputs: &[ShardInput],
+) -> Result<Kept> {
     let (mut kept, mut next, mut last_source) = (0, 0, None::<String>);
     let mut held = std::collections::BTreeSet::new();
     let refused = |path: &Path, why: String| {
@@ -490,7 +520,7 @@ fn complete_shards(pattern: &ShardPattern, settings: &str, inputs: &[ShardInput]
             let mut text = String::new();
             std::io::Read::read_to_string(&mut member, &mut text).map_err(in_shard)?;
             let written: serde_json::Value = serde_json::from_str(&text).unwrap_or_default();
-            if written["settings"] != settings {
+            if written["settings"] != *settings {
                 let why = format!(
                     "written with other settings ({}), not these ({settings})",
                     written["settings"]
