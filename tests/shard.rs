@@ -325,10 +325,7 @@ fn a_labels_file_gives_the_classes_and_every_image_needs_one() {
                 let source = json["source"].as_str().unwrap().to_string();
                 let class = json["class"].as_str().unwrap().to_string();
                 seen.push((source, String::from_utf8(bytes.clone()).unwrap(), class));
-                assert!(json["settings"]["labels"]
-                    .as_str()
-                    .unwrap()
-                    .starts_with("classes "));
+                assert_eq!(json["settings"]["labelled"], true);
             }
         }
     }
@@ -358,7 +355,7 @@ fn a_labels_file_gives_the_classes_and_every_image_needs_one() {
     );
     let stderr = String::from_utf8_lossy(&relabelled.stderr);
     assert!(
-        relabelled.status.code() == Some(2) && stderr.contains("written with other settings"),
+        relabelled.status.code() == Some(2) && stderr.contains("the labels changed"),
         "{stderr}"
     );
     // An image without a label is an error naming it, before anything is written.

@@ -1992,6 +1992,7 @@ fn write_shards(
         },
         max_samples: shard_samples,
         max_bytes: shard_size,
+        forward_on_gpu: true,
     };
     // Folders of images: those directly inside (or, `recursive`, below), in path order.
     let found = || gpuprep::convert::find_inputs(&paths, recursive).map_err(|e| error(&e));

@@ -7,7 +7,7 @@
 use super::dispatch::{self, checked, read_buffer, storage_buffer};
 use super::pipeline::GpuPipeline;
 use crate::encode::{self, Coefficients, Frame, JpegOptions, Pixels};
-use crate::error::Result;
+use crate::error::{GpuError, Result};
 
 /// Bytes of pixels, and of coefficients, that one dispatch takes at most: images are
 /// dispatched together up to these, and an image over them alone goes through the CPU's
@@ -78,23 +78,18 @@ impl GpuPipeline {
         if group.is_empty() {
             return Ok(());
         }
-        let mut pixels: Vec<u32> = Vec::new();
+        let mut uploads: Vec<(&[u8], usize)> = Vec::with_capacity(group.len());
         let mut placed = Vec::with_capacity(group.len());
         let (mut planes, mut starts) = (Vec::new(), vec![0u32]);
-        let mut words = 0;
-        for (i, frame) in group.iter().map(|(i, f)| (*i, f.clone())) {
-            let pixel_word = pixels.len();
+        let (mut pixel_words, mut words) = (0, 0);
+        for (i, frame) in group {
             let data = images[i].data;
-            pixels.extend(data.chunks(4).map(|b| {
-                let mut word = [0; 4];
-                word[..b.len()].copy_from_slice(b);
-                u32::from_le_bytes(word)
-            }));
+            uploads.push((data, pixel_words));
             let first_word = words;
             for c in &frame.components {
                 let blocks = c.across * c.down;
                 planes.extend([
-                    pixel_word,
+                    pixel_words,
                     frame.width,
                     frame.height,
                     frame.channels,
@@ -109,38 +104,65 @@ impl GpuPipeline {
                 words += blocks * 32;
                 starts.push(starts[starts.len() - 1] + blocks as u32);
             }
+            pixel_words += data.len().div_ceil(4);
             placed.push((i, Dispatched { frame, first_word }));
         }
         let planes: Vec<u32> = planes.into_iter().map(|n| n as u32).collect();
-        let divisors: Vec<u32> = divisors.concat();
-        let blocks = starts[starts.len() - 1];
-        let words = self.forward_dispatch(&starts, &planes, &pixels, &divisors, words, blocks)?;
-        for (i, dispatched) in placed {
-            results[i] = Some(Ok(unpacked(dispatched, &words)));
+        let dispatch = Dispatch {
+            starts: &starts,
+            planes: &planes,
+            uploads: &uploads,
+            pixel_words,
+            divisors: &divisors.concat(),
+            words,
+        };
+        let unpacked = self.forward_dispatch(&dispatch, |coefficients| {
+            use rayon::prelude::*;
+            placed
+                .into_par_iter()
+                .map(|(i, dispatched)| (i, unpacked(dispatched, coefficients)))
+                .collect::<Vec<_>>()
+        })?;
+        for (i, coefficients) in unpacked {
+            results[i] = Some(Ok(coefficients));
         }
         Ok(())
     }
 
-    /// Runs forward.wgsl over `blocks` blocks and reads back its `words` words.
-    fn forward_dispatch(
+    /// Runs forward.wgsl over `dispatch` and hands its coefficients (as they sit in the
+    /// read-back buffer) to `read`.
+    fn forward_dispatch<T>(
         &self,
-        starts: &[u32],
-        planes: &[u32],
-        pixels: &[u32],
-        divisors: &[u32],
-        words: usize,
-        blocks: u32,
-    ) -> Result<Vec<u32>> {
+        dispatch: &Dispatch,
+        read: impl FnOnce(&[i16]) -> T,
+    ) -> Result<T> {
         let device = &self.device;
         checked(device, || {
             let none = wgpu::BufferUsages::empty();
+            let pixels = device.create_buffer(&wgpu::BufferDescriptor {
+                label: Some("forward pixels"),
+                size: (dispatch.pixel_words.max(1) * 4) as u64,
+                usage: wgpu::BufferUsages::STORAGE,
+                mapped_at_creation: true,
+            });
+            {
+                let mut view = pixels
+                    .slice(..)
+                    .get_mapped_range_mut()
+                    .map_err(GpuError::from)?;
+                for (data, word) in dispatch.uploads {
+                    let at = word * 4;
+                    view.slice(at..at + data.len()).copy_from_slice(data);
+                }
+            }
+            pixels.unmap();
             let inputs = [
-                storage_buffer(device, "forward starts", starts, none)?,
-                storage_buffer(device, "forward planes", planes, none)?,
-                storage_buffer(device, "forward pixels", pixels, none)?,
-                storage_buffer(device, "forward divisors", divisors, none)?,
+                storage_buffer(device, "forward starts", dispatch.starts, none)?,
+                storage_buffer(device, "forward planes", dispatch.planes, none)?,
+                pixels,
+                storage_buffer(device, "forward divisors", dispatch.divisors, none)?,
             ];
-            let size = (words * 4) as u64;
+            let size = (dispatch.words * 4) as u64;
             let output = device.create_buffer(&wgpu::BufferDescriptor {
                 label: Some("forward coefficients"),
                 size,
@@ -172,14 +194,26 @@ impl GpuPipeline {
                 entries: &entries,
             });
             let mut encoder = device.create_command_encoder(&Default::default());
+            let blocks = dispatch.starts[dispatch.starts.len() - 1];
             dispatch::run(device, &mut encoder, pipeline, &bind_group, blocks);
             encoder.copy_buffer_to_buffer(&output, 0, &readback, 0, size);
             let submission = super::submit(&self.queue, [encoder.finish()]);
             read_buffer(device, &readback, size, submission, |bytes| {
-                bytemuck::cast_slice::<u8, u32>(bytes).to_vec()
+                read(bytemuck::cast_slice(bytes))
             })
         })
     }
+}
+
+/// What one dispatch of forward.wgsl takes: its jobs' starts and planes (see the shader),
+/// each image's pixels with its first word, the divisors, and the words of coefficients out.
+struct Dispatch<'a> {
+    starts: &'a [u32],
+    planes: &'a [u32],
+    uploads: &'a [(&'a [u8], usize)],
+    pixel_words: usize,
+    divisors: &'a [u32],
+    words: usize,
 }
 
 /// Words of quantised blocks the image of `frame` has: two coefficients a word.
@@ -191,24 +225,21 @@ fn block_words(frame: &Frame) -> usize {
         .sum()
 }
 
-/// An image's blocks out of the dispatch's words.
-fn unpacked(dispatched: Dispatched, words: &[u32]) -> Coefficients {
-    let mut at = dispatched.first_word;
+/// An image's blocks out of the dispatch's coefficients (two a word, the even one in the low
+/// half: in a little-endian buffer, each block's 64 in order).
+fn unpacked(dispatched: Dispatched, coefficients: &[i16]) -> Coefficients {
+    let mut at = dispatched.first_word * 2;
     let blocks = dispatched
         .frame
         .components
         .iter()
         .map(|c| {
-            (0..c.across * c.down)
-                .map(|_| {
-                    let mut block = [0i16; 64];
-                    for (pair, &word) in block.chunks_exact_mut(2).zip(&words[at..at + 32]) {
-                        pair[0] = word as u16 as i16;
-                        pair[1] = (word >> 16) as u16 as i16;
-                    }
-                    at += 32;
-                    block
-                })
+            let count = c.across * c.down;
+            let component = &coefficients[at..at + count * 64];
+            at += count * 64;
+            component
+                .chunks_exact(64)
+                .map(|block| block.try_into().expect("64 coefficients"))
                 .collect()
         })
         .collect();

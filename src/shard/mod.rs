@@ -19,7 +19,7 @@ pub use labels::{image_folder_inputs, labelled_inputs, unlabelled_inputs};
 use crate::convert::{self, Job};
 use crate::encode::{self, Coefficients, Frame, JpegOptions, Pixels};
 use crate::error::{Error, Result};
-use crate::{Backend, Samples, Tensor, TensorData};
+use crate::{Backend, GpuBackend, Samples, Tensor, TensorData};
 use rayon::prelude::*;
 use std::fs;
 use std::io::BufWriter;
@@ -129,6 +129,9 @@ pub struct ShardOptions {
     pub max_samples: usize,
     /// ... or this many bytes.
     pub max_bytes: u64,
+    /// JPEG's forward stages (colour, downsampling, DCT, quantisation) on the job's GPU where
+    /// its backend is one, rather than on CPU threads: the same bytes either way.
+    pub forward_on_gpu: bool,
 }
 
 /// What a job did.
@@ -235,7 +238,11 @@ pub fn write_shards(
             times.waiting += waited.elapsed();
             let end = start + chunk.len();
             let encoding = Instant::now();
-            let encoded = encode_all(chunk, &options.jpeg, job.backend, &mut times.forward)?;
+            let gpu = match job.backend {
+                Backend::Gpu(gpu) if options.forward_on_gpu => Some(&**gpu),
+                _ => None,
+            };
+            let encoded = encode_all(chunk, &options.jpeg, gpu, &mut times.forward)?;
             times.encoding += encoding.elapsed();
             let writing = Instant::now();
             for (offset, sample) in encoded.into_iter().enumerate() {
@@ -322,36 +329,18 @@ impl Writer<'_> {
 
 /// The job's settings as each sample's JSON records them (and a re-run checks them): the
 /// transform's resize, filter, draft and EXIF fields as its JSON names them, the encoder's
-/// settings, the shards' bounds, and the labels (a digest of every input's class, so that
-/// shards labelled otherwise are not kept).
+/// settings, the shards' bounds, and whether samples are labelled (a kept shard's classes are
+/// checked sample by sample).
 fn settings(job: &Job, options: &ShardOptions, inputs: &[ShardInput]) -> serde_json::Value {
     let transform = job.transform.to_json();
     let jpeg = &options.jpeg;
-    let labels = if inputs.iter().any(|i| i.label >= 0) {
-        // FNV-1a over each input's class index and name.
-        let mut digest: u64 = 0xcbf2_9ce4_8422_2325;
-        for input in inputs {
-            let class = input.class.as_deref().unwrap_or("");
-            for byte in input
-                .label
-                .to_le_bytes()
-                .iter()
-                .chain(class.as_bytes())
-                .chain(&[0])
-            {
-                digest = (digest ^ u64::from(*byte)).wrapping_mul(0x0100_0000_01b3);
-            }
-        }
-        format!("classes {digest:016x}")
-    } else {
-        "none".into()
-    };
+    let labelled = inputs.iter().any(|i| i.label >= 0);
     serde_json::json!({
         "resize": transform["resize"], "filter": transform["filter"],
         "draft": transform["draft"], "exif_transpose": transform["exif_transpose"],
         "quality": jpeg.quality, "subsampling": jpeg.subsampling.map(|s| s.name()),
         "optimize": jpeg.optimize, "shard_samples": options.max_samples,
-        "shard_bytes": options.max_bytes, "labels": labels,
+        "shard_bytes": options.max_bytes, "labelled": labelled,
     })
 }
 
@@ -390,17 +379,17 @@ fn load(
         .collect()
 }
 
-/// Each loaded image encoded, with its source's size: the forward stages on the job's GPU
-/// where it has one (the chunk's images dispatched together), else on CPU threads; the Huffman
+/// Each loaded image encoded, with its source's size: the forward stages on `gpu` where given
+/// (the chunk's images dispatched together), else on CPU threads; the Huffman
 /// coding on CPU threads. `forwarding` hears how long the GPU's stages took.
 fn encode_all(
     loaded: Vec<Result<(Tensor, Source)>>,
     jpeg: &JpegOptions,
-    backend: &Backend,
+    gpu: Option<&GpuBackend>,
     forwarding: &mut Duration,
 ) -> Result<Vec<Result<Encoded>>> {
     let mut forward: Vec<Option<Result<Coefficients>>> = loaded.iter().map(|_| None).collect();
-    if let Backend::Gpu(gpu) = backend {
+    if let Some(gpu) = gpu {
         let started = Instant::now();
         let images: Vec<(usize, Pixels)> = loaded
             .iter()
@@ -485,6 +474,13 @@ fn complete_shards(
 ) -> Result<Kept> {
     let (mut kept, mut next, mut last_source) = (0, 0, None::<String>);
     let mut held = std::collections::BTreeSet::new();
+    // The first sample whose class differs from its input's here: (sample, in the shard).
+    let mut relabelled: Option<(usize, String)> = None;
+    let mut differs = |n: usize, written: String, here: String| {
+        if written != here && relabelled.is_none() {
+            relabelled = Some((n, written));
+        }
+    };
     let refused = |path: &Path, why: String| {
         Error::Options(format!(
             "{}: {why}: write the shards elsewhere, or remove these",
@@ -514,12 +510,24 @@ fn complete_shards(
                 ));
             };
             held.insert(n);
-            if extension != "json" {
+            let mut text = String::new();
+            if extension == "jpg" {
                 continue;
             }
-            let mut text = String::new();
             std::io::Read::read_to_string(&mut member, &mut text).map_err(in_shard)?;
+            let input = inputs.get(n);
+            if extension == "cls" {
+                differs(
+                    n,
+                    text,
+                    input.map_or(String::new(), |i| i.label.to_string()),
+                );
+                continue;
+            }
             let written: serde_json::Value = serde_json::from_str(&text).unwrap_or_default();
+            let class = |c: Option<&str>| c.map_or(String::new(), |c| format!("{c:?}"));
+            let here = input.and_then(|i| i.class.as_deref());
+            differs(n, class(written["class"].as_str()), class(here));
             if written["settings"] != *settings {
                 let why = format!(
                     "written with other settings ({}), not these ({settings})",
@@ -554,6 +562,20 @@ fn complete_shards(
             );
             return Err(refused(&pattern.path(kept - 1), why));
         }
+    }
+    if let Some((n, written)) = relabelled {
+        let here = &inputs[n];
+        let here_class = here
+            .class
+            .as_deref()
+            .map_or(String::new(), |c| format!(" ({c})"));
+        let why = format!(
+            "sample {n} ({}) has {written} there and class {}{here_class} here: the labels \
+             changed since the shards were written",
+            source_name(&here.path),
+            here.label,
+        );
+        return Err(refused(&pattern.path(0), why));
     }
     let missing = (0..next).filter(|n| !held.contains(n)).collect();
     Ok(Kept {

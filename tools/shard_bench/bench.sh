@@ -1,8 +1,9 @@
 # The offline job on the GPU machine: camera4 a hundred times over (6,400 real camera photos)
-# to shorter side 320 at quality 90, by `gpuprep shard` (GPU, three runs; its last line gives
-# each stage's seconds), by a 16-process Pillow pool (pillow_job.py, two runs) and by NVIDIA's
-# libraries (nvimgcodec_job.py: nvImageCodec decode, torch resize, nvImageCodec encode; two
-# runs), then every sample's bytes compared with Pillow's on this machine.
+# to shorter side 320 at quality 90, by `gpuprep shard` (GPU backend, five runs, the encoder's
+# forward stages on the GPU and on CPU threads in turn; its last line gives each stage's
+# seconds), by a 16-process Pillow pool (pillow_job.py) and by NVIDIA's libraries
+# (nvimgcodec_job.py: nvImageCodec decode, torch resize, nvImageCodec encode), then every
+# sample's bytes compared with Pillow's on this machine.
 # Carried in .device/: gpuprep.xz (the stripped release binary, xz-compressed), pillow_job.py,
 # nvimgcodec_job.py, and what ../shared/device/prepare.sh puts there (SETS=camera).
 set -u
@@ -12,18 +13,23 @@ python3 -c "import lzma, shutil; shutil.copyfileobj(lzma.open('.device/gpuprep.x
 chmod +x /tmp/bin/gpuprep; export PATH=/tmp/bin:$PATH
 SET=/tmp/x100; mkdir -p $SET; for k in $(seq -w 0 99); do for f in /tmp/camera4/*.jpg; do ln -sf "$(readlink -f "$f")" "$SET/$k-$(basename "$f")"; done; done
 N=$(ls $SET | wc -l); echo $N; nproc; python3 -c "import PIL; print('Pillow', PIL.__version__)"
-for run in 1 2 3; do
-  rm -rf /tmp/ours; start=$(date +%s.%N)
-  gpuprep shard $SET --out '/tmp/ours/train-%06d.tar' --resize 320 --quality 90 --shard-samples 100000 --backend gpu --quiet | tail -1
-  end=$(date +%s.%N); python3 -c "print('{\"what\": \"gpuprep_shard\", \"run\": $run, \"seconds\": %f, \"img_s\": %f}' % ($end - $start, $N / ($end - $start)))"
+# Runs 1 (which compiles the shaders), 2 and 4 with the encoder's forward stages on the GPU,
+# 3 and 5 with them on CPU threads (--forward-stages cpu).
+for run in 1 2 3 4 5; do
+  where=$([ $((run % 2)) = 0 ] || [ $run = 1 ] && echo gpu || echo cpu)
+  rm -rf /tmp/ours-$where; start=$(date +%s.%N)
+  gpuprep shard $SET --out "/tmp/ours-$where/train-%06d.tar" --resize 320 --quality 90 --shard-samples 100000 --backend gpu --forward-stages $where --quiet | tail -1
+  end=$(date +%s.%N); python3 -c "print('{\"what\": \"gpuprep_shard\", \"run\": $run, \"forward_stages\": \"$where\", \"seconds\": %f, \"img_s\": %f}' % ($end - $start, $N / ($end - $start)))"
 done | tee -a $OUT/shard.jsonl
-for run in 1 2; do python3 .device/pillow_job.py $SET /tmp/pillow.tar 320 90 16; done | tee -a $OUT/shard.jsonl
-for run in 1 2; do python3 .device/nvimgcodec_job.py $SET /tmp/nvimgcodec.tar 320 90 64 --compare /tmp/pillow.tar; done 2>&1 | tail -5 | tee -a $OUT/shard.jsonl
+python3 .device/pillow_job.py $SET /tmp/pillow.tar 320 90 16 | tee -a $OUT/shard.jsonl
+python3 .device/nvimgcodec_job.py $SET /tmp/nvimgcodec.tar 320 90 64 --compare /tmp/pillow.tar 2>&1 | tail -5 | tee -a $OUT/shard.jsonl
 python3 - <<'PY' | tee -a $OUT/shard.jsonl
 import json, tarfile
-ours = tarfile.open("/tmp/ours/train-000000.tar"); theirs = tarfile.open("/tmp/pillow.tar")
-a = {m.name: ours.extractfile(m).read() for m in ours.getmembers() if m.name.endswith(".jpg")}
+theirs = tarfile.open("/tmp/pillow.tar")
 b = {m.name: theirs.extractfile(m).read() for m in theirs.getmembers()}
-same = sum(a.get(k) == v for k, v in b.items())
-print(json.dumps({"what": "bytes_compared", "samples": len(b), "identical": same, "ours_bytes": sum(map(len, a.values())), "pillow_bytes": sum(map(len, b.values()))}))
+for where in ("gpu", "cpu"):
+    ours = tarfile.open(f"/tmp/ours-{where}/train-000000.tar")
+    a = {m.name: ours.extractfile(m).read() for m in ours.getmembers() if m.name.endswith(".jpg")}
+    same = sum(a.get(k) == v for k, v in b.items())
+    print(json.dumps({"what": "bytes_compared", "forward_stages": where, "samples": len(b), "identical": same, "ours_bytes": sum(map(len, a.values())), "pillow_bytes": sum(map(len, b.values()))}))
 PY

@@ -23,6 +23,17 @@ def encode_params(quality):
         return nvimgcodec.EncodeParams(quality=float(quality), chroma_subsampling=css)
 
 
+def as_bytes(code_stream):
+    """An encoded file's bytes (nvImageCodec returns CodeStream objects from 0.6 on)."""
+    if isinstance(code_stream, (bytes, bytearray)):
+        return bytes(code_stream)
+    try:
+        return memoryview(code_stream).tobytes()
+    except TypeError:
+        import numpy as np
+        return np.asarray(code_stream).tobytes()
+
+
 def resized(image, shorter, device):
     """torchvision's Resize(shorter) of one decoded image, on the GPU, as HWC uint8."""
     x = torch.as_tensor(image, device=device)
@@ -57,10 +68,10 @@ def main():
                 images = decoder.decode(blobs, params=decode_params)
                 small = [nvimgcodec.as_image(resized(im, a.shorter, device)) for im in images]
                 files = encoder.encode(small, "jpeg", params=params)
-                for k, data in enumerate(files):
+                for k, data in enumerate(map(as_bytes, files)):
                     info = tarfile.TarInfo(f"{start + k:09d}.jpg")
                     info.size = len(data)
-                    tar.addfile(info, io.BytesIO(bytes(data)))
+                    tar.addfile(info, io.BytesIO(data))
 
     run(paths[:a.batch], a.out)  # warm-up: libraries loaded, kernels compiled
     torch.cuda.synchronize()

@@ -55,6 +55,10 @@ pub struct ShardArgs {
     /// Where the pixel stages run.
     #[arg(long, value_enum, default_value_t = BackendArg::Auto)]
     backend: BackendArg,
+    /// Where the encoder's forward stages (colour, downsampling, DCT, quantisation) run on a
+    /// GPU backend: on the GPU, or on CPU threads (the same bytes).
+    #[arg(long, value_parser = ["gpu", "cpu"], default_value = "gpu")]
+    forward_stages: String,
     /// The GPU adapter: its number or a part of its name, or cuda:N.
     #[arg(long)]
     adapter: Option<String>,
@@ -108,6 +112,7 @@ fn shard_job(args: &ShardArgs) -> gpuprep::Result<ExitCode> {
         },
         max_samples: args.shard_samples,
         max_bytes: args.shard_size,
+        forward_on_gpu: args.forward_stages == "gpu",
     };
     let inputs = inputs(args)?;
     let backend = backend(args.backend, args.adapter.as_deref(), args.quiet)?;
