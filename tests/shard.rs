@@ -210,14 +210,21 @@ fn a_job_run_again_writes_the_rest_to_the_same_bytes() {
         "{stderr}"
     );
     if common::gpu().is_some() {
-        let on_gpu = shard(&root, "gpu/train-%06d.tar", &["--backend", "gpu"]);
-        assert!(on_gpu.status.success(), "{on_gpu:?}");
-        // Its forward stages ran on the GPU.
-        let forward = summary(&on_gpu)["seconds"]["forward"].as_f64();
-        assert!(forward.is_some_and(|s| s > 0.0), "{on_gpu:?}");
-        for (n, cpu) in whole.iter().enumerate() {
-            let gpu = std::fs::read(root.join(format!("gpu/train-{n:06}.tar"))).unwrap();
-            assert!(gpu == *cpu, "shard {n}: the GPU's differs");
+        // The GPU backend, its encoder's forward stages on CPU threads and on the GPU.
+        for (forward_stages, on_the_gpu) in [("cpu", false), ("gpu", true)] {
+            let out = format!("gpu-{forward_stages}");
+            let on_gpu = shard(
+                &root,
+                &format!("{out}/train-%06d.tar"),
+                &["--backend", "gpu", "--forward-stages", forward_stages],
+            );
+            assert!(on_gpu.status.success(), "{on_gpu:?}");
+            let forward = summary(&on_gpu)["seconds"]["forward"].as_f64().unwrap();
+            assert_eq!(forward > 0.0, on_the_gpu, "{on_gpu:?}");
+            for (n, cpu) in whole.iter().enumerate() {
+                let gpu = std::fs::read(root.join(format!("{out}/train-{n:06}.tar"))).unwrap();
+                assert!(gpu == *cpu, "{out}, shard {n}: the GPU's differs");
+            }
         }
     }
 }

@@ -1992,7 +1992,8 @@ fn write_shards(
         },
         max_samples: shard_samples,
         max_bytes: shard_size,
-        forward_on_gpu: true,
+        // As `gpuprep shard`'s default: on CPU threads (see its --forward-stages).
+        forward_on_gpu: false,
     };
     // Folders of images: those directly inside (or, `recursive`, below), in path order.
     let found = || gpuprep::convert::find_inputs(&paths, recursive).map_err(|e| error(&e));

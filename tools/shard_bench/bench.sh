@@ -1,6 +1,6 @@
 # The offline job on the GPU machine: camera4 a hundred times over (6,400 real camera photos)
-# to shorter side 320 at quality 90, by `gpuprep shard` (GPU backend, five runs, the encoder's
-# forward stages on the GPU and on CPU threads in turn; its last line gives each stage's
+# to shorter side 320 at quality 90, by `gpuprep shard` (GPU backend, three runs, the encoder's
+# forward stages on the GPU and on CPU threads; its last line gives each stage's
 # seconds), by a 16-process Pillow pool (pillow_job.py) and by NVIDIA's libraries
 # (nvimgcodec_job.py: nvImageCodec decode, torch resize, nvImageCodec encode), then every
 # sample's bytes compared with Pillow's on this machine.
@@ -13,9 +13,9 @@ python3 -c "import lzma, shutil; shutil.copyfileobj(lzma.open('.device/gpuprep.x
 chmod +x /tmp/bin/gpuprep; export PATH=/tmp/bin:$PATH
 SET=/tmp/x100; mkdir -p $SET; for k in $(seq -w 0 99); do for f in /tmp/camera4/*.jpg; do ln -sf "$(readlink -f "$f")" "$SET/$k-$(basename "$f")"; done; done
 N=$(ls $SET | wc -l); echo $N; nproc; python3 -c "import PIL; print('Pillow', PIL.__version__)"
-# Runs 1 (which compiles the shaders), 2 and 4 with the encoder's forward stages on the GPU,
-# 3 and 5 with them on CPU threads (--forward-stages cpu).
-for run in 1 2 3 4 5; do
+# Runs 1 (which compiles the shaders) and 2 with the encoder's forward stages on the GPU, 3
+# with them on CPU threads (--forward-stages cpu); RUNS=5 adds a GPU and a CPU run.
+for run in $(seq 1 ${RUNS:-3}); do
   where=$([ $((run % 2)) = 0 ] || [ $run = 1 ] && echo gpu || echo cpu)
   rm -rf /tmp/ours-$where; start=$(date +%s.%N)
   gpuprep shard $SET --out "/tmp/ours-$where/train-%06d.tar" --resize 320 --quality 90 --shard-samples 100000 --backend gpu --forward-stages $where --quiet | tail -1

@@ -56,8 +56,9 @@ pub struct ShardArgs {
     #[arg(long, value_enum, default_value_t = BackendArg::Auto)]
     backend: BackendArg,
     /// Where the encoder's forward stages (colour, downsampling, DCT, quantisation) run on a
-    /// GPU backend: on the GPU, or on CPU threads (the same bytes).
-    #[arg(long, value_parser = ["gpu", "cpu"], default_value = "gpu")]
+    /// GPU backend: on CPU threads, or on the GPU (the same bytes; the images go to the GPU
+    /// and their coefficients come back, which its first measurement found slower).
+    #[arg(long, value_parser = ["cpu", "gpu"], default_value = "cpu")]
     forward_stages: String,
     /// The GPU adapter: its number or a part of its name, or cuda:N.
     #[arg(long)]
