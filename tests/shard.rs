@@ -109,7 +109,11 @@ for shard in sys.argv[2:]:
 #[test]
 fn shards_hold_pillows_jpegs_and_the_classes() {
     let root = tree("pillow");
-    let output = shard(&root, "out/train-%06d.tar", &["--backend", "cpu"]);
+    let output = shard(
+        &root,
+        "out/train-%06d.tar",
+        &["--backend", "cpu", "--index", "index/train.json"],
+    );
     assert!(output.status.success(), "{output:?}");
     let line = summary(&output);
     assert_eq!(
@@ -152,17 +156,35 @@ fn shards_hold_pillows_jpegs_and_the_classes() {
         }),
         ..Transform::default()
     };
-    let loader = Loader::new(
+    // Read from the shards, and from the index the job wrote (its folder made), each shard
+    // with its count.
+    let index = root.join("index/train.json");
+    let written: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&index).unwrap()).unwrap();
+    let counts: Vec<u64> = written["shardlist"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["nsamples"].as_u64().unwrap())
+        .collect();
+    assert_eq!(counts, [4, 2]);
+    let index = gpuprep::loader::ShardUrl::Local(index);
+    for source in [
         Source::local_shards(shards.clone()),
-        &transform,
-        Backend::Cpu,
-        &Limits::default(),
-        options,
-    )
-    .unwrap();
-    let batch = loader.epoch(0).next().unwrap().unwrap();
-    assert_eq!(batch.labels, [0, 0, 0, 1, 1, 1]);
-    assert!(batch.failed.is_empty());
+        Source::ShardIndex(index),
+    ] {
+        let loader = Loader::new(
+            source,
+            &transform,
+            Backend::Cpu,
+            &Limits::default(),
+            options.clone(),
+        )
+        .unwrap();
+        let batch = loader.epoch(0).next().unwrap().unwrap();
+        assert_eq!(batch.labels, [0, 0, 0, 1, 1, 1]);
+        assert!(batch.failed.is_empty());
+    }
 }
 
 #[test]

@@ -202,8 +202,8 @@ def write_shard_index(shards, path, *, retries=10, timeout=30.0):
 
 def write_shards(source, out, *, resize, filter="bilinear", draft=False, quality=75,
                  subsampling=None, optimize=False, shard_samples=100_000,
-                 shard_size=3_000_000_000, labels=None, recursive=False, backend="auto",
-                 adapter=None):
+                 shard_size=3_000_000_000, labels=None, recursive=False, index=None,
+                 backend="auto", adapter=None):
     """`gpuprep shard` from Python: the images of `source` (a folder of class folders, read as
     torchvision's ImageFolder; a folder of images; or a list of image files) resized as
     torchvision's Resize(`resize`) with Pillow's `filter`, encoded byte for byte as Pillow's
@@ -214,7 +214,8 @@ def write_shards(source, out, *, resize, filter="bilinear", draft=False, quality
     rows `name,label` or a JSON object of "name": label, a name the image's path below the
     folder given or its file name, a label a class index or a class name (names numbered in
     sorted order); every image needs one. `recursive`: the images in every folder below
-    `source` too (unlabelled unless `labels`), not an ImageFolder's classes. A shard closes at `shard_samples` samples or `shard_size` bytes and
+    `source` too (unlabelled unless `labels`), not an ImageFolder's classes. `index`: a path
+    where the shards' index is written afterwards (as write_shard_index writes it). A shard closes at `shard_samples` samples or `shard_size` bytes and
     is written under a temporary name, renamed whole; called again over the same inputs, it
     keeps the complete shards and writes the rest. Returns a dict: "written" (the shards this
     call wrote), "kept", "samples", "failed" (a list of (sample, source, error): those inputs
@@ -248,6 +249,9 @@ def write_shards(source, out, *, resize, filter="bilinear", draft=False, quality
         paths, folder, _os.fspath(out), resize, filter, draft, quality, subsampling, optimize,
         shard_samples, shard_size, backend, adapter,
         None if labels is None else _os.fspath(labels), bool(recursive))
+    if index is not None:
+        pattern = _os.fspath(out)
+        write_shard_index([pattern % n for n in range(kept + len(written))], index)
     return {"written": written, "kept": kept, "samples": samples, "failed": failed,
             "seconds": dict(seconds)}
 

@@ -187,6 +187,7 @@ def write_shards(source: Union[str, PathLike, Sequence[Union[str, PathLike]]],
                  optimize: bool = False, shard_samples: int = 100_000,
                  shard_size: int = 3_000_000_000,
                  labels: Union[str, PathLike, None] = None, recursive: bool = False,
+                 index: Union[str, PathLike, None] = None,
                  backend: str = "auto",
                  adapter: Optional[str] = None) -> dict[str, Any]:
     """Resizes a dataset and writes it as WebDataset shards of Pillow-identical JPEGs."""

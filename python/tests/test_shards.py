@@ -68,9 +68,13 @@ def test_webdatasets_own_reader_reads_the_shards_with_a_labels_files_classes(tmp
     (tmp_path / "labels.json").write_text(json.dumps(labels))
     out = str(tmp_path / "shards" / "s-%03d.tar")
     done = gpuprep.write_shards(tmp_path / "photos", out, resize=32, shard_samples=3,
-                                labels=tmp_path / "labels.json", recursive=True, backend="cpu")
+                                labels=tmp_path / "labels.json", recursive=True, backend="cpu",
+                                index=tmp_path / "shards" / "index.json")
     assert (done["samples"], done["failed"]) == (len(PHOTOS), [])
     samples = list(webdataset.WebDataset(done["written"], shardshuffle=False, empty_check=False))
+    index = json.loads((tmp_path / "shards" / "index.json").read_text())
+    assert [s["nsamples"] for s in index["shardlist"]] == [3] * (len(PHOTOS) // 3) + (
+        [len(PHOTOS) % 3] if len(PHOTOS) % 3 else [])
     assert [s["__key__"] for s in samples] == [f"{n:09d}" for n in range(len(PHOTOS))]
     for sample in samples:
         meta = json.loads(sample["json"])

@@ -206,7 +206,7 @@ pub fn write(index: &ShardUrl, shards: &[Shard]) -> String {
 }
 
 /// Counts the samples of each shard at `urls` (as a loader counts them) and writes their index
-/// at `path` whole or not at all. A shard that holds no sample is an error (a loader refuses
+/// at `path` (its folder made where missing) whole or not at all. A shard that holds no sample is an error (a loader refuses
 /// it). Returns the shards and their counts.
 pub fn save(path: &Path, urls: &[ShardUrl], fetch: &FetchOptions) -> Result<Vec<Shard>> {
     let counts = super::webdataset::count_shards(urls, fetch)?;
@@ -225,6 +225,9 @@ pub fn save(path: &Path, urls: &[ShardUrl], fetch: &FetchOptions) -> Result<Vec<
         )));
     }
     let text = write(&ShardUrl::Local(path.to_path_buf()), &shards);
+    if let Some(folder) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+        std::fs::create_dir_all(folder).map_err(|e| crate::convert::cannot_write(folder, e))?;
+    }
     crate::convert::write_whole(path, |to| to.write_all(text.as_bytes()))?;
     Ok(shards)
 }

@@ -46,6 +46,10 @@ pub struct ShardArgs {
     /// --labels).
     #[arg(long, short)]
     recursive: bool,
+    /// Also write the shards' index (webdataset's wids JSON, as `gpuprep index` writes it:
+    /// each shard with its sample count) here, for a Loader to split them without reading them.
+    #[arg(long)]
+    index: Option<PathBuf>,
     /// Each image's class from this file: CSV rows `name,label` (TSV for .tsv) or a JSON object
     /// of "name": label; a name is the image's path below the folder given, or its file name;
     /// labels are class indices or class names (numbered in sorted order). Every image needs
@@ -146,6 +150,13 @@ fn shard_job(args: &ShardArgs) -> gpuprep::Result<ExitCode> {
         let source = source.to_string_lossy();
         let line = serde_json::json!({"what": "failed", "sample": sample, "source": source, "error": error});
         out!("{line}");
+    }
+    if let Some(index) = &args.index {
+        let shards: Vec<gpuprep::loader::ShardUrl> = (0..done.kept + done.written.len())
+            .map(|n| gpuprep::loader::ShardUrl::Local(options.pattern.path(n)))
+            .collect();
+        let fetch = gpuprep::loader::FetchOptions::default();
+        gpuprep::loader::shard_index::save(index, &shards, &fetch)?;
     }
     let written: Vec<_> = done.written.iter().map(|p| p.to_string_lossy()).collect();
     let t = &done.times;
