@@ -178,7 +178,7 @@ fn shards_hold_pillows_jpegs_and_the_classes() {
             &transform,
             Backend::Cpu,
             &Limits::default(),
-            options.clone(),
+            options,
         )
         .unwrap();
         let batch = loader.epoch(0).next().unwrap().unwrap();
