@@ -416,3 +416,60 @@ fn a_labels_file_gives_the_classes_and_every_image_needs_one() {
     assert!(stderr.contains("and 5 other inputs"), "{stderr}");
     assert!(!root.join("missing").exists());
 }
+
+#[test]
+fn labels_files_that_would_mislabel_are_refused_by_name() {
+    let root = tree("badlabels");
+    let mut names: Vec<String> = Vec::new();
+    for class in ["cat", "dog"] {
+        for entry in std::fs::read_dir(root.join("tree").join(class)).unwrap() {
+            names.push(format!(
+                "{class}/{}",
+                entry.unwrap().file_name().to_string_lossy()
+            ));
+        }
+    }
+    names.sort();
+    let run = |csv: &str| {
+        std::fs::write(root.join("labels.csv"), csv).unwrap();
+        let output = shard(
+            &root,
+            "out/train-%06d.tar",
+            &["--backend", "cpu", "--recursive", "--labels", "labels.csv"],
+        );
+        assert_eq!(output.status.code(), Some(2), "{output:?}");
+        String::from_utf8_lossy(&output.stderr).into_owned()
+    };
+    let rows = |label: &dyn Fn(usize) -> String| -> String {
+        let lines = names.iter().enumerate();
+        lines.map(|(i, n)| format!("{n},{}\n", label(i))).collect()
+    };
+    // One label that is not an index among indices would renumber every class.
+    let mixed = rows(&|i| if i == 2 { "3.0".into() } else { i.to_string() });
+    assert!(run(&mixed).contains("all class indices or all class names"));
+    // A name labelled twice, differently.
+    let twice = format!("{}{},9\n", rows(&|i| i.to_string()), names[0]);
+    assert!(run(&twice).contains(&format!("{} is labelled twice, 0 and 9", names[0])));
+    // A comma in an unquoted name leaves three fields.
+    let comma = format!("{}a,b.jpg,3\n", rows(&|i| i.to_string()));
+    assert!(run(&comma).contains("a row is `name,label`"));
+    // A file name that names images in two folders.
+    let first = &names[0];
+    let file_name = first.rsplit('/').next().unwrap();
+    let other = if first.starts_with("cat/") {
+        "dog"
+    } else {
+        "cat"
+    };
+    std::fs::copy(
+        root.join("tree").join(first),
+        root.join("tree").join(other).join(file_name),
+    )
+    .unwrap();
+    let by_file_name: String = names
+        .iter()
+        .map(|n| format!("\"{}\",1\n", n.rsplit('/').next().unwrap()))
+        .collect();
+    assert!(run(&by_file_name).contains(&format!("{file_name} names 2 inputs")));
+    assert!(!root.join("out").exists());
+}

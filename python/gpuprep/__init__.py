@@ -215,13 +215,14 @@ def write_shards(source, out, *, resize, filter="bilinear", draft=False, quality
     folder given or its file name, a label a class index or a class name (names numbered in
     sorted order); every image needs one. `recursive`: the images in every folder below
     `source` too (unlabelled unless `labels`), not an ImageFolder's classes. `index`: a path
-    where the shards' index is written afterwards (as write_shard_index writes it). A shard closes at `shard_samples` samples or `shard_size` bytes and
+    where the shards' index is written afterwards (as write_shard_index writes it; not where no
+    shard holds a sample). A shard closes at `shard_samples` samples or `shard_size` bytes and
     is written under a temporary name, renamed whole; called again over the same inputs, it
     keeps the complete shards and writes the rest. Returns a dict: "written" (the shards this
     call wrote), "kept", "samples", "failed" (a list of (sample, source, error): those inputs
     are left out), "seconds" (wall time of each stage: "reading", "decoding" (and resizing),
-    "forward" (the encoder's pixel stages on the GPU; 0 on the CPU backend), "encoding" (forward
-    included), "writing", and "waiting", the encoder's wait for decoded images; reading and
+    "forward" (the encoder's pixel stages on the GPU: 0 here, where they run on CPU threads as
+    `gpuprep shard`'s default does), "encoding" (forward included), "writing", and "waiting", the encoder's wait for decoded images; reading and
     decoding overlap encoding and writing). The GIL is released while it works; Ctrl-C stops it at its next chunk."""
     for name, value, least in (("resize", resize, 1), ("shard_samples", shard_samples, 1),
                                ("shard_size", shard_size, 1)):
@@ -249,7 +250,7 @@ def write_shards(source, out, *, resize, filter="bilinear", draft=False, quality
         paths, folder, _os.fspath(out), resize, filter, draft, quality, subsampling, optimize,
         shard_samples, shard_size, backend, adapter,
         None if labels is None else _os.fspath(labels), bool(recursive))
-    if index is not None:
+    if index is not None and kept + len(written) > 0:
         pattern = _os.fspath(out)
         write_shard_index([pattern % n for n in range(kept + len(written))], index)
     return {"written": written, "kept": kept, "samples": samples, "failed": failed,

@@ -198,10 +198,18 @@ impl Frame {
 /// row after row (natural order within a block).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Coefficients {
-    /// The image's frame.
-    pub frame: Frame,
+    pub(crate) frame: Frame,
+    /// The quality whose tables quantised them.
+    pub(crate) quality: u8,
     /// Each component's blocks.
-    pub blocks: Vec<Vec<[i16; 64]>>,
+    pub(crate) blocks: Vec<Vec<[i16; 64]>>,
+}
+
+impl Coefficients {
+    /// The image's frame.
+    pub fn frame(&self) -> &Frame {
+        &self.frame
+    }
 }
 
 /// Each table's divisors (its entries times 8, the DCT's scale) in natural order, for
@@ -239,14 +247,16 @@ pub fn encode_commented(
     options: &JpegOptions,
     comment: Option<&[u8]>,
 ) -> Result<Vec<u8>> {
-    let frame = Frame::of(&pixels, options.subsampling)?;
-    let coefficients = forward_stages(&pixels, frame, options.quality)?;
+    let coefficients = forward_stages(&pixels, options)?;
     write(&coefficients, options, comment)
 }
 
 /// The forward stages on the CPU (the GPU's shaders/forward.wgsl computes the same): colour
-/// conversion, edges repeated, downsampling, DCT and quantisation of each component's blocks.
-pub fn forward_stages(pixels: &Pixels, frame: Frame, quality: u8) -> Result<Coefficients> {
+/// conversion, edges repeated, downsampling, DCT and quantisation of each component's blocks,
+/// for `options`' quality and subsampling.
+pub fn forward_stages(pixels: &Pixels, options: &JpegOptions) -> Result<Coefficients> {
+    let frame = Frame::of(pixels, options.subsampling)?;
+    let quality = options.quality;
     let quantisers = quantisers(quality)?;
     let planes = colour_planes(pixels);
     let blocks = frame
@@ -271,7 +281,11 @@ pub fn forward_stages(pixels: &Pixels, frame: Frame, quality: u8) -> Result<Coef
             blocks
         })
         .collect();
-    Ok(Coefficients { frame, blocks })
+    Ok(Coefficients {
+        frame,
+        quality,
+        blocks,
+    })
 }
 
 /// The image's components at full size: Y, Cb, Cr of RGB pixels; the grey plane of grey ones.
@@ -302,13 +316,19 @@ fn colour_planes(pixels: &Pixels) -> Vec<Plane> {
     planes
 }
 
-/// The JPEG file of an image's quantised blocks: its markers, tables and entropy-coded scan.
+/// The JPEG file of an image's quantised blocks: its markers, tables and entropy-coded scan
+/// (`options` as the blocks were made with; its `optimize` chooses the Huffman tables).
 pub fn write(
     coefficients: &Coefficients,
     options: &JpegOptions,
     comment: Option<&[u8]>,
 ) -> Result<Vec<u8>> {
-    check_quality(options.quality)?;
+    if options.quality != coefficients.quality {
+        return Err(Error::Options(format!(
+            "blocks quantised at quality {} cannot be written as quality {}",
+            coefficients.quality, options.quality
+        )));
+    }
     let frame = &coefficients.frame;
     let tables: Vec<[u16; 64]> = (0..frame.components.len().min(2))
         .map(|t| tables::quantisation(t, options.quality))

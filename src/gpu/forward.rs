@@ -48,18 +48,19 @@ impl GpuPipeline {
                 block_words(&frame) * 4,
             );
             if pixels > limit || blocks > limit {
-                results.push(Some(encode::forward_stages(image, frame, options.quality)));
+                results.push(Some(encode::forward_stages(image, options)));
                 continue;
             }
             if pixel_bytes + pixels > limit || block_bytes + blocks > limit {
-                self.run_forward(images, std::mem::take(&mut group), &divisors, &mut results)?;
+                let full = std::mem::take(&mut group);
+                self.run_forward(images, full, options.quality, &divisors, &mut results)?;
                 (pixel_bytes, block_bytes) = (0, 0);
             }
             (pixel_bytes, block_bytes) = (pixel_bytes + pixels, block_bytes + blocks);
             results.push(None);
             group.push((i, frame));
         }
-        self.run_forward(images, group, &divisors, &mut results)?;
+        self.run_forward(images, group, options.quality, &divisors, &mut results)?;
         Ok(results
             .into_iter()
             .map(|r| r.expect("every image has its result"))
@@ -72,6 +73,7 @@ impl GpuPipeline {
         &self,
         images: &[Pixels],
         group: Vec<(usize, Frame)>,
+        quality: u8,
         divisors: &[[u32; 64]; 2],
         results: &mut [Option<Result<Coefficients>>],
     ) -> Result<()> {
@@ -120,7 +122,7 @@ impl GpuPipeline {
             use rayon::prelude::*;
             placed
                 .into_par_iter()
-                .map(|(i, dispatched)| (i, unpacked(dispatched, coefficients)))
+                .map(|(i, dispatched)| (i, unpacked(dispatched, quality, coefficients)))
                 .collect::<Vec<_>>()
         })?;
         for (i, coefficients) in unpacked {
@@ -227,7 +229,7 @@ fn block_words(frame: &Frame) -> usize {
 
 /// An image's blocks out of the dispatch's coefficients (two a word, the even one in the low
 /// half: in a little-endian buffer, each block's 64 in order).
-fn unpacked(dispatched: Dispatched, coefficients: &[i16]) -> Coefficients {
+fn unpacked(dispatched: Dispatched, quality: u8, coefficients: &[i16]) -> Coefficients {
     let mut at = dispatched.first_word * 2;
     let blocks = dispatched
         .frame
@@ -245,6 +247,7 @@ fn unpacked(dispatched: Dispatched, coefficients: &[i16]) -> Coefficients {
         .collect();
     Coefficients {
         frame: dispatched.frame,
+        quality,
         blocks,
     }
 }
@@ -332,8 +335,7 @@ mod tests {
             };
             let on_gpu = pipeline.jpeg_forward(&views, &options).unwrap();
             for (image, gpu) in views.iter().zip(on_gpu) {
-                let frame = encode::Frame::of(image, *subsampling).unwrap();
-                let cpu = encode::forward_stages(image, frame, quality).unwrap();
+                let cpu = encode::forward_stages(image, &options).unwrap();
                 let (w, h, c) = (image.width, image.height, image.channels);
                 assert!(
                     gpu.unwrap() == cpu,

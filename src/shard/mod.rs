@@ -17,7 +17,7 @@ mod labels;
 pub use labels::{image_folder_inputs, labelled_inputs, unlabelled_inputs};
 
 use crate::convert::{self, Job};
-use crate::encode::{self, Coefficients, Frame, JpegOptions, Pixels};
+use crate::encode::{self, Coefficients, JpegOptions, Pixels};
 use crate::error::{Error, Result};
 use crate::{Backend, GpuBackend, Samples, Tensor, TensorData};
 use rayon::prelude::*;
@@ -159,8 +159,9 @@ pub struct StageTimes {
     pub reading: Duration,
     /// Decoding and resizing them (on the job's backend).
     pub decoding: Duration,
-    /// JPEG's forward stages on the GPU (colour, downsampling, DCT, quantisation), where the
-    /// backend is one; on the CPU backend they are part of `encoding`.
+    /// JPEG's forward stages on the GPU (colour, downsampling, DCT, quantisation), where they
+    /// run there ([`ShardOptions::forward_on_gpu`] on a GPU backend); else they are part of
+    /// `encoding`, and this is zero.
     pub forward: Duration,
     /// Encoding the JPEGs (on CPU threads; `forward` included).
     pub encoding: Duration,
@@ -410,11 +411,7 @@ fn encode_all(
             let (tensor, source) = loaded?;
             let coefficients = match forward {
                 Some(coefficients) => coefficients?,
-                None => {
-                    let pixels = pixels_of(&tensor)?;
-                    let frame = Frame::of(&pixels, jpeg.subsampling)?;
-                    encode::forward_stages(&pixels, frame, jpeg.quality)?
-                }
+                None => encode::forward_stages(&pixels_of(&tensor)?, jpeg)?,
             };
             let file = encode::write(&coefficients, jpeg, source.comment.as_deref())?;
             Ok((file, source.size))
@@ -474,11 +471,12 @@ fn complete_shards(
 ) -> Result<Kept> {
     let (mut kept, mut next, mut last_source) = (0, 0, None::<String>);
     let mut held = std::collections::BTreeSet::new();
-    // The first sample whose class differs from its input's here: (sample, in the shard).
-    let mut relabelled: Option<(usize, String)> = None;
-    let mut differs = |n: usize, written: String, here: String| {
+    // The first sample whose class differs from its input's here: (its shard, the sample, its
+    // class there).
+    let mut relabelled: Option<(usize, usize, String)> = None;
+    let mut differs = |shard: usize, n: usize, written: String, here: String| {
         if written != here && relabelled.is_none() {
-            relabelled = Some((n, written));
+            relabelled = Some((shard, n, written));
         }
     };
     let refused = |path: &Path, why: String| {
@@ -518,6 +516,7 @@ fn complete_shards(
             let input = inputs.get(n);
             if extension == "cls" {
                 differs(
+                    kept,
                     n,
                     text,
                     input.map_or(String::new(), |i| i.label.to_string()),
@@ -527,7 +526,7 @@ fn complete_shards(
             let written: serde_json::Value = serde_json::from_str(&text).unwrap_or_default();
             let class = |c: Option<&str>| c.map_or(String::new(), |c| format!("{c:?}"));
             let here = input.and_then(|i| i.class.as_deref());
-            differs(n, class(written["class"].as_str()), class(here));
+            differs(kept, n, class(written["class"].as_str()), class(here));
             if written["settings"] != *settings {
                 let why = format!(
                     "written with other settings ({}), not these ({settings})",
@@ -563,19 +562,23 @@ fn complete_shards(
             return Err(refused(&pattern.path(kept - 1), why));
         }
     }
-    if let Some((n, written)) = relabelled {
-        let here = &inputs[n];
-        let here_class = here
-            .class
-            .as_deref()
-            .map_or(String::new(), |c| format!(" ({c})"));
-        let why = format!(
-            "sample {n} ({}) has {written} there and class {}{here_class} here: the labels \
-             changed since the shards were written",
-            source_name(&here.path),
-            here.label,
-        );
-        return Err(refused(&pattern.path(0), why));
+    if let Some((shard, n, written)) = relabelled {
+        let why = match inputs.get(n) {
+            Some(here) => {
+                let class = here
+                    .class
+                    .as_deref()
+                    .map_or(String::new(), |c| format!(" ({c})"));
+                format!(
+                    "sample {n} ({}) has {written} there and class {}{class} here: the labels \
+                     changed since the shards were written",
+                    source_name(&here.path),
+                    here.label,
+                )
+            }
+            None => format!("sample {n} is past the {} inputs", inputs.len()),
+        };
+        return Err(refused(&pattern.path(shard), why));
     }
     let missing = (0..next).filter(|n| !held.contains(n)).collect();
     Ok(Kept {

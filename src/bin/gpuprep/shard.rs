@@ -151,7 +151,12 @@ fn shard_job(args: &ShardArgs) -> gpuprep::Result<ExitCode> {
         let line = serde_json::json!({"what": "failed", "sample": sample, "source": source, "error": error});
         out!("{line}");
     }
-    if let Some(index) = &args.index {
+    // An index of no shard would be refused by every loader: none is written.
+    if let Some(index) = args
+        .index
+        .as_ref()
+        .filter(|_| done.kept + done.written.len() > 0)
+    {
         let shards: Vec<gpuprep::loader::ShardUrl> = (0..done.kept + done.written.len())
             .map(|n| gpuprep::loader::ShardUrl::Local(options.pattern.path(n)))
             .collect();
