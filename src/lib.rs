@@ -24,6 +24,7 @@
 //! ```
 
 mod backend;
+mod comment;
 pub mod convert;
 mod cuda;
 pub mod drift;

@@ -473,3 +473,69 @@ fn labels_files_that_would_mislabel_are_refused_by_name() {
     assert!(run(&by_file_name).contains(&format!("{file_name} names 2 inputs")));
     assert!(!root.join("out").exists());
 }
+
+/// A 24×18 RGB PNG carrying `text` in a chunk of `kind` ("tEXt", "zTXt" or "iTXt") keyed
+/// `comment`, written by the png crate.
+fn png_with_comment(path: &Path, kind: &str, text: &str) {
+    let file = std::io::BufWriter::new(std::fs::File::create(path).unwrap());
+    let mut encoder = png::Encoder::new(file, 24, 18);
+    encoder.set_color(png::ColorType::Rgb);
+    encoder.set_depth(png::BitDepth::Eight);
+    let (keyword, text) = ("comment".to_string(), text.to_string());
+    match kind {
+        "tEXt" => encoder.add_text_chunk(keyword, text),
+        "zTXt" => encoder.add_ztxt_chunk(keyword, text),
+        _ => encoder.add_itxt_chunk(keyword, text),
+    }
+    .unwrap();
+    let pixels: Vec<u8> = (0..24 * 18 * 3).map(|i| (i * 7 % 251) as u8).collect();
+    let mut writer = encoder.write_header().unwrap();
+    writer.write_image_data(&pixels).unwrap();
+}
+
+#[test]
+fn comments_carried_from_gif_png_and_jpeg_2000_are_pillows() {
+    let root = std::env::temp_dir().join(format!("gpuprep-shard-comments-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&root);
+    let class = root.join("tree/all");
+    std::fs::create_dir_all(&class).unwrap();
+    let formats = common::manifest_dir().join("tests/data/formats");
+    let carrying = [
+        "made__animated.gif",
+        "made__first.gif",
+        "made__l_irreversible.jp2",
+        "made__rgb.jp2",
+        "made__rgb_irreversible.j2k",
+        "made__rgba.jp2",
+    ];
+    for name in carrying {
+        std::fs::copy(formats.join(name), class.join(name)).unwrap();
+    }
+    png_with_comment(&class.join("text.png"), "tEXt", "café");
+    png_with_comment(&class.join("zipped.png"), "zTXt", "zippé");
+    png_with_comment(&class.join("international.png"), "iTXt", "naïve ✓");
+    // Every format found (ImageFolder's extensions leave GIF and JPEG 2000 out).
+    let output = shard(
+        &root,
+        "out/train-%06d.tar",
+        &["--backend", "cpu", "--recursive"],
+    );
+    assert!(output.status.success(), "{output:?}");
+    let shards: Vec<PathBuf> = (0..3)
+        .map(|n| root.join(format!("out/train-{n:06}.tar")))
+        .collect();
+    let expected = pillow_files(&root, &shards);
+    let mut compared = 0;
+    for shard in &shards {
+        for (name, bytes) in members(shard) {
+            if let Some(key) = name.strip_suffix(".jpg") {
+                let pillow = std::fs::read(expected.join(format!("{key}.pillow.jpg"))).unwrap();
+                // Each carries a COM segment, and the whole file is Pillow's.
+                assert!(bytes.windows(2).any(|w| w == [0xFF, 0xFE]), "{name}");
+                assert!(bytes == pillow, "{name} differs from Pillow's");
+                compared += 1;
+            }
+        }
+    }
+    assert_eq!(compared, 9);
+}

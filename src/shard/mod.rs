@@ -435,7 +435,7 @@ fn pixels_of(tensor: &Tensor) -> Result<Pixels<'_>> {
 
 /// What a sample keeps of its source file: its width and height as stored (before any
 /// orientation), where its header says, and the comment Pillow would carry over into the JPEG
-/// it saves (`im.info["comment"]`: a JPEG's COM segment).
+/// it saves (`im.info["comment"]`, see `crate::comment`).
 #[derive(Default)]
 struct Source {
     size: Option<(usize, usize)>,
@@ -447,7 +447,7 @@ impl Source {
     fn of(bytes: &[u8]) -> Self {
         Self {
             size: crate::formats::dimensions(bytes),
-            comment: crate::formats::jpeg_comment(bytes),
+            comment: crate::comment::carried(bytes),
         }
     }
 }
