@@ -172,14 +172,14 @@ fn jpeg2000(data: &[u8]) -> Option<Vec<u8>> {
     } else {
         return None;
     };
-    let size_length = usize::from(be16(data.get(codestream + 4..)?));
+    let size_length = usize::from(be16(data, codestream + 4)?);
     let mut at = codestream + 4 + size_length;
     loop {
         let marker = *data.get(at + 1)?;
         if marker == 0x90 || marker == 0xD9 {
             return None;
         }
-        let length = usize::from(be16(data.get(at + 2..)?));
+        let length = usize::from(be16(data, at + 2)?);
         if marker == 0x64 {
             let end = (at + 2 + length.max(2)).min(data.len());
             return Some(data.get(at + 4..end)?.get(2..).unwrap_or_default().to_vec());
@@ -188,8 +188,9 @@ fn jpeg2000(data: &[u8]) -> Option<Vec<u8>> {
     }
 }
 
-fn be16(bytes: &[u8]) -> u16 {
-    u16::from_be_bytes([bytes[0], bytes.get(1).copied().unwrap_or(0)])
+/// The big-endian u16 at `at`, where `data` holds one.
+fn be16(data: &[u8], at: usize) -> Option<u16> {
+    Some(u16::from_be_bytes(data.get(at..at + 2)?.try_into().ok()?))
 }
 
 fn be32(bytes: &[u8]) -> u32 {
@@ -224,6 +225,9 @@ mod tests {
         ]);
         assert_eq!(carried(&gif).unwrap(), b"first part\nsecond");
         assert_eq!(carried(&gif_with(&[(0xF9, &[b"\x00\x00\x00\x00"])])), None);
+        for end in 0..gif.len() {
+            let _ = carried(&gif[..end]);
+        }
     }
 
     fn chunk(kind: &[u8], body: &[u8]) -> Vec<u8> {
@@ -251,6 +255,9 @@ mod tests {
         assert_eq!(carried(&png).unwrap(), "zipped Ã©".as_bytes());
         png.extend(chunk(b"iTXt", "comment\0\0\0en\0\0naïve".as_bytes()));
         assert_eq!(carried(&png).unwrap(), "naïve".as_bytes());
+        for end in 0..png.len() {
+            let _ = carried(&png[..end]);
+        }
     }
 
     #[test]
@@ -267,5 +274,11 @@ mod tests {
         jp2.extend(b"jp2c");
         jp2.extend(&j2k);
         assert_eq!(carried(&jp2).unwrap(), b"note");
+        // Cut anywhere, a file gives its comment or none, never a panic.
+        for file in [&j2k, &jp2] {
+            for end in 0..file.len() {
+                let _ = carried(&file[..end]);
+            }
+        }
     }
 }
