@@ -53,6 +53,42 @@ fn category(value: i32) -> (u8, u32) {
     (length, bits & ((1u32 << length) - 1))
 }
 
+/// Which table codes a symbol.
+#[derive(Clone, Copy)]
+enum Table {
+    Dc,
+    Ac,
+}
+
+/// Hands `emit` each symbol one block (natural order) is coded with, in order, with the bits
+/// that follow it (value, length): the DC category of its difference from `last_dc` (which
+/// becomes this block's), then each AC run/size, ZRL (0xF0) for 16 zeros and EOB (0x00) past
+/// the last coefficient that is not zero.
+fn symbols(block: &[i16; 64], last_dc: &mut i32, mut emit: impl FnMut(Table, usize, u32, u8)) {
+    let value = i32::from(block[0]);
+    let (length, bits) = category(value - *last_dc);
+    *last_dc = value;
+    emit(Table::Dc, usize::from(length), bits, length);
+    let (zigzag, last) = zigzag(block);
+    let mut run = 0;
+    for &coefficient in &zigzag[1..=last] {
+        if coefficient == 0 {
+            run += 1;
+            continue;
+        }
+        while run > 15 {
+            emit(Table::Ac, 0xF0, 0, 0);
+            run -= 16;
+        }
+        let (length, bits) = category(coefficient);
+        emit(Table::Ac, (run << 4) | usize::from(length), bits, length);
+        run = 0;
+    }
+    if last < 63 {
+        emit(Table::Ac, 0x00, 0, 0);
+    }
+}
+
 /// Writes one block (natural order) with `dc` and `ac` codes (symbol → code, length), its DC
 /// taken as the difference from `last_dc`, which becomes this block's.
 pub fn encode_block(
@@ -62,34 +98,15 @@ pub fn encode_block(
     dc: &Codes,
     ac: &Codes,
 ) {
-    let value = i32::from(block[0]);
-    let (length, bits) = category(value - *last_dc);
-    *last_dc = value;
-    let (code, code_length) = dc[usize::from(length)];
-    out.put(u32::from(code), code_length);
-    out.put(bits, length);
-    let (zigzag, last) = zigzag(block);
-    let mut run = 0;
-    for &coefficient in &zigzag[1..=last] {
-        if coefficient == 0 {
-            run += 1;
-            continue;
-        }
-        while run > 15 {
-            let (code, code_length) = ac[0xF0];
-            out.put(u32::from(code), code_length);
-            run -= 16;
-        }
-        let (length, bits) = category(coefficient);
-        let (code, code_length) = ac[(run << 4) | usize::from(length)];
+    symbols(block, last_dc, |table, symbol, bits, length| {
+        let codes = match table {
+            Table::Dc => dc,
+            Table::Ac => ac,
+        };
+        let (code, code_length) = codes[symbol];
         out.put(u32::from(code), code_length);
         out.put(bits, length);
-        run = 0;
-    }
-    if last < 63 {
-        let (code, code_length) = ac[0x00];
-        out.put(u32::from(code), code_length);
-    }
+    });
 }
 
 /// A block's coefficients in zigzag order, and the place of the last AC one that is not zero
@@ -103,26 +120,10 @@ fn zigzag(block: &[i16; 64]) -> ([i32; 64], usize) {
 /// Counts the symbols [`encode_block`] would write for `block` into `dc` and `ac` (for
 /// optimal tables), its DC taken as the difference from `last_dc`, which becomes this block's.
 pub fn count_block(block: &[i16; 64], last_dc: &mut i32, dc: &mut [u64; 256], ac: &mut [u64; 256]) {
-    let value = i32::from(block[0]);
-    dc[usize::from(category(value - *last_dc).0)] += 1;
-    *last_dc = value;
-    let (zigzag, last) = zigzag(block);
-    let mut run = 0;
-    for &coefficient in &zigzag[1..=last] {
-        if coefficient == 0 {
-            run += 1;
-            continue;
-        }
-        while run > 15 {
-            ac[0xF0] += 1;
-            run -= 16;
-        }
-        ac[(run << 4) | usize::from(category(coefficient).0)] += 1;
-        run = 0;
-    }
-    if last < 63 {
-        ac[0x00] += 1;
-    }
+    symbols(block, last_dc, |table, symbol, _, _| match table {
+        Table::Dc => dc[symbol] += 1,
+        Table::Ac => ac[symbol] += 1,
+    });
 }
 
 #[cfg(test)]
