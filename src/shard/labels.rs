@@ -118,8 +118,8 @@ pub fn labelled_inputs(found: Vec<Input>, labels: &Path) -> Result<Vec<ShardInpu
     }
     if let Some(first) = missing.first() {
         return Err(in_labels(format!(
-            "no label for {first}{} (a row `name,label` an image: its path below the folder \
-             given, or its file name)",
+            "no label for {first}{} (each image needs a row `name,label`, naming it by its path \
+             below the folder given or by its file name)",
             match missing.len() {
                 1 => String::new(),
                 n => format!(" and {} other inputs", n - 1),

@@ -200,8 +200,8 @@ pub fn write_shards(
     // Inputs that failed in the run that wrote the kept shards fail again here, so that a job
     // whose inputs did not all make it never ends as if they had.
     let failed_before = earlier.missing.into_iter().map(|n| {
-        let why = "left out of the kept shards: it failed when they were written (remove the \
-                   shards from the one it would be in on, and run again)";
+        let why = "left out of the kept shards: it failed when they were written (to write it \
+                   now, remove the shard it would be in and those after it, and run again)";
         (n, inputs[n].path.clone(), why.to_string())
     });
     let mut report = ShardReport {

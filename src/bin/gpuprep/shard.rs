@@ -198,6 +198,18 @@ fn inputs(args: &ShardArgs) -> gpuprep::Result<Vec<ShardInput>> {
             if !args.quiet {
                 let classes: std::collections::BTreeSet<i64> =
                     inputs.iter().map(|i| i.label).collect();
+                let every = gpuprep::convert::find_inputs(std::slice::from_ref(root), true)
+                    .map_or(0, |found| found.len());
+                if every > inputs.len() {
+                    let extensions = gpuprep::loader::dataset::IMAGE_FOLDER_EXTENSIONS;
+                    err!(
+                        "{}: {} images there are not taken: ImageFolder takes only its class \
+                         folders' files of torchvision's extensions ({})",
+                        root.display(),
+                        every - inputs.len(),
+                        extensions.join(" ")
+                    );
+                }
                 err!(
                     "{}: read as an ImageFolder tree, {} classes (its folders; images beside \
                      them are not taken; --recursive takes every image, unlabelled, and \
