@@ -271,6 +271,26 @@ fn a_broken_input_is_named_and_the_others_written() {
         "{failed}"
     );
     assert_eq!(summary(&output)["samples"], 6);
+    if common::gpu().is_some() {
+        // On the GPU, the broken input fails in the GPU's stream, alone: the same shards.
+        for forward_stages in ["cpu", "gpu"] {
+            let out = format!("gpu-{forward_stages}");
+            let pattern = format!("{out}/train-%06d.tar");
+            let extra = ["--backend", "gpu", "--forward-stages", forward_stages];
+            let on_gpu = shard(&root, &pattern, &extra);
+            assert_eq!(on_gpu.status.code(), Some(1), "{on_gpu:?}");
+            let stdout = String::from_utf8_lossy(&on_gpu.stdout);
+            let failed: serde_json::Value =
+                serde_json::from_str(stdout.lines().next().unwrap()).unwrap();
+            assert_eq!(failed["sample"], 3, "{failed}");
+            for n in 0..2 {
+                let name = format!("train-{n:06}.tar");
+                let cpu = std::fs::read(root.join("out").join(&name)).unwrap();
+                let gpu = std::fs::read(root.join(&out).join(&name)).unwrap();
+                assert!(gpu == cpu, "{out}, shard {n}: the GPU's differs");
+            }
+        }
+    }
     // Run again, the input that failed is not in the kept shards: it fails again, by name.
     let again = shard(&root, "out/train-%06d.tar", &["--backend", "cpu"]);
     assert_eq!(again.status.code(), Some(1), "{again:?}");

@@ -220,10 +220,12 @@ def write_shards(source, out, *, resize, filter="bilinear", draft=False, quality
     is written under a temporary name, renamed whole; called again over the same inputs, it
     keeps the complete shards and writes the rest. Returns a dict: "written" (the shards this
     call wrote), "kept", "samples", "failed" (a list of (sample, source, error): those inputs
-    are left out), "seconds" (wall time of each stage: "reading", "decoding" (and resizing),
-    "forward" (the encoder's pixel stages on the GPU: 0 here, where they run on CPU threads as
-    `gpuprep shard`'s default does), "encoding" (forward included), "writing", and "waiting", the encoder's wait for decoded images; reading and
-    decoding overlap encoding and writing). The GIL is released while it works; Ctrl-C stops it at its next chunk."""
+    are left out), "seconds" (where the time went: "reading" the files, "decoding"
+    them (and resizing; on a GPU, its stream's wall time), "forward" (the encoder's pixel stages
+    on the GPU: 0 here, where they run on the encoding threads as `gpuprep shard`'s default
+    does), "encoding" (the encoding threads' time, summed over them), "writing", and "waiting",
+    how long decoded images waited for an encoding thread; the stages run at once). The GIL is released while it works;
+    Ctrl-C stops it (the complete shards stay; calling it again writes the rest)."""
     for name, value, least in (("resize", resize, 1), ("shard_samples", shard_samples, 1),
                                ("shard_size", shard_size, 1)):
         if isinstance(value, bool) or not isinstance(value, int) or value < least:

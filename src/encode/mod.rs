@@ -206,6 +206,11 @@ pub struct Coefficients {
 }
 
 impl Coefficients {
+    /// The bytes its blocks take.
+    pub fn bytes(&self) -> usize {
+        self.blocks.iter().map(|c| c.len() * 128).sum()
+    }
+
     /// The image's frame.
     pub fn frame(&self) -> &Frame {
         &self.frame

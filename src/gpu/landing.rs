@@ -102,6 +102,15 @@ impl Flight {
         Landed { outcomes, batches }
     }
 
+    /// Waits for the submission and reads each of its tensors back into a fresh one.
+    pub(crate) fn tensors(self, pipeline: &GpuPipeline) -> Landed<Tensor> {
+        self.land_with(|s| {
+            let (tensors, timings) = pipeline.finish(s)?;
+            let outcomes = tensors.into_iter().map(|(i, t)| (i, Ok(t))).collect();
+            Ok((outcomes, timings))
+        })
+    }
+
     /// Waits for the submission and hands its mapped read-back buffer, and where each tensor
     /// lies in it, to `read`, which copies out what it keeps and says each tensor's outcome.
     pub(crate) fn read_back<T>(
@@ -197,11 +206,7 @@ impl Landing for Tensors {
     }
 
     fn land(&mut self, pipeline: &GpuPipeline, flight: Flight) {
-        let landed = flight.land_with(|s| {
-            let (tensors, timings) = pipeline.finish(s)?;
-            let outcomes = tensors.into_iter().map(|(i, t)| (i, Ok(t))).collect();
-            Ok((outcomes, timings))
-        });
+        let landed = flight.tensors(pipeline);
         for (i, result) in landed.outcomes {
             self.results[i] = Some(result);
         }

@@ -12,41 +12,18 @@
 //! bytes. An input that cannot be read, decoded or encoded is left out and listed (sample,
 //! source, error) in the job's report; the job goes on.
 
+mod flow;
 mod labels;
 
 pub use labels::{image_folder_inputs, labelled_inputs, unlabelled_inputs};
 
 use crate::convert::{self, Job};
-use crate::encode::{self, Coefficients, JpegOptions, Pixels};
+use crate::encode::JpegOptions;
 use crate::error::{Error, Result};
-use crate::{Backend, GpuBackend, Samples, Tensor, TensorData};
-use rayon::prelude::*;
 use std::fs;
 use std::io::BufWriter;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
-
-/// Samples decoded and encoded together, at most: the GPU's stream fills and drains once a
-/// chunk, so a chunk is several of its batches long.
-const CHUNK: usize = 256;
-
-/// Bytes of input files read for one chunk, at most (a chunk holds one file at least).
-const CHUNK_BYTES: u64 = 256 << 20;
-
-/// The end of the chunk of `inputs` that starts at `start`: [`CHUNK`] inputs, or fewer whose
-/// files hold [`CHUNK_BYTES`].
-fn chunk_end(inputs: &[ShardInput], start: usize) -> usize {
-    let mut bytes = 0;
-    let mut end = start;
-    while end < inputs.len() && end - start < CHUNK {
-        bytes += fs::metadata(&inputs[end].path).map_or(0, |m| m.len());
-        if bytes > CHUNK_BYTES && end > start {
-            break;
-        }
-        end += 1;
-    }
-    end
-}
 
 /// One image of the dataset and its class (−1: none).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -149,25 +126,29 @@ pub struct ShardReport {
     pub times: StageTimes,
 }
 
-/// Wall time of each stage of a job. Reading, decoding and resizing run on one thread while
-/// encoding and writing run on another (the encoder on every core), so the stages overlap:
-/// `waiting` is how long the encoding side waited for decoded images, and the slower side is
-/// the one that bounds the job.
+/// Where a job's time went. Its stages run at once (see `flow`): files are read ahead, the
+/// GPU decodes and resizes while the encoding threads encode what it made before, and the
+/// writer writes what they made; the stage nearest its own wall time is the one that bounds
+/// the job.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct StageTimes {
-    /// Reading the input files.
+    /// Reading the input files (wall time of the reading thread).
     pub reading: Duration,
-    /// Decoding and resizing them (on the job's backend).
+    /// Decoding and resizing them: on a GPU backend, the wall time of its stream (which reads
+    /// the images back); on the CPU backend, the encoding threads' time decoding, summed.
     pub decoding: Duration,
     /// JPEG's forward stages on the GPU (colour, downsampling, DCT, quantisation), where they
     /// run there ([`ShardOptions::forward_on_gpu`] on a GPU backend); else they are part of
     /// `encoding`, and this is zero.
     pub forward: Duration,
-    /// Encoding the JPEGs (on CPU threads; `forward` included).
+    /// Encoding the JPEGs: the encoding threads' time, summed over
+    /// [`Self::encoding_threads`] threads.
     pub encoding: Duration,
-    /// Writing the shards.
+    /// The threads that encode.
+    pub encoding_threads: usize,
+    /// Writing the shards (the writer's wall time).
     pub writing: Duration,
-    /// The encoding side waiting for the decoding side.
+    /// The decoding side held back while the images it made waited for an encoding thread.
     pub waiting: Duration,
 }
 
@@ -209,62 +190,72 @@ pub fn write_shards(
         failed: failed_before.collect(),
         ..ShardReport::default()
     };
-    // One thread decodes and resizes the next chunk (on the GPU, say) while this one encodes
-    // and writes the last.
-    let mut times = StageTimes::default();
-    std::thread::scope(|scope| {
-        let (sender, loaded) = std::sync::mpsc::sync_channel(1);
-        let loading = scope.spawn(move || {
-            let mut times = StageTimes::default();
-            let mut start = first;
-            while start < inputs.len() && !job.stopped() {
-                let end = chunk_end(inputs, start);
-                let chunk = load(&inputs[start..end], start, job, &mut times);
-                if sender.send((start, chunk)).is_err() {
-                    break;
-                }
-                start = end;
-            }
-            times
-        });
-        let mut writer = Writer {
+    let flow = flow::Flow::new(inputs, job, &options.jpeg, options.forward_on_gpu);
+    let written = std::thread::scope(|threads| {
+        let (to_writer, outcomes) = std::sync::mpsc::sync_channel(flow::WRITER_QUEUE);
+        let flowing = threads.spawn(|| flow.run(first, to_writer));
+        let writer = Writer {
             options,
             settings: &settings,
             shard: None,
             number: kept,
             report: &mut report,
         };
-        let mut waited = Instant::now();
-        for (start, chunk) in loaded {
-            times.waiting += waited.elapsed();
-            let end = start + chunk.len();
-            let encoding = Instant::now();
-            let gpu = match job.backend {
-                Backend::Gpu(gpu) if options.forward_on_gpu => Some(&**gpu),
-                _ => None,
-            };
-            let encoded = encode_all(chunk, &options.jpeg, gpu, &mut times.forward)?;
-            times.encoding += encoding.elapsed();
-            let writing = Instant::now();
-            for (offset, sample) in encoded.into_iter().enumerate() {
-                writer.add(start + offset, &inputs[start + offset], sample)?;
-            }
-            times.writing += writing.elapsed();
-            job.report_progress(end, inputs.len());
-            waited = Instant::now();
+        let written = write_in_order(writer, first, inputs, outcomes, job);
+        if written.is_err() {
+            flow.abort();
         }
-        if job.stopped() {
-            return Err(Error::Interrupted);
-        }
-        let finishing = Instant::now();
-        writer.finish()?;
-        times.writing += finishing.elapsed();
-        let loaded = loading.join().expect("the loading thread does not panic");
-        (times.reading, times.decoding) = (loaded.reading, loaded.decoding);
-        Ok(())
-    })?;
-    report.times = times;
+        let flowed = flowing.join().expect("the flow of samples does not panic");
+        written.and(flowed)
+    });
+    // The writer timed its own stage.
+    report.times = StageTimes {
+        writing: report.times.writing,
+        ..*flow.times.lock().unwrap_or_else(|e| e.into_inner())
+    };
+    written?;
+    if job.stopped() {
+        return Err(Error::Interrupted);
+    }
     Ok(report)
+}
+
+/// Writes samples `first..` as their outcomes arrive (in any order): each the moment the
+/// samples before it are written; then closes the last shard.
+fn write_in_order(
+    mut writer: Writer,
+    first: usize,
+    inputs: &[ShardInput],
+    outcomes: std::sync::mpsc::Receiver<flow::Outcome>,
+    job: &Job,
+) -> Result<()> {
+    let mut waiting = std::collections::BTreeMap::new();
+    let mut next = first;
+    for outcome in outcomes {
+        waiting.insert(outcome.n, outcome.result);
+        let writing = Instant::now();
+        while let Some(result) = waiting.remove(&next) {
+            writer.add(next, &inputs[next], result)?;
+            next += 1;
+            if next.is_multiple_of(64) || next == inputs.len() {
+                job.report_progress(next, inputs.len());
+            }
+        }
+        writer.report.times.writing += writing.elapsed();
+    }
+    // An interrupted job leaves the shard it was writing unfinished (and removes it).
+    if job.stopped() {
+        return Err(Error::Interrupted);
+    }
+    if next < inputs.len() {
+        return Err(Error::Internal(format!(
+            "sample {next} never reached the writer"
+        )));
+    }
+    let writing = Instant::now();
+    writer.finish()?;
+    writer.report.times.writing += writing.elapsed();
+    Ok(())
 }
 
 /// The shards being written: samples added in order, a shard closed when it is full.
@@ -347,110 +338,6 @@ fn settings(job: &Job, options: &ShardOptions, inputs: &[ShardInput]) -> serde_j
 
 /// A sample's JPEG file and its source's size (where its header says).
 type Encoded = (Vec<u8>, Option<(usize, usize)>);
-
-/// Each input of `chunk` (samples `start..`) decoded and resized, with what its source file
-/// keeps for the JPEG, or why not; each file read once.
-fn load(
-    chunk: &[ShardInput],
-    start: usize,
-    job: &Job,
-    times: &mut StageTimes,
-) -> Vec<Result<(Tensor, Source)>> {
-    let reading = Instant::now();
-    let read: Vec<Result<Vec<u8>>> = chunk.par_iter().map(|s| Ok(fs::read(&s.path)?)).collect();
-    times.reading += reading.elapsed();
-    let decoding = Instant::now();
-    let (good, indices): (Vec<&[u8]>, Vec<u64>) = read
-        .iter()
-        .enumerate()
-        .filter_map(|(i, r)| r.as_deref().ok().map(|b| (b, (start + i) as u64)))
-        .unzip();
-    let samples = Samples::Indices(&indices);
-    let mut tensors = job
-        .backend
-        .preprocess_samples(&good, &job.transform, samples, &job.limits)
-        .into_iter();
-    times.decoding += decoding.elapsed();
-    read.into_iter()
-        .map(|bytes| {
-            let bytes = bytes?;
-            let tensor = tensors.next().expect("one result per readable file")?;
-            Ok((tensor, Source::of(&bytes)))
-        })
-        .collect()
-}
-
-/// Each loaded image encoded, with its source's size: the forward stages on `gpu` where given
-/// (the chunk's images dispatched together), else on CPU threads; the Huffman
-/// coding on CPU threads. `forwarding` hears how long the GPU's stages took.
-fn encode_all(
-    loaded: Vec<Result<(Tensor, Source)>>,
-    jpeg: &JpegOptions,
-    gpu: Option<&GpuBackend>,
-    forwarding: &mut Duration,
-) -> Result<Vec<Result<Encoded>>> {
-    let mut forward: Vec<Option<Result<Coefficients>>> = loaded.iter().map(|_| None).collect();
-    if let Some(gpu) = gpu {
-        let started = Instant::now();
-        let images: Vec<(usize, Pixels)> = loaded
-            .iter()
-            .enumerate()
-            .filter_map(|(i, l)| Some((i, pixels_of(&l.as_ref().ok()?.0).ok()?)))
-            .collect();
-        let views: Vec<Pixels> = images.iter().map(|(_, p)| *p).collect();
-        let done = gpu.pipeline.jpeg_forward(&views, jpeg)?;
-        for ((i, _), coefficients) in images.iter().zip(done) {
-            forward[*i] = Some(coefficients);
-        }
-        *forwarding += started.elapsed();
-    }
-    Ok(loaded
-        .into_par_iter()
-        .zip(forward)
-        .map(|(loaded, forward)| {
-            let (tensor, source) = loaded?;
-            let coefficients = match forward {
-                Some(coefficients) => coefficients?,
-                None => encode::forward_stages(&pixels_of(&tensor)?, jpeg)?,
-            };
-            let file = encode::write(&coefficients, jpeg, source.comment.as_deref())?;
-            Ok((file, source.size))
-        })
-        .collect())
-}
-
-/// A loaded image's pixels.
-fn pixels_of(tensor: &Tensor) -> Result<Pixels<'_>> {
-    let TensorData::U8(data) = &tensor.data else {
-        return Err(Error::Internal("a shard's image is not 8-bit".into()));
-    };
-    let [height, width, channels] = tensor.shape;
-    Ok(Pixels {
-        width,
-        height,
-        channels,
-        data,
-    })
-}
-
-/// What a sample keeps of its source file: its width and height as stored (before any
-/// orientation), where its header says, and the comment Pillow would carry over into the JPEG
-/// it saves (`im.info["comment"]`, see `crate::comment`).
-#[derive(Default)]
-struct Source {
-    size: Option<(usize, usize)>,
-    comment: Option<Vec<u8>>,
-}
-
-impl Source {
-    /// What the file `bytes` keeps.
-    fn of(bytes: &[u8]) -> Self {
-        Self {
-            size: crate::formats::dimensions(bytes),
-            comment: crate::comment::carried(bytes),
-        }
-    }
-}
 
 /// What an earlier run left: the complete shards (the first numbers whose files exist), the
 /// sample after their last, and the samples before it that they do not hold (inputs that

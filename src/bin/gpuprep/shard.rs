@@ -168,12 +168,12 @@ fn shard_job(args: &ShardArgs) -> gpuprep::Result<ExitCode> {
     let seconds = serde_json::json!({
         "reading": t.reading.as_secs_f64(), "decoding": t.decoding.as_secs_f64(),
         "forward": t.forward.as_secs_f64(), "encoding": t.encoding.as_secs_f64(),
-        "writing": t.writing.as_secs_f64(),
-        "waiting": t.waiting.as_secs_f64(),
+        "writing": t.writing.as_secs_f64(), "waiting": t.waiting.as_secs_f64(),
     });
     let line = serde_json::json!({
         "what": "shards", "written": written, "kept": done.kept, "samples": done.samples,
         "failed": done.failed.len(), "backend": backend.describe(), "seconds": seconds,
+        "encoding_threads": t.encoding_threads,
     });
     out!("{line}");
     Ok(if done.failed.is_empty() {
