@@ -6,11 +6,12 @@
 use super::tables::Codes;
 use crate::jpeg::ZIGZAG_TO_NATURAL;
 
-/// Bits gathered into bytes, most significant first.
+/// Bits gathered into bytes, most significant first, 32 at a time (a word without a 0xFF byte,
+/// nearly every one, is written whole).
 #[derive(Default)]
 pub struct BitWriter {
     pub bytes: Vec<u8>,
-    /// Bits not yet written, the last `filled` of them (fewer than 8 between calls).
+    /// Bits not yet written, the last `filled` of them (fewer than 32 between calls).
     buffer: u64,
     filled: u32,
 }
@@ -25,20 +26,33 @@ impl BitWriter {
         let mask = u64::MAX >> (64 - length);
         self.buffer = (self.buffer << length) | (u64::from(bits) & mask);
         self.filled += length;
-        while self.filled >= 8 {
-            self.filled -= 8;
-            let byte = (self.buffer >> self.filled) as u8;
-            self.bytes.push(byte);
-            if byte == 0xFF {
-                self.bytes.push(0);
+        if self.filled >= 32 {
+            self.filled -= 32;
+            let word = ((self.buffer >> self.filled) as u32).to_be_bytes();
+            if word.contains(&0xFF) {
+                word.iter().for_each(|&byte| self.push(byte));
+            } else {
+                self.bytes.extend_from_slice(&word);
             }
         }
     }
 
-    /// The last byte filled with one bits (`flush_bits`).
+    /// A byte, and a stuffed 0x00 after a 0xFF.
+    fn push(&mut self, byte: u8) {
+        self.bytes.push(byte);
+        if byte == 0xFF {
+            self.bytes.push(0);
+        }
+    }
+
+    /// The bits written, the last byte filled with one bits (`flush_bits`).
     pub fn finish(mut self) -> Vec<u8> {
-        if self.filled > 0 {
-            self.put(0x7F, (8 - self.filled) as u8);
+        let padding = (8 - self.filled % 8) % 8;
+        self.buffer = (self.buffer << padding) | ((1 << padding) - 1);
+        self.filled += padding;
+        while self.filled > 0 {
+            self.filled -= 8;
+            self.push((self.buffer >> self.filled) as u8);
         }
         self.bytes
     }
@@ -103,9 +117,9 @@ pub fn encode_block(
             Table::Dc => dc,
             Table::Ac => ac,
         };
+        // A code (16 bits at most) and its value's bits (11 at most) in one.
         let (code, code_length) = codes[symbol];
-        out.put(u32::from(code), code_length);
-        out.put(bits, length);
+        out.put((u32::from(code) << length) | bits, code_length + length);
     });
 }
 

@@ -57,23 +57,25 @@ impl Plane {
     /// factors.
     pub fn downsampled(&self, h: usize, v: usize) -> Plane {
         let (width, height) = (self.width / h, self.height / v);
-        let at = |x: usize, y: usize| u32::from(self.samples[y * self.width + x]);
-        let mut samples = Vec::with_capacity(width * height);
-        for y in 0..height {
-            for x in 0..width {
-                let value = match (h, v) {
-                    (1, 1) => at(x, y),
-                    (2, 1) => (at(2 * x, y) + at(2 * x + 1, y) + (x as u32 & 1)) >> 1,
-                    (1, 2) => (at(x, 2 * y) + at(x, 2 * y + 1) + (x as u32 & 1)) >> 1,
+        if (h, v) == (1, 1) {
+            return self.clone();
+        }
+        let mut samples = vec![0; width * height];
+        let rows = self.samples.chunks_exact(self.width * v);
+        for (out, rows) in samples.chunks_exact_mut(width.max(1)).zip(rows) {
+            let (top, bottom) = rows.split_at(self.width);
+            let bottom = if v == 2 { bottom } else { top };
+            for (x, out) in out.iter_mut().enumerate() {
+                let bias = x as u32 & 1;
+                let (a, b) = (u32::from(top[h * x]), u32::from(bottom[h * x]));
+                *out = match (h, v) {
+                    (2, 1) => (a + u32::from(top[2 * x + 1]) + bias) >> 1,
+                    (1, 2) => (a + b + bias) >> 1,
                     _ => {
-                        let sum = at(2 * x, 2 * y)
-                            + at(2 * x + 1, 2 * y)
-                            + at(2 * x, 2 * y + 1)
-                            + at(2 * x + 1, 2 * y + 1);
-                        (sum + 1 + (x as u32 & 1)) >> 2
+                        let right = u32::from(top[2 * x + 1]) + u32::from(bottom[2 * x + 1]);
+                        (a + b + right + 1 + bias) >> 2
                     }
-                };
-                samples.push(value as u8);
+                } as u8;
             }
         }
         Plane {
@@ -87,9 +89,11 @@ impl Plane {
     /// (each sample less 128), as the DCT takes it.
     pub fn block(&self, bx: usize, by: usize) -> [i32; 64] {
         let mut block = [0; 64];
-        for (i, value) in block.iter_mut().enumerate() {
-            let (x, y) = (bx * 8 + i % 8, by * 8 + i / 8);
-            *value = i32::from(self.samples[y * self.width + x]) - 128;
+        for (y, out) in block.chunks_exact_mut(8).enumerate() {
+            let row = &self.samples[(by * 8 + y) * self.width + bx * 8..][..8];
+            for (out, &sample) in out.iter_mut().zip(row) {
+                *out = i32::from(sample) - 128;
+            }
         }
         block
     }
@@ -115,14 +119,13 @@ fn descale(x: i32, n: u32) -> i32 {
     (x + (1 << (n - 1))) >> n
 }
 
-/// One 8-point pass of `jpeg_fdct_islow` over `data[at + k * step]`: the first pass (`row`)
-/// keeps `PASS1_BITS` more bits, the second takes them and the DCT's factor 8 is left in.
-fn fdct_pass(data: &mut [i32; 64], at: usize, step: usize, row: bool) {
-    let d = |k: usize| data[at + k * step];
-    let (tmp0, tmp7) = (d(0) + d(7), d(0) - d(7));
-    let (tmp1, tmp6) = (d(1) + d(6), d(1) - d(6));
-    let (tmp2, tmp5) = (d(2) + d(5), d(2) - d(5));
-    let (tmp3, tmp4) = (d(3) + d(4), d(3) - d(4));
+/// One 8-point pass of `jpeg_fdct_islow`: the first pass (`row`) keeps `PASS1_BITS` more bits,
+/// the second takes them and the DCT's factor 8 is left in.
+fn fdct_pass(d: [i32; 8], row: bool) -> [i32; 8] {
+    let (tmp0, tmp7) = (d[0] + d[7], d[0] - d[7]);
+    let (tmp1, tmp6) = (d[1] + d[6], d[1] - d[6]);
+    let (tmp2, tmp5) = (d[2] + d[5], d[2] - d[5]);
+    let (tmp3, tmp4) = (d[3] + d[4], d[3] - d[4]);
     let (tmp10, tmp13) = (tmp0 + tmp3, tmp0 - tmp3);
     let (tmp11, tmp12) = (tmp1 + tmp2, tmp1 - tmp2);
     let (even, odd) = if row {
@@ -151,18 +154,20 @@ fn fdct_pass(data: &mut [i32; 64], at: usize, step: usize, row: bool) {
     out[5] = descale(tmp5 + z2 + z4, odd);
     out[3] = descale(tmp6 + z2 + z3, odd);
     out[1] = descale(tmp7 + z1 + z4, odd);
-    for (k, value) in out.into_iter().enumerate() {
-        data[at + k * step] = value;
-    }
+    out
 }
 
 /// `jpeg_fdct_islow`: the block's DCT, each coefficient 8 times its orthonormal value.
 pub fn fdct(block: &mut [i32; 64]) {
-    for row in 0..8 {
-        fdct_pass(block, row * 8, 1, true);
+    for row in block.chunks_exact_mut(8) {
+        let done = fdct_pass(row.try_into().expect("rows of 8"), true);
+        row.copy_from_slice(&done);
     }
     for column in 0..8 {
-        fdct_pass(block, column, 8, false);
+        let done = fdct_pass(std::array::from_fn(|k| block[column + 8 * k]), false);
+        for (k, value) in done.into_iter().enumerate() {
+            block[column + 8 * k] = value;
+        }
     }
 }
 

@@ -301,24 +301,20 @@ fn colour_planes(pixels: &Pixels) -> Vec<Plane> {
         channels,
         data,
     } = *pixels;
-    let mut planes: Vec<Plane> = (0..channels)
-        .map(|_| Plane {
-            width,
-            height,
-            samples: Vec::with_capacity(width * height),
-        })
-        .collect();
+    let plane = |samples| Plane {
+        width,
+        height,
+        samples,
+    };
     if channels == 1 {
-        planes[0].samples.extend_from_slice(data);
-    } else {
-        for rgb in data.chunks_exact(3) {
-            let ycc = forward::ycc(rgb[0], rgb[1], rgb[2]);
-            for (plane, value) in planes.iter_mut().zip(ycc) {
-                plane.samples.push(value);
-            }
-        }
+        return vec![plane(data.to_vec())];
     }
-    planes
+    let [mut y, mut cb, mut cr] = [(); 3].map(|()| vec![0; width * height]);
+    let samples = y.iter_mut().zip(&mut cb).zip(&mut cr);
+    for (((y, cb), cr), rgb) in samples.zip(data.chunks_exact(3)) {
+        [*y, *cb, *cr] = forward::ycc(rgb[0], rgb[1], rgb[2]);
+    }
+    vec![plane(y), plane(cb), plane(cr)]
 }
 
 /// The JPEG file of an image's quantised blocks: its markers, tables and entropy-coded scan
