@@ -24,14 +24,23 @@ def encode_params(quality):
 
 
 def as_bytes(code_stream):
-    """An encoded file's bytes (nvImageCodec returns CodeStream objects from 0.6 on)."""
+    """An encoded file's bytes: nvImageCodec 0.6 and later return CodeStream objects, whose
+    bytes some versions give through the buffer protocol and others through NumPy."""
     if isinstance(code_stream, (bytes, bytearray)):
         return bytes(code_stream)
-    try:
-        return memoryview(code_stream).tobytes()
-    except TypeError:
-        import numpy as np
-        return np.asarray(code_stream).tobytes()
+    tried = []
+    for how in (lambda c: memoryview(c).tobytes(), lambda c: bytes(c),
+                lambda c: __import__("numpy").asarray(c).tobytes(),
+                lambda c: bytes(getattr(c, "data"))):
+        try:
+            data = how(code_stream)
+            if data[:2] == b"\xff\xd8":
+                return data
+            tried.append(f"{len(data)} bytes not starting with SOI")
+        except Exception as e:  # noqa: BLE001 - each way is tried in turn
+            tried.append(repr(e))
+    raise TypeError(f"no bytes from {type(code_stream)} ({tried}); it has "
+                    f"{[n for n in dir(code_stream) if not n.startswith('__')]}")
 
 
 def resized(image, shorter, device):
