@@ -1,6 +1,7 @@
 //! How a job's samples flow from its input files to its writer, every stage busy at once:
 //!
-//! - a reader thread reads the files in order, a bounded number of bytes ahead;
+//! - reading threads read the files, in order but for the few read at once, a bounded number
+//!   of bytes ahead;
 //! - on a GPU backend they go through the GPU's stream, which decodes and resizes them
 //!   continuously, and land in [`Encoding`], which hands each image (or, with the forward stages
 //!   on the GPU, its quantised blocks) to the encoding threads; on the CPU backend the encoding
@@ -18,8 +19,8 @@ use crate::error::{Error, Result};
 use crate::gpu::{Arrival, Arriving, Flight, GpuPipeline, Landing, StreamOptions};
 use crate::plan::{Sample, Samples};
 use crate::{Backend, Tensor, TensorData};
-use rayon::prelude::*;
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::mpsc::{Receiver, Sender, SyncSender, TryRecvError};
 use std::sync::{Condvar, Mutex};
 use std::time::{Duration, Instant};
@@ -28,9 +29,9 @@ use std::time::{Duration, Instant};
 /// than it is read alone).
 const READ_AHEAD_BYTES: u64 = 128 << 20;
 
-/// Files read together (on rayon's threads), at most: a group's bytes count against
-/// [`READ_AHEAD_BYTES`] before it is read.
-const READ_GROUP: usize = 16;
+/// Threads reading the input files: reading from the page cache is a copy that one thread
+/// does at a few GB/s, and from a disk a wait, so several read at once.
+const READERS: usize = 4;
 
 /// Bytes of decoded images (or their blocks) waiting for an encoding thread, at most (an image
 /// larger than it waits alone).
@@ -61,7 +62,7 @@ pub(super) struct Flow<'a> {
     /// What each sample carries from its source file, from its reading to its encoding.
     carried: Mutex<HashMap<usize, Carried>>,
     /// Set when the writer failed: the reader stops.
-    aborted: std::sync::atomic::AtomicBool,
+    aborted: AtomicBool,
     pub times: Mutex<StageTimes>,
 }
 
@@ -99,16 +100,16 @@ impl<'a> Flow<'a> {
 
     /// The writer failed: the reader stops, and what is under way drains.
     pub fn abort(&self) {
-        self.aborted
-            .store(true, std::sync::atomic::Ordering::Relaxed);
+        self.aborted.store(true, Ordering::Relaxed);
     }
 
     fn stopping(&self) -> bool {
-        self.job.stopped() || self.aborted.load(std::sync::atomic::Ordering::Relaxed)
+        self.job.stopped() || self.aborted.load(Ordering::Relaxed)
     }
 
-    /// Reads the files of samples `first..` in order, in groups, each group's bytes held
-    /// against `budget` first; a file that cannot be read is its sample's outcome.
+    /// Reads the files of samples `first..` on [`READERS`] threads, each taking the next file
+    /// not yet taken, its bytes held against `budget` first; a file that cannot be read is its
+    /// sample's outcome.
     fn read(
         &self,
         first: usize,
@@ -116,36 +117,55 @@ impl<'a> Flow<'a> {
         to_decoding: Sender<Read>,
         to_writer: SyncSender<Outcome>,
     ) {
-        let mut start = first;
-        while start < self.inputs.len() && !self.stopping() {
-            let (end, estimate) = group_end(self.inputs, start);
-            budget.hold(estimate);
-            let reading = Instant::now();
-            let read: Vec<_> = self.inputs[start..end]
-                .par_iter()
-                .map(|input| std::fs::read(&input.path))
-                .collect();
-            lock(&self.times).reading += reading.elapsed();
-            // The files as read replace their metadata's estimate.
-            let actual = read.iter().flatten().map(|b| b.len() as u64).sum();
-            budget.hold_more(actual);
-            budget.release(estimate);
-            for (n, read) in (start..end).zip(read) {
-                let sent = match read {
-                    Ok(bytes) => {
-                        lock(&self.carried).insert(n, Carried::of(&bytes));
-                        to_decoding.send(Read { n, bytes }).is_ok()
+        let next = AtomicUsize::new(first);
+        std::thread::scope(|readers| {
+            for _ in 0..READERS {
+                let (to_decoding, to_writer) = (to_decoding.clone(), to_writer.clone());
+                let next = &next;
+                readers.spawn(move || {
+                    while let Some(n) = self.next_to_read(next) {
+                        if !self.read_one(n, budget, &to_decoding, &to_writer) {
+                            return;
+                        }
                     }
-                    Err(e) => {
-                        let result = Err(e.into());
-                        to_writer.send(Outcome { n, result }).is_ok()
-                    }
-                };
-                if !sent {
-                    return;
-                }
+                });
             }
-            start = end;
+        });
+    }
+
+    /// The next sample whose file is to be read, unless the job stops.
+    fn next_to_read(&self, next: &AtomicUsize) -> Option<usize> {
+        let n = next.fetch_add(1, Ordering::Relaxed);
+        (n < self.inputs.len() && !self.stopping()).then_some(n)
+    }
+
+    /// Reads sample `n`'s file and sends it on (or its error to the writer); false once the
+    /// side it goes to is gone.
+    fn read_one(
+        &self,
+        n: usize,
+        budget: &ByteBudget,
+        to_decoding: &Sender<Read>,
+        to_writer: &SyncSender<Outcome>,
+    ) -> bool {
+        let path = &self.inputs[n].path;
+        let estimate = std::fs::metadata(path).map_or(0, |m| m.len());
+        budget.hold(estimate);
+        let reading = Instant::now();
+        let read = std::fs::read(path);
+        lock(&self.times).reading += reading.elapsed();
+        // The file as read replaces its metadata's estimate.
+        budget.hold_more(read.as_ref().map_or(0, |b| b.len() as u64));
+        budget.release(estimate);
+        match read {
+            Ok(bytes) => {
+                lock(&self.carried).insert(n, Carried::of(&bytes));
+                to_decoding.send(Read { n, bytes }).is_ok()
+            }
+            Err(e) => {
+                let result = Err(e.into());
+                to_writer.send(Outcome { n, result }).is_ok()
+            }
         }
     }
 
@@ -241,22 +261,6 @@ impl<'a> Flow<'a> {
         lock(&self.times).encoding += writing.elapsed();
         Ok((file?, carried.size))
     }
-}
-
-/// The end of the group of files from `start` read together, and their bytes (as their
-/// metadata says): [`READ_GROUP`] files, fewer where their bytes pass [`READ_AHEAD_BYTES`]
-/// (one file at least).
-fn group_end(inputs: &[ShardInput], start: usize) -> (usize, u64) {
-    let (mut end, mut bytes) = (start, 0);
-    while end < inputs.len() && end - start < READ_GROUP {
-        let len = std::fs::metadata(&inputs[end].path).map_or(0, |m| m.len());
-        if end > start && bytes + len > READ_AHEAD_BYTES {
-            break;
-        }
-        bytes += len;
-        end += 1;
-    }
-    (end, bytes)
 }
 
 /// What an encoding thread starts from.

@@ -132,7 +132,7 @@ pub struct ShardReport {
 /// the job.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct StageTimes {
-    /// Reading the input files (wall time of the reading thread).
+    /// Reading the input files: the reading threads' time, summed over the four of them.
     pub reading: Duration,
     /// Decoding and resizing them: on a GPU backend, the wall time of its stream (which reads
     /// the images back); on the CPU backend, the encoding threads' time decoding, summed.
