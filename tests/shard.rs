@@ -2,7 +2,8 @@
 //! shards whose JPEGs are, byte for byte, what Pillow's
 //! `Image.open(f).convert("RGB").resize(size, BILINEAR).save(buf, "JPEG", quality=Q)` writes
 //! (checked with the pinned Pillow, run here), with the classes; the loader reads them back;
-//! a job run again keeps the complete shards and writes the rest to the same bytes, on either
+//! a job run again (after a SIGKILL or a SIGINT too) keeps the complete shards and writes the rest
+//! to the same bytes, on either
 //! backend; a broken input is left out and named, the others written.
 
 mod common;
@@ -558,4 +559,128 @@ fn comments_carried_from_gif_png_and_jpeg_2000_are_pillows() {
         }
     }
     assert_eq!(compared, 9);
+}
+
+/// A tree of `copies` copies of the bundled photos, in one folder (unlabelled).
+fn many(name: &str, copies: usize) -> PathBuf {
+    let root = std::env::temp_dir().join(format!("gpuprep-shard-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&root);
+    let folder = root.join("tree");
+    std::fs::create_dir_all(&folder).unwrap();
+    let photos = common::manifest_dir().join("tests/data/photos");
+    for entry in std::fs::read_dir(&photos).unwrap() {
+        let photo = entry.unwrap().path();
+        for k in 0..copies {
+            let name = format!("{k:03}-{}", photo.file_name().unwrap().to_string_lossy());
+            std::fs::copy(&photo, folder.join(name)).unwrap();
+        }
+    }
+    root
+}
+
+/// The job started in `root` into `out/`, one sample a shard, stopped by `stop` once its
+/// third shard is complete; returns its exit status and the shards it had then.
+fn stopped_job(root: &Path, stop: impl FnOnce(&mut std::process::Child)) -> (Option<i32>, usize) {
+    let mut job = Command::new(env!("CARGO_BIN_EXE_gpuprep"))
+        .current_dir(root)
+        .args([
+            "shard",
+            "tree",
+            "--out",
+            "out/train-%06d.tar",
+            "--resize",
+            "64",
+        ])
+        .args(["--shard-samples", "1", "--backend", "cpu", "--quiet"])
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let third = root.join("out/train-000002.tar");
+    let started = std::time::Instant::now();
+    while !third.exists() {
+        assert!(
+            started.elapsed().as_secs() < 60,
+            "no third shard in a minute"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    }
+    stop(&mut job);
+    let status = job.wait().unwrap();
+    let shards = (0..)
+        .take_while(|n| root.join(format!("out/train-{n:06}.tar")).exists())
+        .count();
+    (status.code(), shards)
+}
+
+#[test]
+fn a_killed_or_interrupted_job_resumes_to_the_same_bytes() {
+    let root = many("killed", 20);
+    let inputs = 6 * 20;
+    let whole = |out: &str| -> Vec<Vec<u8>> {
+        (0..inputs)
+            .map(|n| std::fs::read(root.join(format!("{out}/train-{n:06}.tar"))).unwrap())
+            .collect()
+    };
+    let uninterrupted = Command::new(env!("CARGO_BIN_EXE_gpuprep"))
+        .current_dir(&root)
+        .args([
+            "shard",
+            "tree",
+            "--out",
+            "whole/train-%06d.tar",
+            "--resize",
+            "64",
+        ])
+        .args(["--shard-samples", "1", "--backend", "cpu", "--quiet"])
+        .output()
+        .unwrap();
+    assert!(uninterrupted.status.success(), "{uninterrupted:?}");
+    let expected = whole("whole");
+    let temporary = |root: &Path| -> Vec<String> {
+        std::fs::read_dir(root.join("out"))
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .filter(|name| !name.ends_with(".tar"))
+            .collect()
+    };
+    let resume = |shards: usize| {
+        let again = Command::new(env!("CARGO_BIN_EXE_gpuprep"))
+            .current_dir(&root)
+            .args([
+                "shard",
+                "tree",
+                "--out",
+                "out/train-%06d.tar",
+                "--resize",
+                "64",
+            ])
+            .args(["--shard-samples", "1", "--backend", "cpu", "--quiet"])
+            .output()
+            .unwrap();
+        assert!(again.status.success(), "{again:?}");
+        assert_eq!(summary(&again)["kept"].as_u64(), Some(shards as u64));
+        assert!(whole("out") == expected, "the resumed shards differ");
+        assert_eq!(temporary(&root), Vec::<String>::new());
+    };
+    // Killed outright (SIGKILL): it may leave its shard under way under a temporary name,
+    // which the run again removes.
+    let (status, shards) = stopped_job(&root, |job| job.kill().unwrap());
+    assert_eq!(status, None, "killed by a signal");
+    assert!((3..inputs).contains(&shards), "{shards} shards");
+    resume(shards);
+    // Interrupted (SIGINT, as Ctrl-C): it stops, keeps its complete shards, leaves no
+    // temporary file and exits 130.
+    std::fs::remove_dir_all(root.join("out")).unwrap();
+    let (status, shards) = stopped_job(&root, |job| {
+        let pid = job.id().to_string();
+        assert!(Command::new("kill")
+            .args(["-INT", &pid])
+            .status()
+            .unwrap()
+            .success());
+    });
+    assert_eq!(status, Some(130));
+    assert!((3..inputs).contains(&shards), "{shards} shards");
+    assert_eq!(temporary(&root), Vec::<String>::new());
+    resume(shards);
 }
