@@ -2,9 +2,9 @@
 //! shards whose JPEGs are, byte for byte, what Pillow's
 //! `Image.open(f).convert("RGB").resize(size, BILINEAR).save(buf, "JPEG", quality=Q)` writes
 //! (checked with the pinned Pillow, run here), with the classes; the loader reads them back;
-//! a job run again (after a SIGKILL or a SIGINT too) keeps the complete shards and writes the rest
-//! to the same bytes, on either
-//! backend; a broken input is left out and named, the others written.
+//! a job run again (after a SIGKILL or a SIGINT too) keeps the complete shards and writes the
+//! rest to the same bytes, on either backend; a broken input is left out and named, the others
+//! written.
 
 mod common;
 
