@@ -246,9 +246,10 @@ pub struct Job<'a> {
     /// Called with (images done, images in all) each time a chunk of outputs is written; `None`
     /// for silence.
     pub progress: Option<&'a (dyn Fn(usize, usize) + Sync)>,
-    /// Looked at before each chunk: once set (a signal handler sets it), the job stops, keeps
-    /// what it finished (a stacked array holds the rows done) and reports the inputs it did not
-    /// reach as [`Error::Interrupted`].
+    /// Looked at before each chunk (the shard job: before each file it reads, and while it
+    /// waits): once set (a signal handler sets it), the job stops, keeps what it finished (a
+    /// stacked array holds the rows done, the shard job its complete shards) and reports the
+    /// inputs it did not reach as [`Error::Interrupted`].
     pub stop: Option<&'a AtomicBool>,
 }
 

@@ -10,7 +10,9 @@
 //! temporary name and renamed whole, so a shard under its own name is complete: a job run again
 //! over the same inputs and settings keeps the shards there and writes the rest, to the same
 //! bytes. An input that cannot be read, decoded or encoded is left out and listed (sample,
-//! source, error) in the job's report; the job goes on.
+//! source, error) in the job's report; the job goes on. A failure of the GPU's own (a lost
+//! device, a submission that failed) ends the job with its error instead: the shards written
+//! stay, and a run again writes the rest.
 
 mod flow;
 mod labels;
@@ -135,7 +137,8 @@ pub struct StageTimes {
     /// Reading the input files: the reading threads' time, summed over the four of them.
     pub reading: Duration,
     /// Decoding and resizing them: on a GPU backend, the wall time of its stream (which reads
-    /// the images back); on the CPU backend, the encoding threads' time decoding, summed.
+    /// the images back, and includes `waiting`); on the CPU backend, the encoding threads'
+    /// time decoding, summed.
     pub decoding: Duration,
     /// JPEG's forward stages on the GPU (colour, downsampling, DCT, quantisation), where they
     /// run there ([`ShardOptions::forward_on_gpu`] on a GPU backend); else they are part of
@@ -190,10 +193,12 @@ pub fn write_shards(
         failed: failed_before.collect(),
         ..ShardReport::default()
     };
-    let flow = flow::Flow::new(inputs, job, &options.jpeg, options.forward_on_gpu);
+    let flow = flow::Flow::new(inputs, first, job, &options.jpeg, options.forward_on_gpu);
     let written = std::thread::scope(|threads| {
         let (to_writer, outcomes) = std::sync::mpsc::sync_channel(flow::WRITER_QUEUE);
         let flowing = threads.spawn(|| flow.run(first, to_writer));
+        // However the writer ends (an error, a panic), the other stages stop.
+        let abort = AbortOnDrop(&flow);
         let writer = Writer {
             options,
             settings: &settings,
@@ -201,12 +206,12 @@ pub fn write_shards(
             number: kept,
             report: &mut report,
         };
-        let written = write_in_order(writer, first, inputs, outcomes, job);
-        if written.is_err() {
-            flow.abort();
-        }
-        let flowed = flowing.join().expect("the flow of samples does not panic");
-        written.and(flowed)
+        let written = write_in_order(writer, first, inputs, outcomes, &flow);
+        drop(abort);
+        let flowed = flowing
+            .join()
+            .unwrap_or_else(|panic| Err(Error::from_panic(&*panic)));
+        flowed.and(written)
     });
     // The writer timed its own stage.
     report.times = StageTimes {
@@ -221,14 +226,16 @@ pub fn write_shards(
 }
 
 /// Writes samples `first..` as their outcomes arrive (in any order): each the moment the
-/// samples before it are written; then closes the last shard.
+/// samples before it are written; then closes the last shard. A job stopped, or failed by the
+/// GPU, leaves the shard it was writing unfinished (and removes it).
 fn write_in_order(
     mut writer: Writer,
     first: usize,
     inputs: &[ShardInput],
     outcomes: std::sync::mpsc::Receiver<flow::Outcome>,
-    job: &Job,
+    flow: &flow::Flow,
 ) -> Result<()> {
+    let job = flow.job;
     let mut waiting = std::collections::BTreeMap::new();
     let mut next = first;
     for outcome in outcomes {
@@ -239,23 +246,36 @@ fn write_in_order(
             next += 1;
             if next.is_multiple_of(64) || next == inputs.len() {
                 job.report_progress(next, inputs.len());
+                flow.written(next);
             }
         }
         writer.report.times.writing += writing.elapsed();
     }
-    // An interrupted job leaves the shard it was writing unfinished (and removes it).
+    if let Some(failure) = flow.failure() {
+        return Err(failure);
+    }
     if job.stopped() {
         return Err(Error::Interrupted);
     }
-    if next < inputs.len() {
+    if let Some(input) = inputs.get(next) {
         return Err(Error::Internal(format!(
-            "sample {next} never reached the writer"
+            "sample {next} ({}) never reached the writer",
+            input.path.display()
         )));
     }
     let writing = Instant::now();
     writer.finish()?;
     writer.report.times.writing += writing.elapsed();
     Ok(())
+}
+
+/// Aborts a flow when dropped.
+struct AbortOnDrop<'f, 'a>(&'f flow::Flow<'a>);
+
+impl Drop for AbortOnDrop<'_, '_> {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
 }
 
 /// The shards being written: samples added in order, a shard closed when it is full.
