@@ -83,20 +83,26 @@ fn symbols(block: &[i16; 64], last_dc: &mut i32, mut emit: impl FnMut(Table, usi
     let (length, bits) = category(value - *last_dc);
     *last_dc = value;
     emit(Table::Dc, usize::from(length), bits, length);
-    let (zigzag, last) = zigzag(block);
-    let mut run = 0;
-    for &coefficient in &zigzag[1..=last] {
-        if coefficient == 0 {
-            run += 1;
-            continue;
-        }
+    // The AC coefficients that are not zero, one bit each in zigzag order: each symbol's run
+    // is the gap to the next bit.
+    let zigzag: [i16; 64] = std::array::from_fn(|k| block[ZIGZAG_TO_NATURAL[k]]);
+    let mut nonzero = zigzag
+        .iter()
+        .enumerate()
+        .skip(1)
+        .fold(0u64, |mask, (k, &c)| mask | (u64::from(c != 0) << k));
+    let mut last = 0;
+    while nonzero != 0 {
+        let k = nonzero.trailing_zeros() as usize;
+        nonzero &= nonzero - 1;
+        let mut run = k - last - 1;
         while run > 15 {
             emit(Table::Ac, 0xF0, 0, 0);
             run -= 16;
         }
-        let (length, bits) = category(coefficient);
+        let (length, bits) = category(i32::from(zigzag[k]));
         emit(Table::Ac, (run << 4) | usize::from(length), bits, length);
-        run = 0;
+        last = k;
     }
     if last < 63 {
         emit(Table::Ac, 0x00, 0, 0);
@@ -121,14 +127,6 @@ pub fn encode_block(
         let (code, code_length) = codes[symbol];
         out.put((u32::from(code) << length) | bits, code_length + length);
     });
-}
-
-/// A block's coefficients in zigzag order, and the place of the last AC one that is not zero
-/// (0 where none is): past it, one EOB codes the rest.
-fn zigzag(block: &[i16; 64]) -> ([i32; 64], usize) {
-    let zigzag: [i32; 64] = std::array::from_fn(|k| i32::from(block[ZIGZAG_TO_NATURAL[k]]));
-    let last = (1..64).rev().find(|&k| zigzag[k] != 0).unwrap_or(0);
-    (zigzag, last)
 }
 
 /// Counts the symbols [`encode_block`] would write for `block` into `dc` and `ac` (for
