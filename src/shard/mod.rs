@@ -126,6 +126,9 @@ pub struct ShardReport {
     pub failed: Vec<(usize, PathBuf, String)>,
     /// Where this run's time went.
     pub times: StageTimes,
+    /// This run's wall time, from its first file read to its last shard written (the backend
+    /// was opened before): the job's own rate is `samples` over it.
+    pub elapsed: Duration,
 }
 
 /// Where a job's time went. Its stages run at once (see `flow`): files are read ahead, the
@@ -193,6 +196,7 @@ pub fn write_shards(
         failed: failed_before.collect(),
         ..ShardReport::default()
     };
+    let started = Instant::now();
     let flow = flow::Flow::new(inputs, first, job, &options.jpeg, options.forward_on_gpu);
     let written = std::thread::scope(|threads| {
         let (to_writer, outcomes) = std::sync::mpsc::sync_channel(flow::WRITER_QUEUE);
@@ -218,6 +222,7 @@ pub fn write_shards(
         writing: report.times.writing,
         ..*flow.times.lock().unwrap_or_else(|e| e.into_inner())
     };
+    report.elapsed = started.elapsed();
     written?;
     if job.stopped() {
         return Err(Error::Interrupted);

@@ -3,7 +3,8 @@
 # 5 by default: run 1 warms up, then the encoder's forward stages on CPU threads and on the GPU
 # in turn; its last line gives each stage's seconds), by a 16-process Pillow pool (pillow_job.py) and by NVIDIA's libraries
 # (nvimgcodec_job.py: nvImageCodec decode, torch resize, nvImageCodec encode), then every
-# sample's bytes compared with Pillow's on this machine (NVIMGCODEC=0 leaves NVIDIA's job out).
+# sample's bytes compared with Pillow's on this machine (NVIMGCODEC=0 leaves NVIDIA's job out,
+# COMPARE=0 the comparison).
 # Carried in .device/: gpuprep.xz (the stripped release binary, xz-compressed), pillow_job.py,
 # nvimgcodec_job.py, and what ../shared/device/prepare.sh puts there (SETS=camera).
 set -u
@@ -23,7 +24,7 @@ for run in $(seq 1 ${RUNS:-5}); do
 done | tee -a $OUT/shard.jsonl
 python3 .device/pillow_job.py $SET /tmp/pillow.tar 320 90 16 | tee -a $OUT/shard.jsonl
 [ "${NVIMGCODEC:-1}" = 0 ] || timeout 240 python3 .device/nvimgcodec_job.py $SET /tmp/nvimgcodec.tar 320 90 64 --compare /tmp/pillow.tar 2>&1 | tail -5 | tee -a $OUT/shard.jsonl
-python3 - <<'PY' | tee -a $OUT/shard.jsonl
+[ "${COMPARE:-1}" = 0 ] || python3 - <<'PY' | tee -a $OUT/shard.jsonl
 import json, tarfile
 theirs = tarfile.open("/tmp/pillow.tar")
 b = {m.name: theirs.extractfile(m).read() for m in theirs.getmembers()}

@@ -173,7 +173,8 @@ fn shard_job(args: &ShardArgs) -> gpuprep::Result<ExitCode> {
     let line = serde_json::json!({
         "what": "shards", "written": written, "kept": done.kept, "samples": done.samples,
         "failed": done.failed.len(), "backend": backend.describe(), "seconds": seconds,
-        "encoding_threads": t.encoding_threads,
+        "encoding_threads": t.encoding_threads, "elapsed": done.elapsed.as_secs_f64(),
+        "samples_per_second": done.samples as f64 / done.elapsed.as_secs_f64().max(1e-9),
     });
     out!("{line}");
     Ok(if done.failed.is_empty() {
