@@ -354,7 +354,8 @@ fn a_labels_file_gives_the_classes_and_every_image_needs_one() {
         };
         csv.push_str(&format!("{key},{species}\n"));
     }
-    std::fs::write(root.join("labels.csv"), &csv).unwrap();
+    // As a spreadsheet saves it: a byte-order mark first.
+    std::fs::write(root.join("labels.csv"), format!("\u{feff}{csv}")).unwrap();
     let output = shard(
         &root,
         "out/train-%06d.tar",
@@ -683,4 +684,68 @@ fn a_killed_or_interrupted_job_resumes_to_the_same_bytes() {
     assert!((3..inputs).contains(&shards), "{shards} shards");
     assert_eq!(temporary(&root), Vec::<String>::new());
     resume(shards);
+}
+
+#[test]
+fn cut_shards_missing_inputs_and_misplaced_indexes_are_handled_by_name() {
+    let root = tree("cut");
+    let path = |n: usize| root.join(format!("out/train-{n:06}.tar"));
+    assert!(shard(&root, "out/train-%06d.tar", &["--backend", "cpu"])
+        .status
+        .success());
+    let whole = [0, 1].map(|n| std::fs::read(path(n)).unwrap());
+    // A shard cut short since is not kept: it and the ones after it are written again.
+    std::fs::write(path(0), &whole[0][..whole[0].len() - 1536]).unwrap();
+    let again = shard(&root, "out/train-%06d.tar", &["--backend", "cpu"]);
+    assert!(again.status.success(), "{again:?}");
+    assert_eq!(summary(&again)["kept"], 0);
+    assert!([0, 1].map(|n| std::fs::read(path(n)).unwrap()) == whole);
+    // A missing input is a usage error naming it, before any work.
+    let missing = Command::new(env!("CARGO_BIN_EXE_gpuprep"))
+        .current_dir(&root)
+        .args([
+            "shard",
+            "tree",
+            "nowhere",
+            "--out",
+            "m/t-%d.tar",
+            "--resize",
+            "64",
+        ])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&missing.stderr);
+    assert!(
+        missing.status.code() == Some(2) && stderr.contains("nowhere: no such file or folder"),
+        "{stderr}"
+    );
+    // An index where a shard or an input goes is refused before any work.
+    for index in ["i/t-0.tar", "tree/cat/exifsamples__fujifilm-mx1700.jpg"] {
+        let refused = shard(&root, "i/t-%d.tar", &["--backend", "cpu", "--index", index]);
+        let stderr = String::from_utf8_lossy(&refused.stderr);
+        assert!(
+            refused.status.code() == Some(2) && stderr.contains("--index"),
+            "{index}: {stderr}"
+        );
+    }
+    assert!(!root.join("i").exists());
+    // With stdout closed early (`| head`), a job whose input failed still exits 1.
+    std::fs::write(root.join("tree/dog/a-broken.jpg"), b"\xff\xd8\xff").unwrap();
+    let mut job = Command::new(env!("CARGO_BIN_EXE_gpuprep"))
+        .current_dir(&root)
+        .args([
+            "shard",
+            "tree",
+            "--out",
+            "h/t-%d.tar",
+            "--resize",
+            "64",
+            "--quiet",
+        ])
+        .args(["--backend", "cpu"])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(job.stdout.take());
+    assert_eq!(job.wait().unwrap().code(), Some(1));
 }

@@ -176,13 +176,15 @@ fn read_rows(path: &Path) -> Result<(Vec<(String, String)>, bool)> {
         )));
     }
     let text = std::fs::read_to_string(path).map_err(in_file)?;
+    // A byte-order mark (as spreadsheets save CSV) is not part of the first name.
+    let text = text.strip_prefix('\u{feff}').unwrap_or(&text);
     let extension = path
         .extension()
         .map(|e| e.to_string_lossy().to_ascii_lowercase());
     let refused = |why: String| Error::Options(format!("{}: {why}", path.display()));
     if extension.as_deref() == Some("json") {
         let value: serde_json::Value =
-            serde_json::from_str(&text).map_err(|e| refused(format!("not JSON: {e}")))?;
+            serde_json::from_str(text).map_err(|e| refused(format!("not JSON: {e}")))?;
         let object = value
             .as_object()
             .ok_or_else(|| refused("a JSON labels file is an object of \"name\": label".into()))?;

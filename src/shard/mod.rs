@@ -397,8 +397,13 @@ fn complete_shards(
             path.display()
         ))
     };
-    while let Ok(file) = fs::File::open(pattern.path(kept)) {
+    while let Ok(mut file) = fs::File::open(pattern.path(kept)) {
         let path = pattern.path(kept);
+        // A shard cut short (by damage since: one written here is renamed whole) is not
+        // kept: it and those after it are written again.
+        if !ends_whole(&mut file) {
+            break;
+        }
         let in_shard = |e: std::io::Error| Error::from(e).in_file(&path);
         let mut archive = tar::Archive::new(std::io::BufReader::new(file));
         let mut described = std::collections::BTreeSet::new();
@@ -500,6 +505,19 @@ fn complete_shards(
     })
 }
 
+/// Whether a tar ends whole: a length of whole 512-byte blocks, the last two of them zeros (the
+/// end-of-archive marker a finished shard has). The file is read from the start afterwards.
+fn ends_whole(file: &mut fs::File) -> bool {
+    use std::io::{Read, Seek, SeekFrom};
+    let mut end = [1u8; 1024];
+    let len = file.metadata().map_or(0, |m| m.len());
+    let read = len.is_multiple_of(512)
+        && len >= 1024
+        && file.seek(SeekFrom::End(-1024)).is_ok()
+        && file.read_exact(&mut end).is_ok();
+    read && end.iter().all(|&b| b == 0) && file.seek(SeekFrom::Start(0)).is_ok()
+}
+
 /// A source path as the samples' JSON records it (lossily, where it is not UTF-8).
 fn source_name(path: &Path) -> String {
     path.to_string_lossy().into_owned()
@@ -525,6 +543,14 @@ fn remove_stale_partials(pattern: &ShardPattern) {
 }
 
 impl ShardPattern {
+    /// Whether `path` is one that the pattern makes (its number in any width).
+    pub fn matches(&self, path: &Path) -> bool {
+        let text = path.to_string_lossy();
+        text.strip_prefix(&self.before)
+            .and_then(|rest| rest.strip_suffix(&self.after))
+            .is_some_and(|digits| !digits.is_empty() && digits.chars().all(|c| c.is_ascii_digit()))
+    }
+
     /// The file name's part before the number.
     fn before_name(&self) -> String {
         Path::new(&self.before)

@@ -16,6 +16,15 @@ pub fn line(args: std::fmt::Arguments) {
     }
 }
 
+/// A line on stdout; false if stdout is closed (the caller goes on: its exit code still says
+/// what happened).
+pub fn try_line(args: std::fmt::Arguments) -> bool {
+    let mut stdout = std::io::stdout().lock();
+    writeln!(stdout, "{args}")
+        .and_then(|()| stdout.flush())
+        .is_ok()
+}
+
 /// A line on stderr, or nothing if stderr is closed.
 pub fn error_line(args: std::fmt::Arguments) {
     let _ = writeln!(std::io::stderr().lock(), "{args}");

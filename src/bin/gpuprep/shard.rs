@@ -120,6 +120,9 @@ fn shard_job(args: &ShardArgs) -> gpuprep::Result<ExitCode> {
         forward_on_gpu: args.forward_stages == "gpu",
     };
     let inputs = inputs(args)?;
+    if let Some(index) = &args.index {
+        check_index_path(index, &options.pattern, &inputs)?;
+    }
     let backend = backend(args.backend, args.adapter.as_deref(), args.quiet)?;
     let line = super::progress::Line::on_terminal(args.quiet);
     let report = |done: usize, total: usize| {
@@ -146,10 +149,12 @@ fn shard_job(args: &ShardArgs) -> gpuprep::Result<ExitCode> {
         line.finish();
     }
     let done = done?;
+    // Printed whether or not stdout is still read (`| head`): the exit code says 1 either way.
+    let mut printed = true;
     for (sample, source, error) in &done.failed {
         let source = source.to_string_lossy();
         let line = serde_json::json!({"what": "failed", "sample": sample, "source": source, "error": error});
-        out!("{line}");
+        printed &= super::output::try_line(format_args!("{line}"));
     }
     // An index of no shard would be refused by every loader: none is written.
     if let Some(index) = args
@@ -176,7 +181,13 @@ fn shard_job(args: &ShardArgs) -> gpuprep::Result<ExitCode> {
         "encoding_threads": t.encoding_threads, "elapsed": done.elapsed.as_secs_f64(),
         "samples_per_second": done.samples as f64 / done.elapsed.as_secs_f64().max(1e-9),
     });
-    out!("{line}");
+    printed &= super::output::try_line(format_args!("{line}"));
+    if !printed {
+        err!(
+            "stdout was closed: {} inputs failed and are not all listed there",
+            done.failed.len()
+        );
+    }
     Ok(if done.failed.is_empty() {
         ExitCode::SUCCESS
     } else {
@@ -185,7 +196,40 @@ fn shard_job(args: &ShardArgs) -> gpuprep::Result<ExitCode> {
 }
 
 /// The samples: labelled by `--labels`, an ImageFolder tree's, or the images found.
+/// Refuses an index path that would overwrite one of the job's shards or inputs.
+fn check_index_path(
+    index: &std::path::Path,
+    pattern: &ShardPattern,
+    inputs: &[ShardInput],
+) -> gpuprep::Result<()> {
+    let refused = |what: &str| {
+        Err(gpuprep::Error::Options(format!(
+            "--index {}: that is {what}; the index goes beside the shards (e.g. shards/train.json)",
+            index.display()
+        )))
+    };
+    if pattern.matches(index) {
+        return refused("where one of the shards goes");
+    }
+    let same = |a: &std::path::Path, b: &std::path::Path| {
+        a == b
+            || a.canonicalize()
+                .ok()
+                .is_some_and(|a| b.canonicalize().ok() == Some(a))
+    };
+    if inputs.iter().any(|input| same(&input.path, index)) {
+        return refused("one of the inputs");
+    }
+    Ok(())
+}
+
 fn inputs(args: &ShardArgs) -> gpuprep::Result<Vec<ShardInput>> {
+    if let Some(missing) = args.inputs.iter().find(|path| !path.exists()) {
+        return Err(gpuprep::Error::Options(format!(
+            "{}: no such file or folder",
+            missing.display()
+        )));
+    }
     if let Some(labels) = &args.labels {
         let found = super::find_inputs(&args.inputs, args.recursive, args.quiet)?;
         return shard::labelled_inputs(found, labels);
