@@ -579,20 +579,27 @@ fn many(name: &str, copies: usize) -> PathBuf {
     root
 }
 
+/// The job over `root`'s tree into `OUT/train-%06d.tar`, one sample a shard, on the CPU.
+fn one_a_shard(root: &Path, out: &str) -> Command {
+    let mut job = Command::new(env!("CARGO_BIN_EXE_gpuprep"));
+    job.current_dir(root)
+        .args(["shard", "tree", "--out", &format!("{out}/train-%06d.tar")])
+        .args([
+            "--resize",
+            "64",
+            "--shard-samples",
+            "1",
+            "--backend",
+            "cpu",
+            "--quiet",
+        ]);
+    job
+}
+
 /// The job started in `root` into `out/`, one sample a shard, stopped by `stop` once its
 /// third shard is complete; returns its exit status and the shards it had then.
 fn stopped_job(root: &Path, stop: impl FnOnce(&mut std::process::Child)) -> (Option<i32>, usize) {
-    let mut job = Command::new(env!("CARGO_BIN_EXE_gpuprep"))
-        .current_dir(root)
-        .args([
-            "shard",
-            "tree",
-            "--out",
-            "out/train-%06d.tar",
-            "--resize",
-            "64",
-        ])
-        .args(["--shard-samples", "1", "--backend", "cpu", "--quiet"])
+    let mut job = one_a_shard(root, "out")
         .stdout(std::process::Stdio::null())
         .spawn()
         .unwrap();
@@ -622,19 +629,7 @@ fn a_killed_or_interrupted_job_resumes_to_the_same_bytes() {
             .map(|n| std::fs::read(root.join(format!("{out}/train-{n:06}.tar"))).unwrap())
             .collect()
     };
-    let uninterrupted = Command::new(env!("CARGO_BIN_EXE_gpuprep"))
-        .current_dir(&root)
-        .args([
-            "shard",
-            "tree",
-            "--out",
-            "whole/train-%06d.tar",
-            "--resize",
-            "64",
-        ])
-        .args(["--shard-samples", "1", "--backend", "cpu", "--quiet"])
-        .output()
-        .unwrap();
+    let uninterrupted = one_a_shard(&root, "whole").output().unwrap();
     assert!(uninterrupted.status.success(), "{uninterrupted:?}");
     let expected = whole("whole");
     let temporary = |root: &Path| -> Vec<String> {
@@ -645,19 +640,7 @@ fn a_killed_or_interrupted_job_resumes_to_the_same_bytes() {
             .collect()
     };
     let resume = |shards: usize| {
-        let again = Command::new(env!("CARGO_BIN_EXE_gpuprep"))
-            .current_dir(&root)
-            .args([
-                "shard",
-                "tree",
-                "--out",
-                "out/train-%06d.tar",
-                "--resize",
-                "64",
-            ])
-            .args(["--shard-samples", "1", "--backend", "cpu", "--quiet"])
-            .output()
-            .unwrap();
+        let again = one_a_shard(&root, "out").output().unwrap();
         assert!(again.status.success(), "{again:?}");
         assert_eq!(summary(&again)["kept"].as_u64(), Some(shards as u64));
         assert!(whole("out") == expected, "the resumed shards differ");

@@ -739,6 +739,6 @@ fn on_device(
 }
 
 /// A mutex's guard, also where a thread panicked holding it (what it guards stays whole).
-pub(super) fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+pub(crate) fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(|e| e.into_inner())
 }

@@ -19,6 +19,7 @@ use crate::convert::Job;
 use crate::encode::{self, Coefficients, JpegOptions, Pixels};
 use crate::error::{Error, GpuError, Result};
 use crate::gpu::{Arrival, Arriving, Flight, GpuPipeline, Landing, StreamOptions};
+use crate::loader::lock;
 use crate::plan::{Sample, Samples};
 use crate::{Backend, Tensor, TensorData};
 use std::collections::HashMap;
@@ -617,11 +618,6 @@ impl ByteBudget {
         *held = held.saturating_sub(len);
         self.freed.notify_all();
     }
-}
-
-/// A mutex's guard, also where a thread panicked holding it.
-fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 #[cfg(test)]
