@@ -102,10 +102,10 @@ impl<'a> Flow<'a> {
         }
     }
 
-    /// Samples `first..` through every stage, each outcome sent to `to_writer`; returns once
-    /// every sample was sent (or the job was stopped or aborted).
-    pub fn run(&self, first: usize, to_writer: SyncSender<Outcome>) -> Result<()> {
-        let next = AtomicUsize::new(first);
+    /// The samples from the first not yet written through every stage, each outcome sent to
+    /// `to_writer`; returns once every sample was sent (or the job was stopped or aborted).
+    pub fn run(&self, to_writer: SyncSender<Outcome>) -> Result<()> {
+        let next = AtomicUsize::new(self.reading.first());
         std::thread::scope(|threads| {
             let (to_decoding, files) = std::sync::mpsc::channel();
             for _ in 0..READERS {
@@ -511,6 +511,11 @@ struct Reading {
 }
 
 impl ReadAhead {
+    /// The first sample to read.
+    fn first(&self) -> usize {
+        lock(&self.state).turn
+    }
+
     fn new(first: usize) -> Self {
         Self {
             state: Mutex::new(Reading {

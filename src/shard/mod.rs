@@ -200,7 +200,7 @@ pub fn write_shards(
     let flow = flow::Flow::new(inputs, first, job, &options.jpeg, options.forward_on_gpu);
     let written = std::thread::scope(|threads| {
         let (to_writer, outcomes) = std::sync::mpsc::sync_channel(flow::WRITER_QUEUE);
-        let flowing = threads.spawn(|| flow.run(first, to_writer));
+        let flowing = threads.spawn(|| flow.run(to_writer));
         // However the writer ends (an error, a panic), the other stages stop.
         let abort = AbortOnDrop(&flow);
         let writer = Writer {
