@@ -23,7 +23,7 @@ use crate::convert::{self, Job};
 use crate::encode::JpegOptions;
 use crate::error::{Error, Result};
 use std::fs;
-use std::io::BufWriter;
+use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -559,6 +559,10 @@ impl ShardPattern {
     }
 }
 
+/// The bytes a shard being written may leave to the page cache before they are synced: without
+/// it, a large shard's bytes all go to the disk at its close, while the job waits.
+const SYNC_EVERY_BYTES: u64 = 64 << 20;
+
 /// A shard being written, under its temporary name.
 struct ShardFile {
     path: PathBuf,
@@ -602,7 +606,14 @@ impl ShardFile {
             .ok_or(Error::Internal("a finished shard".into()))?;
         tar.append_data(&mut header, name, bytes)
             .map_err(|e| convert::cannot_write(&self.path, e))?;
+        let before = self.bytes;
         self.bytes += 512 + (bytes.len() as u64).div_ceil(512) * 512;
+        if before / SYNC_EVERY_BYTES != self.bytes / SYNC_EVERY_BYTES {
+            let file = tar.get_mut();
+            file.flush()
+                .and_then(|()| file.get_ref().sync_data())
+                .map_err(|e| convert::cannot_write(&self.path, e))?;
+        }
         Ok(())
     }
 
