@@ -409,7 +409,19 @@ impl Landing for &Encoders<'_, '_, '_> {
     fn land(&mut self, pipeline: &GpuPipeline, flight: Flight) {
         let flow = self.flow;
         let mut images = Vec::new();
-        for (n, outcome) in flight.tensors(pipeline).outcomes {
+        let landed = flight.tensors(pipeline);
+        {
+            let stream = &mut lock(&flow.times).stream;
+            for batch in &landed.batches {
+                let gpu = &batch.gpu_timings;
+                stream.preparing += batch.decode;
+                stream.starved += batch.waited;
+                stream.submitting += gpu.pack + gpu.record;
+                stream.executing += gpu.execute;
+                stream.reading_back += gpu.read_back;
+            }
+        }
+        for (n, outcome) in landed.outcomes {
             let outcome = outcome.and_then(|tensor| match pixels_of(&tensor) {
                 Ok(_) => Ok(tensor),
                 Err(e) => Err(e),

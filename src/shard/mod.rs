@@ -156,6 +156,24 @@ pub struct StageTimes {
     pub writing: Duration,
     /// The decoding side held back while the images it made waited for an encoding thread.
     pub waiting: Duration,
+    /// On a GPU backend, what its stream's time went to: see [`StreamTimes`].
+    pub stream: StreamTimes,
+}
+
+/// Where a GPU stream's time went, to tell which side bounds it (zero on the CPU backend).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct StreamTimes {
+    /// Preparing the images for the GPU on CPU threads (parsing, un-stuffing, and the whole
+    /// Huffman decoding of progressive files), summed over the threads.
+    pub preparing: Duration,
+    /// The GPU's side waiting for images still being prepared.
+    pub starved: Duration,
+    /// Packing, uploading and recording each submission, on the stream's thread.
+    pub submitting: Duration,
+    /// The landing waiting for the GPU to finish a submission.
+    pub executing: Duration,
+    /// The landing copying the images out of the read-back buffer.
+    pub reading_back: Duration,
 }
 
 /// Writes `inputs` as shards (see the module's doc) with `job`'s transform (its resize) on its

@@ -175,9 +175,16 @@ fn shard_job(args: &ShardArgs) -> gpuprep::Result<ExitCode> {
         "forward": t.forward.as_secs_f64(), "encoding": t.encoding.as_secs_f64(),
         "writing": t.writing.as_secs_f64(), "waiting": t.waiting.as_secs_f64(),
     });
+    let s = &t.stream;
+    let stream = serde_json::json!({
+        "preparing": s.preparing.as_secs_f64(), "starved": s.starved.as_secs_f64(),
+        "submitting": s.submitting.as_secs_f64(), "executing": s.executing.as_secs_f64(),
+        "reading_back": s.reading_back.as_secs_f64(),
+    });
     let line = serde_json::json!({
         "what": "shards", "written": written, "kept": done.kept, "samples": done.samples,
         "failed": done.failed.len(), "backend": backend.describe(), "seconds": seconds,
+        "stream_seconds": stream,
         "encoding_threads": t.encoding_threads, "elapsed": done.elapsed.as_secs_f64(),
         "samples_per_second": done.samples as f64 / done.elapsed.as_secs_f64().max(1e-9),
     });
