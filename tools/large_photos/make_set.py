@@ -4,7 +4,7 @@ hold (3000x2000 and 4000x3000) at quality 85 and 95, 4:2:0 and 4:4:4, plus each 
 a restart marker every MCU row and progressive. Prints one JSON line per file: its size, shape,
 and the bytes of its entropy-coded data (what GPU Huffman decoding reads).
 
-usage: python3 tools/make_large_photos.py PHOTOS_DIR OUT_DIR
+usage: python3 tools/large_photos/make_set.py PHOTOS_DIR OUT_DIR
 """
 import json
 import os
