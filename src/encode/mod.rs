@@ -274,16 +274,9 @@ pub fn forward_stages(pixels: &Pixels, options: &JpegOptions) -> Result<Coeffici
             let plane = plane
                 .expanded(columns, group_rows)
                 .downsampled(c.down_h, c.down_v);
-            let plane = plane.expanded(plane.width, c.down * 8);
-            let mut blocks = Vec::with_capacity(c.across * c.down);
-            for by in 0..c.down {
-                for bx in 0..c.across {
-                    let mut block = plane.block(bx, by);
-                    forward::fdct(&mut block);
-                    blocks.push(forward::quantise(&block, &quantisers[c.table]));
-                }
-            }
-            blocks
+            let width = plane.width;
+            let plane = plane.expanded(width, c.down * 8);
+            forward::quantised_blocks(&plane, c.across, c.down, &quantisers[c.table])
         })
         .collect();
     Ok(Coefficients {
@@ -310,10 +303,7 @@ fn colour_planes(pixels: &Pixels) -> Vec<Plane> {
         return vec![plane(data.to_vec())];
     }
     let [mut y, mut cb, mut cr] = [(); 3].map(|()| vec![0; width * height]);
-    let samples = y.iter_mut().zip(&mut cb).zip(&mut cr);
-    for (((y, cb), cr), rgb) in samples.zip(data.chunks_exact(3)) {
-        [*y, *cb, *cr] = forward::ycc(rgb[0], rgb[1], rgb[2]);
-    }
+    forward::ycc_planes(data, &mut y, &mut cb, &mut cr);
     vec![plane(y), plane(cb), plane(cr)]
 }
 
