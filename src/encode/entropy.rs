@@ -18,6 +18,7 @@ pub struct BitWriter {
 
 impl BitWriter {
     /// The low `length` bits of `bits` (at most 32).
+    #[inline(always)]
     pub fn put(&mut self, bits: u32, length: u8) {
         let length = u32::from(length);
         if length == 0 {
@@ -74,15 +75,22 @@ enum Table {
     Ac,
 }
 
-/// Hands `emit` each symbol one block (natural order) is coded with, in order, with the bits
-/// that follow it (value, length): the DC category of its difference from `last_dc` (which
-/// becomes this block's), then each AC run/size, ZRL (0xF0) for 16 zeros and EOB (0x00) past
-/// the last coefficient that is not zero.
-fn symbols(block: &[i16; 64], last_dc: &mut i32, mut emit: impl FnMut(Table, usize, u32, u8)) {
+/// What takes a block's symbols: each symbol with its table and the bits that follow it (value,
+/// length). A trait rather than a closure, so that `emit` can be inlined where it is called (a
+/// call a symbol costs more than the coding).
+trait Symbols {
+    fn emit(&mut self, table: Table, symbol: usize, bits: u32, length: u8);
+}
+
+/// Hands `to` each symbol one block (natural order) is coded with, in order: the DC category
+/// of its difference from `last_dc` (which becomes this block's), then each AC run/size, ZRL
+/// (0xF0) for 16 zeros and EOB (0x00) past the last coefficient that is not zero.
+#[inline(always)]
+fn symbols(block: &[i16; 64], last_dc: &mut i32, to: &mut impl Symbols) {
     let value = i32::from(block[0]);
     let (length, bits) = category(value - *last_dc);
     *last_dc = value;
-    emit(Table::Dc, usize::from(length), bits, length);
+    to.emit(Table::Dc, usize::from(length), bits, length);
     // The AC coefficients that are not zero, one bit each in zigzag order: each symbol's run
     // is the gap to the next bit.
     let zigzag: [i16; 64] = std::array::from_fn(|k| block[ZIGZAG_TO_NATURAL[k]]);
@@ -97,15 +105,52 @@ fn symbols(block: &[i16; 64], last_dc: &mut i32, mut emit: impl FnMut(Table, usi
         nonzero &= nonzero - 1;
         let mut run = k - last - 1;
         while run > 15 {
-            emit(Table::Ac, 0xF0, 0, 0);
+            to.emit(Table::Ac, 0xF0, 0, 0);
             run -= 16;
         }
         let (length, bits) = category(i32::from(zigzag[k]));
-        emit(Table::Ac, (run << 4) | usize::from(length), bits, length);
+        to.emit(Table::Ac, (run << 4) | usize::from(length), bits, length);
         last = k;
     }
     if last < 63 {
-        emit(Table::Ac, 0x00, 0, 0);
+        to.emit(Table::Ac, 0x00, 0, 0);
+    }
+}
+
+/// The symbols written with a component's DC and AC codes.
+struct Coder<'a> {
+    out: &'a mut BitWriter,
+    dc: &'a Codes,
+    ac: &'a Codes,
+}
+
+impl Symbols for Coder<'_> {
+    #[inline(always)]
+    fn emit(&mut self, table: Table, symbol: usize, bits: u32, length: u8) {
+        let codes = match table {
+            Table::Dc => self.dc,
+            Table::Ac => self.ac,
+        };
+        // A code (16 bits at most) and its value's bits (11 at most) in one.
+        let (code, code_length) = codes[symbol];
+        self.out
+            .put((u32::from(code) << length) | bits, code_length + length);
+    }
+}
+
+/// The symbols counted per table.
+struct Counts<'a> {
+    dc: &'a mut [u64; 256],
+    ac: &'a mut [u64; 256],
+}
+
+impl Symbols for Counts<'_> {
+    #[inline(always)]
+    fn emit(&mut self, table: Table, symbol: usize, _: u32, _: u8) {
+        match table {
+            Table::Dc => self.dc[symbol] += 1,
+            Table::Ac => self.ac[symbol] += 1,
+        }
     }
 }
 
@@ -118,24 +163,13 @@ pub fn encode_block(
     dc: &Codes,
     ac: &Codes,
 ) {
-    symbols(block, last_dc, |table, symbol, bits, length| {
-        let codes = match table {
-            Table::Dc => dc,
-            Table::Ac => ac,
-        };
-        // A code (16 bits at most) and its value's bits (11 at most) in one.
-        let (code, code_length) = codes[symbol];
-        out.put((u32::from(code) << length) | bits, code_length + length);
-    });
+    symbols(block, last_dc, &mut Coder { out, dc, ac });
 }
 
 /// Counts the symbols [`encode_block`] would write for `block` into `dc` and `ac` (for
 /// optimal tables), its DC taken as the difference from `last_dc`, which becomes this block's.
 pub fn count_block(block: &[i16; 64], last_dc: &mut i32, dc: &mut [u64; 256], ac: &mut [u64; 256]) {
-    symbols(block, last_dc, |table, symbol, _, _| match table {
-        Table::Dc => dc[symbol] += 1,
-        Table::Ac => ac[symbol] += 1,
-    });
+    symbols(block, last_dc, &mut Counts { dc, ac });
 }
 
 #[cfg(test)]

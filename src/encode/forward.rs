@@ -14,6 +14,7 @@ const fn fix(x: f64) -> i32 {
 }
 
 /// One RGB pixel as YCbCr, as `rgb_ycc_convert` computes it.
+#[inline(always)]
 pub fn ycc(r: u8, g: u8, b: u8) -> [u8; 3] {
     let (r, g, b) = (i32::from(r), i32::from(g), i32::from(b));
     let y = (fix(0.29900) * r + fix(0.58700) * g + fix(0.11400) * b + ONE_HALF) >> SCALE_BITS;
@@ -26,8 +27,10 @@ pub fn ycc(r: u8, g: u8, b: u8) -> [u8; 3] {
     [y as u8, cb as u8, cr as u8]
 }
 
-/// RGB pixels (`rgb`, three bytes each) as YCbCr planes, as [`ycc`] converts each.
+/// RGB pixels (`rgb`, three bytes each) as YCbCr planes, as [`ycc`] converts each: the planes
+/// hold a sample for each pixel.
 pub fn ycc_planes(rgb: &[u8], y: &mut [u8], cb: &mut [u8], cr: &mut [u8]) {
+    debug_assert!(rgb.len() == 3 * y.len() && y.len() == cb.len() && y.len() == cr.len());
     #[cfg(target_arch = "x86_64")]
     if std::arch::is_x86_feature_detected!("avx2") {
         // SAFETY: the CPU has AVX2, which `ycc_planes_avx2` enables.
@@ -57,16 +60,7 @@ fn ycc_planes_lanes(rgb: &[u8], y: &mut [u8], cb: &mut [u8], cr: &mut [u8]) {
         let [y, cb, cr]: [&mut [u8; 8]; 3] =
             [y, cb, cr].map(|p| p.try_into().expect("chunks of 8"));
         for k in 0..8 {
-            let (r, g, b) = (px[3 * k], px[3 * k + 1], px[3 * k + 2]);
-            let (r, g, b) = (i32::from(r), i32::from(g), i32::from(b));
-            y[k] = ((fix(0.29900) * r + fix(0.58700) * g + fix(0.11400) * b + ONE_HALF)
-                >> SCALE_BITS) as u8;
-            cb[k] = ((-fix(0.16874) * r - fix(0.33126) * g + fix(0.5) * b + CBCR_OFFSET + ONE_HALF
-                - 1)
-                >> SCALE_BITS) as u8;
-            cr[k] = ((fix(0.5) * r - fix(0.41869) * g - fix(0.08131) * b + CBCR_OFFSET + ONE_HALF
-                - 1)
-                >> SCALE_BITS) as u8;
+            [y[k], cb[k], cr[k]] = ycc(px[3 * k], px[3 * k + 1], px[3 * k + 2]);
         }
     }
     let done = y.len() / 8 * 8;
@@ -136,7 +130,9 @@ impl Plane {
     /// the compressor fills its MCUs past the image's edges.
     pub fn expanded(mut self, width: usize, height: usize) -> Plane {
         if width == self.width {
-            // Only rows to add: the samples grow in place.
+            // The same width: rows repeated (or cut) in place.
+            self.samples
+                .reserve(width * height.saturating_sub(self.height));
             let last = self.samples.len() - width;
             for _ in self.height..height {
                 self.samples.extend_from_within(last..last + width);
@@ -158,10 +154,10 @@ impl Plane {
         }
     }
 
-    /// Downsampled by `h` across and `v` down (1 or 2 each), as `jcsample.c` does: pairs
-    /// averaged with a bias that alternates along each row (0, 1 for two samples; 1, 2 for
-    /// four), so that rounding does not drift one way. The plane's sides are multiples of the
-    /// factors.
+    /// Downsampled by `h` across and `v` down (1 or 2 each), as `jcsample.c` does: across
+    /// (`h2v1_downsample`, `h2v2_downsample`), samples averaged with a bias that alternates
+    /// along each row (0, 1 for two samples; 1, 2 for four), so that rounding does not drift
+    /// one way; down only, with a bias of 1. The plane's sides are multiples of the factors.
     pub fn downsampled(self, h: usize, v: usize) -> Plane {
         let (width, height) = (self.width / h, self.height / v);
         if (h, v) == (1, 1) {
@@ -181,13 +177,14 @@ impl Plane {
                     }
                 }
                 (1, 2) => {
-                    for (x, (out, (&a, &b))) in
-                        out.iter_mut().zip(top.iter().zip(bottom)).enumerate()
-                    {
-                        *out = ((wide(a) + wide(b) + bias(x)) >> 1) as u8;
+                    // No subsampling Pillow writes: libjpeg-turbo's `int_downsample`, whose
+                    // bias is 1, not alternating.
+                    for (out, (&a, &b)) in out.iter_mut().zip(top.iter().zip(bottom)) {
+                        *out = ((wide(a) + wide(b) + 1) >> 1) as u8;
                     }
                 }
                 _ => {
+                    debug_assert_eq!((h, v), (2, 2));
                     let fours = top.chunks_exact(2).zip(bottom.chunks_exact(2));
                     for (x, (out, (t, b))) in out.iter_mut().zip(fours).enumerate() {
                         let sum = wide(t[0]) + wide(t[1]) + wide(b[0]) + wide(b[1]);
@@ -292,7 +289,7 @@ pub fn fdct(block: &mut [[i32; 8]; 8]) {
 }
 
 /// A quantisation table's divisors (each entry times 8, the DCT's scale) with their
-/// reciprocals, `ceil(2^32 / d)` (below 2^30, as `d` is at least 8): for a numerator below
+/// reciprocals, `ceil(2^32 / d)` (at most 2^29, as `d` is at least 8): for a numerator below
 /// 2^32 / d, `(n × r) >> 32` is `n / d` exactly, and a coefficient's magnitude is at most 2^15.
 pub struct Divisors {
     pub divisor: [u32; 64],
@@ -320,7 +317,7 @@ pub fn quantise(coefficients: &[[i32; 8]; 8], divisors: &Divisors) -> [i16; 64] 
         let d = divisors.divisor[i];
         let numerator = u64::from(c.unsigned_abs() + d / 2);
         let magnitude = ((numerator * u64::from(divisors.reciprocal[i])) >> 32) as i32;
-        *out = if c < 0 { -magnitude } else { magnitude } as i16;
+        *out = (if c < 0 { -magnitude } else { magnitude }) as i16;
     }
     out
 }
@@ -388,10 +385,36 @@ mod tests {
             samples: (0..24 * 16).map(|_| next()).collect(),
         };
         let divisors = Divisors::new(&std::array::from_fn(|i| 1 + i as u16 % 7));
-        assert_eq!(
-            quantised_blocks(&plane, 3, 2, &divisors),
-            quantised_blocks_lanes(&plane, 3, 2, &divisors)
-        );
+        let blocks = quantised_blocks(&plane, 3, 2, &divisors);
+        assert_eq!(blocks, quantised_blocks_lanes(&plane, 3, 2, &divisors));
+        // Against `jpeg_fdct_islow` as jfdctint.c writes it (its rows in place, then its
+        // columns) and a division rounding the magnitude half up.
+        for (n, block) in blocks.iter().enumerate() {
+            let (bx, by) = (n % 3, n / 3);
+            let mut data: [i32; 64] = std::array::from_fn(|i| {
+                i32::from(plane.samples[(by * 8 + i / 8) * 24 + bx * 8 + i % 8]) - 128
+            });
+            for (stride, step, row) in [(1, 8, true), (8, 1, false)] {
+                for line in 0..8 {
+                    let at = |k: usize| line * step + k * stride;
+                    let d: [[i32; 8]; 8] = std::array::from_fn(|k| [data[at(k)]; 8]);
+                    let done = if row {
+                        fdct_pass::<true>(&d)
+                    } else {
+                        fdct_pass::<false>(&d)
+                    };
+                    for k in 0..8 {
+                        data[at(k)] = done[k][0];
+                    }
+                }
+            }
+            let expected: [i16; 64] = std::array::from_fn(|i| {
+                let d = divisors.divisor[i] as i32;
+                let magnitude = (data[i].abs() + d / 2) / d;
+                (magnitude * data[i].signum()) as i16
+            });
+            assert_eq!(block, &expected, "block {n}");
+        }
     }
 
     #[test]
