@@ -224,7 +224,11 @@ def write_shards(source, out, *, resize, filter="bilinear", draft=False, quality
     them (and resizing; on a GPU, its stream's wall time), "forward" (the encoder's pixel stages
     on the GPU: 0 here, where they run on the encoding threads as `gpuprep shard`'s default
     does), "encoding" (the encoding threads' time, summed over them), "writing", and "waiting",
-    how long decoded images waited for an encoding thread; the stages run at once). The GIL is released while it works;
+    how long decoded images waited for an encoding thread; the stages run at once),
+    "stream_seconds" (on a GPU, where its stream's time went: "preparing" the images on CPU
+    threads, summed; the GPU "starved" of them; "submitting"; "executing", the landing waiting
+    for the GPU; "reading_back"), "elapsed" and "samples_per_second" (the job's own wall time
+    and rate, after the device is open). The GIL is released while it works;
     Ctrl-C stops it (the complete shards stay; calling it again writes the rest)."""
     for name, value, least in (("resize", resize, 1), ("shard_samples", shard_samples, 1),
                                ("shard_size", shard_size, 1)):
@@ -248,7 +252,7 @@ def write_shards(source, out, *, resize, filter="bilinear", draft=False, quality
         raise ReadError(f"{_os.fspath(labels)}: no such labels file")
     if not paths:
         raise OptionsError(f"{source!r} holds no image")
-    written, kept, samples, failed, seconds = _gpuprep.write_shards(
+    written, kept, samples, failed, seconds, stream, elapsed = _gpuprep.write_shards(
         paths, folder, _os.fspath(out), resize, filter, draft, quality, subsampling, optimize,
         shard_samples, shard_size, backend, adapter,
         None if labels is None else _os.fspath(labels), bool(recursive))
@@ -256,7 +260,8 @@ def write_shards(source, out, *, resize, filter="bilinear", draft=False, quality
         pattern = _os.fspath(out)
         write_shard_index([pattern % n for n in range(kept + len(written))], index)
     return {"written": written, "kept": kept, "samples": samples, "failed": failed,
-            "seconds": dict(seconds)}
+            "seconds": dict(seconds), "stream_seconds": dict(stream), "elapsed": elapsed,
+            "samples_per_second": samples / elapsed if elapsed > 0 else 0.0}
 
 
 def _resolve_list(names):

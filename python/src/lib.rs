@@ -1939,6 +1939,8 @@ type ShardsWritten = (
     usize,
     Vec<(usize, String, String)>,
     [(&'static str, f64); 6],
+    [(&'static str, f64); 5],
+    f64,
 );
 
 /// `gpuprep shard` from Python: the images at `paths` (an ImageFolder root where `folder`;
@@ -2062,6 +2064,8 @@ fn write_shards(
             .map(|(n, source, e)| (n, lossy(&source), e))
             .collect(),
         stage_seconds(&report.times),
+        stream_seconds(&report.times.stream),
+        report.elapsed.as_secs_f64(),
     ))
 }
 
@@ -2074,6 +2078,18 @@ fn stage_seconds(t: &gpuprep::shard::StageTimes) -> [(&'static str, f64); 6] {
         ("encoding", t.encoding),
         ("writing", t.writing),
         ("waiting", t.waiting),
+    ]
+    .map(|(name, d)| (name, d.as_secs_f64()))
+}
+
+/// Where a job's GPU stream spent its time as (name, seconds), the names `gpuprep shard` prints.
+fn stream_seconds(s: &gpuprep::shard::StreamTimes) -> [(&'static str, f64); 5] {
+    [
+        ("preparing", s.preparing),
+        ("starved", s.starved),
+        ("submitting", s.submitting),
+        ("executing", s.executing),
+        ("reading_back", s.reading_back),
     ]
     .map(|(name, d)| (name, d.as_secs_f64()))
 }

@@ -32,6 +32,11 @@ def test_write_shards_writes_pillows_jpegs_the_loader_reads_back(tmp_path):
     seconds = done["seconds"]
     assert sorted(seconds) == ["decoding", "encoding", "forward", "reading", "waiting", "writing"]
     assert seconds["decoding"] > 0 and seconds["encoding"] > 0
+    # No GPU stream on the CPU backend: its breakdown is there, all zero.
+    assert done["stream_seconds"] == dict.fromkeys(
+        ["preparing", "starved", "submitting", "executing", "reading_back"], 0.0)
+    assert done["elapsed"] > 0
+    assert done["samples_per_second"] == done["samples"] / done["elapsed"]
     labels = []
     for shard in done["written"]:
         with tarfile.open(shard) as tar:
