@@ -17,14 +17,7 @@ for build in a b; do
   chmod +x /tmp/bin/gpuprep-$build
 done
 SET=/tmp/copies
-python3 - ${COPIES:-400} <<'PY'
-import os, sys
-os.makedirs("/tmp/copies", exist_ok=True)
-photos = sorted(os.listdir("/tmp/camera4"))
-for k in range(int(sys.argv[1])):
-    for name in photos:
-        os.symlink(os.path.realpath(os.path.join("/tmp/camera4", name)), f"/tmp/copies/{k:04d}-{name}")
-PY
+python3 tools/shard_bench/copies.py /tmp/camera4 $SET ${COPIES:-400}
 N=$(ls $SET | wc -l); echo "{\"what\": \"set\", \"images\": $N, \"cores\": $(nproc)}" | tee -a $LOG
 run() {
   rm -rf /tmp/ours-$1; start=$(date +%s.%N)

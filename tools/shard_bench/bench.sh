@@ -12,7 +12,7 @@ source .device/on-device.sh
 mkdir -p /tmp/bin
 python3 -c "import lzma, shutil; shutil.copyfileobj(lzma.open('.device/gpuprep.xz'), open('/tmp/bin/gpuprep', 'wb'))"
 chmod +x /tmp/bin/gpuprep; export PATH=/tmp/bin:$PATH
-SET=/tmp/copies; mkdir -p $SET; for k in $(seq -w 0 $((${COPIES:-400} - 1))); do for f in /tmp/camera4/*.jpg; do ln -sf "$(readlink -f "$f")" "$SET/$k-$(basename "$f")"; done; done
+SET=/tmp/copies; python3 tools/shard_bench/copies.py /tmp/camera4 $SET ${COPIES:-400}
 N=$(ls $SET | wc -l); echo $N; nproc; python3 -c "import PIL; print('Pillow', PIL.__version__)"
 # Run 1 (which compiles the shaders) and the even runs with the encoder's forward stages on CPU
 # threads (the default), the odd runs after it with them on the GPU.
