@@ -225,9 +225,9 @@ def write_shards(source, out, *, resize, filter="bilinear", draft=False, quality
     on the GPU: 0 here, where they run on the encoding threads as `gpuprep shard`'s default
     does), "encoding" (the encoding threads' time, summed over them), "writing", and "waiting",
     how long decoded images waited for an encoding thread; the stages run at once),
-    "stream_seconds" (on a GPU, where its stream's time went: "preparing" the images on CPU
-    threads, summed; the GPU "starved" of them; "submitting"; "executing", the landing waiting
-    for the GPU; "reading_back"), "elapsed" and "samples_per_second" (the job's own wall time
+    "stream_seconds" (on a GPU, where its stream's time went, wall times: "preparing" the
+    images on CPU threads, summed; "starved", the submitting thread waiting for them;
+    "submitting"; "executing", the landing waiting for the GPU; "reading_back"), "elapsed" and "samples_per_second" (the job's own wall time
     and rate, after the device is open). The GIL is released while it works;
     Ctrl-C stops it (the complete shards stay; calling it again writes the rest)."""
     for name, value, least in (("resize", resize, 1), ("shard_samples", shard_samples, 1),
@@ -261,7 +261,7 @@ def write_shards(source, out, *, resize, filter="bilinear", draft=False, quality
         write_shard_index([pattern % n for n in range(kept + len(written))], index)
     return {"written": written, "kept": kept, "samples": samples, "failed": failed,
             "seconds": dict(seconds), "stream_seconds": dict(stream), "elapsed": elapsed,
-            "samples_per_second": samples / elapsed if elapsed > 0 else 0.0}
+            "samples_per_second": samples / max(elapsed, 1e-9)}
 
 
 def _resolve_list(names):

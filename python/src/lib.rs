@@ -1931,8 +1931,9 @@ fn write_shard_index(
         .collect())
 }
 
-/// What `write_shards` returns: shards written, complete shards kept, samples written, and
-/// (sample, source, error) of each input that failed.
+/// What `write_shards` returns: shards written, complete shards kept, samples written,
+/// (sample, source, error) of each input that failed, the stages' seconds, the GPU stream's
+/// seconds, and the job's elapsed seconds.
 type ShardsWritten = (
     Vec<String>,
     usize,
@@ -1945,7 +1946,7 @@ type ShardsWritten = (
 
 /// `gpuprep shard` from Python: the images at `paths` (an ImageFolder root where `folder`;
 /// labelled by the file `labels` where given) resized to shorter side `resize` and written as shards at `out` (see `gpuprep.write_shards`).
-/// Returns (shards written, complete shards kept, samples written, [(sample, source, error)]).
+/// Returns a [`ShardsWritten`].
 /// Ctrl-C stops the job at its next chunk (its complete shards stay) and raises
 /// KeyboardInterrupt.
 #[pyfunction]

@@ -160,19 +160,22 @@ pub struct StageTimes {
     pub stream: StreamTimes,
 }
 
-/// Where a GPU stream's time went, to tell which side bounds it (zero on the CPU backend).
+/// Where a GPU stream's time went, to tell which side bounds it (zero on the CPU backend). Wall
+/// times: on a machine whose cores are all busy, each includes its waits for a core.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct StreamTimes {
     /// Preparing the images for the GPU on CPU threads (parsing, un-stuffing, and the whole
-    /// Huffman decoding of progressive files), summed over the threads.
+    /// Huffman decoding of progressive files), summed over the images.
     pub preparing: Duration,
-    /// The GPU's side waiting for images still being prepared.
+    /// The submitting thread waiting for images still being prepared (while the submissions
+    /// before may still run on the GPU).
     pub starved: Duration,
     /// Packing, uploading and recording each submission, on the stream's thread.
     pub submitting: Duration,
     /// The landing waiting for the GPU to finish a submission.
     pub executing: Duration,
-    /// The landing copying the images out of the read-back buffer.
+    /// The landing copying the images out of the read-back buffer, on the thread pool the
+    /// preparing uses (its waits for those threads included).
     pub reading_back: Duration,
 }
 
@@ -577,9 +580,10 @@ impl ShardPattern {
     }
 }
 
-/// The bytes a shard being written may leave to the page cache before they are synced: without
-/// it, a large shard's bytes all go to the disk at its close, while the job waits.
-const SYNC_EVERY_BYTES: u64 = 64 << 20;
+/// The bytes of a shard being written after which the disk is asked to start writing them
+/// (without waiting): else a large shard's bytes all go to the disk at its close, while the job
+/// waits for its sync.
+const WRITE_BACK_EVERY_BYTES: u64 = 64 << 20;
 
 /// A shard being written, under its temporary name.
 struct ShardFile {
@@ -626,11 +630,11 @@ impl ShardFile {
             .map_err(|e| convert::cannot_write(&self.path, e))?;
         let before = self.bytes;
         self.bytes += 512 + (bytes.len() as u64).div_ceil(512) * 512;
-        if before / SYNC_EVERY_BYTES != self.bytes / SYNC_EVERY_BYTES {
+        if before / WRITE_BACK_EVERY_BYTES != self.bytes / WRITE_BACK_EVERY_BYTES {
             let file = tar.get_mut();
             file.flush()
-                .and_then(|()| file.get_ref().sync_data())
                 .map_err(|e| convert::cannot_write(&self.path, e))?;
+            start_writing_back(file.get_ref());
         }
         Ok(())
     }
@@ -648,6 +652,27 @@ impl ShardFile {
         Ok(self.path.clone())
     }
 }
+
+/// Asks the kernel to start writing `file`'s cached bytes to the disk, and returns at once
+/// (Linux's `sync_file_range` with `SYNC_FILE_RANGE_WRITE`): a hint, whose failure (a file
+/// system without it) changes nothing, as the sync at the shard's close makes it durable. Not
+/// a sync: on a file system that uploads a file at each sync (a mounted bucket), a sync every
+/// 64 MiB would upload the shard again and again.
+#[cfg(target_os = "linux")]
+fn start_writing_back(file: &fs::File) {
+    use std::os::fd::AsRawFd;
+    // SAFETY: `file` is open for the whole call, and the call reads or writes no memory of ours.
+    #[allow(
+        unsafe_code,
+        reason = "a system call with no safe wrapper; see the SAFETY note"
+    )]
+    let _hint_only =
+        unsafe { libc::sync_file_range(file.as_raw_fd(), 0, 0, libc::SYNC_FILE_RANGE_WRITE) };
+}
+
+/// Elsewhere the sync at the shard's close writes it all.
+#[cfg(not(target_os = "linux"))]
+fn start_writing_back(_: &fs::File) {}
 
 impl Drop for ShardFile {
     /// A shard not finished (an error, an interruption the job saw) leaves no temporary file

@@ -2,7 +2,8 @@
 # camera photos (make_set.py), each file as 40 copies (gpuprep at batch 16, five passes, the median
 # pass's img/s, then its GPU stage times; DALI's evaluation pipeline on the same 40 as one batch,
 # steady state), then the whole set: gpuprep streaming it ten times over at batch 16 and 64, DALI
-# on it as one batch. Every result is a JSON line, appended to $OUT/large.jsonl as it comes.
+# on it as one batch. Every result is a JSON line, appended to $OUT/large.jsonl as it comes
+# (DALI's errors to $OUT/dali.err). About five minutes.
 # Carried in .device/: gpuprep.xz (the stripped release binary, xz-compressed) and what
 # ../shared/device/prepare.sh puts there (SETS=camera); DALI taken first in three calls
 # (../shared/device/dali-pieces.sh), so that it is unpacked in /tmp/site.
@@ -15,7 +16,8 @@ LOG=$OUT/large.jsonl
 python3 tools/large_photos/make_set.py .device/sets/camera /tmp/large | tee -a $LOG
 # Each file 40 times over, in a folder of its own (links).
 python3 - <<'PY'
-import os
+import os, shutil
+shutil.rmtree("/tmp/one", ignore_errors=True)
 for name in sorted(os.listdir("/tmp/large")):
     folder = os.path.join("/tmp/one", os.path.splitext(name)[0])
     os.makedirs(folder, exist_ok=True)
@@ -28,10 +30,10 @@ for folder in /tmp/one/*; do
   gpuprep bench $folder $ours --batch 16 --repeat 5 | head -1
   gpuprep bench $folder $ours --batch 16 --repeat 2 --time-stages | grep '"gpu_phases"'
 done | tee -a $LOG
-python3 tools/large_photos/dali_resize.py /tmp/one/* 2>&1 | grep '^{' | tee -a $LOG
+python3 tools/large_photos/dali_resize.py /tmp/one/* 2>$OUT/dali.err | tee -a $LOG
 ten=$(stream10 /tmp/large)
 for batch in 16 64; do
   echo "{\"what\": \"whole_set\", \"batch\": $batch}"
   gpuprep bench $ten $ours --batch $batch --repeat 5 | head -2
 done | tee -a $LOG
-python3 tools/large_photos/dali_resize.py /tmp/large 2>&1 | grep '^{' | tee -a $LOG
+python3 tools/large_photos/dali_resize.py /tmp/large 2>>$OUT/dali.err | tee -a $LOG

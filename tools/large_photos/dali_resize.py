@@ -2,7 +2,7 @@
 each folder in turn, as the measuring kit's peer_dali.py times it (decoders.image on the mixed
 backend, EXIF orientation off -> resize SIZE x SIZE, linear, antialiased ->
 crop_mirror_normalize to float32 CHW; the folder as one batch, --repeat prefetching iterations
-after two warm-up ones), without peer_dali.py's drift against Pillow, so that many folders fit
+after three warm-up ones), without peer_dali.py's drift against Pillow, so that many folders fit
 one call. Prints a JSON line per folder: its name, images, img/s."""
 import argparse
 import glob
@@ -50,6 +50,12 @@ def main():
     parser.add_argument("--size", type=int, default=224)
     parser.add_argument("--repeat", type=int, default=10)
     args = parser.parse_args()
+    try:
+        import nvidia.dali  # noqa: F401
+    except ImportError as e:
+        print(json.dumps({"what": "dali_resize", "error": f"DALI is not unpacked here "
+                          f"(take its three pieces first: dali-pieces.sh): {e}"}), flush=True)
+        return
     for folder in args.dirs:
         images, img_s = steady_img_s(folder, args.size, args.repeat)
         print(json.dumps({"what": "dali_resize", "dir": os.path.basename(folder.rstrip("/")),

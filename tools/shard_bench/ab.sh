@@ -1,5 +1,5 @@
 # Two builds of `gpuprep shard` in turn on the same photos (an A/B of a change), then the
-# 16-process Pillow pool, every sample's bytes of the last build's shard compared with Pillow's,
+# 16-process Pillow pool, every sample's bytes of both builds' shards compared with Pillow's,
 # and NVIDIA's libraries' job: camera4 COPIES times over (400 by default: 25,600 camera photos) to
 # shorter side 320 at quality 90, the encoder's forward stages on the encoding threads; ROUNDS
 # rounds (3 by default) of A then B after a warm-up run of each. Each result is a JSON line,
