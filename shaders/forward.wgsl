@@ -75,7 +75,8 @@ fn downsampled(p: Plane, x: u32, y: u32) -> i32 {
         return (sum + 1 + odd) >> 2u;
     }
     if count == 2u {
-        return (sum + odd) >> 1u;
+        // Across, the bias alternates (h2v1_downsample); down only, it is 1 (int_downsample).
+        return (sum + select(odd, 1, p.down_v == 2u)) >> 1u;
     }
     return sum;
 }
