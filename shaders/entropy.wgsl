@@ -1,7 +1,8 @@
 // Stage 0: Huffman decoding of single-scan sequential JPEGs, by self-synchronising subsequences.
 // Mirror of src/jpeg/parallel.rs (which explains the method): `sync_first` and then `sync` a few
-// times find where each subsequence's first code starts, `prefix` numbers the blocks and sums
-// the DC differences before each subsequence, and `write` decodes each subsequence's blocks into
+// times find where each subsequence's first code starts, `prefix_local` and `prefix_groups`
+// number the blocks and sum the DC differences before each subsequence (within its workgroup,
+// then across a large job's workgroups), and `write` decodes each subsequence's blocks into
 // dense coefficients. A job is one restart interval of an image (without restart markers, its
 // whole scan): each starts afresh, as libjpeg does after a restart marker.
 
@@ -395,14 +396,51 @@ fn sync(
     sync_pass(id, groups, lid, false);
 }
 
-var<workgroup> chunk_sums: array<array<u32, 5>, 64>;
+// Per invocation, the five counts a prefix pass sums: blocks, then DC differences per scan
+// component.
+var<workgroup> scan_sums: array<array<u32, 5>, 64>;
 
-// Exclusive sums over a job's subsequences of the blocks each owns and of its DC differences per
-// scan component. A job of more than 64 subsequences takes a workgroup (its invocations sum a
-// chunk each, then one sums the chunks); a smaller one, such as a restart interval, takes one
-// invocation, which sums them all in turn.
+// The five counts of subsequence record `at`: the blocks it owns and their DC differences.
+fn owned_counts(at: u32) -> array<u32, 5> {
+    return array<u32, 5>(spans[at + 4u], spans[at + 5u], spans[at + 6u], spans[at + 7u],
+                         spans[at + 8u]);
+}
+
+fn write_sums(at: u32, sums: array<u32, 5>) {
+    for (var v = 0u; v < 5u; v++) {
+        spans[at + 9u + v] = sums[v];
+    }
+}
+
+// Each invocation's inclusive sums of `own` over the invocations of its workgroup from
+// `segment_start` (a local index at or before its own) to itself: a segmented Hillis-Steele
+// scan in workgroup memory. Every invocation of the workgroup must call it.
+fn scan_in_workgroup(lid: u32, segment_start: u32, own: array<u32, 5>) -> array<u32, 5> {
+    var sums = own;
+    scan_sums[lid] = sums;
+    workgroupBarrier();
+    for (var d = 1u; d < 64u; d *= 2u) {
+        var add = array<u32, 5>(0u, 0u, 0u, 0u, 0u);
+        if lid >= segment_start + d {
+            add = scan_sums[lid - d];
+        }
+        workgroupBarrier();
+        for (var v = 0u; v < 5u; v++) {
+            sums[v] += add[v];
+        }
+        scan_sums[lid] = sums;
+        workgroupBarrier();
+    }
+    return sums;
+}
+
+// The prefix, first pass: within each workgroup, each subsequence's exclusive sums over those
+// of its job before it in the workgroup. A job of up to 64 subsequences lies in one workgroup,
+// so these are its prefix; a larger one starts a workgroup and spans several, and the first
+// record of each of its workgroups (whose own sums are zero) receives the workgroup's total
+// instead, for `prefix_groups`.
 @compute @workgroup_size(64)
-fn prefix(
+fn prefix_local(
     @builtin(global_invocation_id) id: vec3<u32>,
     @builtin(num_workgroups) groups: vec3<u32>,
     @builtin(local_invocation_index) lid: u32,
@@ -410,50 +448,87 @@ fn prefix(
     let global = invocation(id, groups);
     load_job(find_job(global));
     var working = job < arrayLength(&jobs);
-    var whole_job = false;
+    var i = 0u;
+    if working {
+        i = global - starts[job];
+        working = i < job_subsequences;
+    }
+    var own = array<u32, 5>(0u, 0u, 0u, 0u, 0u);
+    // Where the job's part of the workgroup starts (an idle invocation sums nothing but its own
+    // zeros).
+    var segment_start = lid;
+    if working {
+        own = owned_counts(span_at(i));
+        segment_start = lid - min(lid, i);
+    }
+    let inclusive = scan_in_workgroup(lid, segment_start, own);
+    if !working {
+        return;
+    }
+    let large = job_subsequences > 64u;
+    if !large || lid > 0u {
+        var exclusive = inclusive;
+        for (var v = 0u; v < 5u; v++) {
+            exclusive[v] -= own[v];
+        }
+        write_sums(span_at(i), exclusive);
+    }
+    // A large job's workgroups start at its subsequences 0, 64, ...: its last invocation in this
+    // one has the total.
+    if large && (lid == 63u || i + 1u == job_subsequences) {
+        write_sums(span_at(i - lid), inclusive);
+    }
+}
+
+// The prefix, second pass: per job of more than 64 subsequences (one workgroup each), the
+// exclusive sums over its workgroups' totals, written in their place: the sums before each
+// workgroup's first subsequence, to which `write` adds the sums within the workgroup.
+@compute @workgroup_size(64)
+fn prefix_groups(
+    @builtin(global_invocation_id) id: vec3<u32>,
+    @builtin(num_workgroups) groups: vec3<u32>,
+    @builtin(local_invocation_index) lid: u32,
+) {
+    let global = invocation(id, groups);
+    load_job(find_job(global));
+    // Every invocation of a workgroup is in the same job (a large one takes a whole workgroup,
+    // a small one an invocation, idle here).
+    let working = job < arrayLength(&jobs) && job_subsequences > 64u;
     var first = 0u;
     var last = 0u;
     if working {
-        let n = job_subsequences;
-        whole_job = n <= 64u;
-        // Invocations past a small job's one are idle.
-        working = !whole_job || global == starts[job];
-        let chunk = (n + 63u) / 64u;
-        first = select(min(lid * chunk, n), 0u, whole_job);
-        last = select(min(first + chunk, n), n, whole_job);
+        let totals = (job_subsequences + 63u) / 64u;
+        let chunk = (totals + 63u) / 64u;
+        first = min(lid * chunk, totals);
+        last = min(first + chunk, totals);
     }
-    var sums = array<u32, 5>(0u, 0u, 0u, 0u, 0u);
-    for (var i = first; i < last && working && !whole_job; i++) {
-        let at = span_at(i);
+    var own = array<u32, 5>(0u, 0u, 0u, 0u, 0u);
+    for (var g = first; g < last; g++) {
+        let total = owned_group_total(g);
         for (var v = 0u; v < 5u; v++) {
-            sums[v] += spans[at + 4u + v];
+            own[v] += total[v];
         }
     }
-    // A workgroup holds one large job or only small ones; every invocation meets the barriers.
-    chunk_sums[lid] = sums;
-    workgroupBarrier();
-    if lid == 0u {
-        var running = array<u32, 5>(0u, 0u, 0u, 0u, 0u);
-        for (var t = 0u; t < 64u; t++) {
-            let own = chunk_sums[t];
-            chunk_sums[t] = running;
-            for (var v = 0u; v < 5u; v++) {
-                running[v] += own[v];
-            }
-        }
+    let inclusive = scan_in_workgroup(lid, 0u, own);
+    var running = inclusive;
+    for (var v = 0u; v < 5u; v++) {
+        running[v] -= own[v];
     }
-    workgroupBarrier();
-    var running = chunk_sums[lid];
-    if whole_job {
-        running = array<u32, 5>(0u, 0u, 0u, 0u, 0u);
-    }
-    for (var i = first; i < last && working; i++) {
-        let at = span_at(i);
+    for (var g = first; g < last; g++) {
+        let at = span_at(g * 64u);
+        let total = owned_group_total(g);
+        write_sums(at, running);
         for (var v = 0u; v < 5u; v++) {
-            spans[at + 9u + v] = running[v];
-            running[v] += spans[at + 4u + v];
+            running[v] += total[v];
         }
     }
+}
+
+// Workgroup `g` of the current job's total, as `prefix_local` left it.
+fn owned_group_total(g: u32) -> array<u32, 5> {
+    let at = span_at(g * 64u);
+    return array<u32, 5>(spans[at + 9u], spans[at + 10u], spans[at + 11u], spans[at + 12u],
+                         spans[at + 13u]);
 }
 
 // Sets coefficient `index` (natural order) of the block whose words start at `out` to `value`,
@@ -489,6 +564,14 @@ fn write(@builtin(global_invocation_id) id: vec3<u32>, @builtin(num_workgroups) 
     let at = span_at(i);
     var g = spans[at + 9u];
     var dc_pred = vec4<u32>(spans[at + 10u], spans[at + 11u], spans[at + 12u], spans[at + 13u]);
+    // In a job of several workgroups, the sums are within the workgroup; its first record holds
+    // those before it.
+    if job_subsequences > 64u && i % 64u != 0u {
+        let first = span_at(i - i % 64u);
+        g += spans[first + 9u];
+        dc_pred += vec4<u32>(spans[first + 10u], spans[first + 11u], spans[first + 12u],
+                             spans[first + 13u]);
+    }
     seek(state.pos);
     // The end of a block begun in the subsequence before belongs to it.
     for (var n = 0u; n < 64u && (state.bk & 0xFFu) != 0u; n++) {

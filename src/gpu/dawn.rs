@@ -201,7 +201,8 @@ fn batches_through_every_stage_on_dawn_give_the_cpu_references_tensors() {
     for entry_point in [
         "sync_first:sync_first",
         "sync:sync",
-        "prefix:prefix",
+        "prefix_local:prefix_local",
+        "prefix_groups:prefix_groups",
         "write:write",
         "idct:main",
         "idct:main_8x8",

@@ -28,7 +28,8 @@ pub(crate) struct EntropyStages {
     dispatch_stride: u32,
     sync_first: wgpu::ComputePipeline,
     sync: wgpu::ComputePipeline,
-    prefix: wgpu::ComputePipeline,
+    prefix_local: wgpu::ComputePipeline,
+    prefix_groups: wgpu::ComputePipeline,
     write: wgpu::ComputePipeline,
 }
 
@@ -94,7 +95,8 @@ impl EntropyStages {
         Self {
             sync_first: pipeline("sync_first"),
             sync: pipeline("sync"),
-            prefix: pipeline("prefix"),
+            prefix_local: pipeline("prefix_local"),
+            prefix_groups: pipeline("prefix_groups"),
             write: pipeline("write"),
             layout,
             dispatch_numbers,
@@ -106,7 +108,7 @@ impl EntropyStages {
 /// What stage 0 reads and writes.
 pub(crate) struct EntropyBuffers<'a> {
     /// [`EntropyPacking::tables`]: the job records, the image records, the per-subsequence
-    /// passes' `starts` and the prefix pass's.
+    /// passes' `starts` and `prefix_groups`'.
     pub tables: [wgpu::BindingResource<'a>; 4],
     /// The upload holding the segments' data and tables.
     pub data: wgpu::BindingResource<'a>,
@@ -126,7 +128,7 @@ pub(crate) struct EntropyBuffers<'a> {
 pub(crate) struct EntropyPacking {
     jobs: Vec<EntropyJob>,
     images: Vec<EntropyImage>,
-    /// Each job's first invocation in the per-subsequence passes and in the prefix pass
+    /// Each job's first invocation in the per-subsequence passes and in `prefix_groups`
     /// ([`Self::place`]), and each pass's invocations so far.
     span_starts: Vec<u32>,
     prefix_starts: Vec<u32>,
@@ -194,8 +196,8 @@ impl EntropyPacking {
     /// per-subsequence passes, a job of up to a workgroup's subsequences shares one workgroup
     /// with others but is never split between two, and a larger one starts a workgroup: either
     /// way its workgroups are the mirror's (restart intervals, a few subsequences each, fill
-    /// workgroups instead of idling most of one). In the prefix pass, a larger job takes a whole
-    /// workgroup and a smaller one an invocation.
+    /// workgroups instead of idling most of one). In `prefix_groups`, a larger job takes a whole
+    /// workgroup and a smaller one an invocation (idle: its sums lie within one workgroup).
     fn place(&mut self, n: u32) {
         let group = WORKGROUP;
         let large = n > group;
@@ -240,7 +242,7 @@ impl EntropyPacking {
     }
 
     /// The job records, the image records and the `starts` of the per-subsequence passes and of
-    /// the prefix pass, each ending with its pass's total: [`EntropyBuffers::tables`].
+    /// `prefix_groups`, each ending with its pass's total: [`EntropyBuffers::tables`].
     pub fn tables(&self) -> [Vec<u32>; 4] {
         let jobs = bytemuck::cast_slice(&self.jobs).to_vec();
         let images = bytemuck::cast_slice(&self.images).to_vec();
@@ -336,10 +338,16 @@ impl EntropyPacking {
         for dispatch in 1..dispatches {
             pass("huffman_sync", sync, &per_span_group, spans_total, dispatch);
         }
-        let prefix = &stages.prefix;
         pass(
-            "huffman_prefix",
-            prefix,
+            "huffman_prefix_local",
+            &stages.prefix_local,
+            &per_span_group,
+            spans_total,
+            0,
+        );
+        pass(
+            "huffman_prefix_groups",
+            &stages.prefix_groups,
             &per_image_group,
             prefix_invocations,
             0,
@@ -496,6 +504,58 @@ mod tests {
             with_restarts >= 10,
             "{with_restarts} with restart markers decoded"
         );
+    }
+
+    /// An image of more than 64 workgroups of subsequences (a large photo's scan: the prefix
+    /// sums its workgroups' totals in chunks of several) decodes on the GPU as the mirror and
+    /// the sequential decoder decode it.
+    #[test]
+    fn a_scan_of_many_workgroups_is_the_mirror() {
+        let Some(gpu) = crate::gpu::context::test_gpu() else {
+            return;
+        };
+        let (width, height) = (640, 480);
+        // Noise at quality 100 keeps nearly every coefficient: about a megabyte of codes.
+        let mut seed = 0x2545_F491_4F6C_DD1Du64;
+        let noise: Vec<u8> = (0..width * height * 3)
+            .map(|_| {
+                seed ^= seed << 13;
+                seed ^= seed >> 7;
+                seed ^= seed << 17;
+                (seed >> 32) as u8
+            })
+            .collect();
+        let pixels = crate::encode::Pixels {
+            width,
+            height,
+            channels: 3,
+            data: &noise,
+        };
+        let options = crate::encode::JpegOptions {
+            quality: 100,
+            subsampling: Some(crate::encode::Subsampling::Full),
+            optimize: false,
+        };
+        let jpeg = crate::encode::encode(pixels, &options).unwrap();
+        let Ok((_, Coefficients::Segment(segment))) = decode_for_gpu(&jpeg, &Limits::default())
+        else {
+            panic!("a baseline JPEG is one segment");
+        };
+        let groups = parallel::subsequences(&segment.interval(0)).div_ceil(64);
+        assert!(groups > 2 * 64, "{groups} workgroups of subsequences");
+        let stages = EntropyStages::new(&gpu.device);
+        let decoded = decode_segments(
+            &gpu.device,
+            &gpu.queue,
+            &stages,
+            std::slice::from_ref(&segment),
+        );
+        let gpu_planes = decoded
+            .unwrap()
+            .pop()
+            .flatten()
+            .expect("decoded on the GPU");
+        assert!(gpu_planes == parallel::decode_sequential(&segment));
     }
 
     /// Throughput of the stage on a directory of JPEGs (`GPUPREP_BENCH_DIR`), for the GPU
