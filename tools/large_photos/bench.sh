@@ -37,3 +37,19 @@ for batch in 16 64; do
   gpuprep bench $ten $ours --batch $batch --repeat 5 | head -2
 done | tee -a $LOG
 python3 tools/large_photos/dali_resize.py /tmp/large 2>>$OUT/dali.err | tee -a $LOG
+# With a second build carried as .device/gpuprep-a.xz: both builds in turn on the set and on
+# camera4, each ten times over at batch 64, img/s and GPU stage times, to $OUT/ab.jsonl.
+if [ -f .device/gpuprep-a.xz ]; then
+  python3 -c "import lzma, shutil; shutil.copyfileobj(lzma.open('.device/gpuprep-a.xz'), open('/tmp/bin/gpuprep-a', 'wb'))"
+  chmod +x /tmp/bin/gpuprep-a
+  cam=$(stream10 /tmp/camera4)
+  for round in 1 2; do
+    for build in gpuprep-a gpuprep; do
+      for set in $ten $cam; do
+        echo "{\"what\": \"ab\", \"build\": \"$build\", \"set\": \"$(basename $set)\", \"round\": $round}"
+        $build bench $set $ours --batch 64 --repeat 5 | head -1
+        $build bench $set $ours --batch 64 --repeat 2 --time-stages | grep '"gpu_phases"'
+      done
+    done
+  done | tee -a $OUT/ab.jsonl
+fi
