@@ -1,8 +1,9 @@
 # The large-photo set beside NVIDIA DALI 2.4 on the GPU machine: the set built there from the
 # camera photos (make_set.py), each file as 40 copies (gpuprep at batch 16, five passes, the median
 # pass's img/s, then its GPU stage times; DALI's evaluation pipeline on the same 40 as one batch,
-# steady state), then the whole set: gpuprep streaming it ten times over at batch 16 and 64, DALI
-# on it as one batch. Every result is a JSON line, appended to $OUT/large.jsonl as it comes
+# steady state), then the whole set ten times over: gpuprep streaming it at batch 16 and 64, DALI
+# taking all 280 as one batch (a batch of the 28 would wait for its progressive files, each decoded
+# by one thread, every iteration). Every result is a JSON line, appended to $OUT/large.jsonl as it comes
 # (DALI's errors to $OUT/dali.err). About five minutes.
 # Carried in .device/: gpuprep.xz (the stripped release binary, xz-compressed) and what
 # ../shared/device/prepare.sh puts there (SETS=camera); DALI taken first in three calls
@@ -36,7 +37,7 @@ for batch in 16 64; do
   echo "{\"what\": \"whole_set\", \"batch\": $batch}"
   gpuprep bench $ten $ours --batch $batch --repeat 5 | head -2
 done | tee -a $LOG
-python3 tools/large_photos/dali_resize.py /tmp/large 2>>$OUT/dali.err | tee -a $LOG
+python3 tools/large_photos/dali_resize.py $ten 2>>$OUT/dali.err | tee -a $LOG
 # With a second build carried as .device/gpuprep-a.xz: both builds in turn on the set and on
 # camera4, each ten times over at batch 64, img/s and GPU stage times, to $OUT/ab.jsonl.
 if [ -f .device/gpuprep-a.xz ]; then
