@@ -26,18 +26,21 @@ for name in sorted(os.listdir("/tmp/large")):
         os.symlink(os.path.join("/tmp/large", name), os.path.join(folder, f"{k:02d}.jpg"))
 PY
 ours="--backend gpu --resize 224x224 --normalize imagenet --quiet --keep-on-gpu"
+ten=$(stream10 /tmp/large)
+# AB_ONLY=1: only the comparison of two builds at the end (no DALI needed).
+if [ -z "${AB_ONLY:-}" ]; then
 for folder in /tmp/one/*; do
   echo "{\"what\": \"file\", \"file\": \"$(basename $folder)\"}"
   gpuprep bench $folder $ours --batch 16 --repeat 5 | head -1
   gpuprep bench $folder $ours --batch 16 --repeat 2 --time-stages | grep '"gpu_phases"'
 done | tee -a $LOG
 python3 tools/large_photos/dali_resize.py /tmp/one/* 2>$OUT/dali.err | tee -a $LOG
-ten=$(stream10 /tmp/large)
 for batch in 16 64; do
   echo "{\"what\": \"whole_set\", \"batch\": $batch}"
   gpuprep bench $ten $ours --batch $batch --repeat 5 | head -2
 done | tee -a $LOG
 python3 tools/large_photos/dali_resize.py $ten 2>>$OUT/dali.err | tee -a $LOG
+fi
 # With a second build carried as .device/gpuprep-a.xz: both builds in turn on the set and on
 # camera4, each ten times over at batch 64, img/s and GPU stage times, to $OUT/ab.jsonl.
 if [ -f .device/gpuprep-a.xz ]; then
