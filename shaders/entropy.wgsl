@@ -437,7 +437,7 @@ fn scan_in_workgroup(lid: u32, segment_start: u32, own: array<u32, 5>) -> array<
 // The prefix, first pass: within each workgroup, each subsequence's exclusive sums over those
 // of its job before it in the workgroup. A job of up to 64 subsequences lies in one workgroup,
 // so these are its prefix; a larger one starts a workgroup and spans several, and the first
-// record of each of its workgroups (whose own sums are zero) receives the workgroup's total
+// record of each of its workgroups (whose exclusive sums within it are zero) receives the workgroup's total
 // instead, for `prefix_groups`.
 @compute @workgroup_size(64)
 fn prefix_local(
@@ -491,8 +491,8 @@ fn prefix_groups(
 ) {
     let global = invocation(id, groups);
     load_job(find_job(global));
-    // Every invocation of a workgroup is in the same job (a large one takes a whole workgroup,
-    // a small one an invocation, idle here).
+    // A large job's workgroup is its alone; small jobs take an invocation each, idle here (a
+    // workgroup of them meets the barriers all the same).
     let working = job < arrayLength(&jobs) && job_subsequences > 64u;
     var first = 0u;
     var last = 0u;

@@ -118,8 +118,9 @@ pub(crate) struct EntropyBuffers<'a> {
     /// segment was decoded ([`EntropyPacking::status_words`]).
     pub flags: &'a wgpu::Buffer,
     /// The decoded arena, whose first `decoded_words` (every segment's blocks) receive the
-    /// coefficients: each block of a segment decoded on the GPU is written whole, zeros too (a
-    /// segment left to the CPU leaves its blocks as they were).
+    /// coefficients: each block of a segment decoded on the GPU is written whole, zeros too (the
+    /// blocks of a segment left to the CPU are undefined, some written and some stale; its redo
+    /// does not read them).
     pub decoded: &'a wgpu::Buffer,
     pub decoded_words: u64,
 }

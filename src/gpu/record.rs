@@ -240,7 +240,9 @@ impl Recorder<'_> {
         } = tables;
         let table = |range: &Range<u64>| binding(upload, range.start, range.end - range.start);
         // Every word of these that a stage reads was written by the stage before (or copied
-        // from the upload, for non-JPEG images' samples).
+        // from the upload, for non-JPEG images' samples), but the decoded blocks of an image
+        // stage 0 gave up on: the IDCT reads whatever they hold, and the image is redone from
+        // the CPU's coefficients, whose output replaces it.
         let arena = |label: &str, words: u64| {
             let usage = wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_DST;
             pool.take(device, label, words * 4, usage)

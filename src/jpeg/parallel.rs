@@ -16,10 +16,10 @@
 //!    state travels up to 64 subsequences a dispatch. A dispatch in which no thread of an image
 //!    changed anything proves the image's states right: the first subsequence starts at the true
 //!    start, and each later one from the exit its predecessor computed.
-//! 2. **Prefix**: per image, exclusive sums over the subsequences of the blocks each owns (a block
+//! 2. **Prefix**: per interval, exclusive sums over the subsequences of the blocks each owns (a block
 //!    belongs to the subsequence in which its DC code starts) and of its DC differences, per
 //!    scan component (on the GPU in two passes: within each workgroup of 64 subsequences, then
-//!    over a large image's workgroups; the sums wrap, so their order does not change them).
+//!    over a large interval's workgroups; the sums wrap, so their order does not change them).
 //! 3. **Write**: each thread decodes its own blocks again, now knowing their numbers and DC
 //!    predictions, and writes them as dense coefficients.
 //!
