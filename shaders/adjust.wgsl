@@ -22,16 +22,17 @@ struct Job {
     // Adjustments in `kinds` / `factors`, whose length is `MAX_ADJUSTMENTS` of src/gpu/jobs.rs.
     adjustments: u32,
     // BRIGHTNESS (blended with black), CONTRAST, ... GRAYSCALE, REMAP, BLUR.
-    kinds: array<u32, 26>,
+    kinds: array<u32, 27>,
     // The factors; for the hue, the H channel's shift (an integer 0..=255); posterize's bits,
     // solarize's first inverted value; a remap's index in `remaps`; the blur's kernel sides,
     // width | height << 8.
-    factors: array<f32, 26>,
+    factors: array<f32, 27>,
     // Per remap (`MAX_REMAPS` of src/gpu/jobs.rs), REMAP_WORDS words (src/plan/rotate.rs): its map
     // in 16.16 fixed point (per output column, per row, at the first pixel, for the source
     // column, then the source row); the fill, R | G << 8 | B << 16; its sampling (NEAREST,
-    // SCALE, BILINEAR, BICUBIC); the six doubles of Pillow's matrix, low word first.
-    remaps: array<i32, 220>,
+    // SCALE, BILINEAR, BICUBIC, NEAREST_POINT); the six doubles of Pillow's matrix, low word
+    // first; a perspective's two more (zeros for an affine map).
+    remaps: array<i32, 288>,
     // The blur's kernels, float32 bits: MAX_KERNEL weights across, then as many down.
     blur: array<u32, 62>,
     // The image's width.
@@ -73,11 +74,12 @@ const ADD_TO_MIX: u32 = 14u;
 const BLEND_MIX: u32 = 15u;
 const MAX_KERNEL: u32 = 31u;
 // A remap's words, and its samplings.
-const REMAP_WORDS: u32 = 20u;
+const REMAP_WORDS: u32 = 24u;
 const NEAREST: u32 = 0u;
 const BILINEAR: u32 = 1u;
 const BICUBIC: u32 = 2u;
 const SCALE: u32 = 3u;
+const NEAREST_POINT: u32 = 4u;
 // Where a scaling walk leaves the image.
 const OUTSIDE: u32 = 0xFFFFFFFFu;
 var<workgroup> partial: array<u32, LANES>;
@@ -376,30 +378,46 @@ fn matrix_entry(job: u32, map: u32, k: u32) -> vec2<u32> {
 }
 
 const HALF: vec2<u32> = vec2<u32>(0u, 0x3FE00000u);
+const ONE: vec2<u32> = vec2<u32>(0u, 0x3FF00000u);
 
-// Pixel i of Pillow's ImagingGenericTransform with affine_transform and bilinear_filter32RGB or
-// bicubic_filter32RGB: its centre through the matrix, in doubles, the fill outside the image,
-// else the image interpolated there.
+// Pixel i of Pillow's ImagingGenericTransform with affine_transform or perspective_transform
+// and nearest_filter32, bilinear_filter32RGB or bicubic_filter32RGB: its centre through the
+// matrix, in doubles (a perspective's divided by its third form), the fill outside the image
+// (or where the divisor is zero: a point at infinity), else the image's pixel there or the image
+// interpolated there.
 fn interpolated(job: u32, map: u32, i: u32, sampling: u32) -> u32 {
     let p = &jobs[job];
     let width = i32(p.width);
     let height = i32(p.pixels / p.width);
     let xx = d_add(d_from_i32(i32(i % p.width)), HALF);
     let yy = d_add(d_from_i32(i32(i / p.width)), HALF);
-    let m = array<vec2<u32>, 6>(
+    let m = array<vec2<u32>, 8>(
         matrix_entry(job, map, 0u),
         matrix_entry(job, map, 1u),
         matrix_entry(job, map, 2u),
         matrix_entry(job, map, 3u),
         matrix_entry(job, map, 4u),
         matrix_entry(job, map, 5u),
+        matrix_entry(job, map, 6u),
+        matrix_entry(job, map, 7u),
     );
-    let xin = d_add(d_add(d_mul(m[0], xx), d_mul(m[1], yy)), m[2]);
-    let yin = d_add(d_add(d_mul(m[3], xx), d_mul(m[4], yy)), m[5]);
+    var xin = d_add(d_add(d_mul(m[0], xx), d_mul(m[1], yy)), m[2]);
+    var yin = d_add(d_add(d_mul(m[3], xx), d_mul(m[4], yy)), m[5]);
     let zero = d_zero(false);
+    if any((m[6] | m[7]) != vec2<u32>(0u, 0u)) {
+        let divisor = d_add(d_add(d_mul(m[6], xx), d_mul(m[7], yy)), ONE);
+        if u64_is_zero(d_unpack(divisor).significand) {
+            return u32(p.remaps[map + 6u]);
+        }
+        xin = d_div(xin, divisor);
+        yin = d_div(yin, divisor);
+    }
     if d_less(xin, zero) || !d_less(xin, d_from_i32(width))
         || d_less(yin, zero) || !d_less(yin, d_from_i32(height)) {
         return u32(p.remaps[map + 6u]);
+    }
+    if sampling == NEAREST_POINT {
+        return pixels[p.pixels_base + u32(d_floor(yin)) * p.width + u32(d_floor(xin))];
     }
     // The filters' _HEAD: the point less half a pixel, its whole part and fraction.
     let xs = d_sub(xin, HALF);

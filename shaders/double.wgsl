@@ -1,6 +1,6 @@
 // IEEE 754 binary64 arithmetic in 32-bit integers, rounded to nearest, ties to even, as C's
-// doubles on x86-64 compute it: Pillow's filtered affine maps work in doubles (libImaging/
-// Geometry.c), and WGSL has no f64 on most adapters. Mirrored by Rust's own f64 (src/gpu/double.rs
+// doubles on x86-64 compute it: Pillow's filtered affine maps and its perspective maps work in
+// doubles (libImaging/Geometry.c), and WGSL has no f64 on most adapters. Mirrored by Rust's own f64 (src/gpu/double.rs
 // holds every function here to it). A double is its bits, vec2<u32>(low word, high word). Only zero
 // and normal numbers occur: the plan keeps a map's matrix to those, and its coordinates and
 // interpolations stay far from overflow and underflow; a subnormal reads as a zero.
@@ -205,6 +205,48 @@ fn d_less(a: vec2<u32>, b: vec2<u32>) -> bool {
         return u64_less(magnitude_b, magnitude_a);
     }
     return u64_less(magnitude_a, magnitude_b);
+}
+
+// One step of `d_div`'s long division: the quotient's next bit.
+fn division_step(q: ptr<function, vec2<u32>>, r: ptr<function, vec2<u32>>, divisor: vec2<u32>) {
+    *r = u64_shl(*r, 1u);
+    *q = u64_shl(*q, 1u);
+    if !u64_less(*r, divisor) {
+        *r = u64_sub(*r, divisor);
+        (*q).x |= 1u;
+    }
+}
+
+// a / b for b not zero: the quotient of the significands to 56 bits by long division (eight bits
+// a turn, so that llvmpipe counts seven loop iterations, not 56), the remainder's being non-zero
+// its sticky bit. An exact quotient never lies halfway between two doubles (it would need 54
+// significant bits), so the sticky bit decides every rounding the remaining bits leave open.
+fn d_div(a: vec2<u32>, b: vec2<u32>) -> vec2<u32> {
+    let x = d_unpack(a);
+    let y = d_unpack(b);
+    let negative = x.negative != y.negative;
+    if u64_is_zero(x.significand) {
+        return d_zero(negative);
+    }
+    // x.significand / y.significand lies in (1/2, 2): its whole part, then 55 more bits.
+    var q = vec2<u32>(0u, 0u);
+    var r = x.significand;
+    if !u64_less(r, y.significand) {
+        r = u64_sub(r, y.significand);
+        q.x = 1u;
+    }
+    for (var turn = 0u; turn < 7u; turn++) {
+        division_step(&q, &r, y.significand);
+        division_step(&q, &r, y.significand);
+        division_step(&q, &r, y.significand);
+        division_step(&q, &r, y.significand);
+        division_step(&q, &r, y.significand);
+        division_step(&q, &r, y.significand);
+        division_step(&q, &r, y.significand);
+        division_step(&q, &r, y.significand);
+    }
+    q.x |= select(0u, 1u, !u64_is_zero(r));
+    return d_round(negative, x.exponent - y.exponent - 56, q);
 }
 
 // floor(a), for |a| below 2^31 (whose exponent is below -21).

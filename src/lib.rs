@@ -53,8 +53,8 @@ pub use transform::{
     AutoAugment, AutoAugmentPolicy, ChannelOrder, ColorJitter, ColorOp, ColorOpArgument,
     ColorOperation, ColorOps, DType, ErasedValue, Filter, GaussianBlur, InvalidTransform, Layout,
     Normalize, Operation, Pad, PaddingMode, RandAugment, RandomAffine, RandomCrop, RandomErasing,
-    RandomResize, RandomResizedCrop, RandomRotation, RandomShortestSize, Resize, TimmAugMix,
-    TimmAutoAugment, TimmAutoAugmentPolicy, TimmRandAugment, Transform, TrivialAugment,
+    RandomPerspective, RandomResize, RandomResizedCrop, RandomRotation, RandomShortestSize, Resize,
+    TimmAugMix, TimmAutoAugment, TimmAutoAugmentPolicy, TimmRandAugment, Transform, TrivialAugment,
     COLOR_OPERATIONS, MAX_AUGMENT_OPS, MAX_ERASED_BOXES, MAX_KERNEL, MAX_MIXED_STEPS,
     MAX_SHORTEST_SIZES, OPERATIONS, SETTINGS,
 };

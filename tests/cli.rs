@@ -1075,6 +1075,41 @@ fn random_affine_is_recorded_and_replayed_through_pillow() {
     converted_and_replayed("affine-scaling", &scaling);
 }
 
+/// `--random-perspective` records each image's coefficients (or null where it did not apply),
+/// and `parity --pillow` replays them through Pillow's perspective transform: bilinear (the
+/// default) after a rotation, and nearest with a fill.
+#[test]
+fn random_perspective_is_recorded_and_replayed_through_pillow() {
+    let bilinear = [
+        "--random-resized-crop",
+        "56",
+        "--random-rotation",
+        "10:bilinear",
+        "--random-perspective",
+        "0.6,0.7",
+        "--seed",
+        "18",
+    ];
+    let images = converted_and_replayed("perspective", &bilinear);
+    let mapped = images
+        .iter()
+        .filter(|i| !i["params"]["perspective"].is_null());
+    for image in mapped.clone() {
+        let coefficients = image["params"]["perspective"].as_array().unwrap();
+        assert_eq!(coefficients.len(), 8, "{image}");
+    }
+    assert!(mapped.count() > 0, "no image drew a perspective");
+    let nearest = [
+        "--crop",
+        "48",
+        "--random-perspective",
+        "1,1:7,8,9:nearest",
+        "--seed",
+        "19",
+    ];
+    converted_and_replayed("perspective-nearest", &nearest);
+}
+
 /// `--gaussian-blur` records each image's kernels (torchvision's, of the sigma drawn), and
 /// `parity --pillow` replays them through the reference's torch arithmetic: GPU, CPU and the
 /// reference agree, inside `RandomApply` too.
@@ -1480,6 +1515,7 @@ fn every_declared_operation_has_its_flag_and_the_flag_sets_it() {
             "--hflip" | "--vflip" | "--grayscale" | "--random-erasing" => "0.5",
             "--random-rotation" => "10",
             "--random-affine" => "10:scale=0.9,1.1",
+            "--random-perspective" => "0.5,0.5",
             "--gaussian-blur" => "7",
             "--trivial-augment" => "31",
             "--rand-augment" => "2,9",

@@ -10,7 +10,8 @@ channel_order (rgb|bgr), exif_transpose (ImageOps.exif_transpose before convert(
 is done in numpy float32 in torchvision's operation order. The random operations
 (random_resized_crop {size, scale, ratio}, hflip P, vflip P, random_rotation {degrees, fill,
 interpolation}, random_affine {degrees, translate, scale, shear, interpolation, fill, center,
-v2 (transforms.v2's matrix arithmetic)},
+v2 (transforms.v2's matrix arithmetic)}, random_perspective {distortion_scale, p, interpolation,
+fill},
 trivial_augment {bins, fill, interpolation}, rand_augment {num_ops, magnitude, bins,
 fill, interpolation}, auto_augment {policy, fill, interpolation} (interpolation nearest by default),
 color_jitter [b, c, s, h], grayscale P, color_ops [{op, <argument>, p}, ...] (the transform's JSON
@@ -49,6 +50,7 @@ IMAGENET = {"mean": [0.485, 0.456, 0.406], "std": [0.229, 0.224, 0.225]}
 OP_CROP, OP_HFLIP, OP_VFLIP, OP_JITTER, OP_GRAY, OP_ERASE, OP_FILTER, OP_ROTATION = 1, 2, 3, 4, 5, 7, 8, 9
 OP_TRIVIAL, OP_RAND, OP_AUTO, OP_RANDOM_CROP, OP_JITTER_APPLY, OP_AFFINE = 10, 17, 18, 19, 20, 21
 OP_BLUR, OP_BLUR_APPLY, OP_TIMM_RAND, OP_TIMM_AUTO, OP_TIMM_AUGMIX, OP_RANDOM_RESIZE = 22, 23, 24, 25, 26, 27
+OP_PERSPECTIVE_APPLY, OP_PERSPECTIVE = 28, 29
 # TrivialAugmentWide's augmentation space, in its order.
 TRIVIAL_OPS = ("Identity", "ShearX", "ShearY", "TranslateX", "TranslateY", "Rotate", "Brightness", "Color",
                "Contrast", "Sharpness", "Posterize", "Solarize", "AutoContrast", "Equalize")
@@ -407,6 +409,13 @@ def draw(spec, size, index):
     if "timm_aug_mix" in spec:
         params["aug_mix"] = timm_aug_mix_draw(spec["timm_aug_mix"], output_size(spec, size),
                                               stream(OP_TIMM_AUGMIX))
+    if "random_perspective" in spec:
+        p = spec["random_perspective"]
+        params["perspective"] = None
+        if stream(OP_PERSPECTIVE_APPLY).uniform() < p["p"]:
+            size_out = output_size(spec, size)
+            corners = perspective_corners(p["distortion_scale"], size_out, stream(OP_PERSPECTIVE))
+            params["perspective"] = perspective_coefficients(size_out, corners)
     if "color_jitter" in spec and not stream(OP_JITTER_APPLY).uniform() < spec.get("color_jitter_p", 1.0):
         params["color"] = {"order": []}  # RandomApply([ColorJitter(...)], p) did not apply
     elif "color_jitter" in spec:
@@ -834,6 +843,54 @@ def affine_draw(affine, size, s):
     return {"angle": angle, "translate": [tx, ty], "scale": scale, "shear": [sx, sy]}
 
 
+def perspective_corners(distortion_scale, size, s):
+    """RandomPerspective.get_params: each corner moved inwards by up to distortion_scale of half
+    the side, its eight torch.randint calls in order (top-left x, y; top-right; bottom-right;
+    bottom-left)."""
+    width, height = size
+    dx, dy = int(distortion_scale * (width // 2)) + 1, int(distortion_scale * (height // 2)) + 1
+    between = lambda low, high: float(low + s.below(high - low))
+    top_left = (between(0, dx), between(0, dy))
+    top_right = (between(width - dx, width), between(0, dy))
+    bottom_right = (between(width - dx, width), between(height - dy, height))
+    bottom_left = (between(0, dx), between(height - dy, height))
+    return [top_left, top_right, bottom_right, bottom_left]
+
+
+def perspective_coefficients(size, corners):
+    """torchvision's _get_perspective_coeffs system (the image's corners to `corners`) solved as
+    gpuprep solves it, by Gaussian elimination with partial pivoting in doubles, operation for
+    operation; None where it is singular or its coefficients leave [2^-500, 2^30]."""
+    right, bottom = size[0] - 1.0, size[1] - 1.0
+    start = [(0.0, 0.0), (right, 0.0), (right, bottom), (0.0, bottom)]
+    rows = []
+    for (ex, ey), (sx, sy) in zip(corners, start):
+        rows.append([ex, ey, 1.0, 0.0, 0.0, 0.0, -sx * ex, -sx * ey, sx])
+        rows.append([0.0, 0.0, 0.0, ex, ey, 1.0, -sy * ex, -sy * ey, sy])
+    for column in range(8):
+        # The last of the largest, as Rust's max_by keeps.
+        pivot = column
+        for r in range(column, 8):
+            if abs(rows[r][column]) >= abs(rows[pivot][column]):
+                pivot = r
+        rows[column], rows[pivot] = rows[pivot], rows[column]
+        if rows[column][column] == 0.0:
+            return None
+        for r in range(column + 1, 8):
+            factor = rows[r][column] / rows[column][column]
+            for k in range(column, 9):
+                rows[r][k] -= factor * rows[column][k]
+    c = [0.0] * 8
+    for r in range(7, -1, -1):
+        known = 0.0
+        for k in range(r + 1, 8):
+            known += rows[r][k] * c[k]
+        c[r] = (rows[r][8] - known) / rows[r][r]
+    if not all(v == 0.0 or 2.0 ** -500 <= abs(v) <= 2.0 ** 30 for v in c):
+        return None
+    return c
+
+
 def inverse_affine_matrix(center, angle, translate, scale, shear):
     """torchvision's _get_inverse_affine_matrix (functional.py), for a PIL image."""
     rot = math.radians(angle)
@@ -1013,6 +1070,13 @@ def finish(a, params, spec=None):
         np.clip(mixed, 0, 255.0, out=mixed)
         a = np.asarray(Image.blend(im, Image.fromarray(mixed.astype(np.uint8)),
                                    float(np.float32(mix["blend"]))))
+    if params.get("perspective"):  # F.perspective: img.transform(size, PERSPECTIVE, coefficients, ...)
+        perspective = spec["random_perspective"]
+        fill = tuple(int(v) for v in perspective.get("fill", [0, 0, 0]))
+        im = Image.fromarray(np.ascontiguousarray(a), "RGB")
+        resample = FILTERS[perspective.get("interpolation", "bilinear")]
+        a = np.asarray(im.transform(im.size, Image.PERSPECTIVE, params["perspective"], resample,
+                                    fillcolor=fill))
     color, grey, applied = params.get("color"), params.get("grayscale"), params.get("color_ops", {})
     if color or grey or any(applied.values()):
         im = Image.fromarray(np.ascontiguousarray(a), "RGB")
@@ -1061,7 +1125,7 @@ def center_crop(a, crop):
     return a[top:top + ch, left:left + cw]
 
 
-RANDOM = ("random_resized_crop", "random_crop", "hflip", "vflip", "random_rotation", "random_affine", "trivial_augment",
+RANDOM = ("random_resized_crop", "random_crop", "hflip", "vflip", "random_rotation", "random_affine", "random_perspective", "trivial_augment",
           "rand_augment",
           "auto_augment", "random_resize", "random_shortest_size", "timm_rand_augment", "timm_auto_augment", "timm_aug_mix", "color_jitter", "grayscale", "color_ops", "gaussian_blur", "random_erasing")
 

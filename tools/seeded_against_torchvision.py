@@ -53,6 +53,14 @@ def composes():
                                T.RandomGrayscale(0.2),
                                T.RandomApply([T.GaussianBlur(23)], p=0.5)] + tensor,
         "center_blur_7": [T.Resize(256), T.CenterCrop(224), T.GaussianBlur(7, (0.1, 2.0))] + tensor,
+        "perspective_bilinear": crop + [T.RandomPerspective(0.5, p=0.7),
+                                        T.ColorJitter(0.4, 0.4, 0.4)] + tensor,
+        "perspective_after_rand_augment_nearest": crop + [
+            T.RandAugment(interpolation=bilinear),
+            T.RandomPerspective(0.9, p=1.0, interpolation=T.InterpolationMode.NEAREST,
+                                fill=[1, 2, 3])] + tensor,
+        "perspective_bicubic_full": crop + [T.RandomPerspective(1.0, p=1.0,
+                                                                interpolation=bicubic)] + tensor,
         "padded_random_crop": [T.Resize(256), T.RandomCrop(224, padding=16,
                                                            padding_mode="reflect"),
                                T.RandomHorizontalFlip()] + tensor,
@@ -79,6 +87,7 @@ def v2_composes():
         "v2_affine_bilinear": crop + [v2.RandomAffine(25, translate=(0.1, 0.2), scale=(0.8, 1.2),
                                                       shear=(-10, 10, -5, 5),
                                                       interpolation=bilinear)] + tail,
+        "v2_perspective_bilinear": crop + [v2.RandomPerspective(0.5, p=0.8)] + tail,
     }
 
 

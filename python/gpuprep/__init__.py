@@ -314,7 +314,8 @@ _TIMM = {"MaybeToTensor": "ToTensor", "MaybePILToTensor": "PILToTensor",
          "RandomErasing": "RandomErasing", "RandAugment": "TimmRandAugment",
          "AutoAugment": "TimmAutoAugment", "AugMixAugment": "TimmAugMix"}
 _GEOMETRIC = ("RandomRotation", "RandomAffine", "TrivialAugmentWide", "RandAugment",
-              "AutoAugment", "TimmRandAugment", "TimmAutoAugment", "TimmAugMix")
+              "AutoAugment", "TimmRandAugment", "TimmAutoAugment", "TimmAugMix",
+              "RandomPerspective")
 _INTERPOLATIONS = {"NEAREST": "nearest", "BOX": "box", "BILINEAR": "bilinear",
                    "HAMMING": "hamming", "BICUBIC": "bicubic", "LANCZOS": "lanczos"}
 # Pillow's filter numbers, which torchvision takes for an interpolation too (as its
@@ -575,7 +576,7 @@ def from_torchvision(compose):
     """The Transform that computes what `compose` (a torchvision Compose, v1 or v2, of Resize or
     RandomResizedCrop, Pad, CenterCrop or RandomCrop, RandomHorizontalFlip, RandomVerticalFlip,
     one of RandomRotation, TrivialAugmentWide, RandAugment and AutoAugment (NEAREST, BILINEAR or
-    BICUBIC; the policies v1's),
+    BICUBIC; the policies v1's), then RandomPerspective (v1's or v2's),
     ColorJitter (or RandomApply([ColorJitter(...)], p)), RandomGrayscale, RandomInvert / RandomPosterize / RandomSolarize /
     RandomAdjustSharpness / RandomAutocontrast / RandomEqualize (in any order
     among themselves, which is kept), GaussianBlur (v1's; or RandomApply([GaussianBlur(...)], p):
@@ -603,7 +604,7 @@ def from_torchvision(compose):
         return mix
     t = Transform()
     last, latest = -1, None  # the furthest place in the order so far, and the step at it
-    rotated = colored = sharpened = False
+    rotated = colored = sharpened = perspective = False
     seen = {}  # slot -> the transform that took it
     tensor = None  # the transform that made the PIL image a tensor
     dtype = None  # the tensor's element type, once there is one
@@ -653,7 +654,12 @@ def from_torchvision(compose):
             raise OptionsError(f"{name} where gpuprep cannot put it: it runs after the flips "
                                "and before ColorJitter, RandomGrayscale and the single-operation "
                                f"transforms ({', '.join(_COLOR_OPERATIONS)})")
+        if perspective and name in _GEOMETRIC:
+            raise OptionsError(f"{name} after RandomPerspective: gpuprep maps the perspective "
+                               "after the rotation, RandomAffine or augmentation policy; put "
+                               f"{name} first")
         rotated |= name in _GEOMETRIC
+        perspective |= name == "RandomPerspective"
         colored |= name in ("ColorJitter", "RandomGrayscale") or name in _COLOR_OPERATIONS
         target = None
         if name in ("ToDtype", "ConvertImageDtype"):
@@ -678,6 +684,9 @@ def from_torchvision(compose):
                                   _map_interpolation(name, step), _fill(step))
         elif name == "RandomAffine":
             t = t.random_affine(**_affine_args(step))
+        elif name == "RandomPerspective":
+            t = t.random_perspective(float(step.distortion_scale), _probability(name, step.p),
+                                     _map_interpolation(name, step), _fill(step))
         elif name in ("TrivialAugmentWide", "RandAugment", "AutoAugment"):
             t = _with_augmentation_policy(t, step, v2)
         elif name == "TimmRandAugment":
@@ -1138,6 +1147,28 @@ def _trivial_augment_draw(step, width, height):
     return {"op": op, "magnitude": magnitude}
 
 
+def _perspective_draw(step, width, height):
+    """RandomPerspective.forward's draws with the torch RNG: whether it applies (v1 where
+    `torch.rand(1) < p`, v2 unless `torch.rand(1) >= p`: the same one draw), then its eight
+    corner offsets; the coefficients torchvision's own _get_perspective_coeffs makes of them (a
+    float64 least-squares solve, whose last bits are the CPU's LAPACK's): the map's parameters,
+    with which gpuprep maps exactly as Pillow does. None where it does not apply."""
+    import torch
+
+    if not bool(torch.rand(1) < step.p):
+        return None
+    if _is_v2(step):
+        stand_in = torch.empty(1, 1, 1).expand(3, height, width)
+        make_params = getattr(step, "make_params", None) or step._get_params
+        coefficients = make_params([stand_in])["coefficients"]
+    else:
+        from torchvision.transforms import functional
+
+        start, end = step.get_params(width, height, step.distortion_scale)
+        coefficients = functional._get_perspective_coeffs(start, end)
+    return [float(c) for c in coefficients]
+
+
 def _jitter_params(step):
     """ColorJitter.get_params with the torch RNG: the order, then the factors."""
     order, *factors = step.get_params(step.brightness, step.contrast, step.saturation, step.hue)
@@ -1338,6 +1369,8 @@ def torchvision_params(compose, size):
                 step.degrees, step.translate, step.scale, step.shear, [width, height])
             params["affine"] = {"angle": float(angle), "translate": [int(tx), int(ty)],
                                 "scale": float(scale), "shear": [float(sx), float(sy)]}
+        elif name == "RandomPerspective":
+            params["perspective"] = _perspective_draw(step, width, height)
         elif name in ("TrivialAugmentWide", "RandAugment", "AutoAugment") and _is_v2(step):
             params["augment"] = _v2_policy_draw(step, width, height)
         elif name == "TrivialAugmentWide":

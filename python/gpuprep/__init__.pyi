@@ -72,6 +72,9 @@ class Transform:
                       fill: Union[None, int, Sequence[int]] = None,
                       center: Optional[tuple[float, float]] = None,
                       v2: bool = False) -> Transform: ...
+    def random_perspective(self, distortion_scale: float = 0.5, p: float = 0.5,
+                           interpolation: str = "bilinear",
+                           fill: Union[None, int, Sequence[int]] = None) -> Transform: ...
     def trivial_augment_wide(self, num_magnitude_bins: int = 31, interpolation: str = "nearest",
                              fill: Union[None, int, Sequence[int]] = None,
                              v2: bool = False) -> Transform: ...

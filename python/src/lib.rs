@@ -338,6 +338,15 @@ fn describe(t: &gpuprep::Transform) -> String {
             v2_suffix(a.v2)
         ));
     }
+    if let Some(r) = t.random_perspective {
+        steps.push(format!(
+            "RandomPerspective(distortion_scale={:?}, p={:?}, interpolation={}, fill={:?})",
+            r.distortion_scale,
+            r.p,
+            r.interpolation.name(),
+            r.fill
+        ));
+    }
     if let Some(j) = t.color_jitter {
         let ranges: Vec<String> = [
             ("brightness", j.brightness),
@@ -820,6 +829,32 @@ impl Transform {
                 fill: rgb_fill(fill)?,
                 center: pair("center", center)?,
                 v2,
+            }),
+            ..self.0
+        };
+        validated(&t)?;
+        Ok(Self(t))
+    }
+
+    /// RandomPerspective(distortion_scale, p, interpolation, fill), after the rotation or
+    /// augmentation policy: in a share p of the samples, each corner moved inwards by up to
+    /// distortion_scale of half the side and the image mapped onto them (Pillow's perspective
+    /// transform); interpolation 'bilinear' (torchvision's default), 'nearest' or 'bicubic',
+    /// fill a number or one per channel.
+    #[pyo3(signature = (distortion_scale=0.5, p=0.5, interpolation="bilinear", fill=None))]
+    fn random_perspective(
+        &self,
+        distortion_scale: f64,
+        p: f64,
+        interpolation: &str,
+        fill: Option<Bound<'_, PyAny>>,
+    ) -> PyResult<Self> {
+        let t = gpuprep::Transform {
+            random_perspective: Some(gpuprep::RandomPerspective {
+                distortion_scale,
+                p,
+                interpolation: map_filter("RandomPerspective", interpolation)?,
+                fill: rgb_fill(fill)?,
             }),
             ..self.0
         };

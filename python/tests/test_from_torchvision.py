@@ -695,6 +695,27 @@ def test_random_affine_translates_in_v1_and_v2():
         outputs(far, PHOTOS[:1])
 
 
+def test_random_perspective_translates_after_the_rotation_in_v1_and_v2():
+    for module in (T, v2):
+        t = gpuprep.from_torchvision(module.Compose([
+            module.RandomRotation(10), module.RandomPerspective(0.4, p=0.3, fill=2)]))
+        assert ("RandomPerspective(distortion_scale=0.4, p=0.3, interpolation=bilinear, "
+                "fill=[2, 2, 2])") in repr(t)
+    seeded_against_torchvision(T.Compose([
+        T.RandomResizedCrop(80), T.RandomHorizontalFlip(), T.RandAugment(),
+        T.RandomPerspective(0.5, p=0.7), T.ColorJitter(0.3, 0.3), T.PILToTensor()]), range(6))
+    refused(T.Compose([T.RandomPerspective(), T.RandomRotation(5)]),
+            "RandomRotation after RandomPerspective")
+    refused(T.Compose([T.RandomPerspective(), T.RandomHorizontalFlip()]),
+            "RandomHorizontalFlip where gpuprep cannot put it")
+    refused(T.Compose([T.ColorJitter(0.4), T.RandomPerspective()]),
+            "RandomPerspective where gpuprep cannot put it")
+    refused(T.Compose([T.RandomPerspective(), T.RandomPerspective()]),
+            "RandomPerspective twice")
+    refused(T.Compose([T.RandomPerspective(interpolation=T.InterpolationMode.BOX)]),
+            "RandomPerspective(interpolation=BOX) is not supported")
+
+
 def test_gaussian_blur_with_torchs_kernels_is_torchvisions():
     """GaussianBlur (SimCLR's, and the write-up's kernel_size 7), alone and in RandomApply after
     the colour steps: given torchvision_params' draws (torch's own kernels), torchvision's pixels

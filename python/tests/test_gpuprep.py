@@ -399,6 +399,40 @@ def test_with_torchs_seed_random_affine_is_torchvisions(backend, interpolation):
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("interpolation", ["NEAREST", "BILINEAR", "BICUBIC"])
+def test_with_torchs_seed_random_perspective_is_torchvisions(backend, interpolation):
+    """RandomPerspective's coin and corners as torchvision draws them after torch.manual_seed,
+    its coefficients torchvision's own (torch's float64 least squares), its map as Pillow's
+    perspective transform samples it, in v1 and v2."""
+    T = pytest.importorskip("torchvision.transforms")
+    v2 = pytest.importorskip("torchvision.transforms.v2")
+    mode = T.InterpolationMode[interpolation]
+    policy_against_torchvision(backend, T.RandomPerspective(0.6, p=0.8, interpolation=mode,
+                                                            fill=[10, 20, 30]), range(8))
+    policy_against_torchvision(backend, T.RandomPerspective(1.0, p=1.0, interpolation=mode),
+                               range(8, 12))
+    policy_against_torchvision(backend, v2.RandomPerspective(0.5, p=1.0, interpolation=mode,
+                                                             fill=7), range(12, 16))
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_random_perspective_replays_through_pillow(backend):
+    """RandomPerspective drawn here (the corners from the counter RNG, the coefficients solved in
+    doubles): Pillow's perspective transform with the recorded coefficients gives the same
+    pixels, for each interpolation, after a rotation."""
+    for interpolation in ("nearest", "bilinear", "bicubic"):
+        t = (gpuprep.Transform().center_crop(48).random_rotation(15, "bilinear")
+             .random_perspective(0.7, 0.9, interpolation, [9, 8, 7]).with_seed(5))
+        spec = {"crop": [48, 48],
+                "random_rotation": {"degrees": [-15, 15], "interpolation": "bilinear",
+                                    "fill": [0, 0, 0]},
+                "random_perspective": {"distortion_scale": 0.7, "p": 0.9,
+                                       "interpolation": interpolation, "fill": [9, 8, 7]},
+                "seed": 5}
+        replayed_through_pillow(backend, t, spec, 6, "perspective")
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("policy", ["imagenet", "cifar10", "svhn"])
 def test_with_torchs_seed_auto_augment_is_torchvisions(backend, policy):
     T = pytest.importorskip("torchvision.transforms")
@@ -569,10 +603,11 @@ def test_every_declared_operation_has_its_method_stub_and_translation():
     translation = inspect.getsource(gpuprep.from_torchvision)
     operations = gpuprep._gpuprep.operations()
     singles = gpuprep._gpuprep.color_operations()
-    assert len(operations) == 22 + len(singles)
+    assert len(operations) == 23 + len(singles)
     args = {"resize": (8,), "random_resized_crop": (8,), "random_resize": (8, 12),
             "random_shortest_size": (8,), "center_crop": (8,), "pad": (2,), "random_crop": (8,),
             "random_rotation": (10,), "random_affine": (10,), "gaussian_blur": (3,),
+            "random_perspective": (0.5,),
             "normalize": ([0.5] * 3, [0.5] * 3)}
     args.update({method: (2,) for _, method, _, argument in singles if argument is not None})
     assert "_COLOR_OPERATIONS" in translation

@@ -11,8 +11,9 @@ mod tests {
     use super::SOURCE;
     use crate::gpu::dispatch::run_test_shader;
 
-    /// The test's entry point: per pair (a, b), a + b, a − b, a · b, floor(a), a < b, and the
-    /// double of `bitcast<i32>(a's low word)` (the conversion from an integer).
+    /// The test's entry point: per pair (a, b), a + b, a − b, a · b, floor(a), a < b, the
+    /// double of `bitcast<i32>(a's low word)` (the conversion from an integer) and a / b (b not
+    /// zero).
     const CASES: &str = r"
 @group(0) @binding(0) var<storage, read> pairs: array<vec4<u32>>;
 @group(0) @binding(1) var<storage, read_write> results: array<vec4<u32>>;
@@ -27,7 +28,11 @@ fn main(@builtin(global_invocation_id) id: vec3<u32>) {
     let b = pairs[i].zw;
     results[3u * i] = vec4<u32>(d_add(a, b), d_sub(a, b));
     results[3u * i + 1u] = vec4<u32>(d_mul(a, b), u32(d_floor(a)), select(0u, 1u, d_less(a, b)));
-    results[3u * i + 2u] = vec4<u32>(d_from_i32(bitcast<i32>(a.x)), 0u, 0u);
+    var quotient = vec2<u32>(0u, 0u);
+    if (b.y & 0x7FF00000u) != 0u {
+        quotient = d_div(a, b);
+    }
+    results[3u * i + 2u] = vec4<u32>(d_from_i32(bitcast<i32>(a.x)), quotient);
 }
 ";
 
@@ -140,7 +145,7 @@ fn main(@builtin(global_invocation_id) id: vec3<u32>) {
         let source = format!("{SOURCE}{CASES}");
         let got = run_test_shader(&gpu, &source, &words, 4, pairs.len() * 12);
         let double = |w: &[u32]| f64::from_bits(u64::from(w[0]) | u64::from(w[1]) << 32);
-        let mut checked_floors = 0;
+        let (mut checked_floors, mut checked_quotients) = (0, 0);
         for (i, &(a, b)) in pairs.iter().enumerate() {
             let r = &got[12 * i..12 * i + 12];
             // A subnormal is read as a zero: only the cases that keep clear of them count.
@@ -161,6 +166,20 @@ fn main(@builtin(global_invocation_id) id: vec3<u32>) {
                     }
                 }
                 assert_eq!(r[7] == 1, a < b, "{case}: <");
+                let quotient = a / b;
+                if b != 0.0
+                    && normal(quotient)
+                    && quotient.is_finite()
+                    && (a == 0.0) == (quotient == 0.0)
+                {
+                    assert_eq!(
+                        double(&r[10..]).to_bits(),
+                        quotient.to_bits(),
+                        "{case}: / gives {:e}, not {quotient:e}",
+                        double(&r[10..])
+                    );
+                    checked_quotients += 1;
+                }
             }
             if a.abs() < 2f64.powi(31) && normal(a) {
                 assert_eq!(r[6] as i32, a.floor() as i32, "{case}: floor");
@@ -170,5 +189,9 @@ fn main(@builtin(global_invocation_id) id: vec3<u32>) {
             assert_eq!(double(&r[8..]), f64::from(int), "from {int}");
         }
         assert!(checked_floors > 100_000, "{checked_floors} floors checked");
+        assert!(
+            checked_quotients > 300_000,
+            "{checked_quotients} quotients checked"
+        );
     }
 }

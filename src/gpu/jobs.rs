@@ -246,7 +246,8 @@ pub(crate) struct AdjustJob {
     /// The remaps ([`crate::plan::Rotation`]), [`REMAP_WORDS`] each: the fixed-point map (the
     /// source column per output column, per row, at the first pixel; the same for the source
     /// row); the fill, R | G << 8 | B << 16; the sampling ([`NEAREST`], [`SCALE`],
-    /// [`BILINEAR`], [`BICUBIC`]); the matrix's six doubles, low word first.
+    /// [`BILINEAR`], [`BICUBIC`], [`NEAREST_POINT`]); the matrix's six doubles, low word first;
+    /// a perspective's two more (zeros for an affine map).
     pub remaps: [i32; REMAP_WORDS * MAX_REMAPS],
     /// The blur's kernels ([`crate::plan::Blur`]): [`MAX_KERNEL`] weights across, then as many
     /// down (its sides are the [`BLUR`] step's factor, width | height << 8).
@@ -312,9 +313,13 @@ impl AdjustJob {
                 }
                 REMAP => {
                     let sampling = self.remaps[self.factors[k] as usize * REMAP_WORDS + 7];
+                    // A perspective's two divisions, seven turns each.
+                    let at = self.factors[k] as usize * REMAP_WORDS;
+                    let divides = self.remaps[at + 20..at + 24].iter().any(|&w| w != 0);
+                    let division = if divides { 2 * 8 } else { 0 };
                     match sampling as u32 {
-                        BICUBIC => pass(17 + 3 * 6 + 1) + pass(0),
-                        BILINEAR => pass(0) + pass(0),
+                        BICUBIC => pass(17 + 3 * 6 + 1 + division) + pass(0),
+                        BILINEAR | NEAREST_POINT => pass(division) + pass(0),
                         _ => pass(0) + pass(0) + side + 1,
                     }
                 }
@@ -345,14 +350,15 @@ pub(crate) const MAX_REMAPS: usize = crate::plan::MAX_REMAPS;
 pub(crate) const MAX_KERNEL: usize = crate::transform::MAX_KERNEL;
 
 /// Words of one remap in [`AdjustJob::remaps`].
-pub(crate) const REMAP_WORDS: usize = 20;
+pub(crate) const REMAP_WORDS: usize = 24;
 
 /// A remap's sampling, as shaders/adjust.wgsl numbers them: the fixed-point walk, bilinear,
-/// bicubic, Pillow's scaling walk.
+/// bicubic, Pillow's scaling walk, the nearest pixel of each point in doubles (a perspective's).
 pub(crate) const NEAREST: u32 = 0;
 pub(crate) const BILINEAR: u32 = 1;
 pub(crate) const BICUBIC: u32 = 2;
 pub(crate) const SCALE: u32 = 3;
+pub(crate) const NEAREST_POINT: u32 = 4;
 
 /// `AdjustJob::kinds`, as shaders/adjust.wgsl numbers them.
 pub(crate) const BRIGHTNESS: u32 = 0;
@@ -451,6 +457,7 @@ mod tests {
             ("adjust.wgsl", "BILINEAR", BILINEAR),
             ("adjust.wgsl", "BICUBIC", BICUBIC),
             ("adjust.wgsl", "SCALE", SCALE),
+            ("adjust.wgsl", "NEAREST_POINT", NEAREST_POINT),
             ("tensor.wgsl", "PAD_CONSTANT", PAD_CONSTANT),
             ("tensor.wgsl", "PAD_EDGE", PAD_EDGE),
             ("tensor.wgsl", "PAD_REFLECT", PAD_REFLECT),

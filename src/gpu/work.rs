@@ -5,9 +5,9 @@
 use super::jobs::{
     word_count, AdjustJob, ColorJob, HorizontalJob, IdctJob, PlaneGeometry, PlaneUpsampling,
     TensorJob, ADD_TO_MIX, AUTOCONTRAST, BICUBIC, BILINEAR, BLEND_MIX, BLUR, BRIGHTNESS, CONTRAST,
-    EQUALIZE, GRAYSCALE, HUE, KEEP_FOR_MIX, MAX_KERNEL, NEAREST, PAD_CONSTANT, PAD_EDGE,
-    PAD_REFLECT, PAD_SYMMETRIC, POSTERIZE, REMAP, REMAP_WORDS, SATURATION, SCALE, SHARPNESS,
-    SOLARIZE, SOLARIZE_ADD,
+    EQUALIZE, GRAYSCALE, HUE, KEEP_FOR_MIX, MAX_KERNEL, NEAREST, NEAREST_POINT, PAD_CONSTANT,
+    PAD_EDGE, PAD_REFLECT, PAD_SYMMETRIC, POSTERIZE, REMAP, REMAP_WORDS, SATURATION, SCALE,
+    SHARPNESS, SOLARIZE, SOLARIZE_ADD,
 };
 use crate::error::Result;
 use crate::formats::{Decoded, Pixels};
@@ -516,31 +516,13 @@ fn remap_words(map: &Rotation) -> [i32; REMAP_WORDS] {
         Filter::Bilinear => BILINEAR,
         Filter::Bicubic => BICUBIC,
         _ if map.is_scaling() => SCALE,
-        _ => NEAREST,
+        _ if map.is_fixed_point() => NEAREST,
+        _ => NEAREST_POINT,
     };
-    let mut words = [
-        a,
-        b,
-        c,
-        d,
-        e,
-        f,
-        fill as i32,
-        filter as i32,
-        0,
-        0,
-        0,
-        0,
-        0,
-        0,
-        0,
-        0,
-        0,
-        0,
-        0,
-        0,
-    ];
-    for (k, v) in map.matrix.iter().enumerate() {
+    let mut words = [0; REMAP_WORDS];
+    words[..8].copy_from_slice(&[a, b, c, d, e, f, fill as i32, filter as i32]);
+    let perspective = map.perspective.unwrap_or([0.0; 2]);
+    for (k, v) in map.matrix.iter().chain(&perspective).enumerate() {
         let bits = v.to_bits();
         words[8 + 2 * k] = bits as u32 as i32;
         words[9 + 2 * k] = (bits >> 32) as u32 as i32;

@@ -42,11 +42,11 @@ pub struct Crop {
 }
 
 /// The most steps one image goes through after its rotation: its augmentation policy's
-/// operations (or timm's AugMix's steps), `ColorJitter`'s four, `RandomGrayscale`, each
-/// single-operation transform once and `GaussianBlur` (given parameters are held to that too).
-/// The GPU's job record has room for this many.
+/// operations (or timm's AugMix's steps), `RandomPerspective`'s map, `ColorJitter`'s four,
+/// `RandomGrayscale`, each single-operation transform once and `GaussianBlur` (given parameters
+/// are held to that too). The GPU's job record has room for this many.
 pub const MAX_STEPS: usize =
-    MAX_POLICY_STEPS + 4 + 1 + crate::transform::COLOR_OPERATIONS.len() + 1;
+    MAX_POLICY_STEPS + 1 + 4 + 1 + crate::transform::COLOR_OPERATIONS.len() + 1;
 
 /// The most steps of the augmentation policy's place: `RandAugment`'s operations, or timm's
 /// AugMix's chains with its keeping, sums and blend.
@@ -65,7 +65,7 @@ const MAX_POLICY_STEPS: usize = {
 /// The most maps among one image's steps: an augmentation's operations (a first map with
 /// nearest-neighbour sampling is the rotation instead), or the operations of AugMix's chains,
 /// `width × depth` of them where `width × (depth + 1) + 2` steps fit its [`MAX_MIXED_STEPS`]
-/// (one chain of eleven).
+/// (one chain of eleven); then `RandomPerspective`'s.
 ///
 /// [`MAX_MIXED_STEPS`]: crate::MAX_MIXED_STEPS
 pub const MAX_REMAPS: usize = {
@@ -73,11 +73,7 @@ pub const MAX_REMAPS: usize = {
         crate::transform::MAX_AUGMENT_OPS as usize,
         crate::transform::MAX_MIXED_STEPS as usize - 3,
     );
-    if ops > chained {
-        ops
-    } else {
-        chained
-    }
+    (if ops > chained { ops } else { chained }) + 1
 };
 
 /// One step of the image after its rotation, in the order torchvision runs them.
@@ -204,10 +200,13 @@ impl OutputPlan {
             }
         };
         // Stage 4 walks a fixed-point map; any other map is the first step instead.
-        let fixed = |map: &super::Rotation| map.filter == Filter::Nearest && !map.is_scaling();
-        let rotation = first.filter(fixed);
-        if let Some(map) = first.filter(|map| !fixed(map)) {
+        let rotation = first.filter(super::Rotation::is_fixed_point);
+        if let Some(map) = first.filter(|map| !map.is_fixed_point()) {
             steps.insert(0, Step::Remap(map));
+        }
+        if let (Some(Some(c)), Some(p)) = (params.perspective, transform.random_perspective) {
+            let map = super::Rotation::perspective(c, p.fill, p.interpolation);
+            steps.push(Step::Remap(map));
         }
         let mut color = params.color.clone().unwrap_or_default();
         if params.grayscale == Some(true) {
@@ -263,6 +262,7 @@ impl OutputPlan {
             || transform.timm_rand_augment.is_some()
             || transform.timm_auto_augment.is_some()
             || transform.timm_aug_mix.is_some()
+            || transform.random_perspective.is_some()
             || !transform.color_ops.is_empty()
             || transform.gaussian_blur.is_some()
     }

@@ -60,6 +60,10 @@ pub enum Op {
     TimmAugMix = 26,
     /// `RandomResize`'s or `RandomShortestSize`'s size.
     RandomResize = 27,
+    /// Whether `RandomPerspective` applies.
+    PerspectiveApply = 28,
+    /// `RandomPerspective`'s corners.
+    Perspective = 29,
 }
 
 /// Which sample a stream belongs to.

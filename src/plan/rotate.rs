@@ -7,7 +7,10 @@
 //! walks the map in 16.16 fixed point (libImaging/Geometry.c, `affine_fixed`), which the plan
 //! holds, so that both backends work in integers; bilinear and bicubic sampling evaluate the
 //! matrix per pixel in doubles (`ImagingGenericTransform`), which the CPU computes in `f64` and
-//! the GPU in shaders/double.wgsl.
+//! the GPU in shaders/double.wgsl. `RandomPerspective`'s maps (`img.transform(size,
+//! PERSPECTIVE, coefficients, interpolation, fillcolor=fill)`) divide the affine part by a
+//! third linear form, per pixel in doubles with any filter (`ImagingGenericTransform` with
+//! `perspective_transform`; nearest-neighbour sampling there is `nearest_filter32`).
 
 use crate::transform::Filter;
 
@@ -16,15 +19,19 @@ use crate::transform::Filter;
 /// x·x_map[0] + y·x_map[1]) >> 16`, `(y_map[2] + x·y_map[0] + y·y_map[1]) >> 16`) where that
 /// lies inside it, `fill` elsewhere; with bilinear or bicubic sampling, the image interpolated at
 /// (`m[0]·(x + ½) + m[1]·(y + ½) + m[2]`, `m[3]·(x + ½) + m[4]·(y + ½) + m[5]`) where that lies
-/// inside it.
+/// inside it; with a perspective, both of those divided by (`p[0]·(x + ½) + p[1]·(y + ½) + 1`)
+/// first.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Rotation {
     /// Per column, per row, at the first pixel's centre.
     pub x_map: [i32; 3],
     /// Per column, per row, at the first pixel's centre.
     pub y_map: [i32; 3],
-    /// The matrix `m` Pillow is given.
+    /// The matrix `m` Pillow is given (a perspective's first six coefficients).
     pub matrix: [f64; 6],
+    /// A perspective's last two coefficients `p`, which make the divisor; none for an affine
+    /// map.
+    pub perspective: Option<[f64; 2]>,
     /// `Filter::Nearest`, `Filter::Bilinear` or `Filter::Bicubic`.
     pub filter: Filter,
     /// RGB where no pixel maps.
@@ -75,8 +82,49 @@ impl Rotation {
             x_map: [fix(a), fix(b), fix(c + a * 0.5 + b * 0.5)],
             y_map: [fix(d), fix(e), fix(f + d * 0.5 + e * 0.5)],
             matrix: m,
+            perspective: None,
             filter,
             fill,
+        }
+    }
+
+    /// `Image.transform(size, PERSPECTIVE, coefficients, filter, fillcolor=fill)`: output
+    /// pixel (x, y) shows the image at (`(c[0]·x + c[1]·y + c[2]) / (c[6]·x + c[7]·y + 1)`,
+    /// `(c[3]·x + c[4]·y + c[5]) / (c[6]·x + c[7]·y + 1)`), taken at pixel centres, in doubles
+    /// whatever the filter. Where the divisor is zero at a pixel, the point lies at infinity
+    /// and the fill shows (Pillow's comparisons of an infinite coordinate); where the two
+    /// dividends are zero there too, Pillow's C code converts a NaN to an integer, which C
+    /// leaves undefined: the fill shows here.
+    pub fn perspective(c: [f64; 8], fill: [u8; 3], filter: Filter) -> Self {
+        Self {
+            x_map: [0; 3],
+            y_map: [0; 3],
+            matrix: [c[0], c[1], c[2], c[3], c[4], c[5]],
+            perspective: Some([c[6], c[7]]),
+            filter,
+            fill,
+        }
+    }
+
+    /// Whether stage 4 walks this map: nearest-neighbour sampling in `affine_fixed`'s fixed
+    /// point (a scaling walk or a perspective is a step of stage 5 instead).
+    pub fn is_fixed_point(&self) -> bool {
+        self.filter == Filter::Nearest && !self.is_scaling() && self.perspective.is_none()
+    }
+
+    /// The image point output pixel (`x`, `y`) shows, in Pillow's double arithmetic
+    /// (`affine_transform` or `perspective_transform`); `None` where a perspective's divisor is
+    /// zero there (a point at infinity, which no image holds).
+    pub fn point(&self, x: usize, y: usize) -> Option<(f64, f64)> {
+        let m = &self.matrix;
+        let (xx, yy) = (x as f64 + 0.5, y as f64 + 0.5);
+        let (xin, yin) = (m[0] * xx + m[1] * yy + m[2], m[3] * xx + m[4] * yy + m[5]);
+        match self.perspective {
+            None => Some((xin, yin)),
+            Some([g, h]) => {
+                let divisor = g * xx + h * yy + 1.0;
+                (divisor != 0.0).then(|| (xin / divisor, yin / divisor))
+            }
         }
     }
 
@@ -108,6 +156,7 @@ impl Rotation {
     pub fn is_scaling(&self) -> bool {
         let m = &self.matrix;
         self.filter == Filter::Nearest
+            && self.perspective.is_none()
             && m[1] == 0.0
             && m[3] == 0.0
             && !(m[0].abs() == 1.0 && m[4].abs() == 1.0)
@@ -124,20 +173,21 @@ impl Rotation {
             (x * m[0] + y * m[1] + m[2]).abs() < 32768.0
                 && (x * m[3] + y * m[4] + m[5]).abs() < 32768.0
         };
-        self.filter != Filter::Nearest
-            || self.is_scaling()
-            || (near(0.0, 0.0) && near(w, h) && near(0.0, h) && near(w, 0.0))
+        !self.is_fixed_point() || (near(0.0, 0.0) && near(w, h) && near(0.0, h) && near(w, 0.0))
     }
 
-    /// Whether the GPU's doubles hold the filtered map's arithmetic: every matrix entry zero or
-    /// of a magnitude in [2^-960, 2^60], so that its coordinates and interpolations stay normal
+    /// Whether the GPU's doubles hold the map's arithmetic: every matrix entry zero or of a
+    /// magnitude in [2^-960, 2^60] (a perspective's coefficients in [2^-500, 2^30], its
+    /// quotients being further from 1), so that its coordinates and interpolations stay normal
     /// numbers (shaders/double.wgsl reads a subnormal as zero).
     pub fn in_double_range(&self) -> bool {
-        (self.filter == Filter::Nearest && !self.is_scaling())
-            || self
-                .matrix
-                .iter()
-                .all(|v| *v == 0.0 || (2f64.powi(-960)..=2f64.powi(60)).contains(&v.abs()))
+        let (low, high) = match self.perspective {
+            Some(_) => (-500, 30),
+            None => (-960, 60),
+        };
+        let fits = |v: &f64| *v == 0.0 || (2f64.powi(low)..=2f64.powi(high)).contains(&v.abs());
+        self.is_fixed_point()
+            || (self.matrix.iter().all(fits) && self.perspective.iter().flatten().all(fits))
     }
 }
 

@@ -13,7 +13,8 @@ use std::collections::BTreeMap;
 /// "scale": s, "shear": [x, y]}, "augment": [{"op": name, "magnitude": m}, …], "aug_mix":
 /// {"weights": [w, …], "blend": m, "chains": [[{"op": name, "magnitude": m}, …], …]}, "color":
 /// {"order": [names], "brightness": factor, …}, "grayscale": bool, "color_ops": {method: bool, …},
-/// "blur": {"kernel_x": [weights], "kernel_y": [weights]} or null, "erase": [box, …]}` (each
+/// "perspective": [8 coefficients] or null, "blur": {"kernel_x": [weights], "kernel_y":
+/// [weights]} or null, "erase": [box, …]}` (each
 /// erased box with `"noise"`, its key or its values, where the transform writes normal values), the
 /// angle and the factors as the float32 values used (`augment`: the augmentation policy's
 /// operations in the order they run, each in torchvision's name with the signed magnitude
@@ -74,6 +75,9 @@ pub fn params_json(params: &super::Params) -> serde_json::Value {
     }
     if let Some(applied) = &params.color_ops {
         json["color_ops"] = serde_json::json!(applied);
+    }
+    if let Some(perspective) = params.perspective {
+        json["perspective"] = serde_json::json!(perspective);
     }
     if let Some(blur) = params.blur {
         json["blur"] = blur.map_or(serde_json::Value::Null, |b| {
@@ -145,6 +149,7 @@ pub fn params_from_json(json: &serde_json::Value) -> Result<super::Params> {
             "color",
             "grayscale",
             "color_ops",
+            "perspective",
             "blur",
             "erase",
         ];
@@ -226,9 +231,34 @@ pub fn params_from_json(json: &serde_json::Value) -> Result<super::Params> {
             .get("color_ops")
             .map(color_ops_from_json)
             .transpose()?,
+        perspective: object
+            .get("perspective")
+            .map(perspective_from_json)
+            .transpose()?,
         blur: object.get("blur").map(blur_from_json).transpose()?,
         erase: object.get("erase").map(erasures_from_json).transpose()?,
     })
+}
+
+/// Eight finite coefficients, or null where `RandomPerspective` did not apply.
+fn perspective_from_json(value: &serde_json::Value) -> Result<Option<[f64; 8]>> {
+    if value.is_null() {
+        return Ok(None);
+    }
+    let wrong = || {
+        Error::Options(
+            "`perspective` must be the eight coefficients Image.transform takes, or null".into(),
+        )
+    };
+    let list = value
+        .as_array()
+        .filter(|l| l.len() == 8)
+        .ok_or_else(wrong)?;
+    let mut coefficients = [0.0; 8];
+    for (slot, v) in coefficients.iter_mut().zip(list) {
+        *slot = v.as_f64().filter(|v| v.is_finite()).ok_or_else(wrong)?;
+    }
+    Ok(Some(coefficients))
 }
 
 /// `[box, …]`, each box with `"noise"` (a key, or its values) where the transform writes

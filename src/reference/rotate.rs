@@ -4,9 +4,10 @@
 //! and shaders/adjust.wgsl compute the same map per pixel), or, for a matrix without rotation or
 //! shear, `ImagingScaleAffine` adding up its steps in doubles. Bilinear and bicubic sampling:
 //! `ImagingGenericTransform` with `affine_transform` and `bilinear_filter32RGB` or
-//! `bicubic_filter32RGB`, every operation in doubles in the C code's order (Rust's `f64` rounds
-//! each as x86-64's doubles do, and never fuses a multiply and an add; shaders/adjust.wgsl does
-//! the same in shaders/double.wgsl).
+//! `bicubic_filter32RGB`; `RandomPerspective`'s maps with any filter: `ImagingGenericTransform`
+//! with `perspective_transform` (and `nearest_filter32` for the nearest pixel). Every operation
+//! runs in doubles in the C code's order (Rust's `f64` rounds each as x86-64's doubles do, and
+//! never fuses a multiply and an add; shaders/adjust.wgsl does the same in shaders/double.wgsl).
 
 use super::resample::Image8;
 use crate::plan::Rotation;
@@ -15,11 +16,11 @@ use crate::transform::Filter;
 /// `image` mapped as `rotation` says: each output pixel is the image's pixel the map lands on
 /// (or the image interpolated there), or the fill where it lands outside.
 pub fn rotate(image: &Image8, rotation: &Rotation) -> Image8 {
-    if rotation.filter != Filter::Nearest {
-        return filtered(image, rotation);
-    }
     if rotation.is_scaling() {
         return scaled(image, rotation);
+    }
+    if !rotation.is_fixed_point() {
+        return generic(image, rotation);
     }
     let (width, height, channels) = (image.width, image.height, image.channels);
     let fill = &rotation.fill[..channels.min(3)];
@@ -94,20 +95,26 @@ fn scaled(image: &Image8, map: &Rotation) -> Image8 {
     }
 }
 
-/// `ImagingGenericTransform` of `image` by `map`'s matrix with its bilinear or bicubic filter.
-fn filtered(image: &Image8, map: &Rotation) -> Image8 {
+/// `ImagingGenericTransform` of `image` by `map` (`affine_transform` or
+/// `perspective_transform`) with its filter: `nearest_filter32`, `bilinear_filter32RGB` or
+/// `bicubic_filter32RGB`.
+fn generic(image: &Image8, map: &Rotation) -> Image8 {
     let (width, height, channels) = (image.width, image.height, image.channels);
     let fill = &map.fill[..channels.min(3)];
     let mut data = Vec::with_capacity(width * height * channels);
-    let m = map.matrix;
     for y in 0..height {
         for x in 0..width {
-            // affine_transform: the pixel's centre through the matrix.
-            let (xx, yy) = (x as f64 + 0.5, y as f64 + 0.5);
-            let xin = m[0] * xx + m[1] * yy + m[2];
-            let yin = m[3] * xx + m[4] * yy + m[5];
-            if xin < 0.0 || xin >= width as f64 || yin < 0.0 || yin >= height as f64 {
+            // The filters' bounds test (COORD's for the nearest pixel is the same).
+            let inside = |&(xin, yin): &(f64, f64)| {
+                xin >= 0.0 && xin < width as f64 && yin >= 0.0 && yin < height as f64
+            };
+            let Some((xin, yin)) = map.point(x, y).filter(inside) else {
                 data.extend_from_slice(fill);
+                continue;
+            };
+            if map.filter == Filter::Nearest {
+                let at = ((yin as usize) * width + xin as usize) * channels;
+                data.extend_from_slice(&image.data[at..at + channels]);
                 continue;
             }
             let sampler = Sampler::at(image, xin, yin);

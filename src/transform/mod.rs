@@ -15,6 +15,7 @@ mod color_ops;
 mod erasing;
 mod operations;
 mod padding;
+mod perspective;
 mod policies;
 mod random_resize;
 mod validate;
@@ -29,6 +30,7 @@ pub use color_ops::{ColorOp, ColorOpArgument, ColorOperation, ColorOps, COLOR_OP
 pub use erasing::{ErasedValue, RandomErasing, MAX_ERASED_BOXES};
 pub use operations::{Operation, OPERATIONS, SETTINGS};
 pub use padding::{Pad, PaddingMode, RandomCrop};
+pub use perspective::RandomPerspective;
 pub use policies::{
     AutoAugment, AutoAugmentPolicy, RandAugment, TimmAugMix, TimmAutoAugment,
     TimmAutoAugmentPolicy, TimmRandAugment, TrivialAugment, MAX_AUGMENT_OPS, MAX_MIXED_STEPS,
@@ -374,6 +376,9 @@ pub struct Transform {
     /// timm's `AugMix` (`augmix-...` strings) in the same place (not with `RandomRotation` or
     /// another augmentation policy); default none.
     pub timm_aug_mix: Option<TimmAugMix>,
+    /// `RandomPerspective` after the rotation or augmentation policy, before `ColorJitter`;
+    /// default none.
+    pub random_perspective: Option<RandomPerspective>,
     /// torchvision's single-operation transforms (`RandomInvert`, `RandomPosterize`, ...), after
     /// `RandomGrayscale`, in their order; default none.
     pub color_ops: ColorOps,
@@ -417,6 +422,7 @@ impl Default for Transform {
             timm_rand_augment: None,
             timm_auto_augment: None,
             timm_aug_mix: None,
+            random_perspective: None,
             color_ops: ColorOps::default(),
             gaussian_blur: None,
             random_erasing: None,
@@ -505,6 +511,7 @@ impl Transform {
             || self.timm_rand_augment.is_some()
             || self.timm_auto_augment.is_some()
             || self.timm_aug_mix.is_some()
+            || self.random_perspective.is_some()
             || !self.color_ops.is_empty()
             || self.gaussian_blur.is_some()
             || self.random_erasing.is_some()

@@ -68,7 +68,7 @@ const fn every_operation() -> [Operation; FIELDS.len() + COLOR_OPERATIONS.len()]
 }
 
 /// The operations that are fields of their own.
-const FIELDS: [Operation; 22] = [
+const FIELDS: [Operation; 23] = [
     op("Resize", "resize", "--resize", "resize", 0),
     op(
         "RandomResizedCrop",
@@ -168,6 +168,13 @@ const FIELDS: [Operation; 22] = [
         "timm_aug_mix",
         "--timm-aug-mix",
         "timm_aug_mix",
+        3,
+    ),
+    op(
+        "RandomPerspective",
+        "random_perspective",
+        "--random-perspective",
+        "random_perspective",
         3,
     ),
     op(

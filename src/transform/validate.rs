@@ -97,6 +97,16 @@ impl Transform {
         if let Some(blur) = self.gaussian_blur {
             blur.check()?;
         }
+        if let Some(perspective) = self.random_perspective {
+            perspective.check()?;
+            if !perspective.interpolation.maps() {
+                return Err(InvalidTransform(format!(
+                    "random_perspective's interpolation is nearest, bilinear or bicubic (Pillow's \
+                     perspective transform samples with no other), got {}",
+                    perspective.interpolation.name()
+                )));
+            }
+        }
         let geometric = [
             ("random_rotation", self.random_rotation.is_some()),
             ("random_affine", self.random_affine.is_some()),

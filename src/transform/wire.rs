@@ -14,8 +14,8 @@ use super::wire_values::{
 use super::{
     AutoAugment, AutoAugmentPolicy, ChannelOrder, ColorJitter, ColorOp, ColorOps, DType,
     ErasedValue, Filter, GaussianBlur, InvalidTransform, Layout, Normalize, Pad, PaddingMode,
-    RandAugment, RandomAffine, RandomCrop, RandomErasing, RandomResizedCrop, RandomRotation,
-    Resize, Transform, TrivialAugment, MAX_SIDE,
+    RandAugment, RandomAffine, RandomCrop, RandomErasing, RandomPerspective, RandomResizedCrop,
+    RandomRotation, Resize, Transform, TrivialAugment, MAX_SIDE,
 };
 use serde_json::{json, Map, Value};
 
@@ -52,6 +52,7 @@ impl Transform {
             timm_rand_augment,
             timm_auto_augment,
             timm_aug_mix,
+            random_perspective,
             color_ops,
             gaussian_blur,
             random_erasing,
@@ -113,6 +114,12 @@ impl Transform {
                 "interpolation": r.interpolation.name(),
             })),
             "random_affine": random_affine.map(|a| affine_json(&a)),
+            "random_perspective": random_perspective.map(|r| json!({
+                "distortion_scale": r.distortion_scale,
+                "p": r.p,
+                "interpolation": r.interpolation.name(),
+                "fill": r.fill,
+            })),
             "trivial_augment": trivial_augment.map(|t| json!({
                 "bins": t.bins,
                 "fill": t.fill,
@@ -196,6 +203,9 @@ impl Transform {
                 "grayscale" => t.grayscale = field.optional(number)?,
                 "random_rotation" => t.random_rotation = field.object_with(random_rotation)?,
                 "random_affine" => t.random_affine = field.object_with(random_affine)?,
+                "random_perspective" => {
+                    t.random_perspective = field.object_with(random_perspective)?
+                }
                 "trivial_augment" => t.trivial_augment = field.object_with(trivial_augment)?,
                 "rand_augment" => t.rand_augment = field.object_with(rand_augment)?,
                 "auto_augment" => t.auto_augment = field.object_with(auto_augment)?,
@@ -518,6 +528,16 @@ fn random_affine(object: &Map<String, Value>) -> Parsed<RandomAffine> {
     })
 }
 
+fn random_perspective(object: &Map<String, Value>) -> Parsed<RandomPerspective> {
+    known(object, &["distortion_scale", "p", "interpolation", "fill"])?;
+    Ok(RandomPerspective {
+        distortion_scale: f64_of(object, "distortion_scale")?,
+        p: f64_of(object, "p")?,
+        interpolation: interpolation_of(object)?,
+        fill: fill_of(object)?,
+    })
+}
+
 fn trivial_augment(object: &Map<String, Value>) -> Parsed<TrivialAugment> {
     known(object, &["bins", "fill", "interpolation", "v2"])?;
     let bins = usize_of(object, "bins")?;
@@ -737,6 +757,11 @@ mod tests {
             timm_rand_augment: None,
             timm_auto_augment: None,
             timm_aug_mix: None,
+            random_perspective: Some(RandomPerspective {
+                interpolation: Filter::Bicubic,
+                fill: [9, 8, 7],
+                ..RandomPerspective::new(0.375, 0.75)
+            }),
             random_resize: None,
             random_shortest_size: None,
             color_ops: ColorOps::default()
@@ -939,7 +964,7 @@ mod tests {
         }
         let written = everything().to_json();
         let keys = written.as_object().unwrap().len();
-        assert_eq!(keys, 32, "one key per field of Transform: {written}");
+        assert_eq!(keys, 33, "one key per field of Transform: {written}");
     }
 
     #[test]

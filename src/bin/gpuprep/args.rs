@@ -148,6 +148,15 @@ pub struct TransformArgs {
         value_name = "D|MIN,MAX[:translate=A,B][:scale=MIN,MAX][:shear=...][:FILL][:INTERPOLATION][:v2]"
     )]
     random_affine: Option<gpuprep::RandomAffine>,
+    /// RandomPerspective(distortion_scale=D, p=P (default 0.5)), after the rotation or
+    /// augmentation policy; FILL as for --random-rotation; sampled with `bilinear` (default),
+    /// `nearest` or `bicubic` interpolation.
+    #[arg(
+        long,
+        value_parser = parse_perspective,
+        value_name = "D[,P][:FILL][:INTERPOLATION]"
+    )]
+    random_perspective: Option<gpuprep::RandomPerspective>,
     /// TrivialAugmentWide(num_magnitude_bins=BINS), after the flips (default 31 bins); FILL and
     /// INTERPOLATION as for --random-rotation; `v2` for transforms.v2's (its Solarize threshold
     /// is 255 × linspace(1, 0), not linspace(255, 0)).
@@ -425,6 +434,7 @@ impl TransformArgs {
         t.vertical_flip = self.vflip.or(t.vertical_flip);
         t.random_rotation = self.random_rotation.or(t.random_rotation);
         t.random_affine = self.random_affine.or(t.random_affine);
+        t.random_perspective = self.random_perspective.or(t.random_perspective);
         t.trivial_augment = self.trivial_augment.or(t.trivial_augment);
         t.rand_augment = self.rand_augment.or(t.rand_augment);
         t.auto_augment = self.auto_augment.or(t.auto_augment);

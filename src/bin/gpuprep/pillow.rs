@@ -141,6 +141,7 @@ fn spec(t: &Transform) -> Value {
         "random_crop",
         "random_rotation",
         "random_affine",
+        "random_perspective",
         "trivial_augment",
         "rand_augment",
         "auto_augment",

@@ -131,6 +131,31 @@ pub fn parse_affine(text: &str) -> Result<gpuprep::RandomAffine, String> {
     Ok(affine)
 }
 
+/// `D[,P][:FILL][:INTERPOLATION]`: RandomPerspective(distortion_scale=D, p=P (default 0.5)),
+/// bilinear unless another interpolation is named, as torchvision's default is.
+pub fn parse_perspective(text: &str) -> Result<gpuprep::RandomPerspective, String> {
+    let (numbers, options) = text.split_once(':').unwrap_or((text, ""));
+    let (distortion_scale, p) = match parse_numbers(numbers, 1..=2)?[..] {
+        [d] => (d, 0.5),
+        [d, p] => (d, p),
+        _ => unreachable!("one or two numbers"),
+    };
+    let named = options
+        .split(':')
+        .any(|o| gpuprep::Filter::from_name(o.trim()).is_some());
+    let (fill, interpolation) = parse_map_options(options)?;
+    Ok(gpuprep::RandomPerspective {
+        distortion_scale,
+        p,
+        interpolation: if named {
+            interpolation
+        } else {
+            gpuprep::Filter::Bilinear
+        },
+        fill,
+    })
+}
+
 pub fn parse_trivial_augment(text: &str) -> Result<gpuprep::TrivialAugment, String> {
     let (bins, options) = text.split_once(':').unwrap_or((text, ""));
     let (options, v2) = without_v2(options);
