@@ -541,8 +541,10 @@ def _twice(name, first):
 
 
 def _steps(compose):
-    """The transforms of a torchvision Compose (v1 or v2), or [compose] for one transform; any
-    other container (RandomApply, RandomChoice, RandomOrder...) is refused by name."""
+    """The transforms of a torchvision Compose (v1 or v2), a Compose inside it flattened into its
+    place (it applies its transforms in turn, as the outer one does), or [compose] for one
+    transform; any other container (RandomApply, RandomChoice, RandomOrder...) is refused by
+    name."""
     if isinstance(compose, (tuple, list)):
         raise OptionsError(f"a {type(compose).__name__} of transforms is not supported: give a "
                            "Compose (timm's create_transform(..., separate=True) gives a tuple "
@@ -554,7 +556,12 @@ def _steps(compose):
     if kind != "Compose" or not module.startswith("torchvision."):
         raise OptionsError(f"{kind} is not supported by gpuprep: give a torchvision Compose of "
                            "supported transforms, or one of them")
-    return list(steps)
+    flat = []
+    for step in steps:
+        inner = type(step).__name__ == "Compose" and \
+            (type(step).__module__ or "").startswith("torchvision.")
+        flat.extend(_steps(step) if inner else [step])
+    return flat
 
 
 def _unwrapped(step):
@@ -573,7 +580,8 @@ def _unwrapped(step):
 
 
 def from_torchvision(compose):
-    """The Transform that computes what `compose` (a torchvision Compose, v1 or v2, of Resize or
+    """The Transform that computes what `compose` (a torchvision Compose, v1 or v2 (a Compose
+    inside it counting as its transforms in its place), of Resize or
     RandomResizedCrop, Pad, CenterCrop or RandomCrop, RandomHorizontalFlip, RandomVerticalFlip,
     one of RandomRotation, TrivialAugmentWide, RandAugment and AutoAugment (NEAREST, BILINEAR or
     BICUBIC; the policies v1's), then RandomPerspective (v1's or v2's),
@@ -1282,7 +1290,7 @@ def torchvision_params(compose, size):
         raise OptionsError(f"size is the image's (width, height), got {size!r}")
     width, height = size
     params = {}
-    for step in getattr(compose, "transforms", [compose]):
+    for step in _steps(compose):
         name = _name(step)
         if name == "Resize":
             n = _size(step.size)

@@ -695,6 +695,21 @@ def test_random_affine_translates_in_v1_and_v2():
         outputs(far, PHOTOS[:1])
 
 
+def test_a_compose_inside_a_compose_is_its_transforms_in_its_place():
+    """torchvision applies an inner Compose's transforms in turn, as the outer one would: the
+    same Transform, and the same draws, as the flat Compose."""
+    for module in (T, v2):
+        nested = module.Compose([module.RandomResizedCrop(64), module.Compose([
+            module.RandomHorizontalFlip(), module.Compose([module.ColorJitter(0.4, 0.4)])]),
+            module.PILToTensor()])
+        flat = module.Compose([module.RandomResizedCrop(64), module.RandomHorizontalFlip(),
+                               module.ColorJitter(0.4, 0.4), module.PILToTensor()])
+        assert repr(gpuprep.from_torchvision(nested)) == repr(gpuprep.from_torchvision(flat))
+        seeded_against_torchvision(nested, range(3))
+    refused(T.Compose([T.Compose([T.ColorJitter(0.4)]), T.RandomResizedCrop(64)]),
+            "RandomResizedCrop after a later step (ColorJitter)")
+
+
 def test_random_perspective_translates_after_the_rotation_in_v1_and_v2():
     for module in (T, v2):
         t = gpuprep.from_torchvision(module.Compose([
@@ -785,7 +800,7 @@ def test_refusals_are_gpuprep_errors_raised_by_from_torchvision():
         v2.Compose([v2.ToImage(), v2.ToDtype({tv_tensors.Image: torch.float16, "others": None},
                                              scale=True)]),
         v2.Compose([v2.ToImage(), v2.ToDtype(torch.float16)]),
-        T.Compose([T.Compose([T.Resize(256)])]),
+        T.Compose([T.Compose([T.Resize(256), T.ElasticTransform()])]),
         T.Compose([T.RandomApply([T.ColorJitter(0.4), T.RandomGrayscale()], p=0.5)]),
         v2.RandomChoice([v2.RandomHorizontalFlip(), v2.RandomVerticalFlip()]),
         T.Compose([T.ElasticTransform()]),
