@@ -228,7 +228,7 @@ fn d_div(a: vec2<u32>, b: vec2<u32>) -> vec2<u32> {
     if u64_is_zero(x.significand) {
         return d_zero(negative);
     }
-    // x.significand / y.significand lies in (1/2, 2): its whole part, then 55 more bits.
+    // x.significand / y.significand lies in (1/2, 2): its whole part, then 56 more bits.
     var q = vec2<u32>(0u, 0u);
     var r = x.significand;
     if !u64_less(r, y.significand) {

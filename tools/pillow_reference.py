@@ -860,7 +860,8 @@ def perspective_corners(distortion_scale, size, s):
 def perspective_coefficients(size, corners):
     """torchvision's _get_perspective_coeffs system (the image's corners to `corners`) solved as
     gpuprep solves it, by Gaussian elimination with partial pivoting in doubles, operation for
-    operation; None where it is singular or its coefficients leave [2^-500, 2^30]."""
+    operation, each coefficient then rounded to float32 as torchvision rounds its own; None where
+    it is singular or its coefficients leave [2^-500, 2^30]."""
     right, bottom = size[0] - 1.0, size[1] - 1.0
     start = [(0.0, 0.0), (right, 0.0), (right, bottom), (0.0, bottom)]
     rows = []
@@ -886,6 +887,7 @@ def perspective_coefficients(size, corners):
         for k in range(r + 1, 8):
             known += rows[r][k] * c[k]
         c[r] = (rows[r][8] - known) / rows[r][r]
+    c = [float(np.float32(v)) if math.isfinite(v) else v for v in c]
     if not all(v == 0.0 or 2.0 ** -500 <= abs(v) <= 2.0 ** 30 for v in c):
         return None
     return c

@@ -662,7 +662,7 @@ def from_torchvision(compose):
             raise OptionsError(f"{name} where gpuprep cannot put it: it runs after the flips "
                                "and before ColorJitter, RandomGrayscale and the single-operation "
                                f"transforms ({', '.join(_COLOR_OPERATIONS)})")
-        if perspective and name in _GEOMETRIC:
+        if perspective and name in _GEOMETRIC and name != "RandomPerspective":
             raise OptionsError(f"{name} after RandomPerspective: gpuprep maps the perspective "
                                "after the rotation, RandomAffine or augmentation policy; put "
                                f"{name} first")
@@ -1159,8 +1159,8 @@ def _perspective_draw(step, width, height):
     """RandomPerspective.forward's draws with the torch RNG: whether it applies (v1 where
     `torch.rand(1) < p`, v2 unless `torch.rand(1) >= p`: the same one draw), then its eight
     corner offsets; the coefficients torchvision's own _get_perspective_coeffs makes of them (a
-    float64 least-squares solve, whose last bits are the CPU's LAPACK's): the map's parameters,
-    with which gpuprep maps exactly as Pillow does. None where it does not apply."""
+    float64 least-squares solve through the CPU's LAPACK, rounded to float32): the map's
+    parameters, with which gpuprep maps exactly as Pillow does. None where it does not apply."""
     import torch
 
     if not bool(torch.rand(1) < step.p):

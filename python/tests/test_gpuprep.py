@@ -402,7 +402,8 @@ def test_with_torchs_seed_random_affine_is_torchvisions(backend, interpolation):
 @pytest.mark.parametrize("interpolation", ["NEAREST", "BILINEAR", "BICUBIC"])
 def test_with_torchs_seed_random_perspective_is_torchvisions(backend, interpolation):
     """RandomPerspective's coin and corners as torchvision draws them after torch.manual_seed,
-    its coefficients torchvision's own (torch's float64 least squares), its map as Pillow's
+    its coefficients torchvision's own (torch's float64 least squares, rounded to float32), its
+    map as Pillow's
     perspective transform samples it, in v1 and v2."""
     T = pytest.importorskip("torchvision.transforms")
     v2 = pytest.importorskip("torchvision.transforms.v2")

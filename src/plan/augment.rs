@@ -739,11 +739,14 @@ fn perspective_corners(
 
 /// torchvision's `_get_perspective_coeffs(startpoints, endpoints)` for an image of
 /// `width`×`height` whose corners move to `corners`: the eight coefficients of the map from each
-/// output point to the image point it shows. Solved here by Gaussian elimination with partial
-/// pivoting in doubles (torchvision solves by least squares through LAPACK, whose last bits
-/// differ and depend on the CPU's library: these are the parameters drawn and recorded);
-/// `None` (no map applies) where the corners leave the system singular, or so near it that the
-/// coefficients leave the range the GPU's doubles hold ([`super::Rotation::in_double_range`]).
+/// output point to the image point it shows, each rounded to float32 as torchvision rounds them.
+/// Solved here by Gaussian elimination with partial pivoting in doubles (torchvision solves by
+/// least squares through LAPACK, whose last bits differ from these and depend on the CPU's
+/// library; rounded to float32, the two agree but where such a bit decides the rounding: these
+/// are the parameters drawn and recorded). `None` (no map applies, where torchvision would apply
+/// its least-squares answer) where the corners leave the system singular (an image one pixel
+/// wide or high), or so near it that the coefficients leave the range the GPU's doubles hold
+/// ([`super::Rotation::in_double_range`]).
 fn perspective_coefficients(
     (width, height): (usize, usize),
     corners: &[(f64, f64); 4],
@@ -779,6 +782,7 @@ fn perspective_coefficients(
         }
         c[row] = (rows[row][8] - known) / rows[row][row];
     }
+    let c = c.map(|v| f64::from(v as f32));
     let map = super::Rotation::perspective(c, [0; 3], Filter::Bilinear);
     (c.iter().all(|v| v.is_finite()) && map.in_double_range()).then_some(c)
 }

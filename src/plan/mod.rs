@@ -191,10 +191,15 @@ impl ImagePlan {
             )));
         }
         if let Some(map) = every_map.into_iter().find(|m| !m.in_double_range()) {
+            let (what, range) = match map.perspective {
+                Some(_) => ("a perspective map's coefficients", "2^-500 to 2^30"),
+                None => ("an affine map's matrix", "2^-960 to 2^60"),
+            };
             return Err(Error::Options(format!(
-                "an affine map's matrix {:?} has an entry too small or too large for exact {} \
-                 sampling (zero or magnitudes 2^-960 to 2^60)",
+                "{what} {:?} (then {:?}) has an entry too small or too large for exact {} \
+                 sampling (zero or magnitudes {range})",
                 map.matrix,
+                map.perspective,
                 map.filter.name()
             )));
         }

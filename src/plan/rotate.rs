@@ -92,9 +92,11 @@ impl Rotation {
     /// pixel (x, y) shows the image at (`(c[0]·x + c[1]·y + c[2]) / (c[6]·x + c[7]·y + 1)`,
     /// `(c[3]·x + c[4]·y + c[5]) / (c[6]·x + c[7]·y + 1)`), taken at pixel centres, in doubles
     /// whatever the filter. Where the divisor is zero at a pixel, the point lies at infinity
-    /// and the fill shows (Pillow's comparisons of an infinite coordinate); where the two
-    /// dividends are zero there too, Pillow's C code converts a NaN to an integer, which C
-    /// leaves undefined: the fill shows here.
+    /// and the fill shows (Pillow's comparisons of an infinite coordinate). Where both
+    /// dividends are zero there too (three lines through that very pixel centre, which no
+    /// torchvision draw has been seen to make), Pillow's C code converts NaN to an integer,
+    /// which C leaves undefined (x86-64 builds show the fill with nearest sampling and write 0
+    /// with bilinear or bicubic): the fill shows here.
     pub fn perspective(c: [f64; 8], fill: [u8; 3], filter: Filter) -> Self {
         Self {
             x_map: [0; 3],

@@ -36,7 +36,7 @@ impl RandomPerspective {
     pub(crate) fn check(&self) -> Result<(), InvalidTransform> {
         if !(0.0..=1.0).contains(&self.distortion_scale) {
             return Err(InvalidTransform(format!(
-                "random_perspective's distortion_scale must lie in [0, 1], got {}",
+                "random_perspective's distortion_scale must lie in [0, 1] (transforms.v2's bounds), got {}",
                 self.distortion_scale
             )));
         }
