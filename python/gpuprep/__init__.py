@@ -564,18 +564,30 @@ def _steps(compose):
     return flat
 
 
+# What RandomApply may wrap in gpuprep's Transform: ColorJitter and GaussianBlur, which draw no
+# coin of their own, take its p as theirs; a transform that draws one applies in a share p × q of
+# the samples (the same distribution; torchvision_params records both draws as torchvision makes
+# them).
+_APPLIABLE = ("ColorJitter", "GaussianBlur", "RandomHorizontalFlip", "RandomVerticalFlip",
+              "RandomGrayscale", "RandomPerspective", *_COLOR_OPERATIONS)
+# Each one's parameter where RandomApply did not apply it, as torchvision_params records it.
+_NOT_APPLIED = {"ColorJitter": ("color", {"order": []}), "GaussianBlur": ("blur", None),
+                "RandomHorizontalFlip": ("flip", False), "RandomVerticalFlip": ("vflip", False),
+                "RandomGrayscale": ("grayscale", False), "RandomPerspective": ("perspective", None)}
+
+
 def _unwrapped(step):
-    """(the transform, the probability it applies): a torchvision RandomApply of one ColorJitter
-    or one GaussianBlur is that transform in a share p of the samples; another RandomApply is
+    """(the transform, the probability RandomApply applies it): a torchvision RandomApply of one
+    transform of _APPLIABLE is that transform in a share p of the samples; another RandomApply is
     refused by name."""
     if type(step).__name__ != "RandomApply" or \
             not (type(step).__module__ or "").startswith("torchvision."):
         return step, 1.0
     inner = list(step.transforms)
-    if len(inner) != 1 or type(inner[0]).__name__ not in ("ColorJitter", "GaussianBlur"):
+    if len(inner) != 1 or type(inner[0]).__name__ not in _APPLIABLE:
         names = ", ".join(type(t).__name__ for t in inner)
         raise OptionsError(f"RandomApply([{names}]) is not supported: gpuprep takes RandomApply "
-                           "around one ColorJitter or one GaussianBlur")
+                           f"around one of {', '.join(_APPLIABLE)}")
     return inner[0], _probability("RandomApply", step.p)
 
 
@@ -588,8 +600,10 @@ def from_torchvision(compose):
     ColorJitter (or RandomApply([ColorJitter(...)], p)), RandomGrayscale, RandomInvert / RandomPosterize / RandomSolarize /
     RandomAdjustSharpness / RandomAutocontrast / RandomEqualize (in any order
     among themselves, which is kept), GaussianBlur (v1's; or RandomApply([GaussianBlur(...)], p):
-    exact given torch's kernels, see Transform.gaussian_blur), ToTensor / PILToTensor / ToImage
-    (+ ToDtype /
+    exact given torch's kernels, see Transform.gaussian_blur); RandomApply([X], p) of a flip,
+    RandomGrayscale, RandomPerspective or a single-operation transform X of probability q is X
+    with probability p × q (torchvision_params draws both coins as torchvision does), ToTensor /
+    PILToTensor / ToImage (+ ToDtype /
     ConvertImageDtype), Normalize, RandomErasing, in that order, ToPureTensor anywhere (and timm's
     MaybeToTensor, MaybePILToTensor, RandomResizedCropAndInterpolation and RandomErasing in its
     three modes with its counts, as the torchvision transforms they compute as, and its
@@ -627,7 +641,7 @@ def from_torchvision(compose):
                                "Loader(batch_transform=...)")
         if name not in _STAGE and name != "ToPureTensor":
             raise OptionsError(f"{name} is not supported by gpuprep (supported: {sorted(_STAGE)}, "
-                               "RandomApply around one ColorJitter or GaussianBlur, and "
+                               f"RandomApply around one of {', '.join(_APPLIABLE)}, and "
                                "ToPureTensor)")
         if not module.startswith("torchvision.") and not _is_timms(step):
             raise OptionsError(f"{module}.{name} is not torchvision's {name}: gpuprep translates "
@@ -693,7 +707,8 @@ def from_torchvision(compose):
         elif name == "RandomAffine":
             t = t.random_affine(**_affine_args(step))
         elif name == "RandomPerspective":
-            t = t.random_perspective(float(step.distortion_scale), _probability(name, step.p),
+            t = t.random_perspective(float(step.distortion_scale),
+                                     _probability(name, step.p) * applied,
                                      _map_interpolation(name, step), _fill(step))
         elif name in ("TrivialAugmentWide", "RandAugment", "AutoAugment"):
             t = _with_augmentation_policy(t, step, v2)
@@ -740,14 +755,14 @@ def from_torchvision(compose):
             t = t.random_crop(_checked_size(name, step.size), _padding(step), step.pad_if_needed,
                               _fill(step), step.padding_mode)
         elif name == "RandomHorizontalFlip":
-            t = t.horizontal_flip(_probability(name, step.p))
+            t = t.horizontal_flip(_probability(name, step.p) * applied)
         elif name == "RandomVerticalFlip":
-            t = t.vertical_flip(_probability(name, step.p))
+            t = t.vertical_flip(_probability(name, step.p) * applied)
         elif name == "ColorJitter":
             t = t.color_jitter(*(_jitter_range(getattr(step, name)) for name in _ADJUSTMENTS),
                                p=applied)
         elif name == "RandomGrayscale":
-            t = t.grayscale(_probability(name, step.p))
+            t = t.grayscale(_probability(name, step.p) * applied)
         elif name == "GaussianBlur":
             if v2:
                 raise OptionsError("torchvision.transforms.v2.GaussianBlur is not supported: its "
@@ -756,7 +771,7 @@ def from_torchvision(compose):
                                    "torchvision.transforms.GaussianBlur")
             t = t.gaussian_blur(tuple(step.kernel_size), tuple(step.sigma), p=applied)
         elif name in _COLOR_OPERATIONS:
-            t = _with_color_operation(t, step)
+            t = _with_color_operation(t, step, applied)
         elif name in _TO_TENSOR:
             tensor, dtype = name, _TO_TENSOR[name]
             t = t.to_tensor() if dtype == "float32" else t.to("uint8", "chw")
@@ -1122,14 +1137,14 @@ def _with_augmentation_policy(t, step, v2):
     return t.rand_augment(num_ops, magnitude, bins, interpolation, fill, v2=v2)
 
 
-def _with_color_operation(t, step):
+def _with_color_operation(t, step, applied=1.0):
     """`t` with the single-operation transform `step` (RandomPosterize, ...) last, its argument
-    and p read by the names the crate's table gives; a value the crate refuses is refused by
-    name."""
+    and p read by the names the crate's table gives (p times `applied`, RandomApply's around it);
+    a value the crate refuses is refused by name."""
     name = type(step).__name__
     method, argument = _COLOR_OPERATIONS[name]
     arguments = () if argument is None else (getattr(step, argument),)
-    p = _probability(name, step.p)
+    p = _probability(name, step.p) * applied
     try:
         return getattr(t, method)(*arguments, p=p)
     except OptionsError as e:
@@ -1290,7 +1305,9 @@ def torchvision_params(compose, size):
         raise OptionsError(f"size is the image's (width, height), got {size!r}")
     width, height = size
     params = {}
-    for step in _steps(compose):
+    pending = _steps(compose)
+    while pending:
+        step = pending.pop(0)
         name = _name(step)
         if name == "Resize":
             n = _size(step.size)
@@ -1358,14 +1375,18 @@ def torchvision_params(compose, size):
             params["vflip"] = bool(torch.rand(1) < step.p)
         elif name == "RandomApply":
             # One draw, compared as torchvision compares it (p as a float32: v1 skips where
-            # `p < rand`, v2 where `rand >= p`), then the transform's own.
+            # `p < rand`, v2 where `rand >= p`), then the transform's own draws where it applies.
             r = torch.rand(1)
             applies = bool(r < step.p) if _is_v2(step) else not bool(step.p < r)
             inner = step.transforms[0]
-            if type(inner).__name__ == "GaussianBlur":
-                params["blur"] = _blur_params(inner) if applies else None
+            inner_name = _name(inner)
+            if applies:
+                pending.insert(0, inner)
+            elif inner_name in _COLOR_OPERATIONS:
+                params.setdefault("color_ops", {})[_COLOR_OPERATIONS[inner_name][0]] = False
             else:
-                params["color"] = _jitter_params(inner) if applies else {"order": []}
+                key, value = _NOT_APPLIED[inner_name]
+                params[key] = value
         elif name == "ColorJitter":
             params["color"] = _jitter_params(step)
         elif name == "GaussianBlur":

@@ -564,8 +564,8 @@ def test_with_torchs_seed_random_crops_and_pads_are_torchvisions(module):
 
 def test_torchvision_params_refuses_what_from_torchvision_refuses_before_drawing():
     state = torch.get_rng_state()
-    for compose in [T.Compose([T.RandomResizedCrop(64), T.RandomPerspective()]),
-                    T.Compose([T.RandomApply([T.RandomPerspective()], p=0.5)]),
+    for compose in [T.Compose([T.RandomResizedCrop(64), T.ElasticTransform()]),
+                    T.Compose([T.RandomApply([T.RandomRotation(10)], p=0.5)]),
                     v2.Compose([v2.GaussianBlur(3)])]:
         with pytest.raises(gpuprep.OptionsError):
             gpuprep.torchvision_params(compose, (100, 80))
@@ -708,6 +708,27 @@ def test_a_compose_inside_a_compose_is_its_transforms_in_its_place():
         seeded_against_torchvision(nested, range(3))
     refused(T.Compose([T.Compose([T.ColorJitter(0.4)]), T.RandomResizedCrop(64)]),
             "RandomResizedCrop after a later step (ColorJitter)")
+
+
+def test_random_apply_around_a_transform_that_draws_a_coin_is_torchvisions():
+    """RandomApply around a flip, RandomGrayscale, RandomPerspective or a single-operation
+    transform: its coin, then the transform's own where it applies, as torchvision draws them;
+    in gpuprep's Transform the two probabilities' product."""
+    for module in (T, v2):
+        compose = module.Compose([
+            module.RandomResizedCrop(64),
+            module.RandomApply([module.RandomHorizontalFlip(0.8)], p=0.5),
+            module.RandomApply([module.RandomPerspective(0.5, p=0.8)], p=0.5),
+            module.RandomApply([module.RandomGrayscale(0.5)], p=0.6),
+            module.RandomApply([module.RandomSolarize(128, p=0.9)], p=0.5),
+            module.PILToTensor()])
+        shown = repr(gpuprep.from_torchvision(compose))
+        for part in ("RandomHorizontalFlip(p=0.4)", "RandomPerspective(distortion_scale=0.5, p=0.4",
+                     "RandomGrayscale(p=0.3)", "RandomSolarize(threshold=128, p=0.45)"):
+            assert part in shown, (part, shown)
+        seeded_against_torchvision(compose, range(8))
+    refused(T.Compose([T.RandomApply([T.RandomRotation(10)], p=0.5)]),
+            "RandomApply([RandomRotation]) is not supported")
 
 
 def test_random_perspective_translates_after_the_rotation_in_v1_and_v2():
