@@ -61,6 +61,11 @@ def composes():
                                 fill=[1, 2, 3])] + tensor,
         "perspective_bicubic_full": crop + [T.RandomPerspective(1.0, p=1.0,
                                                                 interpolation=bicubic)] + tensor,
+        "random_apply_coins_nested": crop[:1] + [
+            T.RandomApply([T.RandomHorizontalFlip(0.8)], p=0.5),
+            T.RandomApply([T.RandomPerspective(0.5, p=0.8)], p=0.5),
+            T.Compose([T.RandomApply([T.RandomGrayscale(0.5)], p=0.6),
+                       T.RandomApply([T.RandomSolarize(128, p=0.9)], p=0.5)])] + tensor,
         "padded_random_crop": [T.Resize(256), T.RandomCrop(224, padding=16,
                                                            padding_mode="reflect"),
                                T.RandomHorizontalFlip()] + tensor,
