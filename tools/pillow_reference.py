@@ -50,7 +50,7 @@ IMAGENET = {"mean": [0.485, 0.456, 0.406], "std": [0.229, 0.224, 0.225]}
 OP_CROP, OP_HFLIP, OP_VFLIP, OP_JITTER, OP_GRAY, OP_ERASE, OP_FILTER, OP_ROTATION = 1, 2, 3, 4, 5, 7, 8, 9
 OP_TRIVIAL, OP_RAND, OP_AUTO, OP_RANDOM_CROP, OP_JITTER_APPLY, OP_AFFINE = 10, 17, 18, 19, 20, 21
 OP_BLUR, OP_BLUR_APPLY, OP_TIMM_RAND, OP_TIMM_AUTO, OP_TIMM_AUGMIX, OP_RANDOM_RESIZE = 22, 23, 24, 25, 26, 27
-OP_PERSPECTIVE_APPLY, OP_PERSPECTIVE = 28, 29
+OP_PERSPECTIVE_APPLY, OP_PERSPECTIVE, OP_ROTATION_APPLY, OP_AFFINE_APPLY = 28, 29, 30, 31
 # TrivialAugmentWide's augmentation space, in its order.
 TRIVIAL_OPS = ("Identity", "ShearX", "ShearY", "TranslateX", "TranslateY", "Rotate", "Brightness", "Color",
                "Contrast", "Sharpness", "Posterize", "Solarize", "AutoContrast", "Equalize")
@@ -390,10 +390,17 @@ def draw(spec, size, index):
     for key, op in (("hflip", OP_HFLIP), ("vflip", OP_VFLIP)):
         if key in spec:
             params["flip" if key == "hflip" else "vflip"] = stream(op).uniform() < spec[key]
+    # RandomApply's coin around a rotation or affine map first: where it does not apply, the
+    # angle 0 or the identity's draw.
+    applies = lambda key, op: spec[key].get("p", 1.0) >= 1.0 or stream(op).uniform() < spec[key]["p"]
     if "random_rotation" in spec:  # RandomRotation.get_params: uniform over the degrees
-        params["rotation"] = float(stream(OP_ROTATION).uniform_f32(*spec["random_rotation"]["degrees"]))
+        params["rotation"] = 0.0
+        if applies("random_rotation", OP_ROTATION_APPLY):
+            params["rotation"] = float(stream(OP_ROTATION).uniform_f32(*spec["random_rotation"]["degrees"]))
     if "random_affine" in spec:
-        params["affine"] = affine_draw(spec["random_affine"], output_size(spec, size), stream(OP_AFFINE))
+        params["affine"] = {"angle": 0.0, "translate": [0, 0], "scale": 1.0, "shear": [0.0, 0.0]}
+        if applies("random_affine", OP_AFFINE_APPLY):
+            params["affine"] = affine_draw(spec["random_affine"], output_size(spec, size), stream(OP_AFFINE))
     if "trivial_augment" in spec:
         params["augment"] = [trivial_draw(spec["trivial_augment"], stream(OP_TRIVIAL))]
     if "rand_augment" in spec:

@@ -14,6 +14,7 @@
 
 The Rust crate is the one implementation; this package names its parts as torchvision does.
 """
+import copy as _copy
 import glob as _glob
 import hashlib as _hashlib
 import os as _os
@@ -564,14 +565,18 @@ def _steps(compose):
     return flat
 
 
-# What RandomApply may wrap in gpuprep's Transform: ColorJitter and GaussianBlur, which draw no
-# coin of their own, take its p as theirs; a transform that draws one applies in a share p × q of
-# the samples (the same distribution; torchvision_params records both draws as torchvision makes
-# them).
-_APPLIABLE = ("ColorJitter", "GaussianBlur", "RandomHorizontalFlip", "RandomVerticalFlip",
-              "RandomGrayscale", "RandomPerspective", *_COLOR_OPERATIONS)
+# What RandomApply may wrap in gpuprep's Transform: ColorJitter, GaussianBlur, RandomRotation
+# and RandomAffine, which draw no coin of their own, take its p as theirs; a transform that draws
+# one applies in a share p × q of the samples (the same distribution; torchvision_params records
+# both draws as torchvision makes them).
+_APPLIABLE = ("ColorJitter", "GaussianBlur", "RandomRotation", "RandomAffine",
+              "RandomHorizontalFlip", "RandomVerticalFlip", "RandomGrayscale", "RandomPerspective",
+              *_COLOR_OPERATIONS)
 # Each one's parameter where RandomApply did not apply it, as torchvision_params records it.
 _NOT_APPLIED = {"ColorJitter": ("color", {"order": []}), "GaussianBlur": ("blur", None),
+                "RandomRotation": ("rotation", 0.0),
+                "RandomAffine": ("affine", {"angle": 0.0, "translate": [0, 0], "scale": 1.0,
+                                            "shear": [0.0, 0.0]}),
                 "RandomHorizontalFlip": ("flip", False), "RandomVerticalFlip": ("vflip", False),
                 "RandomGrayscale": ("grayscale", False), "RandomPerspective": ("perspective", None)}
 
@@ -600,9 +605,11 @@ def from_torchvision(compose):
     ColorJitter (or RandomApply([ColorJitter(...)], p)), RandomGrayscale, RandomInvert / RandomPosterize / RandomSolarize /
     RandomAdjustSharpness / RandomAutocontrast / RandomEqualize (in any order
     among themselves, which is kept), GaussianBlur (v1's; or RandomApply([GaussianBlur(...)], p):
-    exact given torch's kernels, see Transform.gaussian_blur); RandomApply([X], p) of a flip,
-    RandomGrayscale, RandomPerspective or a single-operation transform X of probability q is X
-    with probability p × q (torchvision_params draws both coins as torchvision does), ToTensor /
+    exact given torch's kernels, see Transform.gaussian_blur); RandomApply([X], p) of
+    RandomRotation or RandomAffine (an angle of 0, the identity, where it does not apply), or of
+    a flip, RandomGrayscale, RandomPerspective or a single-operation transform X of probability
+    q (X with probability p × q; torchvision_params draws both coins as torchvision does),
+    ToTensor /
     PILToTensor / ToImage (+ ToDtype /
     ConvertImageDtype), Normalize, RandomErasing, in that order, ToPureTensor anywhere (and timm's
     MaybeToTensor, MaybePILToTensor, RandomResizedCropAndInterpolation and RandomErasing in its
@@ -703,9 +710,9 @@ def from_torchvision(compose):
         seen[slot] = name
         if name == "RandomRotation":
             t = t.random_rotation(_rotation_degrees(step),
-                                  _map_interpolation(name, step), _fill(step))
+                                  _map_interpolation(name, step), _fill(step), p=applied)
         elif name == "RandomAffine":
-            t = t.random_affine(**_affine_args(step))
+            t = t.random_affine(**_affine_args(step), p=applied)
         elif name == "RandomPerspective":
             t = t.random_perspective(float(step.distortion_scale),
                                      _probability(name, step.p) * applied,
@@ -1386,7 +1393,7 @@ def torchvision_params(compose, size):
                 params.setdefault("color_ops", {})[_COLOR_OPERATIONS[inner_name][0]] = False
             else:
                 key, value = _NOT_APPLIED[inner_name]
-                params[key] = value
+                params[key] = _copy.deepcopy(value)
         elif name == "ColorJitter":
             params["color"] = _jitter_params(step)
         elif name == "GaussianBlur":

@@ -158,6 +158,15 @@ fn v2_suffix(v2: bool) -> &'static str {
 }
 
 /// The transform as torchvision's steps, in the order gpuprep applies them.
+/// `shown`, inside `RandomApply([...], p)` where `p` is below 1.
+fn applied(shown: String, p: f64) -> String {
+    if p < 1.0 {
+        format!("RandomApply([{shown}], p={p})")
+    } else {
+        shown
+    }
+}
+
 fn describe(t: &gpuprep::Transform) -> String {
     let pair = |(w, h): (usize, usize)| format!("({h}, {w})");
     let filter = if t.filter == Filter::Bilinear {
@@ -235,11 +244,14 @@ fn describe(t: &gpuprep::Transform) -> String {
         steps.push(format!("RandomVerticalFlip(p={p})"));
     }
     if let Some(r) = t.random_rotation {
-        steps.push(format!(
-            "RandomRotation(degrees={:?}, interpolation={}, fill={:?})",
-            r.degrees,
-            r.interpolation.name(),
-            r.fill
+        steps.push(applied(
+            format!(
+                "RandomRotation(degrees={:?}, interpolation={}, fill={:?})",
+                r.degrees,
+                r.interpolation.name(),
+                r.fill
+            ),
+            r.p,
         ));
     }
     if let Some(a) = t.random_affine {
@@ -266,7 +278,7 @@ fn describe(t: &gpuprep::Transform) -> String {
         if a.v2 {
             args.push("v2=True".into());
         }
-        steps.push(format!("RandomAffine({})", args.join(", ")));
+        steps.push(applied(format!("RandomAffine({})", args.join(", ")), a.p));
     }
     if let Some(a) = t.trivial_augment {
         steps.push(format!(
@@ -752,25 +764,30 @@ impl Transform {
 
     /// RandomRotation(degrees, interpolation, fill): after the flips and before the colour
     /// adjustments; degrees a number d (-d..d) or (min, max), interpolation 'nearest',
-    /// 'bilinear' or 'bicubic', fill a number or one per channel.
-    #[pyo3(signature = (degrees, interpolation="nearest", fill=None))]
+    /// 'bilinear' or 'bicubic', fill a number or one per channel; with p below 1,
+    /// RandomApply([RandomRotation(...)], p).
+    #[pyo3(signature = (degrees, interpolation="nearest", fill=None, p=1.0))]
     fn random_rotation(
         &self,
         degrees: Bound<'_, PyAny>,
         interpolation: &str,
         fill: Option<Bound<'_, PyAny>>,
+        p: f64,
     ) -> PyResult<Self> {
         let interpolation = map_filter("RandomRotation", interpolation)?;
         let degrees = angle_range("RandomRotation's degrees", &degrees)?;
         let fill = rgb_fill(fill)?;
-        Ok(Self(gpuprep::Transform {
+        let t = gpuprep::Transform {
             random_rotation: Some(RandomRotation {
                 degrees,
                 fill,
                 interpolation,
+                p,
             }),
             ..self.0
-        }))
+        };
+        validated(&t)?;
+        Ok(Self(t))
     }
 
     /// RandomAffine(degrees, translate, scale, shear, interpolation, fill, center): after the
@@ -779,14 +796,16 @@ impl Transform {
     /// shear a number s (an x shear in -s..s), (min, max) or (x min, x max, y min, y max),
     /// interpolation 'nearest', 'bilinear' or 'bicubic', fill a number or one per channel,
     /// center (x, y) in pixels; v2 True for transforms.v2's RandomAffine, whose inverse matrix
-    /// is computed in another order (its doubles differ in the last bit now and then).
+    /// is computed in another order (its doubles differ in the last bit now and then); with p
+    /// below 1, RandomApply([RandomAffine(...)], p).
     #[pyo3(signature = (
         degrees, translate=None, scale=None, shear=None, interpolation="nearest", fill=None,
-        center=None, v2=false
+        center=None, v2=false, p=1.0
     ))]
     #[allow(
         clippy::too_many_arguments,
-        reason = "torchvision's RandomAffine takes these seven, and v2 says which one"
+        reason = "torchvision's RandomAffine takes these seven, v2 says which one, and p is \
+                  RandomApply's around it"
     )]
     fn random_affine(
         &self,
@@ -798,6 +817,7 @@ impl Transform {
         fill: Option<Bound<'_, PyAny>>,
         center: Option<Bound<'_, PyAny>>,
         v2: bool,
+        p: f64,
     ) -> PyResult<Self> {
         let pair = |what: &str, v: Option<Bound<'_, PyAny>>| {
             v.map(|v| number_pair(&format!("RandomAffine's {what}"), &v))
@@ -829,6 +849,7 @@ impl Transform {
                 fill: rgb_fill(fill)?,
                 center: pair("center", center)?,
                 v2,
+                p,
             }),
             ..self.0
         };

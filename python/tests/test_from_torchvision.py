@@ -565,7 +565,7 @@ def test_with_torchs_seed_random_crops_and_pads_are_torchvisions(module):
 def test_torchvision_params_refuses_what_from_torchvision_refuses_before_drawing():
     state = torch.get_rng_state()
     for compose in [T.Compose([T.RandomResizedCrop(64), T.ElasticTransform()]),
-                    T.Compose([T.RandomApply([T.RandomRotation(10)], p=0.5)]),
+                    T.Compose([T.RandomApply([T.TrivialAugmentWide()], p=0.5)]),
                     v2.Compose([v2.GaussianBlur(3)])]:
         with pytest.raises(gpuprep.OptionsError):
             gpuprep.torchvision_params(compose, (100, 80))
@@ -727,8 +727,29 @@ def test_random_apply_around_a_transform_that_draws_a_coin_is_torchvisions():
                      "RandomGrayscale(p=0.3)", "RandomSolarize(threshold=128, p=0.45)"):
             assert part in shown, (part, shown)
         seeded_against_torchvision(compose, range(8))
-    refused(T.Compose([T.RandomApply([T.RandomRotation(10)], p=0.5)]),
-            "RandomApply([RandomRotation]) is not supported")
+    refused(T.Compose([T.RandomApply([T.TrivialAugmentWide()], p=0.5)]),
+            "RandomApply([TrivialAugmentWide]) is not supported")
+
+
+def test_random_apply_around_a_rotation_or_affine_map_is_torchvisions():
+    """RandomApply([RandomRotation]) and RandomApply([RandomAffine]): RandomApply's coin, then
+    the map's draws where it applies; where it does not, the angle 0 or the identity's draw (a
+    copy, as torchvision returns the image as it is)."""
+    for module in (T, v2):
+        bilinear = module.InterpolationMode.BILINEAR
+        compose = module.Compose([
+            module.RandomResizedCrop(64),
+            module.RandomApply([module.RandomRotation(25, bilinear, fill=[9, 9, 9])], p=0.5),
+            module.PILToTensor()])
+        assert "RandomApply([RandomRotation(degrees=(-25.0, 25.0)" in \
+            repr(gpuprep.from_torchvision(compose))
+        params = seeded_against_torchvision(compose, range(10))
+        assert {p["rotation"] == 0.0 for p in params} == {True, False}, params
+        affine = module.Compose([
+            module.RandomResizedCrop(64),
+            module.RandomApply([module.RandomAffine(15, translate=(0.1, 0.1))], p=0.4),
+            module.PILToTensor()])
+        seeded_against_torchvision(affine, range(10))
 
 
 def test_random_perspective_translates_after_the_rotation_in_v1_and_v2():

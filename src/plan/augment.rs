@@ -166,11 +166,18 @@ impl Params {
                 adjustments(&j, &mut Stream::new(key, Op::ColorJitter))
             }),
             grayscale: coin(transform.grayscale, Op::Grayscale),
+            // RandomApply's coin first; a map that does not apply draws the identity.
             affine: transform.random_affine.map(|a| {
+                if a.p < 1.0 && Stream::new(key, Op::AffineApply).uniform() >= a.p {
+                    return AffineParams::IDENTITY;
+                }
                 let output = super::output_size(transform, size);
                 affine_params(&a, output, &mut Stream::new(key, Op::Affine))
             }),
             rotation: transform.random_rotation.map(|r| {
+                if r.p < 1.0 && Stream::new(key, Op::RotationApply).uniform() >= r.p {
+                    return 0.0;
+                }
                 let (low, high) = (r.degrees.0 as f32, r.degrees.1 as f32);
                 f64::from(Stream::new(key, Op::Rotation).uniform_f32(low, high))
             }),
@@ -674,6 +681,15 @@ pub struct AffineParams {
 }
 
 impl AffineParams {
+    /// The draw of no map: what a `RandomAffine` inside `RandomApply` that does not apply
+    /// computes (torchvision returns the image as it is; Pillow's map of this draw is a copy).
+    pub const IDENTITY: Self = Self {
+        angle: 0.0,
+        translate: (0, 0),
+        scale: 1.0,
+        shear: (0.0, 0.0),
+    };
+
     /// Whether a given draw is one the map can be made of.
     fn fits(&self) -> bool {
         let shift = |t: i64| t.unsigned_abs() <= MAX_SIDE as u64;

@@ -64,6 +64,10 @@ pub enum Op {
     PerspectiveApply = 28,
     /// `RandomPerspective`'s corners.
     Perspective = 29,
+    /// Whether a `RandomRotation` inside `RandomApply` applies.
+    RotationApply = 30,
+    /// Whether a `RandomAffine` inside `RandomApply` applies.
+    AffineApply = 31,
 }
 
 /// Which sample a stream belongs to.

@@ -32,6 +32,9 @@ pub struct RandomAffine {
     /// in another order, whose doubles can differ from v1's in the last bit (and so, now and
     /// then, a pixel); default false, v1's (`transforms.RandomAffine`).
     pub v2: bool,
+    /// The probability that the map applies at all (`RandomApply`'s around it); 1 without one.
+    /// Where it does not, the draw is the identity's (angle 0, no shift, scale 1, no shear).
+    pub p: f64,
 }
 
 impl RandomAffine {
@@ -47,6 +50,7 @@ impl RandomAffine {
             fill: [0; 3],
             center: None,
             v2: false,
+            p: 1.0,
         }
     }
 

@@ -218,6 +218,9 @@ pub struct RandomRotation {
     /// How the rotation samples the image: `Filter::Nearest` (torchvision's default),
     /// `Filter::Bilinear` or `Filter::Bicubic`.
     pub interpolation: Filter,
+    /// The probability that the rotation applies at all (`RandomApply`'s around it); 1 without
+    /// one. Where it does not, the angle drawn is 0 (Pillow's copy of the image).
+    pub p: f64,
 }
 
 impl RandomRotation {
@@ -228,6 +231,7 @@ impl RandomRotation {
             degrees: (-degrees, degrees),
             fill: [0; 3],
             interpolation: Filter::Nearest,
+            p: 1.0,
         }
     }
 }

@@ -151,6 +151,8 @@ impl Transform {
             ("vertical_flip", self.vertical_flip),
             ("grayscale", self.grayscale),
             ("color_jitter", self.color_jitter.map(|j| j.p)),
+            ("random_rotation", self.random_rotation.map(|r| r.p)),
+            ("random_affine", self.random_affine.map(|a| a.p)),
         ] {
             if let Some(p) = p.filter(|p| !(0.0..=1.0).contains(p)) {
                 return Err(InvalidTransform(format!(

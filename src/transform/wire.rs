@@ -112,6 +112,7 @@ impl Transform {
                 "degrees": [r.degrees.0, r.degrees.1],
                 "fill": r.fill,
                 "interpolation": r.interpolation.name(),
+                "p": r.p,
             })),
             "random_affine": random_affine.map(|a| affine_json(&a)),
             "random_perspective": random_perspective.map(|r| json!({
@@ -464,12 +465,21 @@ fn color_jitter(object: &Map<String, Value>) -> Parsed<ColorJitter> {
 }
 
 fn random_rotation(object: &Map<String, Value>) -> Parsed<RandomRotation> {
-    known(object, &["degrees", "fill", "interpolation"])?;
+    known(object, &["degrees", "fill", "interpolation", "p"])?;
     Ok(RandomRotation {
         degrees: range_of(object, "degrees")?,
         fill: fill_of(object)?,
         interpolation: interpolation_of(object)?,
+        p: applied_of(object)?,
     })
+}
+
+/// `RandomApply`'s probability around an operation: its `p`, 1 where the key is absent.
+fn applied_of(object: &Map<String, Value>) -> Parsed<f64> {
+    match object.get("p") {
+        Some(_) => f64_of(object, "p"),
+        None => Ok(1.0),
+    }
 }
 
 /// `RandomAffine`'s JSON form: its ranges as pairs (the shear's two as four numbers), null where
@@ -488,6 +498,7 @@ fn affine_json(a: &RandomAffine) -> Value {
         "fill": a.fill,
         "center": pair(a.center),
         "v2": a.v2,
+        "p": a.p,
     })
 }
 
@@ -503,6 +514,7 @@ fn random_affine(object: &Map<String, Value>) -> Parsed<RandomAffine> {
             "fill",
             "center",
             "v2",
+            "p",
         ],
     )?;
     let pair = |key: &str| match object.get(key).filter(|v| !v.is_null()) {
@@ -525,6 +537,7 @@ fn random_affine(object: &Map<String, Value>) -> Parsed<RandomAffine> {
         fill: fill_of(object)?,
         center: pair("center")?,
         v2: v2_of(object)?,
+        p: applied_of(object)?,
     })
 }
 
@@ -750,6 +763,7 @@ mod tests {
                 degrees: (-12.5, 30.0),
                 fill: [1, 2, 3],
                 interpolation: Filter::Bicubic,
+                p: 0.75,
             }),
             trivial_augment: None,
             rand_augment: None,

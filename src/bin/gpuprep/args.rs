@@ -137,6 +137,9 @@ pub struct TransformArgs {
     /// `nearest` (default), `bilinear` or `bicubic` interpolation.
     #[arg(long, value_parser = parse_rotation, value_name = "D|MIN,MAX[:FILL][:INTERPOLATION]")]
     random_rotation: Option<gpuprep::RandomRotation>,
+    /// RandomApply([RandomRotation(...)], P): the rotation in that share of the samples.
+    #[arg(long, value_name = "P")]
+    random_rotation_p: Option<f64>,
     /// RandomAffine(D or MIN,MAX degrees), after the flips, with any of `translate=A,B`
     /// (fractions of the width and height), `scale=MIN,MAX`, `shear=S | MIN,MAX |
     /// XMIN,XMAX,YMIN,YMAX` (degrees), `center=X,Y`, a fill and an interpolation as for
@@ -148,6 +151,9 @@ pub struct TransformArgs {
         value_name = "D|MIN,MAX[:translate=A,B][:scale=MIN,MAX][:shear=...][:FILL][:INTERPOLATION][:v2]"
     )]
     random_affine: Option<gpuprep::RandomAffine>,
+    /// RandomApply([RandomAffine(...)], P): the map in that share of the samples.
+    #[arg(long, value_name = "P")]
+    random_affine_p: Option<f64>,
     /// RandomPerspective(distortion_scale=D, p=P (default 0.5)), after the rotation or
     /// augmentation policy; FILL as for --random-rotation; sampled with `bilinear` (default),
     /// `nearest` or `bicubic` interpolation.
@@ -390,6 +396,12 @@ impl TransformArgs {
         if self.gaussian_blur_p.is_some() && self.gaussian_blur.is_none() {
             return Some("note: --gaussian-blur-p does nothing without --gaussian-blur");
         }
+        if self.random_rotation_p.is_some() && self.random_rotation.is_none() {
+            return Some("note: --random-rotation-p does nothing without --random-rotation");
+        }
+        if self.random_affine_p.is_some() && self.random_affine.is_none() {
+            return Some("note: --random-affine-p does nothing without --random-affine");
+        }
         if self.pad_if_needed && self.random_crop.is_none() {
             return Some("note: --pad-if-needed does nothing without --random-crop");
         }
@@ -433,7 +445,13 @@ impl TransformArgs {
         t.horizontal_flip = self.hflip.or(t.horizontal_flip);
         t.vertical_flip = self.vflip.or(t.vertical_flip);
         t.random_rotation = self.random_rotation.or(t.random_rotation);
+        if let (Some(rotation), Some(p)) = (&mut t.random_rotation, self.random_rotation_p) {
+            rotation.p = p;
+        }
         t.random_affine = self.random_affine.or(t.random_affine);
+        if let (Some(affine), Some(p)) = (&mut t.random_affine, self.random_affine_p) {
+            affine.p = p;
+        }
         t.random_perspective = self.random_perspective.or(t.random_perspective);
         t.trivial_augment = self.trivial_augment.or(t.trivial_augment);
         t.rand_augment = self.rand_augment.or(t.rand_augment);

@@ -89,6 +89,7 @@ pub fn parse_rotation(text: &str) -> Result<gpuprep::RandomRotation, String> {
         degrees,
         fill,
         interpolation,
+        p: 1.0,
     })
 }
 
