@@ -404,6 +404,25 @@ mod tests {
         assert!(bilinear.walks_in_fixed_point((1000, 1000)));
     }
 
+    /// A `RandomAffine` inside `RandomApply` that does not apply draws the identity: no map,
+    /// about any centre, in v1's and v2's arithmetic (Pillow's map of it is a copy).
+    #[test]
+    fn the_identity_draw_maps_nothing() {
+        for v2 in [false, true] {
+            for center in [None, Some((3.0, 70.5))] {
+                let affine = crate::transform::RandomAffine {
+                    center,
+                    v2,
+                    interpolation: Filter::Bilinear,
+                    ..crate::transform::RandomAffine::new(20.0)
+                };
+                let identity = super::super::AffineParams::IDENTITY;
+                assert_eq!(Rotation::affine(&affine, &identity, (37, 23)), None);
+            }
+        }
+        assert_eq!(Rotation::new(0.0, (37, 23), [0; 3], Filter::Bicubic), None);
+    }
+
     #[test]
     fn quarter_turns_move_pixels_exactly() {
         // 90° counter-clockwise of a square: output (x, y) shows (w - 1 - y, x).
