@@ -33,6 +33,7 @@ pub(crate) mod hsv;
 pub(crate) mod levels;
 pub(crate) mod output;
 pub(crate) mod padding;
+pub(crate) mod perspective;
 pub(crate) mod random;
 pub(crate) mod resize;
 pub(crate) mod rotate;
