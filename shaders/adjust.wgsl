@@ -271,7 +271,7 @@ fn remap(job: u32, lane: u32, m: u32) {
         } else if sampling == SCALE {
             pixel = walked(job, map, i);
         } else {
-            pixel = interpolated(job, map, i, sampling);
+            pixel = generic(job, map, i, sampling);
         }
         pixels[scratch + i] = pixel;
     }
@@ -385,7 +385,7 @@ const ONE: vec2<u32> = vec2<u32>(0u, 0x3FF00000u);
 // matrix, in doubles (a perspective's divided by its third form), the fill outside the image
 // (or where the divisor is zero: a point at infinity), else the image's pixel there or the image
 // interpolated there.
-fn interpolated(job: u32, map: u32, i: u32, sampling: u32) -> u32 {
+fn generic(job: u32, map: u32, i: u32, sampling: u32) -> u32 {
     let p = &jobs[job];
     let width = i32(p.width);
     let height = i32(p.pixels / p.width);

@@ -565,20 +565,18 @@ def _steps(compose):
     return flat
 
 
-# What RandomApply may wrap in gpuprep's Transform: ColorJitter, GaussianBlur, RandomRotation
-# and RandomAffine, which draw no coin of their own, take its p as theirs; a transform that draws
-# one applies in a share p × q of the samples (the same distribution; torchvision_params records
-# both draws as torchvision makes them).
-_APPLIABLE = ("ColorJitter", "GaussianBlur", "RandomRotation", "RandomAffine",
-              "RandomHorizontalFlip", "RandomVerticalFlip", "RandomGrayscale", "RandomPerspective",
-              *_COLOR_OPERATIONS)
-# Each one's parameter where RandomApply did not apply it, as torchvision_params records it.
+# What RandomApply may wrap in gpuprep's Transform, and each one's parameter where it did not
+# apply, as torchvision_params records it (a single-operation transform's: False). ColorJitter,
+# GaussianBlur, RandomRotation and RandomAffine, which draw no coin of their own, take its p as
+# theirs; a transform that draws one applies in a share p × q of the samples (the same
+# distribution; torchvision_params records both draws as torchvision makes them).
 _NOT_APPLIED = {"ColorJitter": ("color", {"order": []}), "GaussianBlur": ("blur", None),
                 "RandomRotation": ("rotation", 0.0),
                 "RandomAffine": ("affine", {"angle": 0.0, "translate": [0, 0], "scale": 1.0,
                                             "shear": [0.0, 0.0]}),
                 "RandomHorizontalFlip": ("flip", False), "RandomVerticalFlip": ("vflip", False),
                 "RandomGrayscale": ("grayscale", False), "RandomPerspective": ("perspective", None)}
+_APPLIABLE = (*_NOT_APPLIED, *_COLOR_OPERATIONS)
 
 
 def _unwrapped(step):
