@@ -50,9 +50,9 @@ struct Image {
 // them (`changes_word`). Cleared once before the stage, so a dispatch needs no clearing of its
 // own.
 @group(0) @binding(4) var<storage, read_write> flags: array<atomic<u32>>;
-// Dense coefficients: two 16-bit values a word, natural order, the lower first; a block's 32
-// words (eight elements) written whole by `write`, zeros too, so nothing clears them first.
-@group(0) @binding(5) var<storage, read_write> decoded: array<vec4<u32>>;
+// Dense coefficients: two 16-bit values a word, natural order, the lower first. Cleared before
+// the stage, so that `write` only sets the non-zero ones.
+@group(0) @binding(5) var<storage, read_write> decoded: array<atomic<u32>>;
 // The sync dispatch a pass belongs to (x; 0 is `sync_first`); for `write`, the last one.
 @group(0) @binding(6) var<uniform> pass_dispatch: vec4<u32>;
 
@@ -531,6 +531,17 @@ fn owned_group_total(g: u32) -> array<u32, 5> {
                          spans[at + 13u]);
 }
 
+// Sets coefficient `index` (natural order) of the block whose words start at `out` to `value`,
+// in 16 bits. The word was cleared, and a block sets each coefficient once at most (zigzag
+// indices only grow, and one that reaches 63 ends the block), so an OR sets it; an atomic OR
+// needs no round trip, as its result is not read.
+fn set_coefficient(out: u32, index: u32, value: i32) {
+    let half = (bitcast<u32>(value) & 0xFFFFu) << (16u * (index % 2u));
+    if half != 0u {
+        atomicOr(&decoded[out + index / 2u], half);
+    }
+}
+
 @compute @workgroup_size(64)
 fn write(@builtin(global_invocation_id) id: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
     let global = invocation(id, groups);
@@ -575,28 +586,19 @@ fn write(@builtin(global_invocation_id) id: vec3<u32>, @builtin(num_workgroups) 
         let per_mcu = mcu_block >> 16u;
         let in_component = (job_first_mcu + g / job_blocks_per_mcu) * per_mcu + slot;
         let out = images[job_image].out_base[comp] + in_component * 32u;
-        // The block's words, assembled here (a block's coefficients come one by one, each
-        // once at most: zigzag indices only grow, and one that reaches 63 ends the block).
-        var block = array<u32, 32>();
         for (var n = 0u; n < 64u; n++) {
             state = step(state);
             if unit_kind == UNIT_DC {
                 let component = COMPONENTS == vec4<u32>(unit_scan_comp);
                 dc_pred += select(vec4<u32>(0u), vec4<u32>(bitcast<u32>(unit_value)), component);
                 let predictions = dc_pred;
-                block[0] = predictions[unit_scan_comp] & 0xFFFFu;
+                set_coefficient(out, 0u, bitcast<i32>(predictions[unit_scan_comp]));
             } else if unit_kind == UNIT_AC {
-                let index = natural(unit_k);
-                let half = (bitcast<u32>(unit_value) & 0xFFFFu) << (16u * (index % 2u));
-                block[index / 2u] |= half;
+                set_coefficient(out, natural(unit_k), unit_value);
             }
             if (state.bk & 0xFFu) == 0u {
                 break;
             }
-        }
-        for (var r = 0u; r < 8u; r++) {
-            decoded[out / 4u + r] = vec4<u32>(block[4u * r], block[4u * r + 1u],
-                                              block[4u * r + 2u], block[4u * r + 3u]);
         }
         g += 1u;
         if g == total && state.pos <= job_bit_len {

@@ -117,10 +117,9 @@ pub(crate) struct EntropyBuffers<'a> {
     /// At least [`EntropyPacking::flag_words`]; afterwards, word `slot` is 1 where that
     /// segment was decoded ([`EntropyPacking::status_words`]).
     pub flags: &'a wgpu::Buffer,
-    /// The decoded arena, whose first `decoded_words` (every segment's blocks) receive the
-    /// coefficients: each block of a segment decoded on the GPU is written whole, zeros too (the
-    /// blocks of a segment left to the CPU are undefined, some written and some stale; its redo
-    /// does not read them).
+    /// The decoded arena, whose first `decoded_words` (every segment's blocks) are cleared and
+    /// then receive the coefficients (the blocks of a segment left to the CPU may hold some of
+    /// them; its redo does not read them).
     pub decoded: &'a wgpu::Buffer,
     pub decoded_words: u64,
 }
@@ -278,7 +277,7 @@ impl EntropyPacking {
     ) -> Result<()> {
         let flags_bytes = self.flag_words() * 4;
         // Each bound as far as it is used: a pooled buffer may be larger than the device binds.
-        let decoded_bytes = (buffers.decoded_words * 4).max(16);
+        let decoded_bytes = (buffers.decoded_words * 4).max(4);
         let resources = [
             buffers.data,
             binding(buffers.spans, 0, (self.span_words() * 4).max(4)),
@@ -316,6 +315,7 @@ impl EntropyPacking {
         let (per_span_group, per_image_group) =
             (bind_group(&span_starts), bind_group(&image_starts));
         encoder.clear_buffer(buffers.flags, 0, Some(flags_bytes));
+        encoder.clear_buffer(buffers.decoded, 0, Some(buffers.decoded_words * 4));
         after_pass("huffman_clear", encoder);
         let dispatches = self.dispatches;
         let mut pass = |name, pipeline, group, invocations, dispatch: usize| {
@@ -404,7 +404,7 @@ mod tests {
             let zeros = |words: u64| vec![0u32; words.max(1) as usize];
             let spans = storage_buffer(device, "spans", &zeros(packing.span_words()), scratch)?;
             let flags = storage_buffer(device, "flags", &zeros(packing.flag_words()), scratch)?;
-            // Not zeros: the stage must write every word of a block, zeros too.
+            // Not zeros: the stage must clear what it writes.
             let stale = vec![0xDEAD_BEEF_u32; decoded_words.max(1) as usize];
             let decoded = storage_buffer(device, "decoded", &stale, scratch)?;
             let mut encoder = device.create_command_encoder(&Default::default());
