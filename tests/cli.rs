@@ -1110,6 +1110,86 @@ fn random_perspective_is_recorded_and_replayed_through_pillow() {
     converted_and_replayed("perspective-nearest", &nearest);
 }
 
+/// `--order` runs the steps that keep the image's size as a Compose lists them: the report
+/// records the order, `parity --pillow` replays it (GPU, CPU and Pillow agree), the outputs
+/// differ from the usual order's, and an order that leaves a step out, names one the transform
+/// lacks or names a resize is refused by name.
+#[test]
+fn order_runs_the_steps_as_given_and_is_replayed_through_pillow() {
+    let steps = [
+        "--random-resized-crop",
+        "48",
+        "--random-rotation",
+        "25",
+        "--color-jitter",
+        "0.5,0.5,0.5,0.2",
+        "--random-equalize",
+        "0.7",
+        "--seed",
+        "31",
+    ];
+    let ordered = [
+        &steps[..],
+        &["--order", "random-equalize,color-jitter,random-rotation"],
+    ]
+    .concat();
+    converted_and_replayed("order", &ordered);
+    let report = |flags: &[&str], name: &str| {
+        let out = fresh_dir(name);
+        let output = gpuprep()
+            .arg("convert")
+            .arg(data("photos"))
+            .arg("--out")
+            .arg(&out)
+            .args(["--backend", "cpu"])
+            .args(flags)
+            .output()
+            .unwrap();
+        assert!(output.status.success(), "{output:?}");
+        let text = std::fs::read_to_string(out.join("report.json")).unwrap();
+        let report: serde_json::Value = serde_json::from_str(&text).unwrap();
+        let mut arrays: Vec<_> = std::fs::read_dir(&out)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.extension().is_some_and(|x| x == "npy"))
+            .collect();
+        arrays.sort();
+        assert_eq!(arrays.len(), 6);
+        let bytes: Vec<Vec<u8>> = arrays.iter().map(|p| std::fs::read(p).unwrap()).collect();
+        (report["transform"]["order"].clone(), bytes)
+    };
+    let (recorded, reordered) = report(&ordered, "order-report");
+    assert_eq!(
+        recorded,
+        serde_json::json!(["random_equalize", "color_jitter", "random_rotation"])
+    );
+    let (usual_order, usual) = report(&steps, "order-usual");
+    assert!(usual_order.is_null());
+    assert_ne!(reordered, usual, "the order changed nothing");
+    for (order, words) in [
+        ("color-jitter,random-rotation", "it lacks random_equalize"),
+        (
+            "random-equalize,color-jitter,random-rotation,grayscale",
+            "grayscale, which",
+        ),
+        ("resize", "\"resize\" is not a step it places"),
+        ("shuffle", "--shuffle is not a flag of an operation"),
+    ] {
+        let output = gpuprep()
+            .args(["parity", "--pillow", "--quiet"])
+            .args(steps)
+            .args(["--order", order])
+            .arg(data("photos"))
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(
+            !output.status.success() && stderr.contains(words),
+            "{order}: {stderr}"
+        );
+    }
+}
+
 /// `--gaussian-blur` records each image's kernels (torchvision's, of the sigma drawn), and
 /// `parity --pillow` replays them through the reference's torch arithmetic: GPU, CPU and the
 /// reference agree, inside `RandomApply` too.

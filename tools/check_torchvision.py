@@ -27,7 +27,7 @@ def check_torchvision(files):
         im = Image.open(path).convert("RGB")
         for index in range(4):
             p = draw(spec, im.size, index)
-            mine = finish(np.asarray(cut(im, p, (224, 224), Image.BILINEAR)), p)
+            mine = finish(np.asarray(cut(im, p, (224, 224), Image.BILINEAR)), p, spec)
             b = p["crop"]
             t = F.resized_crop(im, b["top"], b["left"], b["height"], b["width"], [224, 224],
                                F.InterpolationMode.BILINEAR)

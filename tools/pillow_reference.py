@@ -1031,77 +1031,144 @@ def cut(im, params, size, resample):
     return im if im.size == tuple(size) else im.resize(tuple(size), resample)
 
 
+def _pil(a):
+    return Image.fromarray(np.ascontiguousarray(a), "RGB")
+
+
+def _rotation(a, params, spec):  # F.rotate: img.rotate(angle, interpolation, False, None, fillcolor=fill)
+    if "rotation" not in params:
+        return a
+    rotation = spec.get("random_rotation", {})
+    fill = tuple(int(v) for v in rotation.get("fill", [0, 0, 0]))
+    resample = FILTERS[rotation.get("interpolation", "nearest")]
+    return np.asarray(_pil(a).rotate(params["rotation"], resample, False, None, fillcolor=fill))
+
+
+def _affine(a, params, spec):  # F.affine: img.transform(size, AFFINE, matrix, interpolation, fillcolor=fill)
+    if "affine" not in params:
+        return a
+    affine, drawn = spec["random_affine"], params["affine"]
+    fill = tuple(int(v) for v in affine.get("fill", [0, 0, 0]))
+    im = _pil(a)
+    center = affine.get("center") or [im.size[0] * 0.5, im.size[1] * 0.5]
+    inverse = inverse_affine_matrix_v2 if affine.get("v2") else inverse_affine_matrix
+    matrix = inverse(center, drawn["angle"], drawn["translate"], drawn["scale"], drawn["shear"])
+    resample = FILTERS[affine.get("interpolation", "nearest")]
+    return np.asarray(im.transform(im.size, Image.AFFINE, matrix, resample, fillcolor=fill))
+
+
+def _policy(a, params, spec):
+    if "augment" not in params:
+        return a
+    policies = ("trivial_augment", "rand_augment", "auto_augment", "timm_rand_augment",
+                "timm_auto_augment")
+    policy = next((spec[k] for k in policies if k in spec), {})
+    fill = tuple(int(v) for v in policy.get("fill", [0, 0, 0]))
+    resample = FILTERS.get(policy.get("interpolation", "nearest"))  # timm's may be "random"
+    im = _pil(a)
+    for op in params["augment"]:
+        # timm's geometric operations carry the filter each drew (or its policy's).
+        own = FILTERS[op["interpolation"]] if "interpolation" in op else resample
+        im = apply_op(im, op["op"], op["magnitude"], fill, own)
+    return np.asarray(im)
+
+
+def _aug_mix(a, params, spec):  # timm's AugMixAugment._apply_basic with the recorded draws
+    if "aug_mix" not in params:
+        return a
+    mix, policy = params["aug_mix"], spec["timm_aug_mix"]
+    fill = tuple(int(v) for v in policy.get("fill", [128, 128, 128]))
+    resample = FILTERS.get(policy.get("interpolation", "random"))
+    im = _pil(a)
+    mixed = np.zeros(a.shape, dtype=np.float32)
+    for weight, chain in zip(mix["weights"], mix["chains"]):
+        aug = im
+        for op in chain:
+            own = FILTERS[op["interpolation"]] if "interpolation" in op else resample
+            aug = apply_op(aug, op["op"], op["magnitude"], fill, own)
+        mixed += np.float32(weight) * np.asarray(aug, dtype=np.float32)
+    np.clip(mixed, 0, 255.0, out=mixed)
+    return np.asarray(Image.blend(im, Image.fromarray(mixed.astype(np.uint8)),
+                                  float(np.float32(mix["blend"]))))
+
+
+def _perspective(a, params, spec):  # F.perspective: img.transform(size, PERSPECTIVE, coefficients, ...)
+    if not params.get("perspective"):
+        return a
+    perspective = spec["random_perspective"]
+    fill = tuple(int(v) for v in perspective.get("fill", [0, 0, 0]))
+    im = _pil(a)
+    resample = FILTERS[perspective.get("interpolation", "bilinear")]
+    return np.asarray(im.transform(im.size, Image.PERSPECTIVE, params["perspective"], resample,
+                                   fillcolor=fill))
+
+
+def _jitter(a, params, spec):
+    color = params.get("color") or {}
+    im = _pil(a)
+    for name in color.get("order", []):
+        im = ADJUST[name](im, float(np.float32(color[name])))
+    return np.asarray(im)
+
+
+def _grey(a, params, spec):
+    return np.asarray(to_grayscale(_pil(a))) if params.get("grayscale") else a
+
+
+def _blur(a, params, spec):
+    return gaussian_blur(np.ascontiguousarray(a), params["blur"]) if params.get("blur") else a
+
+
+def _single(method):
+    def apply_single(a, params, spec):
+        if not params.get("color_ops", {}).get(method):
+            return a
+        op = next(o for o in spec["color_ops"] if o["op"] == method)
+        _, argument, apply = COLOR_OPS[method]
+        return np.asarray(apply(_pil(a), op[argument] if argument else None))
+    return apply_single
+
+
+# The steps that keep the image's size, by the Transform method's name (src/transform/order.rs):
+# the spec's key of each, and what it does to an H x W x 3 uint8 array with a sample's parameters.
+SAME_SIZE_STEPS = {
+    "random_rotation": ("random_rotation", _rotation),
+    "random_affine": ("random_affine", _affine),
+    "trivial_augment_wide": ("trivial_augment", _policy),
+    "rand_augment": ("rand_augment", _policy),
+    "auto_augment": ("auto_augment", _policy),
+    "timm_rand_augment": ("timm_rand_augment", _policy),
+    "timm_auto_augment": ("timm_auto_augment", _policy),
+    "timm_aug_mix": ("timm_aug_mix", _aug_mix),
+    "random_perspective": ("random_perspective", _perspective),
+    "color_jitter": ("color_jitter", _jitter),
+    "grayscale": ("grayscale", _grey),
+    "gaussian_blur": ("gaussian_blur", _blur),
+}
+
+
+def step_order(spec):
+    """The methods of the spec's same-size steps in the order they run: its "order", or
+    torchvision's usual one (the single-operation transforms in theirs, after RandomGrayscale)."""
+    if spec.get("order"):
+        return list(spec["order"])
+    steps = [m for m, (key, _) in SAME_SIZE_STEPS.items()
+             if m != "gaussian_blur" and spec.get(key) is not None]
+    steps += [op["op"] for op in spec.get("color_ops") or []]
+    return steps + (["gaussian_blur"] if spec.get("gaussian_blur") is not None else [])
+
+
 def finish(a, params, spec=None):
-    """The flips, rotation, colour adjustments and grey conversion of an H x W x 3 uint8 array."""
+    """The flips, then the same-size steps in their order, of an H x W x 3 uint8 array."""
+    spec = spec or {}
     if params.get("flip"):
         a = a[:, ::-1]
     if params.get("vflip"):
         a = a[::-1]
-    if "rotation" in params:  # F.rotate: img.rotate(angle, interpolation, False, None, fillcolor=fill)
-        rotation = (spec or {}).get("random_rotation", {})
-        fill = tuple(int(v) for v in rotation.get("fill", [0, 0, 0]))
-        resample = FILTERS[rotation.get("interpolation", "nearest")]
-        im = Image.fromarray(np.ascontiguousarray(a), "RGB")
-        a = np.asarray(im.rotate(params["rotation"], resample, False, None, fillcolor=fill))
-    if "affine" in params:  # F.affine: img.transform(size, AFFINE, matrix, interpolation, fillcolor=fill)
-        affine, drawn = spec["random_affine"], params["affine"]
-        fill = tuple(int(v) for v in affine.get("fill", [0, 0, 0]))
-        im = Image.fromarray(np.ascontiguousarray(a), "RGB")
-        center = affine.get("center") or [im.size[0] * 0.5, im.size[1] * 0.5]
-        inverse = inverse_affine_matrix_v2 if affine.get("v2") else inverse_affine_matrix
-        matrix = inverse(center, drawn["angle"], drawn["translate"], drawn["scale"], drawn["shear"])
-        resample = FILTERS[affine.get("interpolation", "nearest")]
-        a = np.asarray(im.transform(im.size, Image.AFFINE, matrix, resample, fillcolor=fill))
-    if "augment" in params:
-        policies = ("trivial_augment", "rand_augment", "auto_augment", "timm_rand_augment",
-                    "timm_auto_augment")
-        policy = next((spec[k] for k in policies if k in (spec or {})), {})
-        fill = tuple(int(v) for v in policy.get("fill", [0, 0, 0]))
-        resample = FILTERS.get(policy.get("interpolation", "nearest"))  # timm's may be "random"
-        im = Image.fromarray(np.ascontiguousarray(a), "RGB")
-        for op in params["augment"]:
-            # timm's geometric operations carry the filter each drew (or its policy's).
-            own = FILTERS[op["interpolation"]] if "interpolation" in op else resample
-            im = apply_op(im, op["op"], op["magnitude"], fill, own)
-        a = np.asarray(im)
-    if "aug_mix" in params:  # timm's AugMixAugment._apply_basic with the recorded draws
-        mix, policy = params["aug_mix"], spec["timm_aug_mix"]
-        fill = tuple(int(v) for v in policy.get("fill", [128, 128, 128]))
-        resample = FILTERS.get(policy.get("interpolation", "random"))
-        im = Image.fromarray(np.ascontiguousarray(a), "RGB")
-        mixed = np.zeros(a.shape, dtype=np.float32)
-        for weight, chain in zip(mix["weights"], mix["chains"]):
-            aug = im
-            for op in chain:
-                own = FILTERS[op["interpolation"]] if "interpolation" in op else resample
-                aug = apply_op(aug, op["op"], op["magnitude"], fill, own)
-            mixed += np.float32(weight) * np.asarray(aug, dtype=np.float32)
-        np.clip(mixed, 0, 255.0, out=mixed)
-        a = np.asarray(Image.blend(im, Image.fromarray(mixed.astype(np.uint8)),
-                                   float(np.float32(mix["blend"]))))
-    if params.get("perspective"):  # F.perspective: img.transform(size, PERSPECTIVE, coefficients, ...)
-        perspective = spec["random_perspective"]
-        fill = tuple(int(v) for v in perspective.get("fill", [0, 0, 0]))
-        im = Image.fromarray(np.ascontiguousarray(a), "RGB")
-        resample = FILTERS[perspective.get("interpolation", "bilinear")]
-        a = np.asarray(im.transform(im.size, Image.PERSPECTIVE, params["perspective"], resample,
-                                    fillcolor=fill))
-    color, grey, applied = params.get("color"), params.get("grayscale"), params.get("color_ops", {})
-    if color or grey or any(applied.values()):
-        im = Image.fromarray(np.ascontiguousarray(a), "RGB")
-        for name in (color or {}).get("order", []):
-            im = ADJUST[name](im, float(np.float32(color[name])))
-        if grey:
-            im = to_grayscale(im)
-        for op in (spec or {}).get("color_ops") or []:
-            if applied[op["op"]]:
-                _, argument, apply = COLOR_OPS[op["op"]]
-                im = apply(im, op[argument] if argument else None)
-        a = np.asarray(im)
-    if params.get("blur"):
-        a = gaussian_blur(np.ascontiguousarray(a), params["blur"])
+    for method in step_order(spec):
+        _, apply = SAME_SIZE_STEPS.get(method, (None, _single(method)))
+        a = apply(a, params, spec)
     return a
-
 
 
 def resize_target(spec, size):

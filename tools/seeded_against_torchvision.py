@@ -66,6 +66,17 @@ def composes():
             T.RandomApply([T.RandomPerspective(0.5, p=0.8)], p=0.5),
             T.Compose([T.RandomApply([T.RandomGrayscale(0.5)], p=0.6),
                        T.RandomApply([T.RandomSolarize(128, p=0.9)], p=0.5)])] + tensor,
+        # The steps that keep the image's size in an order of the Compose's own.
+        "ordered_jitter_before_rotation": crop + [T.ColorJitter(0.4, 0.4, 0.4, 0.1),
+                                                  T.RandomGrayscale(0.3), T.RandomRotation(20),
+                                                  T.RandomEqualize(0.5)] + tensor,
+        "ordered_blur_invert_rand_augment": crop + [
+            T.RandomApply([T.GaussianBlur(9)], p=0.5), T.RandomInvert(0.3),
+            T.RandAugment(interpolation=bilinear), T.RandomPerspective(0.4, p=0.5),
+            T.ColorJitter(0.3, 0.3)] + tensor,
+        "ordered_perspective_before_affine": crop + [
+            T.RandomSolarize(160, p=0.5), T.RandomPerspective(0.5, p=0.8),
+            T.RandomAffine(15, translate=(0.1, 0.1), interpolation=bilinear)] + tensor,
         "padded_random_crop": [T.Resize(256), T.RandomCrop(224, padding=16,
                                                            padding_mode="reflect"),
                                T.RandomHorizontalFlip()] + tensor,

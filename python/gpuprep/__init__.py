@@ -293,6 +293,7 @@ _STAGE = {name: stage for name, _field, _flag, _method, stage in _gpuprep.operat
 _STAGE.update({name: _STAGE["Normalize"] - 2 for name in ("ToTensor", "PILToTensor", "ToImage")})
 _STAGE.update({name: _STAGE["Normalize"] - 1 for name in ("ToDtype", "ConvertImageDtype")})
 _FLIPS = ("RandomHorizontalFlip", "RandomVerticalFlip")
+_METHOD = {name: method for name, _field, _flag, method, _stage in _gpuprep.operations()}
 # Transforms gpuprep refuses for a reason a user should know.
 _REFUSED_WITH_REASON = {
     "AugMix": "torchvision's AugMix is not supported by gpuprep: even on a PIL image it runs "
@@ -317,6 +318,8 @@ _TIMM = {"MaybeToTensor": "ToTensor", "MaybePILToTensor": "PILToTensor",
 _GEOMETRIC = ("RandomRotation", "RandomAffine", "TrivialAugmentWide", "RandAugment",
               "AutoAugment", "TimmRandAugment", "TimmAutoAugment", "TimmAugMix",
               "RandomPerspective")
+# The steps that keep the image's size, which run in the Compose's order among themselves.
+_SAME_SIZE = (*_GEOMETRIC, "ColorJitter", "RandomGrayscale", *_COLOR_OPERATIONS, "GaussianBlur")
 _INTERPOLATIONS = {"NEAREST": "nearest", "BOX": "box", "BILINEAR": "bilinear",
                    "HAMMING": "hamming", "BICUBIC": "bicubic", "LANCZOS": "lanczos"}
 # Pillow's filter numbers, which torchvision takes for an interpolation too (as its
@@ -609,13 +612,16 @@ def from_torchvision(compose):
     q (X with probability p × q; torchvision_params draws both coins as torchvision does),
     ToTensor /
     PILToTensor / ToImage (+ ToDtype /
-    ConvertImageDtype), Normalize, RandomErasing, in that order, ToPureTensor anywhere (and timm's
+    ConvertImageDtype), Normalize, RandomErasing, in that order (but the steps from the rotation
+    or policy to GaussianBlur, which keep the image's size, in any order among themselves, which
+    is kept: Transform.order), ToPureTensor anywhere (and timm's
     MaybeToTensor, MaybePILToTensor, RandomResizedCropAndInterpolation and RandomErasing in its
     three modes with its counts, as the torchvision transforms they compute as, and its
     RandAugment ('rand-...'), AutoAugment ('original', 'originalr', 'v0', 'v0r', with '-mstd')
     and AugMix ('augmix-...', not blended) in the policies' place); the flips
-    also after the colour transforms but RandomAdjustSharpness, with which alone they do not
-    commute) computes on a PIL image, bit for bit. Anything else is refused here, by name
+    also after the colour transforms but RandomAdjustSharpness and GaussianBlur, with which
+    they do not commute bit for bit, and never after a rotation, RandomAffine, RandomPerspective
+    or policy) computes on a PIL image, bit for bit. Anything else is refused here, by name
     (OptionsError): another transform (or one of another library of a torchvision name), an option
     gpuprep does not compute, a transform of which gpuprep's Transform holds one given twice (two
     Resize, a Resize and a RandomResizedCrop, two flips of one axis, two ColorJitter, two
@@ -631,7 +637,9 @@ def from_torchvision(compose):
         return mix
     t = Transform()
     last, latest = -1, None  # the furthest place in the order so far, and the step at it
-    rotated = colored = sharpened = perspective = False
+    rotated = None  # the first rotation, RandomAffine, RandomPerspective or policy
+    sharpened = False
+    order = []  # the methods of the steps that keep the image's size, as the Compose lists them
     seen = {}  # slot -> the transform that took it
     tensor = None  # the transform that made the PIL image a tensor
     dtype = None  # the tensor's element type, once there is one
@@ -667,27 +675,27 @@ def from_torchvision(compose):
         # A flip moves pixels without changing them, and the colour steps (but sharpness) change
         # each pixel alone or by a histogram: a flip after them is a flip before them.
         commutes = name in _FLIPS and last <= max(_STAGE[op] for op in _COLOR_OPERATIONS)
-        if _STAGE[name] < last and not commutes:
+        # The steps that keep the image's size run in the Compose's order (Transform.order).
+        reordered = name in _SAME_SIZE and latest in _SAME_SIZE
+        if _STAGE[name] < last and not commutes and not reordered:
             raise OptionsError(f"{name} after a later step ({latest}): gpuprep applies them in "
                                "torchvision's usual order (resize or crop; pad; centre or random "
-                               "crop; flips, rotation or augmentation policy and ColorJitter; "
-                               f"RandomGrayscale; {', '.join(_COLOR_OPERATIONS)}, in any order "
-                               "among themselves; GaussianBlur; tensor; normalise; erase)")
+                               "crop; flips; then the rotation or augmentation policy, "
+                               "RandomPerspective, ColorJitter, RandomGrayscale, "
+                               f"{', '.join(_COLOR_OPERATIONS)} and GaussianBlur, in any order "
+                               "among themselves; tensor; normalise; erase)")
         if _STAGE[name] > last:
             last, latest = _STAGE[name], name
         sharpened |= name == "RandomAdjustSharpness"
-        # Flips and colour commute; a rotation (or augmentation policy) commutes with neither.
-        if (rotated and name in _FLIPS) or (colored and name in _GEOMETRIC):
-            raise OptionsError(f"{name} where gpuprep cannot put it: it runs after the flips "
-                               "and before ColorJitter, RandomGrayscale and the single-operation "
-                               f"transforms ({', '.join(_COLOR_OPERATIONS)})")
-        if perspective and name in _GEOMETRIC and name != "RandomPerspective":
-            raise OptionsError(f"{name} after RandomPerspective: gpuprep maps the perspective "
-                               "after the rotation, RandomAffine or augmentation policy; put "
-                               f"{name} first")
-        rotated |= name in _GEOMETRIC
-        perspective |= name == "RandomPerspective"
-        colored |= name in ("ColorJitter", "RandomGrayscale") or name in _COLOR_OPERATIONS
+        # Flips and colour commute; a rotation (or augmentation policy) does not, and gpuprep
+        # flips first.
+        if rotated and name in _FLIPS:
+            raise OptionsError(f"{name} after {rotated}: gpuprep flips before the rotation, "
+                               "RandomAffine, RandomPerspective or augmentation policy, with "
+                               f"which a flip does not commute; put {name} first")
+        rotated = rotated or (name in _GEOMETRIC and name)
+        if name in _SAME_SIZE:
+            order.append(_METHOD[name])
         target = None
         if name in ("ToDtype", "ConvertImageDtype"):
             target = getattr(step, "dtype", None)
@@ -838,6 +846,8 @@ def from_torchvision(compose):
             # never dropped in silence.
             raise OptionsError(f"{name} is not translated by this version of gpuprep's Python "
                                "package (its operations table and from_torchvision disagree)")
+    if order:
+        t = t.order(*order)
     t.validate()  # what the translated options do not fit, refused here rather than later
     return t
 

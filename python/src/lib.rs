@@ -243,6 +243,8 @@ fn describe(t: &gpuprep::Transform) -> String {
     if let Some(p) = t.vertical_flip {
         steps.push(format!("RandomVerticalFlip(p={p})"));
     }
+    // The steps that keep the image's size, described in the usual order, then put in theirs.
+    let same_size = steps.len();
     if let Some(r) = t.random_rotation {
         steps.push(applied(
             format!(
@@ -390,6 +392,17 @@ fn describe(t: &gpuprep::Transform) -> String {
         } else {
             blur
         });
+    }
+    let described = steps.split_off(same_size);
+    let usual = gpuprep::Transform {
+        order: gpuprep::StepOrder::default(),
+        ..*t
+    }
+    .ordered_steps();
+    for method in t.ordered_steps() {
+        if let Some(at) = usual.iter().position(|&m| m == method) {
+            steps.push(described[at].clone());
+        }
     }
     if t.channel_order == gpuprep::ChannelOrder::Bgr {
         steps.push("ToBGR()".to_string());
@@ -1124,6 +1137,28 @@ impl Transform {
             ..self.0
         };
         validated(&t)?;
+        Ok(Self(t))
+    }
+
+    /// The order of the steps that keep the image's size (the rotation, RandomAffine or
+    /// policy, random_perspective, color_jitter, grayscale, the single-operation transforms,
+    /// gaussian_blur), by their method names, every one the transform has, e.g.
+    /// `order("color_jitter", "random_rotation")`: as a torchvision Compose that lists them so.
+    /// Without it (or with none named) they run in torchvision's usual order. Set it after
+    /// adding the steps; the resize, pad, crops and flips run before them.
+    #[pyo3(signature = (*methods))]
+    fn order(&self, methods: Vec<String>) -> PyResult<Self> {
+        let order =
+            gpuprep::StepOrder::new(&methods).map_err(|e| OptionsError::new_err(e.to_string()))?;
+        let mut t = gpuprep::Transform { order, ..self.0 };
+        validated(&t)?;
+        let usual = gpuprep::Transform {
+            order: gpuprep::StepOrder::default(),
+            ..t
+        };
+        if t.ordered_steps() == usual.ordered_steps() {
+            t = usual; // the same transform, equal to one built without an order
+        }
         Ok(Self(t))
     }
 

@@ -434,6 +434,49 @@ def test_random_perspective_replays_through_pillow(backend):
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
+def test_an_order_runs_the_steps_as_given_and_replays_through_pillow(backend):
+    """Transform.order: the colour steps before a nearest rotation and RandomPerspective before
+    RandomAffine run so, as Pillow applies them in that order; the repr lists them so."""
+    t = (gpuprep.Transform().random_resized_crop(48).random_rotation(25)
+         .color_jitter(0.5, 0.5, 0.5, 0.2).random_equalize(0.7).with_seed(7)
+         .order("random_equalize", "color_jitter", "random_rotation"))
+    shown = repr(t)
+    assert shown.index("RandomEqualize") < shown.index("ColorJitter") < \
+        shown.index("RandomRotation"), shown
+    spec = {"random_resized_crop": {"size": [48, 48]},
+            "random_rotation": {"degrees": [-25, 25], "interpolation": "nearest",
+                                "fill": [0, 0, 0]},
+            "color_jitter": [0.5, 0.5, 0.5, 0.2],
+            "color_ops": [{"op": "random_equalize", "p": 0.7}],
+            "order": ["random_equalize", "color_jitter", "random_rotation"], "seed": 7}
+    replayed_through_pillow(backend, t, spec, 6, "rotation")
+    t = (gpuprep.Transform().center_crop(48).random_affine(10, scale=(0.8, 1.2),
+                                                            interpolation="bilinear")
+         .random_perspective(0.6, 1.0, "nearest").with_seed(8)
+         .order("random_perspective", "random_affine"))
+    spec = {"crop": [48, 48],
+            "random_affine": {"degrees": [-10, 10], "scale": [0.8, 1.2],
+                              "interpolation": "bilinear", "fill": [0, 0, 0]},
+            "random_perspective": {"distortion_scale": 0.6, "p": 1.0,
+                                   "interpolation": "nearest", "fill": [0, 0, 0]},
+            "order": ["random_perspective", "random_affine"], "seed": 8}
+    replayed_through_pillow(backend, t, spec, 6, "perspective")
+
+
+def test_an_order_names_every_step_once_and_the_usual_one_is_none():
+    t = gpuprep.Transform().random_rotation(10).color_jitter(0.4).grayscale(0.2)
+    assert t.order("random_rotation", "color_jitter", "grayscale") == t
+    assert t.order("grayscale", "random_rotation", "color_jitter") != t
+    for order, words in [(("color_jitter", "random_rotation"), "it lacks grayscale"),
+                         (("grayscale", "grayscale"), "names grayscale twice"),
+                         (("resize",), "is not a step it places"),
+                         (("grayscale", "random_rotation", "color_jitter", "random_invert"),
+                          "random_invert, which the transform does not have")]:
+        with pytest.raises(gpuprep.OptionsError, match=words):
+            t.order(*order)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("policy", ["imagenet", "cifar10", "svhn"])
 def test_with_torchs_seed_auto_augment_is_torchvisions(backend, policy):
     T = pytest.importorskip("torchvision.transforms")

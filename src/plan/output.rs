@@ -158,70 +158,19 @@ impl OutputPlan {
             Layout::Hwc => [crop_h, crop_w, 3],
             Layout::Chw => [3, crop_h, crop_w],
         };
-        let (fill, filter) = augment_map_options(transform);
-        let mut steps: Vec<Step> = params
-            .augment
-            .iter()
-            .flatten()
-            .filter_map(|a| match a.effect((crop_w, crop_h), fill, filter) {
-                Effect::None => None,
-                Effect::Map(map) => Some(Step::Remap(map)),
-                Effect::Adjust(adjustment) => Some(Step::Adjust(adjustment)),
-            })
+        let mut steps: Vec<Step> = transform
+            .ordered_steps()
+            .into_iter()
+            .flat_map(|method| step_of(method, transform, params, (crop_w, crop_h)))
             .collect();
-        if let Some(mix) = &params.aug_mix {
-            steps.push(Step::KeepForMix);
-            for (&weight, chain) in mix.weights.iter().zip(&mix.chains) {
-                steps.extend(chain.iter().filter_map(|a| {
-                    match a.effect((crop_w, crop_h), fill, filter) {
-                        Effect::None => None,
-                        Effect::Map(map) => Some(Step::Remap(map)),
-                        Effect::Adjust(adjustment) => Some(Step::Adjust(adjustment)),
-                    }
-                }));
-                steps.push(Step::AddToMix(weight));
-            }
-            steps.push(Step::BlendMix(mix.blend));
-        }
-        let first = match steps.first() {
-            Some(&Step::Remap(map)) => {
-                steps.remove(0);
-                Some(map)
-            }
-            _ => {
-                let rotation = params.rotation.zip(transform.random_rotation);
-                let affine = params.affine.zip(transform.random_affine);
-                let rotated = rotation.and_then(|(angle, r)| {
-                    super::Rotation::new(angle, (crop_w, crop_h), r.fill, r.interpolation)
-                });
-                rotated.or_else(|| {
-                    affine.and_then(|(a, r)| super::Rotation::affine(&r, &a, (crop_w, crop_h)))
-                })
-            }
+        // Stage 4 walks a fixed-point map when it comes first; any other map is a step.
+        let rotation = match steps.first() {
+            Some(Step::Remap(map)) if map.is_fixed_point() => Some(*map),
+            _ => None,
         };
-        // Stage 4 walks a fixed-point map; any other map is the first step instead.
-        let rotation = first.filter(super::Rotation::is_fixed_point);
-        if let Some(map) = first.filter(|map| !map.is_fixed_point()) {
-            steps.insert(0, Step::Remap(map));
+        if rotation.is_some() {
+            steps.remove(0);
         }
-        if let (Some(Some(c)), Some(p)) = (params.perspective, transform.random_perspective) {
-            let map = super::Rotation::perspective(c, p.fill, p.interpolation);
-            steps.push(Step::Remap(map));
-        }
-        let mut color = params.color.clone().unwrap_or_default();
-        if params.grayscale == Some(true) {
-            color.push(Adjustment::Grayscale);
-        }
-        let applies = |method| params.color_ops.as_ref().and_then(|c| c.get(method)) == Some(&true);
-        color.extend(
-            transform
-                .color_ops
-                .iter()
-                .filter(|o| applies(o.operation().method))
-                .map(|o| o.adjustment()),
-        );
-        steps.extend(color.into_iter().map(Step::Adjust));
-        steps.extend(params.blur.flatten().map(Step::Blur));
         Self {
             padding,
             crop,
@@ -302,6 +251,91 @@ impl OutputPlan {
                 }
             })
         })
+    }
+}
+
+/// The steps of the transform's operation of Python method `method` for this sample, in order
+/// (none where its draw did not apply), for an image of `size` after the crop.
+fn step_of(
+    method: &str,
+    transform: &Transform,
+    params: &Params,
+    size: (usize, usize),
+) -> Vec<Step> {
+    let (fill, filter) = augment_map_options(transform);
+    let effect = |a: &super::Augment| match a.effect(size, fill, filter) {
+        Effect::None => None,
+        Effect::Map(map) => Some(Step::Remap(map)),
+        Effect::Adjust(adjustment) => Some(Step::Adjust(adjustment)),
+    };
+    let applied = |method| params.color_ops.as_ref().and_then(|c| c.get(method)) == Some(&true);
+    match method {
+        "random_rotation" => params
+            .rotation
+            .zip(transform.random_rotation)
+            .and_then(|(angle, r)| super::Rotation::new(angle, size, r.fill, r.interpolation))
+            .map(Step::Remap)
+            .into_iter()
+            .collect(),
+        "random_affine" => params
+            .affine
+            .zip(transform.random_affine)
+            .and_then(|(a, r)| super::Rotation::affine(&r, &a, size))
+            .map(Step::Remap)
+            .into_iter()
+            .collect(),
+        "timm_aug_mix" => params
+            .aug_mix
+            .iter()
+            .flat_map(|mix| {
+                let chains = mix
+                    .weights
+                    .iter()
+                    .zip(&mix.chains)
+                    .flat_map(|(&weight, chain)| {
+                        chain
+                            .iter()
+                            .filter_map(effect)
+                            .chain([Step::AddToMix(weight)])
+                    });
+                std::iter::once(Step::KeepForMix)
+                    .chain(chains)
+                    .chain([Step::BlendMix(mix.blend)])
+            })
+            .collect(),
+        "trivial_augment_wide"
+        | "rand_augment"
+        | "auto_augment"
+        | "timm_rand_augment"
+        | "timm_auto_augment" => params.augment.iter().flatten().filter_map(effect).collect(),
+        "random_perspective" => match (params.perspective, transform.random_perspective) {
+            (Some(Some(c)), Some(p)) => {
+                vec![Step::Remap(super::Rotation::perspective(
+                    c,
+                    p.fill,
+                    p.interpolation,
+                ))]
+            }
+            _ => Vec::new(),
+        },
+        "color_jitter" => params
+            .color
+            .iter()
+            .flatten()
+            .copied()
+            .map(Step::Adjust)
+            .collect(),
+        "grayscale" => match params.grayscale {
+            Some(true) => vec![Step::Adjust(Adjustment::Grayscale)],
+            _ => Vec::new(),
+        },
+        "gaussian_blur" => params.blur.flatten().map(Step::Blur).into_iter().collect(),
+        single => transform
+            .color_ops
+            .iter()
+            .filter(|o| o.operation().method == single && applied(single))
+            .map(|o| Step::Adjust(o.adjustment()))
+            .collect(),
     }
 }
 

@@ -14,6 +14,7 @@ mod blur;
 mod color_ops;
 mod erasing;
 mod operations;
+mod order;
 mod padding;
 mod perspective;
 mod policies;
@@ -29,6 +30,7 @@ pub use blur::{GaussianBlur, MAX_KERNEL};
 pub use color_ops::{ColorOp, ColorOpArgument, ColorOperation, ColorOps, COLOR_OPERATIONS};
 pub use erasing::{ErasedValue, RandomErasing, MAX_ERASED_BOXES};
 pub use operations::{Operation, OPERATIONS, SETTINGS};
+pub use order::StepOrder;
 pub use padding::{Pad, PaddingMode, RandomCrop};
 pub use perspective::RandomPerspective;
 pub use policies::{
@@ -388,6 +390,10 @@ pub struct Transform {
     pub color_ops: ColorOps,
     /// `GaussianBlur` after the colour operations, before the tensor conversion; default none.
     pub gaussian_blur: Option<GaussianBlur>,
+    /// The order of the steps above that keep the image's size (the rotation or policy,
+    /// `RandomPerspective`, `ColorJitter`, `RandomGrayscale`, the single-operation transforms,
+    /// `GaussianBlur`), as a torchvision Compose lists them; default torchvision's usual order.
+    pub order: StepOrder,
     /// `RandomErasing` of the output tensor, last; default none.
     pub random_erasing: Option<RandomErasing>,
     /// The seed the random operations' parameters are drawn from; default 0.
@@ -429,6 +435,7 @@ impl Default for Transform {
             random_perspective: None,
             color_ops: ColorOps::default(),
             gaussian_blur: None,
+            order: StepOrder::default(),
             random_erasing: None,
             seed: 0,
             epoch: 0,
@@ -589,6 +596,7 @@ impl Transform {
             }
         }
         self.validate_random()?;
+        self.validate_order()?;
         let zero = |(w, h): (usize, usize)| w == 0 || h == 0;
         if self.center_crop.is_some_and(zero)
             || matches!(self.resize, Some(Resize::Exact { width, height }) if zero((width, height)))

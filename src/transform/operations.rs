@@ -210,7 +210,7 @@ const FIELDS: [Operation; 23] = [
 
 /// The keys of [`Transform::to_json`](crate::Transform::to_json) that are settings of the whole
 /// transform, not operations (`channels` is the field `channel_order`).
-pub const SETTINGS: [&str; 9] = [
+pub const SETTINGS: [&str; 10] = [
     "filter",
     "draft",
     "exif_transpose",
@@ -218,6 +218,7 @@ pub const SETTINGS: [&str; 9] = [
     "layout",
     "dtype",
     "channels",
+    "order",
     "seed",
     "epoch",
 ];

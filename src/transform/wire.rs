@@ -15,7 +15,7 @@ use super::{
     AutoAugment, AutoAugmentPolicy, ChannelOrder, ColorJitter, ColorOp, ColorOps, DType,
     ErasedValue, Filter, GaussianBlur, InvalidTransform, Layout, Normalize, Pad, PaddingMode,
     RandAugment, RandomAffine, RandomCrop, RandomErasing, RandomPerspective, RandomResizedCrop,
-    RandomRotation, Resize, Transform, TrivialAugment, MAX_SIDE,
+    RandomRotation, Resize, StepOrder, Transform, TrivialAugment, MAX_SIDE,
 };
 use serde_json::{json, Map, Value};
 
@@ -55,6 +55,7 @@ impl Transform {
             random_perspective,
             color_ops,
             gaussian_blur,
+            order,
             random_erasing,
             seed,
             epoch,
@@ -158,6 +159,7 @@ impl Transform {
                 "sigma": [b.sigma.0, b.sigma.1],
                 "p": b.p,
             })),
+            "order": (!order.is_empty()).then(|| order.iter().collect::<Vec<_>>()),
             "random_erasing": random_erasing.map(|e| json!({
                 "p": e.p,
                 "scale": [e.scale.0, e.scale.1],
@@ -224,6 +226,7 @@ impl Transform {
                 "color_ops" => t.color_ops = field.list_with(color_op)?,
                 "gaussian_blur" => t.gaussian_blur = field.object_with(gaussian_blur)?,
                 "random_erasing" => t.random_erasing = field.object_with(random_erasing)?,
+                "order" => t.order = field.order()?,
                 "seed" => t.seed = field.required("a non-negative integer", integer)?,
                 "epoch" => t.epoch = field.required("a non-negative integer", integer)?,
                 _ => return Err(invalid(format!("unknown transform field `{key}`"))),
@@ -248,6 +251,17 @@ impl Field<'_> {
     /// A value that may not be null: `what` it must be, as read by `read`.
     fn required<T>(&self, what: &str, read: impl Fn(&Value) -> Option<T>) -> Parsed<T> {
         self.value.and_then(read).ok_or_else(|| self.wrong(what))
+    }
+
+    /// A list of step names ([`StepOrder`]), or null for the usual order.
+    fn order(&self) -> Parsed<StepOrder> {
+        let Some(value) = self.value else {
+            return Ok(StepOrder::default());
+        };
+        let names: Option<Vec<&str>> = value
+            .as_array()
+            .and_then(|list| list.iter().map(Value::as_str).collect());
+        StepOrder::new(&names.ok_or_else(|| self.wrong("a list of step names or null"))?)
     }
 
     /// A value, or null for none.
@@ -792,6 +806,7 @@ mod tests {
                 count: (2, 5),
                 ..RandomErasing::new(0.25)
             }),
+            order: StepOrder::default(),
             seed: u64::MAX,
             epoch: 7,
         }
@@ -944,6 +959,12 @@ mod tests {
             random_resized_crop: None,
             ..everything()
         };
+        let mut reversed = everything().ordered_steps();
+        reversed.reverse();
+        let reordered = Transform {
+            order: StepOrder::new(&reversed).unwrap(),
+            ..everything()
+        };
         let presets = [
             Transform::default(),
             Transform::imagenet_eval(),
@@ -951,6 +972,7 @@ mod tests {
         ];
         for t in [
             everything(),
+            reordered,
             with_trivial,
             shorter_side,
             capped,
@@ -978,7 +1000,7 @@ mod tests {
         }
         let written = everything().to_json();
         let keys = written.as_object().unwrap().len();
-        assert_eq!(keys, 33, "one key per field of Transform: {written}");
+        assert_eq!(keys, 34, "one key per field of Transform: {written}");
     }
 
     #[test]

@@ -400,6 +400,17 @@ pub fn transform_specs() -> BTreeMap<String, gpuprep::Transform> {
                     }
                 }),
                 color_ops: listed.color_ops,
+                order: s
+                    .get("order")
+                    .map_or_else(gpuprep::StepOrder::default, |o| {
+                        let names: Vec<&str> = o
+                            .as_array()
+                            .unwrap()
+                            .iter()
+                            .map(|n| n.as_str().unwrap())
+                            .collect();
+                        gpuprep::StepOrder::new(&names).unwrap()
+                    }),
                 seed: s["seed"].as_u64().unwrap_or(0),
                 epoch: s["epoch"].as_u64().unwrap_or(0),
             };

@@ -250,6 +250,13 @@ pub struct TransformArgs {
     /// max_count; the area range is shared among them); default 1.
     #[arg(long, value_parser = parse_count, value_name = "MIN[,MAX]")]
     random_erasing_count: Option<(u32, u32)>,
+    /// The order of the steps that keep the image's size, as a torchvision Compose lists them:
+    /// their flags without `--`, every one given, e.g. `color-jitter,random-rotation`; default
+    /// torchvision's usual order (the rotation or policy, --random-perspective,
+    /// --color-jitter, --grayscale, the single-operation transforms, --gaussian-blur). The
+    /// resize, pad, crops and flips run before them.
+    #[arg(long, value_parser = parse_order, value_name = "FLAG,FLAG,...")]
+    order: Option<gpuprep::StepOrder>,
     /// The seed each sample's random parameters are drawn from (with --epoch and the file's
     /// place among the inputs).
     #[arg(long, default_value_t = 0)]
@@ -477,6 +484,7 @@ impl TransformArgs {
         for &op in &self.color_ops.0 {
             t.color_ops = t.color_ops.with(op);
         }
+        t.order = self.order.unwrap_or(t.order);
         (t.seed, t.epoch) = (self.seed, self.epoch);
         t.resize = self.resize.or(t.resize);
         t.random_resize = self.random_resize.or(t.random_resize);

@@ -151,6 +151,7 @@ fn spec(t: &Transform) -> Value {
         "random_resize",
         "random_shortest_size",
         "gaussian_blur",
+        "order",
     ];
     for policy in own_form {
         let json = t.to_json()[policy].clone();

@@ -431,6 +431,24 @@ pub fn parse_blur(text: &str) -> Result<gpuprep::GaussianBlur, String> {
     })
 }
 
+/// `--order`: the steps that keep the image's size, named by their flags (with or without the
+/// leading `--`), comma-separated, in the order they run.
+pub fn parse_order(text: &str) -> Result<gpuprep::StepOrder, String> {
+    let methods = text
+        .split(',')
+        .map(|name| {
+            let flag = format!("--{}", name.trim().trim_start_matches("--"));
+            gpuprep::OPERATIONS
+                .iter()
+                .find(|o| o.flag == flag)
+                .map(|o| o.method)
+                .ok_or_else(|| format!("{flag} is not a flag of an operation"))
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    let order = gpuprep::StepOrder::new(&methods).map_err(|e| e.to_string())?;
+    Ok(order)
+}
+
 pub fn parse_erasing(text: &str) -> Result<gpuprep::RandomErasing, String> {
     let (p, value) = text.split_once(':').unwrap_or((text, "0"));
     let p: f64 = p
