@@ -1147,11 +1147,16 @@ SAME_SIZE_STEPS = {
 }
 
 
-def step_order(spec):
+def step_order(spec, params):
     """The methods of the spec's same-size steps in the order they run: its "order", or
-    torchvision's usual one (the single-operation transforms in theirs, after RandomGrayscale)."""
+    torchvision's usual one (the single-operation transforms in theirs, after RandomGrayscale);
+    without a spec, those of the parameters that need none (rotation, jitter, grey, blur)."""
     if spec.get("order"):
         return list(spec["order"])
+    if not spec:
+        drawn = (("random_rotation", "rotation"), ("color_jitter", "color"),
+                 ("grayscale", "grayscale"), ("gaussian_blur", "blur"))
+        return [method for method, key in drawn if key in params]
     steps = [m for m, (key, _) in SAME_SIZE_STEPS.items()
              if m != "gaussian_blur" and spec.get(key) is not None]
     steps += [op["op"] for op in spec.get("color_ops") or []]
@@ -1165,7 +1170,7 @@ def finish(a, params, spec=None):
         a = a[:, ::-1]
     if params.get("vflip"):
         a = a[::-1]
-    for method in step_order(spec):
+    for method in step_order(spec, params):
         _, apply = SAME_SIZE_STEPS.get(method, (None, _single(method)))
         a = apply(a, params, spec)
     return a

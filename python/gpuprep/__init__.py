@@ -89,9 +89,9 @@ def _color_method(torchvision, method, summary, argument):
     with_operation.__signature__ = signature
     with_operation.__doc__ = (
         f"{torchvision}({shown}p=0.5), applied with probability p.\n\n{summary}.\n\n"
-        "Applied after RandomGrayscale, with the other single-operation transforms in the order "
-        "their methods were first called; called again, it keeps its place and takes the new "
-        "values.")
+        "Applied after RandomGrayscale (unless order(...) says otherwise), with the other "
+        "single-operation transforms in the order their methods were first called; called "
+        "again, it keeps its place and takes the new values.")
     return with_operation
 
 

@@ -24,10 +24,12 @@ class ReadError(GpuprepError, OSError): ...
 class Transform:
     """What Pillow + torchvision do between the decoded image and the tensor: at most one of each
     operation (a method called again replaces it), applied in torchvision's usual order whatever
-    order the methods were called in (resize or random resized crop, centre crop, flips, rotation
-    or TrivialAugmentWide, ColorJitter, RandomGrayscale, the single-operation transforms in the
-    order their methods were first called, GaussianBlur, ToTensor, Normalize, RandomErasing); the
-    repr lists them in that order."""
+    order the methods were called in (resize or random resized crop, pad, centre or random crop,
+    flips, then the steps that keep the image's size: the rotation, RandomAffine or policy,
+    RandomPerspective, ColorJitter, RandomGrayscale, the single-operation transforms in the order
+    their methods were first called, GaussianBlur; then ToTensor, Normalize, RandomErasing), or
+    with the steps that keep the size in the order given to `order(...)`; the repr lists them in
+    the order they run."""
     def __init__(self) -> None: ...
     @staticmethod
     def imagenet_eval() -> Transform: ...

@@ -399,8 +399,11 @@ fn describe(t: &gpuprep::Transform) -> String {
         ..*t
     }
     .ordered_steps();
-    for method in t.ordered_steps() {
-        if let Some(at) = usual.iter().position(|&m| m == method) {
+    // Those the order names, then any it leaves out (a transform that `validate` refuses).
+    let ordered = t.ordered_steps();
+    let left_out = usual.iter().filter(|m| !ordered.contains(m));
+    for method in ordered.iter().chain(left_out) {
+        if let Some(at) = usual.iter().position(|m| m == method) {
             steps.push(described[at].clone());
         }
     }
@@ -460,12 +463,14 @@ fn dtype_name(dtype: DType) -> &'static str {
 /// `Transform()` (the decoded image itself, uint8 H×W×3), then changed by methods named as
 /// torchvision's transforms, each returning a new Transform. It holds at most one of each
 /// operation (a method called again replaces it) and applies them in torchvision's usual order,
-/// whatever order the methods were called in: resize or random resized crop, centre crop, flips,
-/// rotation or TrivialAugmentWide, ColorJitter, RandomGrayscale, the single-operation transforms
+/// whatever order the methods were called in: resize or random resized crop, pad, centre or
+/// random crop, flips, then the steps that keep the image's size (the rotation, RandomAffine or
+/// policy, RandomPerspective, ColorJitter, RandomGrayscale, the single-operation transforms
 /// (RandomInvert, RandomPosterize, RandomSolarize, RandomAdjustSharpness, RandomAutocontrast,
-/// RandomEqualize) in the order their methods were first called, ToTensor, Normalize,
-/// RandomErasing. Its repr lists them in that order; `from_torchvision` translates a Compose
-/// only where its order is this one.
+/// RandomEqualize) in the order their methods were first called, GaussianBlur), ToTensor,
+/// Normalize, RandomErasing; `order(...)` runs the steps that keep the size in another order.
+/// Its repr lists them in the order they run; `from_torchvision` translates a Compose whose
+/// order this can hold.
 #[pyclass(module = "gpuprep._gpuprep", frozen)]
 #[derive(Clone)]
 struct Transform(gpuprep::Transform);
@@ -775,7 +780,7 @@ impl Transform {
         })
     }
 
-    /// RandomRotation(degrees, interpolation, fill): after the flips and before the colour
+    /// RandomRotation(degrees, interpolation, fill): by default after the flips and before the colour
     /// adjustments; degrees a number d (-d..d) or (min, max), interpolation 'nearest',
     /// 'bilinear' or 'bicubic', fill a number or one per channel; with p below 1,
     /// RandomApply([RandomRotation(...)], p).
@@ -803,7 +808,7 @@ impl Transform {
         Ok(Self(t))
     }
 
-    /// RandomAffine(degrees, translate, scale, shear, interpolation, fill, center): after the
+    /// RandomAffine(degrees, translate, scale, shear, interpolation, fill, center): by default after the
     /// flips and before the colour adjustments; degrees a number d (-d..d) or (min, max),
     /// translate the largest shifts as fractions of the width and height, scale (min, max),
     /// shear a number s (an x shear in -s..s), (min, max) or (x min, x max, y min, y max),
@@ -870,7 +875,7 @@ impl Transform {
         Ok(Self(t))
     }
 
-    /// RandomPerspective(distortion_scale, p, interpolation, fill), after the rotation or
+    /// RandomPerspective(distortion_scale, p, interpolation, fill), by default after the rotation or
     /// augmentation policy: in a share p of the samples, each corner moved inwards by up to
     /// distortion_scale of half the side and the image mapped onto them (Pillow's perspective
     /// transform); interpolation 'bilinear' (torchvision's default), 'nearest' or 'bicubic',
@@ -897,7 +902,7 @@ impl Transform {
     }
 
     /// TrivialAugmentWide(num_magnitude_bins, interpolation, fill): one operation a sample,
-    /// after the flips and before the colour adjustments; interpolation 'nearest', 'bilinear'
+    /// by default after the flips and before the colour adjustments; interpolation 'nearest', 'bilinear'
     /// or 'bicubic', fill a number or one per channel; v2 True for transforms.v2's (its
     /// Solarize threshold is 255 × linspace(1, 0), not linspace(255, 0)).
     #[pyo3(signature = (num_magnitude_bins=31, interpolation="nearest", fill=None, v2=false))]
@@ -922,7 +927,7 @@ impl Transform {
     }
 
     /// RandAugment(num_ops, magnitude, num_magnitude_bins, interpolation, fill): `num_ops`
-    /// operations a sample, each at the magnitude's bin, after the flips and before the colour
+    /// operations a sample, each at the magnitude's bin, by default after the flips and before the colour
     /// adjustments; interpolation 'nearest', 'bilinear' or 'bicubic', fill a number or one per
     /// channel, v2 as for trivial_augment_wide.
     #[pyo3(signature = (
@@ -954,7 +959,7 @@ impl Transform {
     }
 
     /// AutoAugment(policy, interpolation, fill): one of the policy's sub-policies a sample
-    /// ('imagenet', 'cifar10' or 'svhn', torchvision's `AutoAugmentPolicy` values), after the
+    /// ('imagenet', 'cifar10' or 'svhn', torchvision's `AutoAugmentPolicy` values), by default after the
     /// flips and before the colour adjustments; interpolation 'nearest', 'bilinear' or
     /// 'bicubic', fill a number or one per channel, v2 as for trivial_augment_wide.
     #[pyo3(signature = (policy="imagenet", interpolation="nearest", fill=None, v2=false))]
@@ -985,7 +990,7 @@ impl Transform {
 
     /// timm's RandAugment of a `rand-...` string (`rand-m9-mstd0.5-inc1`: magnitude 9 with
     /// noise 0.5, the increasing set; `n`, `p`, `mmax` too): timm's own operations and level
-    /// rules, after the flips and before the colour adjustments. `fill` is timm's `img_mean`
+    /// rules, by default after the flips and before the colour adjustments. `fill` is timm's `img_mean`
     /// (create_transform passes its mean times 255, rounded; timm's default 128), interpolation
     /// 'random' (timm's default: bilinear or bicubic drawn per operation; create_transform
     /// passes its own, 'bilinear' by default), 'nearest', 'bilinear' or 'bicubic', and
@@ -1020,7 +1025,7 @@ impl Transform {
 
     /// timm's AutoAugment of a policy string (`original`, `originalr`, `v0`, `v0r`, each with an
     /// optional `-mstdS`, the magnitudes' noise: `original-mstd0.5`): one of the policy's
-    /// sub-policies a sample, timm's own operations and level rules, after the flips and before
+    /// sub-policies a sample, timm's own operations and level rules, by default after the flips and before
     /// the colour adjustments. `fill`, `interpolation` and `translate_pct` as for
     /// `timm_rand_augment`. timm's '3a' policy is refused by name.
     #[pyo3(signature = (config="v0", fill=None, interpolation="random", translate_pct=0.45))]
@@ -1054,7 +1059,7 @@ impl Transform {
     /// timm's AugMix of an `augmix-...` string (`augmix-m3-w3`: severity `m`, `w` chains of `d`
     /// operations, 1 to 3 drawn without `d`, Dirichlet and Beta parameter `a`, magnitude noise
     /// `mstd`, uniform without it): the chains run on the image, summed with their weights in
-    /// float32, blended into it; after the flips and before the colour adjustments. `fill`,
+    /// float32, blended into it; by default after the flips and before the colour adjustments. `fill`,
     /// `interpolation` and `translate_pct` as for `timm_rand_augment` (create_transform passes
     /// 0.3). The blended form (`b1`) is refused by name.
     #[pyo3(signature = (config="augmix-m3-w3", fill=None, interpolation="random", translate_pct=0.45))]
@@ -1097,7 +1102,7 @@ impl Transform {
         }))
     }
 
-    /// GaussianBlur(kernel_size, sigma): after the colour operations; kernel_size an odd number
+    /// GaussianBlur(kernel_size, sigma): by default after the colour operations; kernel_size an odd number
     /// k or (kx, ky), at most 31; sigma a number or the (min, max) it is drawn from; with p
     /// below 1, RandomApply([GaussianBlur(...)], p). The kernels are torchvision's in float32
     /// with each exp correctly rounded, where torch's x86-64 builds take MKL's: replayed with

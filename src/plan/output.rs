@@ -76,11 +76,12 @@ pub const MAX_REMAPS: usize = {
     (if ops > chained { ops } else { chained }) + 1
 };
 
-/// One step of the image after its rotation, in the order torchvision runs them.
+/// One step of the image after stage 4, in the order they run.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum Step {
-    /// An affine map of the image so far: a filtered `RandomRotation`, or an augmentation's
-    /// shear, translation or rotation, filtered or after another of its operations.
+    /// A map of the image so far: `RandomRotation`, `RandomAffine`, an augmentation's shear,
+    /// translation or rotation, or `RandomPerspective`'s, where stage 4 does not walk it (a
+    /// filtered map, or one after another step).
     Remap(super::Rotation),
     /// A colour operation.
     Adjust(Adjustment),
@@ -108,12 +109,14 @@ pub struct OutputPlan {
     pub horizontal_flip: bool,
     /// Whether it is mirrored top to bottom.
     pub vertical_flip: bool,
-    /// `RandomRotation` of the flipped image, or the augmentation policy's shear, translation
-    /// or rotation when that is its first operation, when they sample the nearest pixel.
+    /// The first step when it is a map stage 4 walks in fixed point (a nearest-pixel
+    /// `RandomRotation`, `RandomAffine`, or a policy's shear, translation or rotation).
     pub rotation: Option<super::Rotation>,
-    /// What happens to the rotated image, in order: the augmentation policy's (other)
-    /// operations, `ColorJitter`'s, `RandomGrayscale`'s where it drew one, the
-    /// single-operation transforms' that drew theirs, then `GaussianBlur` where it applies.
+    /// What happens to the (rotated) image, in the transform's order of its steps that keep the
+    /// size ([`Transform::ordered_steps`]): the rotation, affine map or policy's operations
+    /// (AugMix's chains), `RandomPerspective`'s map, `ColorJitter`'s adjustments,
+    /// `RandomGrayscale`, the single-operation transforms that drew theirs, `GaussianBlur`,
+    /// each where it applies.
     pub steps: Vec<Step>,
     /// `RandomErasing`'s boxes of the output and their values, in the order they are written
     /// (a later box over an earlier one).

@@ -208,7 +208,7 @@ impl ColorJitter {
 }
 
 /// torchvision `RandomRotation(degrees, interpolation, expand=False, center=None, fill)` of the
-/// cropped, flipped image, before the colour adjustments: an angle drawn uniformly from
+/// cropped, flipped image, by default before the colour adjustments: an angle drawn uniformly from
 /// `degrees`, Pillow's `Image.rotate` about the image's centre, `fill` where no pixel maps.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct RandomRotation {
@@ -359,12 +359,12 @@ pub struct Transform {
     pub color_jitter: Option<ColorJitter>,
     /// `RandomGrayscale(p)` (three equal channels); default none.
     pub grayscale: Option<f64>,
-    /// `RandomRotation` after the flips, before `ColorJitter`; default none.
+    /// `RandomRotation` by default after the flips, before `ColorJitter`; default none.
     pub random_rotation: Option<RandomRotation>,
     /// `RandomAffine` in the same place (not with `RandomRotation` or an augmentation policy);
     /// default none.
     pub random_affine: Option<RandomAffine>,
-    /// `TrivialAugmentWide` after the flips, before `ColorJitter` (not with `RandomRotation`);
+    /// `TrivialAugmentWide` by default after the flips, before `ColorJitter` (not with `RandomRotation`);
     /// default none.
     pub trivial_augment: Option<TrivialAugment>,
     /// `RandAugment` in the same place (not with `RandomRotation` or another augmentation
@@ -382,13 +382,13 @@ pub struct Transform {
     /// timm's `AugMix` (`augmix-...` strings) in the same place (not with `RandomRotation` or
     /// another augmentation policy); default none.
     pub timm_aug_mix: Option<TimmAugMix>,
-    /// `RandomPerspective` after the rotation or augmentation policy, before `ColorJitter`;
+    /// `RandomPerspective` by default after the rotation or augmentation policy, before `ColorJitter`;
     /// default none.
     pub random_perspective: Option<RandomPerspective>,
     /// torchvision's single-operation transforms (`RandomInvert`, `RandomPosterize`, ...), after
     /// `RandomGrayscale`, in their order; default none.
     pub color_ops: ColorOps,
-    /// `GaussianBlur` after the colour operations, before the tensor conversion; default none.
+    /// `GaussianBlur` by default after the colour operations, before the tensor conversion; default none.
     pub gaussian_blur: Option<GaussianBlur>,
     /// The order of the steps above that keep the image's size (the rotation or policy,
     /// `RandomPerspective`, `ColorJitter`, `RandomGrayscale`, the single-operation transforms,

@@ -1,7 +1,7 @@
 //! The order of a transform's steps that keep the image's size: the rotation, `RandomAffine` or
 //! augmentation policy, `RandomPerspective`, `ColorJitter`, `RandomGrayscale`, the
 //! single-operation transforms and `GaussianBlur`. By default they run in torchvision's usual
-//! order ([`super::OPERATIONS`]'); a [`StepOrder`] runs them as a torchvision Compose lists them.
+//! order ([`super::OPERATIONS`]); a [`StepOrder`] runs them as a torchvision Compose lists them.
 //! The size-changing steps (resize, pad, crops) come before them and the flips first among them,
 //! whatever the order: those are the places gpuprep computes them in.
 

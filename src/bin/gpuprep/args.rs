@@ -132,7 +132,7 @@ pub struct TransformArgs {
     /// RandomVerticalFlip(P).
     #[arg(long, value_name = "P")]
     vflip: Option<f64>,
-    /// RandomRotation(D) (an angle in -D..D degrees) or of `MIN,MAX` degrees, after the flips;
+    /// RandomRotation(D) (an angle in -D..D degrees) or of `MIN,MAX` degrees, by default after the flips;
     /// the pixels no source pixel maps to take `V` or `R,G,B` (default 0); sampled with
     /// `nearest` (default), `bilinear` or `bicubic` interpolation.
     #[arg(long, value_parser = parse_rotation, value_name = "D|MIN,MAX[:FILL][:INTERPOLATION]")]
@@ -140,7 +140,7 @@ pub struct TransformArgs {
     /// RandomApply([RandomRotation(...)], P): the rotation in that share of the samples.
     #[arg(long, value_name = "P")]
     random_rotation_p: Option<f64>,
-    /// RandomAffine(D or MIN,MAX degrees), after the flips, with any of `translate=A,B`
+    /// RandomAffine(D or MIN,MAX degrees), by default after the flips, with any of `translate=A,B`
     /// (fractions of the width and height), `scale=MIN,MAX`, `shear=S | MIN,MAX |
     /// XMIN,XMAX,YMIN,YMAX` (degrees), `center=X,Y`, a fill and an interpolation as for
     /// --random-rotation, and `v2` (transforms.v2's RandomAffine, whose matrix arithmetic differs
@@ -154,7 +154,7 @@ pub struct TransformArgs {
     /// RandomApply([RandomAffine(...)], P): the map in that share of the samples.
     #[arg(long, value_name = "P")]
     random_affine_p: Option<f64>,
-    /// RandomPerspective(distortion_scale=D, p=P (default 0.5)), after the rotation or
+    /// RandomPerspective(distortion_scale=D, p=P (default 0.5)), by default after the rotation or
     /// augmentation policy; FILL as for --random-rotation; sampled with `bilinear` (default),
     /// `nearest` or `bicubic` interpolation.
     #[arg(
@@ -163,7 +163,7 @@ pub struct TransformArgs {
         value_name = "D[,P][:FILL][:INTERPOLATION]"
     )]
     random_perspective: Option<gpuprep::RandomPerspective>,
-    /// TrivialAugmentWide(num_magnitude_bins=BINS), after the flips (default 31 bins); FILL and
+    /// TrivialAugmentWide(num_magnitude_bins=BINS), by default after the flips (default 31 bins); FILL and
     /// INTERPOLATION as for --random-rotation; `v2` for transforms.v2's (its Solarize threshold
     /// is 255 × linspace(1, 0), not linspace(255, 0)).
     #[arg(
@@ -172,7 +172,7 @@ pub struct TransformArgs {
         value_name = "BINS[:FILL][:INTERPOLATION][:v2]"
     )]
     trivial_augment: Option<gpuprep::TrivialAugment>,
-    /// RandAugment(num_ops=N, magnitude=M, num_magnitude_bins=BINS), after the flips (default
+    /// RandAugment(num_ops=N, magnitude=M, num_magnitude_bins=BINS), by default after the flips (default
     /// 2,9,31); FILL, INTERPOLATION and `v2` as for --trivial-augment.
     #[arg(
         long,
@@ -180,7 +180,7 @@ pub struct TransformArgs {
         value_name = "N,M[,BINS][:FILL][:INTERPOLATION][:v2]"
     )]
     rand_augment: Option<gpuprep::RandAugment>,
-    /// AutoAugment(policy=POLICY), after the flips: imagenet, cifar10 or svhn; FILL,
+    /// AutoAugment(policy=POLICY), by default after the flips: imagenet, cifar10 or svhn; FILL,
     /// INTERPOLATION and `v2` as for --trivial-augment.
     #[arg(
         long,
@@ -188,7 +188,7 @@ pub struct TransformArgs {
         value_name = "POLICY[:FILL][:INTERPOLATION][:v2]"
     )]
     auto_augment: Option<gpuprep::AutoAugment>,
-    /// timm's RandAugment of a `rand-...` CONFIG (`rand-m9-mstd0.5-inc1`), after the flips:
+    /// timm's RandAugment of a `rand-...` CONFIG (`rand-m9-mstd0.5-inc1`), by default after the flips:
     /// timm's own operations; FILL (default timm's 128; create_transform's is its mean, 124,116,104
     /// for ImageNet's) and INTERPOLATION (default random: bilinear or bicubic per operation, as
     /// timm draws them; create_transform passes bilinear).
@@ -199,7 +199,7 @@ pub struct TransformArgs {
     )]
     timm_rand_augment: Option<gpuprep::TimmRandAugment>,
     /// timm's AutoAugment of a CONFIG (`original`, `originalr`, `v0`, `v0r`, each with an
-    /// optional `-mstdS`: `original-mstd0.5`), after the flips: timm's own policies and
+    /// optional `-mstdS`: `original-mstd0.5`), by default after the flips: timm's own policies and
     /// operations; FILL and INTERPOLATION as for --timm-rand-augment.
     #[arg(
         long,
@@ -209,7 +209,7 @@ pub struct TransformArgs {
     timm_auto_augment: Option<gpuprep::TimmAutoAugment>,
     /// timm's AugMix of an `augmix-...` CONFIG (`m` severity, default 3; `w` chains, 3; `d`
     /// depth, 1 to 3 drawn when absent; `a` alpha, 1; `mstd`, uniform magnitudes when absent),
-    /// after the flips; FILL and INTERPOLATION as for --timm-rand-augment; `translate=P` the
+    /// by default after the flips; FILL and INTERPOLATION as for --timm-rand-augment; `translate=P` the
     /// largest translation's share of the side (timm's 0.45; create_transform passes 0.3).
     #[arg(
         long,
@@ -223,10 +223,10 @@ pub struct TransformArgs {
     /// RandomApply([ColorJitter(...)], P): the colour jitter in that share of the samples.
     #[arg(long, value_name = "P")]
     color_jitter_p: Option<f64>,
-    /// RandomGrayscale(P), after the colour jitter.
+    /// RandomGrayscale(P), by default after the colour jitter.
     #[arg(long, value_name = "P")]
     grayscale: Option<f64>,
-    /// torchvision's single-operation transforms, one flag each, after --grayscale in the
+    /// torchvision's single-operation transforms, one flag each, by default after --grayscale in the
     /// order given.
     #[command(flatten)]
     color_ops: ColorOpArgs,
