@@ -883,7 +883,6 @@ def test_refusals_are_gpuprep_errors_raised_by_from_torchvision():
         T.Compose([T.RandomPosterize(9)]),
         v2.Compose([v2.RandomSolarize(float("nan"))]),
         T.Compose([T.RandomAdjustSharpness(2.0, p=1.5)]),
-        T.Compose([T.RandomInvert(), T.RandomGrayscale()]),
         T.Compose([T.ToTensor(), T.RandomEqualize()]),
     ]
     with warnings.catch_warnings():
