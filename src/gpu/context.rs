@@ -106,11 +106,25 @@ const PRIMARY: wgpu::Backends = wgpu::Backends::VULKAN
     .union(wgpu::Backends::METAL)
     .union(wgpu::Backends::DX12);
 
-/// An instance on `backends`, unless `WGPU_BACKEND` names others.
+/// The instance on `backends` (unless `WGPU_BACKEND` names others), one for the process: made
+/// once and kept, so that the Vulkan driver is loaded once. An instance dropped unloads the
+/// driver, and loading it again takes more of the C library's static TLS, which it does not give
+/// back; a process that has loaded torch's libraries runs out of it after a few dozen loads
+/// (NVIDIA's Vulkan driver then fails to load, and wgpu falls back to GL).
 fn instance(backends: wgpu::Backends) -> wgpu::Instance {
+    static INSTANCES: std::sync::Mutex<Vec<(wgpu::Backends, wgpu::Instance)>> =
+        std::sync::Mutex::new(Vec::new());
+    let mut made = INSTANCES
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    if let Some((_, instance)) = made.iter().find(|(b, _)| *b == backends) {
+        return instance.clone();
+    }
     let mut descriptor = wgpu::InstanceDescriptor::new_without_display_handle();
     descriptor.backends = backends;
-    wgpu::Instance::new(descriptor.with_env())
+    let instance = wgpu::Instance::new(descriptor.with_env());
+    made.push((backends, instance.clone()));
+    instance
 }
 
 /// The default adapter of the instance on `backends` (see [`instance`]).
