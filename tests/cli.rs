@@ -980,7 +980,9 @@ fn recursive_folders_mirror_their_paths() {
 /// Converts tests/data/photos on the CPU backend with `flags` (into a fresh folder `name`), checks
 /// that `parity --pillow` with the same flags finds GPU, CPU and Pillow identical on all six files,
 /// and returns the report's image entries.
-fn converted_and_replayed(name: &str, flags: &[&str]) -> Vec<serde_json::Value> {
+/// `gpuprep convert` of the bundled photos on the CPU with `flags` into a fresh folder: the
+/// folder and its report.json.
+fn converted(name: &str, flags: &[&str]) -> (PathBuf, serde_json::Value) {
     let out = fresh_dir(name);
     let output = gpuprep()
         .arg("convert")
@@ -994,6 +996,11 @@ fn converted_and_replayed(name: &str, flags: &[&str]) -> Vec<serde_json::Value> 
     assert!(output.status.success(), "{output:?}");
     let report: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(out.join("report.json")).unwrap()).unwrap();
+    (out, report)
+}
+
+fn converted_and_replayed(name: &str, flags: &[&str]) -> Vec<serde_json::Value> {
+    let (out, report) = converted(name, flags);
     let images = report["images"].as_array().unwrap().clone();
     assert_eq!(images.len(), 6);
     let json = out.join("parity.json");
@@ -1135,19 +1142,7 @@ fn order_runs_the_steps_as_given_and_is_replayed_through_pillow() {
     .concat();
     converted_and_replayed("order", &ordered);
     let report = |flags: &[&str], name: &str| {
-        let out = fresh_dir(name);
-        let output = gpuprep()
-            .arg("convert")
-            .arg(data("photos"))
-            .arg("--out")
-            .arg(&out)
-            .args(["--backend", "cpu"])
-            .args(flags)
-            .output()
-            .unwrap();
-        assert!(output.status.success(), "{output:?}");
-        let text = std::fs::read_to_string(out.join("report.json")).unwrap();
-        let report: serde_json::Value = serde_json::from_str(&text).unwrap();
+        let (out, report) = converted(name, flags);
         let mut arrays: Vec<_> = std::fs::read_dir(&out)
             .unwrap()
             .map(|e| e.unwrap().path())
