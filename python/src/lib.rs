@@ -780,8 +780,8 @@ impl Transform {
         })
     }
 
-    /// RandomRotation(degrees, interpolation, fill): by default after the flips and before the colour
-    /// adjustments; degrees a number d (-d..d) or (min, max), interpolation 'nearest',
+    /// RandomRotation(degrees, interpolation, fill): by default after the flips and before the
+    /// colour adjustments; degrees a number d (-d..d) or (min, max), interpolation 'nearest',
     /// 'bilinear' or 'bicubic', fill a number or one per channel; with p below 1,
     /// RandomApply([RandomRotation(...)], p).
     #[pyo3(signature = (degrees, interpolation="nearest", fill=None, p=1.0))]
@@ -808,8 +808,8 @@ impl Transform {
         Ok(Self(t))
     }
 
-    /// RandomAffine(degrees, translate, scale, shear, interpolation, fill, center): by default after the
-    /// flips and before the colour adjustments; degrees a number d (-d..d) or (min, max),
+    /// RandomAffine(degrees, translate, scale, shear, interpolation, fill, center): by default
+    /// after the flips and before the colour adjustments; degrees a number d (-d..d) or (min, max),
     /// translate the largest shifts as fractions of the width and height, scale (min, max),
     /// shear a number s (an x shear in -s..s), (min, max) or (x min, x max, y min, y max),
     /// interpolation 'nearest', 'bilinear' or 'bicubic', fill a number or one per channel,
@@ -875,8 +875,8 @@ impl Transform {
         Ok(Self(t))
     }
 
-    /// RandomPerspective(distortion_scale, p, interpolation, fill), by default after the rotation or
-    /// augmentation policy: in a share p of the samples, each corner moved inwards by up to
+    /// RandomPerspective(distortion_scale, p, interpolation, fill), by default after the rotation
+    /// or augmentation policy: in a share p of the samples, each corner moved inwards by up to
     /// distortion_scale of half the side and the image mapped onto them (Pillow's perspective
     /// transform); interpolation 'bilinear' (torchvision's default), 'nearest' or 'bicubic',
     /// fill a number or one per channel.
@@ -902,8 +902,8 @@ impl Transform {
     }
 
     /// TrivialAugmentWide(num_magnitude_bins, interpolation, fill): one operation a sample,
-    /// by default after the flips and before the colour adjustments; interpolation 'nearest', 'bilinear'
-    /// or 'bicubic', fill a number or one per channel; v2 True for transforms.v2's (its
+    /// by default after the flips and before the colour adjustments; interpolation 'nearest',
+    /// 'bilinear' or 'bicubic', fill a number or one per channel; v2 True for transforms.v2's (its
     /// Solarize threshold is 255 × linspace(1, 0), not linspace(255, 0)).
     #[pyo3(signature = (num_magnitude_bins=31, interpolation="nearest", fill=None, v2=false))]
     fn trivial_augment_wide(
@@ -927,9 +927,9 @@ impl Transform {
     }
 
     /// RandAugment(num_ops, magnitude, num_magnitude_bins, interpolation, fill): `num_ops`
-    /// operations a sample, each at the magnitude's bin, by default after the flips and before the colour
-    /// adjustments; interpolation 'nearest', 'bilinear' or 'bicubic', fill a number or one per
-    /// channel, v2 as for trivial_augment_wide.
+    /// operations a sample, each at the magnitude's bin, by default after the flips and before the
+    /// colour adjustments; interpolation 'nearest', 'bilinear' or 'bicubic', fill a number or one
+    /// per channel, v2 as for trivial_augment_wide.
     #[pyo3(signature = (
         num_ops=2, magnitude=9, num_magnitude_bins=31, interpolation="nearest", fill=None,
         v2=false
@@ -959,8 +959,8 @@ impl Transform {
     }
 
     /// AutoAugment(policy, interpolation, fill): one of the policy's sub-policies a sample
-    /// ('imagenet', 'cifar10' or 'svhn', torchvision's `AutoAugmentPolicy` values), by default after the
-    /// flips and before the colour adjustments; interpolation 'nearest', 'bilinear' or
+    /// ('imagenet', 'cifar10' or 'svhn', torchvision's `AutoAugmentPolicy` values), by default
+    /// after the flips and before the colour adjustments; interpolation 'nearest', 'bilinear' or
     /// 'bicubic', fill a number or one per channel, v2 as for trivial_augment_wide.
     #[pyo3(signature = (policy="imagenet", interpolation="nearest", fill=None, v2=false))]
     fn auto_augment(
@@ -990,11 +990,11 @@ impl Transform {
 
     /// timm's RandAugment of a `rand-...` string (`rand-m9-mstd0.5-inc1`: magnitude 9 with
     /// noise 0.5, the increasing set; `n`, `p`, `mmax` too): timm's own operations and level
-    /// rules, by default after the flips and before the colour adjustments. `fill` is timm's `img_mean`
-    /// (create_transform passes its mean times 255, rounded; timm's default 128), interpolation
-    /// 'random' (timm's default: bilinear or bicubic drawn per operation; create_transform
-    /// passes its own, 'bilinear' by default), 'nearest', 'bilinear' or 'bicubic', and
-    /// translate_pct the largest translation, a share of the side.
+    /// rules, by default after the flips and before the colour adjustments. `fill` is timm's
+    /// `img_mean` (create_transform passes its mean times 255, rounded; timm's default 128),
+    /// interpolation 'random' (timm's default: bilinear or bicubic drawn per operation;
+    /// create_transform passes its own, 'bilinear' by default), 'nearest', 'bilinear' or 'bicubic',
+    /// and translate_pct the largest translation, a share of the side.
     #[pyo3(signature = (config="rand-m9-mstd0.5-inc1", fill=None, interpolation="random", translate_pct=0.45))]
     fn timm_rand_augment(
         &self,
@@ -1025,8 +1025,8 @@ impl Transform {
 
     /// timm's AutoAugment of a policy string (`original`, `originalr`, `v0`, `v0r`, each with an
     /// optional `-mstdS`, the magnitudes' noise: `original-mstd0.5`): one of the policy's
-    /// sub-policies a sample, timm's own operations and level rules, by default after the flips and before
-    /// the colour adjustments. `fill`, `interpolation` and `translate_pct` as for
+    /// sub-policies a sample, timm's own operations and level rules, by default after the flips and
+    /// before the colour adjustments. `fill`, `interpolation` and `translate_pct` as for
     /// `timm_rand_augment`. timm's '3a' policy is refused by name.
     #[pyo3(signature = (config="v0", fill=None, interpolation="random", translate_pct=0.45))]
     fn timm_auto_augment(
@@ -1059,9 +1059,9 @@ impl Transform {
     /// timm's AugMix of an `augmix-...` string (`augmix-m3-w3`: severity `m`, `w` chains of `d`
     /// operations, 1 to 3 drawn without `d`, Dirichlet and Beta parameter `a`, magnitude noise
     /// `mstd`, uniform without it): the chains run on the image, summed with their weights in
-    /// float32, blended into it; by default after the flips and before the colour adjustments. `fill`,
-    /// `interpolation` and `translate_pct` as for `timm_rand_augment` (create_transform passes
-    /// 0.3). The blended form (`b1`) is refused by name.
+    /// float32, blended into it; by default after the flips and before the colour adjustments.
+    /// `fill`, `interpolation` and `translate_pct` as for `timm_rand_augment` (create_transform
+    /// passes 0.3). The blended form (`b1`) is refused by name.
     #[pyo3(signature = (config="augmix-m3-w3", fill=None, interpolation="random", translate_pct=0.45))]
     fn timm_aug_mix(
         &self,
@@ -1102,8 +1102,8 @@ impl Transform {
         }))
     }
 
-    /// GaussianBlur(kernel_size, sigma): by default after the colour operations; kernel_size an odd number
-    /// k or (kx, ky), at most 31; sigma a number or the (min, max) it is drawn from; with p
+    /// GaussianBlur(kernel_size, sigma): by default after the colour operations; kernel_size an odd
+    /// number k or (kx, ky), at most 31; sigma a number or the (min, max) it is drawn from; with p
     /// below 1, RandomApply([GaussianBlur(...)], p). The kernels are torchvision's in float32
     /// with each exp correctly rounded, where torch's x86-64 builds take MKL's: replayed with
     /// torch's own kernels (`torchvision_params`) the blur is exact; drawn here, about one value
@@ -2041,8 +2041,8 @@ type ShardsWritten = (
 );
 
 /// `gpuprep shard` from Python: the images at `paths` (an ImageFolder root where `folder`;
-/// labelled by the file `labels` where given) resized to shorter side `resize` and written as shards at `out` (see `gpuprep.write_shards`).
-/// Returns a [`ShardsWritten`].
+/// labelled by the file `labels` where given) resized to shorter side `resize` and written as
+/// shards at `out` (see `gpuprep.write_shards`). Returns a [`ShardsWritten`].
 /// Ctrl-C stops the job at its next chunk (its complete shards stay) and raises
 /// KeyboardInterrupt.
 #[pyfunction]

@@ -7,9 +7,9 @@ use super::{Filter, InvalidTransform};
 pub type Range = (f64, f64);
 
 /// torchvision `RandomAffine(degrees, translate, scale, shear, interpolation, fill, center)` of
-/// the cropped, flipped image, by default before the colour adjustments: per sample an angle, a translation,
-/// a scale and a shear drawn as its `get_params` draws them, then one affine map about the centre
-/// (`F.affine` on a PIL image: `Image.transform` with torchvision's inverse matrix).
+/// the cropped, flipped image, by default before the colour adjustments: per sample an angle, a
+/// translation, a scale and a shear drawn as its `get_params` draws them, then one affine map about
+/// the centre (`F.affine` on a PIL image: `Image.transform` with torchvision's inverse matrix).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct RandomAffine {
     /// The angle's range in degrees, counter-clockwise: torchvision's `(-d, d)` for a number `d`.

@@ -364,8 +364,8 @@ pub struct Transform {
     /// `RandomAffine` in the same place (not with `RandomRotation` or an augmentation policy);
     /// default none.
     pub random_affine: Option<RandomAffine>,
-    /// `TrivialAugmentWide` by default after the flips, before `ColorJitter` (not with `RandomRotation`);
-    /// default none.
+    /// `TrivialAugmentWide` by default after the flips, before `ColorJitter` (not with
+    /// `RandomRotation`); default none.
     pub trivial_augment: Option<TrivialAugment>,
     /// `RandAugment` in the same place (not with `RandomRotation` or another augmentation
     /// policy); default none.
@@ -382,13 +382,14 @@ pub struct Transform {
     /// timm's `AugMix` (`augmix-...` strings) in the same place (not with `RandomRotation` or
     /// another augmentation policy); default none.
     pub timm_aug_mix: Option<TimmAugMix>,
-    /// `RandomPerspective` by default after the rotation or augmentation policy, before `ColorJitter`;
-    /// default none.
+    /// `RandomPerspective` by default after the rotation or augmentation policy, before
+    /// `ColorJitter`; default none.
     pub random_perspective: Option<RandomPerspective>,
     /// torchvision's single-operation transforms (`RandomInvert`, `RandomPosterize`, ...), after
     /// `RandomGrayscale`, in their order; default none.
     pub color_ops: ColorOps,
-    /// `GaussianBlur` by default after the colour operations, before the tensor conversion; default none.
+    /// `GaussianBlur` by default after the colour operations, before the tensor conversion; default
+    /// none.
     pub gaussian_blur: Option<GaussianBlur>,
     /// The order of the steps above that keep the image's size (the rotation or policy,
     /// `RandomPerspective`, `ColorJitter`, `RandomGrayscale`, the single-operation transforms,

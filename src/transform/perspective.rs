@@ -4,8 +4,8 @@
 use super::{Filter, InvalidTransform};
 
 /// torchvision `RandomPerspective(distortion_scale, p, interpolation, fill)` of the image after
-/// its rotation or augmentation policy, by default before the colour adjustments: in a share `p` of the
-/// samples, each corner moved inwards by a random number of pixels, at most `distortion_scale`
+/// its rotation or augmentation policy, by default before the colour adjustments: in a share `p` of
+/// the samples, each corner moved inwards by a random number of pixels, at most `distortion_scale`
 /// of half the side, and the image mapped so that the corners land there (`F.perspective` on a
 /// PIL image: `Image.transform(size, PERSPECTIVE, coefficients, interpolation,
 /// fillcolor=fill)`).

@@ -132,8 +132,8 @@ pub struct TransformArgs {
     /// RandomVerticalFlip(P).
     #[arg(long, value_name = "P")]
     vflip: Option<f64>,
-    /// RandomRotation(D) (an angle in -D..D degrees) or of `MIN,MAX` degrees, by default after the flips;
-    /// the pixels no source pixel maps to take `V` or `R,G,B` (default 0); sampled with
+    /// RandomRotation(D) (an angle in -D..D degrees) or of `MIN,MAX` degrees, by default after the
+    /// flips; the pixels no source pixel maps to take `V` or `R,G,B` (default 0); sampled with
     /// `nearest` (default), `bilinear` or `bicubic` interpolation.
     #[arg(long, value_parser = parse_rotation, value_name = "D|MIN,MAX[:FILL][:INTERPOLATION]")]
     random_rotation: Option<gpuprep::RandomRotation>,
@@ -163,17 +163,17 @@ pub struct TransformArgs {
         value_name = "D[,P][:FILL][:INTERPOLATION]"
     )]
     random_perspective: Option<gpuprep::RandomPerspective>,
-    /// TrivialAugmentWide(num_magnitude_bins=BINS), by default after the flips (default 31 bins); FILL and
-    /// INTERPOLATION as for --random-rotation; `v2` for transforms.v2's (its Solarize threshold
-    /// is 255 × linspace(1, 0), not linspace(255, 0)).
+    /// TrivialAugmentWide(num_magnitude_bins=BINS), by default after the flips (default 31 bins);
+    /// FILL and INTERPOLATION as for --random-rotation; `v2` for transforms.v2's (its Solarize
+    /// threshold is 255 × linspace(1, 0), not linspace(255, 0)).
     #[arg(
         long,
         value_parser = parse_trivial_augment,
         value_name = "BINS[:FILL][:INTERPOLATION][:v2]"
     )]
     trivial_augment: Option<gpuprep::TrivialAugment>,
-    /// RandAugment(num_ops=N, magnitude=M, num_magnitude_bins=BINS), by default after the flips (default
-    /// 2,9,31); FILL, INTERPOLATION and `v2` as for --trivial-augment.
+    /// RandAugment(num_ops=N, magnitude=M, num_magnitude_bins=BINS), by default after the flips
+    /// (default 2,9,31); FILL, INTERPOLATION and `v2` as for --trivial-augment.
     #[arg(
         long,
         value_parser = parse_rand_augment,
@@ -188,10 +188,10 @@ pub struct TransformArgs {
         value_name = "POLICY[:FILL][:INTERPOLATION][:v2]"
     )]
     auto_augment: Option<gpuprep::AutoAugment>,
-    /// timm's RandAugment of a `rand-...` CONFIG (`rand-m9-mstd0.5-inc1`), by default after the flips:
-    /// timm's own operations; FILL (default timm's 128; create_transform's is its mean, 124,116,104
-    /// for ImageNet's) and INTERPOLATION (default random: bilinear or bicubic per operation, as
-    /// timm draws them; create_transform passes bilinear).
+    /// timm's RandAugment of a `rand-...` CONFIG (`rand-m9-mstd0.5-inc1`), by default after the
+    /// flips: timm's own operations; FILL (default timm's 128; create_transform's is its mean,
+    /// 124,116,104 for ImageNet's) and INTERPOLATION (default random: bilinear or bicubic per
+    /// operation, as timm draws them; create_transform passes bilinear).
     #[arg(
         long,
         value_parser = parse_timm_rand_augment,
@@ -209,8 +209,8 @@ pub struct TransformArgs {
     timm_auto_augment: Option<gpuprep::TimmAutoAugment>,
     /// timm's AugMix of an `augmix-...` CONFIG (`m` severity, default 3; `w` chains, 3; `d`
     /// depth, 1 to 3 drawn when absent; `a` alpha, 1; `mstd`, uniform magnitudes when absent),
-    /// by default after the flips; FILL and INTERPOLATION as for --timm-rand-augment; `translate=P` the
-    /// largest translation's share of the side (timm's 0.45; create_transform passes 0.3).
+    /// by default after the flips; FILL and INTERPOLATION as for --timm-rand-augment; `translate=P`
+    /// the largest translation's share of the side (timm's 0.45; create_transform passes 0.3).
     #[arg(
         long,
         value_parser = parse_timm_aug_mix,
@@ -226,8 +226,8 @@ pub struct TransformArgs {
     /// RandomGrayscale(P), by default after the colour jitter.
     #[arg(long, value_name = "P")]
     grayscale: Option<f64>,
-    /// torchvision's single-operation transforms, one flag each, by default after --grayscale in the
-    /// order given.
+    /// torchvision's single-operation transforms, one flag each, by default after --grayscale in
+    /// the order given.
     #[command(flatten)]
     color_ops: ColorOpArgs,
     /// GaussianBlur(kernel_size=K or KXxKY, sigma=S or (SMIN, SMAX); default (0.1, 2.0)), after
