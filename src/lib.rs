@@ -52,11 +52,11 @@ pub use transform::Adjustment;
 pub use transform::{
     AutoAugment, AutoAugmentPolicy, ChannelOrder, ColorJitter, ColorOp, ColorOpArgument,
     ColorOperation, ColorOps, DType, ErasedValue, Filter, GaussianBlur, InvalidTransform, Layout,
-    Normalize, Operation, Pad, PaddingMode, RandAugment, RandomAffine, RandomCrop, RandomErasing,
-    RandomPerspective, RandomResize, RandomResizedCrop, RandomRotation, RandomShortestSize, Resize,
-    StepOrder, TimmAugMix, TimmAutoAugment, TimmAutoAugmentPolicy, TimmRandAugment, Transform,
-    TrivialAugment, COLOR_OPERATIONS, MAX_AUGMENT_OPS, MAX_ERASED_BOXES, MAX_KERNEL,
-    MAX_MIXED_STEPS, MAX_SHORTEST_SIZES, OPERATIONS, SETTINGS,
+    Normalize, Operation, OrderEntry, Pad, PaddingMode, RandAugment, RandomAffine, RandomCrop,
+    RandomErasing, RandomPerspective, RandomResize, RandomResizedCrop, RandomRotation,
+    RandomShortestSize, Resize, StepOrder, TimmAugMix, TimmAutoAugment, TimmAutoAugmentPolicy,
+    TimmRandAugment, Transform, TrivialAugment, COLOR_OPERATIONS, MAX_AUGMENT_OPS,
+    MAX_ERASED_BOXES, MAX_KERNEL, MAX_MIXED_STEPS, MAX_SHORTEST_SIZES, OPERATIONS, SETTINGS,
 };
 
 /// Here rather than in either module: the transform vocabulary and the errors name nothing of

@@ -49,6 +49,7 @@ IMAGENET = {"mean": [0.485, 0.456, 0.406], "std": [0.229, 0.224, 0.225]}
 # The counter's fourth word per operation (src/plan/random.rs, `Op`).
 OP_CROP, OP_HFLIP, OP_VFLIP, OP_JITTER, OP_GRAY, OP_ERASE, OP_FILTER, OP_ROTATION = 1, 2, 3, 4, 5, 7, 8, 9
 OP_TRIVIAL, OP_RAND, OP_AUTO, OP_RANDOM_CROP, OP_JITTER_APPLY, OP_AFFINE = 10, 17, 18, 19, 20, 21
+OP_STEPS = 32
 OP_BLUR, OP_BLUR_APPLY, OP_TIMM_RAND, OP_TIMM_AUTO, OP_TIMM_AUGMIX, OP_RANDOM_RESIZE = 22, 23, 24, 25, 26, 27
 OP_PERSPECTIVE_APPLY, OP_PERSPECTIVE, OP_ROTATION_APPLY, OP_AFFINE_APPLY = 28, 29, 30, 31
 # TrivialAugmentWide's augmentation space, in its order.
@@ -174,11 +175,27 @@ class Stream:
         return (self.word() * n) >> 64
 
     def permutation(self, n):
-        order = list(range(n))
-        for i in range(n - 1, 0, -1):
+        return self.shuffled(list(range(n)))
+
+    def shuffled(self, items):
+        """Fisher-Yates from the last place down: place i swaps with place below(i + 1)."""
+        items = list(items)
+        for i in range(len(items) - 1, 0, -1):
             j = self.below(i + 1)
-            order[i], order[j] = order[j], order[i]
-        return order
+            items[i], items[j] = items[j], items[i]
+        return items
+
+    def weighted(self, weights):
+        """An index drawn with a probability proportional to its weight: the first whose running
+        sum exceeds uniform() times the sum (both left to right, in doubles)."""
+        x = self.uniform() * sum(float(w) for w in weights)
+        last = max(i for i, w in enumerate(weights) if w > 0)
+        running = 0.0
+        for i, w in enumerate(weights[:last]):
+            running += float(w)
+            if x < running:
+                return i
+        return last
 
 
 def jitter_ranges(values):
@@ -373,6 +390,9 @@ def draw(spec, size, index):
         sizes = spec["random_shortest_size"]["min_size"]
         params["resize"] = sizes[stream(OP_RANDOM_RESIZE).below(len(sizes))]
     spec = resolved(spec, params.get("resize"), size)  # what follows is drawn on what it makes
+    if any(not isinstance(entry, str) for entry in spec.get("order") or []):
+        params["steps"] = drawn_steps(spec["order"], stream(OP_STEPS))
+        spec = running(spec, params["steps"])  # a step RandomChoice did not choose draws nothing
     if "random_resized_crop" in spec:
         params["crop"] = crop_box(spec["random_resized_crop"], size[0], size[1], stream(OP_CROP))
         if spec.get("filter") == "random":  # timm's interpolation='random'
@@ -452,6 +472,32 @@ def draw(spec, size, index):
         width, height = output_size(spec, size)
         params["erase"] = erase_boxes(spec["random_erasing"], width, height, stream(OP_ERASE))
     return params
+
+
+def drawn_steps(order, s):
+    """The steps of an order with RandomOrder / RandomChoice entries as one sample runs them
+    (src/plan/steps.rs): a RandomOrder's shuffled, one of a RandomChoice's by its weights."""
+    steps = []
+    for entry in order:
+        if isinstance(entry, str):
+            steps.append(entry)
+        elif "random_order" in entry:
+            steps += s.shuffled(entry["random_order"])
+        else:
+            members = entry["random_choice"]
+            steps.append(members[s.weighted(entry.get("p") or [1.0] * len(members))])
+    return steps
+
+
+def running(spec, steps):
+    """The spec of the steps one sample runs: without those it did not choose."""
+    spec = dict(spec, order=steps)
+    for method, (key, _) in SAME_SIZE_STEPS.items():
+        if method not in steps:
+            spec.pop(key, None)
+    if spec.get("color_ops"):
+        spec["color_ops"] = [op for op in spec["color_ops"] if op["op"] in steps]
+    return spec
 
 
 def gaussian_kernel(size, sigma):
@@ -1151,6 +1197,8 @@ def step_order(spec, params):
     """The methods of the spec's same-size steps in the order they run: its "order", or
     torchvision's usual one (the single-operation transforms in theirs, after RandomGrayscale);
     without a spec, those of the parameters that need none (rotation, jitter, grey, blur)."""
+    if "steps" in params:
+        return list(params["steps"])
     if spec.get("order"):
         return list(spec["order"])
     if not spec:

@@ -116,6 +116,10 @@ pub struct Params {
     /// `RandomErasing`'s boxes of the output, in the order they are written (`Some` of none:
     /// the transform has it, and it did not erase).
     pub erase: Option<Vec<super::Erasure>>,
+    /// The steps that keep the image's size as this sample runs them, where the transform's
+    /// order has a `RandomOrder` or `RandomChoice`: a step it did not choose is left out, and
+    /// has no parameters here.
+    pub steps: Option<Vec<&'static str>>,
 }
 
 impl Params {
@@ -143,7 +147,14 @@ impl Params {
         // The resize's size first: the crops, boxes and maps after it are drawn on what it makes.
         let resize = draw_resize(transform, &mut Stream::new(key, Op::RandomResize));
         let transform = &transform.resolved(resize, size);
+        // Then the steps it runs: one that a RandomChoice did not choose draws nothing.
+        let steps = transform
+            .order
+            .is_random()
+            .then(|| super::steps::drawn(&transform.order, &mut Stream::new(key, Op::Steps)));
+        let transform = &steps.as_ref().map_or(*transform, |s| transform.running(s));
         Self {
+            steps,
             resize,
             crop: transform
                 .random_resized_crop
@@ -241,6 +252,7 @@ impl Params {
             }
         }
         let transform = &transform.resolved(self.resize, (width, height));
+        let transform = &super::steps::check(transform, self.steps.as_deref())?;
         let pairs = [
             (
                 "crop",

@@ -38,6 +38,7 @@ pub(crate) mod random;
 pub(crate) mod resize;
 pub(crate) mod rotate;
 pub(crate) mod scaling;
+pub(crate) mod steps;
 pub(crate) mod timm_augment;
 mod wire;
 

@@ -113,7 +113,7 @@ pub struct OutputPlan {
     /// `RandomRotation`, `RandomAffine`, or a policy's shear, translation or rotation).
     pub rotation: Option<super::Rotation>,
     /// What happens to the (rotated) image, in the transform's order of its steps that keep the
-    /// size ([`Transform::ordered_steps`]): the rotation, affine map or policy's operations
+    /// size ([`Transform::ordered_steps`], or the sample's drawn `steps`): the rotation, affine map or policy's operations
     /// (AugMix's chains), `RandomPerspective`'s map, `ColorJitter`'s adjustments,
     /// `RandomGrayscale`, the single-operation transforms that drew theirs, `GaussianBlur`,
     /// each where it applies.
@@ -161,8 +161,12 @@ impl OutputPlan {
             Layout::Hwc => [crop_h, crop_w, 3],
             Layout::Chw => [3, crop_h, crop_w],
         };
-        let mut steps: Vec<Step> = transform
-            .ordered_steps()
+        // The steps this sample drew where a RandomOrder or RandomChoice draws them.
+        let methods = params
+            .steps
+            .clone()
+            .unwrap_or_else(|| transform.ordered_steps());
+        let mut steps: Vec<Step> = methods
             .into_iter()
             .flat_map(|method| step_of(method, transform, params, (crop_w, crop_h)))
             .collect();

@@ -68,6 +68,9 @@ pub enum Op {
     RotationApply = 30,
     /// Whether a `RandomAffine` inside `RandomApply` applies.
     AffineApply = 31,
+    /// The order of a `RandomOrder`'s steps and the step a `RandomChoice` runs, in the order's
+    /// order.
+    Steps = 32,
 }
 
 /// Which sample a stream belongs to.
@@ -137,11 +140,34 @@ impl Stream {
     /// with place `below(i + 1)`).
     pub fn permutation<const N: usize>(&mut self) -> [usize; N] {
         let mut order: [usize; N] = std::array::from_fn(|i| i);
-        for i in (1..N).rev() {
-            let j = self.below(i as u64 + 1) as usize;
-            order.swap(i, j);
-        }
+        self.shuffle(&mut order);
         order
+    }
+
+    /// `items` in a uniformly drawn order: Fisher–Yates from the last place down, place `i`
+    /// swapping with place `below(i + 1)`.
+    pub fn shuffle<T>(&mut self, items: &mut [T]) {
+        for i in (1..items.len()).rev() {
+            let j = self.below(i as u64 + 1) as usize;
+            items.swap(i, j);
+        }
+    }
+
+    /// The index of one of `weights` (non-negative, of a positive sum), drawn with a probability
+    /// proportional to its weight: the first whose running sum exceeds a uniform double times
+    /// the sum (both sums in doubles, left to right).
+    pub fn weighted(&mut self, weights: &[f64]) -> usize {
+        let total: f64 = weights.iter().sum();
+        let x = self.uniform() * total;
+        let mut sum = 0.0;
+        let last = weights.iter().rposition(|&w| w > 0.0).unwrap_or(0);
+        weights[..last]
+            .iter()
+            .position(|&w| {
+                sum += w;
+                x < sum
+            })
+            .unwrap_or(last)
     }
 }
 

@@ -14,11 +14,13 @@ use std::collections::BTreeMap;
 /// {"weights": [w, …], "blend": m, "chains": [[{"op": name, "magnitude": m}, …], …]}, "color":
 /// {"order": [names], "brightness": factor, …}, "grayscale": bool, "color_ops": {method: bool, …},
 /// "perspective": [8 coefficients] or null, "blur": {"kernel_x": [weights], "kernel_y":
-/// [weights]} or null, "erase": [box, …]}` (each
+/// [weights]} or null, "erase": [box, …], "steps": [method, …]}` (each
 /// erased box with `"noise"`, its key or its values, where the transform writes normal values), the
 /// angle and the factors as the float32 values used (`augment`: the augmentation policy's
 /// operations in the order they run, each in torchvision's name with the signed magnitude
-/// `_apply_op` is given), a key only for an operation the transform has.
+/// `_apply_op` is given; `steps`: the steps that keep the size in the order they ran, where a
+/// `RandomOrder` or `RandomChoice` drew them), a key only for an operation the transform has
+/// and the sample ran.
 pub fn params_json(params: &super::Params) -> serde_json::Value {
     let box_json = |b: super::CropBox| serde_json::json!({"top": b.top, "left": b.left, "height": b.height, "width": b.width});
     let mut json = serde_json::json!({});
@@ -100,6 +102,9 @@ pub fn params_json(params: &super::Params) -> serde_json::Value {
             .collect();
         json["erase"] = boxes.into();
     }
+    if let Some(steps) = &params.steps {
+        json["steps"] = steps.clone().into();
+    }
     json
 }
 
@@ -152,6 +157,7 @@ pub fn params_from_json(json: &serde_json::Value) -> Result<super::Params> {
             "perspective",
             "blur",
             "erase",
+            "steps",
         ];
         if !known.contains(&key.as_str()) {
             return Err(Error::Options(format!("unknown parameter `{key}`")));
@@ -237,7 +243,21 @@ pub fn params_from_json(json: &serde_json::Value) -> Result<super::Params> {
             .transpose()?,
         blur: object.get("blur").map(blur_from_json).transpose()?,
         erase: object.get("erase").map(erasures_from_json).transpose()?,
+        steps: object.get("steps").map(steps_from_json).transpose()?,
     })
+}
+
+/// The steps a sample ran, by method: each a step an order places, once.
+fn steps_from_json(value: &serde_json::Value) -> Result<Vec<&'static str>> {
+    let names: Option<Vec<&str>> = value
+        .as_array()
+        .and_then(|list| list.iter().map(serde_json::Value::as_str).collect());
+    let names = names.ok_or_else(|| {
+        Error::Options("`steps` must be a list of the methods of the steps run".into())
+    })?;
+    let order =
+        crate::StepOrder::new(&names).map_err(|e| Error::Options(format!("`steps`: {e}")))?;
+    Ok(order.iter().collect())
 }
 
 /// Eight finite coefficients, or null where `RandomPerspective` did not apply.

@@ -30,7 +30,7 @@ pub use blur::{GaussianBlur, MAX_KERNEL};
 pub use color_ops::{ColorOp, ColorOpArgument, ColorOperation, ColorOps, COLOR_OPERATIONS};
 pub use erasing::{ErasedValue, RandomErasing, MAX_ERASED_BOXES};
 pub use operations::{Operation, OPERATIONS, SETTINGS};
-pub use order::StepOrder;
+pub use order::{OrderEntry, StepOrder};
 pub use padding::{Pad, PaddingMode, RandomCrop};
 pub use perspective::RandomPerspective;
 pub use policies::{

@@ -1,7 +1,9 @@
 //! The order of a transform's steps that keep the image's size: the rotation, `RandomAffine` or
 //! augmentation policy, `RandomPerspective`, `ColorJitter`, `RandomGrayscale`, the
 //! single-operation transforms and `GaussianBlur`. By default they run in torchvision's usual
-//! order ([`super::OPERATIONS`]); a [`StepOrder`] runs them as a torchvision Compose lists them.
+//! order ([`super::OPERATIONS`]); a [`StepOrder`] runs them as a torchvision Compose lists them,
+//! `RandomOrder` and `RandomChoice` of them included: those draw, per sample, the order of their
+//! steps or the one step that runs (the parameters record it as `steps`).
 //! The size-changing steps (resize, pad, crops) come before them and the flips first among them,
 //! whatever the order: those are the places gpuprep computes them in.
 
@@ -19,50 +21,203 @@ fn orderable() -> impl Iterator<Item = &'static str> {
 /// How many steps an order may name: one of each kind.
 const MAX_ORDERED: usize = OPERATIONS.len();
 
+/// One entry of an order as a Compose lists it: a step, or a `RandomOrder` or `RandomChoice` of
+/// steps, each step named by its Python method.
+#[derive(Clone, Debug, PartialEq)]
+pub enum OrderEntry<S> {
+    /// A step that runs where it stands.
+    Step(S),
+    /// torchvision's `RandomOrder`: the steps all run, in an order drawn per sample (uniformly).
+    RandomOrder(Vec<S>),
+    /// torchvision's `RandomChoice`: one of the steps runs, drawn per sample with a probability
+    /// proportional to its weight (`p`; equal weights without one); the others do not, and draw
+    /// nothing.
+    RandomChoice(Vec<(S, f64)>),
+}
+
+/// How a place of a [`StepOrder`] is drawn: where it stands, or as a member of the numbered
+/// group.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+enum Place {
+    #[default]
+    Fixed,
+    Shuffled(u8),
+    /// With its weight.
+    Chosen(u8, f64),
+}
+
+impl Place {
+    fn group(self) -> Option<u8> {
+        match self {
+            Place::Fixed => None,
+            Place::Shuffled(g) | Place::Chosen(g, _) => Some(g),
+        }
+    }
+}
+
 /// The order the steps that keep the image's size run in, each named by its Python method
-/// (`"color_jitter"`, `"random_rotation"`, `"random_invert"`...); empty for torchvision's usual
-/// order. A non-empty order names every such step of its transform, each once.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct StepOrder([Option<&'static str>; MAX_ORDERED]);
+/// (`"color_jitter"`, `"random_rotation"`, `"random_invert"`...), with the `RandomOrder` and
+/// `RandomChoice` groups among them; empty for torchvision's usual order. A non-empty order
+/// names every such step of its transform, each once.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct StepOrder([Option<(&'static str, Place)>; MAX_ORDERED]);
 
 impl StepOrder {
     /// The order of `methods`, refusing by name a method that is not one of the steps it
     /// places, or one given twice.
     pub fn new<S: AsRef<str>>(methods: &[S]) -> Result<Self, InvalidTransform> {
+        let entries: Vec<OrderEntry<&str>> = methods
+            .iter()
+            .map(|m| OrderEntry::Step(m.as_ref()))
+            .collect();
+        Self::from_entries(&entries)
+    }
+
+    /// The order of `entries`, as a Compose lists them: refused by name where a method is not
+    /// one of the steps it places or is given twice, a group is empty, or a `RandomChoice`'s
+    /// weights are not finite, non-negative numbers of a positive sum.
+    pub fn from_entries<S: AsRef<str>>(
+        entries: &[OrderEntry<S>],
+    ) -> Result<Self, InvalidTransform> {
         let mut order = Self::default();
-        for (slot, method) in methods.iter().map(AsRef::as_ref).enumerate() {
-            let Some(known) = orderable().find(|&m| m == method) else {
-                let all: Vec<&str> = orderable().collect();
-                return Err(InvalidTransform(format!(
-                    "order: {method:?} is not a step it places (it places {}; the resize, pad, \
-                     crop and flips run before them, in that order)",
-                    all.join(", ")
-                )));
+        let mut slot = 0;
+        for (group, entry) in entries.iter().enumerate() {
+            let group = u8::try_from(group).unwrap_or(u8::MAX);
+            let members: Vec<(&str, Place)> = match entry {
+                OrderEntry::Step(m) => vec![(m.as_ref(), Place::Fixed)],
+                OrderEntry::RandomOrder(steps) => steps
+                    .iter()
+                    .map(|m| (m.as_ref(), Place::Shuffled(group)))
+                    .collect(),
+                OrderEntry::RandomChoice(steps) => {
+                    check_weights(steps.iter().map(|(_, w)| *w))?;
+                    steps
+                        .iter()
+                        .map(|(m, w)| (m.as_ref(), Place::Chosen(group, *w)))
+                        .collect()
+                }
             };
-            if order.iter().any(|m| m == known) {
-                return Err(InvalidTransform(format!(
-                    "order names {method} twice: a transform has one of each step"
-                )));
+            if members.is_empty() {
+                return Err(InvalidTransform(
+                    "order: a RandomOrder or RandomChoice of no steps".into(),
+                ));
             }
-            order.0[slot] = Some(known);
+            for (method, place) in members {
+                let known = known_step(method)?;
+                if order.iter().any(|m| m == known) {
+                    return Err(InvalidTransform(format!(
+                        "order names {method} twice: a transform has one of each step"
+                    )));
+                }
+                order.0[slot] = Some((known, place));
+                slot += 1;
+            }
         }
         Ok(order)
     }
 
-    /// The methods named, in order.
+    /// The entries, as [`Self::from_entries`] took them.
+    pub fn entries(&self) -> Vec<OrderEntry<&'static str>> {
+        let mut entries: Vec<OrderEntry<&'static str>> = Vec::new();
+        let mut last_group = None;
+        for &(method, place) in self.0.iter().flatten() {
+            let same = place.group().is_some() && place.group() == last_group;
+            last_group = place.group();
+            match (place, entries.last_mut()) {
+                (Place::Shuffled(_), Some(OrderEntry::RandomOrder(steps))) if same => {
+                    steps.push(method)
+                }
+                (Place::Chosen(_, w), Some(OrderEntry::RandomChoice(steps))) if same => {
+                    steps.push((method, w))
+                }
+                (Place::Fixed, _) => entries.push(OrderEntry::Step(method)),
+                (Place::Shuffled(_), _) => entries.push(OrderEntry::RandomOrder(vec![method])),
+                (Place::Chosen(_, w), _) => {
+                    entries.push(OrderEntry::RandomChoice(vec![(method, w)]))
+                }
+            }
+        }
+        entries
+    }
+
+    /// The methods named, in order (every member of a group, as listed).
     pub fn iter(&self) -> impl Iterator<Item = &'static str> + '_ {
-        self.0.iter().flatten().copied()
+        self.0.iter().flatten().map(|&(m, _)| m)
     }
 
     /// Whether it is the usual order.
     pub fn is_empty(&self) -> bool {
         self.0[0].is_none()
     }
+
+    /// Whether it has a `RandomOrder` or `RandomChoice`: then each sample draws the steps it
+    /// runs.
+    pub fn is_random(&self) -> bool {
+        self.0.iter().flatten().any(|&(_, p)| p != Place::Fixed)
+    }
+
+    /// Whether `steps` is an order of steps a sample may run: each fixed step where it stands,
+    /// each `RandomOrder`'s steps in some order, one step of each `RandomChoice` (of a positive
+    /// weight).
+    pub fn allows(&self, steps: &[&str]) -> bool {
+        let mut rest = steps;
+        for entry in self.entries() {
+            let taken = match &entry {
+                OrderEntry::Step(_) | OrderEntry::RandomChoice(_) => 1,
+                OrderEntry::RandomOrder(members) => members.len(),
+            };
+            let Some((these, after)) = (rest.len() >= taken).then(|| rest.split_at(taken)) else {
+                return false;
+            };
+            let fits = match &entry {
+                OrderEntry::Step(m) => these[0] == *m,
+                OrderEntry::RandomChoice(members) => {
+                    members.iter().any(|&(m, w)| m == these[0] && w > 0.0)
+                }
+                OrderEntry::RandomOrder(members) => {
+                    members.iter().all(|m| these.contains(m))
+                        && these.iter().all(|m| members.contains(m))
+                }
+            };
+            if !fits {
+                return false;
+            }
+            rest = after;
+        }
+        rest.is_empty()
+    }
+}
+
+/// The step of `method`, refused by name where it is not one an order places.
+fn known_step(method: &str) -> Result<&'static str, InvalidTransform> {
+    orderable().find(|&m| m == method).ok_or_else(|| {
+        let all: Vec<&str> = orderable().collect();
+        InvalidTransform(format!(
+            "order: {method:?} is not a step it places (it places {}; the resize, pad, crop \
+             and flips run before them, in that order)",
+            all.join(", ")
+        ))
+    })
+}
+
+/// `RandomChoice`'s weights: finite, non-negative, of a positive sum (torchvision normalises
+/// them, or `random.choices` takes them as they are: the same probabilities).
+fn check_weights(weights: impl Iterator<Item = f64> + Clone) -> Result<(), InvalidTransform> {
+    let sum: f64 = weights.clone().sum();
+    if weights.clone().any(|w| !w.is_finite() || w < 0.0) || !(sum > 0.0 && sum.is_finite()) {
+        let all: Vec<f64> = weights.collect();
+        return Err(InvalidTransform(format!(
+            "order: RandomChoice's p {all:?} must be finite, non-negative weights of a positive \
+             sum"
+        )));
+    }
+    Ok(())
 }
 
 impl Transform {
     /// The steps of this transform that keep the image's size, by method, in the order they run:
-    /// its [`StepOrder`], or torchvision's usual order without one (the single-operation
+    /// its [`StepOrder`] (every step of its groups as listed: a sample runs the `steps` its
+    /// parameters drew), or torchvision's usual order without one (the single-operation
     /// transforms in theirs).
     pub fn ordered_steps(&self) -> Vec<&'static str> {
         if !self.order.is_empty() {
@@ -83,6 +238,43 @@ impl Transform {
         );
         steps.splice(after..after, singles);
         steps
+    }
+
+    /// The transform one sample runs when it drew `steps` (an order its [`StepOrder`]
+    /// [allows](StepOrder::allows)): without the steps a `RandomChoice` did not choose, and
+    /// with `steps` as its fixed order.
+    pub fn running(&self, steps: &[&'static str]) -> Transform {
+        let mut t = *self;
+        for method in self.order.iter().filter(|m| !steps.contains(m)) {
+            t.remove_step(method);
+        }
+        t.order = StepOrder::new(steps).expect("steps an order allows are steps it places");
+        t
+    }
+
+    /// Without the step of `method`.
+    fn remove_step(&mut self, method: &str) {
+        match method {
+            "random_rotation" => self.random_rotation = None,
+            "random_affine" => self.random_affine = None,
+            "trivial_augment_wide" => self.trivial_augment = None,
+            "rand_augment" => self.rand_augment = None,
+            "auto_augment" => self.auto_augment = None,
+            "timm_rand_augment" => self.timm_rand_augment = None,
+            "timm_auto_augment" => self.timm_auto_augment = None,
+            "timm_aug_mix" => self.timm_aug_mix = None,
+            "random_perspective" => self.random_perspective = None,
+            "color_jitter" => self.color_jitter = None,
+            "grayscale" => self.grayscale = None,
+            "gaussian_blur" => self.gaussian_blur = None,
+            single => {
+                let kept = self
+                    .color_ops
+                    .iter()
+                    .filter(|o| o.operation().method != single);
+                self.color_ops = kept.fold(crate::ColorOps::default(), |ops, o| ops.with(*o));
+            }
+        }
     }
 
     /// Whether the transform has the step of `method`.

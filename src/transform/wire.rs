@@ -13,9 +13,9 @@ use super::wire_values::{
 };
 use super::{
     AutoAugment, AutoAugmentPolicy, ChannelOrder, ColorJitter, ColorOp, ColorOps, DType,
-    ErasedValue, Filter, GaussianBlur, InvalidTransform, Layout, Normalize, Pad, PaddingMode,
-    RandAugment, RandomAffine, RandomCrop, RandomErasing, RandomPerspective, RandomResizedCrop,
-    RandomRotation, Resize, StepOrder, Transform, TrivialAugment, MAX_SIDE,
+    ErasedValue, Filter, GaussianBlur, InvalidTransform, Layout, Normalize, OrderEntry, Pad,
+    PaddingMode, RandAugment, RandomAffine, RandomCrop, RandomErasing, RandomPerspective,
+    RandomResizedCrop, RandomRotation, Resize, StepOrder, Transform, TrivialAugment, MAX_SIDE,
 };
 use serde_json::{json, Map, Value};
 
@@ -159,7 +159,7 @@ impl Transform {
                 "sigma": [b.sigma.0, b.sigma.1],
                 "p": b.p,
             })),
-            "order": (!order.is_empty()).then(|| order.iter().collect::<Vec<_>>()),
+            "order": (!order.is_empty()).then(|| order_json(order)),
             "random_erasing": random_erasing.map(|e| json!({
                 "p": e.p,
                 "scale": [e.scale.0, e.scale.1],
@@ -253,15 +253,21 @@ impl Field<'_> {
         self.value.and_then(read).ok_or_else(|| self.wrong(what))
     }
 
-    /// A list of step names ([`StepOrder`]), or null for the usual order.
+    /// A list of step names, `{"random_order": [names]}` and `{"random_choice": [names], "p":
+    /// [weights] or null}` ([`StepOrder`]), or null for the usual order.
     fn order(&self) -> Parsed<StepOrder> {
         let Some(value) = self.value else {
             return Ok(StepOrder::default());
         };
-        let names: Option<Vec<&str>> = value
+        let entries: Option<Vec<OrderEntry<&str>>> = value
             .as_array()
-            .and_then(|list| list.iter().map(Value::as_str).collect());
-        StepOrder::new(&names.ok_or_else(|| self.wrong("a list of step names or null"))?)
+            .and_then(|list| list.iter().map(order_entry).collect());
+        StepOrder::from_entries(&entries.ok_or_else(|| {
+            self.wrong(
+                "a list of step names, {\"random_order\": [names]} and {\"random_choice\": \
+                 [names], \"p\": [weights]}, or null",
+            )
+        })?)
     }
 
     /// A value, or null for none.
@@ -398,6 +404,49 @@ fn dtype(v: &Value) -> Option<DType> {
     [DType::U8, DType::F32, DType::F16]
         .into_iter()
         .find(|&d| v.as_str() == Some(dtype_name(d)))
+}
+
+/// An order's JSON form: [`Field::order`]'s.
+fn order_json(order: StepOrder) -> Value {
+    let entries = order.entries().into_iter().map(|entry| match entry {
+        OrderEntry::Step(method) => json!(method),
+        OrderEntry::RandomOrder(steps) => json!({ "random_order": steps }),
+        OrderEntry::RandomChoice(steps) => {
+            let (names, p): (Vec<&str>, Vec<f64>) = steps.into_iter().unzip();
+            json!({ "random_choice": names, "p": p })
+        }
+    });
+    Value::Array(entries.collect())
+}
+
+/// The names of a list, if it is one of strings.
+fn names(value: &Value) -> Option<Vec<&str>> {
+    value.as_array()?.iter().map(Value::as_str).collect()
+}
+
+/// One entry of [`Field::order`]'s list.
+fn order_entry(value: &Value) -> Option<OrderEntry<&str>> {
+    if let Some(name) = value.as_str() {
+        return Some(OrderEntry::Step(name));
+    }
+    let object = value.as_object()?;
+    match (object.get("random_order"), object.get("random_choice")) {
+        (Some(steps), None) if object.len() == 1 => names(steps).map(OrderEntry::RandomOrder),
+        (None, Some(steps)) if object.keys().all(|k| k == "random_choice" || k == "p") => {
+            let steps = names(steps)?;
+            let p: Vec<f64> = match object.get("p").filter(|p| !p.is_null()) {
+                None => vec![1.0; steps.len()],
+                Some(p) => p
+                    .as_array()?
+                    .iter()
+                    .map(Value::as_f64)
+                    .collect::<Option<_>>()?,
+            };
+            (p.len() == steps.len())
+                .then(|| OrderEntry::RandomChoice(steps.into_iter().zip(p).collect()))
+        }
+        _ => None,
+    }
 }
 
 fn channels_name(order: ChannelOrder) -> &'static str {

@@ -254,8 +254,10 @@ pub struct TransformArgs {
     /// their flags without `--`, every one given, e.g. `color-jitter,random-rotation`; default
     /// torchvision's usual order (the rotation or policy, --random-perspective,
     /// --color-jitter, --grayscale, the single-operation transforms, --gaussian-blur). The
-    /// resize, pad, crops and flips run before them.
-    #[arg(long, value_parser = parse_order, value_name = "FLAG,FLAG,...")]
+    /// resize, pad, crops and flips run before them. `random-order(A+B)` is torchvision's
+    /// RandomOrder of those steps (their order drawn per sample), `random-choice(A+B)` its
+    /// RandomChoice (one drawn per sample; `A:W` weighs A by W, p's entry).
+    #[arg(long, value_parser = parse_order, value_name = "FLAG,random-choice(FLAG+FLAG),...")]
     order: Option<gpuprep::StepOrder>,
     /// The seed each sample's random parameters are drawn from (with --epoch and the file's
     /// place among the inputs).

@@ -432,21 +432,75 @@ pub fn parse_blur(text: &str) -> Result<gpuprep::GaussianBlur, String> {
 }
 
 /// `--order`: the steps that keep the image's size, named by their flags (with or without the
-/// leading `--`), comma-separated, in the order they run.
+/// leading `--`), comma-separated, in the order they run; `random-order(A+B+...)` runs its steps
+/// in an order drawn per sample, `random-choice(A+B+...)` one of them (`A:W` weighs it W;
+/// equal weights by default).
 pub fn parse_order(text: &str) -> Result<gpuprep::StepOrder, String> {
-    let methods = text
-        .split(',')
-        .map(|name| {
-            let flag = format!("--{}", name.trim().trim_start_matches("--"));
-            gpuprep::OPERATIONS
-                .iter()
-                .find(|o| o.flag == flag)
-                .map(|o| o.method)
-                .ok_or_else(|| format!("{flag} is not a flag of an operation"))
+    let entries = split_top_level(text)?
+        .into_iter()
+        .map(|entry| {
+            let entry = entry.trim();
+            let group = |name: &str| {
+                entry
+                    .strip_prefix(name)
+                    .and_then(|rest| rest.strip_prefix('('))
+                    .and_then(|rest| rest.strip_suffix(')'))
+            };
+            if let Some(inner) = group("random-order") {
+                let steps: Result<Vec<_>, _> = inner.split('+').map(method_of_flag).collect();
+                return Ok(gpuprep::OrderEntry::RandomOrder(steps?));
+            }
+            if let Some(inner) = group("random-choice") {
+                let steps = inner.split('+').map(|member| {
+                    let (flag, weight) = member.split_once(':').unwrap_or((member, "1"));
+                    let weight: f64 = weight
+                        .trim()
+                        .parse()
+                        .map_err(|_| format!("not a weight: {weight:?} (in {entry:?})"))?;
+                    Ok((method_of_flag(flag)?, weight))
+                });
+                return Ok(gpuprep::OrderEntry::RandomChoice(
+                    steps.collect::<Result<_, String>>()?,
+                ));
+            }
+            method_of_flag(entry).map(gpuprep::OrderEntry::Step)
         })
-        .collect::<Result<Vec<_>, _>>()?;
-    let order = gpuprep::StepOrder::new(&methods).map_err(|e| e.to_string())?;
-    Ok(order)
+        .collect::<Result<Vec<_>, String>>()?;
+    gpuprep::StepOrder::from_entries(&entries).map_err(|e| e.to_string())
+}
+
+/// `text` split at its commas outside parentheses.
+fn split_top_level(text: &str) -> Result<Vec<&str>, String> {
+    let (mut parts, mut depth, mut start) = (Vec::new(), 0i32, 0);
+    for (at, c) in text.char_indices() {
+        match c {
+            '(' => depth += 1,
+            ')' => depth -= 1,
+            ',' if depth == 0 => {
+                parts.push(&text[start..at]);
+                start = at + 1;
+            }
+            _ => {}
+        }
+        if !(0..=1).contains(&depth) {
+            return Err(format!("unbalanced or nested parentheses in {text:?}"));
+        }
+    }
+    if depth != 0 {
+        return Err(format!("unbalanced parentheses in {text:?}"));
+    }
+    parts.push(&text[start..]);
+    Ok(parts)
+}
+
+/// The Python method of the operation of `flag` (with or without its leading `--`).
+fn method_of_flag(flag: &str) -> Result<&'static str, String> {
+    let flag = format!("--{}", flag.trim().trim_start_matches("--"));
+    gpuprep::OPERATIONS
+        .iter()
+        .find(|o| o.flag == flag)
+        .map(|o| o.method)
+        .ok_or_else(|| format!("{flag} is not a flag of an operation"))
 }
 
 pub fn parse_erasing(text: &str) -> Result<gpuprep::RandomErasing, String> {
