@@ -1185,6 +1185,90 @@ fn order_runs_the_steps_as_given_and_is_replayed_through_pillow() {
     }
 }
 
+/// `--order` with `random-choice(...)` and `random-order(...)`: each image runs the steps it
+/// drew (recorded as `steps`, a step not chosen without parameters), GPU == CPU == Pillow
+/// replaying them; a malformed group is refused by name.
+#[test]
+fn random_choice_and_random_order_are_drawn_recorded_and_replayed_through_pillow() {
+    let steps = [
+        "--random-resized-crop",
+        "48",
+        "--random-rotation",
+        "25",
+        "--gaussian-blur",
+        "5,0.1,2.0",
+        "--color-jitter",
+        "0.4,0.4,0.4",
+        "--grayscale",
+        "0.3",
+        "--random-invert",
+        "0.5",
+        "--seed",
+        "32",
+        "--order",
+    ];
+    let order = "random-choice(random-rotation:3+gaussian-blur),\
+                 random-order(color-jitter+grayscale+random-invert)";
+    let images = converted_and_replayed("grouped-order", &[&steps[..], &[order]].concat());
+    let drawn: Vec<Vec<&str>> = images
+        .iter()
+        .map(|image| {
+            let params = &image["params"];
+            let steps: Vec<&str> = params["steps"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|s| s.as_str().unwrap())
+                .collect();
+            let rotated = steps[0] == "random_rotation";
+            assert_eq!(params.get("rotation").is_some(), rotated, "{params}");
+            assert_eq!(params.get("blur").is_some(), !rotated, "{params}");
+            steps
+        })
+        .collect();
+    let orders: std::collections::BTreeSet<_> = drawn.iter().map(|s| &s[1..]).collect();
+    assert!(orders.len() >= 3, "{drawn:?}");
+    let (_, report) = converted("grouped-order-report", &[&steps[..], &[order]].concat());
+    assert_eq!(
+        report["transform"]["order"],
+        serde_json::json!([
+            {"random_choice": ["random_rotation", "gaussian_blur"], "p": [3.0, 1.0]},
+            {"random_order": ["color_jitter", "grayscale", "random_invert"]}
+        ])
+    );
+    for (order, words) in [
+        (
+            "random-choice(random-rotation:x+gaussian-blur),color-jitter,grayscale,random-invert",
+            "not a weight: \"x\"",
+        ),
+        (
+            "random-order(random-rotation+gaussian-blur,color-jitter,grayscale,random-invert",
+            "unbalanced",
+        ),
+        (
+            "random-order(random-rotation+random-order(gaussian-blur)),color-jitter",
+            "nested",
+        ),
+        (
+            "random-choice(random-rotation:0+gaussian-blur:0),color-jitter,grayscale,random-invert",
+            "RandomChoice's p",
+        ),
+    ] {
+        let output = gpuprep()
+            .args(["parity", "--pillow", "--quiet"])
+            .args(&steps[..steps.len() - 1])
+            .args(["--order", order])
+            .arg(data("photos"))
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(
+            !output.status.success() && stderr.contains(words),
+            "{order}: {stderr}"
+        );
+    }
+}
+
 /// `--gaussian-blur` records each image's kernels (torchvision's, of the sigma drawn), and
 /// `parity --pillow` replays them through the reference's torch arithmetic: GPU, CPU and the
 /// reference agree, inside `RandomApply` too.

@@ -77,6 +77,16 @@ def composes():
         "ordered_perspective_before_affine": crop + [
             T.RandomSolarize(160, p=0.5), T.RandomPerspective(0.5, p=0.8),
             T.RandomAffine(15, translate=(0.1, 0.1), interpolation=bilinear)] + tensor,
+        # RandomChoice and RandomOrder of them, drawn with Python's random (v1).
+        "random_choice_geometry_then_random_order": crop + [
+            T.RandomChoice([T.RandomRotation(20, interpolation=bilinear),
+                            T.RandomPerspective(0.5, p=1.0), T.RandomAdjustSharpness(2.0, p=1.0)],
+                           p=[2, 1, 1]),
+            T.RandomOrder([T.ColorJitter(0.4, 0.4, 0.4, 0.1), T.RandomGrayscale(0.3),
+                           T.RandomApply([T.GaussianBlur(9)], p=0.5)])] + tensor,
+        "random_order_rand_augment_invert_equalize": crop + [
+            T.RandomOrder([T.RandAugment(interpolation=bilinear), T.RandomInvert(0.3),
+                           T.RandomEqualize(0.4)])] + tensor,
         "padded_random_crop": [T.Resize(256), T.RandomCrop(224, padding=16,
                                                            padding_mode="reflect"),
                                T.RandomHorizontalFlip()] + tensor,
@@ -104,6 +114,12 @@ def v2_composes():
                                                       shear=(-10, 10, -5, 5),
                                                       interpolation=bilinear)] + tail,
         "v2_perspective_bilinear": crop + [v2.RandomPerspective(0.5, p=0.8)] + tail,
+        # RandomChoice and RandomOrder, drawn with torch (multinomial, randperm).
+        "v2_random_choice_then_random_order": crop + [
+            v2.RandomChoice([v2.RandomAffine(15, interpolation=bilinear),
+                             v2.ColorJitter(0.4, 0.4)], p=[0.3, 0.7]),
+            v2.RandomOrder([v2.RandomGrayscale(0.3), v2.RandomSolarize(128, p=0.5),
+                            v2.RandomPosterize(4, p=0.5)])] + tail,
     }
 
 

@@ -544,11 +544,36 @@ def _twice(name, first):
             "Transform does it once (the result would differ); keep one")
 
 
+def _group(step):
+    """For torchvision's RandomOrder or RandomChoice (v1 or v2) of steps that keep the image's
+    size (each maybe inside RandomApply): (its kind, its steps, RandomChoice's weights); None for
+    any other transform. Another RandomOrder or RandomChoice is refused by name."""
+    kind, module = type(step).__name__, type(step).__module__ or ""
+    if kind not in ("RandomOrder", "RandomChoice") or not module.startswith("torchvision."):
+        return None
+    members = list(step.transforms)
+    names = [_name(_unwrapped(m)[0]) for m in members]
+    if not members or not all(n in _SAME_SIZE for n in names):
+        raise OptionsError(f"{kind}([{', '.join(names)}]) is not supported: gpuprep draws "
+                           f"{kind} among the steps that keep the image's size, each one "
+                           "transform (or RandomApply of one): the rotation, RandomAffine or "
+                           "policy, RandomPerspective, ColorJitter, RandomGrayscale, "
+                           f"{', '.join(_COLOR_OPERATIONS)} and GaussianBlur")
+    weights = None
+    if kind == "RandomChoice":
+        weights = [1.0] * len(members) if step.p is None else [float(w) for w in step.p]
+        if len(weights) != len(members) or not all(w >= 0 for w in weights) or \
+                not sum(weights) > 0:
+            raise OptionsError(f"RandomChoice(p={step.p!r}): one non-negative weight per "
+                               "transform, of a positive sum")
+    return kind, members, weights
+
+
 def _steps(compose):
     """The transforms of a torchvision Compose (v1 or v2), a Compose inside it flattened into its
     place (it applies its transforms in turn, as the outer one does), or [compose] for one
-    transform; any other container (RandomApply, RandomChoice, RandomOrder...) is refused by
-    name."""
+    transform; RandomOrder and RandomChoice stay as they are (see _group); any other container
+    is refused by name."""
     if isinstance(compose, (tuple, list)):
         raise OptionsError(f"a {type(compose).__name__} of transforms is not supported: give a "
                            "Compose (timm's create_transform(..., separate=True) gives a tuple "
@@ -564,7 +589,22 @@ def _steps(compose):
     for step in steps:
         inner = type(step).__name__ == "Compose" and \
             (type(step).__module__ or "").startswith("torchvision.")
+        if _name(step) == "RandomChoice" and _mix.translated(step) is not None:
+            raise OptionsError("RandomChoice of MixUp/CutMix inside a Compose: it mixes "
+                               "batches, not images; translate it on its own and give it to "
+                               "Loader(batch_transform=...)")
         flat.extend(_steps(step) if inner else [step])
+    return flat
+
+
+def _with_groups_flattened(steps):
+    """(step, its group's number or None, its group) for each transform of `steps`, a
+    RandomOrder's or RandomChoice's steps in their place (see _group)."""
+    flat = []
+    for number, step in enumerate(steps):
+        group = _group(step)
+        members = group[1] if group else [step]
+        flat.extend((member, number if group else None, group) for member in members)
     return flat
 
 
@@ -614,7 +654,8 @@ def from_torchvision(compose):
     PILToTensor / ToImage (+ ToDtype /
     ConvertImageDtype), Normalize, RandomErasing, in that order (but the steps from the rotation
     or policy to GaussianBlur, which keep the image's size, in any order among themselves, which
-    is kept: Transform.order), ToPureTensor anywhere (and timm's
+    is kept: Transform.order, and in RandomOrder or RandomChoice (v1 or v2) of them, drawn per
+    sample), ToPureTensor anywhere (and timm's
     MaybeToTensor, MaybePILToTensor, RandomResizedCropAndInterpolation and RandomErasing in its
     three modes with its counts, as the torchvision transforms they compute as, and its
     RandAugment ('rand-...'), AutoAugment ('original', 'originalr', 'v0', 'v0r', with '-mstd')
@@ -639,19 +680,15 @@ def from_torchvision(compose):
     last, latest = -1, None  # the furthest place in the order so far, and the step at it
     rotated = None  # the first rotation, RandomAffine, RandomPerspective or policy
     sharpened = False
-    order = []  # the methods of the steps that keep the image's size, as the Compose lists them
-    seen = {}  # slot -> the transform that took it
+    order = []  # the steps that keep the image's size as the Compose lists them, with groups
+    seen = {}  # slot -> the transform that took it, and its group's number
     tensor = None  # the transform that made the PIL image a tensor
     dtype = None  # the tensor's element type, once there is one
-    for step in _steps(compose):
+    for step, number, group in _with_groups_flattened(_steps(compose)):
         step, applied = _unwrapped(step)
         name, module = _name(step), type(step).__module__ or ""
         if name in _REFUSED_WITH_REASON and module.split(".")[0] in ("torchvision", "timm"):
             raise OptionsError(_REFUSED_WITH_REASON[name])
-        if _mix.translated(step) is not None:
-            raise OptionsError(f"{name} of MixUp/CutMix inside a Compose: it mixes batches, not "
-                               "images; translate it on its own and give it to "
-                               "Loader(batch_transform=...)")
         if name not in _STAGE and name != "ToPureTensor":
             raise OptionsError(f"{name} is not supported by gpuprep (supported: {sorted(_STAGE)}, "
                                f"RandomApply around one of {', '.join(_APPLIABLE)}, and "
@@ -695,7 +732,7 @@ def from_torchvision(compose):
                                f"which a flip does not commute; put {name} first")
         rotated = rotated or (name in _GEOMETRIC and name)
         if name in _SAME_SIZE:
-            order.append(_METHOD[name])
+            order.append((_METHOD[name], number, group))
         target = None
         if name in ("ToDtype", "ConvertImageDtype"):
             target = getattr(step, "dtype", None)
@@ -711,9 +748,14 @@ def from_torchvision(compose):
         if name == "ToImage" and tensor is not None:
             continue  # wraps the tensor as a tv_tensors.Image, its values as they are
         slot = _SLOTS.get(name, name)
+        if slot in seen and group is not None and seen[slot][1] == number:
+            raise OptionsError(f"{group[0]} of {seen[slot][0]} and {name}: gpuprep's Transform "
+                               "holds one rotation, RandomAffine or augmentation policy, and "
+                               "one of each other transform, so it cannot draw between or "
+                               "order these two")
         if slot in seen:
-            raise OptionsError(_twice(name, seen[slot]))
-        seen[slot] = name
+            raise OptionsError(_twice(name, seen[slot][0]))
+        seen[slot] = (name, number)
         if name == "RandomRotation":
             t = t.random_rotation(_rotation_degrees(step),
                                   _map_interpolation(name, step), _fill(step), p=applied)
@@ -847,9 +889,32 @@ def from_torchvision(compose):
             raise OptionsError(f"{name} is not translated by this version of gpuprep's Python "
                                "package (its operations table and from_torchvision disagree)")
     if order:
-        t = t.order(*order)
+        t = t.order(*_order_entries(order))
     t.validate()  # what the translated options do not fit, refused here rather than later
     return t
+
+
+def _order_entries(order):
+    """Transform.order's entries for `order`, the (method, group number, group) of each step
+    that keeps the image's size as the Compose lists them: a method's name, or one entry for
+    all the steps of a RandomOrder or RandomChoice."""
+    entries, numbers = [], []
+    for method, number, group in order:
+        if group is None:
+            entries.append(method)
+            numbers.append(None)
+            continue
+        kind, _members, weights = group
+        if not numbers or numbers[-1] != number:  # the group's first step
+            entries.append({"random_order": []} if kind == "RandomOrder"
+                           else {"random_choice": [], "p": []})
+            numbers.append(number)
+        entry = entries[-1]
+        steps = entry.get("random_order", entry.get("random_choice"))
+        steps.append(method)
+        if weights is not None:
+            entry["p"].append(weights[len(steps) - 1])
+    return entries
 
 
 def _with_timms_rand_augment(t, step):
@@ -1305,11 +1370,13 @@ def torchvision_params(compose, size):
     `torch.manual_seed(s)`, `Pipeline.preprocess([image], from_torchvision(compose),
     params=[torchvision_params(compose, size)])` equals `compose(pil_image)` after the same seed,
     bit for bit. timm's transforms draw their crops, interpolations and erased boxes with
-    Python's `random`, and its RandAugment its operations with numpy's global RNG: seed them too
+    Python's `random`, and its RandAugment its operations with numpy's global RNG, and v1's
+    RandomOrder and RandomChoice draw with Python's `random` too: seed them as well
     (`random.seed(s)`, `numpy.random.seed(s)`) for a compose of them. A GaussianBlur's
     parameters are the kernels torchvision makes of the sigma drawn, torch's own. The dict has
     report.json's form. A compose `from_torchvision` refuses is refused here the same way
     (OptionsError), before any draw."""
+    import random
     import torch
 
     translated = from_torchvision(compose)
@@ -1321,10 +1388,28 @@ def torchvision_params(compose, size):
     width, height = size
     params = {}
     pending = _steps(compose)
+    grouped = any(_group(step) for step in pending)
+    ran = []  # the steps that keep the image's size, in the order they run
     while pending:
         step = pending.pop(0)
         name = _name(step)
-        if name == "Resize":
+        inner = _name(_unwrapped(step)[0])
+        if inner in _SAME_SIZE and _METHOD[inner] not in ran:
+            ran.append(_METHOD[inner])
+        if name in ("RandomOrder", "RandomChoice"):
+            # v1 draws with Python's random (shuffle; choices over its weights), v2 with torch.
+            members, v2 = list(step.transforms), _is_v2(step)
+            if name == "RandomOrder" and v2:
+                picked = [int(i) for i in torch.randperm(len(members))]
+            elif name == "RandomOrder":
+                picked = list(range(len(members)))
+                random.shuffle(picked)
+            elif v2:
+                picked = [int(torch.multinomial(torch.tensor(step.p), 1))]
+            else:
+                picked = random.choices(range(len(members)), weights=step.p)
+            pending[:0] = [members[i] for i in picked]
+        elif name == "Resize":
             n = _size(step.size)
             if isinstance(n, int):
                 short, long_ = min(width, height), max(width, height)
@@ -1379,7 +1464,6 @@ def torchvision_params(compose, size):
             i, j, h, w = step.get_params(stand_in, step.scale, step.ratio)
             params["crop"] = {"top": int(i), "left": int(j), "height": int(h), "width": int(w)}
             if isinstance(getattr(step, "interpolation", None), (tuple, list)):
-                import random
                 drawn = _interpolation_name(random.choice(step.interpolation))
                 params["interpolation"] = _INTERPOLATIONS[drawn]
             n = _size(step.size)
@@ -1456,6 +1540,8 @@ def torchvision_params(compose, size):
                     if value is None:
                         box["noise"] = v.flatten().tolist()
                     params["erase"].append(box)
+    if grouped:
+        params["steps"] = ran
     return params
 
 

@@ -167,6 +167,53 @@ fn applied(shown: String, p: f64) -> String {
     }
 }
 
+/// One entry of `Transform.order`: a method's name, `{"random_order": [names]}` or
+/// `{"random_choice": [names], "p": [weights] or None}`; anything else is an OptionsError.
+fn order_entry(entry: &Bound<'_, PyAny>) -> PyResult<gpuprep::OrderEntry<String>> {
+    let wrong = || {
+        OptionsError::new_err(format!(
+            "an order's entry is a step's method name, {{'random_order': [names]}} or \
+             {{'random_choice': [names], 'p': [weights]}}, not {entry}"
+        ))
+    };
+    if let Ok(name) = entry.extract::<String>() {
+        return Ok(gpuprep::OrderEntry::Step(name));
+    }
+    let group = entry
+        .extract::<std::collections::HashMap<String, Bound<'_, PyAny>>>()
+        .map_err(|_| wrong())?;
+    let names = |v: &Bound<'_, PyAny>| -> PyResult<Vec<String>> {
+        if v.extract::<String>().is_ok() {
+            return Err(wrong()); // a string is a sequence of letters, not of names
+        }
+        v.extract().map_err(|_| wrong())
+    };
+    let keys: Vec<&str> = group.keys().map(String::as_str).collect();
+    match (group.get("random_order"), group.get("random_choice")) {
+        (Some(steps), None) if keys.len() == 1 => {
+            Ok(gpuprep::OrderEntry::RandomOrder(names(steps)?))
+        }
+        (None, Some(steps)) if keys.iter().all(|k| ["random_choice", "p"].contains(k)) => {
+            let steps = names(steps)?;
+            let p: Vec<f64> = match group.get("p").filter(|p| !p.is_none()) {
+                None => vec![1.0; steps.len()],
+                Some(p) => p.extract().map_err(|_| wrong())?,
+            };
+            if p.len() != steps.len() {
+                return Err(OptionsError::new_err(format!(
+                    "RandomChoice of {} steps with {} weights in p",
+                    steps.len(),
+                    p.len()
+                )));
+            }
+            Ok(gpuprep::OrderEntry::RandomChoice(
+                steps.into_iter().zip(p).collect(),
+            ))
+        }
+        _ => Err(wrong()),
+    }
+}
+
 fn describe(t: &gpuprep::Transform) -> String {
     let pair = |(w, h): (usize, usize)| format!("({h}, {w})");
     let filter = if t.filter == Filter::Bilinear {
@@ -399,14 +446,42 @@ fn describe(t: &gpuprep::Transform) -> String {
         ..*t
     }
     .ordered_steps();
-    // Those the order names, then any it leaves out (a transform that `validate` refuses).
-    let ordered = t.ordered_steps();
-    let left_out = usual.iter().filter(|m| !ordered.contains(m));
-    for method in ordered.iter().chain(left_out) {
-        if let Some(at) = usual.iter().position(|m| m == method) {
-            steps.push(described[at].clone());
-        }
+    // Those the order names (its RandomOrder and RandomChoice groups as such), then any it
+    // leaves out (a transform that `validate` refuses).
+    let shown = |method: &&str| {
+        let at = usual.iter().position(|m| m == method);
+        at.map_or_else(|| format!("<{method}: absent>"), |at| described[at].clone())
+    };
+    let entries = if t.order.is_empty() {
+        usual
+            .iter()
+            .map(|&m| gpuprep::OrderEntry::Step(m))
+            .collect()
+    } else {
+        t.order.entries()
+    };
+    for entry in entries {
+        steps.push(match entry {
+            gpuprep::OrderEntry::Step(m) => shown(&m),
+            gpuprep::OrderEntry::RandomOrder(members) => {
+                let members: Vec<String> = members.iter().map(shown).collect();
+                format!("RandomOrder([{}])", members.join(", "))
+            }
+            gpuprep::OrderEntry::RandomChoice(members) => {
+                let (methods, p): (Vec<&str>, Vec<f64>) = members.into_iter().unzip();
+                let shown: Vec<String> = methods.iter().map(shown).collect();
+                let equal = p.iter().all(|&w| w == p[0]);
+                let p = if equal {
+                    String::new()
+                } else {
+                    format!(", p={p:?}")
+                };
+                format!("RandomChoice([{}]{p})", shown.join(", "))
+            }
+        });
     }
+    let ordered = t.ordered_steps();
+    steps.extend(usual.iter().filter(|m| !ordered.contains(m)).map(shown));
     if t.channel_order == gpuprep::ChannelOrder::Bgr {
         steps.push("ToBGR()".to_string());
     }
@@ -1149,19 +1224,26 @@ impl Transform {
     /// policy, random_perspective, color_jitter, grayscale, the single-operation transforms,
     /// gaussian_blur), by their method names, every one the transform has, e.g.
     /// `order("color_jitter", "random_rotation")`: as a torchvision Compose that lists them so.
-    /// Without it (or with none named) they run in torchvision's usual order. Set it after
-    /// adding the steps; the resize, pad, crops and flips run before them.
-    #[pyo3(signature = (*methods))]
-    fn order(&self, methods: Vec<String>) -> PyResult<Self> {
-        let order =
-            gpuprep::StepOrder::new(&methods).map_err(|e| OptionsError::new_err(e.to_string()))?;
+    /// An entry may also be `{"random_order": [methods]}` (torchvision's RandomOrder: their
+    /// order drawn per sample) or `{"random_choice": [methods], "p": [weights]}` (its
+    /// RandomChoice: one drawn per sample, equal weights without `p`). Without it (or with none
+    /// named) they run in torchvision's usual order. Set it after adding the steps; the resize,
+    /// pad, crops and flips run before them.
+    #[pyo3(signature = (*entries))]
+    fn order(&self, entries: Vec<Bound<'_, PyAny>>) -> PyResult<Self> {
+        let entries = entries
+            .iter()
+            .map(order_entry)
+            .collect::<PyResult<Vec<_>>>()?;
+        let order = gpuprep::StepOrder::from_entries(&entries)
+            .map_err(|e| OptionsError::new_err(e.to_string()))?;
         let mut t = gpuprep::Transform { order, ..self.0 };
         validated(&t)?;
         let usual = gpuprep::Transform {
             order: gpuprep::StepOrder::default(),
             ..t
         };
-        if t.ordered_steps() == usual.ordered_steps() {
+        if !order.is_random() && t.ordered_steps() == usual.ordered_steps() {
             t = usual; // the same transform, equal to one built without an order
         }
         Ok(Self(t))

@@ -734,6 +734,59 @@ def test_the_steps_that_keep_the_size_run_in_the_composes_order():
             "RandomHorizontalFlip after RandomAffine")
 
 
+@pytest.mark.parametrize("module", [T, v2], ids=["v1", "v2"])
+def test_random_order_and_random_choice_draw_as_torchvision_does(module):
+    """RandomOrder and RandomChoice of the steps that keep the image's size, v1's drawn with
+    Python's random (shuffle, choices over p), v2's with torch (randperm, multinomial): after
+    the same seeds, gpuprep given torchvision_params's draws is torchvision, every order and
+    every choice seen."""
+    compose = module.Compose([
+        module.RandomResizedCrop(56), module.RandomHorizontalFlip(),
+        module.RandomChoice([module.RandomRotation(15), module.RandomPerspective(0.4, p=1.0),
+                             module.RandomAdjustSharpness(2.0, p=1.0)], p=[1.0, 2.0, 1.0]),
+        module.RandomOrder([module.ColorJitter(0.4, 0.4, 0.4, 0.1), module.RandomGrayscale(0.3),
+                            module.RandomApply([module.RandomSolarize(128)], p=0.8)]),
+        module.PILToTensor()])
+    t = gpuprep.from_torchvision(compose)
+    shown = repr(t)
+    p = [float(w) for w in compose.transforms[2].p]  # v2 normalises them
+    assert "RandomChoice([RandomRotation(" in shown and f"p={p})" in shown, shown
+    assert "RandomOrder([ColorJitter(" in shown, shown
+    drawn = seeded_against_torchvision(compose, range(16))
+    assert {p["steps"][0] for p in drawn} == {"random_rotation", "random_perspective",
+                                             "random_adjust_sharpness"}
+    assert len({tuple(p["steps"][1:]) for p in drawn}) >= 4
+    for p in drawn:  # what RandomChoice did not choose draws nothing
+        sharpened = "random_adjust_sharpness" in p.get("color_ops", {})
+        assert sum(key in p for key in ("rotation", "perspective")) + sharpened == 1, p
+    uniform = module.Compose([module.CenterCrop(48),
+                              module.RandomChoice([module.GaussianBlur(5, (0.1, 2.0))
+                                                   if module is T else module.RandomInvert(1.0),
+                                                   module.RandomEqualize(1.0)]),
+                              module.PILToTensor()])
+    seeded_against_torchvision(uniform, range(6))
+
+
+def test_random_order_and_random_choice_refuse_what_gpuprep_does_not_draw():
+    refused(T.Compose([T.RandomChoice([T.Resize(32), T.CenterCrop(32)])]),
+            "RandomChoice([Resize, CenterCrop]) is not supported", "keep the image's size")
+    refused(T.Compose([T.RandomOrder([T.ColorJitter(0.4), T.RandomOrder([T.RandomInvert()])])]),
+            "RandomOrder([ColorJitter, RandomOrder]) is not supported")
+    refused(T.Compose([T.RandomOrder([T.RandomHorizontalFlip(), T.ColorJitter(0.4)])]),
+            "RandomOrder([RandomHorizontalFlip, ColorJitter]) is not supported")
+    refused(T.Compose([T.RandomChoice([T.ColorJitter(0.4), T.RandomInvert()], p=[0, 0])]),
+            "RandomChoice(p=[0, 0])")
+    refused(T.Compose([T.RandomChoice([T.RandomRotation(10), T.RandAugment()])]),
+            "RandomChoice of RandomRotation and RandAugment", "cannot draw between")
+    refused(T.Compose([T.RandomRotation(10), T.RandomOrder([T.RandAugment(), T.RandomInvert()])]),
+            "RandAugment after RandomRotation", "torchvision would apply both")
+    refused(v2.Compose([v2.RandomChoice([v2.MixUp(num_classes=10), v2.CutMix(num_classes=10)])]),
+            "RandomChoice of MixUp/CutMix inside a Compose")
+    refused(T.Compose([T.RandomOrder([T.RandomRotation(10), T.ColorJitter(0.4)]),
+                       T.RandomHorizontalFlip()]),
+            "RandomHorizontalFlip after RandomRotation")
+
+
 def test_a_compose_inside_a_compose_is_its_transforms_in_its_place():
     """torchvision applies an inner Compose's transforms in turn, as the outer one would: the
     same Transform, and the same draws, as the flat Compose."""

@@ -477,6 +477,76 @@ def test_an_order_names_every_step_once_and_the_usual_one_is_none():
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
+def test_random_order_and_random_choice_draw_the_steps_and_replay_through_pillow(backend):
+    """Transform.order's RandomOrder and RandomChoice: each sample runs the steps it drew, in
+    the order drawn (its parameters' `steps`, equal to tools/pillow_reference.py's draw), a
+    step not chosen drawing nothing; the output is Pillow's applying them so."""
+    t = (gpuprep.Transform().random_resized_crop(48).random_rotation(20, "bilinear")
+         .color_jitter(0.4, 0.4, 0.4).grayscale(0.3).random_invert(0.5)
+         .gaussian_blur(5, (0.1, 2.0)).with_seed(11)
+         .order({"random_choice": ["gaussian_blur", "random_rotation"], "p": [1, 3]},
+                {"random_order": ["color_jitter", "grayscale", "random_invert"]}))
+    shown = repr(t)
+    assert "RandomChoice([GaussianBlur(" in shown and "p=[1.0, 3.0])" in shown, shown
+    assert "RandomOrder([ColorJitter(" in shown, shown
+    spec = {"random_resized_crop": {"size": [48, 48]},
+            "random_rotation": {"degrees": [-20, 20], "interpolation": "bilinear",
+                                "fill": [0, 0, 0]},
+            "color_jitter": [0.4, 0.4, 0.4], "grayscale": 0.3,
+            "color_ops": [{"op": "random_invert", "p": 0.5}],
+            "gaussian_blur": {"kernel_size": [5, 5], "sigma": [0.1, 2.0], "p": 1.0},
+            "order": [{"random_choice": ["gaussian_blur", "random_rotation"], "p": [1, 3]},
+                      {"random_order": ["color_jitter", "grayscale", "random_invert"]}],
+            "seed": 11}
+    replayed_through_pillow(backend, t, spec, 12, "steps")
+    _, outcomes = pipeline(backend).preprocess(PHOTOS[:1] * 24, t, indices=list(range(24)))
+    steps = [tuple(o["params"]["steps"]) for o in outcomes]
+    assert {s[0] for s in steps} == {"gaussian_blur", "random_rotation"}
+    assert len({s[1:] for s in steps}) >= 4, steps
+    for o in outcomes:  # the step not chosen has no parameters
+        chose_blur = o["params"]["steps"][0] == "gaussian_blur"
+        assert ("blur" in o["params"]) == chose_blur and ("rotation" in o["params"]) != chose_blur
+
+
+def test_random_order_and_random_choice_refuse_what_they_cannot_draw():
+    t = gpuprep.Transform().random_rotation(10).color_jitter(0.4).grayscale(0.2)
+    for entries, words in [
+            (({"random_choice": ["color_jitter", "grayscale"], "p": [0, 0]}, "random_rotation"),
+             "finite, non-negative weights of a positive sum"),
+            (({"random_choice": ["color_jitter", "grayscale"], "p": [1]}, "random_rotation"),
+             "RandomChoice of 2 steps with 1 weights"),
+            (({"random_order": []}, "random_rotation", "color_jitter", "grayscale"),
+             "of no steps"),
+            (({"random_order": ["color_jitter"], "extra": 1}, "random_rotation", "grayscale"),
+             "an order's entry is"),
+            ((["random_rotation", "color_jitter", "grayscale"],), "an order's entry is"),
+            (({"random_order": "grayscale"}, "random_rotation", "color_jitter"),
+             "an order's entry is"),
+            (({"random_order": ["color_jitter", "resize"]}, "random_rotation", "grayscale"),
+             "\"resize\" is not a step it places")]:
+        with pytest.raises(gpuprep.OptionsError, match=words):
+            t.order(*entries)
+    grouped = t.order({"random_order": ["random_rotation", "color_jitter", "grayscale"]})
+    assert grouped != t
+    batch, outcomes = pipeline("cpu").preprocess(PHOTOS[:1], grouped.center_crop(32))
+    drawn = outcomes[0]["params"]
+    for steps, words in [(None, "lack `steps`"),
+                         (["random_rotation", "color_jitter"], "are not an order"),
+                         (["grayscale", "color_jitter", "random_rotation"], None)]:
+        given = {k: v for k, v in drawn.items() if k != "steps"}
+        if steps is not None:
+            given["steps"] = steps
+        if words is None:
+            pipeline("cpu").preprocess(PHOTOS[:1], grouped.center_crop(32), params=[given])
+            continue
+        with pytest.raises(gpuprep.OptionsError, match=words):
+            pipeline("cpu").preprocess(PHOTOS[:1], grouped.center_crop(32), params=[given])
+    with pytest.raises(gpuprep.OptionsError, match="have `steps`, which the transform does not"):
+        pipeline("cpu").preprocess(PHOTOS[:1], t.center_crop(32), params=[
+            dict(drawn, steps=["random_rotation", "color_jitter", "grayscale"])])
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("policy", ["imagenet", "cifar10", "svhn"])
 def test_with_torchs_seed_auto_augment_is_torchvisions(backend, policy):
     T = pytest.importorskip("torchvision.transforms")
