@@ -188,7 +188,10 @@ class Stream:
     def weighted(self, weights):
         """An index drawn with a probability proportional to its weight: the first whose running
         sum exceeds uniform() times the sum (both left to right, in doubles)."""
-        x = self.uniform() * sum(float(w) for w in weights)
+        total = 0.0
+        for w in weights:  # not sum(), which compensates its rounding from Python 3.12 on
+            total += float(w)
+        x = self.uniform() * total
         last = max(i for i, w in enumerate(weights) if w > 0)
         running = 0.0
         for i, w in enumerate(weights[:last]):

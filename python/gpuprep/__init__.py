@@ -689,6 +689,10 @@ def from_torchvision(compose):
         name, module = _name(step), type(step).__module__ or ""
         if name in _REFUSED_WITH_REASON and module.split(".")[0] in ("torchvision", "timm"):
             raise OptionsError(_REFUSED_WITH_REASON[name])
+        if _mix.translated(step) is not None:
+            raise OptionsError(f"{name} of MixUp/CutMix inside a Compose: it mixes batches, not "
+                               "images; translate it on its own and give it to "
+                               "Loader(batch_transform=...)")
         if name not in _STAGE and name != "ToPureTensor":
             raise OptionsError(f"{name} is not supported by gpuprep (supported: {sorted(_STAGE)}, "
                                f"RandomApply around one of {', '.join(_APPLIABLE)}, and "

@@ -470,8 +470,9 @@ fn describe(t: &gpuprep::Transform) -> String {
             gpuprep::OrderEntry::RandomChoice(members) => {
                 let (methods, p): (Vec<&str>, Vec<f64>) = members.into_iter().unzip();
                 let shown: Vec<String> = methods.iter().map(shown).collect();
-                let equal = p.iter().all(|&w| w == p[0]);
-                let p = if equal {
+                // p=None is weights of 1 each.
+                let unweighted = p.iter().all(|&w| w == 1.0);
+                let p = if unweighted {
                     String::new()
                 } else {
                     format!(", p={p:?}")

@@ -333,10 +333,13 @@ impl Params {
         }
         for (name, wanted, given) in pairs {
             if wanted != given {
-                let why = if wanted {
-                    format!("lack `{name}`, which the transform draws")
-                } else {
-                    format!("have `{name}`, which the transform does not draw")
+                let why = match (wanted, self.steps.is_some()) {
+                    (true, _) => format!("lack `{name}`, which the transform draws"),
+                    (false, false) => format!("have `{name}`, which the transform does not draw"),
+                    (false, true) => format!(
+                        "have `{name}`, which the transform does not draw or the given `steps` \
+                         leave out"
+                    ),
                 };
                 return Err(Error::Options(format!("the given parameters {why}")));
             }

@@ -113,10 +113,10 @@ pub struct OutputPlan {
     /// `RandomRotation`, `RandomAffine`, or a policy's shear, translation or rotation).
     pub rotation: Option<super::Rotation>,
     /// What happens to the (rotated) image, in the transform's order of its steps that keep the
-    /// size ([`Transform::ordered_steps`], or the sample's drawn `steps`): the rotation, affine map or policy's operations
-    /// (AugMix's chains), `RandomPerspective`'s map, `ColorJitter`'s adjustments,
-    /// `RandomGrayscale`, the single-operation transforms that drew theirs, `GaussianBlur`,
-    /// each where it applies.
+    /// size ([`Transform::ordered_steps`], or the sample's drawn `steps`): the rotation, affine
+    /// map or policy's operations (AugMix's chains), `RandomPerspective`'s map, `ColorJitter`'s
+    /// adjustments, `RandomGrayscale`, the single-operation transforms that drew theirs,
+    /// `GaussianBlur`, each where it applies.
     pub steps: Vec<Step>,
     /// `RandomErasing`'s boxes of the output and their values, in the order they are written
     /// (a later box over an earlier one).
@@ -161,7 +161,9 @@ impl OutputPlan {
             Layout::Hwc => [crop_h, crop_w, 3],
             Layout::Chw => [3, crop_h, crop_w],
         };
-        // The steps this sample drew where a RandomOrder or RandomChoice draws them.
+        // The steps this sample drew where a RandomOrder or RandomChoice draws them (drawn and
+        // given parameters have them then: `Params::of`).
+        debug_assert_eq!(params.steps.is_some(), transform.order.is_random());
         let methods = params
             .steps
             .clone()

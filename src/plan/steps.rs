@@ -44,8 +44,8 @@ pub(crate) fn check(transform: &Transform, steps: Option<&[&'static str]>) -> Re
         )),
         (true, Some(steps)) if transform.order.allows(steps) => Ok(transform.running(steps)),
         (true, Some(steps)) => Err(Error::Options(format!(
-            "the given steps {steps:?} are not an order the transform's order {:?} runs",
-            transform.order.entries()
+            "the given steps {steps:?} are not an order the transform's order {} runs",
+            transform.order.to_json()
         ))),
     }
 }

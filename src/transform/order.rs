@@ -83,6 +83,16 @@ impl StepOrder {
         let mut slot = 0;
         for (group, entry) in entries.iter().enumerate() {
             let group = u8::try_from(group).unwrap_or(u8::MAX);
+            let empty = match entry {
+                OrderEntry::Step(_) => false,
+                OrderEntry::RandomOrder(steps) => steps.is_empty(),
+                OrderEntry::RandomChoice(steps) => steps.is_empty(),
+            };
+            if empty {
+                return Err(InvalidTransform(
+                    "order: a RandomOrder or RandomChoice of no steps".into(),
+                ));
+            }
             let members: Vec<(&str, Place)> = match entry {
                 OrderEntry::Step(m) => vec![(m.as_ref(), Place::Fixed)],
                 OrderEntry::RandomOrder(steps) => steps
@@ -97,11 +107,6 @@ impl StepOrder {
                         .collect()
                 }
             };
-            if members.is_empty() {
-                return Err(InvalidTransform(
-                    "order: a RandomOrder or RandomChoice of no steps".into(),
-                ));
-            }
             for (method, place) in members {
                 let known = known_step(method)?;
                 if order.iter().any(|m| m == known) {
@@ -243,7 +248,7 @@ impl Transform {
     /// The transform one sample runs when it drew `steps` (an order its [`StepOrder`]
     /// [allows](StepOrder::allows)): without the steps a `RandomChoice` did not choose, and
     /// with `steps` as its fixed order.
-    pub fn running(&self, steps: &[&'static str]) -> Transform {
+    pub(crate) fn running(&self, steps: &[&'static str]) -> Transform {
         let mut t = *self;
         for method in self.order.iter().filter(|m| !steps.contains(m)) {
             t.remove_step(method);

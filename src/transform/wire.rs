@@ -159,7 +159,7 @@ impl Transform {
                 "sigma": [b.sigma.0, b.sigma.1],
                 "p": b.p,
             })),
-            "order": (!order.is_empty()).then(|| order_json(order)),
+            "order": (!order.is_empty()).then(|| order.to_json()),
             "random_erasing": random_erasing.map(|e| json!({
                 "p": e.p,
                 "scale": [e.scale.0, e.scale.1],
@@ -253,21 +253,11 @@ impl Field<'_> {
         self.value.and_then(read).ok_or_else(|| self.wrong(what))
     }
 
-    /// A list of step names, `{"random_order": [names]}` and `{"random_choice": [names], "p":
-    /// [weights] or null}` ([`StepOrder`]), or null for the usual order.
+    /// An order ([`StepOrder::from_json`]), or null for the usual order.
     fn order(&self) -> Parsed<StepOrder> {
-        let Some(value) = self.value else {
-            return Ok(StepOrder::default());
-        };
-        let entries: Option<Vec<OrderEntry<&str>>> = value
-            .as_array()
-            .and_then(|list| list.iter().map(order_entry).collect());
-        StepOrder::from_entries(&entries.ok_or_else(|| {
-            self.wrong(
-                "a list of step names, {\"random_order\": [names]} and {\"random_choice\": \
-                 [names], \"p\": [weights]}, or null",
-            )
-        })?)
+        self.value
+            .map_or(Ok(StepOrder::default()), StepOrder::from_json)
+            .map_err(|e| invalid(format!("transform field `{}`: {}", self.key, e.0)))
     }
 
     /// A value, or null for none.
@@ -406,17 +396,35 @@ fn dtype(v: &Value) -> Option<DType> {
         .find(|&d| v.as_str() == Some(dtype_name(d)))
 }
 
-/// An order's JSON form: [`Field::order`]'s.
-fn order_json(order: StepOrder) -> Value {
-    let entries = order.entries().into_iter().map(|entry| match entry {
-        OrderEntry::Step(method) => json!(method),
-        OrderEntry::RandomOrder(steps) => json!({ "random_order": steps }),
-        OrderEntry::RandomChoice(steps) => {
-            let (names, p): (Vec<&str>, Vec<f64>) = steps.into_iter().unzip();
-            json!({ "random_choice": names, "p": p })
-        }
-    });
-    Value::Array(entries.collect())
+impl StepOrder {
+    /// The JSON form: a list of step names, `{"random_order": [names]}` and
+    /// `{"random_choice": [names], "p": [weights]}`.
+    pub fn to_json(&self) -> Value {
+        let entries = self.entries().into_iter().map(|entry| match entry {
+            OrderEntry::Step(method) => json!(method),
+            OrderEntry::RandomOrder(steps) => json!({ "random_order": steps }),
+            OrderEntry::RandomChoice(steps) => {
+                let (names, p): (Vec<&str>, Vec<f64>) = steps.into_iter().unzip();
+                json!({ "random_choice": names, "p": p })
+            }
+        });
+        Value::Array(entries.collect())
+    }
+
+    /// [`Self::to_json`]'s form read back (`p` may be null or left out for equal weights); any
+    /// other form is refused, saying what the form is.
+    pub fn from_json(value: &Value) -> Parsed<Self> {
+        let entries: Option<Vec<OrderEntry<&str>>> = value
+            .as_array()
+            .and_then(|list| list.iter().map(order_entry).collect());
+        Self::from_entries(&entries.ok_or_else(|| {
+            invalid(
+                "an order is a list of step names, {\"random_order\": [names]} and \
+                 {\"random_choice\": [names], \"p\": [weights]}"
+                    .into(),
+            )
+        })?)
+    }
 }
 
 /// The names of a list, if it is one of strings.
@@ -424,7 +432,7 @@ fn names(value: &Value) -> Option<Vec<&str>> {
     value.as_array()?.iter().map(Value::as_str).collect()
 }
 
-/// One entry of [`Field::order`]'s list.
+/// One entry of an order's list ([`StepOrder::from_json`]).
 fn order_entry(value: &Value) -> Option<OrderEntry<&str>> {
     if let Some(name) = value.as_str() {
         return Some(OrderEntry::Step(name));
@@ -1014,6 +1022,15 @@ mod tests {
             order: StepOrder::new(&reversed).unwrap(),
             ..everything()
         };
+        let grouped = Transform {
+            order: StepOrder::from_entries(&[
+                OrderEntry::RandomChoice(vec![(reversed[0], 2.0), (reversed[1], 0.5)]),
+                OrderEntry::Step(reversed[2]),
+                OrderEntry::RandomOrder(reversed[3..].to_vec()),
+            ])
+            .unwrap(),
+            ..everything()
+        };
         let presets = [
             Transform::default(),
             Transform::imagenet_eval(),
@@ -1022,6 +1039,7 @@ mod tests {
         for t in [
             everything(),
             reordered,
+            grouped,
             with_trivial,
             shorter_side,
             capped,
@@ -1084,6 +1102,36 @@ mod tests {
         assert_eq!(
             refused(json!({ "layout": "nchw" })),
             "transform field `layout` must be `hwc` or `chw`"
+        );
+        let grey = |order: Value| json!({ "grayscale": 0.2, "color_jitter": { "brightness": [0.6, 1.4] }, "order": order });
+        let malformed = "an order is a list of step names, {\"random_order\": [names]} and \
+                         {\"random_choice\": [names], \"p\": [weights]}";
+        for order in [
+            json!("grayscale"),
+            json!([{ "random_order": ["grayscale"], "p": [1] }, "color_jitter"]),
+            json!([{ "random_choice": ["grayscale", "color_jitter"], "p": [1] }]),
+            json!([{ "random_choice": "grayscale" }, "color_jitter"]),
+            json!([{ "shuffle": ["grayscale", "color_jitter"] }]),
+        ] {
+            assert_eq!(
+                refused(grey(order.clone())),
+                format!("transform field `order`: {malformed}"),
+                "{order}"
+            );
+        }
+        assert_eq!(
+            refused(grey(
+                json!([{ "random_choice": [] }, "grayscale", "color_jitter"])
+            )),
+            "transform field `order`: order: a RandomOrder or RandomChoice of no steps"
+        );
+        let parsed = Transform::from_json(&grey(json!([
+            { "random_choice": ["grayscale", "color_jitter"], "p": null }
+        ])))
+        .unwrap();
+        assert_eq!(
+            parsed.order.to_json(),
+            json!([{ "random_choice": ["grayscale", "color_jitter"], "p": [1.0, 1.0] }])
         );
     }
 }

@@ -402,7 +402,9 @@ pub fn transform_specs() -> BTreeMap<String, gpuprep::Transform> {
                 color_ops: listed.color_ops,
                 order: s
                     .get("order")
-                    .map_or_else(gpuprep::StepOrder::default, step_order),
+                    .map_or_else(gpuprep::StepOrder::default, |o| {
+                        gpuprep::StepOrder::from_json(o).unwrap()
+                    }),
                 seed: s["seed"].as_u64().unwrap_or(0),
                 epoch: s["epoch"].as_u64().unwrap_or(0),
             };
@@ -418,36 +420,4 @@ fn interpolation(object: &serde_json::Value) -> gpuprep::Filter {
         .map_or(gpuprep::Filter::Nearest, |f| {
             gpuprep::Filter::from_name(f.as_str().unwrap()).unwrap()
         })
-}
-
-/// A spec's "order": step names, `{"random_order": [names]}` and `{"random_choice": [names],
-/// "p": [weights]}`, as the transform's JSON writes it.
-fn step_order(order: &serde_json::Value) -> gpuprep::StepOrder {
-    let names = |v: &serde_json::Value| -> Vec<String> {
-        let list = v.as_array().unwrap().iter();
-        list.map(|n| n.as_str().unwrap().to_string()).collect()
-    };
-    let entries: Vec<gpuprep::OrderEntry<String>> = order
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(
-            |entry| match (entry.get("random_order"), entry.get("random_choice")) {
-                (Some(steps), _) => gpuprep::OrderEntry::RandomOrder(names(steps)),
-                (_, Some(steps)) => {
-                    let steps = names(steps);
-                    let p = entry.get("p").map_or(vec![1.0; steps.len()], |p| {
-                        p.as_array()
-                            .unwrap()
-                            .iter()
-                            .map(|w| w.as_f64().unwrap())
-                            .collect()
-                    });
-                    gpuprep::OrderEntry::RandomChoice(steps.into_iter().zip(p).collect())
-                }
-                _ => gpuprep::OrderEntry::Step(entry.as_str().unwrap().to_string()),
-            },
-        )
-        .collect();
-    gpuprep::StepOrder::from_entries(&entries).unwrap()
 }

@@ -495,7 +495,11 @@ fn split_top_level(text: &str) -> Result<Vec<&str>, String> {
 
 /// The Python method of the operation of `flag` (with or without its leading `--`).
 fn method_of_flag(flag: &str) -> Result<&'static str, String> {
-    let flag = format!("--{}", flag.trim().trim_start_matches("--"));
+    let name = flag.trim().trim_start_matches("--");
+    if name.is_empty() {
+        return Err("an empty step name (two commas or pluses together, or one at an end)".into());
+    }
+    let flag = format!("--{name}");
     gpuprep::OPERATIONS
         .iter()
         .find(|o| o.flag == flag)
