@@ -195,7 +195,9 @@ def stage_bytes(jpeg, out_w, out_h, element_bytes, filter):
     s["tensor"] = (4 * source_w * read_rows + 3 * 256 * 4 + v_taps + TENSOR_JOB, out_bytes)
     # Each job record and its `starts` word (work.rs:612-640), the stages' tables and taps.
     job_words += v_taps // 4 + 81 * len(comps) + 41 + 61
-    # The upload's copy from the staging buffer (record.rs:174) reads host memory over PCIe.
+    # The upload's copy from the staging buffer the host wrote (record.rs:174): where that buffer
+    # lies (host memory over PCIe, or device memory the host writes through) is the driver's
+    # choice, so its rate is no share of the device's copy rate.
     s["upload"] = (4 * job_words, 4 * job_words)
     return s
 
@@ -305,7 +307,7 @@ def main():
         gbps = mb / ms if ms and stage != "adjust" else None
         if stage != "upload":
             device, device_ms = [device[0] + read, device[1] + written], device_ms + (ms or 0)
-        share = ("PCIe" if stage == "upload" else f"{gbps / copy:.0%}" if gbps and copy else "-")
+        share = ("staging" if stage == "upload" else f"{gbps / copy:.0%}" if gbps and copy else "-")
         print(f"| {stage} | {read / n / 1e6:.2f} | {written / n / 1e6:.2f} | {mb:.1f} | "
               f"{'-' if ms is None else f'{ms:.2f}'} | {'-' if gbps is None else f'{gbps:.1f}'} | "
               f"{share} |")
