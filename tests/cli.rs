@@ -1170,19 +1170,24 @@ fn order_runs_the_steps_as_given_and_is_replayed_through_pillow() {
         ("resize", "\"resize\" is not a step it places"),
         ("shuffle", "--shuffle is not a flag of an operation"),
     ] {
-        let output = gpuprep()
-            .args(["parity", "--pillow", "--quiet"])
-            .args(steps)
-            .args(["--order", order])
-            .arg(data("photos"))
-            .output()
-            .unwrap();
-        let stderr = String::from_utf8_lossy(&output.stderr);
-        assert!(
-            !output.status.success() && stderr.contains(words),
-            "{order}: {stderr}"
-        );
+        refused_order(&steps, order, words);
     }
+}
+
+/// `parity --pillow` with `flags` and `--order order` fails, saying `words`.
+fn refused_order(flags: &[&str], order: &str, words: &str) {
+    let output = gpuprep()
+        .args(["parity", "--pillow", "--quiet"])
+        .args(flags)
+        .args(["--order", order])
+        .arg(data("photos"))
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        !output.status.success() && stderr.contains(words),
+        "{order}: {stderr}"
+    );
 }
 
 /// `--order` with `random-choice(...)` and `random-order(...)`: each image runs the steps it
@@ -1254,18 +1259,7 @@ fn random_choice_and_random_order_are_drawn_recorded_and_replayed_through_pillow
             "RandomChoice's p",
         ),
     ] {
-        let output = gpuprep()
-            .args(["parity", "--pillow", "--quiet"])
-            .args(&steps[..steps.len() - 1])
-            .args(["--order", order])
-            .arg(data("photos"))
-            .output()
-            .unwrap();
-        let stderr = String::from_utf8_lossy(&output.stderr);
-        assert!(
-            !output.status.success() && stderr.contains(words),
-            "{order}: {stderr}"
-        );
+        refused_order(&steps[..steps.len() - 1], order, words);
     }
 }
 
