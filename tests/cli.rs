@@ -1162,10 +1162,13 @@ fn order_runs_the_steps_as_given_and_is_replayed_through_pillow() {
     assert!(usual_order.is_null());
     assert_ne!(reordered, usual, "the order changed nothing");
     for (order, words) in [
-        ("color-jitter,random-rotation", "it lacks random_equalize"),
+        (
+            "color-jitter,random-rotation",
+            "it lacks random_equalize (RandomEqualize, --random-equalize)",
+        ),
         (
             "random-equalize,color-jitter,random-rotation,grayscale",
-            "grayscale, which",
+            "grayscale (RandomGrayscale, --grayscale), which",
         ),
         ("resize", "\"resize\" is not a step it places"),
         ("shuffle", "--shuffle is not a flag of an operation"),

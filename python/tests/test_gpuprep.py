@@ -468,10 +468,12 @@ def test_an_order_names_every_step_once_and_the_usual_one_is_none():
     assert t.order("random_rotation", "color_jitter", "grayscale") == t
     assert t.order("grayscale", "random_rotation", "color_jitter") != t
     for order, words in [(("color_jitter", "random_rotation"), "it lacks grayscale"),
-                         (("grayscale", "grayscale"), "names grayscale twice"),
+                         (("grayscale", "grayscale"),
+                          "names grayscale \\(RandomGrayscale, --grayscale\\) twice"),
                          (("resize",), "is not a step it places"),
                          (("grayscale", "random_rotation", "color_jitter", "random_invert"),
-                          "random_invert, which the transform does not have")]:
+                          "random_invert \\(RandomInvert, --random-invert\\), which the "
+                          "transform does not have")]:
         with pytest.raises(gpuprep.OptionsError, match=words):
             t.order(*order)
 

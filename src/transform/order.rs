@@ -111,7 +111,8 @@ impl StepOrder {
                 let known = known_step(method)?;
                 if order.iter().any(|m| m == known) {
                     return Err(InvalidTransform(format!(
-                        "order names {method} twice: a transform has one of each step"
+                        "order names {} twice: a transform has one of each step",
+                        named(method)
                     )));
                 }
                 order.0[slot] = Some((known, place));
@@ -190,6 +191,15 @@ impl StepOrder {
             rest = after;
         }
         rest.is_empty()
+    }
+}
+
+/// A step's method, with its torchvision class and its flag for those who know it by them:
+/// `random_invert (RandomInvert, --random-invert)`.
+fn named(method: &str) -> String {
+    match OPERATIONS.iter().find(|o| o.method == method) {
+        Some(o) => format!("{method} ({}, {})", o.torchvision, o.flag),
+        None => method.to_string(),
     }
 }
 
@@ -311,11 +321,13 @@ impl Transform {
         }
         if let Some(absent) = self.order.iter().find(|m| !self.has_step(m)) {
             return Err(InvalidTransform(format!(
-                "order names {absent}, which the transform does not have"
+                "order names {}, which the transform does not have",
+                named(absent)
             )));
         }
-        let missing: Vec<&str> = orderable()
+        let missing: Vec<String> = orderable()
             .filter(|m| self.has_step(m) && !self.order.iter().any(|o| o == *m))
+            .map(named)
             .collect();
         if !missing.is_empty() {
             return Err(InvalidTransform(format!(
@@ -405,13 +417,20 @@ mod tests {
         };
         refused(&["resize"], "\"resize\" is not a step it places");
         refused(&["horizontal_flip"], "flips run before");
-        refused(&["grayscale", "grayscale"], "grayscale twice");
-        refused(&given[1..], "it lacks gaussian_blur");
+        refused(
+            &["grayscale", "grayscale"],
+            "grayscale (RandomGrayscale, --grayscale) twice",
+        );
+        refused(
+            &given[1..],
+            "it lacks gaussian_blur (GaussianBlur, --gaussian-blur)",
+        );
         let mut with_perspective = given.to_vec();
         with_perspective.push("random_perspective");
         refused(
             &with_perspective,
-            "random_perspective, which the transform does not have",
+            "random_perspective (RandomPerspective, --random-perspective), which the transform \
+             does not have",
         );
     }
 }
