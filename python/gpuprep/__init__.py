@@ -902,17 +902,17 @@ def _order_entries(order):
     """Transform.order's entries for `order`, the (method, group number, group) of each step
     that keeps the image's size as the Compose lists them: a method's name, or one entry for
     all the steps of a RandomOrder or RandomChoice."""
-    entries, numbers = [], []
+    entries, last = [], None  # last: the group of the entry made last
     for method, number, group in order:
         if group is None:
             entries.append(method)
-            numbers.append(None)
+            last = None
             continue
         kind, _members, weights = group
-        if not numbers or numbers[-1] != number:  # the group's first step
+        if last != number:  # the group's first step
             entries.append({"random_order": []} if kind == "RandomOrder"
                            else {"random_choice": [], "p": []})
-            numbers.append(number)
+            last = number
         entry = entries[-1]
         steps = entry.get("random_order", entry.get("random_choice"))
         steps.append(method)

@@ -83,30 +83,25 @@ impl StepOrder {
         let mut slot = 0;
         for (group, entry) in entries.iter().enumerate() {
             let group = u8::try_from(group).unwrap_or(u8::MAX);
-            let empty = match entry {
-                OrderEntry::Step(_) => false,
-                OrderEntry::RandomOrder(steps) => steps.is_empty(),
-                OrderEntry::RandomChoice(steps) => steps.is_empty(),
-            };
-            if empty {
-                return Err(InvalidTransform(
-                    "order: a RandomOrder or RandomChoice of no steps".into(),
-                ));
-            }
             let members: Vec<(&str, Place)> = match entry {
                 OrderEntry::Step(m) => vec![(m.as_ref(), Place::Fixed)],
                 OrderEntry::RandomOrder(steps) => steps
                     .iter()
                     .map(|m| (m.as_ref(), Place::Shuffled(group)))
                     .collect(),
-                OrderEntry::RandomChoice(steps) => {
-                    check_weights(steps.iter().map(|(_, w)| *w))?;
-                    steps
-                        .iter()
-                        .map(|(m, w)| (m.as_ref(), Place::Chosen(group, *w)))
-                        .collect()
-                }
+                OrderEntry::RandomChoice(steps) => steps
+                    .iter()
+                    .map(|(m, w)| (m.as_ref(), Place::Chosen(group, *w)))
+                    .collect(),
             };
+            if members.is_empty() {
+                return Err(InvalidTransform(
+                    "order: a RandomOrder or RandomChoice of no steps".into(),
+                ));
+            }
+            if let OrderEntry::RandomChoice(steps) = entry {
+                check_weights(steps.iter().map(|(_, w)| *w))?;
+            }
             for (method, place) in members {
                 let known = known_step(method)?;
                 if order.iter().any(|m| m == known) {
