@@ -21,11 +21,12 @@ struct Job {
     pixels: u32,
     // Adjustments in `kinds` / `factors`, whose length is `MAX_ADJUSTMENTS` of src/gpu/jobs.rs.
     adjustments: u32,
-    // BRIGHTNESS (blended with black), CONTRAST, ... GRAYSCALE, REMAP, BLUR.
+    // BRIGHTNESS (blended with black), CONTRAST, ... GRAYSCALE, REMAP, BLUR, BOX_BLUR (whose word
+    // holds the box's whole radius above KIND_BITS).
     kinds: array<u32, 27>,
     // The factors; for the hue, the H channel's shift (an integer 0..=255); posterize's bits,
     // solarize's first inverted value; a remap's index in `remaps`; the blur's kernel sides,
-    // width | height << 8.
+    // width | height << 8; the box blur's weight (an integer).
     factors: array<f32, 27>,
     // Per remap (`MAX_REMAPS` of src/gpu/jobs.rs), REMAP_WORDS words (src/plan/rotate.rs): its map
     // in 16.16 fixed point (per output column, per row, at the first pixel, for the source
@@ -72,6 +73,8 @@ const SOLARIZE_ADD: u32 = 12u;
 const KEEP_FOR_MIX: u32 = 13u;
 const ADD_TO_MIX: u32 = 14u;
 const BLEND_MIX: u32 = 15u;
+const BOX_BLUR: u32 = 16u;
+const KIND_BITS: u32 = 8u;
 const MAX_KERNEL: u32 = 31u;
 // A remap's words, and its samplings.
 const REMAP_WORDS: u32 = 24u;
@@ -220,6 +223,53 @@ fn blur(job: u32, lane: u32, sides: u32) {
     for (var i = lane; i < p.pixels; i += LANES) {
         pixels[p.pixels_base + i] = pixels[scratch + i];
     }
+}
+
+// Pillow's GaussianBlur as its box blurs (src/reference/blur.rs `box_blur`): three passes along
+// the rows, then three down the columns, each value (weight · the sum of the 2·radius + 1 values
+// about it + the edge weight · the two just beyond + 2^23) >> 24 in u32 arithmetic (wrapping as
+// Pillow's C), a line's end values repeated past it; the passes go from the image to the scratch
+// words after it and back, so that the sixth lands in the image.
+fn box_blur(job: u32, lane: u32, radius: u32, weight: u32) {
+    let p = &jobs[job];
+    let edge = ((1u << 24u) - (2u * radius + 1u) * weight) / 2u;
+    let r = i32(radius);
+    for (var sweep = 0u; sweep < 6u; sweep++) {
+        var read_base = p.pixels_base;
+        var write_base = p.pixels_base + p.pixels;
+        if sweep % 2u == 1u {
+            read_base = write_base;
+            write_base = p.pixels_base;
+        }
+        storageBarrier();
+        for (var i = lane; i < p.pixels; i += LANES) {
+            // Along a row: the pixel's place in its row; down a column: in its column.
+            var line = vec3<u32>(read_base + i - i % p.width, 1u, p.width);
+            var at = i32(i % p.width);
+            if sweep >= 3u {
+                line = vec3<u32>(read_base + i % p.width, p.width, p.pixels / p.width);
+                at = i32(i / p.width);
+            }
+            var sums = vec3<u32>(0u);
+            for (var k = -r; k <= r; k++) {
+                sums += on_line(line, at + k);
+            }
+            let beyond = on_line(line, at - r - 1) + on_line(line, at + r + 1);
+            let bulk = sums * weight + beyond * edge + vec3<u32>(1u << 23u);
+            let v = (bulk >> vec3<u32>(24u)) & vec3<u32>(255u);
+            pixels[write_base + i] = v.x | (v.y << 8u) | (v.z << 16u);
+        }
+    }
+}
+
+// The channels of place j of the line (its first word, its step, its length), j clamped to it.
+fn on_line(line: vec3<u32>, j: i32) -> vec3<u32> {
+    return channels(pixels[line.x + u32(clamp(j, 0, i32(line.z) - 1)) * line.y]);
+}
+
+// A pixel's three channels.
+fn channels(pixel: u32) -> vec3<u32> {
+    return vec3<u32>(pixel & 255u, (pixel >> 8u) & 255u, (pixel >> 16u) & 255u);
 }
 
 // Tap c (of kx) of the kernel row whose weights start at `weights[first]`, for output column x
@@ -664,8 +714,12 @@ fn main(@builtin(local_invocation_index) lane: u32, @builtin(workgroup_id) group
     }
     let p = &jobs[job];
     for (var k = 0u; k < p.adjustments; k++) {
-        let kind = p.kinds[k];
+        let kind = p.kinds[k] & ((1u << KIND_BITS) - 1u);
         let alpha = p.factors[k];
+        if kind == BOX_BLUR {
+            box_blur(job, lane, p.kinds[k] >> KIND_BITS, u32(alpha));
+            continue;
+        }
         if kind == SHARPNESS {
             sharpen(job, lane, alpha);
             continue;

@@ -34,7 +34,7 @@ import sys
 
 import numpy as np
 import PIL
-from PIL import Image, ImageEnhance, ImageOps, features
+from PIL import Image, ImageEnhance, ImageFilter, ImageOps, features
 
 FILTERS = {"nearest": Image.NEAREST, "box": Image.BOX, "bilinear": Image.BILINEAR, "hamming": Image.HAMMING,
            "bicubic": Image.BICUBIC, "lanczos": Image.LANCZOS}
@@ -682,9 +682,10 @@ def timm_draw(spec, size, s):
 # The operations whose level rule the increasing set changes.
 TIMM_INCREASING = ("Posterize", "Solarize", "Color", "Contrast", "Brightness", "Sharpness")
 
-# timm's AutoAugment policies (timm/data/auto_augment.py: auto_augment_policy_original and
-# _v0; the 'r' forms posterize with PosterizeIncreasing): (operation, probability, magnitude).
+# timm's AutoAugment policies (timm/data/auto_augment.py: auto_augment_policy_original, _v0 and
+# _3a; the 'r' forms posterize with PosterizeIncreasing): (operation, probability, magnitude).
 TIMM_AUTO_POLICIES = {
+    "3a": [[('Solarize', 1.0, 5)], [('Desaturate', 1.0, 10)], [('GaussianBlurRand', 1.0, 10)]],
     "original": [
         [('PosterizeOriginal', 0.4, 8), ('Rotate', 0.6, 9)],
         [('Solarize', 0.6, 5), ('AutoContrast', 0.6, 5)],
@@ -747,7 +748,8 @@ def timm_auto_draw(spec, size, s):
     operations as timm_draw draws one, at its own probability and magnitude."""
     name = spec.get("policy", "v0")
     research = name.endswith("r")
-    sub = TIMM_AUTO_POLICIES[name.rstrip("r")][s.below(25)]
+    subs = TIMM_AUTO_POLICIES[name.rstrip("r")]
+    sub = subs[s.below(len(subs))]
     ops = []
     for op, prob, magnitude in sub:
         if research and op.startswith("Posterize"):
@@ -855,6 +857,11 @@ def timm_op_draw(name, prob, m, spec, size, s):
         arg = max(1.0 + signed(level * 0.9), 0.1) if increasing else level * 1.8 + 0.1
     elif name in ("ShearX", "ShearY"):
         op, arg = "Timm" + name, signed(level * 0.3)
+    elif name == "Desaturate":  # _minmax_level_to_arg(0.5, 1.0), then desaturate's factor
+        op, arg = "TimmColor", min(1.0, max(0.0, 1.0 - max(0.5, min(1.0, 0.5 + 0.5 * level))))
+    elif name == "GaussianBlurRand":  # _minmax_level_to_arg, then random.uniform(0.1, 2 level)
+        top = 2.0 * max(0.0, min(1.0, 0.0 + 1.0 * level))
+        op, arg = "TimmGaussianBlur", 0.1 + (top - 0.1) * s.uniform()
     else:  # TranslateXRel, TranslateYRel: the share of the side, in pixels
         side = size[0] if name == "TranslateXRel" else size[1]
         op, arg = "Timm" + name[:-3], signed(level * pct) * side
@@ -1041,6 +1048,8 @@ def apply_op(img, op, m, fill, resample):
     if op == "SolarizeAdd":
         table = [min(255, i + int(m)) if i < 128 else i for i in range(256)]
         return img.point(table * 3)
+    if op == "TimmGaussianBlur":
+        return img.filter(ImageFilter.GaussianBlur(radius=m))
     raise ValueError(f"unknown augmentation operation {op}")
 
 

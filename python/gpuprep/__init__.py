@@ -988,25 +988,21 @@ def _timm_interpolation(what, resample):
 
 def _with_timms_auto_augment(t, step):
     """`t` with timm's AutoAugment `step` (auto_augment_transform's): one of its policies
-    'original', 'originalr', 'v0' and 'v0r' (as timm builds them), every operation with the same
-    settings (noise, fill, interpolation, translation share), as a policy string gpuprep parses;
-    '3a' and any other policy are refused by name."""
+    'original', 'originalr', 'v0', 'v0r' and '3a' (as timm builds them), every operation with the
+    same settings (noise, fill, interpolation, translation share), as a policy string gpuprep
+    parses; any other policy is refused by name."""
     from timm.data import auto_augment as timm_aa
 
     def table(policy):
         return [[(op.name, op.prob, op.magnitude) for op in sub] for sub in policy]
     given = table(step.policy)
-    names = {op for sub in given for op, _, _ in sub}
-    if names & {"Desaturate", "GaussianBlurRand", "GaussianBlur"}:
-        raise OptionsError("timm's AutoAugment policy '3a' is not supported by gpuprep: its "
-                           "GaussianBlurRand is Pillow's box-blur approximation, which gpuprep "
-                           "does not compute")
-    policy = next((name for name in ("original", "originalr", "v0", "v0r")
+    names = ("original", "originalr", "v0", "v0r", "3a")
+    policy = next((name for name in names
                    if table(timm_aa.auto_augment_policy(name, dict(timm_aa._HPARAMS_DEFAULT)))
                    == given), None)
     if policy is None:
         raise OptionsError("timm's AutoAugment of a policy of its own is not supported: "
-                           "timm's 'original', 'originalr', 'v0' and 'v0r' are")
+                           "timm's 'original', 'originalr', 'v0', 'v0r' and '3a' are")
     ops = [op for sub in step.policy for op in sub]
     if any(_timm_settings(op) != _timm_settings(ops[0]) for op in ops):
         raise OptionsError("timm's AutoAugment whose operations differ in their settings is "
@@ -1126,6 +1122,14 @@ def _timm_op_draw(op, width, height):
     return record
 
 
+def _timm_blur_radius(level):
+    """gaussian_blur_rand's radius, which it draws with Python's random as it runs (after the
+    operation's other draws)."""
+    import random
+
+    return random.uniform(0.1, 2.0 * level)
+
+
 def _timm_op(name, argument=lambda a, w, h: float(a)):
     """A recorder of one timm operation as gpuprep's `augment` entry: its name there and its
     argument (timm's level_fn's) as the magnitude."""
@@ -1147,6 +1151,9 @@ _TIMM_OPS = {
     "ShearX": _timm_op("TimmShearX"), "ShearY": _timm_op("TimmShearY"),
     "TranslateXRel": _timm_op("TimmTranslateX", lambda a, w, h: a * w),
     "TranslateYRel": _timm_op("TimmTranslateY", lambda a, w, h: a * h),
+    # '3a': desaturate's Color factor, and gaussian_blur_rand's radius.
+    "Desaturate": _timm_op("TimmColor", lambda a, w, h: min(1.0, max(0.0, 1.0 - a))),
+    "GaussianBlurRand": _timm_op("TimmGaussianBlur", lambda a, w, h: _timm_blur_radius(a)),
 }
 
 

@@ -1099,11 +1099,11 @@ impl Transform {
         }))
     }
 
-    /// timm's AutoAugment of a policy string (`original`, `originalr`, `v0`, `v0r`, each with an
-    /// optional `-mstdS`, the magnitudes' noise: `original-mstd0.5`): one of the policy's
-    /// sub-policies a sample, timm's own operations and level rules, by default after the flips and
-    /// before the colour adjustments. `fill`, `interpolation` and `translate_pct` as for
-    /// `timm_rand_augment`. timm's '3a' policy is refused by name.
+    /// timm's AutoAugment of a policy string (`original`, `originalr`, `v0`, `v0r`, or `3a`:
+    /// DeiT III's solarize, grey or Pillow's Gaussian blur; each with an optional `-mstdS`, the
+    /// magnitudes' noise: `original-mstd0.5`): one of the policy's sub-policies a sample, timm's
+    /// own operations and level rules, by default after the flips and before the colour
+    /// adjustments. `fill`, `interpolation` and `translate_pct` as for `timm_rand_augment`.
     #[pyo3(signature = (config="v0", fill=None, interpolation="random", translate_pct=0.45))]
     fn timm_auto_augment(
         &self,

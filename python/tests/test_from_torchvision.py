@@ -156,8 +156,6 @@ def test_timms_train_transforms_with_its_seeds_give_timms_pixels():
         assert drawn == ({"bilinear", "bicubic"} if interpolation == "random" else {None})
     refused(timm_data.create_transform(64, is_training=True, auto_augment="augmix-m5-w3-b1"),
             "timm's blended AugMix ('b1') is not supported")
-    refused(timm_data.create_transform(64, is_training=True, auto_augment="3a"),
-            "timm's AutoAugment policy '3a' is not supported", "GaussianBlurRand")
     # With timm's RandomErasing ('const', one box) after Normalize: its boxes drawn with
     # Python's random, zeros written there.
     compose = timm_data.create_transform(64, is_training=True, re_prob=0.5)
@@ -211,6 +209,22 @@ def test_timms_auto_augment_with_its_seeds_gives_timms_pixels(config, interpolat
     seeded = seeded_against_torchvision(compose, range(seeds))
     ops = {op["op"] for params in seeded for op in params["augment"]}
     assert len(ops) >= 5, ops
+
+
+@pytest.mark.parametrize("config,interpolation", [("3a", "bicubic"), ("3a-mstd2", "random")])
+def test_timms_three_augment_with_its_seeds_gives_timms_pixels(config, interpolation):
+    """DeiT III's three-augment in create_transform: one of solarize, grey and Pillow's Gaussian
+    blur (its radius drawn with Python's random as the blur runs), then the ColorJitter
+    create_transform keeps for '3a': given what torchvision_params draws after the same seeds,
+    timm's pixels, on both backends."""
+    timm_data = pytest.importorskip("timm.data")
+    compose = timm_data.create_transform(64, is_training=True, auto_augment=config,
+                                         interpolation=interpolation, color_jitter=0.3)
+    t = gpuprep.from_torchvision(compose)
+    assert "TimmAutoAugment(policy='3a'" in repr(t) and "ColorJitter" in repr(t), repr(t)
+    seeded = seeded_against_torchvision(compose, range(30), backends=("cpu", "gpu"))
+    ops = {op["op"] for params in seeded for op in params["augment"]}
+    assert ops == {"Solarize", "TimmColor", "TimmGaussianBlur"}, ops
 
 
 @pytest.mark.parametrize("config,interpolation,seeds", [
@@ -278,8 +292,8 @@ def test_timms_aug_mix_of_other_settings_is_refused_by_name():
 
 def test_timms_auto_augment_of_other_settings_is_refused_by_name():
     timm_aa = pytest.importorskip("timm.data.auto_augment")
-    with pytest.raises(gpuprep.OptionsError, match="'3a' is not supported"):
-        gpuprep.Transform().timm_auto_augment("3a")
+    with pytest.raises(gpuprep.OptionsError, match="starts with original"):
+        gpuprep.Transform().timm_auto_augment("3b")
     with pytest.raises(gpuprep.OptionsError, match="starts with original"):
         gpuprep.Transform().timm_auto_augment("rand-m9")
     with pytest.raises(gpuprep.OptionsError, match="unknown timm AutoAugment section"):

@@ -4,6 +4,8 @@
 
 use bytemuck::{Pod, Zeroable};
 
+use crate::plan::BoxBlur;
+
 /// `Job` of shaders/idct.wgsl: one component of one image.
 #[repr(C)]
 #[derive(Clone, Copy, Pod, Zeroable)]
@@ -280,8 +282,10 @@ impl AdjustJob {
 
     /// The image's words in the pixel arena before AugMix's (see [`Self::arena_words`]).
     pub fn scratch_words(&self) -> u64 {
-        let kinds = &self.kinds[..self.adjustments as usize];
-        let scratch = [SHARPNESS, REMAP, BLUR].iter().any(|k| kinds.contains(k));
+        let kinds: Vec<u32> = self.steps().map(|(kind, _)| kind).collect();
+        let scratch = [SHARPNESS, REMAP, BLUR, BOX_BLUR]
+            .iter()
+            .any(|k| kinds.contains(k));
         let remaps = kinds.iter().filter(|&&k| k == REMAP).count();
         let scales = (0..remaps).any(|r| self.remaps[r * REMAP_WORDS + 7] == SCALE as i32);
         let walks = if scales {
@@ -303,9 +307,11 @@ impl AdjustJob {
         // A pass over the image with `inner` loop iterations per pixel.
         let pass = |inner: u64| per_lane * (1 + inner) + 1;
         let side = u64::from(self.width).max(u64::from(self.pixels / self.width.max(1)));
-        let steps = self.kinds[..self.adjustments as usize].iter().enumerate();
-        let work: u64 = steps
-            .map(|(k, &kind)| match kind {
+        let work: u64 = self
+            .steps()
+            .enumerate()
+            .map(|(k, (kind, radius))| match kind {
+                BOX_BLUR => 2 * u64::from(BoxBlur::PASSES) * pass(2 * u64::from(radius) + 1) + 7,
                 BLUR => {
                     let sides = self.factors[k] as u64;
                     let (kx, ky) = (sides & 255, sides >> 8);
@@ -331,6 +337,13 @@ impl AdjustJob {
             })
             .sum();
         work + u64::from(self.adjustments) + 1
+    }
+
+    /// Each step's kind, and the radius a [`BOX_BLUR`]'s word holds (0 for the others).
+    fn steps(&self) -> impl Iterator<Item = (u32, u32)> + '_ {
+        self.kinds[..self.adjustments as usize]
+            .iter()
+            .map(|&word| (word & ((1 << KIND_BITS) - 1), word >> KIND_BITS))
     }
 
     /// Whether an adjustment reads the autocontrast fix table.
@@ -377,6 +390,11 @@ pub(crate) const SOLARIZE_ADD: u32 = 12;
 pub(crate) const KEEP_FOR_MIX: u32 = 13;
 pub(crate) const ADD_TO_MIX: u32 = 14;
 pub(crate) const BLEND_MIX: u32 = 15;
+/// Pillow's Gaussian blur: its word holds the box's whole radius above [`KIND_BITS`], its factor
+/// the box's weight (an integer up to 2²⁴, exact in a float).
+pub(crate) const BOX_BLUR: u32 = 16;
+/// The bits of a `kinds` word that name the step.
+pub(crate) const KIND_BITS: u32 = 8;
 
 /// A job record as the words the upload holds.
 pub(crate) fn words<J: Pod>(job: &J) -> &[u32] {
@@ -448,6 +466,8 @@ mod tests {
             ("adjust.wgsl", "KEEP_FOR_MIX", KEEP_FOR_MIX),
             ("adjust.wgsl", "ADD_TO_MIX", ADD_TO_MIX),
             ("adjust.wgsl", "BLEND_MIX", BLEND_MIX),
+            ("adjust.wgsl", "BOX_BLUR", BOX_BLUR),
+            ("adjust.wgsl", "KIND_BITS", KIND_BITS),
             ("adjust.wgsl", "AUTOCONTRAST", AUTOCONTRAST),
             ("adjust.wgsl", "EQUALIZE", EQUALIZE),
             ("adjust.wgsl", "GRAYSCALE", GRAYSCALE),

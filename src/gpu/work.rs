@@ -4,10 +4,10 @@
 
 use super::jobs::{
     word_count, AdjustJob, ColorJob, HorizontalJob, IdctJob, PlaneGeometry, PlaneUpsampling,
-    TensorJob, ADD_TO_MIX, AUTOCONTRAST, BICUBIC, BILINEAR, BLEND_MIX, BLUR, BRIGHTNESS, CONTRAST,
-    EQUALIZE, GRAYSCALE, HUE, KEEP_FOR_MIX, MAX_KERNEL, NEAREST, NEAREST_POINT, PAD_CONSTANT,
-    PAD_EDGE, PAD_REFLECT, PAD_SYMMETRIC, POSTERIZE, REMAP, REMAP_WORDS, SATURATION, SCALE,
-    SHARPNESS, SOLARIZE, SOLARIZE_ADD,
+    TensorJob, ADD_TO_MIX, AUTOCONTRAST, BICUBIC, BILINEAR, BLEND_MIX, BLUR, BOX_BLUR, BRIGHTNESS,
+    CONTRAST, EQUALIZE, GRAYSCALE, HUE, KEEP_FOR_MIX, KIND_BITS, MAX_KERNEL, NEAREST,
+    NEAREST_POINT, PAD_CONSTANT, PAD_EDGE, PAD_REFLECT, PAD_SYMMETRIC, POSTERIZE, REMAP,
+    REMAP_WORDS, SATURATION, SCALE, SHARPNESS, SOLARIZE, SOLARIZE_ADD,
 };
 use crate::error::Result;
 use crate::formats::{Decoded, Pixels};
@@ -16,7 +16,7 @@ use crate::jpeg::segment::EntropySegment;
 use crate::jpeg::{single_scan_order, CoefficientImage, ColorSpace, Component};
 use crate::plan::output::element_bytes;
 use crate::plan::{
-    Adjustment, Erased, Fill, ImagePlan, OutputPlan, Params, Rotation, Sample, Step, Taps,
+    Adjustment, BoxBlur, Erased, Fill, ImagePlan, OutputPlan, Params, Rotation, Sample, Step, Taps,
     Upsampling,
 };
 use crate::transform::{DType, Filter, Layout, PaddingMode};
@@ -584,6 +584,10 @@ fn adjusted(pixels: &TensorJob, plan: &ImagePlan) -> Adjusted {
             Adjustment::AutoContrast => (AUTOCONTRAST, 0.0),
             Adjustment::Equalize => (EQUALIZE, 0.0),
             Adjustment::Grayscale => (GRAYSCALE, 0.0),
+            Adjustment::PillowGaussianBlur(radius) => {
+                let b = BoxBlur::of(radius);
+                (BOX_BLUR | b.radius << KIND_BITS, b.weight as f32)
+            }
         };
     }
     if job.kinds.contains(&KEEP_FOR_MIX) {

@@ -65,11 +65,14 @@ pub enum AugmentOp {
     TimmSharpness,
     /// timm's `solarize_add`: `m` added to the values below 128, clipped at 255.
     SolarizeAdd,
+    /// timm's `gaussian_blur_rand`: `img.filter(ImageFilter.GaussianBlur(m))`, `m` the radius
+    /// it drew (Pillow's box blurs, not torchvision's `GaussianBlur`).
+    TimmGaussianBlur,
 }
 
 /// timm's operations of its own (the others it shares with torchvision's spaces: Rotate,
 /// Posterize, Solarize, AutoContrast, Equalize, Invert compute alike).
-pub const TIMM_OPS: [AugmentOp; 9] = [
+pub const TIMM_OPS: [AugmentOp; 10] = [
     AugmentOp::TimmShearX,
     AugmentOp::TimmShearY,
     AugmentOp::TimmTranslateX,
@@ -79,6 +82,7 @@ pub const TIMM_OPS: [AugmentOp; 9] = [
     AugmentOp::TimmContrast,
     AugmentOp::TimmSharpness,
     AugmentOp::SolarizeAdd,
+    AugmentOp::TimmGaussianBlur,
 ];
 
 /// `TrivialAugmentWide`'s and `RandAugment`'s augmentation space's operations, in order.
@@ -127,6 +131,7 @@ impl AugmentOp {
             Self::TimmContrast => "TimmContrast",
             Self::TimmSharpness => "TimmSharpness",
             Self::SolarizeAdd => "SolarizeAdd",
+            Self::TimmGaussianBlur => "TimmGaussianBlur",
         }
     }
 
@@ -158,7 +163,8 @@ impl AugmentOp {
             | Self::TimmColor
             | Self::TimmContrast
             | Self::TimmSharpness
-            | Self::SolarizeAdd => None,
+            | Self::SolarizeAdd
+            | Self::TimmGaussianBlur => None,
             Self::ShearX
             | Self::ShearY
             | Self::Brightness
@@ -197,7 +203,8 @@ impl AugmentOp {
             | Self::TimmColor
             | Self::TimmContrast
             | Self::TimmSharpness
-            | Self::SolarizeAdd => None,
+            | Self::SolarizeAdd
+            | Self::TimmGaussianBlur => None,
             Self::ShearX | Self::ShearY => Some(up_to(0.3)),
             Self::Brightness | Self::Color | Self::Contrast | Self::Sharpness => Some(up_to(0.9)),
             Self::TranslateX => Some(up_to(side(width))),
@@ -232,6 +239,8 @@ impl AugmentOp {
             Self::TimmBrightness | Self::TimmColor | Self::TimmContrast | Self::TimmSharpness => {
                 (0.0..=10.0).contains(&magnitude)
             }
+            // timm draws up to 2 (`random.uniform(0.1, 2.0 * level)`): a box of radius 1.
+            Self::TimmGaussianBlur => (0.0..=2.0).contains(&magnitude),
             _ => m <= 0.99f32 as f64,
         }
     }
@@ -430,6 +439,9 @@ impl Augment {
             AugmentOp::SolarizeAdd => {
                 Effect::Adjust(Adjustment::SolarizeAdd(m.clamp(0.0, 255.0) as u8))
             }
+            // Python's `GaussianBlur.filter` copies the image of radius 0.
+            AugmentOp::TimmGaussianBlur if m == 0.0 => Effect::None,
+            AugmentOp::TimmGaussianBlur => Effect::Adjust(Adjustment::PillowGaussianBlur(m as f32)),
         }
     }
 }

@@ -1,8 +1,10 @@
-//! `GaussianBlur`'s kernels in torch's float32 arithmetic: `_get_gaussian_kernel1d`
+//! The blurs. torchvision's `GaussianBlur`: its kernels in torch's float32 arithmetic: `_get_gaussian_kernel1d`
 //! (`linspace`, `x / sigma`, `-0.5 * t.pow(2)`, `exp`, `pdf / pdf.sum()`, the sum in ATen's
 //! `cascade_sum` order: four 8-lane partial sums, AVX2's width even on AVX-512 machines) per axis,
 //! and `_get_gaussian_kernel2d`'s outer product, each weight one float32 product. Both are held
 //! to real torch's (tests/goldens/gaussian_kernels.tsv, made by tools/gaussian_kernels.py).
+//! Pillow's `ImageFilter.GaussianBlur` (timm's `GaussianBlurRand`): box blurs in fixed point
+//! ([`BoxBlur`]).
 
 use crate::transform::MAX_KERNEL;
 
@@ -108,6 +110,64 @@ fn row_sum<const N: usize>(rows: &[[f32; N]]) -> [f32; N] {
     sums[1..].iter().fold(sums[0], |acc, s| add(acc, *s))
 }
 
+/// Pillow's `ImageFilter.GaussianBlur(radius)` (libImaging/BoxBlur.c): [`BoxBlur::PASSES`] box
+/// blurs across the image, then as many down, each value of a pass
+/// `(weight · Σ of the 2·radius + 1 values about it + edge_weight · (the two just beyond) + 2²³)
+/// >> 24` in 32-bit unsigned arithmetic, a line's end values repeated past it. Its integers are
+/// worked out from the radius once, here, in Pillow's float32 arithmetic (x86-64's: a CPU that
+/// fuses multiply-adds, as ARM builds may, could round `_gaussian_blur_radius` otherwise).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct BoxBlur {
+    /// The box's whole radius: each value sums the 2·radius + 1 values about it.
+    pub radius: u32,
+    /// Their weight, in 24-bit fixed point (`ww`).
+    pub weight: u32,
+}
+
+impl BoxBlur {
+    /// The passes each way (`ImagingGaussianBlur`'s `passes`, 3 from Python).
+    pub const PASSES: u32 = 3;
+
+    /// The box blur of `ImageFilter.GaussianBlur(radius)`, `radius` as Pillow's C holds it
+    /// (the float32 of Python's float). A zero box radius (Pillow then copies the image) weighs
+    /// the value itself by 2²⁴: the same image.
+    pub fn of(radius: f32) -> Self {
+        let box_radius = box_radius(radius, Self::PASSES);
+        // ImagingHorizontalBoxBlur: `(UINT32)(1 << 24) / (floatRadius * 2 + 1)`, a float32
+        // division truncated.
+        Self {
+            radius: box_radius as u32,
+            weight: (16_777_216.0f32 / (box_radius * 2.0 + 1.0)) as u32,
+        }
+    }
+
+    /// The weight of the two values just beyond the box (`fw`): what the whole box's leaves of
+    /// 2²⁴, halved (in unsigned arithmetic, as C wraps it).
+    pub fn edge_weight(&self) -> u32 {
+        (1u32 << 24).wrapping_sub((2 * self.radius + 1).wrapping_mul(self.weight)) / 2
+    }
+
+    /// One value of a pass: from the sum of the box's values and of the two just beyond it.
+    pub fn value(&self, sum: u32, beyond: u32) -> u8 {
+        let bulk = sum
+            .wrapping_mul(self.weight)
+            .wrapping_add(beyond.wrapping_mul(self.edge_weight()));
+        (bulk.wrapping_add(1 << 23) >> 24) as u8
+    }
+}
+
+/// `_gaussian_blur_radius(radius, passes)`: the box radius whose `passes` box blurs have the
+/// Gaussian's variance (Gwosdek et al.), in its float32 arithmetic, the box length's square
+/// root and halving in double.
+fn box_radius(radius: f32, passes: u32) -> f32 {
+    let sigma2 = radius * radius / passes as f32;
+    let length = (12.0 * f64::from(sigma2) + 1.0).sqrt() as f32;
+    let whole = ((f64::from(length) - 1.0) / 2.0).floor() as f32;
+    let fraction = (2.0 * whole + 1.0) * (whole * (whole + 1.0) - 3.0 * sigma2)
+        / (6.0 * (sigma2 - (whole + 1.0) * (whole + 1.0)));
+    whole + fraction
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -148,5 +208,39 @@ mod tests {
         assert_eq!(k.len(), 15);
         assert_eq!(k[7].to_bits(), (y[2] * x[1]).to_bits());
         assert_eq!(k[14].to_bits(), (y[4] * x[2]).to_bits());
+    }
+
+    /// `_gaussian_blur_radius`'s float32 values (1 → 0.25, 2 → 1.375: its formula's, give or take
+    /// its rounding) and Pillow's integers of them; the whole box's weight never above 2²⁴, so
+    /// that a flat image stays flat.
+    #[test]
+    fn box_blurs_are_pillows_integers() {
+        assert_eq!(box_radius(2.0, 3), 1.375);
+        assert_eq!(box_radius(1.0, 3), 0.25000003);
+        assert_eq!(
+            BoxBlur::of(2.0),
+            BoxBlur {
+                radius: 1,
+                weight: 4_473_924
+            }
+        );
+        assert_eq!(BoxBlur::of(2.0).edge_weight(), 1_677_722);
+        let tiny = BoxBlur::of(1e-30);
+        assert_eq!(
+            (tiny, tiny.edge_weight()),
+            (
+                BoxBlur {
+                    radius: 0,
+                    weight: 1 << 24
+                },
+                0
+            )
+        );
+        for k in 1..=200 {
+            let b = BoxBlur::of(k as f32 * 0.05);
+            let whole = u64::from(2 * b.radius + 1) * u64::from(b.weight);
+            assert!(whole <= 1 << 24, "{k}: {b:?}");
+            assert_eq!(b.value(255 * (2 * b.radius + 1), 510), 255, "{k}: {b:?}");
+        }
     }
 }

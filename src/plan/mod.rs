@@ -48,7 +48,7 @@ pub use crate::transform::Adjustment;
 use crate::Transform;
 pub use augment::{AffineParams, CropBox, Params, Sample, Samples};
 pub use auto_augment::{Augment, AugmentOp};
-pub use blur::Blur;
+pub use blur::{Blur, BoxBlur};
 pub use erasing::{Erased, Erasure, Fill, Noise};
 pub use output::{Crop, OutputPlan, Step, MAX_REMAPS, MAX_STEPS};
 pub use padding::Padding;

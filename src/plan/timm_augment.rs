@@ -42,6 +42,10 @@ enum TimmOp {
     ShearY,
     TranslateXRel,
     TranslateYRel,
+    /// `Desaturate` (`3a`): `Color` by 1 − (0.5 to 1 as the level grows): grey at 10.
+    Desaturate,
+    /// `GaussianBlurRand` (`3a`): Pillow's Gaussian blur of a radius drawn in 0.1 to 2 × level.
+    GaussianBlurRand,
 }
 
 /// How a posterize level becomes the bits kept.
@@ -127,10 +131,10 @@ pub(crate) fn draw(r: &TimmRandAugment, size: (usize, usize), s: &mut Stream) ->
 /// magnitude; the operations that apply, in order.
 pub(crate) fn draw_auto(a: &TimmAutoAugment, size: (usize, usize), s: &mut Stream) -> Vec<Augment> {
     let policy = sub_policies(a.policy);
-    let chosen = policy[s.below(policy.len() as u64) as usize];
+    let chosen = &policy[s.below(policy.len() as u64) as usize];
     chosen
-        .into_iter()
-        .filter_map(|(op, prob, magnitude)| {
+        .iter()
+        .filter_map(|&(op, prob, magnitude)| {
             let settings = Settings {
                 prob,
                 magnitude: f64::from(magnitude),
@@ -359,6 +363,17 @@ fn level_to_arg(
             AugmentOp::TimmTranslateY,
             signed(level * translate_pct) * height as f64,
         ),
+        // `_minmax_level_to_arg(level, min_val=0.5, max_val=1.0)`, then `desaturate`'s factor.
+        TimmOp::Desaturate => {
+            let arg = (0.5 + (1.0 - 0.5) * level).clamp(0.5, 1.0);
+            (AugmentOp::TimmColor, (1.0 - arg).clamp(0.0, 1.0))
+        }
+        // `_minmax_level_to_arg(level)`, then `gaussian_blur_rand`'s
+        // `random.uniform(0.1, 2.0 * level)`.
+        TimmOp::GaussianBlurRand => {
+            let top = 2.0 * level.clamp(0.0, 1.0);
+            (AugmentOp::TimmGaussianBlur, 0.1 + (top - 0.1) * s.uniform())
+        }
     }
 }
 
@@ -367,18 +382,21 @@ type PolicyOp = (TimmOp, f64, u8);
 
 /// The sub-policies of `policy`, as timm's `auto_augment_policy_…` lists them. The `…r`
 /// policies are their base's with every posterize of the research form.
-fn sub_policies(policy: TimmAutoAugmentPolicy) -> [[PolicyOp; 2]; 25] {
-    let (base, research) = match policy {
-        TimmAutoAugmentPolicy::Original => (ORIGINAL, false),
-        TimmAutoAugmentPolicy::OriginalR => (ORIGINAL, true),
-        TimmAutoAugmentPolicy::V0 => (V0, false),
-        TimmAutoAugmentPolicy::V0R => (V0, true),
+fn sub_policies(policy: TimmAutoAugmentPolicy) -> Vec<Vec<PolicyOp>> {
+    let (base, research): (&[[PolicyOp; 2]], bool) = match policy {
+        TimmAutoAugmentPolicy::Original => (&ORIGINAL, false),
+        TimmAutoAugmentPolicy::OriginalR => (&ORIGINAL, true),
+        TimmAutoAugmentPolicy::V0 => (&V0, false),
+        TimmAutoAugmentPolicy::V0R => (&V0, true),
+        TimmAutoAugmentPolicy::ThreeA => return THREE_A.iter().map(|&op| vec![op]).collect(),
     };
     let research_form = |(op, prob, magnitude): PolicyOp| match op {
         TimmOp::Posterize(_) if research => (TimmOp::Posterize(Bits::Increasing), prob, magnitude),
         _ => (op, prob, magnitude),
     };
-    base.map(|pair| pair.map(research_form))
+    base.iter()
+        .map(|pair| pair.iter().map(|&op| research_form(op)).collect())
+        .collect()
 }
 
 // Short names for the tables, timm's own.
@@ -425,6 +443,14 @@ const ORIGINAL: [[PolicyOp; 2]; 25] = [
     [(INVERT, 0.6, 4), (EQUALIZE, 1.0, 8)],
     [(COLOR, 0.6, 4), (CONTRAST, 1.0, 8)],
     [(EQUALIZE, 0.8, 8), (EQUALIZE, 0.6, 3)],
+];
+
+/// timm's `auto_augment_policy_3a`: DeiT III's three-augment, three sub-policies of one
+/// operation each (solarize at threshold 128, grey, a blur).
+const THREE_A: [PolicyOp; 3] = [
+    (SOLARIZE, 1.0, 5),
+    (TimmOp::Desaturate, 1.0, 10),
+    (TimmOp::GaussianBlurRand, 1.0, 10),
 ];
 
 /// timm's `auto_augment_policy_v0`: TPU EfficientNet's ImageNet policy.
@@ -536,7 +562,8 @@ mod tests {
                 let s = &mut Stream::new(key, Op::TimmAutoAugment);
                 let drawn = draw_auto(&a, (224, 160), s);
                 // The first draw of the stream is the sub-policy's.
-                let chosen = Stream::new(key, Op::TimmAutoAugment).below(25) as usize;
+                let chosen =
+                    Stream::new(key, Op::TimmAutoAugment).below(table.len() as u64) as usize;
                 used.insert(chosen);
                 let applicable: Vec<_> = table[chosen].iter().filter(|o| o.1 > 0.0).collect();
                 assert!(drawn.len() <= applicable.len());
@@ -552,12 +579,16 @@ mod tests {
                         };
                         let s = &mut Stream::new(key, Op::Crop);
                         let expected = draw_op(op, &settings, (224, 160), s).unwrap();
-                        expected.op == d.op && expected.magnitude.abs() == d.magnitude.abs()
+                        // The blur's radius is a draw of its own, in 0.1 to 2.
+                        let blur = d.op == AugmentOp::TimmGaussianBlur
+                            && (0.1..2.0).contains(&d.magnitude);
+                        expected.op == d.op
+                            && (blur || expected.magnitude.abs() == d.magnitude.abs())
                     });
                     assert!(matches, "{policy:?} {chosen}: {d:?}");
                 }
             }
-            assert_eq!(used.len(), 25);
+            assert_eq!(used.len(), table.len());
         }
         // The research forms posterize with 4 - int(level * 4) bits: magnitude 8 keeps 1.
         let research = sub_policies(TimmAutoAugmentPolicy::OriginalR)[0][0];
@@ -690,8 +721,13 @@ mod tests {
             TimmAutoAugment::parse("v0").unwrap(),
             TimmAutoAugment::default()
         );
+        let a = TimmAutoAugment::parse("3a-mstd1").unwrap();
+        assert_eq!(
+            (a.policy, a.magnitude_std),
+            (TimmAutoAugmentPolicy::ThreeA, 1.0)
+        );
         for (bad, why) in [
-            ("3a", "'3a' is not supported"),
+            ("3b", "starts with original"),
             ("rand-m9", "starts with original"),
             ("v0-m9", "unknown timm AutoAugment section"),
             ("v0-mstd0.x", "not a number"),
@@ -791,5 +827,50 @@ mod tests {
             .collect();
         assert!(shears.iter().all(|&m| m < 9.0));
         assert!(shears.iter().any(|&m| m < 1.0) && shears.iter().any(|&m| m > 8.0));
+    }
+
+    /// `3a`'s three operations at magnitudes 5 and 10: solarize from 128, `Color` by 0 (grey),
+    /// and a blur of a radius uniform in 0.1 to 2; with noise, desaturation by 0 to 0.5 and
+    /// radii down to 0.
+    #[test]
+    fn timms_three_augment_solarizes_greys_or_blurs() {
+        let draws = |std: f64| {
+            let a = TimmAutoAugment {
+                policy: TimmAutoAugmentPolicy::ThreeA,
+                magnitude_std: std,
+                ..TimmAutoAugment::default()
+            };
+            (0..3000).flat_map(move |index| {
+                let key = SampleKey {
+                    seed: 9,
+                    epoch: 1,
+                    index,
+                };
+                draw_auto(&a, (224, 224), &mut Stream::new(key, Op::TimmAutoAugment))
+            })
+        };
+        let (mut radii, mut ops) = (Vec::new(), std::collections::BTreeMap::new());
+        for d in draws(0.0) {
+            *ops.entry(d.op.name()).or_insert(0) += 1;
+            assert_eq!(d.filter, None);
+            match d.op {
+                AugmentOp::Solarize => assert_eq!(d.magnitude, 128.0),
+                AugmentOp::TimmColor => assert_eq!(d.magnitude, 0.0),
+                AugmentOp::TimmGaussianBlur => radii.push(d.magnitude),
+                _ => panic!("{d:?}"),
+            }
+        }
+        assert_eq!(ops.values().sum::<i32>(), 3000);
+        assert!(ops.values().all(|&n| (900..1100).contains(&n)), "{ops:?}");
+        assert!(radii.iter().all(|r| (0.1..2.0).contains(r)));
+        let mean = radii.iter().sum::<f64>() / radii.len() as f64;
+        assert!((mean - 1.05).abs() < 0.05, "{mean}");
+        let noisy: Vec<Augment> = draws(3.0).collect();
+        assert!(noisy.iter().all(|d| d.op.allows(d.magnitude)));
+        let colour = noisy.iter().filter(|d| d.op == AugmentOp::TimmColor);
+        assert!(colour.clone().all(|d| (0.0..=0.5).contains(&d.magnitude)));
+        assert!(colour.clone().any(|d| d.magnitude > 0.1));
+        let blurs = noisy.iter().filter(|d| d.op == AugmentOp::TimmGaussianBlur);
+        assert!(blurs.clone().any(|d| d.magnitude < 0.1));
     }
 }

@@ -1,12 +1,13 @@
 //! The colour stage's operations ([`Adjustment`]) on an 8-bit RGB image, as torchvision's
 //! PIL functions compute them (`_functional_pil.adjust_*`, `to_grayscale`): Pillow's
 //! `ImageEnhance` blends with a degenerate image in `ImagingBlend`'s float32 arithmetic, and the
-//! hue shift goes through Pillow's HSV conversion ([`crate::plan::hsv`]). Mirror of
+//! hue shift goes through Pillow's HSV conversion ([`crate::plan::hsv`]); Pillow's Gaussian blur
+//! is its box blurs ([`super::blur::box_blur`]). Mirror of
 //! shaders/adjust.wgsl.
 
 use super::resample::Image8;
 use crate::plan::hsv::{hsv_to_rgb, hue_shift, rgb_to_hsv};
-use crate::plan::{levels, Adjustment};
+use crate::plan::{levels, Adjustment, BoxBlur};
 
 /// Applies `adjustment`.
 pub fn adjust(image: &mut Image8, adjustment: &Adjustment) {
@@ -67,6 +68,9 @@ pub fn adjust(image: &mut Image8, adjustment: &Adjustment) {
             for pixel in image.data.chunks_exact_mut(3) {
                 pixel.fill(luma(pixel));
             }
+        }
+        Adjustment::PillowGaussianBlur(radius) => {
+            *image = super::blur::box_blur(image, &BoxBlur::of(radius));
         }
     }
 }

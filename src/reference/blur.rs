@@ -1,10 +1,12 @@
 //! torchvision's `GaussianBlur` of the uint8 image (`F.gaussian_blur` of a PIL image:
 //! `pil_to_tensor`, float32, reflect padding, a depthwise `conv2d`, `round`, uint8), as torch's
 //! CPU computes it: per output value the 2D kernel's taps in row-major order, summed from 0
-//! with fused multiply-adds, rounded half to even. Mirror of shaders/adjust.wgsl `blur`.
+//! with fused multiply-adds, rounded half to even. Mirror of shaders/adjust.wgsl `blur`. And
+//! Pillow's `ImageFilter.GaussianBlur` as its box blurs ([`box_blur`], shaders/adjust.wgsl
+//! `box_blur`).
 
 use super::resample::Image8;
-use crate::plan::Blur;
+use crate::plan::{Blur, BoxBlur};
 
 /// `image` blurred with `blur`'s kernel. Each side must be longer than half the kernel's (torch's
 /// reflect padding refuses a pad as long as the side).
@@ -26,6 +28,42 @@ pub fn blur(image: &Image8, blur: &Blur) -> Image8 {
                     }
                 }
                 data[(y * w + x) * channels + c] = sum.round_ties_even().min(255.0) as u8;
+            }
+        }
+    }
+    Image8 { data, ..*image }
+}
+
+/// `image.filter(ImageFilter.GaussianBlur(radius))` as [`BoxBlur::of`] its radius: its passes
+/// across each row, then as many down each column, each pass of the image the last one made.
+pub fn box_blur(image: &Image8, blur: &BoxBlur) -> Image8 {
+    let mut out = image.clone();
+    for across in [true, false] {
+        for _ in 0..BoxBlur::PASSES {
+            out = box_pass(&out, blur, across);
+        }
+    }
+    out
+}
+
+/// One pass of `blur` along each row (`across`) or column: each value from the box about it and
+/// the two values just beyond, the line's ends repeated past it (`ImagingLineBoxBlur32`'s
+/// running sums give the same integers).
+fn box_pass(image: &Image8, blur: &BoxBlur, across: bool) -> Image8 {
+    let (w, h, channels) = (image.width, image.height, image.channels);
+    let (length, lines) = if across { (w, h) } else { (h, w) };
+    let index = |line: usize, i: usize| if across { line * w + i } else { i * w + line };
+    let r = blur.radius as isize;
+    let mut data = vec![0u8; image.data.len()];
+    for line in 0..lines {
+        for i in 0..length {
+            for c in 0..channels {
+                let value = |k: isize| {
+                    let at = (i as isize + k).clamp(0, length as isize - 1) as usize;
+                    u32::from(image.data[index(line, at) * channels + c])
+                };
+                let sum = (-r..=r).map(value).fold(0u32, u32::wrapping_add);
+                data[index(line, i) * channels + c] = blur.value(sum, value(-r - 1) + value(r + 1));
             }
         }
     }

@@ -30,6 +30,9 @@ pub enum Adjustment {
     Equalize,
     /// `img.convert('L').convert('RGB')` (`RandomGrayscale`): three equal channels of the luma.
     Grayscale,
+    /// `img.filter(ImageFilter.GaussianBlur(radius))` (timm's `GaussianBlurRand`): Pillow's
+    /// box blurs of the radius (`crate::plan::BoxBlur`), not torchvision's `GaussianBlur`.
+    PillowGaussianBlur(f32),
 }
 
 impl Adjustment {
@@ -57,17 +60,20 @@ impl Adjustment {
             Self::AutoContrast => "autocontrast",
             Self::Equalize => "equalize",
             Self::Grayscale => "grayscale",
+            Self::PillowGaussianBlur(_) => "pillow_gaussian_blur",
         }
     }
 
-    /// The factor (the value, for posterize and solarize; 0 for the others without one).
+    /// The factor (the value, for posterize and solarize; the blur's radius; 0 for the others
+    /// without one).
     pub fn factor(&self) -> f32 {
         match *self {
             Self::Brightness(f)
             | Self::Contrast(f)
             | Self::Saturation(f)
             | Self::Hue(f)
-            | Self::Sharpness(f) => f,
+            | Self::Sharpness(f)
+            | Self::PillowGaussianBlur(f) => f,
             Self::Posterize(bits) => f32::from(bits),
             Self::Solarize(from) => f32::from(from),
             Self::SolarizeAdd(add) => f32::from(add),

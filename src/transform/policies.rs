@@ -284,8 +284,8 @@ impl TimmRandAugment {
     }
 }
 
-/// timm's AutoAugment policies (timm/data/auto_augment.py's `auto_augment_policy`), each 25
-/// sub-policies of two of timm's operations with a probability and a magnitude.
+/// timm's AutoAugment policies (timm/data/auto_augment.py's `auto_augment_policy`): sub-policies
+/// of timm's operations, each with a probability and a magnitude.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum TimmAutoAugmentPolicy {
     /// `original`: the AutoAugment paper's ImageNet policy.
@@ -297,11 +297,20 @@ pub enum TimmAutoAugmentPolicy {
     V0,
     /// `v0r`: as `v0`, posterizing with the research form.
     V0R,
+    /// `3a`: DeiT III's three-augment, one of solarize (from 128), grey (`Desaturate`) and
+    /// Pillow's Gaussian blur of a radius drawn in 0.1 to 2 (`GaussianBlurRand`).
+    ThreeA,
 }
 
 impl TimmAutoAugmentPolicy {
     /// Every policy.
-    pub const ALL: [Self; 4] = [Self::Original, Self::OriginalR, Self::V0, Self::V0R];
+    pub const ALL: [Self; 5] = [
+        Self::Original,
+        Self::OriginalR,
+        Self::V0,
+        Self::V0R,
+        Self::ThreeA,
+    ];
 
     /// timm's name of the policy.
     pub fn name(self) -> &'static str {
@@ -310,6 +319,7 @@ impl TimmAutoAugmentPolicy {
             Self::OriginalR => "originalr",
             Self::V0 => "v0",
             Self::V0R => "v0r",
+            Self::ThreeA => "3a",
         }
     }
 
@@ -354,25 +364,16 @@ impl Default for TimmAutoAugment {
 
 impl TimmAutoAugment {
     /// timm's configuration string, `original-mstd0.5` (the policy's name, then optional
-    /// sections, of which timm knows `mstd`), over the defaults. timm's `3a` policy (Pillow's
-    /// Gaussian blur, which gpuprep does not compute) is refused by name.
+    /// sections, of which timm knows `mstd`), over the defaults.
     pub fn parse(config: &str) -> Result<Self, String> {
         let mut sections = config.split('-');
         let name = sections.next().unwrap_or("");
         let policy = match TimmAutoAugmentPolicy::named(name) {
             Some(policy) => policy,
-            None if name == "3a" => {
-                return Err(
-                    "timm's AutoAugment policy '3a' is not supported by gpuprep: its \
-                            GaussianBlurRand is Pillow's box-blur approximation, which gpuprep \
-                            does not compute"
-                        .into(),
-                )
-            }
             None => {
                 return Err(format!(
-                    "a timm AutoAugment string starts with original, originalr, v0 or v0r, got \
-                     {config:?}"
+                    "a timm AutoAugment string starts with original, originalr, v0, v0r or 3a, \
+                     got {config:?}"
                 ))
             }
         };

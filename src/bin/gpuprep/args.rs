@@ -198,9 +198,10 @@ pub struct TransformArgs {
         value_name = "CONFIG[:FILL][:INTERPOLATION]"
     )]
     timm_rand_augment: Option<gpuprep::TimmRandAugment>,
-    /// timm's AutoAugment of a CONFIG (`original`, `originalr`, `v0`, `v0r`, each with an
-    /// optional `-mstdS`: `original-mstd0.5`), by default after the flips: timm's own policies and
-    /// operations; FILL and INTERPOLATION as for --timm-rand-augment.
+    /// timm's AutoAugment of a CONFIG (`original`, `originalr`, `v0`, `v0r`, or `3a`, DeiT III's
+    /// solarize, grey or Pillow's Gaussian blur; each with an optional `-mstdS`:
+    /// `original-mstd0.5`), by default after the flips: timm's own policies and operations; FILL
+    /// and INTERPOLATION as for --timm-rand-augment.
     #[arg(
         long,
         value_parser = parse_timm_auto_augment,
