@@ -1431,7 +1431,8 @@ fn timms_rand_augment_is_recorded_and_replayed_through_pillow() {
 
 /// `--timm-auto-augment` records the operations of the sub-policy drawn that apply (each
 /// geometric one with the filter it drew) and `parity --pillow` replays them through Pillow:
-/// GPU, CPU and Pillow agree, over each of timm's four policies.
+/// GPU, CPU and Pillow agree, over each of timm's five policies ('3a' with Pillow's Gaussian
+/// blur).
 #[test]
 fn timms_auto_augment_is_recorded_and_replayed_through_pillow() {
     let mut seen = std::collections::BTreeSet::new();
@@ -1440,6 +1441,8 @@ fn timms_auto_augment_is_recorded_and_replayed_through_pillow() {
         ("originalr-mstd0.5:bicubic", "42"),
         ("v0:124,116,104", "43"),
         ("v0r-mstd2:0,0,0:bilinear", "44"),
+        ("3a:124,116,104", "45"),
+        ("3a-mstd3", "46"),
     ] {
         let args = [
             "--random-resized-crop",
@@ -1458,6 +1461,7 @@ fn timms_auto_augment_is_recorded_and_replayed_through_pillow() {
         }
     }
     assert!(seen.len() >= 6, "{seen:?}");
+    assert!(seen.contains("TimmGaussianBlur"), "{seen:?}");
 }
 
 /// `--timm-aug-mix` records each image's weights, blend factor and chains, and `parity --pillow`

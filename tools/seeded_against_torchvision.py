@@ -145,6 +145,12 @@ def timm_composes():
         recipe = create_transform(224, is_training=True, auto_augment=config,
                                   interpolation=interpolation, re_prob=0.25)
         composes["timm_aa_" + config.replace("-", "_").replace(".", "")] = list(recipe.transforms)
+    # DeiT III's three-augment (train.py's --aa 3a, with the ColorJitter create_transform keeps
+    # for it): solarize, grey or Pillow's Gaussian blur; and with noisy magnitudes.
+    for config, jitter in (("3a", 0.3), ("3a-mstd2", 0.4)):
+        recipe = create_transform(224, is_training=True, auto_augment=config,
+                                  interpolation="bicubic", color_jitter=jitter)
+        composes["timm_3a_" + config.replace("-", "_")] = list(recipe.transforms)
     # timm's AugMix (train.py's --aa augmix-m3-w3 ...), not blended.
     for config in ("augmix-m3-w3", "augmix-m9-w2-d3-a0.5-mstd0.5"):
         recipe = create_transform(224, is_training=True, auto_augment=config, re_prob=0.25)
