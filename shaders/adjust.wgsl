@@ -74,6 +74,9 @@ const KEEP_FOR_MIX: u32 = 13u;
 const ADD_TO_MIX: u32 = 14u;
 const BLEND_MIX: u32 = 15u;
 const BOX_BLUR: u32 = 16u;
+const KEEP_FOR_BLENDS: u32 = 17u;
+const BLEND_CHAIN: u32 = 18u;
+const BLEND_LAST_CHAIN: u32 = 19u;
 const KIND_BITS: u32 = 8u;
 const MAX_KERNEL: u32 = 31u;
 // A remap's words, and its samplings.
@@ -331,11 +334,14 @@ fn remap(job: u32, lane: u32, m: u32) {
     }
 }
 
-// timm's AugMix, not blended (src/reference/mix.rs): KEEP_FOR_MIX keeps the image and starts
-// the float32 sum at zero; ADD_TO_MIX adds the chain's image times its weight to the sum, each
-// product and sum rounded to float32 as numpy rounds them, then starts the next chain from the
-// kept image; BLEND_MIX clips and truncates the sum (numpy's astype(uint8)) and blends the kept
-// image with it (ImagingBlend).
+// timm's AugMix (src/reference/mix.rs): KEEP_FOR_MIX keeps the image and starts the float32
+// sum at zero; ADD_TO_MIX adds the chain's image times its weight to the sum, each product and
+// sum rounded to float32 as numpy rounds them, then starts the next chain from the kept image;
+// BLEND_MIX clips and truncates the sum (numpy's astype(uint8)) and blends the kept image with it
+// (ImagingBlend). Blended: KEEP_FOR_BLENDS keeps the image and starts the running blend (a word a
+// pixel where the sum goes) as it; BLEND_CHAIN blends the chain's image into the running blend,
+// then starts the next chain from the kept image; BLEND_LAST_CHAIN makes the image the running
+// blend blended with the last chain's.
 fn mix_step(job: u32, lane: u32, kind: u32, factor: f32) {
     let p = &jobs[job];
     let kept = p.pixels_base + p.mix;
@@ -356,12 +362,20 @@ fn mix_step(job: u32, lane: u32, kind: u32, factor: f32) {
                 pixels[sum + 3u * i + c] = bitcast<u32>(total);
             }
             pixels[at] = pixels[kept + i];
-        } else {
+        } else if kind == BLEND_MIX {
             var mixed = 0u;
             for (var c = 0u; c < 3u; c++) {
                 mixed |= u32(min(bitcast<f32>(pixels[sum + 3u * i + c]), 255.0)) << (8u * c);
             }
             pixels[at] = blend_pixels(pixels[kept + i], mixed, factor, p.zero);
+        } else if kind == KEEP_FOR_BLENDS {
+            pixels[kept + i] = pixels[at];
+            pixels[sum + i] = pixels[at];
+        } else if kind == BLEND_CHAIN {
+            pixels[sum + i] = blend_pixels(pixels[sum + i], pixels[at], factor, p.zero);
+            pixels[at] = pixels[kept + i];
+        } else {
+            pixels[at] = blend_pixels(pixels[sum + i], pixels[at], factor, p.zero);
         }
     }
 }

@@ -1131,20 +1131,37 @@ def _policy(a, params, spec):
     return np.asarray(im)
 
 
-def _aug_mix(a, params, spec):  # timm's AugMixAugment._apply_basic with the recorded draws
+def _aug_mix(a, params, spec):  # timm's AugMixAugment._apply_basic/_apply_blended, recorded draws
     if "aug_mix" not in params:
         return a
     mix, policy = params["aug_mix"], spec["timm_aug_mix"]
     fill = tuple(int(v) for v in policy.get("fill", [128, 128, 128]))
     resample = FILTERS.get(policy.get("interpolation", "random"))
     im = _pil(a)
-    mixed = np.zeros(a.shape, dtype=np.float32)
-    for weight, chain in zip(mix["weights"], mix["chains"]):
+
+    def chained(chain):
         aug = im
         for op in chain:
             own = FILTERS[op["interpolation"]] if "interpolation" in op else resample
             aug = apply_op(aug, op["op"], op["magnitude"], fill, own)
-        mixed += np.float32(weight) * np.asarray(aug, dtype=np.float32)
+        return aug
+    if policy.get("blended"):
+        # _calc_blended_weights in numpy 2's float32 (the Python float start is weak), then one
+        # Image.blend per chain.
+        ws = np.array(mix["weights"], dtype=np.float32) * np.float32(mix["blend"])
+        cump = 1.0
+        rws = []
+        for w in ws[::-1]:
+            alpha = w / cump
+            cump *= (1 - alpha)
+            rws.append(alpha)
+        out = im
+        for w, chain in zip(np.array(rws[::-1], dtype=np.float32), mix["chains"]):
+            out = Image.blend(out, chained(chain), float(w))
+        return np.asarray(out)
+    mixed = np.zeros(a.shape, dtype=np.float32)
+    for weight, chain in zip(mix["weights"], mix["chains"]):
+        mixed += np.float32(weight) * np.asarray(chained(chain), dtype=np.float32)
     np.clip(mixed, 0, 255.0, out=mixed)
     return np.asarray(Image.blend(im, Image.fromarray(mixed.astype(np.uint8)),
                                   float(np.float32(mix["blend"]))))

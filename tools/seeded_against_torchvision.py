@@ -151,8 +151,9 @@ def timm_composes():
         recipe = create_transform(224, is_training=True, auto_augment=config,
                                   interpolation="bicubic", color_jitter=jitter)
         composes["timm_3a_" + config.replace("-", "_")] = list(recipe.transforms)
-    # timm's AugMix (train.py's --aa augmix-m3-w3 ...), not blended.
-    for config in ("augmix-m3-w3", "augmix-m9-w2-d3-a0.5-mstd0.5"):
+    # timm's AugMix (train.py's --aa augmix-m3-w3 ...), and blended.
+    for config in ("augmix-m3-w3", "augmix-m9-w2-d3-a0.5-mstd0.5", "augmix-m3-w3-b1",
+                   "augmix-m9-w2-d3-a0.5-b1"):
         recipe = create_transform(224, is_training=True, auto_augment=config, re_prob=0.25)
         composes["timm_" + config.replace("-", "_").replace(".", "")] = list(recipe.transforms)
     return composes

@@ -1034,15 +1034,11 @@ def _timm_rand_augment_draw(step, width, height):
 
 
 def _with_timms_aug_mix(t, step):
-    """`t` with timm's AugMix `step` (augment_and_mix_transform's, not blended): its thirteen
-    operations, every one with the same magnitude and settings, as an `augmix-...` string gpuprep
-    parses; the blended form and another operation set are refused by name."""
+    """`t` with timm's AugMix `step` (augment_and_mix_transform's, blended or not): its
+    thirteen operations, every one with the same magnitude and settings, as an `augmix-...`
+    string gpuprep parses; another operation set is refused by name."""
     from timm.data import auto_augment as timm_aa
 
-    if step.blended:
-        raise OptionsError("timm's blended AugMix ('b1') is not supported by gpuprep: its "
-                           "chained blends are arithmetic of their own (timm notes they differ "
-                           "from the mix)")
     names = [op.name for op in step.ops]
     if names != list(timm_aa._AUGMIX_TRANSFORMS):
         raise OptionsError(f"timm's AugMix of the operations {names} is not supported: its "
@@ -1062,6 +1058,8 @@ def _with_timms_aug_mix(t, step):
     config = f"augmix-m{int(first.magnitude)}-w{step.width}-a{_digits(step.alpha)}"
     if step.depth > 0:
         config += f"-d{step.depth}"
+    if step.blended:
+        config += "-b1"
     if std != float("inf"):  # uniform magnitudes are AugMix's default
         config += f"-mstd{_digits(max(std, 0.0))}"
     interpolation = _timm_interpolation("AugMix", resample)

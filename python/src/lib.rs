@@ -368,7 +368,7 @@ fn describe(t: &gpuprep::Transform) -> String {
     if let Some(m) = t.timm_aug_mix {
         steps.push(format!(
             "TimmAugMix(magnitude={}, width={}, depth={}, alpha={}, magnitude_std={}, \
-             translate_pct={}, fill={:?}, interpolation={})",
+             translate_pct={}, fill={:?}, interpolation={}{})",
             m.magnitude,
             m.width,
             m.depth.map_or(-1, i64::from),
@@ -377,6 +377,7 @@ fn describe(t: &gpuprep::Transform) -> String {
             m.translate_pct,
             m.fill,
             m.interpolation.map_or("random", Filter::name),
+            if m.blended { ", blended=True" } else { "" },
         ));
     }
     if let Some(a) = t.timm_auto_augment {
@@ -1137,7 +1138,8 @@ impl Transform {
     /// `mstd`, uniform without it): the chains run on the image, summed with their weights in
     /// float32, blended into it; by default after the flips and before the colour adjustments.
     /// `fill`, `interpolation` and `translate_pct` as for `timm_rand_augment` (create_transform
-    /// passes 0.3). The blended form (`b1`) is refused by name.
+    /// passes 0.3). The blended form (`b1`) blends each chain into the image in turn, as timm's
+    /// `_apply_blended`.
     #[pyo3(signature = (config="augmix-m3-w3", fill=None, interpolation="random", translate_pct=0.45))]
     fn timm_aug_mix(
         &self,

@@ -154,8 +154,6 @@ def test_timms_train_transforms_with_its_seeds_give_timms_pixels():
         seeded = seeded_against_torchvision(compose, range(10))
         drawn = {params.get("interpolation") for params in seeded}
         assert drawn == ({"bilinear", "bicubic"} if interpolation == "random" else {None})
-    refused(timm_data.create_transform(64, is_training=True, auto_augment="augmix-m5-w3-b1"),
-            "timm's blended AugMix ('b1') is not supported")
     # With timm's RandomErasing ('const', one box) after Normalize: its boxes drawn with
     # Python's random, zeros written there.
     compose = timm_data.create_transform(64, is_training=True, re_prob=0.5)
@@ -231,10 +229,13 @@ def test_timms_three_augment_with_its_seeds_gives_timms_pixels(config, interpola
     ("augmix-m3-w3", "random", 30),  # create_transform's AugMix: uniform magnitudes, 1-3 deep
     ("augmix-m9-w2-d3-a0.5-mstd0.5", "bilinear", 24),  # fixed depth, noisy magnitudes, Beta(.5)
     ("augmix-m5-w1-d2", "bicubic", 12),
+    ("augmix-m3-w3-b1", "random", 30),  # blended: one Image.blend a chain
+    ("augmix-m9-w2-d3-a0.5-b0", "bilinear", 24),  # timm's bool('0') is blended too
 ])
 def test_timms_aug_mix_with_its_seeds_gives_timms_pixels(config, interpolation, seeds):
     """timm's AugMix in create_transform (its weights from numpy's Dirichlet and Beta, its chains
-    of thirteen operations, their float32 sum, the blend), its weights, depths and operations
+    of thirteen operations, their float32 sum, the blend; or, blended, its float32 blended
+    weights and one blend a chain), its weights, depths and operations
     drawn with numpy's RNG and the rest with Python's: given what torchvision_params draws after
     the same seeds, timm's pixels, on both backends."""
     timm_data = pytest.importorskip("timm.data")
@@ -242,6 +243,7 @@ def test_timms_aug_mix_with_its_seeds_gives_timms_pixels(config, interpolation, 
                                          interpolation=interpolation, re_prob=0.25)
     t = gpuprep.from_torchvision(compose)
     assert "TimmAugMix(" in repr(t) and "translate_pct=0.3" in repr(t), repr(t)
+    assert ("blended=True" in repr(t)) == ("-b" in config), repr(t)
     seeded = seeded_against_torchvision(compose, range(seeds), backends=("cpu", "gpu"))
     ops = {op["op"] for params in seeded for chain in params["aug_mix"]["chains"]
            for op in chain}
@@ -270,8 +272,6 @@ def test_v2_random_resizes_with_torchs_seed_give_torchvisions_pixels():
 
 def test_timms_aug_mix_of_other_settings_is_refused_by_name():
     timm_aa = pytest.importorskip("timm.data.auto_augment")
-    with pytest.raises(gpuprep.OptionsError, match="blended AugMix"):
-        gpuprep.Transform().timm_aug_mix("augmix-b1")
     with pytest.raises(gpuprep.OptionsError, match="at most 14 steps"):
         gpuprep.Transform().timm_aug_mix("augmix-w4").validate()
     own = timm_aa.AugMixAugment(timm_aa.augmix_ops(3, transforms=["Rotate", "Equalize"]))

@@ -275,8 +275,8 @@ impl AdjustJob {
     /// sharpens (the smoothed image), remaps (the remapped image) or blurs (the blurred one),
     /// then a word per column and per row where a remap walks Pillow's scaling path (the walks).
     pub fn arena_words(&self) -> u64 {
-        let mixes = self.kinds[..self.adjustments as usize].contains(&KEEP_FOR_MIX);
-        // AugMix's kept image and its float32 sum, after the rest.
+        let mixes = self.mixes();
+        // AugMix's kept image and its float32 sum (or running blend), after the rest.
         self.scratch_words() + if mixes { 4 * u64::from(self.pixels) } else { 0 }
     }
 
@@ -330,13 +330,20 @@ impl AdjustJob {
                     }
                 }
                 AUTOCONTRAST | EQUALIZE => 2 * 4 + pass(0) + 257 + 4 * 258 + pass(0),
-                KEEP_FOR_MIX | ADD_TO_MIX | BLEND_MIX => pass(3),
+                KEEP_FOR_MIX | ADD_TO_MIX | BLEND_MIX | KEEP_FOR_BLENDS | BLEND_CHAIN
+                | BLEND_LAST_CHAIN => pass(3),
                 SHARPNESS => pass(0) + pass(0),
                 CONTRAST => 2 * pass(0) + 9,
                 _ => pass(0),
             })
             .sum();
         work + u64::from(self.adjustments) + 1
+    }
+
+    /// Whether the job runs AugMix, which keeps the image and mixes (or blends) after the rest.
+    pub fn mixes(&self) -> bool {
+        let kinds = &self.kinds[..self.adjustments as usize];
+        kinds.contains(&KEEP_FOR_MIX) || kinds.contains(&KEEP_FOR_BLENDS)
     }
 
     /// Each step's kind, and the radius a [`BOX_BLUR`]'s word holds (0 for the others).
@@ -393,6 +400,9 @@ pub(crate) const BLEND_MIX: u32 = 15;
 /// Pillow's Gaussian blur: its word holds the box's whole radius above [`KIND_BITS`], its factor
 /// the box's weight (an integer up to 2²⁴, exact in a float).
 pub(crate) const BOX_BLUR: u32 = 16;
+pub(crate) const KEEP_FOR_BLENDS: u32 = 17;
+pub(crate) const BLEND_CHAIN: u32 = 18;
+pub(crate) const BLEND_LAST_CHAIN: u32 = 19;
 /// The bits of a `kinds` word that name the step.
 pub(crate) const KIND_BITS: u32 = 8;
 
@@ -467,6 +477,9 @@ mod tests {
             ("adjust.wgsl", "ADD_TO_MIX", ADD_TO_MIX),
             ("adjust.wgsl", "BLEND_MIX", BLEND_MIX),
             ("adjust.wgsl", "BOX_BLUR", BOX_BLUR),
+            ("adjust.wgsl", "KEEP_FOR_BLENDS", KEEP_FOR_BLENDS),
+            ("adjust.wgsl", "BLEND_CHAIN", BLEND_CHAIN),
+            ("adjust.wgsl", "BLEND_LAST_CHAIN", BLEND_LAST_CHAIN),
             ("adjust.wgsl", "KIND_BITS", KIND_BITS),
             ("adjust.wgsl", "AUTOCONTRAST", AUTOCONTRAST),
             ("adjust.wgsl", "EQUALIZE", EQUALIZE),

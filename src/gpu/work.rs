@@ -4,10 +4,11 @@
 
 use super::jobs::{
     word_count, AdjustJob, ColorJob, HorizontalJob, IdctJob, PlaneGeometry, PlaneUpsampling,
-    TensorJob, ADD_TO_MIX, AUTOCONTRAST, BICUBIC, BILINEAR, BLEND_MIX, BLUR, BOX_BLUR, BRIGHTNESS,
-    CONTRAST, EQUALIZE, GRAYSCALE, HUE, KEEP_FOR_MIX, KIND_BITS, MAX_KERNEL, NEAREST,
-    NEAREST_POINT, PAD_CONSTANT, PAD_EDGE, PAD_REFLECT, PAD_SYMMETRIC, POSTERIZE, REMAP,
-    REMAP_WORDS, SATURATION, SCALE, SHARPNESS, SOLARIZE, SOLARIZE_ADD,
+    TensorJob, ADD_TO_MIX, AUTOCONTRAST, BICUBIC, BILINEAR, BLEND_CHAIN, BLEND_LAST_CHAIN,
+    BLEND_MIX, BLUR, BOX_BLUR, BRIGHTNESS, CONTRAST, EQUALIZE, GRAYSCALE, HUE, KEEP_FOR_BLENDS,
+    KEEP_FOR_MIX, KIND_BITS, MAX_KERNEL, NEAREST, NEAREST_POINT, PAD_CONSTANT, PAD_EDGE,
+    PAD_REFLECT, PAD_SYMMETRIC, POSTERIZE, REMAP, REMAP_WORDS, SATURATION, SCALE, SHARPNESS,
+    SOLARIZE, SOLARIZE_ADD,
 };
 use crate::error::Result;
 use crate::formats::{Decoded, Pixels};
@@ -571,6 +572,18 @@ fn adjusted(pixels: &TensorJob, plan: &ImagePlan) -> Adjusted {
                 (job.kinds[k], job.factors[k]) = (BLEND_MIX, factor);
                 continue;
             }
+            Step::KeepForBlends => {
+                (job.kinds[k], job.factors[k]) = (KEEP_FOR_BLENDS, 0.0);
+                continue;
+            }
+            Step::BlendChain(factor) => {
+                (job.kinds[k], job.factors[k]) = (BLEND_CHAIN, factor);
+                continue;
+            }
+            Step::BlendLastChain(factor) => {
+                (job.kinds[k], job.factors[k]) = (BLEND_LAST_CHAIN, factor);
+                continue;
+            }
         };
         (job.kinds[k], job.factors[k]) = match adjustment {
             Adjustment::Brightness(f) => (BRIGHTNESS, f),
@@ -590,7 +603,7 @@ fn adjusted(pixels: &TensorJob, plan: &ImagePlan) -> Adjusted {
             }
         };
     }
-    if job.kinds.contains(&KEEP_FOR_MIX) {
+    if job.mixes() {
         job.mix = job.scratch_words() as u32;
     }
     let tensor = TensorJob {

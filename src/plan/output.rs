@@ -95,6 +95,13 @@ pub enum Step {
     /// AugMix's end: the mix clipped to 0..=255 and truncated (numpy's `astype(uint8)`), then
     /// `Image.blend(kept, mix, factor)`.
     BlendMix(f32),
+    /// Blended AugMix's start: the image is kept, and the running blend starts as it.
+    KeepForBlends,
+    /// The end of one of blended AugMix's chains but the last: `Image.blend(running, image,
+    /// weight)` becomes the running blend; then the kept image again for the next chain.
+    BlendChain(f32),
+    /// The end of its last chain: the image becomes `Image.blend(running, image, weight)`.
+    BlendLastChain(f32),
 }
 
 /// How the resized image becomes the output tensor.
@@ -263,6 +270,40 @@ impl OutputPlan {
     }
 }
 
+/// One image's AugMix as steps: each chain's operations (`effect` of each), between the steps
+/// that keep the image and mix or blend the chains into it.
+fn mix_steps(
+    mix: &super::AugMix,
+    blended: bool,
+    effect: impl Fn(&super::Augment) -> Option<Step>,
+) -> Vec<Step> {
+    let chain = |c: &[super::Augment]| c.iter().filter_map(&effect).collect::<Vec<_>>();
+    if !blended {
+        let chains = mix
+            .weights
+            .iter()
+            .zip(&mix.chains)
+            .flat_map(|(&weight, c)| chain(c).into_iter().chain([Step::AddToMix(weight)]));
+        return std::iter::once(Step::KeepForMix)
+            .chain(chains)
+            .chain([Step::BlendMix(mix.blend)])
+            .collect();
+    }
+    let weights = super::timm_augment::blended_weights(&mix.weights, mix.blend);
+    let last = weights.len().saturating_sub(1);
+    let chains = weights.into_iter().zip(&mix.chains).enumerate();
+    std::iter::once(Step::KeepForBlends)
+        .chain(chains.flat_map(|(k, (weight, c))| {
+            let blend = if k == last {
+                Step::BlendLastChain(weight)
+            } else {
+                Step::BlendChain(weight)
+            };
+            chain(c).into_iter().chain([blend])
+        }))
+        .collect()
+}
+
 /// The steps of the transform's operation of Python method `method` for this sample, in order
 /// (none where its draw did not apply), for an image of `size` after the crop.
 fn step_of(
@@ -297,19 +338,8 @@ fn step_of(
             .aug_mix
             .iter()
             .flat_map(|mix| {
-                let chains = mix
-                    .weights
-                    .iter()
-                    .zip(&mix.chains)
-                    .flat_map(|(&weight, chain)| {
-                        chain
-                            .iter()
-                            .filter_map(effect)
-                            .chain([Step::AddToMix(weight)])
-                    });
-                std::iter::once(Step::KeepForMix)
-                    .chain(chains)
-                    .chain([Step::BlendMix(mix.blend)])
+                let blended = transform.timm_aug_mix.is_some_and(|m| m.blended);
+                mix_steps(mix, blended, effect)
             })
             .collect(),
         "trivial_augment_wide"

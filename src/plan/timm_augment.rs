@@ -160,6 +160,26 @@ pub struct AugMix {
     pub chains: Vec<Vec<Augment>>,
 }
 
+/// `AugMixAugment._calc_blended_weights(weights, blend)`: each chain's factor of
+/// `Image.blend(running, chain, factor)`, made from the last chain back, in float32 as numpy 2
+/// computes it (its running product starts as a Python float, which a float32 keeps float32).
+/// A factor of 0/0 (a weight of 0 before the blend is used up, only with a tiny alpha) is NaN,
+/// which the output plan refuses.
+pub(crate) fn blended_weights(weights: &[f32], blend: f32) -> Vec<f32> {
+    let mut left = 1.0f32;
+    let mut factors: Vec<f32> = weights
+        .iter()
+        .rev()
+        .map(|&w| {
+            let factor = w * blend / left;
+            left *= 1.0 - factor;
+            factor
+        })
+        .collect();
+    factors.reverse();
+    factors
+}
+
 /// timm's `_AUGMIX_TRANSFORMS`, in its order.
 const AUGMIX_OPS: [TimmOp; 13] = [
     TimmOp::AutoContrast,
@@ -177,7 +197,7 @@ const AUGMIX_OPS: [TimmOp; 13] = [
     TimmOp::TranslateYRel,
 ];
 
-/// `AugMixAugment.__call__`'s draws (not blended) for an image of `size`: the mixing weights
+/// `AugMixAugment.__call__`'s draws for an image of `size` (blended or not): the mixing weights
 /// (a Dirichlet of `alpha`s, as float32), the blend factor (a Beta of `alpha`, `alpha`), then
 /// each chain's depth (or the fixed one) and operations, each drawn as `RandAugment`'s with
 /// probability 1.
@@ -683,11 +703,21 @@ mod tests {
             (m.magnitude, m.width, m.depth, m.alpha, m.magnitude_std),
             (5.0, 4, Some(2), 0.5, 0.5)
         );
-        let m = TimmAugMix::parse("augmix-d0-b0").unwrap();
+        let m = TimmAugMix::parse("augmix-d0").unwrap();
         assert_eq!(m, TimmAugMix::default());
         assert_eq!(m.magnitude_std, f64::INFINITY);
+        // timm's `bool(val)` of any `b` section's digits is true, "0" too.
+        for config in ["augmix-b1", "augmix-b0"] {
+            let m = TimmAugMix::parse(config).unwrap();
+            assert_eq!(
+                m,
+                TimmAugMix {
+                    blended: true,
+                    ..TimmAugMix::default()
+                }
+            );
+        }
         for (bad, why) in [
-            ("augmix-b1", "blended AugMix"),
             ("rand-m9", "starts with `augmix-`"),
             ("augmix-q3", "unknown timm AugMix section"),
             ("augmix-m2.5", "integer"),
@@ -872,5 +902,24 @@ mod tests {
         assert!(colour.clone().any(|d| d.magnitude > 0.1));
         let blurs = noisy.iter().filter(|d| d.op == AugmentOp::TimmGaussianBlur);
         assert!(blurs.clone().any(|d| d.magnitude < 0.1));
+    }
+
+    /// `_calc_blended_weights` from the last chain back: with weights w and blend m, the last
+    /// chain's factor is w·m, and each earlier one its w·m over the blend the later ones left;
+    /// the chained blends then weigh the chains as the mix does (up to rounding).
+    #[test]
+    fn blended_weights_are_timms_in_float32() {
+        assert_eq!(blended_weights(&[0.5, 0.5], 1.0), [1.0, 0.5]);
+        let (weights, m) = ([0.2f32, 0.3, 0.5], 0.8f32);
+        let factors = blended_weights(&weights, m);
+        let last = 0.5f32 * 0.8;
+        let middle = 0.3f32 * 0.8 / (1.0 - last);
+        let first = 0.2f32 * 0.8 / ((1.0 - last) * (1.0 - middle));
+        assert_eq!(factors, [first, middle, last]);
+        // The image's share after the three blends is 1 - m; each chain's its weight times m.
+        let kept = (1.0 - factors[0]) * (1.0 - factors[1]) * (1.0 - factors[2]);
+        assert!((kept - 0.2).abs() < 1e-6, "{kept}");
+        // A weight of 0 before the blend is used up divides 0 by 0.
+        assert!(blended_weights(&[0.0, 1.0], 1.0)[0].is_nan());
     }
 }

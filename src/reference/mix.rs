@@ -1,7 +1,8 @@
-//! timm's AugMix (not blended) over an image's chains, as stage 5's KEEP, ADD and BLEND steps
-//! compute it (shaders/adjust.wgsl): numpy's float32 `mixed += w * np.asarray(chain)` in the
+//! timm's AugMix over an image's chains, as stage 5's mix steps compute it
+//! (shaders/adjust.wgsl `mix_step`): numpy's float32 `mixed += w * np.asarray(chain)` in the
 //! order of the chains, `np.clip(mixed, 0, 255).astype(np.uint8)` (truncation), then
-//! `Image.blend(image, mixed, m)` in ImagingBlend's float32 arithmetic.
+//! `Image.blend(image, mixed, m)` in ImagingBlend's float32 arithmetic ([`Mixing`]); or, blended,
+//! `img = Image.blend(img, chain, w)` chain by chain ([`Blending`]).
 
 use super::resample::Image8;
 
@@ -41,6 +42,38 @@ impl Mixing {
     }
 }
 
+/// Blended AugMix's kept image and its running blend.
+pub struct Blending {
+    kept: Vec<u8>,
+    running: Vec<u8>,
+}
+
+impl Blending {
+    /// Its start: `image` kept, and the running blend starts as it.
+    pub fn keep(image: &Image8) -> Self {
+        Self {
+            kept: image.data.clone(),
+            running: image.data.clone(),
+        }
+    }
+
+    /// The end of a chain but the last: the running blend blended with `image` (the chain's
+    /// output) by `factor`; `image` becomes the kept one again for the next chain.
+    pub fn chain(&mut self, image: &mut Image8, factor: f32) {
+        for (running, &v) in self.running.iter_mut().zip(&image.data) {
+            *running = super::adjust::blend(*running, v, factor);
+        }
+        image.data.copy_from_slice(&self.kept);
+    }
+
+    /// The end of the last chain: `image` becomes the running blend blended with it.
+    pub fn last(&self, image: &mut Image8, factor: f32) {
+        for (v, &running) in image.data.iter_mut().zip(&self.running) {
+            *v = super::adjust::blend(running, *v, factor);
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -64,5 +97,25 @@ mod tests {
         mixing.blend(&mut rgb, 0.5);
         // ImagingBlend: 10 + 0.5 * (12 - 10) = 11; 200 + 0.5 * (82 - 200) = 141; 255.
         assert_eq!(rgb.data, [11, 141, 255]);
+    }
+
+    #[test]
+    fn blended_chains_go_into_the_running_blend_in_turn() {
+        let image = |data: Vec<u8>| Image8 {
+            width: 1,
+            height: 1,
+            channels: 3,
+            data,
+        };
+        let mut rgb = image(vec![10, 200, 255]);
+        let mut blending = Blending::keep(&rgb);
+        rgb.data.copy_from_slice(&[20, 100, 0]);
+        blending.chain(&mut rgb, 0.5);
+        assert_eq!(rgb.data, [10, 200, 255], "the kept image again");
+        // Running: 10 + 0.5 * 10 = 15; 200 - 50 = 150; 255 - 127.5 = 127.5 -> 127.
+        rgb.data.copy_from_slice(&[115, 150, 27]);
+        blending.last(&mut rgb, 0.25);
+        // 15 + 0.25 * 100 = 40; 150; 127 - 25 = 102.
+        assert_eq!(rgb.data, [40, 150, 102]);
     }
 }

@@ -62,7 +62,7 @@ pub fn to_tensor(image: &Image8, plan: &OutputPlan) -> Tensor {
         if let Some(rotation) = &plan.rotation {
             rgb = super::rotate::rotate(&rgb, rotation);
         }
-        let mut mixing = None;
+        let (mut mixing, mut blending) = (None, None);
         for step in &plan.steps {
             match step {
                 Step::Remap(map) => rgb = super::rotate::rotate(&rgb, map),
@@ -77,6 +77,17 @@ pub fn to_tensor(image: &Image8, plan: &OutputPlan) -> Tensor {
                 Step::BlendMix(factor) => {
                     if let Some(mixing) = &mixing {
                         mixing.blend(&mut rgb, *factor);
+                    }
+                }
+                Step::KeepForBlends => blending = Some(super::mix::Blending::keep(&rgb)),
+                Step::BlendChain(factor) => {
+                    if let Some(blending) = &mut blending {
+                        blending.chain(&mut rgb, *factor);
+                    }
+                }
+                Step::BlendLastChain(factor) => {
+                    if let Some(blending) = &blending {
+                        blending.last(&mut rgb, *factor);
                     }
                 }
             }

@@ -431,10 +431,11 @@ impl TimmAutoAugment {
 pub const MAX_MIXED_STEPS: u32 = 14;
 
 /// timm's `augment_and_mix_transform(config_str, hparams)` (timm/data/auto_augment.py's
-/// `AugMixAugment`, not blended) of the cropped, flipped image, in `RandAugment`'s place: mixing
-/// weights from a Dirichlet and a blend factor from a Beta distribution; `width` chains of
-/// `depth` (or 1 to 3) of timm's AugMix operations, each run on the image; their weighted sum in
-/// float32 (numpy's), clipped and truncated to uint8, then `Image.blend` of the image with it
+/// `AugMixAugment`) of the cropped, flipped image, in `RandAugment`'s place: mixing weights from
+/// a Dirichlet and a blend factor from a Beta distribution; `width` chains of `depth` (or 1 to 3)
+/// of timm's AugMix operations, each run on the image; their weighted sum in float32 (numpy's),
+/// clipped and truncated to uint8, then `Image.blend` of the image with it; or, `blended`, each
+/// chain's image blended in turn into the image by weights made of those
 /// (`crate::plan::timm_augment`).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct TimmAugMix {
@@ -458,6 +459,10 @@ pub struct TimmAugMix {
     /// Their sampling (hparams' `interpolation`); `None`, timm's default, draws bilinear or
     /// bicubic for each operation.
     pub interpolation: Option<Filter>,
+    /// timm's blended form (`b1`): `_apply_blended`'s one `Image.blend` per chain, by the
+    /// weights `_calc_blended_weights` makes of the mix's in float32, not the float32 sum;
+    /// default false.
+    pub blended: bool,
 }
 
 impl Default for TimmAugMix {
@@ -471,14 +476,15 @@ impl Default for TimmAugMix {
             translate_pct: 0.45,
             fill: [128; 3],
             interpolation: None,
+            blended: false,
         }
     }
 }
 
 impl TimmAugMix {
-    /// timm's configuration string, `augmix-m5-w4-d2-a0.5-mstd0.5` (sections in any order after
-    /// `augmix`, each optional), over the defaults. The blended form (`b1`), whose arithmetic
-    /// differs, is refused by name.
+    /// timm's configuration string, `augmix-m5-w4-d2-a0.5-mstd0.5-b1` (sections in any order
+    /// after `augmix`, each optional), over the defaults. timm reads any `b` section as blended
+    /// (`bool('0')` is true in Python), and so does this.
     pub fn parse(config: &str) -> Result<Self, String> {
         let mut sections = config.split('-');
         if sections.next() != Some("augmix") {
@@ -509,15 +515,7 @@ impl TimmAugMix {
                 "w" => a.width = integer()?,
                 "d" => a.depth = Some(integer()?).filter(|&d| d > 0),
                 "a" => a.alpha = number()?,
-                "b" if integer()? != 0 => {
-                    return Err(
-                        "timm's blended AugMix (`b1`) is not supported by gpuprep: its \
-                                chained blends are arithmetic of their own (timm notes they \
-                                differ from the mix)"
-                            .into(),
-                    )
-                }
-                "b" => {}
+                "b" => a.blended = true,
                 // timm keeps the first (hparams.setdefault).
                 "mstd" if !std_given => {
                     std_given = true;

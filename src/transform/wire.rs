@@ -1003,6 +1003,11 @@ mod tests {
             timm_aug_mix: TimmAugMix::parse("augmix").ok(),
             ..everything()
         };
+        let with_blended_aug_mix = Transform {
+            random_rotation: None,
+            timm_aug_mix: TimmAugMix::parse("augmix-m3-w3-b1").ok(),
+            ..everything()
+        };
         let with_random_resize = Transform {
             random_resize: Some(RandomResize {
                 min_size: 200,
@@ -1054,6 +1059,7 @@ mod tests {
             with_noisy_timm_auto,
             with_aug_mix,
             with_default_aug_mix,
+            with_blended_aug_mix,
             with_random_resize,
             with_shortest_size,
         ]

@@ -175,9 +175,9 @@ pub(super) fn random_shortest_size(object: &Map<String, Value>) -> Parsed<Random
 }
 
 /// timm's `AugMix`'s JSON form: its settings, a drawn depth as null, an infinite
-/// `magnitude_std` as "inf" and a drawn interpolation as "random".
+/// `magnitude_std` as "inf", a drawn interpolation as "random", and `blended` where it is.
 pub(super) fn timm_aug_mix_json(m: &TimmAugMix) -> Value {
-    json!({
+    let mut value = json!({
         "magnitude": m.magnitude,
         "width": m.width,
         "depth": m.depth,
@@ -186,7 +186,11 @@ pub(super) fn timm_aug_mix_json(m: &TimmAugMix) -> Value {
         "translate_pct": m.translate_pct,
         "fill": m.fill,
         "interpolation": m.interpolation.map_or("random", Filter::name),
-    })
+    });
+    if m.blended {
+        value["blended"] = json!(true);
+    }
+    value
 }
 
 pub(super) fn timm_aug_mix(object: &Map<String, Value>) -> Parsed<TimmAugMix> {
@@ -201,6 +205,7 @@ pub(super) fn timm_aug_mix(object: &Map<String, Value>) -> Parsed<TimmAugMix> {
             "translate_pct",
             "fill",
             "interpolation",
+            "blended",
         ],
     )?;
     let defaults = TimmAugMix::default();
@@ -240,5 +245,10 @@ pub(super) fn timm_aug_mix(object: &Map<String, Value>) -> Parsed<TimmAugMix> {
             Some(_) => fill_of(object)?,
         },
         interpolation,
+        blended: match object.get("blended") {
+            None => false,
+            Some(Value::Bool(b)) => *b,
+            Some(other) => return Err(invalid(format!("`blended` is true or false, got {other}"))),
+        },
     })
 }
