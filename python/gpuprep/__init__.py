@@ -658,8 +658,8 @@ def from_torchvision(compose):
     sample), ToPureTensor anywhere (and timm's
     MaybeToTensor, MaybePILToTensor, RandomResizedCropAndInterpolation and RandomErasing in its
     three modes with its counts, as the torchvision transforms they compute as, and its
-    RandAugment ('rand-...'), AutoAugment ('original', 'originalr', 'v0', 'v0r', with '-mstd')
-    and AugMix ('augmix-...', not blended) in the policies' place); the flips
+    RandAugment ('rand-...'), AutoAugment ('original', 'originalr', 'v0', 'v0r', '3a', with
+    '-mstd') and AugMix ('augmix-...', blended or not) in the policies' place); the flips
     also after the colour transforms but RandomAdjustSharpness and GaussianBlur, with which
     they do not commute bit for bit, and never after a rotation, RandomAffine, RandomPerspective
     or policy) computes on a PIL image, bit for bit. Anything else is refused here, by name
