@@ -78,6 +78,8 @@ const KEEP_FOR_BLENDS: u32 = 17u;
 const BLEND_CHAIN: u32 = 18u;
 const BLEND_LAST_CHAIN: u32 = 19u;
 const KIND_BITS: u32 = 8u;
+// Pillow's box passes each way (src/plan/blur.rs `BoxBlur::PASSES`).
+const BOX_PASSES: u32 = 3u;
 const MAX_KERNEL: u32 = 31u;
 // A remap's words, and its samplings.
 const REMAP_WORDS: u32 = 24u;
@@ -228,16 +230,16 @@ fn blur(job: u32, lane: u32, sides: u32) {
     }
 }
 
-// Pillow's GaussianBlur as its box blurs (src/reference/blur.rs `box_blur`): three passes along
-// the rows, then three down the columns, each value (weight · the sum of the 2·radius + 1 values
+// Pillow's GaussianBlur as its box blurs (src/reference/blur.rs `box_blur`): BOX_PASSES passes
+// along the rows, then as many down the columns, each value (weight · the sum of the 2·radius + 1 values
 // about it + the edge weight · the two just beyond + 2^23) >> 24 in u32 arithmetic (wrapping as
 // Pillow's C), a line's end values repeated past it; the passes go from the image to the scratch
-// words after it and back, so that the sixth lands in the image.
+// words after it and back, so that the last (an even number) lands in the image.
 fn box_blur(job: u32, lane: u32, radius: u32, weight: u32) {
     let p = &jobs[job];
     let edge = ((1u << 24u) - (2u * radius + 1u) * weight) / 2u;
     let r = i32(radius);
-    for (var sweep = 0u; sweep < 6u; sweep++) {
+    for (var sweep = 0u; sweep < 2u * BOX_PASSES; sweep++) {
         var read_base = p.pixels_base;
         var write_base = p.pixels_base + p.pixels;
         if sweep % 2u == 1u {
@@ -249,7 +251,7 @@ fn box_blur(job: u32, lane: u32, radius: u32, weight: u32) {
             // Along a row: the pixel's place in its row; down a column: in its column.
             var line = vec3<u32>(read_base + i - i % p.width, 1u, p.width);
             var at = i32(i % p.width);
-            if sweep >= 3u {
+            if sweep >= BOX_PASSES {
                 line = vec3<u32>(read_base + i % p.width, p.width, p.pixels / p.width);
                 at = i32(i / p.width);
             }
@@ -746,6 +748,7 @@ fn main(@builtin(local_invocation_index) lane: u32, @builtin(workgroup_id) group
             blur(job, lane, u32(alpha));
             continue;
         }
+        // KEEP_FOR_MIX to BLEND_LAST_CHAIN (BOX_BLUR among them went above).
         if kind >= KEEP_FOR_MIX {
             mix_step(job, lane, kind, alpha);
             continue;

@@ -952,7 +952,9 @@ def _with_timms_rand_augment(t, step):
                            "100, given in hparams) is not supported: a 'mstd' above 100 means "
                            "uniform magnitudes to gpuprep, as in timm's strings")
 
-    config = f"rand-m{int(magnitude)}-n{step.num_layers}-p{_digits(prob)}-inc{sets[tuple(names)]}"
+    config = f"rand-m{int(magnitude)}-n{step.num_layers}-p{_digits(prob)}"
+    if sets[tuple(names)]:  # timm reads any 'inc' section as the increasing set, 'inc0' too
+        config += "-inc1"
     if std > 0:  # timm draws no noise for a magnitude_std of 0 or below
         config += "-mstd101" if std == float("inf") else f"-mstd{_digits(std)}"
     if top is not None:

@@ -272,7 +272,8 @@ impl Default for AdjustJob {
 
 impl AdjustJob {
     /// Words the image takes in the pixel arena: its pixels, and as many again where it
-    /// sharpens (the smoothed image), remaps (the remapped image) or blurs (the blurred one),
+    /// sharpens (the smoothed image), remaps (the remapped image) or blurs (the blurred one, or
+    /// a box blur's every other pass),
     /// then a word per column and per row where a remap walks Pillow's scaling path (the walks).
     pub fn arena_words(&self) -> u64 {
         let mixes = self.mixes();
@@ -282,11 +283,10 @@ impl AdjustJob {
 
     /// The image's words in the pixel arena before AugMix's (see [`Self::arena_words`]).
     pub fn scratch_words(&self) -> u64 {
-        let kinds: Vec<u32> = self.steps().map(|(kind, _)| kind).collect();
         let scratch = [SHARPNESS, REMAP, BLUR, BOX_BLUR]
             .iter()
-            .any(|k| kinds.contains(k));
-        let remaps = kinds.iter().filter(|&&k| k == REMAP).count();
+            .any(|&k| self.has_step(k));
+        let remaps = self.steps().filter(|&(k, _)| k == REMAP).count();
         let scales = (0..remaps).any(|r| self.remaps[r * REMAP_WORDS + 7] == SCALE as i32);
         let walks = if scales {
             u64::from(self.width) + u64::from(self.pixels / self.width.max(1))
@@ -311,7 +311,8 @@ impl AdjustJob {
             .steps()
             .enumerate()
             .map(|(k, (kind, radius))| match kind {
-                BOX_BLUR => 2 * u64::from(BoxBlur::PASSES) * pass(2 * u64::from(radius) + 1) + 7,
+                // Each sweep's box: 2·radius + 1 values and the loop's exit test.
+                BOX_BLUR => 2 * u64::from(BoxBlur::PASSES) * pass(2 * u64::from(radius) + 2) + 7,
                 BLUR => {
                     let sides = self.factors[k] as u64;
                     let (kx, ky) = (sides & 255, sides >> 8);
@@ -342,8 +343,12 @@ impl AdjustJob {
 
     /// Whether the job runs AugMix, which keeps the image and mixes (or blends) after the rest.
     pub fn mixes(&self) -> bool {
-        let kinds = &self.kinds[..self.adjustments as usize];
-        kinds.contains(&KEEP_FOR_MIX) || kinds.contains(&KEEP_FOR_BLENDS)
+        self.has_step(KEEP_FOR_MIX) || self.has_step(KEEP_FOR_BLENDS)
+    }
+
+    /// Whether one of the job's steps is of `kind`.
+    pub fn has_step(&self, kind: u32) -> bool {
+        self.steps().any(|(k, _)| k == kind)
     }
 
     /// Each step's kind, and the radius a [`BOX_BLUR`]'s word holds (0 for the others).
@@ -355,7 +360,7 @@ impl AdjustJob {
 
     /// Whether an adjustment reads the autocontrast fix table.
     pub fn autocontrasts(&self) -> bool {
-        self.kinds[..self.adjustments as usize].contains(&AUTOCONTRAST)
+        self.has_step(AUTOCONTRAST)
     }
 }
 
@@ -481,6 +486,7 @@ mod tests {
             ("adjust.wgsl", "BLEND_CHAIN", BLEND_CHAIN),
             ("adjust.wgsl", "BLEND_LAST_CHAIN", BLEND_LAST_CHAIN),
             ("adjust.wgsl", "KIND_BITS", KIND_BITS),
+            ("adjust.wgsl", "BOX_PASSES", BoxBlur::PASSES),
             ("adjust.wgsl", "AUTOCONTRAST", AUTOCONTRAST),
             ("adjust.wgsl", "EQUALIZE", EQUALIZE),
             ("adjust.wgsl", "GRAYSCALE", GRAYSCALE),

@@ -404,7 +404,7 @@ impl Packing {
                 self.pixels.push(&tensor, pixels);
                 let mut job = adjusted.job;
                 job.pixels_base = base;
-                self.hue |= job.kinds[..job.adjustments as usize].contains(&HUE);
+                self.hue |= job.has_step(HUE);
                 self.autocontrast |= job.autocontrasts();
                 // One workgroup an image: its lanes sum the contrast's luma together.
                 self.adjust

@@ -205,15 +205,15 @@ impl ImagePlan {
                 map.filter.name()
             )));
         }
-        let blend_factors = self.output.steps.iter().filter_map(|s| match s {
+        let mut blend_factors = self.output.steps.iter().filter_map(|s| match s {
             Step::BlendChain(f) | Step::BlendLastChain(f) => Some(*f),
             _ => None,
         });
-        if let Some(f) = blend_factors.into_iter().find(|f| !f.is_finite()) {
+        if let Some(f) = blend_factors.find(|f| !f.is_finite()) {
             return Err(Error::Options(format!(
                 "timm's blended AugMix makes a blend factor of {f} of this image's weights (a \
-                 chain's weight divided by the blend left, which a tiny alpha can make 0): \
-                 Pillow's blend of it is undefined"
+                 chain's weight divided by the blend the later chains left, which a tiny alpha \
+                 can make 0): Pillow's blend of it is undefined"
             )));
         }
         let blurs = self.output.steps.iter().filter_map(|s| match s {

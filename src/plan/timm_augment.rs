@@ -163,8 +163,8 @@ pub struct AugMix {
 /// `AugMixAugment._calc_blended_weights(weights, blend)`: each chain's factor of
 /// `Image.blend(running, chain, factor)`, made from the last chain back, in float32 as numpy 2
 /// computes it (its running product starts as a Python float, which a float32 keeps float32).
-/// A factor of 0/0 (a weight of 0 before the blend is used up, only with a tiny alpha) is NaN,
-/// which the output plan refuses.
+/// Once the later chains leave no blend (only with a tiny alpha), an earlier factor is 0/0 or
+/// w/0: NaN or infinite, which the output plan refuses.
 pub(crate) fn blended_weights(weights: &[f32], blend: f32) -> Vec<f32> {
     let mut left = 1.0f32;
     let mut factors: Vec<f32> = weights
@@ -732,6 +732,11 @@ mod tests {
             .to_string()
             .contains("at most 14 steps"));
         assert!(TimmAugMix::parse("augmix-w4-d2").unwrap().check().is_ok());
+        // Blended, held to the same bound.
+        assert!(TimmAugMix::parse("augmix-w1-d12-b1")
+            .unwrap()
+            .check()
+            .is_err());
     }
 
     #[test]
@@ -775,12 +780,14 @@ mod tests {
             (9.0, 0.5, true)
         );
         assert_eq!((r.num_ops, r.prob, r.magnitude_max), (2, 0.5, None));
-        let r = TimmRandAugment::parse("rand-n3-m15-mmax15-mstd101-p0.7-inc0").unwrap();
+        let r = TimmRandAugment::parse("rand-n3-m15-mmax15-mstd101-p0.7").unwrap();
         assert_eq!((r.num_ops, r.magnitude, r.upper_bound()), (3, 15.0, 15.0));
         assert_eq!(
             (r.magnitude_std, r.prob, r.increasing),
             (f64::INFINITY, 0.7, false)
         );
+        // timm's `bool(val)` of any digits is true: `inc0` is the increasing set too.
+        assert!(TimmRandAugment::parse("rand-m9-inc0").unwrap().increasing);
         // The first mstd and mmax count, as timm's hparams.setdefault keeps them.
         let r = TimmRandAugment::parse("rand-mstd0.5-mstd1-mmax15-mmax20").unwrap();
         assert_eq!((r.magnitude_std, r.magnitude_max), (0.5, Some(15.0)));

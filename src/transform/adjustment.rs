@@ -46,7 +46,8 @@ impl Adjustment {
         )
     }
 
-    /// torchvision's name of the adjustment.
+    /// The adjustment's name: torchvision's (`ColorJitter`'s parameters, `_functional_pil`'s
+    /// functions), or Pillow's filter's.
     pub fn name(&self) -> &'static str {
         match self {
             Self::Brightness(_) => "brightness",

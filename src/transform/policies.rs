@@ -231,7 +231,8 @@ impl TimmRandAugment {
                     r.magnitude_max = Some(f64::from(integer()?))
                 }
                 "mstd" | "mmax" => {}
-                "inc" => r.increasing = integer()? != 0,
+                // timm's `if bool(val)`: any digits, "0" too, choose the increasing set.
+                "inc" => r.increasing = true,
                 "p" => r.prob = number,
                 _ => return Err(format!("unknown timm RandAugment section {section:?}")),
             }
@@ -427,7 +428,7 @@ impl TimmAutoAugment {
 
 /// The most steps one image's [`TimmAugMix`] takes: keeping the image, each chain's operations
 /// and its sum into the mix, and the final blend (timm's default three chains of up to three
-/// operations take 14).
+/// operations take 14; blended, one step fewer).
 pub const MAX_MIXED_STEPS: u32 = 14;
 
 /// timm's `augment_and_mix_transform(config_str, hparams)` (timm/data/auto_augment.py's
@@ -483,8 +484,8 @@ impl Default for TimmAugMix {
 
 impl TimmAugMix {
     /// timm's configuration string, `augmix-m5-w4-d2-a0.5-mstd0.5-b1` (sections in any order
-    /// after `augmix`, each optional), over the defaults. timm reads any `b` section as blended
-    /// (`bool('0')` is true in Python), and so does this.
+    /// after `augmix`, each optional), over the defaults. timm reads a `b` section with any digits
+    /// as blended (`bool('0')` is true in Python), and so does this.
     pub fn parse(config: &str) -> Result<Self, String> {
         let mut sections = config.split('-');
         if sections.next() != Some("augmix") {
@@ -541,6 +542,9 @@ impl TimmAugMix {
         if self.width == 0 {
             return refused("width is at least 1 (no chains blends the image with black)".into());
         }
+        // Keeping the image, each chain's operations and its sum, and the blend of the sum (the
+        // blended form, one step fewer, is held to the same bound, which sizes the GPU's record
+        // of maps).
         let steps = u64::from(self.width) * (u64::from(self.max_depth()) + 1) + 2;
         if steps > u64::from(MAX_MIXED_STEPS) {
             return refused(format!(

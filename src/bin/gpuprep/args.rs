@@ -210,8 +210,9 @@ pub struct TransformArgs {
     timm_auto_augment: Option<gpuprep::TimmAutoAugment>,
     /// timm's AugMix of an `augmix-...` CONFIG (`m` severity, default 3; `w` chains, 3; `d`
     /// depth, 1 to 3 drawn when absent; `a` alpha, 1; `mstd`, uniform magnitudes when absent;
-    /// `b1` timm's blended form, one blend a chain), by default after the flips; FILL and INTERPOLATION as for --timm-rand-augment; `translate=P`
-    /// the largest translation's share of the side (timm's 0.45; create_transform passes 0.3).
+    /// `b1` timm's blended form, one blend a chain), by default after the flips; FILL and
+    /// INTERPOLATION as for --timm-rand-augment; `translate=P` the largest translation's share
+    /// of the side (timm's 0.45; create_transform passes 0.3).
     #[arg(
         long,
         value_parser = parse_timm_aug_mix,
