@@ -584,6 +584,28 @@ def test_augmentation_policies_equal_pillow_with_their_parameters(backend, polic
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
+def test_timms_three_augment_and_blended_aug_mix_equal_pillow_with_their_parameters(backend):
+    """timm's '3a' (one of solarize, grey and Pillow's Gaussian blur) and its blended AugMix, made
+    with the Python methods: each sample as tools/pillow_reference.py draws it and Pillow computes
+    it (the blur as Pillow's ImageFilter.GaussianBlur, the blends as Image.blend)."""
+    spec = {"resize": [48, 40], "seed": 7,
+            "timm_auto_augment": {"policy": "3a", "magnitude_std": 2.0, "fill": [124, 116, 104]}}
+    t = (gpuprep.Transform().resize((40, 48)).timm_auto_augment("3a-mstd2", [124, 116, 104])
+         .with_seed(7).to("uint8", "hwc"))
+    replayed_through_pillow(backend, t, spec, 24, "augment")
+    assert "TimmGaussianBlur" in {op["op"] for index in range(24) for op in pillow_reference.draw(
+        spec, pillow_reference.Image.open(PHOTOS[index % len(PHOTOS)]).size, index)["augment"]}
+    spec = {"resize": [40, 40], "seed": 8,
+            "timm_aug_mix": {"width": 3, "alpha": 1.0, "magnitude": 3.0, "translate_pct": 0.3,
+                             "fill": [124, 116, 104], "interpolation": "bilinear", "blended": True}}
+    t = (gpuprep.Transform().resize((40, 40))
+         .timm_aug_mix("augmix-m3-w3-b1", [124, 116, 104], "bilinear", 0.3)
+         .with_seed(8).to("uint8", "hwc"))
+    assert "blended=True" in repr(t), repr(t)
+    replayed_through_pillow(backend, t, spec, 12, "aug_mix")
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
 def test_gaussian_blur_equals_the_reference_with_its_parameters(backend):
     """GaussianBlur in RandomApply after a colour jitter: its kernels as recorded and the blurred
     pixels as tools/pillow_reference.py's replay of torch's arithmetic computes them."""
