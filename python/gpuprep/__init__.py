@@ -953,7 +953,7 @@ def _with_timms_rand_augment(t, step):
                            "uniform magnitudes to gpuprep, as in timm's strings")
 
     config = f"rand-m{int(magnitude)}-n{step.num_layers}-p{_digits(prob)}"
-    if sets[tuple(names)]:  # timm reads any 'inc' section as the increasing set, 'inc0' too
+    if sets[tuple(names)]:
         config += "-inc1"
     if std > 0:  # timm draws no noise for a magnitude_std of 0 or below
         config += "-mstd101" if std == float("inf") else f"-mstd{_digits(std)}"

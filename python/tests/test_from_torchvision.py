@@ -230,7 +230,7 @@ def test_timms_three_augment_with_its_seeds_gives_timms_pixels(config, interpola
     ("augmix-m9-w2-d3-a0.5-mstd0.5", "bilinear", 24),  # fixed depth, noisy magnitudes, Beta(.5)
     ("augmix-m5-w1-d2", "bicubic", 12),
     ("augmix-m3-w3-b1", "random", 30),  # blended: one Image.blend a chain
-    ("augmix-m9-w2-d3-a0.5-b0", "bilinear", 24),  # timm's bool('0') is blended too
+    ("augmix-m9-w2-d3-a0.5-b0", "bilinear", 24),  # b0: not blended (timm's bool(int(val)))
 ])
 def test_timms_aug_mix_with_its_seeds_gives_timms_pixels(config, interpolation, seeds):
     """timm's AugMix in create_transform (its weights from numpy's Dirichlet and Beta, its chains

@@ -706,13 +706,17 @@ mod tests {
         let m = TimmAugMix::parse("augmix-d0").unwrap();
         assert_eq!(m, TimmAugMix::default());
         assert_eq!(m.magnitude_std, f64::INFINITY);
-        // timm's `bool(val)` of any `b` section's digits is true, "0" too.
-        for config in ["augmix-b1", "augmix-b0"] {
+        // timm's `bool(int(val))`, the last one counting: b1 blended, b0 not.
+        for (config, blended) in [
+            ("augmix-b1", true),
+            ("augmix-b2", true),
+            ("augmix-b1-b0", false),
+        ] {
             let m = TimmAugMix::parse(config).unwrap();
             assert_eq!(
                 m,
                 TimmAugMix {
-                    blended: true,
+                    blended,
                     ..TimmAugMix::default()
                 }
             );
@@ -786,8 +790,12 @@ mod tests {
             (r.magnitude_std, r.prob, r.increasing),
             (f64::INFINITY, 0.7, false)
         );
-        // timm's `bool(val)` of any digits is true: `inc0` is the increasing set too.
-        assert!(TimmRandAugment::parse("rand-m9-inc0").unwrap().increasing);
+        // timm's `bool(int(val))`, the last one counting.
+        assert!(
+            !TimmRandAugment::parse("rand-m9-inc1-inc0")
+                .unwrap()
+                .increasing
+        );
         // The first mstd and mmax count, as timm's hparams.setdefault keeps them.
         let r = TimmRandAugment::parse("rand-mstd0.5-mstd1-mmax15-mmax20").unwrap();
         assert_eq!((r.magnitude_std, r.magnitude_max), (0.5, Some(15.0)));

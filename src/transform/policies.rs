@@ -231,8 +231,8 @@ impl TimmRandAugment {
                     r.magnitude_max = Some(f64::from(integer()?))
                 }
                 "mstd" | "mmax" => {}
-                // timm's `if bool(val)`: any digits, "0" too, choose the increasing set.
-                "inc" => r.increasing = true,
+                // timm's `bool(int(val))`, the last one counting.
+                "inc" => r.increasing = integer()? != 0,
                 "p" => r.prob = number,
                 _ => return Err(format!("unknown timm RandAugment section {section:?}")),
             }
@@ -484,8 +484,7 @@ impl Default for TimmAugMix {
 
 impl TimmAugMix {
     /// timm's configuration string, `augmix-m5-w4-d2-a0.5-mstd0.5-b1` (sections in any order
-    /// after `augmix`, each optional), over the defaults. timm reads a `b` section with any digits
-    /// as blended (`bool('0')` is true in Python), and so does this.
+    /// after `augmix`, each optional), over the defaults: `b1` is the blended form, `b0` not.
     pub fn parse(config: &str) -> Result<Self, String> {
         let mut sections = config.split('-');
         if sections.next() != Some("augmix") {
@@ -516,7 +515,8 @@ impl TimmAugMix {
                 "w" => a.width = integer()?,
                 "d" => a.depth = Some(integer()?).filter(|&d| d > 0),
                 "a" => a.alpha = number()?,
-                "b" => a.blended = true,
+                // timm's `bool(int(val))`, the last one counting.
+                "b" => a.blended = integer()? != 0,
                 // timm keeps the first (hparams.setdefault).
                 "mstd" if !std_given => {
                     std_given = true;
