@@ -544,63 +544,27 @@ fn adjusted(pixels: &TensorJob, plan: &ImagePlan) -> Adjusted {
     };
     let mut remaps = 0;
     for (k, step) in output.steps.iter().enumerate() {
-        let adjustment = match *step {
-            Step::Adjust(adjustment) => adjustment,
+        (job.kinds[k], job.factors[k]) = match *step {
+            Step::Adjust(adjustment) => adjustment_kind(adjustment),
             Step::Remap(map) => {
                 job.remaps[remaps * REMAP_WORDS..][..REMAP_WORDS]
                     .copy_from_slice(&remap_words(&map));
-                (job.kinds[k], job.factors[k]) = (REMAP, remaps as f32);
+                let index = remaps;
                 remaps += 1;
-                continue;
+                (REMAP, index as f32)
             }
             Step::Blur(blur) => {
                 let (kx, ky) = blur.kernel_size;
                 job.blur[..MAX_KERNEL].copy_from_slice(&blur.kernel_x);
                 job.blur[MAX_KERNEL..].copy_from_slice(&blur.kernel_y);
-                (job.kinds[k], job.factors[k]) = (BLUR, (kx | ky << 8) as f32);
-                continue;
+                (BLUR, (kx | ky << 8) as f32)
             }
-            Step::KeepForMix => {
-                (job.kinds[k], job.factors[k]) = (KEEP_FOR_MIX, 0.0);
-                continue;
-            }
-            Step::AddToMix(weight) => {
-                (job.kinds[k], job.factors[k]) = (ADD_TO_MIX, weight);
-                continue;
-            }
-            Step::BlendMix(factor) => {
-                (job.kinds[k], job.factors[k]) = (BLEND_MIX, factor);
-                continue;
-            }
-            Step::KeepForBlends => {
-                (job.kinds[k], job.factors[k]) = (KEEP_FOR_BLENDS, 0.0);
-                continue;
-            }
-            Step::BlendChain(factor) => {
-                (job.kinds[k], job.factors[k]) = (BLEND_CHAIN, factor);
-                continue;
-            }
-            Step::BlendLastChain(factor) => {
-                (job.kinds[k], job.factors[k]) = (BLEND_LAST_CHAIN, factor);
-                continue;
-            }
-        };
-        (job.kinds[k], job.factors[k]) = match adjustment {
-            Adjustment::Brightness(f) => (BRIGHTNESS, f),
-            Adjustment::Contrast(f) => (CONTRAST, f),
-            Adjustment::Saturation(f) => (SATURATION, f),
-            Adjustment::Hue(f) => (HUE, f32::from(crate::plan::hsv::hue_shift(f))),
-            Adjustment::Sharpness(f) => (SHARPNESS, f),
-            Adjustment::Posterize(bits) => (POSTERIZE, f32::from(bits)),
-            Adjustment::Solarize(from) => (SOLARIZE, f32::from(from)),
-            Adjustment::SolarizeAdd(add) => (SOLARIZE_ADD, f32::from(add)),
-            Adjustment::AutoContrast => (AUTOCONTRAST, 0.0),
-            Adjustment::Equalize => (EQUALIZE, 0.0),
-            Adjustment::Grayscale => (GRAYSCALE, 0.0),
-            Adjustment::PillowGaussianBlur(radius) => {
-                let b = BoxBlur::of(radius);
-                (BOX_BLUR | b.radius << KIND_BITS, b.weight as f32)
-            }
+            Step::KeepForMix => (KEEP_FOR_MIX, 0.0),
+            Step::AddToMix(weight) => (ADD_TO_MIX, weight),
+            Step::BlendMix(factor) => (BLEND_MIX, factor),
+            Step::KeepForBlends => (KEEP_FOR_BLENDS, 0.0),
+            Step::BlendChain(factor) => (BLEND_CHAIN, factor),
+            Step::BlendLastChain(factor) => (BLEND_LAST_CHAIN, factor),
         };
     }
     if job.mixes() {
@@ -622,6 +586,27 @@ fn adjusted(pixels: &TensorJob, plan: &ImagePlan) -> Adjusted {
         ..*pixels
     };
     Adjusted { job, tensor }
+}
+
+/// A colour adjustment's kind word and factor in stage 5's job (shaders/adjust.wgsl).
+fn adjustment_kind(adjustment: Adjustment) -> (u32, f32) {
+    match adjustment {
+        Adjustment::Brightness(f) => (BRIGHTNESS, f),
+        Adjustment::Contrast(f) => (CONTRAST, f),
+        Adjustment::Saturation(f) => (SATURATION, f),
+        Adjustment::Hue(f) => (HUE, f32::from(crate::plan::hsv::hue_shift(f))),
+        Adjustment::Sharpness(f) => (SHARPNESS, f),
+        Adjustment::Posterize(bits) => (POSTERIZE, f32::from(bits)),
+        Adjustment::Solarize(from) => (SOLARIZE, f32::from(from)),
+        Adjustment::SolarizeAdd(add) => (SOLARIZE_ADD, f32::from(add)),
+        Adjustment::AutoContrast => (AUTOCONTRAST, 0.0),
+        Adjustment::Equalize => (EQUALIZE, 0.0),
+        Adjustment::Grayscale => (GRAYSCALE, 0.0),
+        Adjustment::PillowGaussianBlur(radius) => {
+            let b = BoxBlur::of(radius);
+            (BOX_BLUR | b.radius << KIND_BITS, b.weight as f32)
+        }
+    }
 }
 
 impl ImageWork {
