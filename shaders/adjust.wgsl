@@ -231,9 +231,9 @@ fn blur(job: u32, lane: u32, sides: u32) {
 }
 
 // Pillow's GaussianBlur as its box blurs (src/reference/blur.rs `box_blur`): BOX_PASSES passes
-// along the rows, then as many down the columns, each value (weight · the sum of the 2·radius + 1 values
-// about it + the edge weight · the two just beyond + 2^23) >> 24 in u32 arithmetic (wrapping as
-// Pillow's C), a line's end values repeated past it; the passes go from the image to the scratch
+// along the rows, then as many down the columns, each value (weight · the sum of the
+// 2·radius + 1 values about it + the edge weight · the two just beyond + 2^23) >> 24 in u32
+// arithmetic (wrapping as Pillow's C), a line's end values repeated past it; the passes go from the image to the scratch
 // words after it and back, so that the last (an even number) lands in the image.
 fn box_blur(job: u32, lane: u32, radius: u32, weight: u32) {
     let p = &jobs[job];
