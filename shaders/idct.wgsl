@@ -365,12 +365,6 @@ fn tile_row(tile: u32, r: u32) -> array<i32, 8> {
     }
     return row;
 }
-// Per block, its eight rows of samples as pass 2 leaves them (two words a row), the first word
-// of its samples in `samples` (NO_BLOCK: none) and the words a row of its plane.
-const NO_BLOCK: u32 = 0xFFFFFFFFu;
-var<workgroup> staged_rows: array<u32, 128>;
-var<workgroup> tile_at: array<u32, 8>;
-var<workgroup> tile_row_words: array<u32, 8>;
 // Per block and lane: whether the lane's row holds a non-zero quantised coefficient.
 var<workgroup> rows_set: array<array<u32, 8>, 8>;
 
@@ -454,36 +448,16 @@ fn main_8x8(
         }
     }
     workgroupBarrier();
-    // Pass 2: row `lane`, then the level shift with a clamp to 0..=255, four samples a word,
-    // staged with where the block's samples go.
+    // Pass 2: row `lane`, then the level shift with a clamp to 0..=255, four samples a word.
     if has_block {
         let row = kernel(tile_row(tile, lane), CONST_BITS + PASS1_BITS + 3u);
+        let at = jobs[job].sample_base + (by * 8u + lane) * jobs[job].sample_row_words + bx * 2u;
         for (var w = 0u; w < 2u; w++) {
             var word = 0u;
             for (var k = 0u; k < 4u; k++) {
                 word |= level_shift(row[4u * w + k]) << (8u * k);
             }
-            staged_rows[tile * 16u + lane * 2u + w] = word;
-        }
-    }
-    if lane == 0u {
-        tile_at[tile] = NO_BLOCK;
-        if has_block {
-            tile_at[tile] = jobs[job].sample_base + by * 8u * jobs[job].sample_row_words + bx * 2u;
-            tile_row_words[tile] = jobs[job].sample_row_words;
-        }
-    }
-    workgroupBarrier();
-    // The workgroup stores row by row: invocations 0..15 row 0 of the eight blocks, 16..31 row 1,
-    // and so on, so that a subgroup's stores fill whole runs of a row (blocks side by side lie
-    // side by side there) rather than two words in each of eight rows.
-    for (var k = 0u; k < 2u; k++) {
-        let slot = lid + 64u * k;
-        let r = slot / 16u;
-        let t = (slot % 16u) / 2u;
-        let w = slot % 2u;
-        if tile_at[t] != NO_BLOCK {
-            samples[tile_at[t] + r * tile_row_words[t] + w] = staged_rows[t * 16u + r * 2u + w];
+            samples[at + w] = word;
         }
     }
 }
