@@ -1,5 +1,5 @@
 // Stage 2: chroma upsampling (libjpeg "fancy" filters and box fallbacks) and colour
-// conversion to RGB, one invocation per eight pixels of a row. Mirror of src/reference/upsample.rs
+// conversion to RGB, one invocation per four pixels of a row. Mirror of src/reference/upsample.rs
 // (`upsample_at`) and src/reference/color.rs. Output pixels are RGBX words (X = 255), stored
 // in the image's EXIF orientation when the transform asks for it (src/reference/orient.rs). A
 // job is one image.
@@ -159,45 +159,9 @@ fn oriented_index(x: u32, y: u32, width: u32, height: u32, orientation: u32) -> 
 // same number).
 const PIXELS_PER_INVOCATION: u32 = 8u;
 
-// A workgroup's pixels, staged so that its stores go out in order: invocation `lid` makes slots
-// lid × 8 … lid × 8 + 7 (where its pixels go, and the pixel), then the workgroup stores slot
-// k × 64 + lid in step k, so a subgroup's 32 stores of a step fill consecutive words of a row
-// instead of one word in every eight (a store a 32-byte sector, the GPU's write unit). Slot s
-// lies at s + s / 8: nine words an invocation, so the slots invocations make at once fall on
-// different banks.
-const NO_PIXEL: u32 = 0xFFFFFFFFu;
-var<workgroup> staged_at: array<u32, 576>;
-var<workgroup> staged_pixel: array<u32, 576>;
-var<private> slot_base: u32;
-
-fn stage(k: u32, at: u32, pixel: u32) {
-    staged_at[slot_base + k] = at;
-    staged_pixel[slot_base + k] = pixel;
-}
-
 @compute @workgroup_size(64)
-fn main(
-    @builtin(global_invocation_id) id: vec3<u32>,
-    @builtin(num_workgroups) groups: vec3<u32>,
-    @builtin(local_invocation_index) lid: u32,
-) {
-    slot_base = lid * (PIXELS_PER_INVOCATION + 1u);
-    for (var k = 0u; k < PIXELS_PER_INVOCATION; k++) {
-        stage(k, NO_PIXEL, 0u);
-    }
-    make_pixels(invocation(id, groups));
-    workgroupBarrier();
-    for (var k = 0u; k < PIXELS_PER_INVOCATION; k++) {
-        let slot = k * 64u + lid;
-        let at = staged_at[slot + slot / PIXELS_PER_INVOCATION];
-        if at != NO_PIXEL {
-            store_rgbx(at, staged_pixel[slot + slot / PIXELS_PER_INVOCATION]);
-        }
-    }
-}
-
-// Stages this invocation's run of pixels, up to PIXELS_PER_INVOCATION of one row.
-fn make_pixels(global: u32) {
+fn main(@builtin(global_invocation_id) id: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
+    let global = invocation(id, groups);
     job = find_job(global);
     if job >= arrayLength(&jobs) {
         return;
@@ -219,7 +183,7 @@ fn make_pixels(global: u32) {
     }
     for (var x = x0; x < min(x0 + PIXELS_PER_INVOCATION, width); x++) {
         let at = oriented_index(x, y, width, height, orientation);
-        stage(x - x0, base + at, rgbx_at(x, y, color_space));
+        store_rgbx(base + at, rgbx_at(x, y, color_space));
     }
 }
 
@@ -259,15 +223,15 @@ fn fancy_420_run(x0: u32, y: u32, width: u32, height: u32, orientation: u32, bas
         }
         let even_cb = (3 * cb[j] + cb[j - 1] + 8) >> 4u;
         let even_cr = (3 * cr[j] + cr[j - 1] + 8) >> 4u;
-        stage(2u * pair, base + oriented_index(x, y, width, height, orientation),
-              ycc_word(at(0u, i32(x), i32(y)), even_cb, even_cr));
+        store_rgbx(base + oriented_index(x, y, width, height, orientation),
+                   ycc_word(at(0u, i32(x), i32(y)), even_cb, even_cr));
         if x + 1u >= width {
             break;
         }
         let odd_cb = (3 * cb[j] + cb[j + 1] + 7) >> 4u;
         let odd_cr = (3 * cr[j] + cr[j + 1] + 7) >> 4u;
-        stage(2u * pair + 1u, base + oriented_index(x + 1u, y, width, height, orientation),
-              ycc_word(at(0u, i32(x + 1u), i32(y)), odd_cb, odd_cr));
+        store_rgbx(base + oriented_index(x + 1u, y, width, height, orientation),
+                   ycc_word(at(0u, i32(x + 1u), i32(y)), odd_cb, odd_cr));
     }
 }
 

@@ -339,32 +339,7 @@ fn idct_1x1(block: u32) -> u32 {
 // blocks, so a workgroup holds eight whole blocks): invocation `lane` of a block loads and
 // dequantises its row, runs the column pass on its column and the row pass on its row, the
 // block in workgroup memory between the steps.
-//
-// The eight blocks lie 72 words apart, their rows 9 apart: a row (a lane's pass 2 and loads) and a
-// column (its pass 1) then fall on 32 different banks of workgroup memory for the 32 invocations
-// of a subgroup, where 8 × 8 words would put up to eight of them on one bank.
-var<workgroup> tiles: array<i32, 576>;
-// Where coefficient or value `i` (natural order, row-major) of block `tile` lies in `tiles`.
-fn cell(tile: u32, i: u32) -> u32 {
-    return tile * 72u + (i / 8u) * 9u + i % 8u;
-}
-
-// Column `u` of block `tile`, and its row `r`.
-fn tile_column(tile: u32, u: u32) -> array<i32, 8> {
-    var column: array<i32, 8>;
-    for (var k = 0u; k < 8u; k++) {
-        column[k] = tiles[cell(tile, k * 8u + u)];
-    }
-    return column;
-}
-
-fn tile_row(tile: u32, r: u32) -> array<i32, 8> {
-    var row: array<i32, 8>;
-    for (var k = 0u; k < 8u; k++) {
-        row[k] = tiles[cell(tile, r * 8u + k)];
-    }
-    return row;
-}
+var<workgroup> tiles: array<array<i32, 64>, 8>;
 // Per block and lane: whether the lane's row holds a non-zero quantised coefficient.
 var<workgroup> rows_set: array<array<u32, 8>, 8>;
 
@@ -398,12 +373,12 @@ fn main_8x8(
         let words = decoded[(jobs[job].coef_base + block * 32u) / 4u + lane];
         for (var w = 0u; w < 4u; w++) {
             let pair = words[w];
-            tiles[cell(tile, lane * 8u + 2u * w)] = bitcast<i32>(pair << 16u) >> 16u;
-            tiles[cell(tile, lane * 8u + 2u * w + 1u)] = bitcast<i32>(pair) >> 16u;
+            tiles[tile][lane * 8u + 2u * w] = bitcast<i32>(pair << 16u) >> 16u;
+            tiles[tile][lane * 8u + 2u * w + 1u] = bitcast<i32>(pair) >> 16u;
         }
     } else if compact {
         for (var k = 0u; k < 8u; k++) {
-            tiles[cell(tile, lane * 8u + k)] = 0;
+            tiles[tile][lane * 8u + k] = 0;
         }
     }
     workgroupBarrier();
@@ -411,7 +386,7 @@ fn main_8x8(
         let entries = compact_entries(block);
         for (var p = entries.x + lane * entries.z; p < entries.y; p += 8u * entries.z) {
             let entry = compact_entry(p, entries.z);
-            tiles[cell(tile, u32(entry.x))] = entry.y;
+            tiles[tile][entry.x] = entry.y;
         }
     }
     workgroupBarrier();
@@ -420,9 +395,9 @@ fn main_8x8(
         var nonzero = 0u;
         for (var k = 0u; k < 8u; k++) {
             let i = lane * 8u + k;
-            let c = tiles[cell(tile, i)];
+            let c = tiles[tile][i];
             nonzero |= select(0u, 1u, c != 0);
-            tiles[cell(tile, i)] = wrap16(c * jobs[job].quant[i / 4u][i % 4u]);
+            tiles[tile][i] = wrap16(c * jobs[job].quant[i / 4u][i % 4u]);
         }
         rows_set[tile][lane] = nonzero;
     }
@@ -436,21 +411,30 @@ fn main_8x8(
         }
         let u = lane;
         if rows_zero {
-            let value = wrap16(tiles[cell(tile, u)] << PASS1_BITS);
+            let value = wrap16(tiles[tile][u] << PASS1_BITS);
             for (var k = 0u; k < 8u; k++) {
-                tiles[cell(tile, k * 8u + u)] = value;
+                tiles[tile][k * 8u + u] = value;
             }
         } else {
-            let column = kernel(tile_column(tile, u), CONST_BITS - PASS1_BITS);
+            let t = &tiles[tile];
+            let column = kernel(
+                array<i32, 8>((*t)[u], (*t)[8u + u], (*t)[16u + u], (*t)[24u + u], (*t)[32u + u], (*t)[40u + u], (*t)[48u + u], (*t)[56u + u]),
+                CONST_BITS - PASS1_BITS,
+            );
             for (var k = 0u; k < 8u; k++) {
-                tiles[cell(tile, k * 8u + u)] = column[k];
+                tiles[tile][k * 8u + u] = column[k];
             }
         }
     }
     workgroupBarrier();
     // Pass 2: row `lane`, then the level shift with a clamp to 0..=255, four samples a word.
     if has_block {
-        let row = kernel(tile_row(tile, lane), CONST_BITS + PASS1_BITS + 3u);
+        let b = lane * 8u;
+        let t = &tiles[tile];
+        let row = kernel(
+            array<i32, 8>((*t)[b], (*t)[b + 1u], (*t)[b + 2u], (*t)[b + 3u], (*t)[b + 4u], (*t)[b + 5u], (*t)[b + 6u], (*t)[b + 7u]),
+            CONST_BITS + PASS1_BITS + 3u,
+        );
         let at = jobs[job].sample_base + (by * 8u + lane) * jobs[job].sample_row_words + bx * 2u;
         for (var w = 0u; w < 2u; w++) {
             var word = 0u;
