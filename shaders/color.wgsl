@@ -200,49 +200,39 @@ fn is_fancy_420(color_space: u32) -> bool {
 // chroma column's vertical sum (3 × the near row + the far row) made once for the two output
 // columns on either side that read it, rather than once for each of their four reads. Mirror of
 // the reference's row path for h2v2: `column_sums_scalar`, then `fancy_row_scalar::<4>` over
-// each window of three sums (src/reference/upsample.rs; `at`'s clamp is its padded ends). The
-// sums are six values and the four pairs four calls, written out: an array indexed by a loop's
-// counter may be kept in memory rather than in registers (the IDCT ran 45% longer so).
+// each window of three sums (src/reference/upsample.rs; `at`'s clamp is its padded ends).
 fn fancy_420_run(x0: u32, y: u32, width: u32, height: u32, orientation: u32, base: u32) {
     let row = i32(y >> 1u);
     let far = select(row + 1, row - 1, y % 2u == 0u);
     // Source columns x0 / 2 − 1 … x0 / 2 + PIXELS_PER_INVOCATION / 2.
     let first = i32(x0 >> 1u) - 1;
-    let s0 = chroma_sums(first, row, far);
-    let s1 = chroma_sums(first + 1, row, far);
-    let s2 = chroma_sums(first + 2, row, far);
-    let s3 = chroma_sums(first + 3, row, far);
-    let s4 = chroma_sums(first + 4, row, far);
-    let s5 = chroma_sums(first + 5, row, far);
-    let image = vec4<u32>(width, height, orientation, base);
-    fancy_pair(x0, y, image, s0, s1, s2);
-    fancy_pair(x0 + 2u, y, image, s1, s2, s3);
-    fancy_pair(x0 + 4u, y, image, s2, s3, s4);
-    fancy_pair(x0 + 6u, y, image, s3, s4, s5);
-}
-
-// Source column cx's vertical sums of Cb and Cr for output row y: 3 × row `row` + row `far`.
-fn chroma_sums(cx: i32, row: i32, far: i32) -> vec2<i32> {
-    return vec2<i32>(3 * at(1u, cx, row) + at(1u, cx, far), 3 * at(2u, cx, row) + at(2u, cx, far));
-}
-
-// Output columns x (even) and x + 1 of row y, from the sums of the source columns either side of
-// theirs: column x weighs `mid` against `before`, x + 1 against `after` (3 × this + that, + 8
-// even / 7 odd, >> 4). `image` is (width, height, orientation, first word in the arena).
-fn fancy_pair(x: u32, y: u32, image: vec4<u32>, before: vec2<i32>, mid: vec2<i32>,
-              after: vec2<i32>) {
-    if x >= image.x {
-        return;
+    var cb: array<i32, 6>;
+    var cr: array<i32, 6>;
+    for (var k = 0; k < 6; k++) {
+        let cx = first + k;
+        cb[k] = 3 * at(1u, cx, row) + at(1u, cx, far);
+        cr[k] = 3 * at(2u, cx, row) + at(2u, cx, far);
     }
-    let even = (3 * mid + before + vec2<i32>(8)) >> vec2<u32>(4u);
-    store_rgbx(image.w + oriented_index(x, y, image.x, image.y, image.z),
-               ycc_word(at(0u, i32(x), i32(y)), even.x, even.y));
-    if x + 1u >= image.x {
-        return;
+    // Output column 2j (even) weighs source column j against j − 1, column 2j + 1 against j + 1:
+    // 3 × this + that, + 8 even / 7 odd, >> 4.
+    for (var pair = 0u; pair < PIXELS_PER_INVOCATION / 2u; pair++) {
+        let j = i32(pair) + 1;
+        let x = x0 + 2u * pair;
+        if x >= width {
+            break;
+        }
+        let even_cb = (3 * cb[j] + cb[j - 1] + 8) >> 4u;
+        let even_cr = (3 * cr[j] + cr[j - 1] + 8) >> 4u;
+        store_rgbx(base + oriented_index(x, y, width, height, orientation),
+                   ycc_word(at(0u, i32(x), i32(y)), even_cb, even_cr));
+        if x + 1u >= width {
+            break;
+        }
+        let odd_cb = (3 * cb[j] + cb[j + 1] + 7) >> 4u;
+        let odd_cr = (3 * cr[j] + cr[j + 1] + 7) >> 4u;
+        store_rgbx(base + oriented_index(x + 1u, y, width, height, orientation),
+                   ycc_word(at(0u, i32(x + 1u), i32(y)), odd_cb, odd_cr));
     }
-    let odd = (3 * mid + after + vec2<i32>(7)) >> vec2<u32>(4u);
-    store_rgbx(image.w + oriented_index(x + 1u, y, image.x, image.y, image.z),
-               ycc_word(at(0u, i32(x + 1u), i32(y)), odd.x, odd.y));
 }
 
 fn ycc_word(y: i32, cb: i32, cr: i32) -> u32 {
