@@ -238,22 +238,16 @@ fn step(state: State) -> State {
     return State(pos, (block << 8u) | next_k);
 }
 
-// The zigzag order's natural indices, four to a word (the first in the lowest byte), in four
-// vectors: picked by selects and a vector lane, where an array indexed by a computed value would
-// be kept in memory (each invocation filling its own copy first).
-const ZIGZAG_0: vec4<u32> = vec4<u32>(0x10080100u, 0x0A030209u, 0x19201811u, 0x05040B12u);
-const ZIGZAG_1: vec4<u32> = vec4<u32>(0x211A130Cu, 0x22293028u, 0x060D141Bu, 0x1C150E07u);
-const ZIGZAG_2: vec4<u32> = vec4<u32>(0x38312A23u, 0x242B3239u, 0x170F161Du, 0x332C251Eu);
-const ZIGZAG_3: vec4<u32> = vec4<u32>(0x2D343B3Au, 0x2E271F26u, 0x363D3C35u, 0x3F3E372Fu);
+var<private> zigzag: array<u32, 64> = array<u32, 64>(
+    0u, 1u, 8u, 16u, 9u, 2u, 3u, 10u, 17u, 24u, 32u, 25u, 18u, 11u, 4u, 5u,
+    12u, 19u, 26u, 33u, 40u, 48u, 41u, 34u, 27u, 20u, 13u, 6u, 7u, 14u, 21u, 28u,
+    35u, 42u, 49u, 56u, 57u, 50u, 43u, 36u, 29u, 22u, 15u, 23u, 30u, 37u, 44u, 51u,
+    58u, 59u, 52u, 45u, 38u, 31u, 39u, 46u, 53u, 60u, 61u, 54u, 47u, 55u, 62u, 63u,
+);
 
 // Natural index of zigzag index k (past 63: 63, as libjpeg's table has it).
 fn natural(k: u32) -> u32 {
-    let i = min(k, 63u);
-    let quarter = i / 16u;
-    let low = select(ZIGZAG_0, ZIGZAG_1, quarter == 1u);
-    let high = select(ZIGZAG_2, ZIGZAG_3, quarter == 3u);
-    let words = select(low, high, quarter >= 2u);
-    return (words[(i / 4u) % 4u] >> (8u * (i % 4u))) & 63u;
+    return zigzag[min(k, 63u)];
 }
 
 // Scan components 0 to 3, to add to one lane of a vector (which, indexed, would live in memory).
