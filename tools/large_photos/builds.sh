@@ -16,11 +16,12 @@ for packed in .device/builds/*.xz; do
   chmod +x "/tmp/bin/$name"
   builds+=("$name")
 done
-python3 tools/large_photos/make_set.py .device/sets/camera /tmp/large > $OUT/large_set.jsonl
 folders=()
 for name in ${BENCH_SETS:-large camera4 seed-1080p photos-imagenet}; do
   case $name in
-    large) folders+=(/tmp/large) ;;
+    large)
+      python3 tools/large_photos/make_set.py .device/sets/camera /tmp/large > $OUT/large_set.jsonl
+      folders+=(/tmp/large) ;;
     camera4) folders+=(/tmp/camera4) ;;
     *) folders+=(".device/sets/$name") ;;
   esac
