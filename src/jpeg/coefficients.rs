@@ -160,8 +160,10 @@ impl CoefficientImage {
     pub(crate) fn recycle(self) {
         SPARE_BLOCKS.with_borrow_mut(|spare| {
             for component in self.components {
-                let fits = component.blocks.capacity() <= SPARE_BLOCK_CAPACITY;
-                if fits && component.blocks.capacity() > 0 && spare.len() < SPARE_BLOCK_BUFFERS {
+                let kept: usize = spare.iter().map(Vec::capacity).sum();
+                let size = component.blocks.capacity();
+                let fits = kept + size <= SPARE_COEFFICIENTS;
+                if fits && size > 0 && spare.len() < SPARE_BLOCK_BUFFERS {
                     spare.push(component.blocks);
                 }
             }
@@ -183,10 +185,13 @@ impl CoefficientImage {
     }
 }
 
-/// How many coefficient buffers a thread keeps for reuse, and how large each may be: enough for
-/// the components of a few images of up to a few megapixels (at most 8 MiB a thread).
+/// How many coefficient buffers a thread keeps for reuse, and how many coefficients they may
+/// hold in all (48 MiB): the components of a 16-megapixel 4:2:0 photo, or of several small
+/// images. A large progressive photo's dense coefficients are tens of megabytes, and fresh ones
+/// cost it a page fault every 4 KiB: a 12-megapixel one prepared for the GPU took 1.2-1.3x as
+/// long with them (one core), and more where many threads fault at once.
 const SPARE_BLOCK_BUFFERS: usize = 4;
-const SPARE_BLOCK_CAPACITY: usize = 1 << 20;
+const SPARE_COEFFICIENTS: usize = 24 << 20;
 
 thread_local! {
     /// Coefficient buffers of images this thread decoded and is done with.
@@ -218,10 +223,8 @@ fn zeroed_blocks(len: usize) -> Vec<i16> {
 mod tests {
     use super::*;
 
-    /// A buffer given back comes out again zeroed, at the length asked for, for a component it
-    /// fits; one too small for it is not used.
-    #[test]
-    fn recycled_blocks_come_back_zeroed() {
+    /// An image whose components hold `lens` coefficients, all 7.
+    fn dirty_image(lens: &[usize]) -> CoefficientImage {
         let dirty = |len: usize| Component {
             h: 1,
             v: 1,
@@ -234,16 +237,23 @@ mod tests {
             quant: [0; 64],
             blocks: vec![7; len],
         };
-        let image = CoefficientImage {
+        CoefficientImage {
             width: 8,
             height: 8,
             max_h: 1,
             max_v: 1,
             color_space: ColorSpace::Grayscale,
-            components: vec![dirty(64 * 10), dirty(64 * 3)],
+            components: lens.iter().map(|&len| dirty(len)).collect(),
             smoothing: None,
             orientation: 1,
-        };
+        }
+    }
+
+    /// A buffer given back comes out again zeroed, at the length asked for, for a component it
+    /// fits; one too small for it is not used.
+    #[test]
+    fn recycled_blocks_come_back_zeroed() {
+        let image = dirty_image(&[64 * 10, 64 * 3]);
         let pointers: Vec<*const i16> =
             image.components.iter().map(|c| c.blocks.as_ptr()).collect();
         image.recycle();
@@ -259,5 +269,26 @@ mod tests {
         let reused = zeroed_blocks(64 * 10);
         assert_eq!(reused.as_ptr(), pointers[0]);
         assert!(reused.len() == 640 && reused.iter().all(|&c| c == 0));
+    }
+
+    /// A 12-megapixel 4:2:0 photo's three buffers are kept for the next image; what would take
+    /// a thread's spares past [`SPARE_COEFFICIENTS`] is not.
+    #[test]
+    fn a_large_photos_buffers_are_kept_within_the_budget() {
+        let photo = [4000 * 3000, 2000 * 1500, 2000 * 1500];
+        let image = dirty_image(&photo);
+        let mut pointers: Vec<*const i16> =
+            image.components.iter().map(|c| c.blocks.as_ptr()).collect();
+        image.recycle();
+        dirty_image(&[4000 * 3000]).recycle();
+        let again: Vec<Vec<i16>> = photo.iter().map(|&len| zeroed_blocks(len)).collect();
+        assert!(again.iter().all(|blocks| blocks.iter().all(|&c| c == 0)));
+        // The two chroma buffers are the same size: either may come back for either.
+        let mut reused: Vec<*const i16> = again.iter().map(|b| b.as_ptr()).collect();
+        pointers.sort();
+        reused.sort();
+        assert_eq!(reused, pointers);
+        let spare: usize = SPARE_BLOCKS.with_borrow(|spare| spare.iter().map(Vec::capacity).sum());
+        assert_eq!(spare, 0, "the second image's buffer went past the budget");
     }
 }
