@@ -156,17 +156,22 @@ impl CoefficientImage {
     }
 
     /// Gives the components' coefficient storage back to this thread for the next image it
-    /// decodes (see [`zeroed_blocks`]).
+    /// decodes (see [`zeroed_blocks`]). The thread keeps the largest buffers that stay within
+    /// its budget, so that images of mixed sizes leave what the largest needs.
     pub(crate) fn recycle(self) {
         SPARE_BLOCKS.with_borrow_mut(|spare| {
-            for component in self.components {
-                let kept: usize = spare.iter().map(Vec::capacity).sum();
-                let size = component.blocks.capacity();
-                let fits = kept + size <= SPARE_COEFFICIENTS;
-                if fits && size > 0 && spare.len() < SPARE_BLOCK_BUFFERS {
-                    spare.push(component.blocks);
+            let given = self.components.into_iter().map(|c| c.blocks);
+            spare.extend(given.filter(|b| b.capacity() > 0));
+            spare.sort_unstable_by_key(|b| std::cmp::Reverse(b.capacity()));
+            let mut kept = 0;
+            let mut count = 0;
+            spare.retain(|b| {
+                let keep = count < SPARE_BLOCK_BUFFERS && kept + b.capacity() <= SPARE_COEFFICIENTS;
+                if keep {
+                    (kept, count) = (kept + b.capacity(), count + 1);
                 }
-            }
+                keep
+            });
         });
     }
 
@@ -186,11 +191,10 @@ impl CoefficientImage {
 }
 
 /// How many coefficient buffers a thread keeps for reuse, and how many coefficients they may
-/// hold in all (48 MiB): the components of a 16-megapixel 4:2:0 photo, or of several small
-/// images. A large progressive photo's dense coefficients are tens of megabytes, and fresh ones
+/// hold in all (48 MiB: the components of a 16-megapixel 4:2:0 photo). A large progressive photo's dense coefficients are tens of megabytes, and fresh ones
 /// cost it a page fault every 4 KiB: a 12-megapixel one prepared for the GPU took 1.2-1.3x as
 /// long with them (one core), and more where many threads fault at once.
-const SPARE_BLOCK_BUFFERS: usize = 4;
+const SPARE_BLOCK_BUFFERS: usize = 8;
 const SPARE_COEFFICIENTS: usize = 24 << 20;
 
 thread_local! {
@@ -223,9 +227,9 @@ fn zeroed_blocks(len: usize) -> Vec<i16> {
 mod tests {
     use super::*;
 
-    /// An image whose components hold `lens` coefficients, all 7.
-    fn dirty_image(lens: &[usize]) -> CoefficientImage {
-        let dirty = |len: usize| Component {
+    /// An image whose components hold `buffers`.
+    fn image_of(buffers: Vec<Vec<i16>>) -> CoefficientImage {
+        let component = |blocks: Vec<i16>| Component {
             h: 1,
             v: 1,
             downsampled_width: 8,
@@ -235,7 +239,7 @@ mod tests {
             blocks_w: 1,
             blocks_h: 1,
             quant: [0; 64],
-            blocks: vec![7; len],
+            blocks,
         };
         CoefficientImage {
             width: 8,
@@ -243,10 +247,15 @@ mod tests {
             max_h: 1,
             max_v: 1,
             color_space: ColorSpace::Grayscale,
-            components: lens.iter().map(|&len| dirty(len)).collect(),
+            components: buffers.into_iter().map(component).collect(),
             smoothing: None,
             orientation: 1,
         }
+    }
+
+    /// An image whose components hold `lens` coefficients, all 7.
+    fn dirty_image(lens: &[usize]) -> CoefficientImage {
+        image_of(lens.iter().map(|&len| vec![7; len]).collect())
     }
 
     /// A buffer given back comes out again zeroed, at the length asked for, for a component it
@@ -271,16 +280,21 @@ mod tests {
         assert!(reused.len() == 640 && reused.iter().all(|&c| c == 0));
     }
 
-    /// A 12-megapixel 4:2:0 photo's three buffers are kept for the next image; what would take
-    /// a thread's spares past [`SPARE_COEFFICIENTS`] is not.
+    /// The capacities of this thread's spare buffers, largest first.
+    fn spare_capacities() -> Vec<usize> {
+        SPARE_BLOCKS.with_borrow(|spare| spare.iter().map(Vec::capacity).collect())
+    }
+
+    /// A 12-megapixel 4:2:0 photo's three buffers come back for the next one; past the budget,
+    /// the largest buffers are the ones kept; one larger than the budget is not kept, nor more
+    /// than [`SPARE_BLOCK_BUFFERS`].
     #[test]
-    fn a_large_photos_buffers_are_kept_within_the_budget() {
+    fn the_largest_buffers_are_kept_within_the_budget() {
         let photo = [4000 * 3000, 2000 * 1500, 2000 * 1500];
         let image = dirty_image(&photo);
         let mut pointers: Vec<*const i16> =
             image.components.iter().map(|c| c.blocks.as_ptr()).collect();
         image.recycle();
-        dirty_image(&[4000 * 3000]).recycle();
         let again: Vec<Vec<i16>> = photo.iter().map(|&len| zeroed_blocks(len)).collect();
         assert!(again.iter().all(|blocks| blocks.iter().all(|&c| c == 0)));
         // The two chroma buffers are the same size: either may come back for either.
@@ -288,7 +302,18 @@ mod tests {
         pointers.sort();
         reused.sort();
         assert_eq!(reused, pointers);
-        let spare: usize = SPARE_BLOCKS.with_borrow(|spare| spare.iter().map(Vec::capacity).sum());
-        assert_eq!(spare, 0, "the second image's buffer went past the budget");
+        let mut buffers = again;
+        buffers.push(vec![0; 4000 * 3000]);
+        image_of(buffers).recycle();
+        assert_eq!(
+            spare_capacities(),
+            [4000 * 3000; 2],
+            "the two largest fill the budget"
+        );
+        dirty_image(&[SPARE_COEFFICIENTS + 1]).recycle();
+        assert_eq!(spare_capacities(), [4000 * 3000; 2]);
+        let _ = (zeroed_blocks(4000 * 3000), zeroed_blocks(4000 * 3000));
+        dirty_image(&[64; 10]).recycle();
+        assert_eq!(spare_capacities(), [64; SPARE_BLOCK_BUFFERS]);
     }
 }
