@@ -889,4 +889,48 @@ mod tests {
             streamed.batches.len()
         );
     }
+
+    /// Throughput of the CPU's share of the GPU pipeline on a directory of images
+    /// (`GPUPREP_BENCH_DIR`, each `GPUPREP_BENCH_COPIES` times): `prepare_image` of each on all
+    /// cores as the stream's threads run it (a single-scan JPEG read for stage 0, a progressive
+    /// one decoded and compacted), for a 224×224 tensor; the median of seven passes. The bound
+    /// of a set of progressive photos, whose decoding stays on the CPU.
+    #[test]
+    #[ignore = "a measurement: run with GPUPREP_BENCH_DIR=DIR -- --ignored --nocapture"]
+    fn preparation_throughput() {
+        use rayon::prelude::*;
+        let dir = std::env::var("GPUPREP_BENCH_DIR").expect("GPUPREP_BENCH_DIR");
+        let copies: usize = std::env::var("GPUPREP_BENCH_COPIES").map_or(1, |c| c.parse().unwrap());
+        let mut paths: Vec<_> = (std::fs::read_dir(&dir).unwrap())
+            .map(|e| e.unwrap().path())
+            .collect();
+        paths.sort();
+        let files: Vec<Vec<u8>> = paths.iter().map(|p| std::fs::read(p).unwrap()).collect();
+        let stream: Vec<&[u8]> = (0..copies)
+            .flat_map(|_| files.iter().map(Vec::as_slice))
+            .collect();
+        let transform = Transform::exact(224, 224);
+        let limits = crate::Limits::default();
+        let mut seconds: Vec<f64> = (0..7)
+            .map(|_| {
+                let start = std::time::Instant::now();
+                stream.par_iter().for_each(|bytes| {
+                    let sample = Sample::default();
+                    let fit = Fit::window(1 << 31);
+                    let work = prepare_image(bytes, &transform, &sample, &limits, fit, true);
+                    std::hint::black_box(work.expect("prepared"));
+                });
+                start.elapsed().as_secs_f64()
+            })
+            .collect();
+        seconds.sort_by(f64::total_cmp);
+        println!(
+            "{{\"what\": \"preparation\", \"dir\": {dir:?}, \"images\": {}, \"threads\": {}, \
+             \"img_s_median\": {:.1}, \"img_s_best\": {:.1}}}",
+            stream.len(),
+            rayon::current_num_threads(),
+            stream.len() as f64 / seconds[3],
+            stream.len() as f64 / seconds[0],
+        );
+    }
 }
