@@ -56,7 +56,7 @@ fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
 /// on lavapipe) fills over a number of calls that depends on the machine's timing (one CI run
 /// on two cores was still filling it at the tenth call). A leak grows with every call, so the
 /// second half outgrows the first by any fixed slack once the run is long enough: 8 MiB over
-/// 50 calls is 160 bytes an image.
+/// the 49 calls of the second half is 171 bytes an image.
 fn soak(
     name: &str,
     run: impl Fn(&[&[u8]]) -> Vec<gpuprep::Result<gpuprep::Tensor>>,
@@ -71,6 +71,10 @@ fn soak(
         .map(Vec::as_slice)
         .collect();
     let chunks = total().div_ceil(chunk);
+    assert!(
+        chunks >= 4,
+        "{name}: a soak of at least 4,000 images has two halves to compare"
+    );
     let expected: Vec<Option<gpuprep::Tensor>> = run(&images).into_iter().map(Result::ok).collect();
     assert_eq!(
         expected.iter().filter(|t| t.is_none()).count(),

@@ -898,11 +898,12 @@ mod tests {
     #[test]
     #[ignore = "a measurement: run with GPUPREP_BENCH_DIR=DIR -- --ignored --nocapture"]
     fn preparation_throughput() {
-        use rayon::prelude::*;
         let dir = std::env::var("GPUPREP_BENCH_DIR").expect("GPUPREP_BENCH_DIR");
-        let copies: usize = std::env::var("GPUPREP_BENCH_COPIES").map_or(1, |c| c.parse().unwrap());
+        let copies: usize = std::env::var("GPUPREP_BENCH_COPIES")
+            .map_or(1, |c| c.parse().expect("GPUPREP_BENCH_COPIES: a number"));
         let mut paths: Vec<_> = (std::fs::read_dir(&dir).unwrap())
             .map(|e| e.unwrap().path())
+            .filter(|p| p.is_file())
             .collect();
         paths.sort();
         let files: Vec<Vec<u8>> = paths.iter().map(|p| std::fs::read(p).unwrap()).collect();
@@ -924,13 +925,14 @@ mod tests {
             })
             .collect();
         seconds.sort_by(f64::total_cmp);
-        println!(
-            "{{\"what\": \"preparation\", \"dir\": {dir:?}, \"images\": {}, \"threads\": {}, \
-             \"img_s_median\": {:.1}, \"img_s_best\": {:.1}}}",
-            stream.len(),
-            rayon::current_num_threads(),
-            stream.len() as f64 / seconds[3],
-            stream.len() as f64 / seconds[0],
-        );
+        let line = serde_json::json!({
+            "what": "preparation",
+            "dir": dir,
+            "images": stream.len(),
+            "threads": rayon::current_num_threads(),
+            "img_s_median": stream.len() as f64 / seconds[3],
+            "img_s_best": stream.len() as f64 / seconds[0],
+        });
+        println!("{line}");
     }
 }
