@@ -164,14 +164,12 @@ impl CoefficientImage {
             spare.extend(given.filter(|b| b.capacity() > 0));
             spare.sort_unstable_by_key(|b| std::cmp::Reverse(b.capacity()));
             let mut kept = 0;
-            let mut count = 0;
             spare.retain(|b| {
-                let keep = count < SPARE_BLOCK_BUFFERS && kept + b.capacity() <= SPARE_COEFFICIENTS;
-                if keep {
-                    (kept, count) = (kept + b.capacity(), count + 1);
-                }
+                let keep = kept + b.capacity() <= SPARE_COEFFICIENTS;
+                kept += if keep { b.capacity() } else { 0 };
                 keep
             });
+            spare.truncate(SPARE_BLOCK_BUFFERS);
         });
     }
 
