@@ -1026,8 +1026,8 @@ fn converted_and_replayed(name: &str, flags: &[&str]) -> Vec<serde_json::Value> 
 }
 
 /// `--random-rotation` reaches the report's parameters (each angle a float32 value inside the
-/// range) and `parity --pillow` replays it through Pillow's `rotate`, bicubic: GPU, CPU and
-/// Pillow agree.
+/// range) and `parity --pillow` replays it through Pillow's `rotate`, bicubic, and nearest about
+/// a point of its own: GPU, CPU and Pillow agree.
 #[test]
 fn random_rotations_are_recorded_and_replayed_through_pillow() {
     let flags = [
@@ -1047,6 +1047,16 @@ fn random_rotations_are_recorded_and_replayed_through_pillow() {
         assert!((-30.0..=30.0).contains(&angle), "{image}");
         assert_eq!(f64::from(angle as f32), angle, "a float32 value: {image}");
     }
+    // About a point near a corner, nearest-neighbour (the fixed-point walk).
+    let about_a_point = [
+        "--resize",
+        "48x40",
+        "--random-rotation",
+        "90:center=4.5,36:7,8,9",
+        "--seed",
+        "4",
+    ];
+    converted_and_replayed("rotation-center", &about_a_point);
 }
 
 /// `--random-affine` records each image's angle, shifts, scale and shears, and `parity --pillow`

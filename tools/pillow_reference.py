@@ -9,7 +9,7 @@ A spec is a JSON object (the entries of tests/goldens/transforms.json): resize (
 channel_order (rgb|bgr), exif_transpose (ImageOps.exif_transpose before convert('RGB')). Pillow resizes; torchvision's CenterCrop/ToTensor/Normalize arithmetic
 is done in numpy float32 in torchvision's operation order. The random operations
 (random_resized_crop {size, scale, ratio}, hflip P, vflip P, random_rotation {degrees, fill,
-interpolation}, random_affine {degrees, translate, scale, shear, interpolation, fill, center,
+interpolation, center}, random_affine {degrees, translate, scale, shear, interpolation, fill, center,
 v2 (transforms.v2's matrix arithmetic)}, random_perspective {distortion_scale, p, interpolation,
 fill},
 trivial_augment {bins, fill, interpolation}, rand_augment {num_ops, magnitude, bins,
@@ -1093,13 +1093,14 @@ def _pil(a):
     return Image.fromarray(np.ascontiguousarray(a), "RGB")
 
 
-def _rotation(a, params, spec):  # F.rotate: img.rotate(angle, interpolation, False, None, fillcolor=fill)
+def _rotation(a, params, spec):  # F.rotate: img.rotate(angle, interpolation, False, center, fillcolor=fill)
     if "rotation" not in params:
         return a
     rotation = spec.get("random_rotation", {})
     fill = tuple(int(v) for v in rotation.get("fill", [0, 0, 0]))
     resample = FILTERS[rotation.get("interpolation", "nearest")]
-    return np.asarray(_pil(a).rotate(params["rotation"], resample, False, None, fillcolor=fill))
+    center = rotation.get("center")  # a list, as torchvision passes it: Pillow's shortcuts are off
+    return np.asarray(_pil(a).rotate(params["rotation"], resample, False, center, fillcolor=fill))
 
 
 def _affine(a, params, spec):  # F.affine: img.transform(size, AFFINE, matrix, interpolation, fillcolor=fill)

@@ -459,15 +459,16 @@ def _map_interpolation(name, step):
     return _INTERPOLATIONS[interpolation]
 
 
-def _rotation_degrees(step):
-    """RandomRotation's degrees, refusing what gpuprep does not compute: expand and a centre."""
+def _rotation_args(step):
+    """RandomRotation's arguments as gpuprep's method takes them, refusing what gpuprep does not
+    compute: expand, whose output size would change with each angle."""
     if getattr(step, "expand", False):
         raise OptionsError("RandomRotation(expand=True) is not supported: the rotated image's size "
                            "would change with each angle")
-    if getattr(step, "center", None) is not None:
-        raise OptionsError(f"RandomRotation(center={step.center!r}) is not supported: gpuprep "
-                           "rotates about the image's centre")
-    return _pair("RandomRotation", "degrees", step.degrees)
+    center = getattr(step, "center", None)
+    return dict(degrees=_pair("RandomRotation", "degrees", step.degrees),
+                interpolation=_map_interpolation("RandomRotation", step), fill=_fill(step),
+                center=None if center is None else (float(center[0]), float(center[1])))
 
 
 def _affine_args(step):
@@ -761,8 +762,7 @@ def from_torchvision(compose):
             raise OptionsError(_twice(name, seen[slot][0]))
         seen[slot] = (name, number)
         if name == "RandomRotation":
-            t = t.random_rotation(_rotation_degrees(step),
-                                  _map_interpolation(name, step), _fill(step), p=applied)
+            t = t.random_rotation(**_rotation_args(step), p=applied)
         elif name == "RandomAffine":
             t = t.random_affine(**_affine_args(step), p=applied)
         elif name == "RandomPerspective":

@@ -66,6 +66,7 @@ class Transform:
     def random_rotation(self, degrees: Union[float, tuple[float, float]],
                         interpolation: str = "nearest",
                         fill: Union[None, int, Sequence[int]] = None,
+                        center: Optional[tuple[float, float]] = None,
                         p: float = 1.0) -> Transform: ...
     def random_affine(self, degrees: Union[float, tuple[float, float]],
                       translate: Optional[tuple[float, float]] = None,

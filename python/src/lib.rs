@@ -857,26 +857,32 @@ impl Transform {
         })
     }
 
-    /// RandomRotation(degrees, interpolation, fill): by default after the flips and before the
-    /// colour adjustments; degrees a number d (-d..d) or (min, max), interpolation 'nearest',
-    /// 'bilinear' or 'bicubic', fill a number or one per channel; with p below 1,
-    /// RandomApply([RandomRotation(...)], p).
-    #[pyo3(signature = (degrees, interpolation="nearest", fill=None, p=1.0))]
+    /// RandomRotation(degrees, interpolation, fill, center): by default after the flips and
+    /// before the colour adjustments; degrees a number d (-d..d) or (min, max), interpolation
+    /// 'nearest', 'bilinear' or 'bicubic', fill a number or one per channel, center (x, y) in
+    /// pixels (the image's centre if none); with p below 1, RandomApply([RandomRotation(...)],
+    /// p).
+    #[pyo3(signature = (degrees, interpolation="nearest", fill=None, center=None, p=1.0))]
     fn random_rotation(
         &self,
         degrees: Bound<'_, PyAny>,
         interpolation: &str,
         fill: Option<Bound<'_, PyAny>>,
+        center: Option<Bound<'_, PyAny>>,
         p: f64,
     ) -> PyResult<Self> {
         let interpolation = map_filter("RandomRotation", interpolation)?;
         let degrees = angle_range("RandomRotation's degrees", &degrees)?;
         let fill = rgb_fill(fill)?;
+        let center = center
+            .map(|c| number_pair("RandomRotation's center", &c))
+            .transpose()?;
         let t = gpuprep::Transform {
             random_rotation: Some(RandomRotation {
                 degrees,
                 fill,
                 interpolation,
+                center,
                 p,
             }),
             ..self.0

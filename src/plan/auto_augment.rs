@@ -414,7 +414,7 @@ impl Augment {
                 (0.0, 0.0),
             )),
             AugmentOp::Rotate => {
-                Rotation::new(m, size, fill, filter).map_or(Effect::None, Effect::Map)
+                Rotation::new(m, size, None, fill, filter).map_or(Effect::None, Effect::Map)
             }
             AugmentOp::Brightness => Effect::Adjust(Adjustment::Brightness(factor)),
             AugmentOp::Color => Effect::Adjust(Adjustment::Saturation(factor)),

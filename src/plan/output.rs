@@ -323,7 +323,9 @@ fn step_of(
         "random_rotation" => params
             .rotation
             .zip(transform.random_rotation)
-            .and_then(|(angle, r)| super::Rotation::new(angle, size, r.fill, r.interpolation))
+            .and_then(|(angle, r)| {
+                super::Rotation::new(angle, size, r.center, r.fill, r.interpolation)
+            })
             .map(Step::Remap)
             .into_iter()
             .collect(),

@@ -44,17 +44,20 @@ pub struct Rotation {
 pub const MAX_ROTATED_SIDE: usize = 16384;
 
 impl Rotation {
-    /// `Image.rotate(angle, filter, expand=False, center=None, fillcolor=fill)` of an image of
-    /// `width`×`height`; `None` where Pillow returns a copy (an angle that is a multiple of 360).
+    /// `Image.rotate(angle, filter, expand=False, center, fillcolor=fill)` of an image of
+    /// `width`×`height`, about `center` or the image's centre; `None` where that is the image
+    /// itself (an angle that is a multiple of 360).
     ///
-    /// Pillow's other shortcuts (180°, and 90° or 270° for a square image, done by transposing)
-    /// give what the map gives for those angles, pixel for pixel, with any filter (the goldens
-    /// hold such angles: the map lands on pixel centres), as does the scaling path its C code
-    /// takes for nearest-neighbour sampling when the matrix has no shear (which, with entries
-    /// rounded to 15 decimals, happens only for the identity and 180°).
+    /// Without a centre, Pillow returns a copy for such angles and takes other shortcuts (180°,
+    /// and 90° or 270° for a square image, done by transposing); with one, it maps every angle.
+    /// Both give what the map gives, pixel for pixel, with any filter (the goldens hold such
+    /// angles: the map lands on pixel centres, and at 0° it is exactly the identity), as does the
+    /// scaling path its C code takes for nearest-neighbour sampling when the matrix has no shear
+    /// (which, with entries rounded to 15 decimals, happens only for the identity and 180°).
     pub fn new(
         angle: f64,
         (width, height): (usize, usize),
+        center: Option<(f64, f64)>,
         fill: [u8; 3],
         filter: Filter,
     ) -> Option<Self> {
@@ -65,7 +68,7 @@ impl Rotation {
         let theta = -angle.to_radians();
         let (cos, sin) = (round15(theta.cos()), round15(theta.sin()));
         let (a, b, d, e) = (cos, sin, round15(-theta.sin()), cos);
-        let (cx, cy) = (width as f64 / 2.0, height as f64 / 2.0);
+        let (cx, cy) = center.unwrap_or((width as f64 / 2.0, height as f64 / 2.0));
         // transform(-cx, -cy) as Python evaluates a * x + b * y + c, then the centre added.
         let c = a * -cx + b * -cy + 0.0 + cx;
         let f = d * -cx + e * -cy + 0.0 + cy;
@@ -420,20 +423,32 @@ mod tests {
                 assert_eq!(Rotation::affine(&affine, &identity, (37, 23)), None);
             }
         }
-        assert_eq!(Rotation::new(0.0, (37, 23), [0; 3], Filter::Bicubic), None);
+        assert_eq!(
+            Rotation::new(0.0, (37, 23), None, [0; 3], Filter::Bicubic),
+            None
+        );
     }
 
     #[test]
     fn quarter_turns_move_pixels_exactly() {
         // 90° counter-clockwise of a square: output (x, y) shows (w - 1 - y, x).
-        let r = Rotation::new(90.0, (5, 5), [0; 3], Filter::Nearest).unwrap();
+        let r = Rotation::new(90.0, (5, 5), None, [0; 3], Filter::Nearest).unwrap();
         for (x, y) in [(0, 0), (4, 0), (2, 3), (4, 4)] {
             assert_eq!(r.source(x, y, (5, 5)), Some((4 - y, x)));
         }
-        let r = Rotation::new(180.0, (6, 3), [0; 3], Filter::Nearest).unwrap();
+        let r = Rotation::new(180.0, (6, 3), None, [0; 3], Filter::Nearest).unwrap();
         assert_eq!(r.source(0, 0, (6, 3)), Some((5, 2)));
         assert_eq!(r.source(5, 1, (6, 3)), Some((0, 1)));
-        assert_eq!(Rotation::new(-720.0, (6, 3), [0; 3], Filter::Nearest), None);
+        assert_eq!(
+            Rotation::new(-720.0, (6, 3), None, [0; 3], Filter::Nearest),
+            None
+        );
+        // About (1, 1) instead: output (x, y) shows (2 - y, x), pixel (x + ½, y + ½) going to
+        // (1.5 - (y + ½) + 1, x + ½); the third row of the output comes from beyond the left.
+        let r = Rotation::new(90.0, (5, 5), Some((1.0, 1.0)), [0; 3], Filter::Nearest).unwrap();
+        assert_eq!(r.source(0, 0, (5, 5)), Some((1, 0)));
+        assert_eq!(r.source(3, 1, (5, 5)), Some((0, 3)));
+        assert_eq!(r.source(0, 2, (5, 5)), None);
     }
 
     #[test]

@@ -207,9 +207,10 @@ impl ColorJitter {
     }
 }
 
-/// torchvision `RandomRotation(degrees, interpolation, expand=False, center=None, fill)` of the
+/// torchvision `RandomRotation(degrees, interpolation, expand=False, center, fill)` of the
 /// cropped, flipped image, by default before the colour adjustments: an angle drawn uniformly from
-/// `degrees`, Pillow's `Image.rotate` about the image's centre, `fill` where no pixel maps.
+/// `degrees`, Pillow's `Image.rotate` about `center` (the image's centre by default), `fill` where
+/// no pixel maps.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct RandomRotation {
     /// The angle's range in degrees, counter-clockwise: torchvision's `(-d, d)` for a number
@@ -220,6 +221,9 @@ pub struct RandomRotation {
     /// How the rotation samples the image: `Filter::Nearest` (torchvision's default),
     /// `Filter::Bilinear` or `Filter::Bicubic`.
     pub interpolation: Filter,
+    /// The point (x, y) the image turns about, in pixels of the image as the rotation finds it;
+    /// none for its centre.
+    pub center: Option<(f64, f64)>,
     /// The probability that the rotation applies at all (`RandomApply`'s around it); 1 without
     /// one. Where it does not, the angle drawn is 0 (Pillow's copy of the image).
     pub p: f64,
@@ -233,6 +237,7 @@ impl RandomRotation {
             degrees: (-degrees, degrees),
             fill: [0; 3],
             interpolation: Filter::Nearest,
+            center: None,
             p: 1.0,
         }
     }

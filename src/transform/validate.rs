@@ -58,6 +58,11 @@ impl Transform {
                     r.degrees
                 )));
             }
+            if let Some(c) = r.center.filter(|c| !(c.0.is_finite() && c.1.is_finite())) {
+                return Err(InvalidTransform(format!(
+                    "random_rotation needs a finite centre, got {c:?}"
+                )));
+            }
         }
         if let Some(t) = self.trivial_augment {
             if !(2..=1024).contains(&t.bins) {

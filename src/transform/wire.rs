@@ -8,8 +8,8 @@ use super::wire_timm::{
     timm_auto_augment_json, timm_rand_augment, timm_rand_augment_json,
 };
 use super::wire_values::{
-    f64_of, fill_of, filter, interpolation_of, invalid, known, member, numbers, range32_of,
-    range_of, usize_of, Parsed,
+    f64_of, fill_of, filter, interpolation_of, invalid, known, member, numbers, pair_of,
+    range32_of, range_of, usize_of, Parsed,
 };
 use super::{
     AutoAugment, AutoAugmentPolicy, ChannelOrder, ColorJitter, ColorOp, ColorOps, DType,
@@ -113,6 +113,7 @@ impl Transform {
                 "degrees": [r.degrees.0, r.degrees.1],
                 "fill": r.fill,
                 "interpolation": r.interpolation.name(),
+                "center": r.center.map(|(x, y)| [x, y]),
                 "p": r.p,
             })),
             "random_affine": random_affine.map(|a| affine_json(&a)),
@@ -536,11 +537,12 @@ fn color_jitter(object: &Map<String, Value>) -> Parsed<ColorJitter> {
 }
 
 fn random_rotation(object: &Map<String, Value>) -> Parsed<RandomRotation> {
-    known(object, &["degrees", "fill", "interpolation", "p"])?;
+    known(object, &["degrees", "fill", "interpolation", "center", "p"])?;
     Ok(RandomRotation {
         degrees: range_of(object, "degrees")?,
         fill: fill_of(object)?,
         interpolation: interpolation_of(object)?,
+        center: pair_of(object, "center")?,
         p: applied_of(object)?,
     })
 }
@@ -588,10 +590,6 @@ fn random_affine(object: &Map<String, Value>) -> Parsed<RandomAffine> {
             "p",
         ],
     )?;
-    let pair = |key: &str| match object.get(key).filter(|v| !v.is_null()) {
-        None => Ok(None),
-        Some(v) => numbers(v, key).map(|[a, b]| Some((a, b))),
-    };
     let shear = match object.get("shear").filter(|v| !v.is_null()) {
         None => None,
         Some(v) => match v.as_array().map(Vec::len) {
@@ -601,12 +599,12 @@ fn random_affine(object: &Map<String, Value>) -> Parsed<RandomAffine> {
     };
     Ok(RandomAffine {
         degrees: range_of(object, "degrees")?,
-        translate: pair("translate")?,
-        scale: pair("scale")?,
+        translate: pair_of(object, "translate")?,
+        scale: pair_of(object, "scale")?,
         shear,
         interpolation: interpolation_of(object)?,
         fill: fill_of(object)?,
-        center: pair("center")?,
+        center: pair_of(object, "center")?,
         v2: v2_of(object)?,
         p: applied_of(object)?,
     })
@@ -834,6 +832,7 @@ mod tests {
                 degrees: (-12.5, 30.0),
                 fill: [1, 2, 3],
                 interpolation: Filter::Bicubic,
+                center: Some((3.5, -2.0)),
                 p: 0.75,
             }),
             trivial_augment: None,

@@ -57,6 +57,14 @@ pub(super) fn range_of(object: &Map<String, Value>, key: &str) -> Parsed<(f64, f
     Ok((a, b))
 }
 
+/// A pair of numbers or null (absent too): a map's `center`, translate or scale.
+pub(super) fn pair_of(object: &Map<String, Value>, key: &str) -> Parsed<Option<(f64, f64)>> {
+    match object.get(key).filter(|v| !v.is_null()) {
+        None => Ok(None),
+        Some(v) => numbers(v, key).map(|[a, b]| Some((a, b))),
+    }
+}
+
 /// A float32 range or null (f32 → f64 → text → f64 → f32 is exact).
 pub(super) fn range32_of(object: &Map<String, Value>, key: &str) -> Parsed<Option<(f32, f32)>> {
     match object.get(key).filter(|v| !v.is_null()) {

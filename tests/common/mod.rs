@@ -352,6 +352,9 @@ pub fn transform_specs() -> BTreeMap<String, gpuprep::Transform> {
                         std::array::from_fn(|i| f[i].as_u64().unwrap() as u8)
                     }),
                     interpolation: interpolation(r),
+                    center: r
+                        .get("center")
+                        .map(|c| (c[0].as_f64().unwrap(), c[1].as_f64().unwrap())),
                     p: r.get("p").map_or(1.0, |p| p.as_f64().unwrap()),
                 }),
                 trivial_augment: s.get("trivial_augment").map(|t| gpuprep::TrivialAugment {

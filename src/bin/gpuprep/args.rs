@@ -133,9 +133,14 @@ pub struct TransformArgs {
     #[arg(long, value_name = "P")]
     vflip: Option<f64>,
     /// RandomRotation(D) (an angle in -D..D degrees) or of `MIN,MAX` degrees, by default after the
-    /// flips; the pixels no source pixel maps to take `V` or `R,G,B` (default 0); sampled with
-    /// `nearest` (default), `bilinear` or `bicubic` interpolation.
-    #[arg(long, value_parser = parse_rotation, value_name = "D|MIN,MAX[:FILL][:INTERPOLATION]")]
+    /// flips, about the image's centre or `center=X,Y` (pixels); the pixels no source pixel maps
+    /// to take `V` or `R,G,B` (default 0); sampled with `nearest` (default), `bilinear` or
+    /// `bicubic` interpolation.
+    #[arg(
+        long,
+        value_parser = parse_rotation,
+        value_name = "D|MIN,MAX[:center=X,Y][:FILL][:INTERPOLATION]"
+    )]
     random_rotation: Option<gpuprep::RandomRotation>,
     /// RandomApply([RandomRotation(...)], P): the rotation in that share of the samples.
     #[arg(long, value_name = "P")]

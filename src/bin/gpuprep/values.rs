@@ -78,17 +78,27 @@ pub fn parse_jitter(text: &str) -> Result<gpuprep::ColorJitter, String> {
 }
 
 pub fn parse_rotation(text: &str) -> Result<gpuprep::RandomRotation, String> {
-    let (degrees, options) = text.split_once(':').unwrap_or((text, ""));
-    let (fill, interpolation) = parse_map_options(options)?;
-    let degrees = match parse_numbers(degrees, 1..=2)?[..] {
+    let mut parts = text.split(':');
+    let degrees = match parse_numbers(parts.next().unwrap_or(""), 1..=2)?[..] {
         [d] => (-d, d),
         [low, high] => (low, high),
         _ => unreachable!("one or two numbers"),
     };
+    let mut center = None;
+    let mut rest = Vec::new();
+    for part in parts {
+        match part.split_once('=') {
+            Some(("center", v)) => center = Some(parse_range(v)?),
+            Some((key, _)) => return Err(format!("{key:?} is not an option (center is)")),
+            None => rest.push(part),
+        }
+    }
+    let (fill, interpolation) = parse_map_options(&rest.join(":"))?;
     Ok(gpuprep::RandomRotation {
         degrees,
         fill,
         interpolation,
+        center,
         p: 1.0,
     })
 }
