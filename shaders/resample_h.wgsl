@@ -16,7 +16,8 @@ struct Job {
     source_base: u32,
     result_base: u32,
     // Where this image's taps start in `taps`: (first source pixel, count) pairs, one per output
-    // pixel, then Q22 weights, `window` per output pixel.
+    // column, then Q22 weights, `window` per output column, tap by tap (tap k of every column,
+    // then tap k + 1: neighbouring invocations read neighbouring words).
     bounds_base: u32,
     weights_base: u32,
 }
@@ -61,7 +62,7 @@ fn main(@builtin(global_invocation_id) id: vec3<u32>, @builtin(num_workgroups) g
     for (var k = 0u; k < count; k++) {
         let pixel = load_rgbx(row + start + k);
         let rgb = vec3<i32>(vec3<u32>(pixel, pixel >> 8u, pixel >> 16u) & vec3<u32>(255u));
-        acc += rgb * bitcast<i32>(taps[p.weights_base + x * p.window + k]);
+        acc += rgb * bitcast<i32>(taps[p.weights_base + k * p.out_width + x]);
     }
     result[p.result_base + index] = clip8(acc.x) | (clip8(acc.y) << 8u) | (clip8(acc.z) << 16u) | (255u << 24u);
 }

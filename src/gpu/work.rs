@@ -351,7 +351,7 @@ fn resize_and_tensor(
     let horizontal = plan.resize.as_ref().and_then(|resize| {
         resize.horizontal.as_ref().map(|taps| {
             let out_width = taps.bounds.len();
-            let (words, weights_base) = tap_words(taps);
+            let (words, weights_base) = horizontal_tap_words(taps);
             HorizontalWork {
                 job: HorizontalJob {
                     out_width: out_width as u32,
@@ -642,12 +642,27 @@ impl ImageWork {
     }
 }
 
-/// `taps` as the shaders read them: (start, count) pairs, then the weights; and where the
-/// weights start.
+/// `taps` as the vertical pass (shaders/tensor.wgsl) reads them: (start, count) pairs, then the
+/// weights, `window` per output row; and where the weights start.
 fn tap_words(taps: &Taps) -> (Vec<u32>, u32) {
     let mut words: Vec<u32> = taps.bounds.iter().flat_map(|&(s, n)| [s, n]).collect();
     let weights_base = words.len() as u32;
     words.extend(taps.weights.iter().map(|&w| w as u32));
+    (words, weights_base)
+}
+
+/// `taps` as the horizontal pass (shaders/resample_h.wgsl) reads them: (start, count) pairs,
+/// then the weights tap by tap (tap k of every output column, then tap k + 1), so that
+/// neighbouring invocations, which make neighbouring columns, read neighbouring words; and
+/// where the weights start.
+fn horizontal_tap_words(taps: &Taps) -> (Vec<u32>, u32) {
+    let mut words: Vec<u32> = taps.bounds.iter().flat_map(|&(s, n)| [s, n]).collect();
+    let weights_base = words.len() as u32;
+    let columns = taps.bounds.len();
+    words.extend(
+        (0..taps.window)
+            .flat_map(|k| (0..columns).map(move |x| taps.weights[x * taps.window + k] as u32)),
+    );
     (words, weights_base)
 }
 
