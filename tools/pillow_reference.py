@@ -1099,7 +1099,7 @@ def _rotation(a, params, spec):  # F.rotate: img.rotate(angle, interpolation, Fa
     rotation = spec.get("random_rotation", {})
     fill = tuple(int(v) for v in rotation.get("fill", [0, 0, 0]))
     resample = FILTERS[rotation.get("interpolation", "nearest")]
-    center = rotation.get("center")  # a list, as torchvision passes it: Pillow's shortcuts are off
+    center = rotation.get("center")  # given, it turns Pillow's shortcuts for 0, 90, 180, 270 off
     return np.asarray(_pil(a).rotate(params["rotation"], resample, False, center, fillcolor=fill))
 
 

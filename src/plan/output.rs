@@ -213,11 +213,13 @@ impl OutputPlan {
     /// Whether the transform has steps after the rotation at all (then every image of a GPU
     /// batch goes through the adjustment stage, whatever its own parameters drew).
     pub fn has_steps(transform: &Transform) -> bool {
-        let filtered_rotation = transform
+        // A nearest-neighbour rotation is stage 4's fixed-point walk, but about a given point
+        // a half turn may be Pillow's scaling walk ([`super::Rotation::is_scaling`]), a step.
+        let rotation_as_step = transform
             .random_rotation
-            .is_some_and(|r| r.interpolation != Filter::Nearest);
+            .is_some_and(|r| r.interpolation != Filter::Nearest || r.center.is_some());
         // Its maps without rotation or shear are Pillow's scaling walk, in stage 5.
-        filtered_rotation
+        rotation_as_step
             || transform.random_affine.is_some()
             || transform.color_jitter.is_some()
             || transform.grayscale.is_some()

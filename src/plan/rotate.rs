@@ -1,7 +1,7 @@
 //! `RandomRotation` as torchvision does it on a PIL image: `img.rotate(angle, interpolation,
-//! fillcolor=fill)`, which inverts the rotation about the image's centre into an affine map from
-//! each output pixel to the point it shows; the augmentation policies' shears and translations
-//! are such maps too (`img.transform(size, AFFINE, matrix, interpolation, fillcolor=fill)`).
+//! center=center, fillcolor=fill)`, which inverts the rotation about that point (the image's
+//! centre by default) into an affine map from each output pixel to the point it shows; the
+//! augmentation policies' shears and translations are such maps too (`img.transform(size, AFFINE, matrix, interpolation, fillcolor=fill)`).
 //! Pillow computes the map's matrix in double precision (rounding a rotation's entries to 15
 //! decimals), which this file does once per image. For nearest-neighbour sampling Pillow then
 //! walks the map in 16.16 fixed point (libImaging/Geometry.c, `affine_fixed`), which the plan
@@ -39,8 +39,9 @@ pub struct Rotation {
 }
 
 /// The largest side a mapped image may have: Pillow's fixed-point walk holds positions below
-/// 32768 (its `check_fixed`), which a rotation of an image of at most this side keeps to (other
-/// maps are held to it by [`Rotation::walks_in_fixed_point`]).
+/// 32768 (its `check_fixed`), which a rotation about the centre of an image of at most this side
+/// keeps to (other maps, rotations about a given point among them, are held to it by
+/// [`Rotation::walks_in_fixed_point`]).
 pub const MAX_ROTATED_SIDE: usize = 16384;
 
 impl Rotation {
@@ -51,9 +52,10 @@ impl Rotation {
     /// Without a centre, Pillow returns a copy for such angles and takes other shortcuts (180°,
     /// and 90° or 270° for a square image, done by transposing); with one, it maps every angle.
     /// Both give what the map gives, pixel for pixel, with any filter (the goldens hold such
-    /// angles: the map lands on pixel centres, and at 0° it is exactly the identity), as does the
-    /// scaling path its C code takes for nearest-neighbour sampling when the matrix has no shear
-    /// (which, with entries rounded to 15 decimals, happens only for the identity and 180°).
+    /// angles: the map lands on pixel centres, and at 0° it is exactly the identity). Where the
+    /// matrix has no shear (with entries rounded to 15 decimals, only at 0° and 180°), Pillow's
+    /// C code walks it in doubles for nearest-neighbour sampling, which the plan does too where
+    /// that walk differs from the fixed-point one ([`Rotation::is_scaling`]).
     pub fn new(
         angle: f64,
         (width, height): (usize, usize),
@@ -156,15 +158,23 @@ impl Rotation {
 
     /// Whether Pillow samples this map with `ImagingScaleAffine`: nearest-neighbour sampling of
     /// a matrix without rotation or shear (`m[1]` and `m[3]` zero), whose positions it walks
-    /// in doubles, added up pixel by pixel. Where the steps are ±1 (translations, half turns)
-    /// that walk lands on the pixels the fixed-point map gives, which stands for it.
+    /// in doubles from `m[2] + m[0]·½` and `m[5] + m[4]·½`, added up pixel by pixel and
+    /// truncated. Where the steps are ±1 (translations, half turns) the fixed-point map stands
+    /// for that walk if it starts in the same pixel: its start, rounded to 1/65536, does not
+    /// reach the next pixel when the true start lies less than 2^-17 short of it (a half turn
+    /// about a centre 2^-18 short of a quarter pixel, a translation of such a fraction).
     pub fn is_scaling(&self) -> bool {
         let m = &self.matrix;
+        let same_pixel = |start: f64, fixed: i32| f64::from(fixed >> 16) == start.floor();
+        let walks_as_fixed_point = m[0].abs() == 1.0
+            && m[4].abs() == 1.0
+            && same_pixel(m[2] + m[0] * 0.5, self.x_map[2])
+            && same_pixel(m[5] + m[4] * 0.5, self.y_map[2]);
         self.filter == Filter::Nearest
             && self.perspective.is_none()
             && m[1] == 0.0
             && m[3] == 0.0
-            && !(m[0].abs() == 1.0 && m[4].abs() == 1.0)
+            && !walks_as_fixed_point
     }
 
     /// Whether Pillow walks this nearest-neighbour map in 16.16 fixed point on an image of
@@ -443,12 +453,28 @@ mod tests {
             Rotation::new(-720.0, (6, 3), None, [0; 3], Filter::Nearest),
             None
         );
-        // About (1, 1) instead: output (x, y) shows (2 - y, x), pixel (x + ½, y + ½) going to
-        // (1.5 - (y + ½) + 1, x + ½); the third row of the output comes from beyond the left.
+        // About (1, 1) instead: pixel centre (x + ½, y + ½) shows the point (2 - (y + ½), x +
+        // ½), so output (x, y) shows pixel (1 - y, x); the third row comes from beyond the left.
         let r = Rotation::new(90.0, (5, 5), Some((1.0, 1.0)), [0; 3], Filter::Nearest).unwrap();
         assert_eq!(r.source(0, 0, (5, 5)), Some((1, 0)));
         assert_eq!(r.source(3, 1, (5, 5)), Some((0, 3)));
         assert_eq!(r.source(0, 2, (5, 5)), None);
+    }
+
+    /// A half turn about a point whose double (less ½) lies within 2^-17 below a whole pixel:
+    /// the fixed-point start rounds up into the next pixel, Pillow's walk in doubles does not,
+    /// so the map is that walk; about the image's centre or a whole point it is the fixed-point
+    /// map.
+    #[test]
+    fn half_turns_starting_just_short_of_a_pixel_are_scaling_walks() {
+        let half = |center| Rotation::new(180.0, (10, 8), center, [0; 3], Filter::Nearest);
+        for center in [None, Some((10.0, 10.0)), Some((3.25, 4.0))] {
+            assert!(half(center).unwrap().is_fixed_point(), "{center:?}");
+        }
+        for center in [Some((3.2499999, 4.0)), Some((2.0, 1.2499999))] {
+            let map = half(center).unwrap();
+            assert!(map.is_scaling() && !map.is_fixed_point(), "{center:?}");
+        }
     }
 
     #[test]

@@ -709,6 +709,20 @@ mod tests {
         assert!(t.validate().is_err());
         assert!(Transform::imagenet_eval().validate().is_ok());
     }
+
+    #[test]
+    fn a_rotation_needs_a_finite_centre() {
+        let about = |center| Transform {
+            random_rotation: Some(RandomRotation {
+                center,
+                ..RandomRotation::new(10.0)
+            }),
+            ..Transform::default()
+        };
+        let why = about(Some((f64::NAN, 3.0))).validate().unwrap_err();
+        assert!(why.to_string().contains("finite centre"), "{why}");
+        assert!(about(Some((-1e9, 3.5))).validate().is_ok());
+    }
     /// One crop of the resized image, one rotation or augmentation policy.
     #[test]
     fn crops_and_policies_that_do_not_combine_are_refused_by_name() {
