@@ -40,8 +40,8 @@ pub struct Rotation {
 
 /// The largest side a mapped image may have: Pillow's fixed-point walk holds positions below
 /// 32768 (its `check_fixed`), which a rotation about the centre of an image of at most this side
-/// keeps to (other maps, rotations about a given point among them, are held to it by
-/// [`Rotation::walks_in_fixed_point`]).
+/// keeps to (other fixed-point maps, rotations about a given point among them, are held to it by
+/// [`Rotation::walks_in_fixed_point`]; maps Pillow walks in doubles have no such limit).
 pub const MAX_ROTATED_SIDE: usize = 16384;
 
 impl Rotation {
@@ -160,12 +160,16 @@ impl Rotation {
     /// a matrix without rotation or shear (`m[1]` and `m[3]` zero), whose positions it walks
     /// in doubles from `m[2] + m[0]·½` and `m[5] + m[4]·½`, added up pixel by pixel and
     /// truncated. Where the steps are ±1 (translations, half turns) the fixed-point map stands
-    /// for that walk if it starts in the same pixel: its start, rounded to 1/65536, does not
-    /// reach the next pixel when the true start lies less than 2^-17 short of it (a half turn
-    /// about a centre 2^-18 short of a quarter pixel, a translation of such a fraction).
+    /// for that walk if it starts in the same pixel, and near enough (within [`MAX_ROTATED_SIDE`])
+    /// that no position of an image of at most that side leaves its 16.16 range: its start,
+    /// rounded to 1/65536, reaches the next pixel when the true start lies less than 2^-17 short
+    /// of it (a half turn about a point 2^-18 short of a quarter pixel, a translation 2^-17
+    /// short of a half pixel).
     pub fn is_scaling(&self) -> bool {
         let m = &self.matrix;
-        let same_pixel = |start: f64, fixed: i32| f64::from(fixed >> 16) == start.floor();
+        let same_pixel = |start: f64, fixed: i32| {
+            start.abs() < MAX_ROTATED_SIDE as f64 && f64::from(fixed >> 16) == start.floor()
+        };
         let walks_as_fixed_point = m[0].abs() == 1.0
             && m[4].abs() == 1.0
             && same_pixel(m[2] + m[0] * 0.5, self.x_map[2])
@@ -471,7 +475,12 @@ mod tests {
         for center in [None, Some((10.0, 10.0)), Some((3.25, 4.0))] {
             assert!(half(center).unwrap().is_fixed_point(), "{center:?}");
         }
-        for center in [Some((3.2499999, 4.0)), Some((2.0, 1.2499999))] {
+        // Far away (a corner 32768 pixels off), Pillow's walk in doubles has no limit either.
+        for center in [
+            Some((3.2499999, 4.0)),
+            Some((2.0, 1.2499999)),
+            Some((16384.0, 4.0)),
+        ] {
             let map = half(center).unwrap();
             assert!(map.is_scaling() && !map.is_fixed_point(), "{center:?}");
         }
