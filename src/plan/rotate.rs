@@ -160,7 +160,7 @@ impl Rotation {
     /// a matrix without rotation or shear (`m[1]` and `m[3]` zero), whose positions it walks
     /// in doubles from `m[2] + m[0]·½` and `m[5] + m[4]·½`, added up pixel by pixel and
     /// truncated. Where the steps are ±1 (translations, half turns) the fixed-point map stands
-    /// for that walk if it starts in the same pixel, and near enough (within [`MAX_ROTATED_SIDE`])
+    /// for that walk if it starts in the same pixel, and near enough (within `MAX_ROTATED_SIDE`)
     /// that no position of an image of at most that side leaves its 16.16 range: its start,
     /// rounded to 1/65536, reaches the next pixel when the true start lies less than 2^-17 short
     /// of it (a half turn about a point 2^-18 short of a quarter pixel, a translation 2^-17
