@@ -293,7 +293,9 @@ fn describe(t: &gpuprep::Transform) -> String {
     // The steps that keep the image's size, described in the usual order, then put in theirs.
     let same_size = steps.len();
     if let Some(r) = t.random_rotation {
-        let center = r.center.map_or(String::new(), |c| format!(", center={c:?}"));
+        let center = r
+            .center
+            .map_or(String::new(), |c| format!(", center={c:?}"));
         steps.push(applied(
             format!(
                 "RandomRotation(degrees={:?}, interpolation={}, fill={:?}{center})",
