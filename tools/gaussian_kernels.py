@@ -7,9 +7,15 @@ Each row: the kernel size, sigma (a float32 value, as GaussianBlur draws it, in 
 torch's float32 arithmetic and is held to them exactly. The file also records that the 2D kernel
 (`torch.mm` of the two) is each product rounded once, so that only the 1D kernels are kept.
 
+transforms.v2's GaussianBlur computes its kernels otherwise (a softmax of -(x / sigma)^2 over
+linspace(-lim, lim), lim = (size - 1) / (2 sqrt 2)) and blurs as v1 does; `--v2` writes its
+kernels and blurs into gaussian_kernels_v2.tsv and gaussian_blur_v2.tsv, and each kernel's
+intermediate values (linspace, the softmax's exponent, torch.exp of it) into v2_steps.tsv.
+
 Needs torch and torchvision (the versions are written into the file's first line):
-    python3 tools/gaussian_kernels.py
+    python3 tools/gaussian_kernels.py [--v2] [--out DIR]
 """
+import argparse
 import pathlib
 
 import numpy as np
@@ -35,10 +41,14 @@ def pattern(name, w, h):
     return v.astype(np.uint8)
 
 
-def blurs(rng):
-    """torch's GaussianBlur of the patterns: its kernels and the sha256 of its output."""
+def blurs(rng, v2=False):
+    """torch's GaussianBlur of the patterns (v1's, or v2's): its kernels and the sha256 of its
+    output."""
     import hashlib
     import torchvision.transforms.functional as F
+    kernel1d = v2_kernel1d if v2 else FT._get_gaussian_kernel1d
+    if v2:
+        from torchvision.transforms.v2 import functional as F
     rows = []
     for name, w, h in (("ramp", 40, 24), ("noise", 37, 29), ("noise", 12, 16)):
         image = torch.from_numpy(pattern(name, w, h)).permute(2, 0, 1).contiguous()
@@ -48,8 +58,8 @@ def blurs(rng):
             for s in rng.uniform(0.1, 4.0, 3):
                 s = float(np.float32(s))
                 out = F.gaussian_blur(image, [kx, ky], [s, s]).permute(1, 2, 0).contiguous().numpy()
-                x = FT._get_gaussian_kernel1d(kx, s, torch.float32, "cpu").numpy()
-                y = FT._get_gaussian_kernel1d(ky, s, torch.float32, "cpu").numpy()
+                x = kernel1d(kx, s, torch.float32, "cpu").numpy()
+                y = kernel1d(ky, s, torch.float32, "cpu").numpy()
                 digest = hashlib.sha256(out.tobytes()).hexdigest()
                 rows.append(f"{name}\t{w}\t{h}\t{bits(x)}\t{bits(y)}\t{digest}")
     return rows
@@ -67,7 +77,59 @@ def sigmas(rng):
     return [float(np.float32(s)) for s in edges + drawn]
 
 
+def v2_kernel1d(size, sigma, dtype, device):
+    from torchvision.transforms.v2.functional._misc import _get_gaussian_kernel1d
+    return _get_gaussian_kernel1d(size, sigma, dtype, torch.device(device))
+
+
+def v2_steps(size, sigma):
+    """The values v2's kernel is made of, step by step, for checking an implementation of it."""
+    import math
+    lim = (size - 1) / (2.0 * math.sqrt(2.0))
+    x = torch.linspace(-lim, lim, steps=size, dtype=torch.float32)
+    z = x.div(sigma).pow(2).neg()
+    e = torch.exp(z - z.max())
+    return f"{size}\t{bits([sigma])}\t{bits(x)}\t{bits(z)}\t{bits(e)}\t{bits([e.sum()])}"
+
+
+def main_v2(out):
+    """v2's kernels, blurs and steps into OUT."""
+    from torchvision.transforms.v2.functional._misc import _get_gaussian_kernel2d
+    rng = np.random.default_rng(20261208)
+    rows, steps = [], []
+    for k in range(1, 32, 2):
+        for s in sigmas(rng):
+            rows.append(f"{k}\t{bits([s])}\t{bits(v2_kernel1d(k, s, torch.float32, 'cpu'))}")
+            steps.append(v2_steps(k, s))
+        for s in rng.uniform(0.1, 4.0, 4):
+            s = float(np.float32(s))
+            for kx in (3, 9, 23):
+                k2 = _get_gaussian_kernel2d([kx, k], [s, s * 1.5], torch.float32,
+                                            torch.device("cpu")).numpy()
+                x = v2_kernel1d(kx, s, torch.float32, "cpu").numpy()
+                y = v2_kernel1d(k, s * 1.5, torch.float32, "cpu").numpy()
+                assert (k2.view(np.uint32) == np.outer(y, x).astype(np.float32).view(np.uint32)).all()
+    head = (f"# torch {torch.__version__}, torchvision {torchvision.__version__}, CPU capability "
+            f"{torch.backends.cpu.get_cpu_capability()}")
+    (out / "gaussian_kernels_v2.tsv").write_text(
+        head + ", transforms.v2: kernel_size, sigma, kernel (float32 bits)\n" + "\n".join(rows) + "\n")
+    (out / "v2_steps.tsv").write_text(
+        head + ": kernel_size, sigma, linspace, -(x / sigma)^2, exp(z - max), sum (float32 bits)\n"
+        + "\n".join(steps) + "\n")
+    blurred = blurs(rng, v2=True)
+    (out / "gaussian_blur_v2.tsv").write_text(
+        head + ", transforms.v2: pattern, width, height, kernel x, kernel y (float32 bits), sha256 "
+        "of the blurred HWC bytes\n" + "\n".join(blurred) + "\n")
+    print(f"{len(rows)} kernels and {len(blurred)} blurs of transforms.v2 into {out}")
+
+
 def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--v2", action="store_true", help="transforms.v2's kernels and blurs")
+    parser.add_argument("--out", type=pathlib.Path, default=GOLDENS)
+    args = parser.parse_args()
+    if args.v2:
+        return main_v2(args.out)
     rng = np.random.default_rng(20261205)
     rows = []
     for k in range(1, 32, 2):
@@ -84,10 +146,10 @@ def main():
                 assert (k2.view(np.uint32) == np.outer(y, x).astype(np.float32).view(np.uint32)).all()
     head = (f"# torch {torch.__version__}, torchvision {torchvision.__version__}, CPU capability "
             f"{torch.backends.cpu.get_cpu_capability()}: kernel_size, sigma, kernel (float32 bits)")
-    OUT.write_text(head + "\n" + "\n".join(rows) + "\n")
+    (args.out / OUT.name).write_text(head + "\n" + "\n".join(rows) + "\n")
     print(f"{len(rows)} kernels into {OUT}")
     blurred = blurs(rng)
-    BLURS.write_text(head.split(":")[0] + ": pattern, width, height, kernel x, kernel y (float32 "
+    (args.out / BLURS.name).write_text(head.split(":")[0] + ": pattern, width, height, kernel x, kernel y (float32 "
                      "bits), sha256 of the blurred HWC bytes\n" + "\n".join(blurred) + "\n")
     print(f"{len(blurred)} blurs into {BLURS}")
 

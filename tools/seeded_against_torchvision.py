@@ -44,6 +44,10 @@ def composes():
         "auto_augment_bicubic": crop + [T.AutoAugment(interpolation=bicubic)] + tensor,
         "rotation_bicubic": crop + [T.RandomRotation(30, bicubic, fill=[1, 2, 3]),
                                     T.ColorJitter(0.4, 0.4, 0.4)] + tensor,
+        "rotation_about_a_point": crop + [
+            T.RandomRotation(45, bilinear, center=(30.5, 190), fill=[9, 99, 199])] + tensor,
+        "half_turn_about_a_point_nearest": crop + [
+            T.RandomRotation((180, 180), center=(100, 60)), T.ColorJitter(0.4)] + tensor,
         "affine_bilinear": crop + [T.RandomAffine(25, translate=(0.1, 0.2), scale=(0.8, 1.2),
                                                   shear=(-10, 10, -5, 5),
                                                   interpolation=bilinear)] + tensor,
@@ -114,6 +118,7 @@ def v2_composes():
                                                       shear=(-10, 10, -5, 5),
                                                       interpolation=bilinear)] + tail,
         "v2_perspective_bilinear": crop + [v2.RandomPerspective(0.5, p=0.8)] + tail,
+        "v2_gaussian_blur": crop + [v2.RandomApply([v2.GaussianBlur(23)], p=0.5)] + tail,
         # RandomChoice and RandomOrder, drawn with torch (multinomial, randperm).
         "v2_random_choice_then_random_order": crop + [
             v2.RandomChoice([v2.RandomAffine(15, interpolation=bilinear),

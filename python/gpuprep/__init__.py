@@ -646,7 +646,7 @@ def from_torchvision(compose):
     BICUBIC; the policies v1's), then RandomPerspective (v1's or v2's),
     ColorJitter (or RandomApply([ColorJitter(...)], p)), RandomGrayscale, RandomInvert / RandomPosterize / RandomSolarize /
     RandomAdjustSharpness / RandomAutocontrast / RandomEqualize (in any order
-    among themselves, which is kept), GaussianBlur (v1's; or RandomApply([GaussianBlur(...)], p):
+    among themselves, which is kept), GaussianBlur (v1's or v2's; or RandomApply([GaussianBlur(...)], p):
     exact given torch's kernels, see Transform.gaussian_blur); RandomApply([X], p) of
     RandomRotation or RandomAffine (an angle of 0, the identity, where it does not apply), or of
     a flip, RandomGrayscale, RandomPerspective or a single-operation transform X of probability
@@ -823,12 +823,8 @@ def from_torchvision(compose):
         elif name == "RandomGrayscale":
             t = t.grayscale(_probability(name, step.p) * applied)
         elif name == "GaussianBlur":
-            if v2:
-                raise OptionsError("torchvision.transforms.v2.GaussianBlur is not supported: its "
-                                   "kernel is a softmax over another linspace, whose float32 "
-                                   "weights are not v1's, which gpuprep computes: use "
-                                   "torchvision.transforms.GaussianBlur")
-            t = t.gaussian_blur(tuple(step.kernel_size), tuple(step.sigma), p=applied)
+            t = t.gaussian_blur(tuple(step.kernel_size), tuple(step.sigma), p=applied,
+                                v2=_is_v2(step))
         elif name in _COLOR_OPERATIONS:
             t = _with_color_operation(t, step, applied)
         elif name in _TO_TENSOR:
@@ -1294,14 +1290,19 @@ def _jitter_params(step):
 
 
 def _blur_params(step):
-    """GaussianBlur's sigma drawn by its get_params with the torch RNG, and the two kernels
-    torchvision makes of it (torch's own float32 arithmetic, MKL's exp included): the blur's
-    parameters, with which gpuprep blurs exactly as torchvision does."""
+    """GaussianBlur's sigma drawn as it draws it with the torch RNG, and the two kernels
+    torchvision makes of it (torch's own float32 arithmetic, MKL's or SLEEF's exp included; v2's
+    its softmax): the blur's parameters, with which gpuprep blurs exactly as torchvision does."""
     import torch
-    from torchvision.transforms import _functional_tensor
 
-    sigma = float(step.get_params(step.sigma[0], step.sigma[1]))
-    kernel = [_functional_tensor._get_gaussian_kernel1d(k, sigma, torch.float32, "cpu").tolist()
+    if _is_v2(step):
+        from torchvision.transforms.v2.functional._misc import _get_gaussian_kernel1d
+        cpu = torch.device("cpu")
+    else:
+        from torchvision.transforms._functional_tensor import _get_gaussian_kernel1d
+        cpu = "cpu"
+    sigma = float(torch.empty(1).uniform_(step.sigma[0], step.sigma[1]).item())
+    kernel = [_get_gaussian_kernel1d(k, sigma, torch.float32, cpu).tolist()
               for k in step.kernel_size]
     return {"kernel_x": kernel[0], "kernel_y": kernel[1]}
 

@@ -435,8 +435,10 @@ fn describe(t: &gpuprep::Transform) -> String {
     steps.extend(t.color_ops.iter().map(gpuprep::ColorOp::describe));
     if let Some(b) = t.gaussian_blur {
         let blur = format!(
-            "GaussianBlur(kernel_size={:?}, sigma={:?})",
-            b.kernel_size, b.sigma
+            "GaussianBlur(kernel_size={:?}, sigma={:?}{})",
+            b.kernel_size,
+            b.sigma,
+            v2_suffix(b.v2)
         );
         steps.push(if b.p < 1.0 {
             format!("RandomApply([{blur}], p={})", b.p)
@@ -1194,13 +1196,17 @@ impl Transform {
     /// below 1, RandomApply([GaussianBlur(...)], p). The kernels are torchvision's in float32
     /// with each exp correctly rounded, where torch's x86-64 builds take MKL's: replayed with
     /// torch's own kernels (`torchvision_params`) the blur is exact; drawn here, about one value
-    /// in 4 to 11 million differs by one.
-    #[pyo3(signature = (kernel_size, sigma=None, p=1.0))]
+    /// in 4 to 11 million differs by one. v2=True: transforms.v2's GaussianBlur, whose kernels are
+    /// a softmax, made as torch makes them on an AVX-512 CPU (SLEEF's exp, its sum over 16 lanes;
+    /// an AVX2-only CPU sums over 8, and a kernel of 9 weights or more may differ in a last bit),
+    /// and whose blur is v1's.
+    #[pyo3(signature = (kernel_size, sigma=None, p=1.0, v2=false))]
     fn gaussian_blur(
         &self,
         kernel_size: Bound<'_, PyAny>,
         sigma: Option<Bound<'_, PyAny>>,
         p: f64,
+        v2: bool,
     ) -> PyResult<Self> {
         let kernel_size = match kernel_size.extract::<usize>() {
             Ok(k) => (k, k),
@@ -1225,6 +1231,7 @@ impl Transform {
                 kernel_size,
                 sigma,
                 p,
+                v2,
             }),
             ..self.0
         };

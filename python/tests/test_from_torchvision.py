@@ -581,7 +581,7 @@ def test_torchvision_params_refuses_what_from_torchvision_refuses_before_drawing
     state = torch.get_rng_state()
     for compose in [T.Compose([T.RandomResizedCrop(64), T.ElasticTransform()]),
                     T.Compose([T.RandomApply([T.TrivialAugmentWide()], p=0.5)]),
-                    v2.Compose([v2.GaussianBlur(3)])]:
+                    v2.Compose([v2.ElasticTransform()])]:
         with pytest.raises(gpuprep.OptionsError):
             gpuprep.torchvision_params(compose, (100, 80))
     assert torch.equal(torch.get_rng_state(), state)  # nothing drawn
@@ -915,7 +915,13 @@ def test_gaussian_blur_with_torchs_kernels_is_torchvisions():
             assert len(params["blur"]["kernel_x"]) == compose.transforms[1].kernel_size[0]
     refused(T.Compose([T.GaussianBlur(3), T.RandomHorizontalFlip()]),
             "RandomHorizontalFlip after a later step")
-    refused(v2.Compose([v2.GaussianBlur(3)]), "v2.GaussianBlur is not supported", "softmax")
+    # transforms.v2's: its kernels a softmax, recorded as torch makes them; its blur v1's.
+    v2_blur = v2.Compose([v2.CenterCrop(48), v2.GaussianBlur((9, 5), sigma=(0.3, 3.0)),
+                          v2.PILToTensor()])
+    assert "GaussianBlur(kernel_size=(9, 5), sigma=(0.3, 3.0), v2=True)" in repr(
+        gpuprep.from_torchvision(v2_blur))
+    for params in seeded_against_torchvision(v2_blur, range(6)):
+        assert len(params["blur"]["kernel_x"]) == 9
     refused(T.Compose([T.RandomApply([T.GaussianBlur(3), T.ColorJitter(0.1)])]),
             "RandomApply([GaussianBlur, ColorJitter]) is not supported")
 
@@ -954,7 +960,6 @@ def test_refusals_are_gpuprep_errors_raised_by_from_torchvision():
         T.Compose([T.PILToTensor(), T.RandomErasing(value="random")]),
         T.Compose([T.CenterCrop(8), T.RandomErasing()]),
         T.Compose([T.PILToTensor(), T.RandomErasing(value=0.5)]),
-        v2.Compose([v2.GaussianBlur(3)]),
         T.Compose([T.RandomRotation(10), T.TrivialAugmentWide()]),
         T.Compose([T.RandomRotation(10, fill=300)]),
         T.Compose([T.ToTensor(), T.ConvertImageDtype(torch.float64)]),

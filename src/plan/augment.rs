@@ -218,7 +218,7 @@ impl Params {
                 }
                 let (low, high) = (b.sigma.0 as f32, b.sigma.1 as f32);
                 let sigma = Stream::new(key, Op::GaussianBlur).uniform_f32(low, high);
-                Some(super::Blur::drawn(b.kernel_size, sigma))
+                Some(super::Blur::drawn(b.kernel_size, sigma, b.v2))
             }),
             erase: transform.random_erasing.map(|e| {
                 let output = super::output_size(transform, size);

@@ -263,7 +263,7 @@ impl AugmentOp {
 /// computes it in float32: the first half counted up from `start`, the second down from `end`,
 /// each in one fused multiply-add. (torch's scalar kernel, on a CPU without those, rounds the
 /// product first: a bin here and there one float32 step away.)
-fn linspace(start: f32, end: f32, bin: u32, bins: u32) -> f32 {
+pub(super) fn linspace(start: f32, end: f32, bin: u32, bins: u32) -> f32 {
     if bins < 2 {
         return start;
     }

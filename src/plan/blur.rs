@@ -22,8 +22,10 @@ pub struct Blur {
 }
 
 impl Blur {
-    /// torchvision's kernels of `sigma` (one for both axes, as `GaussianBlur` passes it).
-    pub fn drawn(kernel_size: (usize, usize), sigma: f32) -> Self {
+    /// torchvision's kernels of `sigma` (one for both axes, as `GaussianBlur` passes it):
+    /// transforms.v2's (`v2`) or v1's.
+    pub fn drawn(kernel_size: (usize, usize), sigma: f32, v2: bool) -> Self {
+        let kernel1d = if v2 { kernel1d_v2 } else { kernel1d };
         Self::given(
             &kernel1d(kernel_size.0, sigma),
             &kernel1d(kernel_size.1, sigma),
@@ -75,6 +77,92 @@ pub fn kernel1d(size: usize, sigma: f32) -> Vec<f32> {
         .collect();
     let total = aten_sum(&pdf);
     pdf.iter().map(|&p| p / total).collect()
+}
+
+/// transforms.v2's `_get_gaussian_kernel1d(size, sigma)` in float32, as torch computes it on an
+/// x86-64 CPU with AVX-512: `x = linspace(-lim, lim, size)` with `lim = (size - 1) / (2√2)` (a
+/// double, made float32 by torch), then `softmax(-(x / sigma)²)` as ATen's vectorised kernel makes
+/// it: the largest exponent subtracted from each, each `exp` SLEEF's ([`sleef_expf`]), their sum
+/// in `reduce_all`'s order over [`SOFTMAX_LANES`] lanes, and each weight the product by the
+/// float32 reciprocal of the sum. Held to real torch's (tests/goldens/gaussian_kernels_v2.tsv).
+pub fn kernel1d_v2(size: usize, sigma: f32) -> Vec<f32> {
+    softmax_kernel1d(size, sigma, SOFTMAX_LANES)
+}
+
+/// The lanes of the vectors ATen's softmax sums in on a CPU with AVX-512. On a CPU with AVX2
+/// alone torch sums in 8, and its kernels of 9 weights or more differ from these in the last bit
+/// now and then (126 of the 976 of tests/goldens/gaussian_kernels_v2_avx2.tsv, which the same
+/// arithmetic over 8 lanes gives, bit for bit).
+pub const SOFTMAX_LANES: usize = 16;
+
+fn softmax_kernel1d(size: usize, sigma: f32, lanes: usize) -> Vec<f32> {
+    let lim = ((size - 1) as f64 / (2.0 * 2f64.sqrt())) as f32;
+    let exponents: Vec<f32> = (0..size as u32)
+        .map(|i| {
+            let t = super::auto_augment::linspace(-lim, lim, i, size as u32) / sigma;
+            -(t * t)
+        })
+        .collect();
+    let max = exponents.iter().fold(f32::NEG_INFINITY, |m, &z| m.max(z));
+    let pdf: Vec<f32> = exponents.iter().map(|&z| sleef_expf(z - max)).collect();
+    let reciprocal = 1.0 / reduce_all_sum(&pdf, lanes);
+    pdf.iter().map(|&p| p * reciprocal).collect()
+}
+
+/// SLEEF's float32 `exp` (`xexpf`, within one unit in the last place), which ATen's vectorised
+/// kernels take on x86-64: `q` the nearest integer to `d / ln 2`, the remainder `s` by `ln 2` in
+/// two parts, a polynomial in `s`, scaled by 2^q in two halves; each `vmla` a fused multiply-add,
+/// as SLEEF's AVX2 and AVX-512 builds make it.
+fn sleef_expf(d: f32) -> f32 {
+    const R_LN2: f32 = std::f32::consts::LOG2_E;
+    const L2U: f32 = 0.693_145_75;
+    const L2L: f32 = 1.428_606_8e-6;
+    const POLYNOMIAL: [f32; 6] = [
+        0.000_198_527_62,
+        0.001_393_043_6,
+        0.008_333_361,
+        0.041_666_485,
+        0.166_666_67,
+        0.5,
+    ];
+    let q = (d * R_LN2).round_ties_even() as i32;
+    let s = (q as f32).mul_add(-L2U, d);
+    let s = (q as f32).mul_add(-L2L, s);
+    let u = POLYNOMIAL[1..]
+        .iter()
+        .fold(POLYNOMIAL[0], |u, &c| u.mul_add(s, c));
+    let u = 1.0 + (s * s).mul_add(u, s);
+    let pow2 = |e: i32| f32::from_bits(((e + 127) as u32) << 23);
+    if d < -104.0 {
+        0.0
+    } else if d > 100.0 {
+        f32::INFINITY
+    } else {
+        u * pow2(q >> 1) * pow2(q - (q >> 1))
+    }
+}
+
+/// ATen's `vec::reduce_all` of `x + y` over `values` in vectors of `lanes`: below `lanes` values,
+/// added in order; from `lanes` on, the whole vectors added lane by lane, the tail into its first
+/// lanes, then the lanes folded in halves (lane i + lane i + lanes/2, …), as its shuffles do.
+fn reduce_all_sum(values: &[f32], lanes: usize) -> f32 {
+    if values.len() < lanes {
+        return values.iter().skip(1).fold(values[0], |acc, &v| acc + v);
+    }
+    let mut sums = values[..lanes].to_vec();
+    for chunk in values[lanes..].chunks(lanes) {
+        for (sum, &v) in sums.iter_mut().zip(chunk) {
+            *sum += v;
+        }
+    }
+    let mut half = lanes / 2;
+    while half > 0 {
+        for i in 0..half {
+            sums[i] += sums[i + half];
+        }
+        half /= 2;
+    }
+    sums[0]
 }
 
 /// torch's `sum` of a short contiguous float32 tensor (ATen's `cascade_sum`, 8-lane vectors):
@@ -199,10 +287,48 @@ mod tests {
         assert_eq!((rows, differ, most), (976, 46, 4));
     }
 
+    /// transforms.v2's kernels are real torch's, bit for bit: made on an AVX-512 CPU
+    /// (tests/goldens/gaussian_kernels_v2.tsv), and with `ATEN_CPU_CAPABILITY=avx2`
+    /// (gaussian_kernels_v2_avx2.tsv), whose softmax sums in 8 lanes.
+    #[test]
+    fn v2_kernels_are_torchs() {
+        for (table, lanes, differing) in [
+            (
+                include_str!("../../tests/goldens/gaussian_kernels_v2.tsv"),
+                16,
+                0,
+            ),
+            (
+                include_str!("../../tests/goldens/gaussian_kernels_v2_avx2.tsv"),
+                8,
+                0,
+            ),
+            // The sum's order is the one difference between the two.
+            (
+                include_str!("../../tests/goldens/gaussian_kernels_v2_avx2.tsv"),
+                16,
+                126,
+            ),
+        ] {
+            let (mut rows, mut differ) = (0, 0);
+            for line in table.lines().filter(|l| !l.starts_with('#')) {
+                let fields: Vec<&str> = line.split('\t').collect();
+                let size: usize = fields[0].parse().expect("a kernel size");
+                let torch: Vec<f32> = fields[2].split(',').map(hex).collect();
+                let ours = softmax_kernel1d(size, hex(fields[1]), lanes);
+                let bits = |k: &[f32]| k.iter().map(|w| w.to_bits()).collect::<Vec<_>>();
+                rows += 1;
+                differ += usize::from(bits(&ours) != bits(&torch));
+            }
+            assert_eq!((rows, differ), (976, differing), "{lanes} lanes");
+        }
+        assert_eq!(kernel1d_v2(1, 0.5), [1.0]);
+    }
+
     /// The 2D kernel is the outer product, row by row, each weight rounded once.
     #[test]
     fn kernel_is_the_outer_product() {
-        let blur = Blur::drawn((3, 5), 1.25);
+        let blur = Blur::drawn((3, 5), 1.25, false);
         let (x, y) = (kernel1d(3, 1.25), kernel1d(5, 1.25));
         let k = blur.kernel();
         assert_eq!(k.len(), 15);

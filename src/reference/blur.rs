@@ -120,21 +120,26 @@ mod tests {
     }
 
     /// Each blur of tests/goldens/gaussian_blur.tsv (real torch's `F.gaussian_blur`, given its
-    /// kernels), byte for byte.
+    /// kernels) and of gaussian_blur_v2.tsv (transforms.v2's, given its softmax kernels: the same
+    /// convolution), byte for byte.
     #[test]
     fn blurs_equal_torchs() {
-        let table = include_str!("../../tests/goldens/gaussian_blur.tsv");
-        let mut rows = 0;
-        for line in table.lines().filter(|l| !l.starts_with('#')) {
-            let f: Vec<&str> = line.split('\t').collect();
-            let (width, height) = (f[1].parse().unwrap(), f[2].parse().unwrap());
-            let image = pattern(f[0], width, height);
-            let given = Blur::given(&kernel(f[3]), &kernel(f[4])).expect("odd kernels");
-            let digest = format!("{:x}", Sha256::digest(&blur(&image, &given).data));
-            assert_eq!(digest, f[5], "{line}");
-            rows += 1;
+        for table in [
+            include_str!("../../tests/goldens/gaussian_blur.tsv"),
+            include_str!("../../tests/goldens/gaussian_blur_v2.tsv"),
+        ] {
+            let mut rows = 0;
+            for line in table.lines().filter(|l| !l.starts_with('#')) {
+                let f: Vec<&str> = line.split('\t').collect();
+                let (width, height) = (f[1].parse().unwrap(), f[2].parse().unwrap());
+                let image = pattern(f[0], width, height);
+                let given = Blur::given(&kernel(f[3]), &kernel(f[4])).expect("odd kernels");
+                let digest = format!("{:x}", Sha256::digest(&blur(&image, &given).data));
+                assert_eq!(digest, f[5], "{line}");
+                rows += 1;
+            }
+            assert_eq!(rows, 60);
         }
-        assert_eq!(rows, 60);
     }
 
     #[test]

@@ -20,6 +20,9 @@ pub struct GaussianBlur {
     pub sigma: (f64, f64),
     /// The share of samples blurred: 1 unless inside `RandomApply`.
     pub p: f64,
+    /// `transforms.v2.GaussianBlur`: its kernels a softmax over another linspace
+    /// (`crate::plan::blur::kernel1d_v2`), whose float32 weights are not v1's; its blur is v1's.
+    pub v2: bool,
 }
 
 impl GaussianBlur {
@@ -29,6 +32,7 @@ impl GaussianBlur {
             kernel_size: (kernel_size, kernel_size),
             sigma: (0.1, 2.0),
             p: 1.0,
+            v2: false,
         }
     }
 
@@ -68,6 +72,7 @@ mod tests {
             kernel_size,
             sigma,
             p: 1.0,
+            v2: false,
         };
         assert!(blur((23, 5), (0.1, 2.0)).check().is_ok());
         assert!(blur((1, 31), (1.0, 1.0)).check().is_ok());

@@ -159,6 +159,7 @@ impl Transform {
                 "kernel_size": [b.kernel_size.0, b.kernel_size.1],
                 "sigma": [b.sigma.0, b.sigma.1],
                 "p": b.p,
+                "v2": b.v2,
             })),
             "order": (!order.is_empty()).then(|| order.to_json()),
             "random_erasing": random_erasing.map(|e| json!({
@@ -728,7 +729,7 @@ fn auto_augment(object: &Map<String, Value>) -> Parsed<AutoAugment> {
 }
 
 fn gaussian_blur(object: &Map<String, Value>) -> Parsed<GaussianBlur> {
-    known(object, &["kernel_size", "sigma", "p"])?;
+    known(object, &["kernel_size", "sigma", "p", "v2"])?;
     let [kx, ky] = numbers::<2>(member(object, "kernel_size")?, "kernel_size")?;
     let side = |k: f64| {
         (k >= 1.0 && k.fract() == 0.0 && k <= 1024.0)
@@ -739,6 +740,7 @@ fn gaussian_blur(object: &Map<String, Value>) -> Parsed<GaussianBlur> {
         kernel_size: (side(kx)?, side(ky)?),
         sigma: range_of(object, "sigma")?,
         p: f64_of(object, "p")?,
+        v2: v2_of(object)?,
     })
 }
 
@@ -856,6 +858,7 @@ mod tests {
                 kernel_size: (23, 5),
                 sigma: (0.25, 3.5),
                 p: 0.5,
+                v2: true,
             }),
             random_erasing: Some(RandomErasing {
                 value: ErasedValue::Constant([0.1, -0.2, 0.3]),

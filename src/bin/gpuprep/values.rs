@@ -418,7 +418,8 @@ pub fn parse_fill(text: &str) -> Result<[u8; 3], String> {
 }
 
 pub fn parse_blur(text: &str) -> Result<gpuprep::GaussianBlur, String> {
-    let (size, sigma) = text.split_once(',').unwrap_or((text, ""));
+    let (text, v2) = without_v2(text);
+    let (size, sigma) = text.split_once(',').unwrap_or((&text, ""));
     let side = |k: &str| {
         k.trim()
             .parse::<usize>()
@@ -438,6 +439,7 @@ pub fn parse_blur(text: &str) -> Result<gpuprep::GaussianBlur, String> {
         kernel_size,
         sigma,
         p: 1.0,
+        v2,
     })
 }
 
