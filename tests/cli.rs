@@ -1025,6 +1025,23 @@ fn converted_and_replayed(name: &str, flags: &[&str]) -> Vec<serde_json::Value> 
     images
 }
 
+/// `--resize keep:WxH` (timm's ResizeKeepRatio) and `keep-longest:WxH` reach the reference as
+/// its `keep_ratio` spec: GPU, CPU and Pillow agree, the output the crop's size.
+#[test]
+fn keep_ratio_resizes_are_replayed_through_pillow() {
+    for (resize, crop) in [("keep:73x58", "64x51"), ("keep-longest:80x45", "70x40")] {
+        let flags = ["--resize", resize, "--crop", crop];
+        let (w, h) = crop.split_once('x').unwrap();
+        for image in converted_and_replayed("keep_ratio", &flags) {
+            assert_eq!(
+                image["shape"],
+                serde_json::json!([h.parse::<u64>().unwrap(), w.parse::<u64>().unwrap(), 3]),
+                "{image}"
+            );
+        }
+    }
+}
+
 /// `--random-rotation` reaches the report's parameters (each angle a float32 value inside the
 /// range) and `parity --pillow` replays it through Pillow's `rotate`, bicubic, and nearest about
 /// a point of its own: GPU, CPU and Pillow agree.

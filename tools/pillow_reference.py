@@ -3,7 +3,7 @@
 tools/goldens.py records and that `gpuprep parity --pillow` runs beside gpuprep.
 
 A spec is a JSON object (the entries of tests/goldens/transforms.json): resize ("short:N",
-"short:N:MAX_SIZE" or
+"short:N:MAX_SIZE", "keep_ratio:W:H[:longest]" (timm's ResizeKeepRatio) or
 [w, h]), crop ([w, h]), filter (nearest|box|bilinear|hamming|bicubic|lanczos), draft, normalize
 ("imagenet" or {"mean": [...], "std": [...]}), dtype (u8|f32|f16), layout (hwc|chw),
 channel_order (rgb|bgr), exif_transpose (ImageOps.exif_transpose before convert('RGB')). Pillow resizes; torchvision's CenterCrop/ToTensor/Normalize arithmetic
@@ -1256,12 +1256,21 @@ def finish(a, params, spec=None):
 
 def resize_target(spec, size):
     """torchvision Resize(n) or Resize(n, max_size=m) ("short:N" or "short:N:M": its
-    _compute_resized_output_size), or an exact (w, h)."""
+    _compute_resized_output_size), timm's ResizeKeepRatio((H, W), longest) without its random
+    factors ("keep_ratio:W:H", longest 0, or "keep_ratio:W:H:longest", longest 1: its
+    get_params), or an exact (w, h)."""
     resize = spec.get("resize")
     if resize is None:
         return size
     if isinstance(resize, list):
         return tuple(resize)
+    if resize.startswith("keep_ratio:"):
+        target_w, target_h, *flag = resize.split(":")[1:]
+        longest = 1.0 if flag == ["longest"] else 0.0
+        w, h = size
+        ratio_h, ratio_w = h / int(target_h), w / int(target_w)
+        ratio = max(ratio_h, ratio_w) * longest + min(ratio_h, ratio_w) * (1. - longest)
+        return round(w / ratio), round(h / ratio)
     n, *max_size = (int(v) for v in resize.split(":")[1:])
     w, h = size
     short, long_ = (w, h) if w <= h else (h, w)

@@ -292,6 +292,7 @@ def _resolve_list(names):
 _STAGE = {name: stage for name, _field, _flag, _method, stage in _gpuprep.operations()}
 _STAGE.update({name: _STAGE["Normalize"] - 2 for name in ("ToTensor", "PILToTensor", "ToImage")})
 _STAGE.update({name: _STAGE["Normalize"] - 1 for name in ("ToDtype", "ConvertImageDtype")})
+_STAGE["ResizeKeepRatio"] = _STAGE["Resize"]  # timm's: a Resize of a size of its own
 _FLIPS = ("RandomHorizontalFlip", "RandomVerticalFlip")
 _METHOD = {name: method for name, _field, _flag, method, _stage in _gpuprep.operations()}
 # Transforms gpuprep refuses for a reason a user should know.
@@ -310,9 +311,11 @@ _REFUSED_WITH_REASON = {
 # RandomResizedCropAndInterpolation draws a crop (with Python's random) and resizes it as
 # RandomResizedCrop does, its interpolation fixed or drawn from (BILINEAR, BICUBIC), and
 # RandomErasing draws its count and boxes (with Python's random) as torchvision's does its box,
-# the area shared by the count, and writes zeros or normal values there.
+# the area shared by the count, and writes zeros or normal values there; ResizeKeepRatio (its
+# eval form, no random factors) is a Resize to a size of its own (Transform.resize_keep_ratio).
 _TIMM = {"MaybeToTensor": "ToTensor", "MaybePILToTensor": "PILToTensor",
          "RandomResizedCropAndInterpolation": "RandomResizedCrop",
+         "ResizeKeepRatio": "ResizeKeepRatio",
          "RandomErasing": "RandomErasing", "RandAugment": "TimmRandAugment",
          "AutoAugment": "TimmAutoAugment", "AugMixAugment": "TimmAugMix"}
 _GEOMETRIC = ("RandomRotation", "RandomAffine", "TrivialAugmentWide", "RandAugment",
@@ -328,7 +331,7 @@ _PIL_FILTERS = {0: "NEAREST", 1: "LANCZOS", 2: "BILINEAR", 3: "BICUBIC", 4: "BOX
 # The tensor conversions, with the element type of the tensor each makes of a PIL image.
 _TO_TENSOR = {"ToTensor": "float32", "PILToTensor": "uint8", "ToImage": "uint8"}
 # gpuprep's Transform holds one of each of these: a second transform of the same slot is refused.
-_SLOTS = {"RandomResizedCrop": "Resize", "RandomResize": "Resize", "RandomShortestSize": "Resize", "PILToTensor": "ToTensor", "ToImage": "ToTensor",
+_SLOTS = {"RandomResizedCrop": "Resize", "RandomResize": "Resize", "ResizeKeepRatio": "Resize", "RandomShortestSize": "Resize", "PILToTensor": "ToTensor", "ToImage": "ToTensor",
           "ConvertImageDtype": "ToDtype", "TrivialAugmentWide": "RandomRotation",
           "RandomAffine": "RandomRotation",
           "RandAugment": "RandomRotation", "AutoAugment": "RandomRotation",
@@ -777,7 +780,8 @@ def from_torchvision(compose):
             t = _with_timms_auto_augment(t, step)
         elif name == "TimmAugMix":
             t = _with_timms_aug_mix(t, step)
-        elif name in ("Resize", "RandomResizedCrop", "RandomResize", "RandomShortestSize"):
+        elif name in ("Resize", "RandomResizedCrop", "RandomResize", "RandomShortestSize",
+                      "ResizeKeepRatio"):
             if v2 and getattr(step, "antialias", True) not in (True, None, "warn"):
                 raise OptionsError(f"transforms.v2.{name}(antialias={step.antialias!r}) is not "
                                    "supported: on a PIL image torchvision antialiases anyway, as "
@@ -791,6 +795,8 @@ def from_torchvision(compose):
                 t = t.interpolation(_filter(name, step))
             if name == "Resize":
                 t = t.resize(_checked_size(name, step.size), getattr(step, "max_size", None))
+            elif name == "ResizeKeepRatio":
+                t = _with_keep_ratio(t, step, drawn)
             elif name == "RandomResize":
                 t = t.random_resize(step.min_size, step.max_size)
             elif name == "RandomShortestSize":
@@ -915,6 +921,19 @@ def _order_entries(order):
         if weights is not None:
             entry["p"].append(weights[len(steps) - 1])
     return entries
+
+
+def _with_keep_ratio(t, step, drawn):
+    """`t` with timm's ResizeKeepRatio `step` as its eval transforms make it: longest 0 or 1, no
+    random scale or aspect, one interpolation; anything else refused by name."""
+    if drawn or step.random_scale_prob > 0 or step.random_aspect_prob > 0:
+        raise OptionsError("timm's ResizeKeepRatio with a random interpolation, scale or aspect "
+                           "(its training form) is not supported: its eval form is")
+    if step.longest not in (0.0, 1.0):
+        raise OptionsError(f"timm's ResizeKeepRatio(longest={step.longest}) is not supported: "
+                           "longest=0 (create_transform's 'center' crop mode) and 1 (its "
+                           "'border') are")
+    return t.resize_keep_ratio(tuple(step.size), longest=step.longest == 1.0)
 
 
 def _with_timms_rand_augment(t, step):

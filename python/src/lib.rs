@@ -236,6 +236,15 @@ fn describe(t: &gpuprep::Transform) -> String {
         Some(Resize::Exact { width, height }) => {
             steps.push(format!("Resize({}{filter})", pair((width, height))))
         }
+        Some(Resize::KeepRatio {
+            width,
+            height,
+            longest,
+        }) => steps.push(format!(
+            "ResizeKeepRatio({}, longest={}{filter})",
+            pair((width, height)),
+            if longest { "1.0" } else { "0.0" }
+        )),
         None => {}
     }
     if let Some(r) = t.random_resize {
@@ -684,6 +693,29 @@ impl Transform {
             resize: Some(resize),
             ..self.0
         }))
+    }
+
+    /// timm's ResizeKeepRatio(size, longest) as its eval transforms use it (no random scale or
+    /// aspect): size (h, w) or an int; both sides divided by one ratio, the smaller of
+    /// image_h / h and image_w / w (so that (h, w) fits inside the resized image), or with
+    /// longest=True the larger (so that the resized image fits inside (h, w)); each side
+    /// rounded half to even, as timm's round().
+    #[pyo3(signature = (size, longest=false))]
+    fn resize_keep_ratio(&self, size: Bound<'_, PyAny>, longest: bool) -> PyResult<Self> {
+        let (width, height) = match Size::of("ResizeKeepRatio", &size)? {
+            Size::One(n) => (n, n),
+            Size::Pair { height, width } => (width, height),
+        };
+        let t = gpuprep::Transform {
+            resize: Some(Resize::KeepRatio {
+                width,
+                height,
+                longest,
+            }),
+            ..self.0
+        };
+        validated(&t)?;
+        Ok(Self(t))
     }
 
     /// v2's RandomResize(min_size, max_size): the shorter side drawn from min_size to

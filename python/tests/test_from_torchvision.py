@@ -140,6 +140,24 @@ def test_timms_eval_transforms_give_timms_pixels():
                 (kwargs, path)
 
 
+def test_timms_eval_transforms_of_a_non_square_size_keep_the_ratio_as_timm_does():
+    """A non-square input size: timm's ResizeKeepRatio (both sides by the smaller ratio, each
+    rounded as Python rounds) before the centre crop, bit for bit; its training form (random
+    scale or aspect) and a longest between 0 and 1 are refused by name."""
+    timm_data = pytest.importorskip("timm.data")
+    for size, kwargs in (((3, 64, 80), {}), ((3, 72, 56), {"crop_pct": 0.9,
+                                                            "interpolation": "bicubic"})):
+        compose = timm_data.create_transform(size, is_training=False, **kwargs)
+        t = gpuprep.from_torchvision(compose)
+        assert "ResizeKeepRatio" in repr(t), repr(t)
+        for path in PHOTOS:
+            assert np.array_equal(outputs(t, [path])[0], torchvision_output(compose, path)), \
+                (size, kwargs, path)
+    from timm.data.transforms import ResizeKeepRatio
+    refused(T.Compose([ResizeKeepRatio(64, random_scale_prob=0.5)]), "training form")
+    refused(T.Compose([ResizeKeepRatio(64, longest=0.5)]), "longest=0.5")
+
+
 def test_timms_train_transforms_with_its_seeds_give_timms_pixels():
     """timm's create_transform for training without auto_augment
     (RandomResizedCropAndInterpolation, a flip, ColorJitter, MaybeToTensor, Normalize, and

@@ -110,6 +110,19 @@ pub enum Resize {
         /// The most the longer side may have.
         max_size: usize,
     },
+    /// timm's `ResizeKeepRatio((height, width), longest)` as its eval transforms make it (no
+    /// random scale or aspect): both sides divided by one ratio, the smaller of `height / h` and
+    /// `width / w` (the larger with `longest`), each `round(side / ratio)` in doubles, half to
+    /// even, as Python rounds.
+    KeepRatio {
+        /// The target width.
+        width: usize,
+        /// The target height.
+        height: usize,
+        /// timm's `longest=1.0` (the whole image fits the target); `false` its `0.0` (the
+        /// target fits inside the image).
+        longest: bool,
+    },
 }
 
 impl Resize {
@@ -117,6 +130,11 @@ impl Resize {
     pub fn target(self, width: usize, height: usize) -> (usize, usize) {
         let (n, max_size) = match self {
             Self::Exact { width, height } => return (width, height),
+            Self::KeepRatio {
+                width: target_w,
+                height: target_h,
+                longest,
+            } => return keep_ratio((width, height), (target_w, target_h), longest),
             Self::ShorterSide(n) => (n, None),
             Self::ShorterSideAtMost { size, max_size } => (size, Some(max_size)),
         };
@@ -132,6 +150,21 @@ impl Resize {
             (new_long, new_short)
         }
     }
+}
+
+/// timm's `ResizeKeepRatio.get_params` without its random factors: `ratio = max(rh, rw) *
+/// longest + min(rh, rw) * (1 - longest)` (with `longest` 0 or 1, exactly the smaller or the
+/// larger), then each side `round(side / ratio)`.
+fn keep_ratio(size: (usize, usize), target: (usize, usize), longest: bool) -> (usize, usize) {
+    let ratio_h = size.1 as f64 / target.1 as f64;
+    let ratio_w = size.0 as f64 / target.0 as f64;
+    let ratio = if longest {
+        ratio_h.max(ratio_w)
+    } else {
+        ratio_h.min(ratio_w)
+    };
+    let side = |s: usize| (s as f64 / ratio).round_ties_even() as usize;
+    (side(size.0), side(size.1))
 }
 
 /// torchvision `RandomResizedCrop(size, scale, ratio)`: a box of random area and aspect cut out
@@ -606,6 +639,7 @@ impl Transform {
         let zero = |(w, h): (usize, usize)| w == 0 || h == 0;
         if self.center_crop.is_some_and(zero)
             || matches!(self.resize, Some(Resize::Exact { width, height }) if zero((width, height)))
+            || matches!(self.resize, Some(Resize::KeepRatio { width, height, .. }) if zero((width, height)))
             || matches!(self.resize, Some(Resize::ShorterSide(0)))
             || matches!(self.resize, Some(Resize::ShorterSideAtMost { size: 0, .. }))
             || self.random_resized_crop.is_some_and(|c| zero(c.size))
@@ -647,7 +681,9 @@ impl Transform {
             self.resize.map(|r| match r {
                 Resize::ShorterSide(n) => n,
                 Resize::ShorterSideAtMost { max_size, .. } => max_size,
-                Resize::Exact { width, height } => width.max(height),
+                Resize::Exact { width, height } | Resize::KeepRatio { width, height, .. } => {
+                    width.max(height)
+                }
             }),
         ];
         if let Some(side) = sides.into_iter().flatten().find(|&s| s > MAX_SIDE) {
@@ -677,6 +713,31 @@ mod tests {
     fn shorter_side_follows_torchvision() {
         assert_eq!(Resize::ShorterSide(256).target(500, 375), (341, 256));
         assert_eq!(Resize::ShorterSide(256).target(375, 500), (256, 341));
+    }
+
+    /// timm's ResizeKeepRatio: the smaller ratio (the larger with `longest`), each side
+    /// rounded half to even (Python's round).
+    #[test]
+    fn keep_ratio_divides_both_sides_by_one_ratio() {
+        let keep = |width, height, longest| Resize::KeepRatio {
+            width,
+            height,
+            longest,
+        };
+        // 640 / 320 = 2 < 480 / 192 = 2.5: 640 / 2, 480 / 2.
+        assert_eq!(keep(320, 192, false).target(640, 480), (320, 240));
+        assert_eq!(keep(320, 192, true).target(640, 480), (256, 192));
+        // 500 / 292 and 375 / 256: 375 / (375 / 256) = 256, 500 / (375 / 256) = 341.33.
+        assert_eq!(keep(292, 256, false).target(500, 375), (341, 256));
+        // Halves: 5 / (10 / 4) = 2, 15 / 2.5 = 6 (half to even), 25 / 2.5 = 10.
+        assert_eq!(keep(4, 4, false).target(10, 15), (4, 6));
+        assert_eq!(keep(4, 4, true).target(10, 25), (2, 4));
+        assert!(Transform {
+            resize: Some(keep(0, 4, false)),
+            ..Transform::default()
+        }
+        .validate()
+        .is_err());
     }
 
     #[test]

@@ -69,6 +69,11 @@ impl Transform {
                     json!({ "shorter_side": size, "max_size": max_size })
                 }
                 Resize::Exact { width, height } => size((width, height)),
+                Resize::KeepRatio {
+                    width,
+                    height,
+                    longest,
+                } => json!({ "keep_ratio": size((width, height)), "longest": longest }),
             }),
             "center_crop": center_crop.map(size),
             "pad": pad.map(|p| json!({
@@ -478,6 +483,22 @@ fn size(object: &Map<String, Value>) -> Parsed<(usize, usize)> {
 }
 
 fn resize(object: &Map<String, Value>) -> Parsed<Resize> {
+    if object.contains_key("keep_ratio") {
+        known(object, &["keep_ratio", "longest"])?;
+        let (width, height) = member(object, "keep_ratio")?
+            .as_object()
+            .ok_or_else(|| invalid("`keep_ratio` is {\"width\": W, \"height\": H}".into()))
+            .and_then(size)?;
+        let longest = match object.get("longest") {
+            None => false,
+            Some(v) => boolean(v).ok_or_else(|| invalid("`longest` is true or false".into()))?,
+        };
+        return Ok(Resize::KeepRatio {
+            width,
+            height,
+            longest,
+        });
+    }
     if object.contains_key("shorter_side") {
         known(object, &["shorter_side", "max_size"])?;
         let size = usize_of(object, "shorter_side")?;
@@ -904,6 +925,14 @@ mod tests {
             }),
             ..shorter_side
         };
+        let kept_ratio = Transform {
+            resize: Some(Resize::KeepRatio {
+                width: 365,
+                height: 292,
+                longest: true,
+            }),
+            ..shorter_side
+        };
         let with_rand = Transform {
             random_rotation: None,
             rand_augment: Some(RandAugment {
@@ -1050,6 +1079,7 @@ mod tests {
             with_trivial,
             shorter_side,
             capped,
+            kept_ratio,
             with_random_crop,
             with_rand,
             with_auto,

@@ -250,6 +250,16 @@ pub fn transform_specs() -> BTreeMap<String, gpuprep::Transform> {
             let listed = gpuprep::Transform::from_json(&serde_json::Value::Object(own)).unwrap();
             let resize = match &s["resize"] {
                 serde_json::Value::Null => None,
+                serde_json::Value::String(keep) if keep.starts_with("keep_ratio:") => {
+                    let mut parts = keep.trim_start_matches("keep_ratio:").split(':');
+                    let mut side = || parts.next().unwrap().parse().unwrap();
+                    let (width, height) = (side(), side());
+                    Some(Resize::KeepRatio {
+                        width,
+                        height,
+                        longest: keep.ends_with(":longest"),
+                    })
+                }
                 serde_json::Value::String(short) => {
                     let mut sides = short.trim_start_matches("short:").split(':');
                     let size = sides.next().unwrap().parse().unwrap();

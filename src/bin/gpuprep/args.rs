@@ -60,8 +60,10 @@ pub struct TransformArgs {
     /// Start from a preset; the options below change it.
     #[arg(long, value_enum)]
     preset: Option<Preset>,
-    /// Resize the shorter side to N (`N` or `short:N`, torchvision's Resize(N)), or to exactly
-    /// WxH (torchvision's Resize((H, W))).
+    /// Resize the shorter side to N (`N` or `short:N`, torchvision's Resize(N); `N,MAX` with
+    /// its max_size), or to exactly WxH (torchvision's Resize((H, W))), or keeping the aspect
+    /// ratio so that WxH fits inside the image (`keep:WxH`, timm's ResizeKeepRatio((H, W))) or
+    /// the image inside WxH (`keep-longest:WxH`, its longest=1).
     #[arg(long, value_parser = parse_resize)]
     resize: Option<Resize>,
     /// v2's RandomResize(MIN, MAX), in place of --resize: the shorter side drawn from MIN to

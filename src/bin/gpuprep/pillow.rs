@@ -71,6 +71,17 @@ fn spec(t: &Transform) -> Value {
         Some(Resize::Exact { width, height }) => {
             spec.insert("resize".into(), json!([width, height]))
         }
+        Some(Resize::KeepRatio {
+            width,
+            height,
+            longest,
+        }) => {
+            let longest = if longest { ":longest" } else { "" };
+            spec.insert(
+                "resize".into(),
+                json!(format!("keep_ratio:{width}:{height}{longest}")),
+            )
+        }
         None => None,
     };
     if let Some((width, height)) = t.center_crop {

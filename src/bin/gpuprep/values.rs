@@ -22,6 +22,16 @@ pub fn parse_size(text: &str) -> Result<(usize, usize), String> {
 }
 
 pub fn parse_resize(text: &str) -> Result<Resize, String> {
+    for (prefix, longest) in [("keep:", false), ("keep-longest:", true)] {
+        if let Some(size) = text.strip_prefix(prefix) {
+            let (width, height) = parse_size(size)?;
+            return Ok(Resize::KeepRatio {
+                width,
+                height,
+                longest,
+            });
+        }
+    }
     let shorter = text.strip_prefix("short:").unwrap_or(text);
     if !shorter.contains(['x', 'X']) {
         let number = |v: &str| {
