@@ -1026,11 +1026,16 @@ fn converted_and_replayed(name: &str, flags: &[&str]) -> Vec<serde_json::Value> 
 }
 
 /// `--resize keep:WxH` (timm's ResizeKeepRatio) and `keep-longest:WxH` reach the reference as
-/// its `keep_ratio` spec: GPU, CPU and Pillow agree, the output the crop's size.
+/// its `keep_ratio` spec, and `--crop-fill` (timm's CenterCropOrPad) as its `crop_fill`: GPU,
+/// CPU and Pillow agree, the output the crop's size.
 #[test]
 fn keep_ratio_resizes_are_replayed_through_pillow() {
-    for (resize, crop) in [("keep:73x58", "64x51"), ("keep-longest:80x45", "70x40")] {
-        let flags = ["--resize", resize, "--crop", crop];
+    for (resize, crop, fill) in [
+        ("keep:73x58", "64x51", "0"),
+        ("keep-longest:80x45", "70x40", "0"),
+        ("keep-longest:73x73", "64x64", "124,116,104"),
+    ] {
+        let flags = ["--resize", resize, "--crop", crop, "--crop-fill", fill];
         let (w, h) = crop.split_once('x').unwrap();
         for image in converted_and_replayed("keep_ratio", &flags) {
             assert_eq!(

@@ -1280,14 +1280,16 @@ def resize_target(spec, size):
     return (new_short, new_long) if w <= h else (new_long, new_short)
 
 
-def center_crop(a, crop):
-    """torchvision F.center_crop on the HWC array: zero padding, then round-half-even offsets."""
+def center_crop(a, crop, fill=None):
+    """torchvision F.center_crop on the HWC array: zero padding (timm's CenterCropOrPad: its
+    fill), then round-half-even offsets."""
     cw, ch = crop
     h, w = a.shape[:2]
     if cw > w or ch > h:
         pad_l, pad_t = ((cw - w) // 2 if cw > w else 0), ((ch - h) // 2 if ch > h else 0)
         pad_r, pad_b = ((cw - w + 1) // 2 if cw > w else 0), ((ch - h + 1) // 2 if ch > h else 0)
-        a = np.pad(a, ((pad_t, pad_b), (pad_l, pad_r), (0, 0)))
+        a = np.stack([np.pad(a[..., c], ((pad_t, pad_b), (pad_l, pad_r)),
+                             constant_values=(fill or (0, 0, 0))[c]) for c in range(3)], axis=-1)
         h, w = a.shape[:2]
     top, left = int(round((h - ch) / 2.0)), int(round((w - cw) / 2.0))
     return a[top:top + ch, left:left + cw]
@@ -1335,7 +1337,7 @@ def transformed(path, spec, decoded=None, index=0):
         im = im.crop((b["left"], b["top"], b["left"] + b["width"], b["top"] + b["height"]))
     a = np.asarray(im)
     if "crop" in spec:
-        a = center_crop(a, spec["crop"])
+        a = center_crop(a, spec["crop"], spec.get("crop_fill"))
     a = finish(a, params, spec)
     dtype = spec.get("dtype", "u8")
     if dtype != "u8":

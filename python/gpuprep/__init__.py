@@ -312,10 +312,11 @@ _REFUSED_WITH_REASON = {
 # RandomResizedCrop does, its interpolation fixed or drawn from (BILINEAR, BICUBIC), and
 # RandomErasing draws its count and boxes (with Python's random) as torchvision's does its box,
 # the area shared by the count, and writes zeros or normal values there; ResizeKeepRatio (its
-# eval form, no random factors) is a Resize to a size of its own (Transform.resize_keep_ratio).
+# eval form, no random factors) is a Resize to a size of its own (Transform.resize_keep_ratio),
+# and CenterCropOrPad a CenterCrop that pads a smaller image with its fill.
 _TIMM = {"MaybeToTensor": "ToTensor", "MaybePILToTensor": "PILToTensor",
          "RandomResizedCropAndInterpolation": "RandomResizedCrop",
-         "ResizeKeepRatio": "ResizeKeepRatio",
+         "ResizeKeepRatio": "ResizeKeepRatio", "CenterCropOrPad": "CenterCrop",
          "RandomErasing": "RandomErasing", "RandAugment": "TimmRandAugment",
          "AutoAugment": "TimmAutoAugment", "AugMixAugment": "TimmAugMix"}
 _GEOMETRIC = ("RandomRotation", "RandomAffine", "TrivialAugmentWide", "RandAugment",
@@ -806,6 +807,11 @@ def from_torchvision(compose):
                                           _pair(name, "scale", step.scale, positive=True),
                                           _pair(name, "ratio", step.ratio, positive=True),
                                           "random" if drawn else None)
+        elif name == "CenterCrop" and _is_timms(step):
+            if step.padding_mode != "constant":
+                raise OptionsError(f"timm's CenterCropOrPad(padding_mode={step.padding_mode!r}) "
+                                   "is not supported: its constant fill is")
+            t = t.center_crop(_checked_size(name, step.size), step.fill)
         elif name == "CenterCrop":
             t = t.center_crop(_checked_size(name, step.size))
         elif name == "Pad":

@@ -280,8 +280,10 @@ fn describe(t: &gpuprep::Transform) -> String {
             p.mode.name()
         ));
     }
-    if let Some(c) = t.center_crop {
-        steps.push(format!("CenterCrop({})", pair(c)));
+    match (t.center_crop, t.center_crop_fill) {
+        (Some(c), None) => steps.push(format!("CenterCrop({})", pair(c))),
+        (Some(c), Some(fill)) => steps.push(format!("CenterCropOrPad({}, fill={fill:?})", pair(c))),
+        _ => {}
     }
     if let Some(c) = t.random_crop {
         steps.push(format!(
@@ -753,10 +755,21 @@ impl Transform {
         }))
     }
 
-    /// CenterCrop(size): an int or (h, w).
-    fn center_crop(&self, size: Bound<'_, PyAny>) -> PyResult<Self> {
+    /// CenterCrop(size): an int or (h, w); a smaller image padded with zeros, or with fill (a
+    /// number or one per channel) as timm's CenterCropOrPad(size, fill) pads it.
+    #[pyo3(signature = (size, fill=None))]
+    fn center_crop(
+        &self,
+        size: Bound<'_, PyAny>,
+        fill: Option<Bound<'_, PyAny>>,
+    ) -> PyResult<Self> {
+        let center_crop_fill = match fill {
+            None => None,
+            fill => Some(rgb_fill(fill)?),
+        };
         Ok(Self(gpuprep::Transform {
             center_crop: Some(Size::of("CenterCrop", &size)?.square()),
+            center_crop_fill,
             ..self.0
         }))
     }

@@ -153,9 +153,23 @@ def test_timms_eval_transforms_of_a_non_square_size_keep_the_ratio_as_timm_does(
         for path in PHOTOS:
             assert np.array_equal(outputs(t, [path])[0], torchvision_output(compose, path)), \
                 (size, kwargs, path)
-    from timm.data.transforms import ResizeKeepRatio
+    from timm.data.transforms import CenterCropOrPad, ResizeKeepRatio
     refused(T.Compose([ResizeKeepRatio(64, random_scale_prob=0.5)]), "training form")
     refused(T.Compose([ResizeKeepRatio(64, longest=0.5)]), "longest=0.5")
+    refused(T.Compose([CenterCropOrPad(64, padding_mode="reflect")]), "padding_mode='reflect'")
+
+
+def test_timms_border_crop_mode_pads_with_the_mean_as_timm_does():
+    """crop_mode='border': the longest side to the scale size (ResizeKeepRatio, longest=1), then
+    CenterCropOrPad pads the shorter with the mean's colour and crops: timm's own output."""
+    timm_data = pytest.importorskip("timm.data")
+    for size in (64, (3, 48, 72)):
+        compose = timm_data.create_transform(size, is_training=False, crop_mode="border")
+        t = gpuprep.from_torchvision(compose)
+        assert "CenterCropOrPad" in repr(t) and "longest=1.0" in repr(t), repr(t)
+        for path in PHOTOS:
+            assert np.array_equal(outputs(t, [path])[0], torchvision_output(compose, path)), \
+                (size, path)
 
 
 def test_timms_train_transforms_with_its_seeds_give_timms_pixels():

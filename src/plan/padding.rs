@@ -71,7 +71,8 @@ pub fn mirror(i: isize, n: isize, mode: PaddingMode) -> isize {
 /// The pads `transform` makes of a resized image of `size`, in order: `Pad`'s, `RandomCrop`'s
 /// `padding`, then what `pad_if_needed` adds on both sides of a side shorter than the crop
 /// (torchvision pads the width, then the height: one pad of both, as the two pad different
-/// axes). Pads of nothing are left out.
+/// axes), or what timm's `CenterCropOrPad` adds to a side shorter than the centre crop. Pads of
+/// nothing are left out.
 pub fn paddings(transform: &Transform, size: (usize, usize)) -> Vec<Padding> {
     let mut pads = Vec::new();
     let mut size = size;
@@ -101,6 +102,18 @@ pub fn paddings(transform: &Transform, size: (usize, usize)) -> Vec<Padding> {
             let dy = c.size.1.saturating_sub(h);
             add([dx, dy, dx, dy], c.mode, c.fill);
         }
+    }
+    // timm's CenterCropOrPad: a side shorter than the crop padded to it, (crop − side) // 2
+    // before; the crop then takes that side whole.
+    if let (Some((cw, ch)), Some(fill)) = (transform.center_crop, transform.center_crop_fill) {
+        // (A pad of nothing adds no pad: it gives the size so far.)
+        let (w, h) = add([0; 4], PaddingMode::Constant, fill);
+        let (dx, dy) = (cw.saturating_sub(w), ch.saturating_sub(h));
+        add(
+            [dx / 2, dy / 2, dx - dx / 2, dy - dy / 2],
+            PaddingMode::Constant,
+            fill,
+        );
     }
     pads
 }

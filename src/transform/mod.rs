@@ -359,6 +359,10 @@ pub struct Transform {
     /// `CenterCrop((height, width))` as (width, height), zero-padding a smaller image; default
     /// none.
     pub center_crop: Option<(usize, usize)>,
+    /// timm's `CenterCropOrPad(size, fill)`: the centre crop pads a smaller image with this
+    /// fill ((crop − size) // 2 before, the rest after), where torchvision's `CenterCrop` pads
+    /// with zeros; default none (zeros).
+    pub center_crop_fill: Option<[u8; 3]>,
     /// `Pad` of the resized image, before a crop; default none.
     pub pad: Option<Pad>,
     /// `RandomCrop` in place of `center_crop`; default none.
@@ -446,6 +450,7 @@ impl Default for Transform {
         Self {
             resize: None,
             center_crop: None,
+            center_crop_fill: None,
             pad: None,
             random_crop: None,
             filter: Filter::Bilinear,
@@ -646,6 +651,11 @@ impl Transform {
             || self.random_crop.is_some_and(|c| zero(c.size))
         {
             return Err(InvalidTransform("sizes must be at least 1".into()));
+        }
+        if self.center_crop_fill.is_some() && self.center_crop.is_none() {
+            return Err(InvalidTransform(
+                "center_crop_fill needs a center_crop to pad for".into(),
+            ));
         }
         if self.random_crop.is_some() {
             let other = [

@@ -27,6 +27,7 @@ impl Transform {
         let Transform {
             resize,
             center_crop,
+            center_crop_fill,
             pad,
             random_crop,
             filter,
@@ -75,7 +76,13 @@ impl Transform {
                     longest,
                 } => json!({ "keep_ratio": size((width, height)), "longest": longest }),
             }),
-            "center_crop": center_crop.map(size),
+            "center_crop": center_crop.map(|c| {
+                let mut crop = size(c);
+                if let Some(fill) = center_crop_fill {
+                    crop["fill"] = json!(fill);
+                }
+                crop
+            }),
             "pad": pad.map(|p| json!({
                 "padding": p.padding,
                 "fill": p.fill,
@@ -191,7 +198,11 @@ impl Transform {
             let field = Field { key, value };
             match key.as_str() {
                 "resize" => t.resize = field.object_with(resize)?,
-                "center_crop" => t.center_crop = field.object_with(size)?,
+                "center_crop" => {
+                    let crop = field.object_with(center_crop)?;
+                    (t.center_crop, t.center_crop_fill) =
+                        (crop.map(|c| c.0), crop.and_then(|c| c.1));
+                }
                 "pad" => t.pad = field.object_with(pad)?,
                 "random_crop" => t.random_crop = field.object_with(random_crop)?,
                 "filter" => t.filter = field.required("a filter name", filter)?,
@@ -480,6 +491,19 @@ fn channels(v: &Value) -> Option<ChannelOrder> {
 fn size(object: &Map<String, Value>) -> Parsed<(usize, usize)> {
     known(object, &["width", "height"])?;
     Ok((usize_of(object, "width")?, usize_of(object, "height")?))
+}
+
+/// A centre crop's (width, height), and the fill of timm's `CenterCropOrPad` where it has one.
+type CenterCrop = ((usize, usize), Option<[u8; 3]>);
+
+fn center_crop(object: &Map<String, Value>) -> Parsed<CenterCrop> {
+    known(object, &["width", "height", "fill"])?;
+    let crop = (usize_of(object, "width")?, usize_of(object, "height")?);
+    let fill = object
+        .contains_key("fill")
+        .then(|| fill_of(object))
+        .transpose()?;
+    Ok((crop, fill))
 }
 
 fn resize(object: &Map<String, Value>) -> Parsed<Resize> {
@@ -828,6 +852,7 @@ mod tests {
         Transform {
             resize: None,
             center_crop: Some((224, 200)),
+            center_crop_fill: Some([3, 2, 1]),
             pad: Some(Pad {
                 padding: [1, 2, 3, 4],
                 fill: [5, 6, 7],
@@ -931,6 +956,8 @@ mod tests {
                 height: 292,
                 longest: true,
             }),
+            center_crop: Some((320, 256)),
+            center_crop_fill: Some([124, 116, 104]),
             ..shorter_side
         };
         let with_rand = Transform {
@@ -947,6 +974,7 @@ mod tests {
         };
         let with_random_crop = Transform {
             center_crop: None,
+            center_crop_fill: None,
             random_resized_crop: None,
             random_crop: Some(RandomCrop {
                 padding: [4, 3, 2, 1],

@@ -287,6 +287,8 @@ pub fn transform_specs() -> BTreeMap<String, gpuprep::Transform> {
             let transform = gpuprep::Transform {
                 resize,
                 center_crop: (!s["crop"].is_null()).then(|| pair(&s["crop"])),
+                center_crop_fill: (!s["crop_fill"].is_null())
+                    .then(|| std::array::from_fn(|i| s["crop_fill"][i].as_u64().unwrap() as u8)),
                 filter: match s["filter"].as_str().unwrap_or("bilinear") {
                     "random" => Filter::Bilinear,
                     "nearest" => Filter::Nearest,

@@ -77,6 +77,10 @@ pub struct TransformArgs {
     /// Centre crop to S×S or WxH, zero-padding smaller images (torchvision's CenterCrop).
     #[arg(long, value_parser = parse_size)]
     crop: Option<(usize, usize)>,
+    /// Pad an image smaller than --crop with this fill instead (`V` or `R,G,B`): timm's
+    /// CenterCropOrPad(size, fill).
+    #[arg(long, value_parser = parse_fill, value_name = "V|R,G,B", requires = "crop")]
+    crop_fill: Option<[u8; 3]>,
     /// torchvision's Pad(PADDING, fill, padding_mode) of the resized image: PADDING is P (every
     /// side), LR,TB or L,T,R,B; MODE constant (default), edge, reflect or symmetric; FILL `V` or
     /// `R,G,B` (default 0).
@@ -502,6 +506,7 @@ impl TransformArgs {
         t.random_resize = self.random_resize.or(t.random_resize);
         t.random_shortest_size = self.random_shortest_size.or(t.random_shortest_size);
         t.center_crop = self.crop.or(t.center_crop);
+        t.center_crop_fill = self.crop_fill.or(t.center_crop_fill);
         t.draft |= self.draft;
         if let Some(filter) = self.filter {
             t.filter = match filter {

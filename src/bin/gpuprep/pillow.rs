@@ -87,6 +87,9 @@ fn spec(t: &Transform) -> Value {
     if let Some((width, height)) = t.center_crop {
         spec.insert("crop".into(), json!([width, height]));
     }
+    if let Some(fill) = t.center_crop_fill {
+        spec.insert("crop_fill".into(), json!(fill));
+    }
     spec.insert("filter".into(), json!(t.filter.name()));
     spec.insert("draft".into(), json!(t.draft));
     if let Some(n) = t.normalize {
