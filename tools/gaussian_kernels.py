@@ -9,8 +9,10 @@ torch's float32 arithmetic and is held to them exactly. The file also records th
 
 transforms.v2's GaussianBlur computes its kernels otherwise (a softmax of -(x / sigma)^2 over
 linspace(-lim, lim), lim = (size - 1) / (2 sqrt 2)) and blurs as v1 does; `--v2` writes its
-kernels and blurs into gaussian_kernels_v2.tsv and gaussian_blur_v2.tsv, and each kernel's
-intermediate values (linspace, the softmax's exponent, torch.exp of it) into v2_steps.tsv.
+kernels and blurs into gaussian_kernels_v2.tsv and gaussian_blur_v2.tsv. The kernels torch makes
+with AVX2 alone (whose softmax sums over 8 lanes, not 16), gaussian_kernels_v2_avx2.tsv, are
+`ATEN_CPU_CAPABILITY=avx2 python3 tools/gaussian_kernels.py --v2 --out DIR` on an AVX-512
+machine, DIR/gaussian_kernels_v2.tsv renamed.
 
 Needs torch and torchvision (the versions are written into the file's first line):
     python3 tools/gaussian_kernels.py [--v2] [--out DIR]
@@ -82,25 +84,14 @@ def v2_kernel1d(size, sigma, dtype, device):
     return _get_gaussian_kernel1d(size, sigma, dtype, torch.device(device))
 
 
-def v2_steps(size, sigma):
-    """The values v2's kernel is made of, step by step, for checking an implementation of it."""
-    import math
-    lim = (size - 1) / (2.0 * math.sqrt(2.0))
-    x = torch.linspace(-lim, lim, steps=size, dtype=torch.float32)
-    z = x.div(sigma).pow(2).neg()
-    e = torch.exp(z - z.max())
-    return f"{size}\t{bits([sigma])}\t{bits(x)}\t{bits(z)}\t{bits(e)}\t{bits([e.sum()])}"
-
-
 def main_v2(out):
-    """v2's kernels, blurs and steps into OUT."""
+    """v2's kernels and blurs into OUT."""
     from torchvision.transforms.v2.functional._misc import _get_gaussian_kernel2d
     rng = np.random.default_rng(20261208)
-    rows, steps = [], []
+    rows = []
     for k in range(1, 32, 2):
         for s in sigmas(rng):
             rows.append(f"{k}\t{bits([s])}\t{bits(v2_kernel1d(k, s, torch.float32, 'cpu'))}")
-            steps.append(v2_steps(k, s))
         for s in rng.uniform(0.1, 4.0, 4):
             s = float(np.float32(s))
             for kx in (3, 9, 23):
@@ -113,9 +104,6 @@ def main_v2(out):
             f"{torch.backends.cpu.get_cpu_capability()}")
     (out / "gaussian_kernels_v2.tsv").write_text(
         head + ", transforms.v2: kernel_size, sigma, kernel (float32 bits)\n" + "\n".join(rows) + "\n")
-    (out / "v2_steps.tsv").write_text(
-        head + ": kernel_size, sigma, linspace, -(x / sigma)^2, exp(z - max), sum (float32 bits)\n"
-        + "\n".join(steps) + "\n")
     blurred = blurs(rng, v2=True)
     (out / "gaussian_blur_v2.tsv").write_text(
         head + ", transforms.v2: pattern, width, height, kernel x, kernel y (float32 bits), sha256 "
@@ -147,11 +135,11 @@ def main():
     head = (f"# torch {torch.__version__}, torchvision {torchvision.__version__}, CPU capability "
             f"{torch.backends.cpu.get_cpu_capability()}: kernel_size, sigma, kernel (float32 bits)")
     (args.out / OUT.name).write_text(head + "\n" + "\n".join(rows) + "\n")
-    print(f"{len(rows)} kernels into {OUT}")
+    print(f"{len(rows)} kernels into {args.out / OUT.name}")
     blurred = blurs(rng)
     (args.out / BLURS.name).write_text(head.split(":")[0] + ": pattern, width, height, kernel x, kernel y (float32 "
                      "bits), sha256 of the blurred HWC bytes\n" + "\n".join(blurred) + "\n")
-    print(f"{len(blurred)} blurs into {BLURS}")
+    print(f"{len(blurred)} blurs into {args.out / BLURS.name}")
 
 
 if __name__ == "__main__":

@@ -1243,7 +1243,8 @@ impl Transform {
     /// torch's own kernels (`torchvision_params`) the blur is exact; drawn here, about one value
     /// in 4 to 11 million differs by one. v2=True: transforms.v2's GaussianBlur, whose kernels are
     /// a softmax, made as torch makes them on an AVX-512 CPU (SLEEF's exp, its sum over 16 lanes;
-    /// an AVX2-only CPU sums over 8, and a kernel of 9 weights or more may differ in a last bit),
+    /// an AVX2-only CPU sums over 8, and a kernel of 9 weights or more may differ by a few units in
+    /// the last place),
     /// and whose blur is v1's.
     #[pyo3(signature = (kernel_size, sigma=None, p=1.0, v2=false))]
     fn gaussian_blur(

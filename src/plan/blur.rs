@@ -3,6 +3,8 @@
 //! `cascade_sum` order: four 8-lane partial sums, AVX2's width even on AVX-512 machines) per axis,
 //! and `_get_gaussian_kernel2d`'s outer product, each weight one float32 product. Both are held
 //! to real torch's (tests/goldens/gaussian_kernels.tsv, made by tools/gaussian_kernels.py).
+//! transforms.v2's kernels: a softmax over another linspace ([`kernel1d_v2`], held to
+//! tests/goldens/gaussian_kernels_v2.tsv).
 //! Pillow's `ImageFilter.GaussianBlur` (timm's `GaussianBlurRand`): box blurs in fixed point
 //! ([`BoxBlur`]).
 
@@ -90,9 +92,10 @@ pub fn kernel1d_v2(size: usize, sigma: f32) -> Vec<f32> {
 }
 
 /// The lanes of the vectors ATen's softmax sums in on a CPU with AVX-512. On a CPU with AVX2
-/// alone torch sums in 8, and its kernels of 9 weights or more differ from these in the last bit
-/// now and then (126 of the 976 of tests/goldens/gaussian_kernels_v2_avx2.tsv, which the same
-/// arithmetic over 8 lanes gives, bit for bit).
+/// alone torch sums in 8, and its kernels of 9 weights or more differ from these now and then,
+/// by 1 to 4 units in the last place (126 of the 976 of
+/// tests/goldens/gaussian_kernels_v2_avx2.tsv, which the same arithmetic over 8 lanes gives, bit
+/// for bit).
 pub const SOFTMAX_LANES: usize = 16;
 
 fn softmax_kernel1d(size: usize, sigma: f32, lanes: usize) -> Vec<f32> {

@@ -7,6 +7,9 @@ use super::InvalidTransform;
 /// already covers sigma 5, past the ranges recipes draw from).
 pub const MAX_KERNEL: usize = 31;
 
+/// The smallest sigma of a transforms.v2 blur gpuprep takes.
+const V2_MIN_SIGMA: f32 = 1e-20;
+
 /// torchvision `GaussianBlur(kernel_size, sigma)` of the image after its colour operations,
 /// before the tensor conversion: per sample a sigma drawn from the range, the image convolved
 /// with torchvision's Gaussian kernel of it (reflect padding), as torch computes it on the CPU.
@@ -21,7 +24,8 @@ pub struct GaussianBlur {
     /// The share of samples blurred: 1 unless inside `RandomApply`.
     pub p: f64,
     /// `transforms.v2.GaussianBlur`: its kernels a softmax over another linspace
-    /// (`crate::plan::blur::kernel1d_v2`), whose float32 weights are not v1's; its blur is v1's.
+    /// (`crate::plan::blur::kernel1d_v2`): v1's Gaussian, rounded otherwise (its float32 weights
+    /// are v1's for some sigmas only); its blur is v1's.
     pub v2: bool,
 }
 
@@ -57,6 +61,14 @@ impl GaussianBlur {
         if !(0.0..=1.0).contains(&self.p) {
             return refused(format!("needs p in [0, 1], got {}", self.p));
         }
+        // v2's linspace need not hold 0 in the middle (-5.96e-8 at size 7): below about 3e-27
+        // every tap's square overflows and torch's kernel is NaN.
+        if self.v2 && low < V2_MIN_SIGMA {
+            return refused(format!(
+                "of transforms.v2 needs sigma of at least {V2_MIN_SIGMA:e}, got {low:e}: below \
+                 about 3e-27 torch's kernel overflows to NaN"
+            ));
+        }
         Ok(())
     }
 }
@@ -76,6 +88,8 @@ mod tests {
         };
         assert!(blur((23, 5), (0.1, 2.0)).check().is_ok());
         assert!(blur((1, 31), (1.0, 1.0)).check().is_ok());
+        // v1's middle tap is 0: its kernel of a tiny sigma is finite.
+        assert!(blur((7, 7), (1e-30, 1.0)).check().is_ok());
         for refused in [
             blur((4, 3), (0.1, 2.0)),
             blur((33, 3), (0.1, 2.0)),
@@ -88,6 +102,10 @@ mod tests {
             GaussianBlur {
                 p: 1.5,
                 ..GaussianBlur::new(3)
+            },
+            GaussianBlur {
+                v2: true,
+                ..blur((7, 7), (1e-30, 1.0))
             },
         ] {
             assert!(refused.check().is_err(), "{refused:?}");

@@ -245,7 +245,7 @@ pub struct TransformArgs {
     color_ops: ColorOpArgs,
     /// GaussianBlur(kernel_size=K or KXxKY, sigma=S or (SMIN, SMAX); default (0.1, 2.0)), after
     /// the colour operations; `:v2` for transforms.v2's (its kernels a softmax, whose float32
-    /// weights are not v1's).
+    /// weights are v1's Gaussian rounded otherwise).
     #[arg(long, value_parser = parse_blur, value_name = "K|KXxKY[,S|,SMIN,SMAX][:v2]")]
     gaussian_blur: Option<gpuprep::GaussianBlur>,
     /// RandomApply([GaussianBlur(...)], P): the blur in that share of the samples.
