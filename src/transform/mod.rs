@@ -21,6 +21,7 @@ mod policies;
 mod random_resize;
 mod validate;
 mod wire;
+mod wire_geometry;
 mod wire_timm;
 mod wire_values;
 

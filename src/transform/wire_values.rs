@@ -10,6 +10,10 @@ pub(super) fn invalid(why: String) -> InvalidTransform {
     InvalidTransform(why)
 }
 
+pub(super) fn boolean(v: &Value) -> Option<bool> {
+    v.as_bool()
+}
+
 pub(super) fn filter(v: &Value) -> Option<Filter> {
     v.as_str().and_then(Filter::from_name)
 }
