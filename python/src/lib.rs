@@ -763,10 +763,7 @@ impl Transform {
         size: Bound<'_, PyAny>,
         fill: Option<Bound<'_, PyAny>>,
     ) -> PyResult<Self> {
-        let center_crop_fill = match fill {
-            None => None,
-            fill => Some(rgb_fill(fill)?),
-        };
+        let center_crop_fill = fill.map(|f| rgb_fill(Some(f))).transpose()?;
         Ok(Self(gpuprep::Transform {
             center_crop: Some(Size::of("CenterCrop", &size)?.square()),
             center_crop_fill,
@@ -1244,8 +1241,7 @@ impl Transform {
     /// in 4 to 11 million differs by one. v2=True: transforms.v2's GaussianBlur, whose kernels are
     /// a softmax, made as torch makes them on an AVX-512 CPU (SLEEF's exp, its sum over 16 lanes;
     /// an AVX2-only CPU sums over 8, and a kernel of 9 weights or more may differ by a few units in
-    /// the last place),
-    /// and whose blur is v1's.
+    /// the last place), and whose blur is v1's.
     #[pyo3(signature = (kernel_size, sigma=None, p=1.0, v2=false))]
     fn gaussian_blur(
         &self,
